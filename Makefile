@@ -1,0 +1,52 @@
+# trnemu: the two set-up commands of the README, and a few conveniences.
+#   make run    install what is missing, build, run the main demo
+#   make test   install what is missing, build, run the whole test suite
+BUILD      ?= build
+BUILD_SAN  ?= build-asan
+BUILD_TSAN ?= build-tsan
+MESON_OPTS ?=
+
+.PHONY: all setup build run test test-fast test-asan test-tsan bench fuzz clean
+
+all: build
+
+setup:
+	@sh scripts/setup.sh
+
+$(BUILD)/build.ninja:
+	meson setup $(BUILD) $(MESON_OPTS)
+
+build: setup $(BUILD)/build.ninja
+	ninja -C $(BUILD)
+
+run: build
+	$(BUILD)/tools/trnemu ls
+	$(BUILD)/tools/trnemu exec -- $(BUILD)/examples/tensor_demo
+
+# The whole suite: the normal build, then ASan+UBSan, then TSan on the
+# threaded tests.
+test: build test-fast test-asan test-tsan
+
+test-fast: build
+	meson test -C $(BUILD) --print-errorlogs
+
+$(BUILD_SAN)/build.ninja:
+	meson setup $(BUILD_SAN) -Dsanitize=address,undefined $(MESON_OPTS)
+
+test-asan: setup $(BUILD_SAN)/build.ninja
+	ninja -C $(BUILD_SAN)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1 \
+	  meson test -C $(BUILD_SAN) --print-errorlogs --no-suite bench
+
+$(BUILD_TSAN)/build.ninja:
+	meson setup $(BUILD_TSAN) -Dsanitize=thread $(MESON_OPTS)
+
+test-tsan: setup $(BUILD_TSAN)/build.ninja
+	ninja -C $(BUILD_TSAN)
+	TSAN_OPTIONS=halt_on_error=1 meson test -C $(BUILD_TSAN) --print-errorlogs --suite threads
+
+bench: build
+	meson test -C $(BUILD) --suite bench --verbose --timeout-multiplier 4
+
+clean:
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)

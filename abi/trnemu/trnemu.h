@@ -1,0 +1,44 @@
+/*
+ * trnemu.h: trnemu's own extensions to the Neuron Runtime API.
+ *
+ * Everything here is prefixed trnemu_ and exported by trnemu's
+ * libnrt.so.1 only; a program that uses it does not run on the vendor
+ * runtime, so guard such calls (e.g. look the symbol up with dlsym).
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "nrt/nrt_status.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* What trnemu emulates, as configured by the environment. */
+typedef struct trnemu_machine_info {
+    char instance_type[32];      /* e.g. "trn2.48xlarge" */
+    char chip_name[32];          /* e.g. "Trainium2" */
+    uint32_t chips;              /* Neuron devices */
+    uint32_t cores_per_chip;     /* physical NeuronCores per device */
+    uint32_t nc_generation;      /* NeuronCore version: 2 or 3 */
+    uint32_t lnc;                /* physical cores per logical core (VNC) */
+    uint32_t total_vncs;         /* VNCs in the machine */
+    uint32_t visible_vncs;       /* VNCs this process may use */
+    uint32_t hbm_stacks;         /* HBM stacks per device */
+    uint32_t reserved;           /* zero */
+    uint64_t hbm_bytes_per_chip; /* HBM per device in bytes */
+} trnemu_machine_info_t;
+
+/* Describe the emulated machine. Works before nrt_init. size is the
+ * caller's sizeof(trnemu_machine_info_t); a smaller struct gets a prefix.
+ * NRT_INVALID for a NULL info, a zero size, or a bad configuration. */
+NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_t size);
+
+/* trnemu's own version string, e.g. "0.1.0"; never NULL. */
+const char *trnemu_version(void);
+
+#ifdef __cplusplus
+}
+#endif

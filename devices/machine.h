@@ -1,0 +1,71 @@
+/*
+ * machine.h: one emulated instance: its chips, their sparse HBM, and the
+ * mapping from VNCs (the cores the API counts) to chips and HBM stacks.
+ *
+ * Each chip's HBM is one reserved, never-committed address range
+ * (MAP_NORESERVE): a page costs host memory only once it is written, so a
+ * whole trn2u.48xlarge (6 TiB of HBM) starts with a few MiB resident.
+ * The HBM is split into equal stacks; each stack has its own allocator.
+ * A VNC allocates from the stack that sits beside its first physical core
+ * (with LNC=1 on trn2 two neighbouring cores share one stack).
+ */
+#ifndef TRNEMU_DEVICES_MACHINE_H
+#define TRNEMU_DEVICES_MACHINE_H
+
+#include <stdatomic.h>
+#include <stdint.h>
+
+#include "devices/config.h"
+#include "devices/hbm_alloc.h"
+
+#define MACHINE_MAX_STACKS 8
+
+struct chip {
+    uint32_t index;                           /* device id, 0-based */
+    uint8_t *hbm;                             /* host address of HBM byte 0 */
+    uint64_t hbm_size;                        /* bytes of HBM on the chip */
+    uint64_t stack_size;                      /* bytes per HBM stack */
+    uint32_t nstacks;                         /* HBM stacks on the chip */
+    struct hbm_alloc stacks[MACHINE_MAX_STACKS]; /* one allocator per stack */
+};
+
+struct vnc_info {
+    uint32_t chip;          /* chip that holds the VNC */
+    uint32_t first_core;    /* first physical core on that chip */
+    uint32_t stack;         /* HBM stack the VNC allocates from */
+    _Atomic uint64_t used;  /* HBM bytes currently allocated for this VNC */
+};
+
+struct machine {
+    struct machine_config cfg;  /* what was asked for */
+    struct chip *chips;         /* cfg.profile->chips entries */
+    struct vnc_info *vncs;      /* cfg.total_vncs entries, machine-wide ids */
+};
+
+/* A range of one chip's HBM held by an owner (tensor, model constant ...). */
+struct hbm_block {
+    uint32_t chip;   /* chip index */
+    uint32_t stack;  /* HBM stack index */
+    uint32_t vnc;    /* machine-wide VNC charged for it */
+    uint64_t off;    /* byte offset within the chip's HBM */
+    uint64_t len;    /* bytes taken (rounded up) */
+};
+
+/* Build the machine: map every chip's HBM and set up the allocators. */
+NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
+void machine_destroy(struct machine *m);
+
+/* Machine-wide VNC id of a process-local VNC index; -1 when not visible. */
+int machine_vnc_global(const struct machine *m, int local_vnc);
+
+/* Allocate size bytes (aligned) on the stack of a machine-wide VNC.
+ * NRT_RESOURCE with a log line when the stack is full. */
+NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
+                            uint64_t align, struct hbm_block *out);
+/* Release a block; whole pages inside it go back to the host. */
+void machine_hbm_give(struct machine *m, const struct hbm_block *b);
+
+/* Host address of a block's first byte. */
+uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);
+
+#endif

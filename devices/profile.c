@@ -1,0 +1,60 @@
+/*
+ * profile.c: the table of emulated instance types (see profile.h).
+ *
+ * Figures come from the public instance and chip specifications:
+ * Trainium1 and Inferentia2 chips carry 2 NeuronCore-v2 and 32 GiB of HBM
+ * (2 stacks); a Trainium2 chip carries 8 NeuronCore-v3 and 96 GiB of HBM in
+ * 4 stacks, with LNC=2 the default. The Trn2 UltraServer joins four
+ * trn2u.48xlarge (64 chips); trnemu emulates it as one machine.
+ */
+#include "devices/profile.h"
+
+#include <string.h>
+
+#define GIB (1024ull * 1024ull * 1024ull)
+
+/* NRT_INSTANCE_* and NRT_INSTANCE_SIZE_* values (nrt.h). */
+enum {
+    FAM_TRN1 = 2, FAM_INF2 = 4, FAM_TRN2 = 5, FAM_TRN2U = 9,
+    SZ_1XL = 0, SZ_2XL = 1, SZ_32XL = 6, SZ_48XL = 7,
+};
+
+static const struct dev_profile profile_table[] = {
+    {"trn1.2xlarge", FAM_TRN1, SZ_2XL, "trn1", "Trainium", "1.0",
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1},
+    {"trn1.32xlarge", FAM_TRN1, SZ_32XL, "trn1", "Trainium", "1.0",
+     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1},
+    {"inf2.xlarge", FAM_INF2, SZ_1XL, "inf2", "Inferentia2", "1.0",
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1},
+    {"inf2.48xlarge", FAM_INF2, SZ_48XL, "inf2", "Inferentia2", "1.0",
+     12, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1},
+    {"trn2.48xlarge", FAM_TRN2, SZ_48XL, "trn2", "Trainium2", "1.0",
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 1},
+    {"trn2u.48xlarge", FAM_TRN2U, SZ_48XL, "trn2", "Trainium2", "1.0",
+     64, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 4},
+};
+
+size_t profile_count(void)
+{
+    return sizeof profile_table / sizeof profile_table[0];
+}
+
+const struct dev_profile *profile_at(size_t i)
+{
+    return i < profile_count() ? &profile_table[i] : NULL;
+}
+
+const struct dev_profile *profile_find(const char *name)
+{
+    if (name == NULL)
+        return NULL;
+    for (size_t i = 0; i < profile_count(); i++)
+        if (strcmp(profile_table[i].name, name) == 0)
+            return &profile_table[i];
+    return NULL;
+}
+
+bool profile_lnc_ok(const struct dev_profile *p, uint32_t lnc)
+{
+    return lnc > 0 && lnc < 32 && (p->lnc_allowed & (1u << lnc)) != 0;
+}

@@ -1,0 +1,52 @@
+/*
+ * profile.h: the instance profiles trnemu can emulate (trn1, inf2, trn2 ...).
+ *
+ * A profile is static data from the public instance specifications: how
+ * many chips, how many physical NeuronCores each, which core generation,
+ * how much HBM in how many stacks, and which logical-core (LNC) sizes the
+ * runtime accepts.
+ */
+#ifndef TRNEMU_DEVICES_PROFILE_H
+#define TRNEMU_DEVICES_PROFILE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* NeuronCore generations; they decide SBUF/PSUM sizes and the ISA flavour. */
+enum nc_gen {
+    NC_GEN_V2 = 2,  /* Trainium1 / Inferentia2 */
+    NC_GEN_V3 = 3,  /* Trainium2 */
+};
+
+struct dev_profile {
+    const char *name;           /* instance type, e.g. "trn2.48xlarge" */
+    uint32_t family;            /* NRT_INSTANCE_* value for nrt_get_instance_info */
+    uint32_t size;              /* NRT_INSTANCE_SIZE_* value */
+    const char *arch_name;      /* chip architecture as reported to users */
+    const char *chip_name;      /* marketing name of the chip */
+    const char *device_revision;/* revision string reported by the runtime */
+    uint32_t chips;             /* Neuron devices in the machine */
+    uint32_t cores_per_chip;    /* physical NeuronCores per chip */
+    enum nc_gen gen;            /* NeuronCore generation */
+    uint64_t hbm_per_chip;      /* bytes of HBM per chip */
+    uint32_t hbm_stacks;        /* HBM stacks per chip (hbm_index range) */
+    uint32_t lnc_default;       /* physical cores per logical core by default */
+    uint32_t lnc_allowed;       /* bit n set: LNC size n is accepted */
+    uint32_t nodes;             /* instances joined in one machine (UltraServer: 4) */
+};
+
+/* The profile trnemu emulates when TRNEMU_INSTANCE is not set. */
+#define PROFILE_DEFAULT_NAME "trn2.48xlarge"
+
+/* Profile by instance type name; NULL when unknown. */
+const struct dev_profile *profile_find(const char *name);
+
+/* Number of profiles, and the i-th one, for listings. */
+size_t profile_count(void);
+const struct dev_profile *profile_at(size_t i);
+
+/* Is this LNC size accepted by the profile? */
+bool profile_lnc_ok(const struct dev_profile *p, uint32_t lnc);
+
+#endif

@@ -1,0 +1,84 @@
+/*
+ * tensor.h: runtime tensors: device (emulated HBM), host and virtual
+ * placement, empty tensors, attached user buffers and slices.
+ *
+ * A tensor views a byte range of a storage. Storages are reference
+ * counted: a slice keeps its source's storage alive, as the vendor
+ * runtime documents. Every entry point validates the tensor pointer
+ * against the handle registry and every offset and size against the
+ * tensor, before any byte moves. Callers hold rt_enter().
+ */
+#ifndef TRNEMU_DEVICES_TENSOR_H
+#define TRNEMU_DEVICES_TENSOR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/machine.h"
+#include "nrt/nrt.h"
+
+/* Largest NRT_TENSOR_PLACEMENT_HOST tensor (documented 4 MB limit). */
+#define TENSOR_HOST_MAX (4u << 20)
+
+/* Tensor names are kept (truncated) to this length, for messages only. */
+#define TENSOR_NAME_LEN 64
+
+enum tensor_storage_kind {
+    STORAGE_HBM = 1,   /* a block of emulated HBM */
+    STORAGE_HOST = 2,  /* host memory owned by the runtime */
+    STORAGE_USER = 3,  /* a caller's buffer (attach_buffer); never freed here */
+};
+
+struct tensor_storage {
+    _Atomic uint32_t refs;          /* tensors and pins using it */
+    enum tensor_storage_kind kind;  /* where the bytes live */
+    uint8_t *va;                    /* host address of byte 0 */
+    uint64_t size;                  /* usable bytes */
+    struct hbm_block block;         /* STORAGE_HBM: the HBM range */
+};
+
+/* A pinned, consistent copy of what a tensor refers to. */
+struct tensor_view {
+    struct tensor_storage *st;      /* held reference; NULL for empty tensors */
+    uint8_t *va;                    /* host address of the tensor's byte 0 */
+    uint64_t size;                  /* tensor size in bytes */
+    nrt_tensor_placement_t placement; /* current placement */
+    int vnc;                        /* process-local VNC, -1 for none */
+    char name[TENSOR_NAME_LEN];     /* the tensor's name, for messages */
+};
+
+NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t size,
+                           const char *name, nrt_tensor_t **out);
+NRT_STATUS tensor_allocate_empty(const char *name, nrt_tensor_t **out);
+NRT_STATUS tensor_allocate_slice(const nrt_tensor_t *src, size_t offset, size_t size,
+                                 const char *name, nrt_tensor_t **out);
+NRT_STATUS tensor_attach_buffer(nrt_tensor_t *t, void *buf, size_t size);
+/* Free a tensor; false when t is not a live tensor. */
+bool tensor_free(nrt_tensor_t *t);
+
+NRT_STATUS tensor_read(const nrt_tensor_t *t, void *buf, size_t offset, size_t size);
+NRT_STATUS tensor_write(nrt_tensor_t *t, const void *buf, size_t offset, size_t size);
+NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *dst,
+                       size_t dst_off, size_t size);
+NRT_STATUS tensor_memset(nrt_tensor_t *t, uint64_t offset, int value, size_t size);
+NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool write);
+
+size_t tensor_size(const nrt_tensor_t *t);
+void *tensor_va(const nrt_tensor_t *t);
+NRT_STATUS tensor_alloc_info(const nrt_tensor_t *t, nrt_tensor_device_allocation_info_t *info);
+
+/* Output-completion counters (bumped by executions that write the tensor). */
+NRT_STATUS tensor_completion_wait(const nrt_tensor_t *t, int64_t timeout_us, uint64_t expected);
+NRT_STATUS tensor_completion_reset(nrt_tensor_t *t);
+void tensor_completion_bump(nrt_tensor_t *t);
+
+/* Pin a live tensor: its storage stays valid until tensor_unpin. */
+NRT_STATUS tensor_pin(const nrt_tensor_t *t, struct tensor_view *v);
+void tensor_unpin(struct tensor_view *v);
+/* Is t a live tensor right now? */
+bool tensor_is_live(const nrt_tensor_t *t);
+
+/* Free every tensor (nrt_close). */
+void tensor_destroy_all(void);
+
+#endif

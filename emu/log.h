@@ -1,0 +1,49 @@
+/*
+ * log.h: the one logging facility of trnemu.
+ *
+ * Lines go to stderr in the spirit of the vendor runtime's format:
+ *   2026-Nov-21 23:40:01.123456 4242:4243 ERROR  NRT:nrt_tensor_read  message
+ * The level comes from NEURON_RT_LOG_LEVEL (ERROR by default; QUIET turns
+ * logging off), refined per subsystem by NEURON_RT_LOG_LEVEL_<SUBSYS>.
+ * Subsystems: NRT (ABI entry points), TDRV (devices), NEFF, EMU, STORE, TOOL.
+ */
+#ifndef TRNEMU_EMU_LOG_H
+#define TRNEMU_EMU_LOG_H
+
+#include <stdbool.h>
+
+enum log_level {
+    LOG_LVL_QUIET = 0,  /* nothing is printed */
+    LOG_LVL_ERROR = 1,  /* a call failed */
+    LOG_LVL_WARN = 2,   /* something odd that the call survived */
+    LOG_LVL_INFO = 3,   /* life-cycle events */
+    LOG_LVL_DEBUG = 4,  /* per-call detail */
+    LOG_LVL_TRACE = 5,  /* everything */
+};
+
+/* Is a message of this level for this subsystem printed? Cheap. */
+bool log_enabled(enum log_level level, const char *subsys);
+
+/* Print one line (a trailing newline is added). */
+void log_write(enum log_level level, const char *subsys, const char *func,
+               const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+/* Parse a level name (ERROR, WARN, WARNING, INFO, DEBUG, TRACE, QUIET,
+ * any case); -1 when it is none of them. */
+int log_level_parse(const char *name);
+
+/* Forget cached levels so the environment is read again (tests, nrt_init). */
+void log_reload(void);
+
+#define LOG_ERROR(sub, ...) log_write(LOG_LVL_ERROR, sub, __func__, __VA_ARGS__)
+#define LOG_WARN(sub, ...)  log_write(LOG_LVL_WARN, sub, __func__, __VA_ARGS__)
+#define LOG_INFO(sub, ...)  log_write(LOG_LVL_INFO, sub, __func__, __VA_ARGS__)
+#define LOG_DEBUG(sub, ...) log_write(LOG_LVL_DEBUG, sub, __func__, __VA_ARGS__)
+
+#if defined(TRNEMU_TRACE) && TRNEMU_TRACE
+#define LOG_TRACE(sub, ...) log_write(LOG_LVL_TRACE, sub, __func__, __VA_ARGS__)
+#else
+#define LOG_TRACE(sub, ...) ((void)0)
+#endif
+
+#endif

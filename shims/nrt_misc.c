@@ -1,0 +1,61 @@
+/*
+ * nrt_misc.c: the remaining experimental entry points (tracing, ucode, EFA, dma-buf, async exec callbacks, direct device copies).
+ *
+ * Not emulated yet: each call logs one line naming itself and returns
+ * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ */
+#include <stdio.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "shims/shim.h"
+
+NRT_EXPORT NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int* fd)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size)
+{
+    if (err != NULL)
+        *err = 1;
+    if (err_msg != NULL && err_msg_size > 0)
+        snprintf(err_msg, err_msg_size, "not emulated by trnemu");
+    LOG_ERROR("NRT", "not emulated by trnemu: this function is not emulated yet");
+    return NULL;
+}
+
+NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_trace_start(bool trace_mem)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}
+
+NRT_EXPORT NRT_STATUS nrt_trace_stop(const char *filename)
+{
+    SHIM_NOT_EMULATED("this function is not emulated yet");
+}

@@ -1,0 +1,173 @@
+/*
+ * nrt_tensor.c: the tensor entry points (allocate, free, read, write, copy,
+ * memset, batches, slices, attached buffers, queries, output completion).
+ */
+#include "devices/tensor.h"
+#include "shims/shim.h"
+
+NRT_EXPORT NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, int vnc,
+                                          size_t size, const char *name, nrt_tensor_t **tensor)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_allocate(tensor_placement, vnc, size, name, tensor);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_allocate_empty(name, tensor);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source, size_t offset,
+                                                size_t size, const char *name,
+                                                nrt_tensor_t **tensor_slice)
+{
+    SHIM_REQUIRE(tensor_source != NULL && tensor_slice != NULL,
+                 "tensor_source or tensor_slice is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_allocate_slice(tensor_source, offset, size, name, tensor_slice);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_attach_buffer(tensor, buffer, size);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT void nrt_tensor_free(nrt_tensor_t **tensor)
+{
+    if (tensor == NULL || *tensor == NULL)
+        return;
+    if (rt_enter() == NRT_SUCCESS) {
+        if (!tensor_free(*tensor))
+            LOG_ERROR("NRT", "%p is not a live tensor; nothing freed", (void *)*tensor);
+        rt_leave();
+    }
+    /* After nrt_close every tensor is already gone; just clear the pointer. */
+    *tensor = NULL;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset,
+                                      size_t size)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_read(tensor, buf, offset, size);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset,
+                                       size_t size)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_write(tensor, buf, offset, size);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset,
+                                      nrt_tensor_t *dst, size_t dst_offset, size_t size)
+{
+    SHIM_REQUIRE(src != NULL && dst != NULL, "src or dst is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_copy(src, src_offset, dst, dst_offset, size);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value,
+                                        size_t size)
+{
+    SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_memset(tensor, offset, value, size);
+    rt_leave();
+    return st;
+}
+
+static NRT_STATUS shim_tensor_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches,
+                                    bool write)
+{
+    SHIM_REQUIRE(batches != NULL || num_batches == 0, "batches is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_batch(batches, num_batches, write);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_read_batch(const nrt_tensor_batch_t *batches,
+                                            uint64_t num_batches, bool unsafe)
+{
+    (void)unsafe; /* no in-flight tracking to skip: the emulator is synchronous */
+    return shim_tensor_batch(batches, num_batches, false);
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_write_batch(const nrt_tensor_batch_t *batches,
+                                             uint64_t num_batches, bool unsafe)
+{
+    (void)unsafe;
+    return shim_tensor_batch(batches, num_batches, true);
+}
+
+NRT_EXPORT size_t nrt_tensor_get_size(const nrt_tensor_t *tensor)
+{
+    if (tensor == NULL || rt_enter() != NRT_SUCCESS)
+        return 0;
+    size_t s = tensor_size(tensor);
+    rt_leave();
+    return s;
+}
+
+NRT_EXPORT void *nrt_tensor_get_va(const nrt_tensor_t *tensor)
+{
+    if (tensor == NULL || rt_enter() != NRT_SUCCESS)
+        return NULL;
+    void *va = tensor_va(tensor);
+    rt_leave();
+    return va;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_get_device_allocation_info(
+    const nrt_tensor_t *tensor, nrt_tensor_device_allocation_info_t *alloc_info)
+{
+    SHIM_REQUIRE(tensor != NULL && alloc_info != NULL, "tensor or alloc_info is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_alloc_info(tensor, alloc_info);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
+                                                         int64_t timeout,
+                                                         uint64_t expected_completion_count)
+{
+    SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_completion_wait(output_tensor, timeout, expected_completion_count);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor)
+{
+    SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = tensor_completion_reset(output_tensor);
+    rt_leave();
+    return st;
+}

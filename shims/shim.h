@@ -1,0 +1,45 @@
+/*
+ * shim.h: helpers shared by the exported nrt_* / nrta_* entry points.
+ *
+ * The shims validate arguments, pass the runtime gate and call into
+ * devices/; they hold no emulation logic. Each failed check logs one line
+ * (the function name is part of the log prefix) and returns its status.
+ */
+#ifndef TRNEMU_SHIMS_SHIM_H
+#define TRNEMU_SHIMS_SHIM_H
+
+#include "devices/runtime.h"
+#include "emu/log.h"
+#include "nrt/nrt.h"
+
+/* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). */
+#define NRT_EXPORT __attribute__((visibility("default")))
+
+/* Return NRT_INVALID with a log line when cond does not hold. */
+#define SHIM_REQUIRE(cond, ...)                                                \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            LOG_ERROR("NRT", __VA_ARGS__);                                     \
+            return NRT_INVALID;                                                \
+        }                                                                      \
+    } while (0)
+
+/* Pass the runtime gate (NRT_UNINITIALIZED / NRT_CLOSED otherwise). */
+#define SHIM_ENTER()                                                           \
+    do {                                                                       \
+        NRT_STATUS shim_gate_ = rt_enter();                                    \
+        if (shim_gate_ != NRT_SUCCESS) {                                       \
+            LOG_ERROR("NRT", "%s", shim_gate_ == NRT_UNINITIALIZED             \
+                      ? "called before nrt_init()" : "called after nrt_close()"); \
+            return shim_gate_;                                                 \
+        }                                                                      \
+    } while (0)
+
+/* A function trnemu does not emulate (yet): one log line, NRT_FAILURE. */
+#define SHIM_NOT_EMULATED(why)                                                 \
+    do {                                                                       \
+        LOG_ERROR("NRT", "not emulated by trnemu: %s", why);                   \
+        return NRT_FAILURE;                                                    \
+    } while (0)
+
+#endif

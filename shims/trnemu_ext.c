@@ -1,0 +1,39 @@
+/*
+ * trnemu_ext.c: trnemu's own exported extensions (abi/trnemu/trnemu.h).
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "devices/config.h"
+#include "shims/shim.h"
+#include "trnemu/trnemu.h"
+#include "trnemu_build.h"
+
+NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_t size)
+{
+    SHIM_REQUIRE(info != NULL && size > 0, "info is NULL or size is 0");
+    struct machine_config cfg;
+    NRT_STATUS st = config_from_env(&cfg);
+    if (st != NRT_SUCCESS)
+        return st;
+    const struct dev_profile *p = cfg.profile;
+    trnemu_machine_info_t v;
+    memset(&v, 0, sizeof v);
+    snprintf(v.instance_type, sizeof v.instance_type, "%s", p->name);
+    snprintf(v.chip_name, sizeof v.chip_name, "%s", p->chip_name);
+    v.chips = p->chips;
+    v.cores_per_chip = p->cores_per_chip;
+    v.nc_generation = (uint32_t)p->gen;
+    v.lnc = cfg.lnc;
+    v.total_vncs = cfg.total_vncs;
+    v.visible_vncs = cfg.visible_count;
+    v.hbm_stacks = p->hbm_stacks;
+    v.hbm_bytes_per_chip = p->hbm_per_chip;
+    memcpy(info, &v, size < sizeof v ? size : sizeof v);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT const char *trnemu_version(void)
+{
+    return TRNEMU_VERSION;
+}

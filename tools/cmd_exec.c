@@ -1,0 +1,97 @@
+/*
+ * cmd_exec.c: `trnemu exec -- CMD [ARGS]`: run any program with trnemu's
+ * libnrt.so.1 in place of the vendor library.
+ *
+ * The library is found next to the tool (build tree: ../shims; install
+ * prefix: ../lib or ../lib/<multiarch>) or named by TRNEMU_LIBNRT. It is
+ * put first on LD_LIBRARY_PATH (for programs linked with -lnrt) and in
+ * LD_PRELOAD (for programs that dlopen it or carry an rpath), then CMD
+ * replaces this process. TRNEMU_* and NEURON_* variables pass through.
+ */
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "tools/tool.h"
+
+/* Directory holding this executable, without the trailing slash. */
+static int exec_self_dir(char *dir, size_t cap)
+{
+    ssize_t n = readlink("/proc/self/exe", dir, cap - 1);
+    if (n <= 0)
+        return -1;
+    dir[n] = '\0';
+    char *slash = strrchr(dir, '/');
+    if (slash == NULL)
+        return -1;
+    *slash = '\0';
+    return 0;
+}
+
+static int exec_find_lib(char *path, size_t cap)
+{
+    const char *env = getenv("TRNEMU_LIBNRT");
+    if (env != NULL && *env != '\0') {
+        snprintf(path, cap, "%s", env);
+        return access(path, R_OK) == 0 ? 0 : -1;
+    }
+    char dir[PATH_MAX];
+    if (exec_self_dir(dir, sizeof dir) != 0)
+        return -1;
+    static const char *const rel[] = {
+        "../shims/libnrt.so.1", "../lib/x86_64-linux-gnu/libnrt.so.1",
+        "../lib64/libnrt.so.1", "../lib/libnrt.so.1",
+    };
+    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
+        char cand[PATH_MAX + 64];
+        snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
+        if (realpath(cand, path) != NULL && access(path, R_OK) == 0)
+            return 0;
+    }
+    return -1;
+}
+
+/* Prepend value to a colon-separated variable. */
+static int exec_prepend(const char *var, const char *value, char sep)
+{
+    const char *old = getenv(var);
+    size_t len = strlen(value) + (old ? strlen(old) + 1 : 0) + 1;
+    char *buf = malloc(len);
+    if (buf == NULL)
+        return -1;
+    if (old != NULL && *old != '\0')
+        snprintf(buf, len, "%s%c%s", value, sep, old);
+    else
+        snprintf(buf, len, "%s", value);
+    int r = setenv(var, buf, 1);
+    free(buf);
+    return r;
+}
+
+int cmd_exec(int argc, char **argv)
+{
+    int first = 1;
+    if (first < argc && strcmp(argv[first], "--") == 0)
+        first++;
+    if (first >= argc)
+        return tool_usage_error("exec", "missing the command to run");
+    char lib[PATH_MAX];
+    if (exec_find_lib(lib, sizeof lib) != 0) {
+        fprintf(stderr, "trnemu exec: cannot find trnemu's libnrt.so.1 "
+                        "(set TRNEMU_LIBNRT to its path)\n");
+        return 1;
+    }
+    char libdir[PATH_MAX];
+    snprintf(libdir, sizeof libdir, "%s", lib);
+    *strrchr(libdir, '/') = '\0';
+    if (exec_prepend("LD_LIBRARY_PATH", libdir, ':') != 0 ||
+        exec_prepend("LD_PRELOAD", lib, ':') != 0) {
+        fprintf(stderr, "trnemu exec: out of memory\n");
+        return 1;
+    }
+    execvp(argv[first], &argv[first]);
+    fprintf(stderr, "trnemu exec: cannot run '%s': %m\n", argv[first]);
+    return 127;
+}

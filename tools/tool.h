@@ -1,0 +1,17 @@
+/*
+ * tool.h: the subcommands of the trnemu command-line program.
+ *
+ * Each subcommand lives in its own cmd_*.c file and has the signature of
+ * main() minus the program name: argv[0] is the subcommand itself. It
+ * returns the process exit status (0 ok, 1 failure, 2 usage error).
+ */
+#ifndef TRNEMU_TOOLS_TOOL_H
+#define TRNEMU_TOOLS_TOOL_H
+
+int cmd_ls(int argc, char **argv);
+int cmd_exec(int argc, char **argv);
+
+/* Print a usage error for a subcommand and return 2. */
+int tool_usage_error(const char *cmd, const char *msg);
+
+#endif

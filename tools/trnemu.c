@@ -1,0 +1,48 @@
+/*
+ * trnemu.c: entry point of the trnemu command: picks the subcommand.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "tools/tool.h"
+
+struct tool_cmd {
+    const char *name;                 /* subcommand word */
+    int (*run)(int argc, char **argv);/* its implementation */
+    const char *help;                 /* one-line description */
+};
+
+static const struct tool_cmd tool_cmds[] = {
+    {"ls", cmd_ls, "show the emulated machine (--json, --profiles)"},
+    {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
+};
+
+static int tool_help(FILE *out)
+{
+    fprintf(out, "usage: trnemu COMMAND [ARGS]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
+        fprintf(out, "  %-8s %s\n", tool_cmds[i].name, tool_cmds[i].help);
+    fprintf(out, "\nThe emulated machine is chosen with TRNEMU_INSTANCE (default trn2.48xlarge),\n"
+                 "NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES.\n");
+    return out == stdout ? 0 : 2;
+}
+
+int tool_usage_error(const char *cmd, const char *msg)
+{
+    fprintf(stderr, "trnemu %s: %s (see 'trnemu help')\n", cmd, msg);
+    return 2;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return tool_help(stderr);
+    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
+        strcmp(argv[1], "-h") == 0)
+        return tool_help(stdout);
+    for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
+        if (strcmp(argv[1], tool_cmds[i].name) == 0)
+            return tool_cmds[i].run(argc - 1, argv + 1);
+    fprintf(stderr, "trnemu: unknown command '%s'\n", argv[1]);
+    return tool_help(stderr);
+}
