@@ -157,3 +157,14 @@ uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b)
 {
     return m->chips[b->chip].hbm + b->off;
 }
+
+bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (uint32_t i = 0; i < m->cfg.profile->chips; i++) {
+        uintptr_t lo = (uintptr_t)m->chips[i].hbm;
+        if (a >= lo && a - lo <= m->chips[i].hbm_size && len <= m->chips[i].hbm_size - (a - lo))
+            return true;
+    }
+    return false;
+}

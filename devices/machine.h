@@ -13,6 +13,7 @@
 #define TRNEMU_DEVICES_MACHINE_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "devices/config.h"
@@ -64,6 +65,9 @@ NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
                             uint64_t align, struct hbm_block *out);
 /* Release a block; whole pages inside it go back to the host. */
 void machine_hbm_give(struct machine *m, const struct hbm_block *b);
+
+/* Is [p, p+len) entirely inside one chip's HBM mapping? */
+bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len);
 
 /* Host address of a block's first byte. */
 uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);

@@ -1,10 +1,11 @@
 /*
  * nrt_misc.c: the remaining experimental entry points (tracing, ucode, EFA, dma-buf, async exec callbacks, direct device copies).
  *
- * Not emulated yet: each call logs one line naming itself and returns
- * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ * nrt_memcpy_to_device is emulated; the others are not emulated yet: each
+ * logs one line naming itself and returns NRT_FAILURE (see docs/abi.md).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
@@ -37,7 +38,15 @@ NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_siz
 
 NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_REQUIRE((dest != NULL && src != NULL) || size == 0, "dest or src is NULL");
+    SHIM_ENTER();
+    bool inside = size == 0 || machine_hbm_contains(rt_machine(), dest, size);
+    if (inside && size > 0)
+        memcpy(dest, src, size);
+    rt_leave();
+    SHIM_REQUIRE(inside, "%zu bytes at %p are not inside mapped device memory "
+                 "(see nrt_get_hbm_mmap_va)", size, dest);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
