@@ -35,6 +35,10 @@ NRT_STATUS config_parse_cores(const char *spec, uint32_t total, struct machine_c
     bool seen[CONFIG_MAX_VNCS] = {false};
     const char *p = spec;
     cfg->visible_count = 0;
+    if (total > CONFIG_MAX_VNCS) {
+        LOG_ERROR("TDRV", "%u VNCs exceed the supported maximum of %d", total, CONFIG_MAX_VNCS);
+        return NRT_INVALID;
+    }
     for (;;) {
         long lo = config_number(&p), hi = lo;
         if (lo >= 0 && *p == '-') {

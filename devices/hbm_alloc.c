@@ -100,9 +100,11 @@ NRT_STATUS hbm_alloc_take(struct hbm_alloc *a, uint64_t size, uint64_t align,
         align = HBM_ALLOC_MIN_ALIGN;
     if ((align & (align - 1)) != 0 || align > (1ull << 40))
         return NRT_INVALID;
-    uint64_t len = hbm_alloc_round(size);
-    if (size == 0 || len == 0)
+    if (size == 0)
         return NRT_INVALID;
+    uint64_t len = hbm_alloc_round(size);
+    if (len == 0 || len > a->size)
+        return NRT_RESOURCE;  /* larger than the whole region: nothing fits */
     NRT_STATUS st = NRT_RESOURCE;
     pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->nfree; i++) {

@@ -64,6 +64,8 @@ static void machine_vncs_init(struct machine *m)
         vi->first_core = k * m->cfg.lnc;
         vi->stack = vi->first_core * p->hbm_stacks / p->cores_per_chip;
         atomic_store(&vi->used, 0);
+        atomic_store(&vi->models, 0);
+        pthread_mutex_init(&vi->exec_lock, NULL);
     }
 }
 
@@ -100,6 +102,12 @@ void machine_destroy(struct machine *m)
         for (uint32_t i = 0; i < m->cfg.profile->chips; i++)
             machine_chip_fini(&m->chips[i]);
     free(m->chips);
+    if (m->vncs != NULL)
+        for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
+            pthread_mutex_destroy(&m->vncs[v].exec_lock);
+            for (uint32_t i = 0; i < MACHINE_MAX_LNC; i++)
+                core_destroy(m->vncs[v].cores[i]);
+        }
     free(m->vncs);
     free(m);
 }
@@ -167,4 +175,18 @@ bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len)
             return true;
     }
     return false;
+}
+
+NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct core **out)
+{
+    struct vnc_info *vi = &m->vncs[vnc];
+    if (i >= MACHINE_MAX_LNC || i >= m->cfg.lnc)
+        return NRT_INVALID;
+    if (vi->cores[i] == NULL) {
+        NRT_STATUS st = core_create((uint32_t)m->cfg.profile->gen, &vi->cores[i]);
+        if (st != NRT_SUCCESS)
+            return st;
+    }
+    *out = vi->cores[i];
+    return NRT_SUCCESS;
 }

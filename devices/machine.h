@@ -12,14 +12,17 @@
 #ifndef TRNEMU_DEVICES_MACHINE_H
 #define TRNEMU_DEVICES_MACHINE_H
 
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
 #include "devices/config.h"
 #include "devices/hbm_alloc.h"
+#include "emu/core.h"
 
 #define MACHINE_MAX_STACKS 8
+#define MACHINE_MAX_LNC 2
 
 struct chip {
     uint32_t index;                           /* device id, 0-based */
@@ -35,6 +38,9 @@ struct vnc_info {
     uint32_t first_core;    /* first physical core on that chip */
     uint32_t stack;         /* HBM stack the VNC allocates from */
     _Atomic uint64_t used;  /* HBM bytes currently allocated for this VNC */
+    _Atomic uint32_t models; /* models loaded on this VNC */
+    pthread_mutex_t exec_lock; /* held for the length of one execution */
+    struct core *cores[MACHINE_MAX_LNC]; /* its physical cores, made on first use */
 };
 
 struct machine {
@@ -55,6 +61,10 @@ struct hbm_block {
 /* Build the machine: map every chip's HBM and set up the allocators. */
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
 void machine_destroy(struct machine *m);
+
+/* The i-th physical core of a VNC, created on first use (caller holds the
+ * VNC's exec_lock). NRT_RESOURCE when the host is out of memory. */
+NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct core **out);
 
 /* Machine-wide VNC id of a process-local VNC index; -1 when not visible. */
 int machine_vnc_global(const struct machine *m, int local_vnc);

@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
 
@@ -96,6 +97,7 @@ void rt_close(void)
     }
     pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
     atomic_store(&rt_cur_state, RT_CLOSED);
+    model_destroy_all();
     tensor_destroy_all();
     machine_destroy(rt_mach);
     rt_mach = NULL;

@@ -414,8 +414,10 @@ static void tensor_batch_move(const nrt_tensor_batch_t *b, const struct tensor_v
 
 NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool write)
 {
-    if (n > SIZE_MAX / sizeof(struct tensor_view))
+    if (n > SIZE_MAX / sizeof(struct tensor_view)) {
+        LOG_ERROR("NRT", "%" PRIu64 " batches is not a plausible count", n);
         return NRT_INVALID;
+    }
     struct tensor_view *views = calloc(n ? n : 1, sizeof *views);
     if (views == NULL)
         return NRT_RESOURCE;
@@ -533,7 +535,10 @@ NRT_STATUS tensor_completion_reset(nrt_tensor_t *t)
 
 void tensor_completion_bump(nrt_tensor_t *t)
 {
-    atomic_fetch_add(&t->completions, 1);
+    handle_lock();
+    if (handle_has(t, HANDLE_TENSOR))
+        atomic_fetch_add(&t->completions, 1);
+    handle_unlock();
 }
 
 /* ---- teardown ---------------------------------------------------------- */

@@ -409,6 +409,13 @@ bool neff_file_equal(const struct neff_file *a, const struct neff_file *b)
 
 /* ---- reading the tarball ----------------------------------------------- */
 
+/* libarchive's message for the last error, never NULL. */
+static const char *ar_err(struct archive *a)
+{
+    const char *s = archive_error_string(a);
+    return s != NULL ? s : "unexpected end of data";
+}
+
 /* State of one tar read. */
 struct tar_reader {
     struct archive *ar;                 /* libarchive handle */
@@ -433,7 +440,7 @@ static NRT_STATUS tar_read_sized(struct tar_reader *t, const char *name, uint64_
         if (r <= 0) {
             LOG_ERROR("NEFF", "member '%s': corrupt or truncated data after %zu of %llu bytes%s%s",
                       name, got, (unsigned long long)size, r < 0 ? ": " : "",
-                      r < 0 ? archive_error_string(t->ar) : "");
+                      r < 0 ? ar_err(t->ar) : "");
             neff_buf_unref(b);
             return NRT_INVALID;
         }
@@ -462,7 +469,7 @@ static NRT_STATUS tar_read_unsized(struct tar_reader *t, const char *name, struc
         }
         la_ssize_t r = archive_read_data(t->ar, data + len, cap - len);
         if (r < 0) {
-            LOG_ERROR("NEFF", "member '%s': corrupt data: %s", name, archive_error_string(t->ar));
+            LOG_ERROR("NEFF", "member '%s': corrupt data: %s", name, ar_err(t->ar));
             free(data);
             return NRT_INVALID;
         }
@@ -569,7 +576,7 @@ static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct ne
     NRT_STATUS st = NRT_SUCCESS;
     static const uint8_t empty = 0;
     if (archive_read_open_memory(t.ar, size ? data : &empty, size) != ARCHIVE_OK) {
-        LOG_ERROR("NEFF", "tarball: corrupt gzip/tar data: %s", archive_error_string(t.ar));
+        LOG_ERROR("NEFF", "tarball: corrupt gzip/tar data: %s", ar_err(t.ar));
         st = NRT_INVALID;
     }
     while (st == NRT_SUCCESS) {
@@ -579,7 +586,7 @@ static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct ne
             break;
         if (r < ARCHIVE_WARN) {
             LOG_ERROR("NEFF", "tarball: corrupt gzip/tar data after %zu members: %s",
-                      f->n_members, archive_error_string(t.ar));
+                      f->n_members, ar_err(t.ar));
             st = NRT_INVALID;
             break;
         }

@@ -219,7 +219,7 @@ struct neff_subgraph {
 struct neff_model_info {
     uint64_t neff_version_major;        /* header neff_version_major */
     uint64_t neff_version_minor;        /* header neff_version_minor */
-    uint64_t pkg_version;               /* header pkg_version (hash kind) */
+    uint64_t pkg_version;               /* hash kind to store with: 1 sha256, 2 md5 (others load as 1) */
     char build_version[NEFF_BUILD_VERSION_SIZE + 1]; /* header neff_build_version */
     char name[NEFF_NAME_SIZE + 1];      /* header name */
     uint8_t uuid[NEFF_UUID_SIZE];       /* header uuid */
@@ -280,12 +280,16 @@ NRT_STATUS neff_model_add_io(struct neff_model *m, const char *name, bool is_out
 NRT_STATUS neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v);
 /* Append a deep copy of *q. Duplicate names are NRT_INVALID. */
 NRT_STATUS neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *q);
-/* Give an engine its instruction stream (copied once); the section gets
- * default member names when it has none (e.g. "PE.bin", "PE.json"). */
+/* Give an engine its instruction stream (copied once); the section is
+ * marked present and gets the default bin_file name ("PE.bin",
+ * "Activation.bin", "Pool.bin", "DVE.bin", "SP.bin") when it has none. */
 NRT_STATUS neff_sg_set_code(struct neff_subgraph *sg, enum neff_engine e, const void *code,
                             size_t size);
-/* Append a deep copy of *d to an engine's descriptor list (var_index of
- * the copies reset to -1). */
+/* Append a deep copy of *d to an engine's descriptor list; the section
+ * is marked present and gets the default json_file name ("PE.json", ...)
+ * when it has none. Fields its op does not use get their defaults (scale
+ * 1.0 unless fma, scale_dtype float32, constant 0 without constant_dtype),
+ * an access-pattern dtype of 0 becomes uint8, var_index becomes -1. */
 NRT_STATUS neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
                             const struct neff_dma_desc *d);
 

@@ -42,6 +42,10 @@ NRT_STATUS neff_var_set_payload(struct neff_var *v, const char *what);
 /* Does the name end in ".npy"? */
 bool neff_is_npy_name(const char *name);
 
+/* neff_model_validate without resolving var_index (the model is not
+ * changed). */
+NRT_STATUS neff_model_check_const(const struct neff_model *m);
+
 /* strdup that passes NULL through; *ok cleared on OOM. */
 char *neff_strdup_opt(const char *s, bool *ok);
 

@@ -95,7 +95,7 @@ static bool cur_eat(struct dict_cur *c, char ch)
     return false;
 }
 
-/* A quoted string; *s/*len point into the header. */
+/* A quoted string; *s and *len point into the header. */
 static bool cur_string(struct dict_cur *c, const char **s, size_t *len)
 {
     cur_skip_ws(c);

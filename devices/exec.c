@@ -1,0 +1,232 @@
+/*
+ * exec.c: binding and running executions (see exec.h).
+ */
+#include "devices/exec.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/model.h"
+#include "devices/runtime.h"
+#include "devices/tensor.h"
+#include "devices/tensor_set.h"
+#include "emu/log.h"
+#include "emu/numerics.h"
+#include "nrt/nrt_status.h"
+
+/* Default execution time limit: the emulator runs slower than hardware. */
+#define EXEC_DEFAULT_TIMEOUT_S 600u
+/* Most inputs and outputs of one model. */
+#define EXEC_MAX_IO 4096
+
+static const char *exec_status_name(NRT_STATUS st)
+{
+    switch (st) {
+    case NRT_EXEC_OOB: return "out-of-bounds access";
+    case NRT_EXEC_COMPLETED_WITH_ERR: return "completed with errors";
+    case NRT_TIMEOUT: return "timeout";
+    case NRT_INVALID: return "invalid program";
+    default: return "error";
+    }
+}
+
+/* The caller's tensors bound to a model's I/O, pinned for the execution. */
+struct exec_binding {
+    uint32_t n;                 /* model I/O tensors */
+    struct tensor_view *views;  /* one per neff io entry, in model order */
+    nrt_tensor_t **tensors;     /* the caller's tensor handles */
+};
+
+static NRT_STATUS exec_bind_one(const struct neff_io *io, const nrt_tensor_set_t *set,
+                                nrt_tensor_t **t, struct tensor_view *v)
+{
+    NRT_STATUS st = tensor_set_get((nrt_tensor_set_t *)set, io->name, t);
+    if (st != NRT_SUCCESS) {
+        LOG_ERROR("NRT", "%s tensor '%s' is missing from the %s set",
+                  io->is_output ? "output" : "input", io->name,
+                  io->is_output ? "output" : "input");
+        return NRT_INVALID;
+    }
+    st = tensor_pin(*t, v);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (v->size != io->size || v->va == NULL) {
+        LOG_ERROR("NRT", "%s tensor '%s' is %" PRIu64 " bytes; the model expects %" PRIu64,
+                  io->is_output ? "output" : "input", io->name, v->size, io->size);
+        tensor_unpin(v);
+        return NRT_INVALID;
+    }
+    return NRT_SUCCESS;
+}
+
+static void exec_unbind(struct exec_binding *b, uint32_t pinned)
+{
+    for (uint32_t i = 0; i < pinned; i++)
+        tensor_unpin(&b->views[i]);
+    free(b->views);
+    free(b->tensors);
+}
+
+static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t *inputs,
+                            nrt_tensor_set_t *outputs, struct exec_binding *b)
+{
+    b->n = nm->n_io;
+    b->views = calloc(b->n ? b->n : 1, sizeof *b->views);
+    b->tensors = calloc(b->n ? b->n : 1, sizeof *b->tensors);
+    if (b->views == NULL || b->tensors == NULL) {
+        exec_unbind(b, 0);
+        return NRT_RESOURCE;
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        const struct neff_io *io = &nm->io[i];
+        NRT_STATUS st = exec_bind_one(io, io->is_output ? outputs : inputs, &b->tensors[i],
+                                      &b->views[i]);
+        if (st != NRT_SUCCESS) {
+            exec_unbind(b, i);
+            return st;
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+/* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
+static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
+{
+    const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
+    if (mode == NULL || strcmp(mode, "zeros") != 0) {
+        LOG_ERROR("NRT", "'%s' was compiled for real hardware: its instruction streams are not "
+                  "trnemu's open ISA and cannot be emulated (TRNEMU_FOREIGN_NEFF=zeros gives "
+                  "zero-filled outputs instead)", m->neff->info.name);
+        return NRT_UNSUPPORTED_NEFF_VERSION;
+    }
+    LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
+             "not computed (TRNEMU_FOREIGN_NEFF=zeros)", m->neff->info.name);
+    for (uint32_t i = 0; i < b->n; i++)
+        if (m->neff->io[i].is_output)
+            memset(b->views[i].va, 0, b->views[i].size);
+    return NRT_SUCCESS;
+}
+
+/* Run options from the environment: NEURON_RT_EXEC_TIMEOUT (seconds) and
+ * TRNEMU_RACECHECK. */
+static struct core_run_opts exec_opts(void)
+{
+    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false};
+    const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
+    if (t != NULL && *t != '\0') {
+        char *end;
+        double s = strtod(t, &end);
+        if (*end == '\0' && s > 0 && s < 1e7)
+            o.timeout_ms = (uint64_t)(s * 1000.0);
+    }
+    const char *r = getenv("TRNEMU_RACECHECK");
+    o.racecheck = r != NULL && *r != '\0' && strcmp(r, "0") != 0;
+    return o;
+}
+
+/* Log a multi-line report, one log line per line. */
+static void exec_log_report(const char *name, NRT_STATUS st, const char *report)
+{
+    LOG_ERROR("NRT", "execution of '%s' failed: %s (%d)", name, exec_status_name(st), (int)st);
+    const char *p = report;
+    while (*p != '\0') {
+        const char *nl = strchr(p, '\n');
+        int len = nl ? (int)(nl - p) : (int)strlen(p);
+        LOG_ERROR("NRT", "  %.*s", len, p);
+        p += len + (nl != NULL);
+    }
+}
+
+/* Is there a NaN or an infinity among n floats of dtype at p? */
+static bool exec_nonfinite(const uint8_t *p, uint32_t dtype, uint64_t bytes, uint64_t *at)
+{
+    size_t es = num_dtype_size(dtype);
+    if (!num_dtype_is_float(dtype) || es == 0)
+        return false;
+    for (uint64_t i = 0; i + es <= bytes; i += es) {
+        float x = num_to_f32(dtype, p + i);
+        if (x - x != 0.0f) {  /* NaN or +-inf */
+            *at = i / es;
+            return true;
+        }
+    }
+    return false;
+}
+
+/* NaN/Inf in a float output: NRT_EXEC_COMPLETED_WITH_NUM_ERR (outputs kept). */
+static NRT_STATUS exec_check_numerics(const nrt_model_t *m, const struct exec_binding *b)
+{
+    for (uint32_t i = 0; i < b->n; i++) {
+        const struct neff_io *io = &m->neff->io[i];
+        uint64_t at;
+        if (io->is_output && exec_nonfinite(b->views[i].va, io->dtype, b->views[i].size, &at)) {
+            LOG_ERROR("NRT", "execution of '%s' produced NaN/Inf: output '%s' element %" PRIu64,
+                      m->neff->info.name, io->name, at);
+            return NRT_EXEC_COMPLETED_WITH_NUM_ERR;
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
+{
+    struct machine *mach = rt_machine();
+    struct core *cores[MACHINE_MAX_LNC];
+    const struct core_program *progs[MACHINE_MAX_LNC];
+    uint8_t *io_va[EXEC_MAX_IO];
+    uint64_t io_size[EXEC_MAX_IO];
+    if (b->n > EXEC_MAX_IO) {
+        LOG_ERROR("NRT", "'%s' has %u inputs and outputs; trnemu runs at most %d",
+                  m->neff->info.name, b->n, EXEC_MAX_IO);
+        return NRT_INVALID;
+    }
+    for (uint32_t i = 0; i < b->n; i++) {
+        io_va[i] = b->views[i].va;
+        io_size[i] = b->views[i].size;
+    }
+    for (uint32_t s = 0; s < m->nsgs; s++) {
+        NRT_STATUS st = machine_vnc_core(mach, m->gvnc, s, &cores[s]);
+        if (st != NRT_SUCCESS)
+            return st;
+        model_bind_program(&m->sgs[s], io_va, io_size, cores[s]);
+        progs[s] = &m->sgs[s].prog;
+    }
+    static _Thread_local char report[16384];
+    struct core_run_opts opts = exec_opts();
+    NRT_STATUS st = core_run(cores, progs, m->nsgs, &opts, report, sizeof report);
+    if (st != NRT_SUCCESS) {
+        exec_log_report(m->neff->info.name, st, report);
+        return st;
+    }
+    return exec_check_numerics(m, b);
+}
+
+static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
+{
+    if (!m->runnable)
+        return exec_foreign(m, b);
+    return exec_program(m, b);
+}
+
+NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,
+                      uint32_t repeat)
+{
+    struct exec_binding b;
+    NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &b);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct vnc_info *vi = &rt_machine()->vncs[m->gvnc];
+    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+    for (uint32_t r = 0; r < repeat && st == NRT_SUCCESS; r++)
+        st = exec_run(m, &b);
+    pthread_mutex_unlock(&vi->exec_lock);
+    if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
+        atomic_fetch_add(&m->executions, repeat);
+        for (uint32_t i = 0; i < b.n; i++)
+            if (m->neff->io[i].is_output)
+                tensor_completion_bump(b.tensors[i]);
+    }
+    exec_unbind(&b, b.n);
+    return st;
+}

@@ -1,0 +1,131 @@
+/*
+ * it_common.h: helpers shared by the integration tests. These tests see
+ * trnemu only through the public headers (abi/) and the built libnrt.so.1,
+ * as any user program would.
+ *
+ * Each test case starts from a clean environment (it_env_clear), sets the
+ * variables it needs with setenv() before nrt_init, and closes the runtime
+ * in its teardown (it_teardown).
+ */
+#ifndef TRNEMU_TESTS_INTEGRATION_IT_COMMON_H
+#define TRNEMU_TESTS_INTEGRATION_IT_COMMON_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+#include "nrt/nrt_version.h"
+
+#define IT_GIB (1024ull * 1024ull * 1024ull)
+
+/* Forget every variable that decides the emulated machine. */
+static inline void it_env_clear(void)
+{
+    unsetenv("TRNEMU_INSTANCE");
+    unsetenv("NEURON_LOGICAL_NC_CONFIG");
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    unsetenv("NEURON_RT_NUM_CORES");
+}
+
+/* Set or unset (value NULL) one variable. */
+static inline void it_env(const char *name, const char *value)
+{
+    if (value != NULL)
+        setenv(name, value, 1);
+    else
+        unsetenv(name);
+}
+
+/* Clean environment, then the given machine (NULLs keep the defaults), then
+ * nrt_init, which must succeed. */
+static inline void it_init(const char *instance, const char *lnc, const char *visible,
+                           const char *num)
+{
+    it_env_clear();
+    it_env("TRNEMU_INSTANCE", instance);
+    it_env("NEURON_LOGICAL_NC_CONFIG", lnc);
+    it_env("NEURON_RT_VISIBLE_CORES", visible);
+    it_env("NEURON_RT_NUM_CORES", num);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+}
+
+/* cmocka setup: a clean environment, runtime not started. */
+static inline int it_setup_clean(void **state)
+{
+    (void)state;
+    it_env_clear();
+    return 0;
+}
+
+/* cmocka setup: the default machine (trn2.48xlarge, LNC=2), started. */
+static inline int it_setup_default(void **state)
+{
+    (void)state;
+    it_init(NULL, NULL, NULL, NULL);
+    return 0;
+}
+
+/* cmocka setup: trn1.2xlarge, started. */
+static inline int it_setup_trn1(void **state)
+{
+    (void)state;
+    it_init("trn1.2xlarge", NULL, NULL, NULL);
+    return 0;
+}
+
+/* cmocka teardown: every test case ends with the runtime closed. */
+static inline int it_teardown(void **state)
+{
+    (void)state;
+    nrt_close();
+    it_env_clear();
+    return 0;
+}
+
+/* Fill buf with a pattern that depends on seed and position. */
+static inline void it_pattern(uint8_t *buf, size_t n, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1103515245u + 12345u;
+        buf[i] = (uint8_t)(x >> 16);
+    }
+}
+
+/* Allocate a tensor, asserting success. */
+static inline nrt_tensor_t *it_tensor(nrt_tensor_placement_t where, int vnc, size_t size,
+                                      const char *name)
+{
+    nrt_tensor_t *t = NULL;
+    assert_int_equal(nrt_tensor_allocate(where, vnc, size, name, &t), NRT_SUCCESS);
+    assert_non_null(t);
+    return t;
+}
+
+/* Read the whole tensor into a fresh buffer (caller frees). */
+static inline uint8_t *it_read_all(const nrt_tensor_t *t)
+{
+    size_t n = nrt_tensor_get_size(t);
+    uint8_t *buf = malloc(n ? n : 1);
+    assert_non_null(buf);
+    assert_int_equal(nrt_tensor_read(t, buf, 0, n), NRT_SUCCESS);
+    return buf;
+}
+
+/* Assert that the tensor holds exactly want (its whole size). */
+static inline void it_expect_bytes(const nrt_tensor_t *t, const uint8_t *want, size_t n)
+{
+    assert_int_equal(nrt_tensor_get_size(t), n);
+    uint8_t *got = it_read_all(t);
+    assert_memory_equal(got, want, n);
+    free(got);
+}
+
+#endif
