@@ -108,11 +108,11 @@ static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
     return NRT_SUCCESS;
 }
 
-/* Run options from the environment: NEURON_RT_EXEC_TIMEOUT (seconds) and
- * TRNEMU_RACECHECK. */
+/* Run options from the environment: NEURON_RT_EXEC_TIMEOUT (seconds),
+ * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED. */
 static struct core_run_opts exec_opts(void)
 {
-    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false};
+    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false};
     const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
     if (t != NULL && *t != '\0') {
         char *end;
@@ -122,6 +122,10 @@ static struct core_run_opts exec_opts(void)
     }
     const char *r = getenv("TRNEMU_RACECHECK");
     o.racecheck = r != NULL && *r != '\0' && strcmp(r, "0") != 0;
+    const char *sr = getenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
+    o.stochastic = sr != NULL && strcmp(sr, "1") == 0;
+    const char *seed = getenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
+    o.seed = seed != NULL ? strtoull(seed, NULL, 0) : 0;
     return o;
 }
 

@@ -15,6 +15,7 @@ static pthread_rwlock_t rt_gate;                 /* calls read-lock, close write
 static pthread_once_t rt_gate_once = PTHREAD_ONCE_INIT;
 static _Atomic int rt_cur_state = RT_UNINITIALIZED;
 static struct machine *rt_mach;                  /* valid while RT_OPEN */
+static atomic_bool rt_close_pending;             /* a close waits for the gate */
 
 static void rt_gate_init(void)
 {
@@ -51,9 +52,24 @@ void rt_leave(void)
     pthread_rwlock_unlock(&rt_gate);
 }
 
+bool rt_closing(void)
+{
+    return atomic_load(&rt_close_pending);
+}
+
 enum rt_state rt_state(void)
 {
     return (enum rt_state)atomic_load(&rt_cur_state);
+}
+
+NRT_STATUS rt_config(struct machine_config *cfg)
+{
+    if (rt_enter() == NRT_SUCCESS) {
+        *cfg = rt_mach->cfg;
+        rt_leave();
+        return NRT_SUCCESS;
+    }
+    return config_from_env(cfg);
 }
 
 struct machine *rt_machine(void)
@@ -95,7 +111,9 @@ void rt_close(void)
         pthread_mutex_unlock(&rt_life);
         return;
     }
+    atomic_store(&rt_close_pending, true);
     pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
+    atomic_store(&rt_close_pending, false);
     atomic_store(&rt_cur_state, RT_CLOSED);
     model_destroy_all();
     tensor_destroy_all();

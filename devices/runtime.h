@@ -10,6 +10,7 @@
 #ifndef TRNEMU_DEVICES_RUNTIME_H
 #define TRNEMU_DEVICES_RUNTIME_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "devices/machine.h"
@@ -31,8 +32,17 @@ void rt_close(void);
 NRT_STATUS rt_enter(void);
 void rt_leave(void);
 
+/* Is an nrt_close waiting for the calls in flight? A call that may wait
+ * for long (output completion) polls this and gives up with NRT_CLOSED,
+ * so that close, and every call queued behind it, is never held up. */
+bool rt_closing(void);
+
 /* Current state (racy snapshot, for messages). */
 enum rt_state rt_state(void);
+
+/* The configuration in force: the running instance's while the runtime is
+ * open, else what the environment asks for (queries work before init). */
+NRT_STATUS rt_config(struct machine_config *cfg);
 
 /* The machine; only between rt_enter and rt_leave. */
 struct machine *rt_machine(void);

@@ -507,6 +507,11 @@ NRT_STATUS tensor_completion_wait(const nrt_tensor_t *t, int64_t timeout_us, uin
         }
         if (c >= expected)
             return NRT_SUCCESS;
+        if (rt_closing()) {
+            LOG_ERROR("NRT", "runtime closing while waiting for output completion %" PRIu64,
+                      expected);
+            return NRT_CLOSED;
+        }
         uint64_t waited = tensor_now_us() - start;
         if (timeout_us >= 0 && waited >= (uint64_t)timeout_us)
             return NRT_TIMEOUT;

@@ -97,7 +97,11 @@ NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
                                            : ap_bind_chip(ctx, slot, ap, v);
     if (st == NRT_SUCCESS)
         ap_collapse(v);
-    if (st == NRT_SUCCESS && v->elems > CORE_SCRATCH_ELEMS)
+    if (ctx->core->stochastic && num_dtype_is_float(v->dtype) && v->esize < 4)
+        v->rnd = &ctx->core->sr[ctx->engine];
+    /* On chip a row never exceeds a partition; HBM rows (DMA operands) may,
+     * and the DMA works through them in pieces. */
+    if (st == NRT_SUCCESS && v->mem != ISA_MEM_HBM && v->elems > CORE_SCRATCH_ELEMS)
         return core_fail(ctx, NRT_EXEC_OOB, "operand %u has %" PRIu64 " elements per partition; "
                          "a partition holds at most %u", slot, v->elems, CORE_SCRATCH_ELEMS);
     return st;
@@ -142,7 +146,9 @@ void ap_row_load(const struct ap_view *v, uint32_t r, float *dst)
 void ap_row_store(const struct ap_view *v, uint32_t r, const float *src)
 {
     AP_FOR_RUNS(v, r, (void)num_store_f32(run_ptr, v->dtype, run_stride, src + run_first, run_n,
-                                          NULL));
+                                          v->rnd));
+    if (v->rnd != NULL)
+        v->rnd->index += v->elems;
 }
 
 float *ap_row_get(const struct ap_view *v, uint32_t r, float *scratch, bool *direct)

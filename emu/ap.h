@@ -31,11 +31,14 @@ struct ap_view {
     bool flat;                     /* a row is one run with stride esize */
     uint8_t mem;                   /* enum isa_mem */
     uint32_t first_part;           /* SBUF/PSUM: first partition touched */
+    struct num_round *rnd;         /* stores: the engine's stochastic stream, NULL for RNE */
 };
 
 /* Bind operand slot of the current instruction. NRT_EXEC_OOB (with the
  * cause in ctx->err) when the pattern leaves its memory or variable,
- * NRT_INVALID when the slot is empty or names an unknown variable. */
+ * NRT_INVALID when the slot is empty or names an unknown variable. An
+ * on-chip row fits a scratch row (CORE_SCRATCH_ELEMS); an HBM row may be
+ * longer, so code that stages HBM rows in scratch works in pieces. */
 NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
 
 /* Is operand slot present in the instruction? */
@@ -53,7 +56,8 @@ float *ap_row_f32(const struct ap_view *v, uint32_t r);
 /* Load row r (v->elems elements, flattened in pattern order) into dst. */
 void ap_row_load(const struct ap_view *v, uint32_t r, float *dst);
 
-/* Store src (v->elems floats) into row r, rounding to nearest even. */
+/* Store src (v->elems floats) into row r, rounding to nearest even (or
+ * stochastically, when the execution asked for it). */
 void ap_row_store(const struct ap_view *v, uint32_t r, const float *src);
 
 /* Row r as fp32: the memory itself when flat fp32 (then *direct is true),

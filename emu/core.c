@@ -64,12 +64,17 @@ void core_destroy(struct core *c)
     free(c);
 }
 
-void core_reset(struct core *c)
+void core_reset(struct core *c, uint64_t seed, bool stochastic)
 {
     memset(c->sem, 0, sizeof c->sem);
     memset(c->event, 0, sizeof c->event);
     memset(c->reg, 0, sizeof c->reg);
     memset(c->rng_counter, 0, sizeof c->rng_counter);
+    c->rng_seed = seed;
+    c->stochastic = stochastic;
+    for (int e = 0; e < ISA_ENG_COUNT; e++)
+        c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,
+                                      num_rng_u64(seed, 0x5352000000000000ull + (uint64_t)e), 0};
 }
 
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot)

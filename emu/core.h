@@ -22,6 +22,7 @@
 
 #include "emu/isa.h"
 #include "emu/neff_model.h"
+#include "emu/numerics.h"
 #include "nrt/nrt_status.h"
 
 /* fp32 scratch rows per engine; each holds CORE_SCRATCH_ELEMS floats
@@ -67,6 +68,8 @@ struct core {
     int64_t reg[ISA_ENG_COUNT][ISA_NUM_REGS]; /* engine sequencer registers */
     uint64_t rng_seed;                        /* seed of the random streams */
     uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
+    bool stochastic;                          /* float stores round stochastically */
+    struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
     struct race_state *race;                  /* race checker, NULL when off */
 };
@@ -89,9 +92,12 @@ struct isa_exec_ctx {
 NRT_STATUS core_create(uint32_t gen, struct core **out);
 void core_destroy(struct core *c);
 
-/* Start of an execution: semaphores, events and registers to zero.
- * SBUF and PSUM keep their bytes, as on hardware. */
-void core_reset(struct core *c);
+/* Start of an execution: semaphores, events, registers and random
+ * counters to zero; seed the random streams. stochastic: float stores that
+ * narrow (to bf16, fp16, fp8) round stochastically instead of to nearest
+ * even (NEURON_RT_STOCHASTIC_ROUNDING_EN). SBUF and PSUM keep their bytes,
+ * as on hardware. */
+void core_reset(struct core *c, uint64_t seed, bool stochastic);
 
 /* Scratch row `slot` of the calling engine (CORE_SCRATCH_ELEMS floats). */
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot);
@@ -109,6 +115,8 @@ NRT_STATUS core_fail(struct isa_exec_ctx *ctx, NRT_STATUS st, const char *fmt, .
 struct core_run_opts {
     uint64_t timeout_ms;   /* wall-clock limit (NEURON_RT_EXEC_TIMEOUT), 0 for none */
     bool racecheck;        /* report unordered conflicting SBUF/PSUM accesses */
+    uint64_t seed;         /* random and stochastic-rounding seed */
+    bool stochastic;       /* stochastic rounding of narrowing float stores */
 };
 
 /* Run ncores cores, each its program, to completion: every engine of every

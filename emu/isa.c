@@ -586,18 +586,30 @@ static void encode_body(const struct isa_insn *insn, uint8_t *out)
     put_aux(out + OFF_AUX, insn);
 }
 
-static void log_insn_fault(size_t index, const struct isa_insn *insn, const char *msg)
+static const char *engine_text(unsigned engine)
 {
-    const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
-    LOG_ERROR("NEFF", "instruction %zu (%s on %s): %s", index, op ? op->name : "?",
-              isa_engine_name(insn->engine) ? isa_engine_name(insn->engine) : "?", msg);
+    return isa_engine_name(engine) ? isa_engine_name(engine) : "?";
 }
 
-static NRT_STATUS encode_at(const struct isa_insn *insn, size_t index, uint8_t *out)
+/* The one log line of a bad instruction; api is the public entry point. */
+static void log_insn_fault(const char *api, size_t index, const struct isa_insn *insn,
+                           const char *msg)
+{
+    const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
+    if (op != NULL)
+        log_write(LOG_LVL_ERROR, "NEFF", api, "instruction %zu (%s on %s): %s", index,
+                  op->name, engine_text(insn->engine), msg);
+    else
+        log_write(LOG_LVL_ERROR, "NEFF", api, "instruction %zu (opcode 0x%02x on %s): %s",
+                  index, insn->opcode, engine_text(insn->engine), msg);
+}
+
+static NRT_STATUS encode_at(const char *api, const struct isa_insn *insn, size_t index,
+                            uint8_t *out)
 {
     struct isa_fault f;
     if (isa_validate(insn, &f) != NRT_SUCCESS) {
-        log_insn_fault(index, insn, f.msg);
+        log_insn_fault(api, index, insn, f.msg);
         return NRT_INVALID;
     }
     encode_body(insn, out);
@@ -606,7 +618,7 @@ static NRT_STATUS encode_at(const struct isa_insn *insn, size_t index, uint8_t *
 
 NRT_STATUS isa_encode(const struct isa_insn *insn, uint8_t *out)
 {
-    return encode_at(insn, 0, out);
+    return encode_at(__func__, insn, 0, out);
 }
 
 /* ---- decode ------------------------------------------------------------------ */
@@ -705,16 +717,16 @@ static void decode_body(const uint8_t *b, struct isa_insn *out)
     memcpy(out->enums, b + OFF_ENUM, ISA_MAX_ENUM);
 }
 
-static NRT_STATUS decode_at(const uint8_t *b, enum isa_engine eng, size_t index,
-                            struct isa_insn *out)
+static NRT_STATUS decode_at(const char *api, const uint8_t *b, enum isa_engine eng,
+                            size_t index, struct isa_insn *out)
 {
     NRT_STATUS st;
     memset(out, 0, sizeof(*out));
     out->engine = (uint8_t)eng;
     const char *why = header_problem(b, &st);
     if (why != NULL) {
-        LOG_ERROR("NEFF", "instruction %zu (opcode 0x%02x on %s): %s", index, b[1],
-                  isa_engine_name(eng) ? isa_engine_name(eng) : "?", why);
+        log_write(LOG_LVL_ERROR, "NEFF", api, "instruction %zu (opcode 0x%02x on %s): %s",
+                  index, b[1], engine_text(eng), why);
         return st;
     }
     decode_body(b, out);
@@ -725,7 +737,7 @@ static NRT_STATUS decode_at(const uint8_t *b, enum isa_engine eng, size_t index,
     if (why == NULL && isa_validate(out, &f) != NRT_SUCCESS)
         why = f.msg;
     if (why != NULL) {
-        log_insn_fault(index, out, why);
+        log_insn_fault(api, index, out, why);
         return NRT_INVALID;
     }
     return NRT_SUCCESS;
@@ -734,11 +746,15 @@ static NRT_STATUS decode_at(const uint8_t *b, enum isa_engine eng, size_t index,
 NRT_STATUS isa_decode(const uint8_t *bytes, size_t size, enum isa_engine eng,
                       struct isa_insn *out)
 {
-    if (bytes == NULL || out == NULL || size < ISA_INSN_BYTES) {
+    if (bytes == NULL || out == NULL) {
+        LOG_ERROR("NEFF", "no instruction bytes or no place to decode them into");
+        return NRT_INVALID;
+    }
+    if (size < ISA_INSN_BYTES) {
         LOG_ERROR("NEFF", "instruction 0: truncated (%zu of %d bytes)", size, ISA_INSN_BYTES);
         return NRT_INVALID;
     }
-    return decode_at(bytes, eng, 0, out);
+    return decode_at(__func__, bytes, eng, 0, out);
 }
 
 /* ---- streams ---------------------------------------------------------------- */
@@ -750,16 +766,37 @@ static int64_t insn_target(const struct isa_insn *insn)
     return fi < 0 ? -1 : insn->imm[op->fields[fi].slot].i;
 }
 
-static NRT_STATUS check_targets(const struct isa_insn *insns, size_t count)
+static NRT_STATUS check_targets(const char *api, const struct isa_insn *insns, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         int64_t t = insn_target(&insns[i]);
         if (t >= 0 && (uint64_t)t >= count) {
-            log_insn_fault(i, &insns[i], "target beyond the end of the stream");
+            log_insn_fault(api, i, &insns[i], "target beyond the end of the stream");
             return NRT_INVALID;
         }
     }
     return NRT_SUCCESS;
+}
+
+/* Engine and jump targets of a stream about to be encoded; logs the fault. */
+static NRT_STATUS check_stream_insns(const struct isa_insn *insns, size_t count,
+                                     enum isa_engine eng)
+{
+    for (size_t i = 0; i < count; i++)
+        if (insns[i].engine != eng) {
+            log_insn_fault("isa_encode_stream", i, &insns[i], "belongs to another engine's stream");
+            return NRT_INVALID;
+        }
+    return check_targets("isa_encode_stream", insns, count);
+}
+
+static void put_stream_header(uint8_t *b, enum isa_engine eng, size_t count)
+{
+    memcpy(b, ISA_STREAM_MAGIC, 4);
+    put16(b + 4, ISA_VERSION);
+    b[6] = (uint8_t)eng;
+    b[7] = ISA_INSN_WORDS;
+    put32(b + 8, (uint32_t)count);
 }
 
 NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
@@ -772,12 +809,7 @@ NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
                   count, (unsigned)eng);
         return NRT_INVALID;
     }
-    for (size_t i = 0; i < count; i++)
-        if (insns[i].engine != eng) {
-            log_insn_fault(i, &insns[i], "belongs to another engine's stream");
-            return NRT_INVALID;
-        }
-    if (check_targets(insns, count) != NRT_SUCCESS)
+    if (check_stream_insns(insns, count, eng) != NRT_SUCCESS)
         return NRT_INVALID;
     size_t n = ISA_STREAM_HEADER_BYTES + count * ISA_INSN_BYTES;
     uint8_t *buf = calloc(1, n);
@@ -785,13 +817,10 @@ NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
         LOG_ERROR("NEFF", "out of memory for a %zu-byte instruction stream", n);
         return NRT_RESOURCE;
     }
-    memcpy(buf, ISA_STREAM_MAGIC, 4);
-    put16(buf + 4, ISA_VERSION);
-    buf[6] = (uint8_t)eng;
-    buf[7] = ISA_INSN_WORDS;
-    put32(buf + 8, (uint32_t)count);
+    put_stream_header(buf, eng, count);
+    uint8_t *p = buf + ISA_STREAM_HEADER_BYTES;
     for (size_t i = 0; i < count; i++)
-        if (encode_at(&insns[i], i, buf + ISA_STREAM_HEADER_BYTES + i * ISA_INSN_BYTES)) {
+        if (encode_at(__func__, &insns[i], i, p + i * ISA_INSN_BYTES) != NRT_SUCCESS) {
             free(buf);
             return NRT_INVALID;
         }
@@ -800,22 +829,25 @@ NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
     return NRT_SUCCESS;
 }
 
+/* Stream problems are logged under the public entry point's name. */
+#define STREAM_ERROR(...) log_write(LOG_LVL_ERROR, "NEFF", "isa_decode_stream", __VA_ARGS__)
+
 /* Check a stream header; on success *count is the instruction count. */
 static NRT_STATUS stream_header(const uint8_t *b, size_t size, enum isa_engine eng,
                                 size_t *count)
 {
     if (b == NULL || size < ISA_STREAM_HEADER_BYTES) {
-        LOG_ERROR("NEFF", "instruction stream truncated: %zu bytes, header needs %d",
+        STREAM_ERROR("instruction stream truncated: %zu bytes, header needs %d",
                   size, ISA_STREAM_HEADER_BYTES);
         return NRT_INVALID;
     }
     if (memcmp(b, ISA_STREAM_MAGIC, 4) != 0) {
-        LOG_ERROR("NEFF", "not a trnemu instruction stream (magic is not TRNI)");
+        STREAM_ERROR("not a trnemu instruction stream (magic is not TRNI)");
         return NRT_INVALID;
     }
     unsigned version = get16(b + 4);
     if (version > ISA_VERSION) {
-        LOG_ERROR("NEFF", "instruction stream has ISA version %u; this build reads %d",
+        STREAM_ERROR("instruction stream has ISA version %u; this build reads %d",
                   version, ISA_VERSION);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
@@ -829,7 +861,7 @@ static NRT_STATUS stream_header(const uint8_t *b, size_t size, enum isa_engine e
     else if (!bytes_zero(b + 12, 4))
         why = "reserved header bytes set";
     if (why != NULL) {
-        LOG_ERROR("NEFF", "instruction stream for %s: %s (header engine %u)",
+        STREAM_ERROR("instruction stream for %s: %s (header engine %u)",
                   isa_engine_name(eng) ? isa_engine_name(eng) : "?", why, b[6]);
         return NRT_INVALID;
     }
@@ -841,13 +873,13 @@ static NRT_STATUS stream_size(size_t size, size_t count, enum isa_engine eng)
 {
     size_t body = size - ISA_STREAM_HEADER_BYTES;
     if (body / ISA_INSN_BYTES < count) {
-        LOG_ERROR("NEFF", "instruction stream for %s: instruction %zu of %zu truncated "
+        STREAM_ERROR("instruction stream for %s: instruction %zu of %zu truncated "
                   "(%zu bytes follow the header)", isa_engine_name(eng),
                   body / ISA_INSN_BYTES, count, body);
         return NRT_INVALID;
     }
     if (body != count * ISA_INSN_BYTES) {
-        LOG_ERROR("NEFF", "instruction stream for %s: %zu stray bytes after its %zu "
+        STREAM_ERROR("instruction stream for %s: %zu stray bytes after its %zu "
                   "instructions", isa_engine_name(eng), body - count * ISA_INSN_BYTES, count);
         return NRT_INVALID;
     }
@@ -872,9 +904,9 @@ NRT_STATUS isa_decode_stream(const uint8_t *bytes, size_t size, enum isa_engine 
     }
     const uint8_t *p = bytes + ISA_STREAM_HEADER_BYTES;
     for (size_t i = 0; st == NRT_SUCCESS && i < n; i++)
-        st = decode_at(p + i * ISA_INSN_BYTES, eng, i, &insns[i]);
+        st = decode_at(__func__, p + i * ISA_INSN_BYTES, eng, i, &insns[i]);
     if (st == NRT_SUCCESS)
-        st = check_targets(insns, n);
+        st = check_targets(__func__, insns, n);
     if (st != NRT_SUCCESS) {
         free(insns);
         return st;

@@ -378,7 +378,11 @@ static bool digits_u64(const char *s, size_t n, unsigned base, uint64_t *v)
         return false;
     for (size_t i = 0; i < n; i++) {
         int c = tolower((unsigned char)s[i]);
-        unsigned d = isdigit(c) ? (unsigned)(c - '0') : (c >= 'a' && c <= 'f') ? (unsigned)(c - 'a' + 10) : 99;
+        unsigned d = 99;
+        if (isdigit(c))
+            d = (unsigned)(c - '0');
+        else if (c >= 'a' && c <= 'f')
+            d = (unsigned)(c - 'a' + 10);
         if (d >= base || __builtin_mul_overflow(*v, base, v) || __builtin_add_overflow(*v, d, v))
             return false;
     }
@@ -445,19 +449,22 @@ static bool at_bits(struct parser *p)
     return true;
 }
 
-/* Copy a token to a NUL-terminated buffer for strtod; false if too long. */
-static bool tok_copy(char *dst, size_t cap, const char *s, size_t n)
+/* Copy a float token to a NUL-terminated buffer for strtof/strtod. */
+static NRT_STATUS tok_copy(struct parser *p, size_t at, char *dst, size_t cap,
+                           const char *s, size_t n)
 {
-    if (n == 0 || n >= cap)
-        return false;
+    if (n == 0)
+        return perr(p, at, "expected a number");
+    if (n >= cap)
+        return perr(p, at, "number too long");
     memcpy(dst, s, n);
     dst[n] = '\0';
-    return true;
+    return NRT_SUCCESS;
 }
 
 static NRT_STATUS parse_f32(struct parser *p, float *out)
 {
-    uint64_t bits;
+    uint64_t bits = 0;
     if (at_bits(p)) {
         NRT_STATUS st = parse_bits(p, 32, &bits);
         uint32_t b32 = (uint32_t)bits;
@@ -473,8 +480,8 @@ static NRT_STATUS parse_f32(struct parser *p, float *out)
         memcpy(out, &b32, sizeof(*out));
         return NRT_SUCCESS;
     }
-    if (!tok_copy(tmp, sizeof(tmp), s, n))
-        return perr(p, at, "expected a number");
+    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != NRT_SUCCESS)
+        return NRT_INVALID;
     *out = strtof(tmp, &end);
     if (*end != '\0')
         return perr(p, at, "bad number '%s'", tmp);
@@ -483,7 +490,7 @@ static NRT_STATUS parse_f32(struct parser *p, float *out)
 
 static NRT_STATUS parse_f64(struct parser *p, double *out)
 {
-    uint64_t bits;
+    uint64_t bits = 0;
     if (at_bits(p)) {
         NRT_STATUS st = parse_bits(p, 64, &bits);
         memcpy(out, &bits, sizeof(*out));
@@ -498,8 +505,8 @@ static NRT_STATUS parse_f64(struct parser *p, double *out)
         memcpy(out, &bits, sizeof(*out));
         return NRT_SUCCESS;
     }
-    if (!tok_copy(tmp, sizeof(tmp), s, n))
-        return perr(p, at, "expected a number");
+    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != NRT_SUCCESS)
+        return NRT_INVALID;
     *out = strtod(tmp, &end);
     if (*end != '\0')
         return perr(p, at, "bad number '%s'", tmp);

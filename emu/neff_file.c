@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <openssl/evp.h>
 #include <stdatomic.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -53,7 +54,7 @@ struct neff_buf {
     size_t size;                        /* bytes in data */
     uint8_t *data;                      /* the bytes (inline or separately malloc'd) */
     bool separate;                      /* data was malloc'd on its own */
-    uint8_t inline_data[];              /* storage when !separate */
+    _Alignas(max_align_t) uint8_t inline_data[]; /* storage when !separate (aligned) */
 };
 
 static struct neff_buf *buf_alloc(size_t size, bool zero)
@@ -268,6 +269,12 @@ static const char *path_normalize(const char *name, const char **why)
     if (name[0] == '/') {
         *why = "absolute path";
         return NULL;
+    }
+    for (const char *c = name; *c; c++) {
+        if (*c < 0x20 || *c > 0x7e) {
+            *why = "not printable ASCII";
+            return NULL;
+        }
     }
     for (const char *c = name; *c;) {
         const char *end = strchr(c, '/');
@@ -758,6 +765,7 @@ static NRT_STATUS tar_write_all(const struct neff_file *f, struct out_buf *o)
     }
     bool ok = archive_write_add_filter_gzip(a) == ARCHIVE_OK &&
               archive_write_set_filter_option(a, "gzip", "timestamp", NULL) == ARCHIVE_OK &&
+              archive_write_set_filter_option(a, "gzip", "compression-level", "1") == ARCHIVE_OK &&
               archive_write_set_format_pax_restricted(a) == ARCHIVE_OK &&
               archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK &&
               archive_write_open(a, o, NULL, out_write_cb, NULL) == ARCHIVE_OK;

@@ -8,8 +8,10 @@
  * docs/neff.md for the format.
  *
  * Member contents are held in reference-counted, immutable byte buffers
- * (struct neff_buf) so that a model built from a file can keep constants
- * and instruction streams without copying them again.
+ * (struct neff_buf, 16-byte aligned) so that a model built from a file can
+ * keep constants and instruction streams without copying them again.
+ * Member names are relative printable-ASCII paths without empty, "." or
+ * ".." components. An uncompressed tar is accepted as well as a gzip'd one.
  */
 #ifndef TRNEMU_EMU_NEFF_FILE_H
 #define TRNEMU_EMU_NEFF_FILE_H
@@ -139,8 +141,8 @@ struct neff_file *neff_file_new(void);
 void neff_file_free(struct neff_file *f);
 
 /* Add a member; takes a new reference on data. The name is normalized
- * ("./" prefixes dropped) and must be relative, without "..", non-empty,
- * and not already present: else NRT_INVALID (logged). */
+ * ("./" prefixes dropped) and must be a sane relative path (see above) not
+ * already present: else NRT_INVALID (logged). */
 NRT_STATUS neff_file_add(struct neff_file *f, const char *name, struct neff_buf *data);
 /* Add a member holding a copy of data[0..size). */
 NRT_STATUS neff_file_add_copy(struct neff_file *f, const char *name, const void *data,

@@ -978,6 +978,43 @@ static NRT_STATUS engine_check(const struct neff_subgraph *sg, const struct sg_i
     return NRT_SUCCESS;
 }
 
+/* Is `name` a bin_file or a file var's file_name of this subgraph? */
+static bool names_blob(const struct neff_subgraph *sg, const char *name)
+{
+    for (int e = 0; e < NEFF_ENG_COUNT; e++)
+        if (sg->eng[e].present && sg->eng[e].bin_file && strcmp(sg->eng[e].bin_file, name) == 0)
+            return true;
+    for (uint32_t i = 0; i < sg->n_vars; i++)
+        if (sg->vars[i].file != NULL && strcmp(sg->vars[i].file_name, name) == 0)
+            return true;
+    return false;
+}
+
+/* JSON members are rewritten on store: each engine JSON needs a member of
+ * its own, distinct from def.json and from every binary member. */
+static NRT_STATUS sg_members_check(const struct neff_subgraph *sg)
+{
+    for (int e = 0; e < NEFF_ENG_COUNT; e++) {
+        const char *j = sg->eng[e].present ? sg->eng[e].json_file : NULL;
+        if (j == NULL)
+            continue;
+        bool clash = strcmp(j, "def.json") == 0 || names_blob(sg, j);
+        for (int o = 0; !clash && o < e; o++)
+            clash = sg->eng[o].present && sg->eng[o].json_file &&
+                    strcmp(sg->eng[o].json_file, j) == 0;
+        if (clash) {
+            LOG_ERROR("NEFF", "%s/def.json: %s: json_file '%s' is also used by another member "
+                      "role", sg->name, engine_names[e], j);
+            return NRT_INVALID;
+        }
+    }
+    if (names_blob(sg, "def.json")) {
+        LOG_ERROR("NEFF", "%s/def.json: a bin_file or file_name names def.json", sg->name);
+        return NRT_INVALID;
+    }
+    return NRT_SUCCESS;
+}
+
 static NRT_STATUS sg_check(const struct neff_model *m, const struct neff_subgraph *sg, bool fill)
 {
     if (sg->isa_version > NEFF_TRNEMU_ISA_VERSION) {
@@ -999,6 +1036,8 @@ static NRT_STATUS sg_check(const struct neff_model *m, const struct neff_subgrap
         st = queue_check(sg, &sg->queues[i]);
     for (int e = 0; st == NRT_SUCCESS && e < NEFF_ENG_COUNT; e++)
         st = engine_check(sg, &x, (enum neff_engine)e, fill);
+    if (st == NRT_SUCCESS)
+        st = sg_members_check(sg);
     sg_index_free(&x);
     return st;
 }
@@ -1175,7 +1214,8 @@ static bool queue_eq(const struct neff_queue *a, const struct neff_queue *b)
 static bool ap_eq(const struct neff_dma_ap *a, const struct neff_dma_ap *b)
 {
     return str_eq(a->var, b->var) && a->off == b->off && a->ndim == b->ndim &&
-           a->ndim <= NEFF_AP_MAX_DIMS && mem_eq(a->steps, b->steps, a->ndim * sizeof a->steps[0]) &&
+           a->ndim <= NEFF_AP_MAX_DIMS &&
+           mem_eq(a->steps, b->steps, a->ndim * sizeof a->steps[0]) &&
            mem_eq(a->sizes, b->sizes, a->ndim * sizeof a->sizes[0]) && a->dtype == b->dtype;
 }
 

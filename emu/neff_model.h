@@ -219,7 +219,7 @@ struct neff_subgraph {
 struct neff_model_info {
     uint64_t neff_version_major;        /* header neff_version_major */
     uint64_t neff_version_minor;        /* header neff_version_minor */
-    uint64_t pkg_version;               /* hash kind to store with: 1 sha256, 2 md5 (others load as 1) */
+    uint64_t pkg_version;               /* hash to store with: 1 sha256, 2 md5 (others load as 1) */
     char build_version[NEFF_BUILD_VERSION_SIZE + 1]; /* header neff_build_version */
     char name[NEFF_NAME_SIZE + 1];      /* header name */
     uint8_t uuid[NEFF_UUID_SIZE];       /* header uuid */

@@ -301,8 +301,9 @@ static NRT_STATUS add_blob(struct neff_file *f, const char *sg, const char *rel,
     const struct neff_member *old = neff_file_find(f, path);
     if (old != NULL) {
         size_t n = neff_buf_size(b);
-        if (old->data == b || (neff_buf_size(old->data) == n &&
-                               (n == 0 || memcmp(neff_buf_data(old->data), neff_buf_data(b), n) == 0)))
+        const uint8_t *x = neff_buf_data(old->data), *y = neff_buf_data(b);
+        if (old->data == b ||
+            (neff_buf_size(old->data) == n && (n == 0 || memcmp(x, y, n) == 0)))
             return NRT_SUCCESS;
         LOG_ERROR("NEFF", "store: member '%s': two different contents for one name", path);
         return NRT_INVALID;

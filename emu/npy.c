@@ -275,7 +275,11 @@ NRT_STATUS npy_parse(const void *bytes, size_t size, const char *what, struct np
     if (major == 1 && minor == 0) {
         hlen = (size_t)b[8] | (size_t)b[9] << 8;
         hoff = 10;
-    } else if ((major == 2 || major == 3) && minor == 0 && size >= 12) {
+    } else if ((major == 2 || major == 3) && minor == 0) {
+        if (size < 12) {
+            LOG_ERROR("NEFF", "%s: truncated .npy header", what);
+            return NRT_INVALID;
+        }
         hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
         hoff = 12;
     } else {

@@ -1,7 +1,8 @@
 /*
  * numerics.c: the dtype table (sizes, names, aliases), the counter-based
- * random generator, stochastic rounding, and the scalar conversions of
- * numerics.h. The vector loops live in numerics_vec.c.
+ * random generator, integer saturation, and the scalar conversions of
+ * numerics.h. The vector loops (and stochastic stores) live in
+ * numerics_vec.c; the per-element kernels in numerics_int.h.
  */
 #include "emu/numerics.h"
 
@@ -9,7 +10,6 @@
 #include <string.h>
 #include <strings.h>
 
-#include "emu/log.h"
 #include "emu/numerics_int.h"
 
 /* One data type. */
@@ -74,18 +74,6 @@ int num_dtype_parse(const char *name)
 bool num_dtype_is_float(uint32_t dtype)
 {
     return num_dtype_size(dtype) && num_types[dtype].is_float;
-}
-
-bool numi_small_fmt(uint32_t dtype, int *E, int *M)
-{
-    switch (dtype) {
-    case NUM_DT_BF16: *E = 8; *M = 7; return true;
-    case NUM_DT_FP16: *E = 5; *M = 10; return true;
-    case NUM_DT_FP8_E3: *E = 3; *M = 4; return true;
-    case NUM_DT_FP8_E4: *E = 4; *M = 3; return true;
-    case NUM_DT_FP8_E5: *E = 5; *M = 2; return true;
-    default: return false;
-    }
 }
 
 /* ---- random bits ---------------------------------------------------------- */

@@ -1,6 +1,6 @@
 /*
- * numerics_int.h: the per-element kernels shared by numerics.c (scalar API,
- * stochastic rounding) and numerics_vec.c (vector loops). Private to the
+ * numerics_int.h: the per-element kernels shared by numerics.c (scalar API)
+ * and numerics_vec.c (vector loops, stochastic stores). Private to the
  * numerics module.
  *
  * Every small float format here is IEEE-style and described by two
@@ -11,11 +11,17 @@
 #ifndef TRNEMU_EMU_NUMERICS_INT_H
 #define TRNEMU_EMU_NUMERICS_INT_H
 
+#include <float.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+
+/* The fp32 tricks below need fp32 arithmetic done in fp32 (not x87). */
+#if FLT_EVAL_METHOD != 0
+#error "numerics needs FLT_EVAL_METHOD == 0 (SSE or other IEEE single arithmetic)"
+#endif
 
 #define NUMI_INLINE static inline __attribute__((always_inline))
 
@@ -59,7 +65,9 @@ NUMI_INLINE uint32_t numi_enc_bf16(uint32_t u, bool sat)
 
 /* fp32 bits -> E/M format bits, RNE. Overflow (and inf) give inf, or the
  * largest finite value when sat; NaN gives a quiet NaN with the top payload
- * bits. Needs the default fp environment (round to nearest, no DAZ/FTZ). */
+ * bits. Needs the default rounding mode (round to nearest); DAZ/FTZ do not
+ * change the results (fp32 subnormal inputs round to 0 in every E <= 5
+ * format, and the fp32 sum below is always normal). Not for bf16 (E = 8). */
 NUMI_INLINE uint32_t numi_enc_rne(uint32_t u, int E, int M, bool sat)
 {
     const uint32_t bias = (1u << (E - 1)) - 1u;
@@ -80,7 +88,8 @@ NUMI_INLINE uint32_t numi_enc_rne(uint32_t u, int E, int M, bool sat)
     return sign | numi_sel(numi_mask(a > 0x7f800000u), nan, r);
 }
 
-/* E/M format bits -> fp32 bits, exact; NaN comes back quiet with its payload. */
+/* E/M format bits -> fp32 bits, exact; NaN comes back quiet with its payload.
+ * For E <= 5 (every subnormal becomes a normal fp32). */
 NUMI_INLINE uint32_t numi_dec(uint32_t h, int E, int M)
 {
     const uint32_t bias = (1u << (E - 1)) - 1u;
@@ -226,8 +235,6 @@ NUMI_INLINE float numi_int_sr(float x, uint64_t R)
     return (double)(uint32_t)(R >> 32) < frac * 4294967296.0 ? fl + 1.0f : fl;
 }
 
-/* The (E, M) of a small float dtype (bf16, fp16, fp8); false otherwise. */
-bool numi_small_fmt(uint32_t dtype, int *E, int *M);
 /* fp32 -> a signed or unsigned integer dtype's range (value already
  * integral or NaN): saturated, NaN -> 0. Other dtypes give 0. */
 int64_t numi_sat_signed(uint32_t dtype, float r);

@@ -399,6 +399,7 @@ static void num_store_any(unsigned char *d, uint32_t dt, ptrdiff_t step, const f
 
 /* ---- validation -------------------------------------------------------------- */
 
+/* A known dtype? Logs one line naming the bad value otherwise. */
 static bool num_dtype_ok(uint32_t dt, const char *what)
 {
     if (num_dtype_size(dt))
@@ -407,6 +408,7 @@ static bool num_dtype_ok(uint32_t dt, const char *what)
     return false;
 }
 
+/* A known rounding mode (or NULL)? */
 static bool num_round_ok(const struct num_round *rnd)
 {
     if (rnd == NULL || rnd->mode == NUM_ROUND_RNE || rnd->mode == NUM_ROUND_STOCHASTIC)
@@ -415,6 +417,7 @@ static bool num_round_ok(const struct num_round *rnd)
     return false;
 }
 
+/* Buffers present unless there is nothing to do? */
 static bool num_ptrs_ok(const void *dst, const void *src, size_t n)
 {
     if (n == 0 || (dst != NULL && src != NULL))
@@ -469,6 +472,7 @@ static void num_copy(unsigned char *d, ptrdiff_t dstep, const unsigned char *s,
         memcpy(d + (ptrdiff_t)i * dstep, s + (ptrdiff_t)i * sstep, sz);
 }
 
+/* A contiguous fp32 array that may be used as a float pointer? */
 static bool num_is_f32_aligned(uint32_t dt, ptrdiff_t stride, const void *p)
 {
     return (dt == NUM_DT_FP32 || dt == NUM_DT_FP32R) && stride == 1 &&

@@ -202,7 +202,7 @@ NRT_STATUS core_run(struct core *const *cores, const struct core_program *const 
     if (ncores > 4)
         return NRT_INVALID;
     for (uint32_t c = 0; c < ncores; c++) {
-        core_reset(cores[c]);
+        core_reset(cores[c], opts->seed, opts->stochastic);
         for (int e = 0; e < ISA_ENG_COUNT; e++)
             es[n++] = (struct sched_eng){cores[c], progs[c], c, (enum isa_engine)e, 0,
                                          progs[c]->n[e] == 0};

@@ -44,24 +44,11 @@ NRT_EXPORT NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size)
     return NRT_SUCCESS;
 }
 
-/* The configuration in force: the running instance's while the runtime is
- * open (the environment may have changed since nrt_init), else the
- * environment's, so queries work before nrt_init. */
-static NRT_STATUS shim_config(struct machine_config *cfg)
-{
-    if (rt_enter() == NRT_SUCCESS) {
-        *cfg = rt_machine()->cfg;
-        rt_leave();
-        return NRT_SUCCESS;
-    }
-    return config_from_env(cfg);
-}
-
 NRT_EXPORT NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len)
 {
     SHIM_REQUIRE(info != NULL && instance_info_len > 0, "info is NULL or its length is 0");
     struct machine_config cfg;
-    NRT_STATUS st = shim_config(&cfg);
+    NRT_STATUS st = rt_config(&cfg);
     if (st != NRT_SUCCESS)
         return st;
     nrt_instance_info_t v;
@@ -79,7 +66,7 @@ static NRT_STATUS shim_vnc_count(uint32_t *out, int visible)
 {
     SHIM_REQUIRE(out != NULL, "vnc_count is NULL");
     struct machine_config cfg;
-    NRT_STATUS st = shim_config(&cfg);
+    NRT_STATUS st = rt_config(&cfg);
     if (st == NRT_SUCCESS)
         *out = visible ? cfg.visible_count : cfg.total_vncs;
     return st;

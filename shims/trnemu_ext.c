@@ -13,7 +13,7 @@ NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_
 {
     SHIM_REQUIRE(info != NULL && size > 0, "info is NULL or size is 0");
     struct machine_config cfg;
-    NRT_STATUS st = config_from_env(&cfg);
+    NRT_STATUS st = rt_config(&cfg);
     if (st != NRT_SUCCESS)
         return st;
     const struct dev_profile *p = cfg.profile;

@@ -34,8 +34,9 @@ static int exec_find_lib(char *path, size_t cap)
 {
     const char *env = getenv("TRNEMU_LIBNRT");
     if (env != NULL && *env != '\0') {
-        snprintf(path, cap, "%s", env);
-        return access(path, R_OK) == 0 ? 0 : -1;
+        /* Absolute, so the directory can be split off and the program
+         * finds it whatever its working directory. */
+        return realpath(env, path) != NULL && access(path, R_OK) == 0 ? 0 : -1;
     }
     char dir[PATH_MAX];
     if (exec_self_dir(dir, sizeof dir) != 0)

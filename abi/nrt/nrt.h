@@ -134,8 +134,9 @@ typedef struct nrt_instance_info {
     char device_revision[8]; /* chip revision, NUL-terminated */
 } nrt_instance_info_t;
 
-/* Fill `info` (at most instance_info_len bytes of it) with the instance's
- * family, size and chip names. NRT_INVALID on a NULL or too small buffer. */
+/* Fill `info` (at most instance_info_len bytes of it: a caller built with
+ * an older, shorter struct gets its prefix) with the instance's family,
+ * size and chip names. NRT_INVALID on a NULL buffer or a zero length. */
 NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len);
 
 /* Start the runtime: find (or emulate) the devices and claim the visible

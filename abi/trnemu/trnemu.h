@@ -42,3 +42,4 @@ const char *trnemu_version(void);
 #ifdef __cplusplus
 }
 #endif
+#include "trnemu/trnemu_build.h"

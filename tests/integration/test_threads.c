@@ -231,6 +231,46 @@ static void test_close_while_busy(void **state)
     assert_int_equal(atomic_load(&r.saw_closed), NTHREADS);
 }
 
+/* ---- close while a thread waits for an output --------------------------- */
+
+/* One waiter: how long it may wait, and what it got. */
+struct waiter {
+    nrt_tensor_t *t;      /* tensor never completed */
+    int64_t timeout_us;   /* negative: forever */
+    NRT_STATUS got;       /* its answer */
+};
+
+static void *wait_worker(void *arg)
+{
+    struct waiter *w = arg;
+    w->got = nrt_tensor_check_output_completion(w->t, w->timeout_us, 1);
+    return NULL;
+}
+
+/* A waiter (even an unbounded one) must not keep nrt_close, and with it
+ * every other thread, blocked: close ends the wait with NRT_CLOSED. */
+static void test_close_ends_waits(void **state)
+{
+    (void)state;
+    nrt_tensor_t *t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "never written");
+    struct waiter w[2] = {{t, -1, NRT_SUCCESS}, {t, 60 * 1000 * 1000, NRT_SUCCESS}};
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++)
+        assert_int_equal(pthread_create(&th[i], NULL, wait_worker, &w[i]), 0);
+    struct timespec ts = {0, 50 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    nrt_close();
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+    assert_true(secs < 5.0);
+    assert_int_equal(w[0].got, NRT_CLOSED);
+    assert_int_equal(w[1].got, NRT_CLOSED);
+}
+
 /* ---- init and close from several threads -------------------------------- */
 
 static void *churn_worker(void *arg)
@@ -286,6 +326,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_data_threads, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_close_while_busy, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_close_ends_waits, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_init_close_churn, it_setup_default, it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -38,14 +38,52 @@ static const void *key(size_t i)
     return (const void *)(uintptr_t)v;
 }
 
+/* The registry wants its lock held; each wrapper takes it for one call, so
+ * a failing assertion (a longjmp) never leaves it locked. */
+static NRT_STATUS h_add(const void *p, enum handle_kind k)
+{
+    handle_lock();
+    NRT_STATUS st = handle_add(p, k);
+    handle_unlock();
+    return st;
+}
+
+static bool h_has(const void *p, enum handle_kind k)
+{
+    handle_lock();
+    bool r = handle_has(p, k);
+    handle_unlock();
+    return r;
+}
+
+static void h_remove(const void *p)
+{
+    handle_lock();
+    handle_remove(p);
+    handle_unlock();
+}
+
+static size_t h_count(enum handle_kind k)
+{
+    handle_lock();
+    size_t n = handle_count(k);
+    handle_unlock();
+    return n;
+}
+
+static void h_each(enum handle_kind k, void (*fn)(void *p, void *arg), void *arg)
+{
+    handle_lock();
+    handle_each(k, fn, arg);
+    handle_unlock();
+}
+
 /* Remove every key this test file may have added. */
 static int reset(void **state)
 {
     (void)state;
-    handle_lock();
     for (size_t i = 0; i < NKEYS; i++)
-        handle_remove(key(i));
-    handle_unlock();
+        h_remove(key(i));
     return 0;
 }
 
@@ -58,63 +96,59 @@ static void count_cb(void *p, void *arg)
 static void test_basic(void **state)
 {
     (void)state;
-    handle_lock();
     const void *a = key(1), *b = key(2);
-    assert_false(handle_has(a, HANDLE_TENSOR));
-    assert_false(handle_has(NULL, HANDLE_TENSOR));
-    assert_false(handle_has(NULL, HANDLE_NONE));
-    handle_remove(NULL);  /* no-ops */
-    handle_remove(a);
-    assert_int_equal(handle_add(a, HANDLE_TENSOR), NRT_SUCCESS);
-    assert_true(handle_has(a, HANDLE_TENSOR));
-    assert_false(handle_has(a, HANDLE_TENSOR_SET));
-    assert_false(handle_has(a, HANDLE_MODEL));
-    assert_false(handle_has(b, HANDLE_TENSOR));
-    assert_int_equal(handle_add(b, HANDLE_TENSOR_SET), NRT_SUCCESS);
-    assert_int_equal(handle_count(HANDLE_TENSOR), 1);
-    assert_int_equal(handle_count(HANDLE_TENSOR_SET), 1);
-    assert_int_equal(handle_count(HANDLE_MODEL), 0);
+    assert_false(h_has(a, HANDLE_TENSOR));
+    assert_false(h_has(NULL, HANDLE_TENSOR));
+    assert_false(h_has(NULL, HANDLE_NONE));
+    h_remove(NULL);  /* no-ops */
+    h_remove(a);
+    assert_int_equal(h_add(a, HANDLE_TENSOR), NRT_SUCCESS);
+    assert_true(h_has(a, HANDLE_TENSOR));
+    assert_false(h_has(a, HANDLE_TENSOR_SET));
+    assert_false(h_has(a, HANDLE_MODEL));
+    assert_false(h_has(b, HANDLE_TENSOR));
+    assert_int_equal(h_add(b, HANDLE_TENSOR_SET), NRT_SUCCESS);
+    assert_int_equal(h_count(HANDLE_TENSOR), 1);
+    assert_int_equal(h_count(HANDLE_TENSOR_SET), 1);
+    assert_int_equal(h_count(HANDLE_MODEL), 0);
     /* Adding again changes the kind, never duplicates. */
-    assert_int_equal(handle_add(a, HANDLE_MODEL), NRT_SUCCESS);
-    assert_false(handle_has(a, HANDLE_TENSOR));
-    assert_true(handle_has(a, HANDLE_MODEL));
-    assert_int_equal(handle_count(HANDLE_TENSOR), 0);
-    assert_int_equal(handle_count(HANDLE_MODEL), 1);
-    handle_remove(a);
-    assert_false(handle_has(a, HANDLE_MODEL));
-    handle_remove(a);
-    assert_true(handle_has(b, HANDLE_TENSOR_SET));
-    handle_remove(b);
-    assert_int_equal(handle_count(HANDLE_TENSOR_SET), 0);
-    handle_unlock();
+    assert_int_equal(h_add(a, HANDLE_MODEL), NRT_SUCCESS);
+    assert_false(h_has(a, HANDLE_TENSOR));
+    assert_true(h_has(a, HANDLE_MODEL));
+    assert_int_equal(h_count(HANDLE_TENSOR), 0);
+    assert_int_equal(h_count(HANDLE_MODEL), 1);
+    h_remove(a);
+    assert_false(h_has(a, HANDLE_MODEL));
+    h_remove(a);
+    assert_true(h_has(b, HANDLE_TENSOR_SET));
+    h_remove(b);
+    assert_int_equal(h_count(HANDLE_TENSOR_SET), 0);
 }
 
 static void test_many(void **state)
 {
     (void)state;
-    handle_lock();
     for (size_t i = 0; i < NKEYS; i++)
-        assert_int_equal(handle_add(key(i), (enum handle_kind)(1 + i % 3)), NRT_SUCCESS);
+        assert_int_equal(h_add(key(i), (enum handle_kind)(1 + i % 3)), NRT_SUCCESS);
     for (size_t i = 0; i < NKEYS; i++) {
-        assert_true(handle_has(key(i), (enum handle_kind)(1 + i % 3)));
-        assert_false(handle_has(key(i), (enum handle_kind)(1 + (i + 1) % 3)));
+        assert_true(h_has(key(i), (enum handle_kind)(1 + i % 3)));
+        assert_false(h_has(key(i), (enum handle_kind)(1 + (i + 1) % 3)));
     }
     size_t n = 0;
-    handle_each(HANDLE_TENSOR, count_cb, &n);
-    assert_int_equal(n, handle_count(HANDLE_TENSOR));
-    assert_int_equal(handle_count(HANDLE_TENSOR) + handle_count(HANDLE_TENSOR_SET) +
-                         handle_count(HANDLE_MODEL), NKEYS);
+    h_each(HANDLE_TENSOR, count_cb, &n);
+    assert_int_equal(n, h_count(HANDLE_TENSOR));
+    assert_int_equal(h_count(HANDLE_TENSOR) + h_count(HANDLE_TENSOR_SET) +
+                         h_count(HANDLE_MODEL), NKEYS);
     /* Remove in an order unrelated to insertion; the rest stays findable. */
     for (size_t i = 0; i < NKEYS; i += 3)
-        handle_remove(key(i));
+        h_remove(key(i));
     for (size_t i = 0; i < NKEYS; i++)
-        assert_int_equal(handle_has(key(i), (enum handle_kind)(1 + i % 3)), i % 3 != 0);
+        assert_int_equal(h_has(key(i), (enum handle_kind)(1 + i % 3)), i % 3 != 0);
     for (size_t i = NKEYS; i-- > 0;)
-        handle_remove(key(i));
+        h_remove(key(i));
     for (size_t i = 0; i < NKEYS; i++)
-        assert_false(handle_has(key(i), (enum handle_kind)(1 + i % 3)));
-    assert_int_equal(handle_count(HANDLE_TENSOR), 0);
-    handle_unlock();
+        assert_false(h_has(key(i), (enum handle_kind)(1 + i % 3)));
+    assert_int_equal(h_count(HANDLE_TENSOR), 0);
 }
 
 /* Random add/remove/has against a reference; full sweeps now and then. */
@@ -122,37 +156,35 @@ static void random_ops(uint64_t seed, size_t nkeys, int steps)
 {
     enum handle_kind ref[NKEYS];
     memset(ref, 0, sizeof ref);
-    handle_lock();
     for (int step = 0; step < steps; step++) {
         size_t i = (size_t)(rng_next(&seed) % nkeys);
         unsigned op = (unsigned)(rng_next(&seed) % 10);
         if (op < 5) {
             enum handle_kind k = (enum handle_kind)(1 + rng_next(&seed) % 3);
-            assert_int_equal(handle_add(key(i), k), NRT_SUCCESS);
+            assert_int_equal(h_add(key(i), k), NRT_SUCCESS);
             ref[i] = k;
         } else if (op < 9) {
-            handle_remove(key(i));
+            h_remove(key(i));
             ref[i] = HANDLE_NONE;
         }
         for (int k = HANDLE_TENSOR; k <= HANDLE_MODEL; k++)
-            assert_int_equal(handle_has(key(i), (enum handle_kind)k), (int)ref[i] == k);
+            assert_int_equal(h_has(key(i), (enum handle_kind)k), (int)ref[i] == k);
         if (step % 997 == 0) {
             size_t cnt[4] = {0};
             for (size_t j = 0; j < nkeys; j++) {
                 cnt[ref[j]]++;
-                if (ref[j] != HANDLE_NONE && !handle_has(key(j), ref[j]))
+                if (ref[j] != HANDLE_NONE && !h_has(key(j), ref[j]))
                     fail_msg("step %d: key %zu lost", step, j);
-                if (ref[j] == HANDLE_NONE && handle_has(key(j), HANDLE_TENSOR))
+                if (ref[j] == HANDLE_NONE && h_has(key(j), HANDLE_TENSOR))
                     fail_msg("step %d: key %zu still present", step, j);
             }
             for (int k = HANDLE_TENSOR; k <= HANDLE_MODEL; k++)
-                assert_int_equal(handle_count((enum handle_kind)k), cnt[k]);
+                assert_int_equal(h_count((enum handle_kind)k), cnt[k]);
         }
     }
     for (size_t j = 0; j < nkeys; j++)
         if (ref[j] != HANDLE_NONE)
-            assert_true(handle_has(key(j), ref[j]));
-    handle_unlock();
+            assert_true(h_has(key(j), ref[j]));
 }
 
 /* The registry's hash (a copy, to build colliding keys on purpose; if the
@@ -183,23 +215,21 @@ static void test_wraparound_collisions(void **state)
     uint64_t seed = 4242;
     for (int round = 0; round < 300; round++) {
         bool in[N] = {false};
-        handle_lock();
         for (size_t i = 0; i < N; i++) {
-            assert_int_equal(handle_add(keys[i], HANDLE_TENSOR), NRT_SUCCESS);
+            assert_int_equal(h_add(keys[i], HANDLE_TENSOR), NRT_SUCCESS);
             in[i] = true;
         }
         for (size_t r = 0; r < N; r++) {
             size_t i = (size_t)(rng_next(&seed) % N);
-            handle_remove(keys[i]);
+            h_remove(keys[i]);
             in[i] = false;
             for (size_t j = 0; j < N; j++)
-                if (handle_has(keys[j], HANDLE_TENSOR) != in[j])
+                if (h_has(keys[j], HANDLE_TENSOR) != in[j])
                     fail_msg("round %d: key %zu wrong after removing %zu", round, j, i);
         }
         for (size_t i = 0; i < N; i++)
-            handle_remove(keys[i]);
-        assert_int_equal(handle_count(HANDLE_TENSOR), 0);
-        handle_unlock();
+            h_remove(keys[i]);
+        assert_int_equal(h_count(HANDLE_TENSOR), 0);
     }
 }
 

@@ -133,6 +133,38 @@ static void test_examples(void **state)
                      "sp.all_reduce dst=hbm:$4[[1,1], 0, [1,4]]:f32 src=sbuf[0:1, 0, [1,4]]:f32 op=max");
 }
 
+/* The "Examples" block of docs/isa.md, which must stay valid. */
+static const char *const doc_examples[] = {
+    "sp.dma_copy dst=sbuf[0:128, 0, [1,512]]:bf16 src=hbm:input0[[512,128], 0, [1,512]]:bf16 signal=s0+=1",
+    "pe.nc_matmul dst=psum[0:128, 0, [1,512]]:f32 stationary=sbuf[0:128, 0, [1,128]]:bf16 "
+    "moving=sbuf[0:128, 1024, [1,512]]:bf16 wait=s0>=1",
+    "pe.nc_matmul dst=psum[0:128, 0, [1,512]]:f32 stationary=sbuf[0:128, 256, [1,128]]:bf16 "
+    "moving=sbuf[0:128, 2048, [1,512]]:bf16 accumulate signal=s1+=1",
+    "act.activation dst=sbuf[0:128, 4096, [1,512]]:f32 data=psum[0:128, 0, [1,512]]:f32 func=exp "
+    "scale=0.5 reduce_cmd=reset_reduce reduce_res=sbuf[0:128, 8192, [1,1]]:f32 wait=s1>=1 signal=s2+=1",
+    "dve.tensor_scalar dst=sbuf[0:128, 0, [1,512]]:f32 data=sbuf[0:128, 4096, [1,512]]:f32 "
+    "op0=multiply operand0=2 op1=add operand1=sbuf[0:128, 8192, [0,1]]:f32 wait=s2>=1 signal=s3+=1",
+    "pool.affine_select dst=sbuf[0:128, 0, [1,128]]:f32 on_true=sbuf[0:128, 0, [1,128]]:f32 "
+    "pattern=[[-1,128]] channel_multiplier=1 on_false=-inf cmp_op=greater_equal",
+    "sp.reg_move rd=0 value=4",
+    "sp.nop",
+    "sp.reg_alu rd=0 rs=0 op=subtract imm=1",
+    "sp.branch reg=0 cmp=gt value=0 target=1",
+    "sp.halt",
+};
+
+static void test_doc_examples(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < sizeof(doc_examples) / sizeof(doc_examples[0]); i++) {
+        struct isa_insn in;
+        struct isa_text_error err;
+        if (isa_text_parse_line(doc_examples[i], &env, &in, &err) != NRT_SUCCESS)
+            fail_msg("'%s': column %u: %s", doc_examples[i], err.column, err.message);
+        roundtrip(&in, &env);
+    }
+}
+
 /* ---- errors and their columns ------------------------------------------------ */
 struct bad_line {
     const char *line;    /* input */
@@ -192,7 +224,8 @@ static const struct bad_line bad_lines[] = {
     {"sp.sem_wait sem=99999999999999999999", 17, "bad number"},
     {"sp.sem_wait sem=", 17, "expected a number"},
     {"sp.dma_copy dst=hbm:$1[[1,1], 18446744073709551616, [1,1]]:u8", 31, "bad number"},
-    {"sp.dma_copy dst=sbuf[0:1, 4294967296, [1,1]]:u8", 13, "beyond 4 GiB on chip"},
+    {"sp.dma_copy dst=sbuf[0:1, 4294967296, [1,1]]:u8 src=sbuf[0:1, 0, [1,1]]:u8", 13,
+     "beyond 4 GiB on chip"},
     {"sp.reg_move rd=1 value=-2147483649", 24, "out of -2147483648..2147483647"},
     {"dve.memset dst=sbuf[0:1, 0, [1,1]]:f32 value=1.5.5", 46, "bad number '1.5.5'"},
     {"dve.memset dst=sbuf[0:1, 0, [1,1]]:f32 value=bits:0x1234567890abcdef12", 51, "at most 16 hex"},
@@ -283,6 +316,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_roundtrip_every_op),
         cmocka_unit_test(test_examples),
+        cmocka_unit_test(test_doc_examples),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_no_variable_table),
         cmocka_unit_test(test_blank),

@@ -309,6 +309,7 @@ static void test_paths(void **state)
         {"../evil", 'f', NRT_INVALID},        {"sg00/../../evil", 'f', NRT_INVALID},
         {"sg00//x", 'f', NRT_INVALID},        {"sg00/./x", 'f', NRT_INVALID},
         {"link", 'l', NRT_INVALID},           {"hard", 'h', NRT_INVALID},
+        {"sg00/caf\xc3\xa9", 'f', NRT_INVALID},  {"sg00/a\tb", 'f', NRT_INVALID},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         uint8_t *t, *b;
@@ -319,6 +320,10 @@ static void test_paths(void **state)
         tu_raw_tar(names, types, count, &t, &tn);
         tu_neff_wrap(t, tn, &b, &n);
         expect_read(b, n, true, cases[i].want);
+        if (cases[i].want != NRT_SUCCESS)
+            assert_non_null(strstr(logbuf, cases[i].type == 'f' ? "member '" : "regular file"));
+        if (strstr(cases[i].name, "caf") != NULL || strchr(cases[i].name, '\t') != NULL)
+            assert_non_null(strstr(logbuf, "not printable ASCII"));
         free(t);
         free(b);
     }
@@ -337,7 +342,8 @@ static void test_add_errors(void **state)
 {
     (void)state;
     struct neff_file *f = neff_file_new();
-    static const char *bad[] = {"", "/abs", "a/../b", "..", "a/", "./", "a//b"};
+    static const char *bad[] = {"", "/abs", "a/../b", "..", "a/", "./", "a//b", "a\x7f",
+                                "\xc3\xa9"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         tu_log_begin();
         assert_int_equal(neff_file_add_copy(f, bad[i], "x", 1), NRT_INVALID);

@@ -293,6 +293,11 @@ static const struct bad_case bad_cases[] = {
     {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"c.bin\"", NRT_INVALID, "sg00/c.bin"},
     {1, "\"json_file\":\"SP.json\"", "\"json_file\":[]", NRT_INVALID, "json_file"},
     {1, "{\"var\":{", "{\"var\":[],\"x\":{", NRT_INVALID, "'var': must be an object"},
+    {1, "\"extra_key\"", "\"pe\":{\"json_file\":\"SP.json\"},\"extra_key\"", NRT_INVALID,
+     "json_file 'SP.json'"},
+    {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"def.json\"", NRT_INVALID,
+     "json_file 'def.json'"},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"SP.bin\"", NRT_SUCCESS, NULL},
     /* engine JSON: descriptors */
     {2, "\"queue\":\"q\"", "\"queue\":\"nope\"", NRT_INVALID, "queue names no dma_queue"},
     {2, "\"queue\":\"q\"", "\"instance_name\":\"q_a\"", NRT_SUCCESS, NULL},
@@ -388,7 +393,8 @@ static void test_bad_json(void **state)
         const char *base = c->which == 0 ? base_neff : c->which == 1 ? base_def : base_sp;
         char *t = replace(base, c->old, c->new_);
         print_message("case %zu: %s\n", i, c->new_);
-        struct neff_model *m = run_texts(c->which == 0 ? t : base_neff, c->which == 1 ? t : base_def,
+        struct neff_model *m = run_texts(c->which == 0 ? t : base_neff,
+                                         c->which == 1 ? t : base_def,
                                          c->which == 2 ? t : base_sp, 0, c->want, c->substr);
         neff_model_free(m);
         free(t);

@@ -252,6 +252,7 @@ void tu_raw_tar(const char *const *names, const char *types, size_t n, uint8_t *
     TU_CHECK(a != NULL);
     TU_CHECK(archive_write_add_filter_gzip(a) == ARCHIVE_OK);
     TU_CHECK(archive_write_set_format_pax_restricted(a) == ARCHIVE_OK);
+    TU_CHECK(archive_write_set_format_option(a, "pax", "hdrcharset", "BINARY") == ARCHIVE_OK);
     TU_CHECK(archive_write_set_bytes_in_last_block(a, 1) == ARCHIVE_OK);
     TU_CHECK(archive_write_open(a, &o, NULL, tu_write_cb, NULL) == ARCHIVE_OK);
     for (size_t i = 0; i < n; i++) {

@@ -18,6 +18,13 @@
 
 #include <cmocka.h>
 
+#if defined(__SSE__) || defined(__x86_64__)
+#include <xmmintrin.h>
+#define HAVE_MXCSR 1
+#else
+#define HAVE_MXCSR 0
+#endif
+
 #include "emu/log.h"
 #include "emu/numerics.h"
 
@@ -460,6 +467,47 @@ static void test_isa_levels_agree(void **state)
     free(s1);
 }
 
+/* Programs built with -ffast-math set DAZ/FTZ for the whole process; the
+ * conversions must give the same bits anyway, at every ISA level. (The
+ * expected bits come from a run without DAZ/FTZ, as the reference's own
+ * double arithmetic would be affected.) */
+static void test_daz_ftz(void **state)
+{
+    (void)state;
+#if HAVE_MXCSR
+    uint32_t dts[] = {NUM_DT_BF16, NUM_DT_FP16, NUM_DT_FP8_E3, NUM_DT_FP8_E4, NUM_DT_FP8_E5,
+                      NUM_DT_INT8, NUM_DT_INT32};
+    unsigned saved = _mm_getcsr();
+    for (size_t t = 0; t < sizeof dts / sizeof dts[0]; t++) {
+        uint32_t dt = dts[t];
+        bool is_int = dt == NUM_DT_INT8 || dt == NUM_DT_INT32;
+        const struct ref_fmt *f = ref_get(is_int ? NUM_DT_FP16 : dt);
+        size_t n, sz = num_dtype_size(dt);
+        float *xs = encode_inputs(f, &n), *l0 = malloc(n * 4), *l1 = malloc(n * 4);
+        unsigned char *s0 = malloc(n * sz), *s1 = malloc(n * sz);
+        num_store_f32(s0, dt, 1, xs, n, NULL);
+        num_load_f32(l0, s0, dt, 1, n);
+        for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
+            num_set_isa_limit(lvl);
+            _mm_setcsr(saved | 0x8040u); /* FTZ | DAZ */
+            num_store_f32(s1, dt, 1, xs, n, NULL);
+            num_load_f32(l1, s0, dt, 1, n);
+            _mm_setcsr(saved);
+            if (memcmp(s0, s1, n * sz) != 0 || memcmp(l0, l1, n * 4) != 0)
+                fail_msg("%s changes under DAZ/FTZ at level %d", num_dtype_name(dt), lvl);
+        }
+        num_set_isa_limit(NUM_ISA_AVX512);
+        free(xs);
+        free(l0);
+        free(l1);
+        free(s0);
+        free(s1);
+    }
+#else
+    skip();
+#endif
+}
+
 /* ---- hand-picked rounding cases ------------------------------------------- */
 
 static void test_rne_ties(void **state)
@@ -650,7 +698,8 @@ static void test_int_to_float(void **state)
     num_load_f32(out, u32, NUM_DT_UINT32, 1, 4);
     for (int i = 0; i < 4; i++)
         assert_true(out[i] == wu32[i]);
-    int64_t i64[] = {INT64_MAX, INT64_MIN, ((int64_t)1 << 40) + 1, -(((int64_t)1 << 40) + 3 * ((int64_t)1 << 16))};
+    int64_t i64[] = {INT64_MAX, INT64_MIN, ((int64_t)1 << 40) + 1,
+                     -(((int64_t)1 << 40) + 3 * ((int64_t)1 << 16))};
     float wi64[] = {0x1p63f, -0x1p63f, 0x1p40f, -(0x1p40f + 0x1p18f)};
     num_load_f32(out, i64, NUM_DT_INT64, 1, 4);
     for (int i = 0; i < 4; i++)
@@ -897,6 +946,42 @@ static void test_sr_unbiased(void **state)
     check_sr_mean(NUM_DT_INT16, -12.0f, 0.0);
 }
 
+/* Random inputs of every magnitude: each SR result is one of the two
+ * neighbours of the input (or the input itself when representable). */
+static void test_sr_neighbours(void **state)
+{
+    (void)state;
+    enum { N = 1 << 16 };
+    float *xs = malloc(N * sizeof(float)), *back = malloc(N * sizeof(float));
+    unsigned char *out = malloc(N * 2);
+    uint32_t dts[] = {NUM_DT_BF16, NUM_DT_FP16, NUM_DT_FP8_E3, NUM_DT_FP8_E4, NUM_DT_FP8_E5};
+    for (int t = 0; t < 5; t++) {
+        const struct ref_fmt *f = ref_get(dts[t]);
+        double top = f->tab[f->inf - 1]; /* largest finite */
+        for (int i = 0; i < N; i++) {
+            uint32_t u = (uint32_t)rnd64();
+            xs[i] = u2f(u);
+            if (!(fabsf(xs[i]) <= top)) /* keep finite values inside the range */
+                xs[i] = (float)(top * (double)(u >> 8) / 16777216.0) * (u & 1 ? -1.0f : 1.0f);
+        }
+        struct num_round r = sr_mode(99, (uint64_t)t << 32);
+        num_store_f32(out, dts[t], 1, xs, N, &r);
+        num_load_f32(back, out, dts[t], 1, N);
+        for (int i = 0; i < N; i++) {
+            double a = fabs((double)xs[i]);
+            uint32_t k = ref_floor_idx(f, a);
+            double lo = f->tab[k], hi = f->tab[k] == a ? lo : f->tab[k + 1];
+            double got = fabs((double)back[i]);
+            if ((got != lo && got != hi) || signbit(back[i]) != signbit(xs[i]))
+                fail_msg("SR %s of %a gave %a", num_dtype_name(dts[t]), (double)xs[i],
+                         (double)back[i]);
+        }
+    }
+    free(xs);
+    free(back);
+    free(out);
+}
+
 static void test_sr_specials(void **state)
 {
     (void)state;
@@ -986,6 +1071,7 @@ int main(void)
         cmocka_unit_test(test_encode_fp16),
         cmocka_unit_test(test_encode_fp8),
         cmocka_unit_test(test_isa_levels_agree),
+        cmocka_unit_test(test_daz_ftz),
         cmocka_unit_test(test_rne_ties),
         cmocka_unit_test(test_overflow_saturation),
         cmocka_unit_test(test_subnormals),
@@ -995,6 +1081,7 @@ int main(void)
         cmocka_unit_test(test_convert_all_pairs),
         cmocka_unit_test(test_sr_reproducible),
         cmocka_unit_test(test_sr_unbiased),
+        cmocka_unit_test(test_sr_neighbours),
         cmocka_unit_test(test_sr_specials),
         cmocka_unit_test(test_bad_input),
     };

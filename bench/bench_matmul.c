@@ -1,0 +1,268 @@
+/*
+ * bench_matmul.c: the Tensor engine on a 4096 x 4096 x 4096 bf16 matmul,
+ * against OpenBLAS cblas_sgemm (fp32, same shape, one thread) in the same
+ * run.
+ *
+ * The kernel is a hand-built core program (emu/core.h) on one emulated
+ * NeuronCore-v2, run by the real scheduler. HBM holds lhsT [K x M] and
+ * rhs [K x N] in bf16 and C [M x N] in fp32. The PE stream, for each
+ * 512-column panel of rhs, DMAs the panel into SBUF, then for each
+ * 128-row panel of lhsT DMAs it into SBUF, issues 32 nc_matmul
+ * (K 128 x M 128 x N 512, accumulating in one PSUM bank) and DMAs the
+ * [128 x 512] result from PSUM to C: 8192 matmuls in all. Figures:
+ *   program     the whole program (DMAs included), GFLOP/s
+ *   matmuls     the same 8192 nc_matmul alone on SBUF-resident tiles
+ *   convert     packing the operands of 8192 matmuls into fp32 panels only
+ *   sgemm       OpenBLAS, and the ratios program/sgemm and matmuls/sgemm.
+ * Each is the best of REPS runs, shown as wall-clock and as this thread's
+ * CPU time (the latter is what to compare on a loaded machine).
+ * A sample of C is checked bit-exactly against the fmaf definition.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <cblas.h>
+
+#include "emu/ap.h"
+#include "emu/core.h"
+#include "emu/numerics.h"
+#include "emu/pe_matmul.h"
+
+#define DIM 4096u              /* M = N = K */
+#define TK 128u                /* contraction per nc_matmul */
+#define TM 128u                /* stationary columns per nc_matmul */
+#define TN 512u                /* moving columns per nc_matmul */
+#define SB_B 0u                /* SBUF byte offset of the rhs panel */
+#define SB_A (DIM / TK * TN * 2u) /* SBUF byte offset of the lhsT panel */
+#define VAR_A 1u
+#define VAR_B 2u
+#define VAR_C 3u
+#define SAMPLES 64             /* entries of C checked against the definition */
+#define REPS 3                 /* measurements of each figure; the best is kept */
+
+/* Wall-clock and calling-thread CPU seconds of one measurement. */
+struct span {
+    double wall;  /* elapsed time */
+    double cpu;   /* CPU time of this thread (immune to other processes' load) */
+};
+
+static double clock_sec(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static struct span span_now(void)
+{
+    return (struct span){clock_sec(CLOCK_MONOTONIC), clock_sec(CLOCK_THREAD_CPUTIME_ID)};
+}
+
+static struct span span_since(struct span t0)
+{
+    struct span t = span_now();
+    return (struct span){t.wall - t0.wall, t.cpu - t0.cpu};
+}
+
+/* The better of two measurements (by CPU time). */
+static struct span span_best(struct span a, struct span b)
+{
+    return a.cpu <= b.cpu ? a : b;
+}
+
+static double gflops(double sec)
+{
+    return 2.0 * DIM * DIM * (double)DIM / sec * 1e-9;
+}
+
+/* An access pattern: dims {step, count} outermost first. */
+static struct isa_ap bench_ap(uint8_t mem, uint32_t var, uint32_t parts, int32_t part_step,
+                              uint64_t off, uint32_t dtype, uint32_t ndims, const int32_t d[][2])
+{
+    struct isa_ap ap;
+    memset(&ap, 0, sizeof ap);
+    ap.mem = mem;
+    ap.var_id = var;
+    ap.dtype = (uint8_t)dtype;
+    ap.num_part = (uint8_t)parts;
+    ap.part_step = part_step;
+    ap.offset = off;
+    ap.ndims = (uint8_t)ndims;
+    for (uint32_t i = 0; i < ndims; i++)
+        ap.dim[i] = (struct isa_dim){d[i][0], (uint32_t)d[i][1]};
+    return ap;
+}
+
+/* HBM [K x w] panel at column col of a K x DIM bf16 matrix -> SBUF at sb. */
+static void emit_load(struct isa_insn *in, uint32_t var, uint32_t col, uint32_t w, uint32_t sb)
+{
+    const int32_t hd[2][2] = {{(int32_t)(TK * DIM), (int32_t)(DIM / TK)}, {1, (int32_t)w}};
+    const int32_t sd[2][2] = {{(int32_t)w, (int32_t)(DIM / TK)}, {1, (int32_t)w}};
+    isa_insn_init(in, ISA_ENG_PE, ISA_OP_dma_copy);
+    in->ap[0] = bench_ap(ISA_MEM_SBUF, 0, TK, 1, sb, ISA_DT_BF16, 2, sd);
+    in->ap[1] = bench_ap(ISA_MEM_HBM, var, TK, (int32_t)DIM, (uint64_t)col * 2, ISA_DT_BF16, 2, hd);
+}
+
+static void emit_matmul(struct isa_insn *in, uint32_t kt, bool acc)
+{
+    const int32_t a[1][2] = {{1, (int32_t)TM}}, b[1][2] = {{1, (int32_t)TN}};
+    isa_insn_init(in, ISA_ENG_PE, ISA_OP_nc_matmul);
+    in->ap[0] = bench_ap(ISA_MEM_PSUM, 0, TM, 1, 0, ISA_DT_F32, 1, b);
+    in->ap[1] = bench_ap(ISA_MEM_SBUF, 0, TK, 1, SB_A + kt * TM * 2, ISA_DT_BF16, 1, a);
+    in->ap[2] = bench_ap(ISA_MEM_SBUF, 0, TK, 1, SB_B + kt * TN * 2, ISA_DT_BF16, 1, b);
+    in->flags = acc ? 1u : 0u;
+}
+
+static void emit_store(struct isa_insn *in, uint32_t mt, uint32_t nt)
+{
+    const int32_t d[1][2] = {{1, (int32_t)TN}};
+    isa_insn_init(in, ISA_ENG_PE, ISA_OP_dma_copy);
+    in->ap[0] = bench_ap(ISA_MEM_HBM, VAR_C, TM, (int32_t)DIM,
+                         ((uint64_t)mt * TM * DIM + (uint64_t)nt * TN) * 4, ISA_DT_F32, 1, d);
+    in->ap[1] = bench_ap(ISA_MEM_PSUM, 0, TM, 1, 0, ISA_DT_F32, 1, d);
+}
+
+/* The whole kernel (with_dma) or its matmuls alone; returns the count. */
+static size_t build(struct isa_insn *code, bool with_dma)
+{
+    size_t n = 0;
+    for (uint32_t nt = 0; nt < DIM / TN; nt++) {
+        if (with_dma)
+            emit_load(&code[n++], VAR_B, nt * TN, TN, SB_B);
+        for (uint32_t mt = 0; mt < DIM / TM; mt++) {
+            if (with_dma)
+                emit_load(&code[n++], VAR_A, mt * TM, TM, SB_A);
+            for (uint32_t kt = 0; kt < DIM / TK; kt++)
+                emit_matmul(&code[n++], kt, kt > 0);
+            if (with_dma)
+                emit_store(&code[n++], mt, nt);
+        }
+    }
+    return n;
+}
+
+static struct span run(struct core *core, struct core_program *prog, struct isa_insn *code,
+                       size_t n)
+{
+    char report[4096] = "";
+    struct core_run_opts opts = {0};
+    struct core *cores[1] = {core};
+    const struct core_program *progs[1] = {prog};
+    prog->code[ISA_ENG_PE] = code;
+    prog->n[ISA_ENG_PE] = n;
+    struct span t0 = span_now();
+    NRT_STATUS st = core_run(cores, progs, 1, &opts, report, sizeof report);
+    struct span t = span_since(t0);
+    if (st != NRT_SUCCESS) {
+        fprintf(stderr, "bench-matmul: core_run failed (%d): %s\n", (int)st, report);
+        exit(1);
+    }
+    return t;
+}
+
+/* Time only the packing of 8192 matmuls' operands. */
+static struct span time_convert(struct core *core, struct core_program *prog)
+{
+    struct isa_insn in;
+    emit_matmul(&in, 0, false);
+    struct isa_exec_ctx ctx = {.core = core, .prog = prog, .engine = ISA_ENG_PE, .insn = &in};
+    struct ap_view st, mv;
+    struct span t0 = span_now();
+    for (uint32_t i = 0; i < (DIM / TN) * (DIM / TM) * (DIM / TK); i++) {
+        in.ap[1].offset = SB_A + (i % (DIM / TK)) * TM * 2;
+        in.ap[2].offset = SB_B + (i % (DIM / TK)) * TN * 2;
+        if (ap_bind(&ctx, 1, &st) != NRT_SUCCESS || ap_bind(&ctx, 2, &mv) != NRT_SUCCESS)
+            exit(1);
+        pe_pack_a(&st, 1, TM, core_scratch(&ctx, 0), core_scratch(&ctx, 2));
+        pe_pack_b(&mv, 1, TN, core_scratch(&ctx, 1), core_scratch(&ctx, 2));
+    }
+    return span_since(t0);
+}
+
+/* Check SAMPLES entries of C against the fmaf chain over k in order. */
+static int check(const uint16_t *a, const uint16_t *b, const float *c)
+{
+    int bad = 0;
+    for (int s = 0; s < SAMPLES; s++) {
+        uint32_t m = (uint32_t)(s * 977u + 13u) % DIM, n = (uint32_t)(s * 1531u + 7u) % DIM;
+        float acc = 0.0f;
+        for (uint32_t k = 0; k < DIM; k++)
+            acc = fmaf(num_bf16_to_f32(a[(size_t)k * DIM + m]),
+                       num_bf16_to_f32(b[(size_t)k * DIM + n]), acc);
+        float got = c[(size_t)m * DIM + n];
+        bad += memcmp(&acc, &got, sizeof acc) != 0;
+    }
+    return bad;
+}
+
+static void fill(uint16_t *bf, float *f32, size_t count, uint64_t seed)
+{
+    for (size_t i = 0; i < count; i++) {
+        double u = (double)(num_rng_u64(seed, i) >> 11) * 0x1p-53;
+        bf[i] = num_f32_to_bf16((float)(2.0 * u - 1.0));
+        f32[i] = num_bf16_to_f32(bf[i]);
+    }
+}
+
+static struct span time_sgemm(const float *a, const float *b, float *c)
+{
+    openblas_set_num_threads(1);
+    struct span t0 = span_now();
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, DIM, DIM, DIM, 1.0f, a, DIM, b, DIM,
+                0.0f, c, DIM);
+    return span_since(t0);
+}
+
+static void say(const char *what, struct span t)
+{
+    printf("  %-24s %7.3f s wall %6.1f GFLOP/s | %7.3f s cpu %6.1f GFLOP/s\n", what, t.wall,
+           gflops(t.wall), t.cpu, gflops(t.cpu));
+}
+
+int main(void)
+{
+    size_t el = (size_t)DIM * DIM, ninsn = (DIM / TN) * (2 + (DIM / TM) * (DIM / TK + 2));
+    uint16_t *a = malloc(el * 2), *b = malloc(el * 2);
+    float *af = malloc(el * 4), *bf = malloc(el * 4), *c = calloc(el, 4), *cb = malloc(el * 4);
+    struct isa_insn *code = calloc(ninsn, sizeof *code);
+    struct core *core = NULL;
+    if (!a || !b || !af || !bf || !c || !cb || !code || core_create(2, &core) != NRT_SUCCESS) {
+        fprintf(stderr, "bench-matmul: out of memory\n");
+        return 1;
+    }
+    fill(a, af, el, 1);
+    fill(b, bf, el, 2);
+    struct core_var vars[3] = {{VAR_A, "lhsT", (uint8_t *)a, el * 2},
+                               {VAR_B, "rhs", (uint8_t *)b, el * 2},
+                               {VAR_C, "out", (uint8_t *)c, el * 4}};
+    struct core_program prog = {.name = "bench-matmul", .vars = vars, .nvars = 3};
+    printf("bench-matmul: %u x %u x %u bf16 as nc_matmul %u(K) x %u(M) x %u(N), kernel %s\n",
+           DIM, DIM, DIM, TK, TM, TN, pe_mm_impl_name());
+    struct span tp = {1e30, 1e30}, tm = tp, tc = tp, ts = tp;
+    int bad = 0;
+    for (int r = 0; r < REPS; r++) {
+        tp = span_best(tp, run(core, &prog, code, build(code, true)));
+        if (r == 0)
+            bad = check(a, b, c);
+        tm = span_best(tm, run(core, &prog, code, build(code, false)));
+        tc = span_best(tc, time_convert(core, &prog));
+        ts = span_best(ts, time_sgemm(af, bf, cb));
+    }
+    printf("  best of %d runs; GFLOP/s of the whole 4096^3 product\n", REPS);
+    say("program (DMA + matmul)", tp);
+    say("matmuls alone", tm);
+    printf("  %-24s %7.3f s wall (%4.1f%%)        | %7.3f s cpu (%4.1f%% of the matmuls)\n",
+           "convert/pack only", tc.wall, 100.0 * tc.wall / tm.wall, tc.cpu,
+           100.0 * tc.cpu / tm.cpu);
+    say("OpenBLAS sgemm, 1 thread", ts);
+    printf("  ratio to sgemm (target >= 0.5): program %.2f wall, %.2f cpu; matmuls %.2f wall, "
+           "%.2f cpu\n", ts.wall / tp.wall, ts.cpu / tp.cpu, ts.wall / tm.wall, ts.cpu / tm.cpu);
+    printf("  bit-exact sample: %d of %d differ\n", bad, SAMPLES);
+    core_destroy(core);
+    free(code);
+    free(a), free(b), free(af), free(bf), free(c), free(cb);
+    return bad != 0;
+}
