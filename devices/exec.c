@@ -142,16 +142,42 @@ static void exec_log_report(const char *name, NRT_STATUS st, const char *report)
     }
 }
 
-/* Is there a NaN or an infinity among n floats of dtype at p? */
+/* Index of the first NaN or infinity among n fp32 values, or n. Blocks are
+ * screened with an integer OR of "exponent all ones" (vectorises). */
+static size_t exec_first_nonfinite_f32(const float *x, size_t n)
+{
+    const uint32_t *u = (const uint32_t *)(const void *)x;
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t end = n - i < 1024 ? n : i + 1024;
+        uint32_t bad = 0;
+        for (size_t j = i; j < end; j++)
+            bad |= (u[j] & 0x7f800000u) == 0x7f800000u;
+        if (bad)
+            for (size_t j = i; j < end; j++)
+                if ((u[j] & 0x7f800000u) == 0x7f800000u)
+                    return j;
+    }
+    return n;
+}
+
+/* Is there a NaN or an infinity among the float elements at p? */
 static bool exec_nonfinite(const uint8_t *p, uint32_t dtype, uint64_t bytes, uint64_t *at)
 {
     size_t es = num_dtype_size(dtype);
     if (!num_dtype_is_float(dtype) || es == 0)
         return false;
-    for (uint64_t i = 0; i + es <= bytes; i += es) {
-        float x = num_to_f32(dtype, p + i);
-        if (x - x != 0.0f) {  /* NaN or +-inf */
-            *at = i / es;
+    size_t n = (size_t)(bytes / es);
+    if (es == 4) {  /* fp32, fp32r: scan in place */
+        *at = exec_first_nonfinite_f32((const float *)(const void *)p, n);
+        return *at < n;
+    }
+    float buf[1024];
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t k = n - i < 1024 ? n - i : 1024;
+        (void)num_load_f32(buf, p + i * es, dtype, 1, k);
+        size_t j = exec_first_nonfinite_f32(buf, k);
+        if (j < k) {
+            *at = i + j;
             return true;
         }
     }

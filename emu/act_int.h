@@ -32,8 +32,13 @@ NRT_STATUS act_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fsl
 /* The operand's value for row r, as fp32. */
 float act_scalar_at(const struct act_scalar *s, uint32_t r);
 
+/* NRT_EXEC_COMPLETED_WITH_ERR when a row of v does not fit a scratch row
+ * (only HBM rows can be that long). */
+NRT_STATUS act_check_row(struct isa_exec_ctx *ctx, const struct ap_view *v);
+
 /* Bind ap[dst_slot] and ap[src_slot], which must have the same rows and
- * elements per row (NRT_EXEC_COMPLETED_WITH_ERR otherwise). */
+ * elements per row, each row fitting a scratch row
+ * (NRT_EXEC_COMPLETED_WITH_ERR otherwise). */
 NRT_STATUS act_bind_pair(struct isa_exec_ctx *ctx, unsigned dst_slot, unsigned src_slot,
                          struct ap_view *dst, struct ap_view *src);
 

@@ -115,7 +115,7 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
     q = q * r + AMF_E1;
     q = q * r + AMF_E0;
     float p = 1.0f + (r + (r * r) * q);
-    int32_t k1 = k / 2, k2 = k - k1;
+    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
     float s1 = am_ffrom((uint32_t)(k1 + 127) << 23);
     float s2 = am_ffrom((uint32_t)(k2 + 127) << 23);
     return (p * s1) * s2;
@@ -272,7 +272,7 @@ AM_INLINE double am_sin_small(double x)
     ps = ps * z - 1.0 / 5040.0;
     ps = ps * z + 1.0 / 120.0;
     ps = ps * z - 1.0 / 6.0;
-    double sn = r + r * z * ps;
+    double sn = r * (1.0 + z * ps); /* keeps the sign of a zero r */
     double pc = 1.0 / 20922789888000.0;
     pc = pc * z - 1.0 / 87178291200.0;
     pc = pc * z + 1.0 / 479001600.0;

@@ -10,13 +10,15 @@
 #define AM_FN(name) AM_CAT(name, AM_SUFFIX)
 
 /* dst[i] = EXPR of x = src[i] * scale + bias, in fixed blocks the
- * vectoriser fills; the tail runs through the same block code. */
+ * vectoriser fills. Inputs are read in place; results go to a local block
+ * first (dst may be src) and are then copied out. The tail runs through
+ * the same block code. */
 #define AM_LOOP(EXPR)                                                             \
     do {                                                                          \
         size_t i_ = 0;                                                            \
         for (; i_ + AM_BLK <= n; i_ += AM_BLK) {                                  \
-            float in_[AM_BLK], out_[AM_BLK];                                      \
-            memcpy(in_, src + i_, sizeof in_);                                    \
+            float out_[AM_BLK];                                                   \
+            const float *in_ = src + i_;                                          \
             for (size_t j_ = 0; j_ < AM_BLK; j_++) {                              \
                 float x = in_[j_] * scale + bias;                                 \
                 out_[j_] = (EXPR);                                                \
@@ -98,12 +100,9 @@ AM_ATTR static void AM_FN(am_sum)(const float *x, size_t n, double *lanes)
     double acc[AM_BLK];
     memcpy(acc, lanes, sizeof acc);
     size_t i = 0;
-    for (; i + AM_BLK <= n; i += AM_BLK) {
-        float in[AM_BLK];
-        memcpy(in, x + i, sizeof in);
+    for (; i + AM_BLK <= n; i += AM_BLK)
         for (size_t j = 0; j < AM_BLK; j++)
-            acc[j] += (double)in[j];
-    }
+            acc[j] += (double)x[i + j];
     for (size_t j = 0; i + j < n; j++)
         acc[j] += (double)x[i + j];
     memcpy(lanes, acc, sizeof acc);

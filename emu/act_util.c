@@ -38,6 +38,15 @@ float act_scalar_at(const struct act_scalar *s, uint32_t r)
     return v;
 }
 
+NRT_STATUS act_check_row(struct isa_exec_ctx *ctx, const struct ap_view *v)
+{
+    if (v->elems <= CORE_SCRATCH_ELEMS)
+        return NRT_SUCCESS;
+    return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+                     "%s: %" PRIu64 " elements per partition; the engine takes at most %u",
+                     act_op_name(ctx), v->elems, CORE_SCRATCH_ELEMS);
+}
+
 NRT_STATUS act_bind_pair(struct isa_exec_ctx *ctx, unsigned dst_slot, unsigned src_slot,
                          struct ap_view *dst, struct ap_view *src)
 {
@@ -50,7 +59,7 @@ NRT_STATUS act_bind_pair(struct isa_exec_ctx *ctx, unsigned dst_slot, unsigned s
         return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
                          "%s: dst is [%u, %" PRIu64 "] but the input is [%u, %" PRIu64 "]",
                          act_op_name(ctx), dst->rows, dst->elems, src->rows, src->elems);
-    return NRT_SUCCESS;
+    return act_check_row(ctx, dst);
 }
 
 NRT_STATUS act_bind_column(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,

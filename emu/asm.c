@@ -1192,6 +1192,9 @@ static bool hdr_version(struct asm_ctx *a, const struct asm_dir *d, const struct
         !parse_u64(s, (size_t)(dot - s), &a->hdr.info.neff_version_major) ||
         !parse_u64(dot + 1, n - (size_t)(dot - s) - 1, &a->hdr.info.neff_version_minor))
         return err_at(a, t->vat, "version is MAJOR.MINOR");
+    if (a->hdr.info.neff_version_major > NEFF_VERSION_MAJOR_MAX)
+        return err_at(a, t->vat, "NEFF version %llu is newer than this reader's %u",
+                      (unsigned long long)a->hdr.info.neff_version_major, NEFF_VERSION_MAJOR_MAX);
     return true;
 }
 
@@ -2556,6 +2559,21 @@ NRT_STATUS asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t siz
     struct var_opts o = {0};
     add_var(a, (struct asm_pos){0, 0}, &v, &o);
     return api_status(a, before);
+}
+
+NRT_STATUS asm_declare_name(struct asm_ctx *a, const char *name)
+{
+    if (a == NULL || a->taken || name == NULL)
+        return NRT_INVALID;
+    mark_changed(a);
+    if (strlen(name) >= NEFF_NAME_SIZE) {
+        err_pos(a, (struct asm_pos){0, 0}, "a NEFF name has at most %u bytes",
+                NEFF_NAME_SIZE - 1);
+        return NRT_INVALID;
+    }
+    memset(a->m->info.name, 0, sizeof a->m->info.name);
+    memcpy(a->m->info.name, name, strlen(name));
+    return NRT_SUCCESS;
 }
 
 /* ---- finishing ------------------------------------------------------------------------------- */

@@ -65,6 +65,8 @@ NRT_STATUS asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype
                              const uint32_t *shape, uint32_t ndim, const void *data,
                              size_t size);
 NRT_STATUS asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t size);
+/* The same as .neff NAME (at most 255 bytes). */
+NRT_STATUS asm_declare_name(struct asm_ctx *a, const char *name);
 
 /* Resolve labels, encode the engine streams, apply the header and check
  * the whole model. NRT_INVALID when any error was recorded (now or by an

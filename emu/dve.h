@@ -10,7 +10,8 @@
  *
  * dve_row.c moves rows that the fp32 helpers of ap.h do not cover: integer
  * rows as int64, raw element bytes (bit-exact copies), single scalar
- * operands; and it keeps the Vector engine's accumulator registers.
+ * operands. The accumulator registers are act_acc.h's, shared with the
+ * other engines' reducing instructions.
  *
  * Unary operators (bypass, abs, rsqrt, invert, logical_not) act on the
  * "stream" argument of a kernel (the tensor flowing through the
@@ -38,8 +39,14 @@
 #define DVE_OP_UNARY (1u << 3)  /* ignores its second operand */
 #define DVE_OP_REDUCE (1u << 4) /* valid as a reduction operator */
 
+/* DVE_OP_* bits of each ALU operator, by value (0: not an operator). */
+extern const uint8_t dve_op_table[ISA_ENUM_SPACE];
+
 /* DVE_OP_* bits of ALU operator op (0 when op is not an ALU operator). */
-unsigned dve_op_props(unsigned op);
+static inline unsigned dve_op_props(unsigned op)
+{
+    return op < ISA_ENUM_SPACE ? dve_op_table[op] : 0u;
+}
 /* Its name, for messages ("op 99" style text when unknown). */
 const char *dve_op_name(unsigned op);
 
@@ -84,8 +91,15 @@ int64_t dve_i64_reduce(unsigned op, const int64_t *x, size_t n, unsigned bits);
 bool dve_f32_identity(unsigned op, float *out);
 
 /* ---- dtypes and rows (dve_row.c) ------------------------------------------- */
-/* True for int8..int64 and uint8..uint64. */
-bool dve_dtype_is_int(uint32_t dtype);
+/* The integer dtypes, int8..int64 and uint8..uint64, as a bit set. */
+#define DVE_INT_DTYPES                                                            \
+    ((1u << ISA_DT_I8) | (1u << ISA_DT_U8) | (1u << ISA_DT_I16) | (1u << ISA_DT_U16) | \
+     (1u << ISA_DT_I32) | (1u << ISA_DT_U32) | (1u << ISA_DT_I64) | (1u << ISA_DT_U64))
+
+static inline bool dve_dtype_is_int(uint32_t dtype)
+{
+    return dtype < 32 && ((DVE_INT_DTYPES >> dtype) & 1u);
+}
 /* Bits of an element of dtype. */
 unsigned dve_dtype_bits(uint32_t dtype);
 /* Does the fp32 value hold an integer that int64 represents? */
@@ -103,9 +117,21 @@ void dve_row_scatter(const struct ap_view *v, uint32_t r, const void *src);
 
 /* Row r of input v as fp32 for an output row `out` of n floats (NULL when
  * the output is not written in place): the memory itself when v is flat
- * fp32 and does not partly overlap out, else a copy loaded into scratch. */
-const float *dve_in_f32(const struct ap_view *v, uint32_t r, float *scratch, const float *out,
-                        size_t n);
+ * fp32 and does not partly overlap out, else a copy loaded into the
+ * engine's scratch row `slot`. */
+const float *dve_in_f32_load(struct isa_exec_ctx *ctx, unsigned slot, const struct ap_view *v,
+                             uint32_t r);
+
+static inline const float *dve_in_f32(struct isa_exec_ctx *ctx, unsigned slot,
+                                      const struct ap_view *v, uint32_t r, const float *out,
+                                      size_t n)
+{
+    const float *p = (const float *)(const void *)ap_row_ptr(v, r);
+    bool f32 = v->dtype == ISA_DT_F32 || v->dtype == ISA_DT_F32R;
+    if (v->flat && f32 && (out == NULL || p == out || p + n <= out || out + n <= p))
+        return p;
+    return dve_in_f32_load(ctx, slot, v, r);
+}
 
 /* ---- scalar operands --------------------------------------------------------- */
 /* An operand that is either a [P, 1] access pattern or an fp32 immediate. */
@@ -118,17 +144,21 @@ struct dve_scalar {
 /* Bind the APF operand (slot, fslot) of the current instruction for an
  * instruction of `rows` partitions. Fails (NRT_EXEC_COMPLETED_WITH_ERR)
  * unless a pattern has `rows` rows of one element. */
-NRT_STATUS dve_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
-                           uint32_t rows, const char *what, struct dve_scalar *s);
+NRT_STATUS dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+                              const char *what, struct dve_scalar *s);
+
+static inline NRT_STATUS dve_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot,
+                                         unsigned fslot, uint32_t rows, const char *what,
+                                         struct dve_scalar *s)
+{
+    s->imm = ctx->insn->fimm[fslot];
+    s->ap = ctx->insn->ap[slot].mem != ISA_MEM_NONE;
+    return s->ap ? dve_scalar_bind_ap(ctx, slot, rows, what, s) : NRT_SUCCESS;
+}
 /* Its value for row r. */
 float dve_scalar_f32(const struct dve_scalar *s, uint32_t r);
 int64_t dve_scalar_i64(const struct dve_scalar *s, uint32_t r);
 /* Can the integer path use it exactly (integer dtype, or integral immediate)? */
 bool dve_scalar_is_int(const struct dve_scalar *s);
-
-/* ---- accumulator registers --------------------------------------------------- */
-/* The calling engine's accumulator registers: one fp32 per partition
- * (ISA_NUM_PARTITIONS). NULL when the host is out of memory. */
-float *dve_acc(struct isa_exec_ctx *ctx);
 
 #endif

@@ -269,7 +269,7 @@ static const dve_i64_u_fn i64_u[ISA_ENUM_SPACE] = {DVE_I64_UNOPS(DVE_IUN)};
 
 #define P_ARITH (DVE_OP_F32 | DVE_OP_INT)
 #define P_RED (DVE_OP_REDUCE)
-static const uint8_t dve_props[ISA_ENUM_SPACE] = {
+const uint8_t dve_op_table[ISA_ENUM_SPACE] = {
     [ISA_ALU_bypass] = P_ARITH | DVE_OP_UNARY,
     [ISA_ALU_add] = P_ARITH | P_RED,
     [ISA_ALU_subtract] = P_ARITH | P_RED,
@@ -302,11 +302,6 @@ static const uint8_t dve_props[ISA_ENUM_SPACE] = {
     [ISA_ALU_logical_xor] = P_ARITH | P_RED,
     [ISA_ALU_logical_not] = P_ARITH | DVE_OP_UNARY,
 };
-
-unsigned dve_op_props(unsigned op)
-{
-    return op < ISA_ENUM_SPACE ? dve_props[op] : 0u;
-}
 
 const char *dve_op_name(unsigned op)
 {

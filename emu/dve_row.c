@@ -1,10 +1,9 @@
 /*
  * dve_row.c: row movement for the Vector/GpSimd semantics beyond ap.h's
- * fp32 rows (integer rows as int64, raw element bytes, scalar operands),
- * and the Vector engine's accumulator registers (see dve.h).
+ * fp32 rows: integer rows as int64, raw element bytes, scalar operands
+ * (see dve.h).
  */
 #include <math.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -12,11 +11,6 @@
 #include "emu/isa.h"
 
 /* ---- dtypes ------------------------------------------------------------------ */
-
-bool dve_dtype_is_int(uint32_t dtype)
-{
-    return dtype != ISA_DT_INVALID && dtype < ISA_DT_COUNT && !isa_dtype_is_float(dtype);
-}
 
 unsigned dve_dtype_bits(uint32_t dtype)
 {
@@ -139,25 +133,19 @@ void dve_row_scatter(const struct ap_view *v, uint32_t r, const void *src)
     DVE_FOR_RUNS(v, r, dve_move(run_ptr, run_stride, s + run_first * es, (int64_t)es, es, run_n));
 }
 
-const float *dve_in_f32(const struct ap_view *v, uint32_t r, float *scratch, const float *out,
-                        size_t n)
+const float *dve_in_f32_load(struct isa_exec_ctx *ctx, unsigned slot, const struct ap_view *v,
+                             uint32_t r)
 {
-    const float *p = ap_row_f32(v, r);
-    if (p != NULL && (out == NULL || p == out || p + n <= out || out + n <= p))
-        return p;
+    float *scratch = core_scratch(ctx, slot);
     ap_row_load(v, r, scratch);
     return scratch;
 }
 
 /* ---- scalar operands ----------------------------------------------------------- */
 
-NRT_STATUS dve_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
-                           uint32_t rows, const char *what, struct dve_scalar *s)
+NRT_STATUS dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+                              const char *what, struct dve_scalar *s)
 {
-    s->ap = ap_present(ctx->insn, slot);
-    s->imm = ctx->insn->fimm[fslot];
-    if (!s->ap)
-        return NRT_SUCCESS;
     NRT_STATUS st = ap_bind(ctx, slot, &s->v);
     if (st != NRT_SUCCESS)
         return st;
@@ -185,34 +173,4 @@ int64_t dve_scalar_i64(const struct dve_scalar *s, uint32_t r)
 bool dve_scalar_is_int(const struct dve_scalar *s)
 {
     return s->ap ? dve_dtype_is_int(s->v.dtype) : dve_f32_is_int(s->imm);
-}
-
-/* ---- accumulator registers ------------------------------------------------------- */
-
-/* struct core has no place for the accumulators yet, so they live here, one
- * entry per core, found by the core's address and kept for the process's
- * life (a core created at a freed core's address inherits its values,
- * which is harmless: the registers hold no defined value until reset). */
-struct dve_acc_entry {
-    const struct core *core;                           /* owner */
-    float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS];      /* registers per engine, partition */
-    struct dve_acc_entry *next;                        /* next entry */
-};
-
-static pthread_mutex_t dve_acc_lock = PTHREAD_MUTEX_INITIALIZER;
-static struct dve_acc_entry *dve_acc_list;
-
-float *dve_acc(struct isa_exec_ctx *ctx)
-{
-    pthread_mutex_lock(&dve_acc_lock);
-    struct dve_acc_entry *e = dve_acc_list;
-    while (e != NULL && e->core != ctx->core)
-        e = e->next;
-    if (e == NULL && (e = calloc(1, sizeof *e)) != NULL) {
-        e->core = ctx->core;
-        e->next = dve_acc_list;
-        dve_acc_list = e;
-    }
-    pthread_mutex_unlock(&dve_acc_lock);
-    return e != NULL ? e->acc[ctx->engine] : NULL;
 }

@@ -20,6 +20,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "emu/act_acc.h"
 #include "emu/dve.h"
 
 #define DVE_ERR NRT_EXEC_COMPLETED_WITH_ERR
@@ -57,7 +58,7 @@ static NRT_STATUS dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsi
 static NRT_STATUS dve_shape(struct isa_exec_ctx *ctx, const char *an, const struct ap_view *a,
                             const char *bn, const struct ap_view *b)
 {
-    if (ap_same_shape(a, b))
+    if (a->rows == b->rows && a->elems == b->elems)
         return NRT_SUCCESS;
     return core_fail(ctx, DVE_ERR, "%s is [%u, %llu] but %s is [%u, %llu]", an, a->rows,
                      (unsigned long long)a->elems, bn, b->rows, (unsigned long long)b->elems);
@@ -99,8 +100,8 @@ static NRT_STATUS dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct
     size_t n = v[0].elems;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(&v[1], r, core_scratch(ctx, 0), o, n);
-        const float *y = dve_in_f32(&v[2], r, core_scratch(ctx, 1), o, n);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 2);
         dve_f32_vv(op, w, x, y, false, n);
         if (o == NULL)
@@ -143,10 +144,11 @@ NRT_STATUS isa_exec_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_ins
 
 /* ---- tensor_scalar -------------------------------------------------------------- */
 
-/* What a tensor_scalar-like instruction applies: up to two operators with
+/* What a tensor_scalar instruction applies: up to two operators with
  * scalar operands. */
 struct dve_ts {
     unsigned op[2];            /* operators; op[1] bypass: only op[0] */
+    unsigned props[2];         /* their DVE_OP_* bits */
     bool rev[2];               /* scalar on the left of op[i] */
     struct dve_scalar k[2];    /* the scalar operands */
 };
@@ -156,15 +158,15 @@ static NRT_STATUS dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
 {
     size_t n = d->elems;
     bool two = t->op[1] != ISA_ALU_bypass;
-    float *tmp = core_scratch(ctx, 2);
     for (uint32_t r = 0; r < d->rows; r++) {
         float k0 = dve_scalar_f32(&t->k[0], r), k1 = two ? dve_scalar_f32(&t->k[1], r) : 0.0f;
         float *o = ap_row_f32(d, r);
-        const float *x = dve_in_f32(x_v, r, core_scratch(ctx, 0), o, n);
+        const float *x = dve_in_f32(ctx, 0, x_v, r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 1);
         if (!two) {
             dve_f32_vk(t->op[0], w, x, k0, t->rev[0], n);
         } else if (!dve_f32_vk2(t->op, t->rev, k0, k1, w, x, n)) {
+            float *tmp = core_scratch(ctx, 2);
             for (size_t c = 0; c < n; c += DVE_CHUNK) {
                 size_t m = dve_min(DVE_CHUNK, n - c);
                 dve_f32_vk(t->op[0], tmp, x + c, k0, t->rev[0], m);
@@ -182,13 +184,12 @@ static NRT_STATUS dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
 {
     int64_t *x = dve_wide_scratch(ctx, 0);
     unsigned bits = dve_dtype_bits(d->dtype);
+    int steps = t->op[1] != ISA_ALU_bypass ? 2 : 1;
     for (uint32_t r = 0; r < d->rows; r++) {
         dve_row_load_i64(x_v, r, x);
-        for (int i = 0; i < 2; i++) {
-            bool unary = dve_op_props(t->op[i]) & DVE_OP_UNARY;
-            int64_t k = unary ? 0 : dve_scalar_i64(&t->k[i], r);
-            if (i == 0 || t->op[1] != ISA_ALU_bypass)
-                dve_i64_vk(t->op[i], x, x, k, t->rev[i], bits, d->elems);
+        for (int i = 0; i < steps; i++) {
+            int64_t k = (t->props[i] & DVE_OP_UNARY) ? 0 : dve_scalar_i64(&t->k[i], r);
+            dve_i64_vk(t->op[i], x, x, k, t->rev[i], bits, d->elems);
         }
         dve_row_store_i64(d, r, x);
     }
@@ -199,17 +200,17 @@ static NRT_STATUS dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
 static bool dve_ts_int_ok(const struct dve_ts *t)
 {
     for (int i = 0; i < 2; i++) {
-        unsigned p = dve_op_props(t->op[i]);
+        unsigned p = t->props[i];
         if (!(p & DVE_OP_INT) || (!(p & DVE_OP_UNARY) && !dve_scalar_is_int(&t->k[i])))
             return false;
     }
     return true;
 }
 
-/* Both operators valid, of one kind (bit-pattern or arithmetic). */
+/* Both operators valid and of one kind (bit-pattern or arithmetic). */
 static NRT_STATUS dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts *t)
 {
-    unsigned p0 = dve_op_props(t->op[0]), p1 = dve_op_props(t->op[1]);
+    unsigned p0 = t->props[0], p1 = t->props[1];
     if (p0 == 0 || p1 == 0)
         return core_fail(ctx, DVE_ERR, "%s (%u) is not an ALU operator",
                          p0 == 0 ? "op0" : "op1", p0 == 0 ? t->op[0] : t->op[1]);
@@ -224,8 +225,12 @@ NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
-    struct dve_ts t = {{insn->enums[0], insn->enums[1]},
-                       {dve_flag(insn, 0), dve_flag(insn, 1)}, {{.imm = 0}}};
+    struct dve_ts t;
+    for (int i = 0; i < 2; i++) {
+        t.op[i] = insn->enums[i];
+        t.props[i] = dve_op_props(t.op[i]);
+        t.rev[i] = dve_flag(insn, (unsigned)i);
+    }
     NRT_STATUS st = dve_bind(ctx, slots, 2, v);
     if (st == NRT_SUCCESS)
         st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
@@ -239,10 +244,10 @@ NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
         return st;
     if (dve_all_int(v, 2) && dve_ts_int_ok(&t))
         return dve_ts_int(ctx, &t, &v[0], &v[1]);
-    st = dve_op_check(ctx, "op0", t.op[0], DVE_OP_F32);
-    if (st == NRT_SUCCESS)
-        st = dve_op_check(ctx, "op1", t.op[1], DVE_OP_F32);
-    return st != NRT_SUCCESS ? st : dve_ts_f32(ctx, &t, &v[0], &v[1]);
+    if ((t.props[0] | t.props[1]) & DVE_OP_BITVEC)
+        return dve_op_check(ctx, (t.props[0] & DVE_OP_BITVEC) ? "op0" : "op1",
+                            (t.props[0] & DVE_OP_BITVEC) ? t.op[0] : t.op[1], DVE_OP_F32);
+    return dve_ts_f32(ctx, &t, &v[0], &v[1]);
 }
 
 /* ---- scalar_tensor_tensor ---------------------------------------------------------- */
@@ -273,8 +278,8 @@ NRT_STATUS isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct 
     for (uint32_t r = 0; r < v[0].rows; r++) {
         float k0 = dve_scalar_f32(&k, r);
         float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(&v[1], r, core_scratch(ctx, 0), o, n);
-        const float *y = dve_in_f32(&v[2], r, core_scratch(ctx, 1), o, n);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 2);
         for (size_t c = 0; c < n; c += DVE_CHUNK) {
             size_t m = dve_min(DVE_CHUNK, n - c);
@@ -547,7 +552,7 @@ static void dve_reduce_f32(struct isa_exec_ctx *ctx, unsigned op, bool neg,
     float *res = core_scratch(ctx, 1);
     uint64_t groups = d->elems;
     for (uint32_t r = 0; r < d->rows; r++) {
-        const float *x = dve_in_f32(x_v, r, core_scratch(ctx, 0), NULL, 0);
+        const float *x = dve_in_f32(ctx, 0, x_v, r, NULL, 0);
         for (uint64_t g = 0; g < groups; g++)
             res[g] = dve_f32_reduce(op, x + g * inner, inner);
         if (neg)
@@ -616,7 +621,7 @@ static void dve_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct 
     unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
     ap_row_load(x_v, 0, acc);
     for (uint32_t r = 1; r < x_v->rows; r++)
-        dve_f32_vv(fold, acc, acc, dve_in_f32(x_v, r, core_scratch(ctx, 1), NULL, 0), false, n);
+        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
     if (op == ISA_ALU_average)
         dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
     ap_row_store(d, 0, acc);
@@ -687,8 +692,8 @@ NRT_STATUS isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct is
     size_t n = v[0].elems;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(&v[1], r, core_scratch(ctx, 0), o, n);
-        const float *y = dve_in_f32(&v[2], r, core_scratch(ctx, 1), o, n);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 2);
         float acc = dve_scalar_f32(&init, r);
         for (size_t i = 0; i < n; i++) {
@@ -783,13 +788,11 @@ NRT_STATUS isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct 
     NRT_STATUS st = dve_tsr_bind(ctx, insn, &t);
     if (st != NRT_SUCCESS)
         return st;
-    float *acc = dve_acc(ctx);
-    if (acc == NULL)
-        return core_fail(ctx, NRT_RESOURCE, "out of host memory for accumulator registers");
+    float *acc = act_acc_regs(ctx);
     size_t n = t.v[0].elems;
     for (uint32_t r = 0; r < t.v[0].rows; r++) {
         float *o = ap_row_f32(&t.v[0], r);
-        const float *x = dve_in_f32(&t.v[1], r, core_scratch(ctx, 0), o, n);
+        const float *x = dve_in_f32(ctx, 0, &t.v[1], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 1);
         dve_f32_vk(op0, w, x, dve_scalar_f32(&t.k, r), rev0, n);
         float *a = &acc[dve_part(insn, 1, r)];
@@ -836,13 +839,11 @@ NRT_STATUS isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const str
         st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "imm1", &k1);
     if (st != NRT_SUCCESS)
         return st;
-    float *acc = dve_acc(ctx);
-    if (acc == NULL)
-        return core_fail(ctx, NRT_RESOURCE, "out of host memory for accumulator registers");
+    float *acc = act_acc_regs(ctx);
     size_t n = v[0].elems;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(&v[1], r, core_scratch(ctx, 0), o, n);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 1);
         float *a = &acc[dve_part(insn, 1, r)];
         dve_f32_vk(op0, w, x, dve_scalar_f32(&k0, r), rev0, n);

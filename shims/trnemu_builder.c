@@ -43,24 +43,6 @@ static NRT_STATUS kernel_report(const trnemu_kernel_t *k, size_t before, NRT_STA
         }                                                                            \
     } while (0)
 
-/* ".neff NAME" with NAME quoted and escaped. */
-static NRT_STATUS kernel_set_name(trnemu_kernel_t *k, const char *name)
-{
-    char line[8 + 4 * 256 + 4];
-    size_t n = 0;
-    n += (size_t)snprintf(line, sizeof line, ".neff \"");
-    for (const unsigned char *c = (const unsigned char *)name; *c; c++) {
-        if (*c == '"' || *c == '\\')
-            n += (size_t)snprintf(line + n, sizeof line - n, "\\%c", *c);
-        else if (*c < 0x20 || *c == 0x7f)
-            n += (size_t)snprintf(line + n, sizeof line - n, "\\x%02x", *c);
-        else
-            line[n++] = (char)*c;
-    }
-    line[n++] = '"';
-    return kernel_report(k, 0, asm_line(k->asm_ctx, line, n));
-}
-
 NRT_EXPORT NRT_STATUS trnemu_kernel_create(const char *name, trnemu_kernel_t **kernel)
 {
     SHIM_REQUIRE(kernel != NULL, "kernel is NULL");
@@ -79,7 +61,8 @@ NRT_EXPORT NRT_STATUS trnemu_kernel_create(const char *name, trnemu_kernel_t **k
         LOG_ERROR("NRT", "out of memory");
         return st;
     }
-    if (name != NULL && name[0] != '\0' && (st = kernel_set_name(k, name)) != NRT_SUCCESS) {
+    if (name != NULL && (st = asm_declare_name(k->asm_ctx, name)) != NRT_SUCCESS) {
+        kernel_report(k, 0, st);
         trnemu_kernel_free(k);
         return st;
     }

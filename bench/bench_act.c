@@ -1,0 +1,193 @@
+/*
+ * bench_act.c: the Scalar Engine's activation instruction on one emulated
+ * NeuronCore, run through the real scheduler (core_run) from hand-built
+ * programs, as ratios of memcpy measured in the same run.
+ *
+ * Every case reads a [128 x 8192] SBUF tile and writes another: 4 MiB read
+ * plus 4 MiB written in fp32 (half of that for the bf16 case). Bandwidth
+ * counts bytes read plus bytes written; the baseline is memcpy of 4 MiB
+ * (4 MiB read, 4 MiB written). The target of the activation engine is exp
+ * at 0.25x memcpy or better. exp runs at every ISA level the CPU has; the
+ * other functions at the best level. Times are the calling thread's CPU
+ * time (the figures stay meaningful on a busy host), best of several
+ * rounds.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "emu/core.h"
+#include "emu/numerics.h"
+
+#define ROWS 128
+#define COLS 8192
+#define TILE_BYTES ((size_t)ROWS * COLS * 4) /* 4 MiB */
+#define REPS 7                               /* timed rounds; the best counts */
+#define INSNS 4                              /* instructions per timed program */
+#define TARGET 0.25                          /* exp vs memcpy */
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void die(const char *what)
+{
+    fprintf(stderr, "bench-act: %s\n", what);
+    exit(1);
+}
+
+/* Best seconds of memcpy of n bytes. */
+static double time_memcpy(size_t n)
+{
+    char *a = malloc(n), *b = malloc(n);
+    if (a == NULL || b == NULL)
+        die("out of memory");
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = 1e30;
+    for (int r = 0; r < REPS * 3; r++) {
+        double t0 = now_s();
+        memcpy(b, a, n);
+        double t = now_s() - t0;
+        best = t < best ? t : best;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+/* A [ROWS x COLS] SBUF tile of dtype dt at byte offset off. */
+static struct isa_ap tile(uint64_t off, uint32_t dt)
+{
+    struct isa_ap ap;
+    memset(&ap, 0, sizeof ap);
+    ap.mem = ISA_MEM_SBUF;
+    ap.dtype = (uint8_t)dt;
+    ap.num_part = ROWS;
+    ap.part_step = 1;
+    ap.ndims = 1;
+    ap.offset = off;
+    ap.dim[0] = (struct isa_dim){1, COLS};
+    return ap;
+}
+
+/* Best seconds per instruction of INSNS copies of insn on engine e. */
+static double time_insn(struct core *c, const struct isa_insn *insn, enum isa_engine e)
+{
+    struct isa_insn code[INSNS];
+    for (size_t i = 0; i < INSNS; i++)
+        code[i] = *insn;
+    struct core_program prog = {.name = "bench-act"};
+    prog.code[e] = code;
+    prog.n[e] = INSNS;
+    const struct core_program *progs[1] = {&prog};
+    struct core_run_opts opts = {0};
+    char report[1024];
+    double best = 1e30;
+    for (int r = 0; r < REPS; r++) {
+        double t0 = now_s();
+        if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
+            fprintf(stderr, "%s", report);
+            die("core_run failed");
+        }
+        double t = now_s() - t0;
+        best = t < best ? t : best;
+    }
+    return best / INSNS;
+}
+
+/* Inputs in [-8, 8): fp32 tile at byte 0, bf16 copy at 64 KiB. */
+static void fill_inputs(struct core *c)
+{
+    for (uint32_t p = 0; p < ROWS; p++) {
+        float *row = (float *)(void *)(c->sbuf + (size_t)p * c->sbuf_part_bytes);
+        for (uint32_t i = 0; i < COLS; i++)
+            row[i] = (float)((p * 131u + i * 7919u) % 16384u) / 1024.0f - 8.0f;
+        if (num_convert(c->sbuf + (size_t)p * c->sbuf_part_bytes + 65536, NUM_DT_BF16, row,
+                        NUM_DT_FP32, COLS) != NRT_SUCCESS)
+            die("conversion failed");
+    }
+}
+
+/* One timed case: prints and returns its ratio to memcpy. */
+static double run_case(struct core *c, const char *name, const char *level,
+                       const struct isa_insn *insn, enum isa_engine e, double bytes, double t_mc)
+{
+    double t = time_insn(c, insn, e);
+    double gbs = bytes / t / 1e9, gbs_mc = 2.0 * TILE_BYTES / t_mc / 1e9;
+    printf("  %-30s %-8s %7.2f GB/s  %7.3f Gelem/s  (%.2fx memcpy)  %6.2f ms\n", name, level,
+           gbs, (double)ROWS * COLS / t / 1e9, gbs / gbs_mc, t * 1e3);
+    return gbs / gbs_mc;
+}
+
+static struct isa_insn act_insn(unsigned func, uint32_t in_dt, uint32_t out_dt)
+{
+    struct isa_insn i;
+    if (isa_insn_init(&i, ISA_ENG_ACT, ISA_OP_activation) != NRT_SUCCESS)
+        die("no activation op");
+    i.ap[0] = tile(in_dt == ISA_DT_BF16 ? 98304 : 32768, out_dt);
+    i.ap[1] = tile(in_dt == ISA_DT_BF16 ? 65536 : 0, in_dt);
+    i.enums[0] = (uint8_t)func;
+    return i;
+}
+
+int main(void)
+{
+    struct core *c;
+    if (core_create(3, &c) != NRT_SUCCESS)
+        die("no core");
+    fill_inputs(c);
+    double t_mc = time_memcpy(TILE_BYTES);
+    double fp32 = 2.0 * TILE_BYTES, bf16 = (double)TILE_BYTES;
+    static const char *const levels[] = {"portable", "avx2", "avx512"};
+    int top = num_isa_level();
+    printf("bench-act: activation on [%d x %d] SBUF tiles, best of %d; best ISA level: %s\n",
+           ROWS, COLS, REPS, num_impl_name());
+    printf("  %-30s %-8s %7.2f GB/s  (1.00x)\n", "memcpy 4 MiB", "", 2.0 * TILE_BYTES / t_mc / 1e9);
+
+    struct isa_insn i = act_insn(ISA_ACT_copy, ISA_DT_F32, ISA_DT_F32);
+    run_case(c, "activation copy f32", levels[top], &i, ISA_ENG_ACT, fp32, t_mc);
+    double exp_ratio = 0;
+    for (int lvl = NUM_ISA_PORTABLE; lvl <= top; lvl++) {
+        num_set_isa_limit(lvl);
+        i = act_insn(ISA_ACT_exp, ISA_DT_F32, ISA_DT_F32);
+        exp_ratio = run_case(c, "activation exp f32", levels[lvl], &i, ISA_ENG_ACT, fp32, t_mc);
+    }
+    num_set_isa_limit(NUM_ISA_AVX512);
+    i.fimm[1] = 0.5f; /* scale */
+    i.fimm[0] = 1.0f; /* bias */
+    i.enums[2] = ISA_RCMD_reset_reduce;
+    run_case(c, "activation exp*0.5+1 + sum", levels[top], &i, ISA_ENG_ACT, fp32, t_mc);
+    i = act_insn(ISA_ACT_exp, ISA_DT_BF16, ISA_DT_BF16);
+    run_case(c, "activation exp bf16", levels[top], &i, ISA_ENG_ACT, bf16, t_mc);
+    static const struct {
+        unsigned func;     /* ISA_ACT_* */
+        const char *name;  /* label */
+    } funcs[] = {
+        {ISA_ACT_gelu, "activation gelu f32"},
+        {ISA_ACT_gelu_apprx_tanh, "activation gelu_apprx_tanh f32"},
+        {ISA_ACT_silu, "activation silu f32"},
+        {ISA_ACT_sigmoid, "activation sigmoid f32"},
+        {ISA_ACT_tanh, "activation tanh f32"},
+        {ISA_ACT_log, "activation log f32"},
+        {ISA_ACT_sqrt, "activation sqrt f32"},
+    };
+    for (size_t k = 0; k < sizeof funcs / sizeof funcs[0]; k++) {
+        i = act_insn(funcs[k].func, ISA_DT_F32, ISA_DT_F32);
+        run_case(c, funcs[k].name, levels[top], &i, ISA_ENG_ACT, fp32, t_mc);
+    }
+    if (isa_insn_init(&i, ISA_ENG_DVE, ISA_OP_exponential) != NRT_SUCCESS)
+        die("no exponential op");
+    i.ap[0] = tile(32768, ISA_DT_F32);
+    i.ap[1] = tile(0, ISA_DT_F32);
+    i.fimm[0] = 8.0f;
+    run_case(c, "exponential (DVE) f32", levels[top], &i, ISA_ENG_DVE, fp32, t_mc);
+    printf("bench-act: exp at the best level is %.2fx memcpy (target %.2fx): %s\n", exp_ratio,
+           TARGET, exp_ratio >= TARGET ? "met" : "NOT MET");
+    core_destroy(c);
+    return 0;
+}

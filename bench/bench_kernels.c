@@ -1,0 +1,147 @@
+/*
+ * bench_kernels.c: the softmax and layernorm example kernels executed
+ * through the public API (nrt_execute on device tensors already holding
+ * their inputs), against the same operation sequence done op by op with
+ * numpy, the approach of the Python NKI simulator (bench/numpy_kernels.py,
+ * run in the same process tree, same shapes). Target: at least 5x faster.
+ *
+ * Usage: bench-kernels EXAMPLES_DIR NUMPY_SCRIPT
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *read_file(const char *dir, const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = n > 0 ? malloc((size_t)n) : NULL;
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* Seconds per nrt_execute of dir/name.neff (best of 5 rounds). */
+static double time_kernel(const char *dir, const char *name)
+{
+    char file[256];
+    size_t size;
+    snprintf(file, sizeof file, "%s.neff", name);
+    void *neff = read_file(dir, file, &size);
+    nrt_model_t *m = NULL;
+    nrt_tensor_info_array_t *info = NULL;
+    nrt_tensor_set_t *in = NULL, *out = NULL;
+    nrt_tensor_t *t[8] = {NULL};
+    double best = -1;
+    if (neff == NULL || nrt_load(neff, size, 0, -1, &m) != NRT_SUCCESS ||
+        nrt_get_model_tensor_info(m, &info) != NRT_SUCCESS || info->tensor_count > 8)
+        goto out;
+    nrt_allocate_tensor_set(&in);
+    nrt_allocate_tensor_set(&out);
+    for (uint64_t i = 0; i < info->tensor_count; i++) {
+        nrt_tensor_info_t *ti = &info->tensor_array[i];
+        if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name, &t[i]) !=
+            NRT_SUCCESS)
+            goto out;
+        nrt_tensor_memset(t[i], 0, 0x3c, ti->size); /* finite, nonzero data */
+        nrt_add_tensor_to_tensor_set(ti->usage == NRT_TENSOR_USAGE_INPUT ? in : out, ti->name,
+                                     t[i]);
+    }
+    int reps = 20;
+    for (int round = 0; round < 5; round++) {
+        double t0 = now_s();
+        for (int r = 0; r < reps; r++)
+            if (nrt_execute(m, in, out) != NRT_SUCCESS)
+                goto out;
+        double per = (now_s() - t0) / reps;
+        if (best < 0 || per < best)
+            best = per;
+    }
+out:
+    for (int i = 0; i < 8; i++)
+        nrt_tensor_free(&t[i]);
+    nrt_destroy_tensor_set(&in);
+    nrt_destroy_tensor_set(&out);
+    if (info != NULL)
+        nrt_free_model_tensor_info(info);
+    if (m != NULL)
+        nrt_unload(m);
+    free(neff);
+    return best;
+}
+
+/* Run the numpy script; fill the per-call times it prints. */
+static int numpy_times(const char *script, double *softmax, double *layernorm)
+{
+    const char *pythons[] = {"/usr/bin/python3", "python3"};
+    for (size_t i = 0; i < 2; i++) {
+        char cmd[4352];
+        snprintf(cmd, sizeof cmd, "%s '%s' 50 2>/dev/null", pythons[i], script);
+        FILE *p = popen(cmd, "r");
+        if (p == NULL)
+            continue;
+        char name[32];
+        double t;
+        int got = 0;
+        while (fscanf(p, "%31s %lf", name, &t) == 2) {
+            if (strcmp(name, "softmax") == 0)
+                *softmax = t, got |= 1;
+            else if (strcmp(name, "layernorm") == 0)
+                *layernorm = t, got |= 2;
+        }
+        if (pclose(p) == 0 && got == 3)
+            return 0;
+    }
+    return -1;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 3) {
+        fprintf(stderr, "usage: bench-kernels EXAMPLES_DIR NUMPY_SCRIPT\n");
+        return 2;
+    }
+    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+        return 1;
+    double sm = time_kernel(argv[1], "softmax"), ln = time_kernel(argv[1], "layernorm");
+    nrt_close();
+    double np_sm = 0, np_ln = 0;
+    int have_np = numpy_times(argv[2], &np_sm, &np_ln) == 0;
+    printf("example kernels on trnemu vs the same op sequence in numpy (target: >= 5x)\n");
+    const char *names[2] = {"softmax", "layernorm"};
+    double ours[2] = {sm, ln}, theirs[2] = {np_sm, np_ln};
+    for (int i = 0; i < 2; i++) {
+        if (ours[i] < 0) {
+            printf("  %-10s failed to run\n", names[i]);
+            continue;
+        }
+        printf("  %-10s trnemu %8.1f us", names[i], ours[i] * 1e6);
+        if (have_np)
+            printf("   numpy %8.1f us   speed-up %.1fx", theirs[i] * 1e6, theirs[i] / ours[i]);
+        else
+            printf("   (numpy not available)");
+        printf("\n");
+    }
+    return sm < 0 || ln < 0;
+}

@@ -1,0 +1,345 @@
+/*
+ * test_examples.c: the example kernels (examples/NAME.s, assembled at build
+ * time) executed end to end through the public API only, each checked
+ * against a reference computed here: add, the 512^3 and 4096^3 bf16
+ * matmuls, softmax and layernorm. Also: every execution gives the same
+ * bits, a model's tensor info matches its source, and bad executions
+ * (missing or wrongly sized tensors) fail before anything runs.
+ *
+ * TRNEMU_EXAMPLES_DIR names the directory with the .neff files (and the
+ * layernorm .npy constants); TRNEMU_TEST_QUICK=1 skips the 4096^3 matmul
+ * (sanitizer builds).
+ */
+#include <math.h>
+#include <stdio.h>
+
+#include "it_common.h"
+
+#include <cblas.h>
+
+struct kernel {
+    nrt_model_t *model;               /* loaded model */
+    nrt_tensor_info_array_t *info;    /* its I/O tensors */
+    nrt_tensor_t *t[8];               /* one device tensor per I/O tensor */
+    nrt_tensor_set_t *in, *out;       /* the sets passed to nrt_execute */
+};
+
+static void *ex_read_file(const char *name, size_t *size)
+{
+    char path[4096];
+    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc((size_t)n);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* Load name.neff on VNC 0 and give it one device tensor per I/O tensor. */
+static void ex_load(struct kernel *k, const char *name)
+{
+    char file[256];
+    size_t size;
+    snprintf(file, sizeof file, "%s.neff", name);
+    void *neff = ex_read_file(file, &size);
+    memset(k, 0, sizeof *k);
+    assert_int_equal(nrt_load(neff, size, 0, -1, &k->model), NRT_SUCCESS);
+    free(neff);
+    assert_int_equal(nrt_get_model_tensor_info(k->model, &k->info), NRT_SUCCESS);
+    assert_true(k->info->tensor_count <= 8);
+    assert_int_equal(nrt_allocate_tensor_set(&k->in), NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(&k->out), NRT_SUCCESS);
+    for (uint64_t i = 0; i < k->info->tensor_count; i++) {
+        const nrt_tensor_info_t *ti = &k->info->tensor_array[i];
+        assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name,
+                                             &k->t[i]), NRT_SUCCESS);
+        nrt_tensor_set_t *set = ti->usage == NRT_TENSOR_USAGE_INPUT ? k->in : k->out;
+        assert_int_equal(nrt_add_tensor_to_tensor_set(set, ti->name, k->t[i]), NRT_SUCCESS);
+    }
+}
+
+static void ex_unload(struct kernel *k)
+{
+    for (uint64_t i = 0; i < k->info->tensor_count; i++)
+        nrt_tensor_free(&k->t[i]);
+    nrt_destroy_tensor_set(&k->in);
+    nrt_destroy_tensor_set(&k->out);
+    nrt_free_model_tensor_info(k->info);
+    assert_int_equal(nrt_unload(k->model), NRT_SUCCESS);
+}
+
+static nrt_tensor_t *ex_tensor(struct kernel *k, const char *name, size_t *size)
+{
+    for (uint64_t i = 0; i < k->info->tensor_count; i++)
+        if (strcmp(k->info->tensor_array[i].name, name) == 0) {
+            if (size != NULL)
+                *size = k->info->tensor_array[i].size;
+            return k->t[i];
+        }
+    fail_msg("the model has no tensor '%s'", name);
+    return NULL;
+}
+
+static void ex_write(struct kernel *k, const char *name, const void *data, size_t size)
+{
+    size_t want;
+    nrt_tensor_t *t = ex_tensor(k, name, &want);
+    assert_int_equal(want, size);
+    assert_int_equal(nrt_tensor_write(t, data, 0, size), NRT_SUCCESS);
+}
+
+static void ex_read(struct kernel *k, const char *name, void *data, size_t size)
+{
+    size_t have;
+    nrt_tensor_t *t = ex_tensor(k, name, &have);
+    assert_int_equal(have, size);
+    assert_int_equal(nrt_tensor_read(t, data, 0, size), NRT_SUCCESS);
+}
+
+static void ex_exec(struct kernel *k)
+{
+    assert_int_equal(nrt_execute(k->model, k->in, k->out), NRT_SUCCESS);
+}
+
+/* Deterministic pseudo-random floats in [-1, 1). */
+static float ex_rand(uint64_t *s)
+{
+    *s = *s * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((double)(*s >> 40) / (double)(1ull << 24) * 2.0 - 1.0);
+}
+
+static uint16_t ex_bf16(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    u += 0x7fffu + ((u >> 16) & 1u); /* round to nearest even (finite inputs) */
+    return (uint16_t)(u >> 16);
+}
+
+static float ex_bf16_f32(uint16_t h)
+{
+    uint32_t u = (uint32_t)h << 16;
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+static int setup(void **state)
+{
+    (void)state;
+    it_env_clear();
+    return nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS ? 0 : -1;
+}
+
+static int teardown(void **state)
+{
+    (void)state;
+    nrt_close();
+    return 0;
+}
+
+/* ---- add ----------------------------------------------------------------- */
+
+static void test_add(void **state)
+{
+    (void)state;
+    enum { N = 128 * 512 };
+    struct kernel k;
+    ex_load(&k, "add");
+    float *a = malloc(N * 4), *b = malloc(N * 4), *c = malloc(N * 4), *c2 = malloc(N * 4);
+    uint64_t s = 1;
+    for (int i = 0; i < N; i++) {
+        a[i] = ex_rand(&s) * 100.0f;
+        b[i] = ex_rand(&s);
+    }
+    ex_write(&k, "a", a, N * 4);
+    ex_write(&k, "b", b, N * 4);
+    ex_exec(&k);
+    ex_read(&k, "c", c, N * 4);
+    for (int i = 0; i < N; i++)
+        if (c[i] != a[i] + b[i])
+            fail_msg("c[%d] = %g, want %g", i, c[i], a[i] + b[i]);
+    ex_exec(&k); /* same inputs, same bits */
+    ex_read(&k, "c", c2, N * 4);
+    assert_memory_equal(c, c2, N * 4);
+    free(a), free(b), free(c), free(c2);
+    ex_unload(&k);
+}
+
+/* Bad executions fail with NRT_INVALID before anything runs. */
+static void test_bad_execute(void **state)
+{
+    (void)state;
+    struct kernel k;
+    ex_load(&k, "add");
+    nrt_tensor_set_t *partial, *wrong;
+    nrt_tensor_t *small;
+    assert_int_equal(nrt_allocate_tensor_set(&partial), NRT_SUCCESS);
+    assert_int_equal(nrt_add_tensor_to_tensor_set(partial, "a", ex_tensor(&k, "a", NULL)),
+                     NRT_SUCCESS);
+    assert_int_equal(nrt_execute(k.model, partial, k.out), NRT_INVALID);
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "small", &small),
+                     NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(&wrong), NRT_SUCCESS);
+    assert_int_equal(nrt_add_tensor_to_tensor_set(wrong, "c", small), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(k.model, k.in, wrong), NRT_INVALID);
+    assert_int_equal(nrt_execute_repeat(k.model, k.in, k.out, 0), NRT_INVALID);
+    assert_int_equal(nrt_execute_repeat(k.model, k.in, k.out, 3), NRT_SUCCESS);
+    nrt_destroy_tensor_set(&partial);
+    nrt_destroy_tensor_set(&wrong);
+    nrt_tensor_free(&small);
+    ex_unload(&k);
+    assert_int_equal(nrt_execute(k.model, k.in, k.out), NRT_INVALID); /* unloaded */
+}
+
+/* ---- matmul ---------------------------------------------------------------- */
+
+/* C[M x N] = A[M x K] @ B[K x N], bf16 inputs, fp32 out; the reference is
+ * OpenBLAS sgemm on the same bf16 values (a different summation order, so
+ * compared with a tolerance scaled by sum |a||b|). */
+static void ex_matmul(const char *name, int n)
+{
+    size_t nn = (size_t)n * (size_t)n;
+    struct kernel k;
+    ex_load(&k, name);
+    uint16_t *a = malloc(nn * 2), *b = malloc(nn * 2);
+    float *af = malloc(nn * 4), *bf = malloc(nn * 4), *c = malloc(nn * 4), *ref = malloc(nn * 4);
+    uint64_t s = 7;
+    for (size_t i = 0; i < nn; i++) {
+        a[i] = ex_bf16(ex_rand(&s));
+        b[i] = ex_bf16(ex_rand(&s));
+        af[i] = ex_bf16_f32(a[i]);
+        bf[i] = ex_bf16_f32(b[i]);
+    }
+    ex_write(&k, "A", a, nn * 2);
+    ex_write(&k, "B", b, nn * 2);
+    ex_exec(&k);
+    ex_read(&k, "C", c, nn * 4);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, n, n, n, 1.0f, af, n, bf, n, 0.0f,
+                ref, n);
+    double tol = 1e-5 * (double)n; /* |a|,|b| < 1: sum |a||b| <= n */
+    for (size_t i = 0; i < nn; i++)
+        if (fabs((double)c[i] - (double)ref[i]) > tol)
+            fail_msg("%s: c[%zu] = %.9g, reference %.9g", name, i, c[i], ref[i]);
+    free(a), free(b), free(af), free(bf), free(c), free(ref);
+    ex_unload(&k);
+}
+
+static void test_matmul_512(void **state)
+{
+    (void)state;
+    ex_matmul("matmul_512", 512);
+}
+
+static void test_matmul_4096(void **state)
+{
+    (void)state;
+    const char *quick = getenv("TRNEMU_TEST_QUICK");
+    if (quick != NULL && strcmp(quick, "1") == 0)
+        skip();
+    ex_matmul("matmul_4096", 4096);
+}
+
+/* ---- softmax and layernorm --------------------------------------------- */
+
+enum { ROWS = 128, COLS = 1024 };
+
+static void test_softmax(void **state)
+{
+    (void)state;
+    struct kernel k;
+    ex_load(&k, "softmax");
+    float *x = malloc(ROWS * COLS * 4), *y = malloc(ROWS * COLS * 4);
+    uint64_t s = 3;
+    for (int i = 0; i < ROWS * COLS; i++)
+        x[i] = ex_rand(&s) * 8.0f;
+    ex_write(&k, "x", x, ROWS * COLS * 4);
+    ex_exec(&k);
+    ex_read(&k, "y", y, ROWS * COLS * 4);
+    for (int r = 0; r < ROWS; r++) {
+        const float *xr = x + r * COLS;
+        double mx = xr[0], sum = 0;
+        for (int j = 1; j < COLS; j++)
+            mx = fmax(mx, xr[j]);
+        for (int j = 0; j < COLS; j++)
+            sum += exp(xr[j] - mx);
+        for (int j = 0; j < COLS; j++) {
+            double want = exp(xr[j] - mx) / sum, got = y[r * COLS + j];
+            if (fabs(got - want) > 1e-5 * want + 1e-9)
+                fail_msg("softmax y[%d][%d] = %.9g, want %.9g", r, j, got, want);
+        }
+    }
+    free(x), free(y);
+    ex_unload(&k);
+}
+
+/* A float32 vector from an .npy file written by examples/gen_layernorm_params.py. */
+static float *ex_npy_f32(const char *name, size_t want)
+{
+    size_t size;
+    uint8_t *raw = ex_read_file(name, &size);
+    assert_true(size > 10 && memcmp(raw, "\x93NUMPY", 6) == 0);
+    size_t hdr = raw[6] == 1 ? 10u + (size_t)(raw[8] | raw[9] << 8)
+                             : 12u + (size_t)(raw[8] | raw[9] << 8 | raw[10] << 16);
+    assert_true(memmem(raw, hdr, "<f4", 3) != NULL);
+    assert_int_equal(size - hdr, want * 4);
+    float *v = malloc(want * 4);
+    memcpy(v, raw + hdr, want * 4);
+    free(raw);
+    return v;
+}
+
+static void test_layernorm(void **state)
+{
+    (void)state;
+    struct kernel k;
+    ex_load(&k, "layernorm");
+    float *gamma = ex_npy_f32("layernorm_gamma.npy", COLS);
+    float *beta = ex_npy_f32("layernorm_beta.npy", COLS);
+    float *x = malloc(ROWS * COLS * 4), *y = malloc(ROWS * COLS * 4);
+    uint64_t s = 5;
+    for (int i = 0; i < ROWS * COLS; i++)
+        x[i] = ex_rand(&s) * 3.0f + 0.5f;
+    ex_write(&k, "x", x, ROWS * COLS * 4);
+    ex_exec(&k);
+    ex_read(&k, "y", y, ROWS * COLS * 4);
+    for (int r = 0; r < ROWS; r++) {
+        const float *xr = x + r * COLS;
+        double mean = 0, var = 0;
+        for (int j = 0; j < COLS; j++)
+            mean += xr[j];
+        mean /= COLS;
+        for (int j = 0; j < COLS; j++)
+            var += (xr[j] - mean) * (xr[j] - mean);
+        var /= COLS;
+        double inv = 1.0 / sqrt(var + 1e-5);
+        for (int j = 0; j < COLS; j++) {
+            double want = (xr[j] - mean) * inv * gamma[j] + beta[j], got = y[r * COLS + j];
+            if (fabs(got - want) > 1e-4 * (fabs(want) + 1.0))
+                fail_msg("layernorm y[%d][%d] = %.9g, want %.9g", r, j, got, want);
+        }
+    }
+    free(x), free(y), free(gamma), free(beta);
+    ex_unload(&k);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_add, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_bad_execute, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_512, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_softmax, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_4096, setup, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
