@@ -25,6 +25,12 @@
 #include "emu/isa.h"
 #include "emu/numerics.h"
 
+/* No fused multiply-add anywhere: clang contracts a * b + c by default
+ * (GCC does not under -std=c17), which would change the bits by ISA. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 #define AM_INLINE static inline __attribute__((always_inline))
 #define AM_BLK 16 /* elements per vectorised block */
 

@@ -23,6 +23,12 @@
 
 #include "emu/act_int.h"
 
+/* No fused multiply-add anywhere: clang contracts a * b + c by default
+ * (GCC does not under -std=c17), which would change the bits by ISA. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
 /* The stream key of the calling engine. */
 static uint64_t rng_key(const struct isa_exec_ctx *ctx)
 {

@@ -36,22 +36,61 @@ static void ap_collapse(struct ap_view *v)
     v->flat = n == 1 && (v->stride[0] == (int64_t)v->esize || v->count[0] == 1);
 }
 
+/* Byte range [lo, hi) of an on-chip pattern in 64-bit arithmetic; false
+ * when a value is too large for that (then isa_ap_extent decides). */
+static bool ap_chip_span(const struct isa_ap *ap, uint32_t esize, int64_t *lo, int64_t *hi)
+{
+    const int64_t lim = 1 << 20;
+    if (ap->offset > (1ull << 40))
+        return false;
+    int64_t l = 0, h = 0;
+    for (uint32_t d = 0; d < ap->ndims; d++) {
+        int64_t c = ap->dim[d].count, st = ap->dim[d].step;
+        if (c > lim || st > lim || st < -lim)
+            return false;
+        int64_t span = st * (c - 1);
+        if (span < 0)
+            l += span;
+        else
+            h += span;
+    }
+    *lo = (int64_t)ap->offset + l * esize;
+    *hi = (int64_t)ap->offset + (h + 1) * esize;
+    return true;
+}
+
+static NRT_STATUS ap_chip_oob(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+                              uint64_t part_bytes)
+{
+    struct isa_extent ext = {0};
+    (void)isa_ap_extent(ap, &ext);
+    return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
+                     ") of partitions %u..%u; %s partitions hold %" PRIu64 " bytes", slot,
+                     ext.lo, ext.hi, ext.part_first, ext.part_last,
+                     ap->mem == ISA_MEM_SBUF ? "SBUF" : "PSUM", part_bytes);
+}
+
 static NRT_STATUS ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
                                struct ap_view *v)
 {
     bool sbuf = ap->mem == ISA_MEM_SBUF;
     uint64_t part_bytes = sbuf ? ctx->core->sbuf_part_bytes : ISA_PSUM_PART_BYTES;
     uint8_t *mem = sbuf ? ctx->core->sbuf : ctx->core->psum;
-    struct isa_extent ext;
-    if (isa_ap_extent(ap, &ext) != NRT_SUCCESS || ext.part_last >= ISA_NUM_PARTITIONS ||
-        ext.hi > part_bytes)
-        return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
-                         ") of partitions %u..%u; %s partitions hold %" PRIu64 " bytes",
-                         slot, ext.lo, ext.hi, ext.part_first, ext.part_last,
-                         sbuf ? "SBUF" : "PSUM", part_bytes);
+    uint32_t last = ap->start_part + (uint32_t)(ap->num_part - 1) * (uint32_t)ap->part_step;
+    int64_t lo, hi;
+    if (ap_chip_span(ap, v->esize, &lo, &hi)) {
+        if (lo < 0 || (uint64_t)hi > part_bytes || ap->part_step < 1 ||
+            last >= ISA_NUM_PARTITIONS)
+            return ap_chip_oob(ctx, slot, ap, part_bytes);
+    } else {
+        struct isa_extent ext;
+        if (isa_ap_extent(ap, &ext) != NRT_SUCCESS || ext.part_last >= ISA_NUM_PARTITIONS ||
+            ext.hi > part_bytes)
+            return ap_chip_oob(ctx, slot, ap, part_bytes);
+    }
     v->base = mem + (uint64_t)ap->start_part * part_bytes + ap->offset;
     v->row_stride = (int64_t)ap->part_step * (int64_t)part_bytes;
-    v->first_part = ext.part_first;
+    v->first_part = ap->start_part;
     return NRT_SUCCESS;
 }
 
@@ -79,7 +118,8 @@ static NRT_STATUS ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const str
 NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
 {
     const struct isa_ap *ap = &ctx->insn->ap[slot];
-    memset(v, 0, sizeof *v);
+    v->rnd = NULL;
+    v->flat = false;
     if (ap->mem == ISA_MEM_NONE)
         return core_fail(ctx, NRT_INVALID, "operand %u is missing", slot);
     v->mem = ap->mem;

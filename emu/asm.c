@@ -31,7 +31,7 @@
 #define ASM_MAX_TOKS 96          /* words of one directive */
 #define ASM_NAME_MAX 512         /* longest variable, queue, member name */
 
-/* ---- state ---------------------------------------------------------------- */
+/* ---- state --------------------------------------------------------------- */
 
 /* Where a character of the source came from. */
 struct asm_pos {
@@ -155,7 +155,7 @@ struct asm_dir {
     size_t n;                        /* entries in tok */
 };
 
-/* ---- small helpers -------------------------------------------------------- */
+/* ---- small helpers ------------------------------------------------------- */
 
 static bool grow_array(void **arr, size_t n, size_t *cap, size_t elem)
 {
@@ -227,7 +227,7 @@ static struct asm_sg *cur_sg(struct asm_ctx *a)
     return &a->sgs[a->nsgs - 1];
 }
 
-/* ---- errors ----------------------------------------------------------------- */
+/* ---- errors -------------------------------------------------------------- */
 
 static const char *src_name(const struct asm_ctx *a)
 {
@@ -305,7 +305,7 @@ const char *asm_error_text(const struct asm_ctx *a, size_t i)
     return a && i < a->nerrors ? a->errors[i] : NULL;
 }
 
-/* ---- numbers ---------------------------------------------------------------- */
+/* ---- numbers ------------------------------------------------------------- */
 
 /* Unsigned decimal or 0x hexadecimal, the whole of s[0..n). */
 static bool parse_u64(const char *s, size_t n, uint64_t *v)
@@ -377,7 +377,7 @@ static bool parse_bits(const char *s, size_t n, unsigned nbits, uint64_t *v)
     return nbits >= 64 || *v < (1ull << nbits);
 }
 
-/* ---- logical lines ------------------------------------------------------------ */
+/* ---- logical lines ------------------------------------------------------- */
 
 static bool ll_push(struct asm_ctx *a, char c, struct asm_pos p)
 {
@@ -415,7 +415,7 @@ static size_t comment_start(const char *s, size_t n)
     return n;
 }
 
-/* ---- variables ------------------------------------------------------------------ */
+/* ---- variables ----------------------------------------------------------- */
 
 /* Options every variable directive takes. */
 struct var_opts {
@@ -641,7 +641,7 @@ static bool add_const(struct asm_ctx *a, struct asm_pos p, const char *name, con
     return add_var(a, p, &v, o);
 }
 
-/* ---- directive words -------------------------------------------------------------- */
+/* ---- directive words ----------------------------------------------------- */
 
 /* Decode the quoted string at s[*i] ('"' there); *i ends past the quote. */
 static bool lex_string(struct asm_ctx *a, const char *s, size_t *i, char **out)
@@ -876,7 +876,7 @@ static bool dir_done(struct asm_ctx *a, struct asm_dir *d, const char *what)
     return true;
 }
 
-/* ---- typed values of words ---------------------------------------------------------- */
+/* ---- typed values of words ----------------------------------------------- */
 
 static bool tok_u64(struct asm_ctx *a, const struct asm_dir *d, const struct asm_tok *t,
                     uint64_t max, uint64_t *v)
@@ -1041,7 +1041,8 @@ struct name_list {
 static bool name_push(struct asm_ctx *a, struct name_list *l, const char *s, size_t n,
                       size_t off)
 {
-    if (!grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v) || (l->v[l->n] = dup_n(s, n)) == NULL)
+    if (!grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v) ||
+        (l->v[l->n] = dup_n(s, n)) == NULL)
         return oom_at(a, off);
     if (!name_ok(l->v[l->n])) {
         free(l->v[l->n]);
@@ -1078,7 +1079,7 @@ static bool tok_names(struct asm_ctx *a, const struct asm_dir *d, const struct a
     return split_list(a, s, n, t->vat, l, name_item);
 }
 
-/* ---- common variable options ------------------------------------------------------------ */
+/* ---- common variable options --------------------------------------------- */
 
 static bool tok_ops_json(struct asm_ctx *a, const struct asm_dir *d, const struct asm_tok *t,
                          char **out)
@@ -1152,7 +1153,7 @@ static bool take_var_opts(struct asm_ctx *a, struct asm_dir *d, struct var_opts 
     return true;
 }
 
-/* ---- directives: NEFF level -------------------------------------------------------------- */
+/* ---- directives: NEFF level ---------------------------------------------- */
 
 static bool dir_neff(struct asm_ctx *a, struct asm_dir *d)
 {
@@ -1229,7 +1230,12 @@ static bool hdr_field(struct asm_ctx *a, struct asm_dir *d, struct asm_tok *t)
     const char *s = tok_val(d, t, &n);
     switch (f) {
     case HDR_VERSION: return hdr_version(a, d, t);
-    case HDR_PKG: return tok_u64(a, d, t, UINT64_MAX, &i->pkg_version);
+    case HDR_PKG:
+        if (!tok_u64(a, d, t, UINT64_MAX, &i->pkg_version))
+            return false;
+        if (i->pkg_version != NEFF_PKG_VERSION_SHA256 && i->pkg_version != NEFF_PKG_VERSION_MD5)
+            return err_at(a, t->vat, "pkg_version is 1 (sha256) or 2 (md5)");
+        return true;
     case HDR_BUILD:
         if (n > NEFF_BUILD_VERSION_SIZE || memchr(s, '\0', n))
             return err_at(a, t->vat, "build_version has at most %u bytes",
@@ -1329,7 +1335,7 @@ static bool dir_subgraph(struct asm_ctx *a, struct asm_dir *d)
     return true;
 }
 
-/* ---- directives: variables ----------------------------------------------------------------- */
+/* ---- directives: variables ----------------------------------------------- */
 
 /* "[d0, d1, ...]" as a u64 shape (each dimension at most max). */
 static bool tok_shape(struct asm_ctx *a, const struct asm_dir *d, const struct asm_tok *t,
@@ -1726,7 +1732,7 @@ static bool dir_var(struct asm_ctx *a, struct asm_dir *d)
     return ok;
 }
 
-/* ---- directives: semaphores, queues, engines, descriptors ---------------------------------- */
+/* ---- directives: semaphores, queues, engines, descriptors ---------------- */
 
 static const struct asm_sym *sym_find(const struct asm_ctx *a, const char *s, size_t n)
 {
@@ -2156,7 +2162,7 @@ static bool dir_desc(struct asm_ctx *a, struct asm_dir *d)
     return ok;
 }
 
-/* ---- directive dispatch --------------------------------------------------------------------- */
+/* ---- directive dispatch -------------------------------------------------- */
 
 typedef bool (*dir_fn)(struct asm_ctx *a, struct asm_dir *d);
 
@@ -2196,7 +2202,7 @@ static void do_directive(struct asm_ctx *a, const char *s, size_t off)
     dir_clear(&d);
 }
 
-/* ---- instructions ------------------------------------------------------------------------------ */
+/* ---- instructions -------------------------------------------------------- */
 
 /* The instruction text with names replaced, and where each character came from. */
 struct asm_sub {
@@ -2431,7 +2437,7 @@ static void do_logical_line(struct asm_ctx *a)
     do_instruction(a, s, i);
 }
 
-/* ---- feeding ---------------------------------------------------------------------------------- */
+/* ---- feeding ------------------------------------------------------------- */
 
 static void feed_reset(struct asm_ctx *a)
 {
@@ -2498,7 +2504,7 @@ NRT_STATUS asm_text(struct asm_ctx *a, const char *text, size_t len)
     return worst;
 }
 
-/* ---- the C API declarations -------------------------------------------------------------------- */
+/* ---- the C API declarations ---------------------------------------------- */
 
 static NRT_STATUS api_status(struct asm_ctx *a, size_t before)
 {
@@ -2576,7 +2582,7 @@ NRT_STATUS asm_declare_name(struct asm_ctx *a, const char *name)
     return NRT_SUCCESS;
 }
 
-/* ---- finishing ------------------------------------------------------------------------------- */
+/* ---- finishing ----------------------------------------------------------- */
 
 static const struct asm_label *label_find(const struct asm_sg *s, const char *name)
 {
@@ -2724,7 +2730,8 @@ static NRT_STATUS build_engine(struct asm_ctx *a, struct asm_sg *s, int e)
     const struct asm_engine_opt *eo = &s->eng[e];
     struct neff_engine_sec *x = &s->sg->eng[e];
     if (eo->nocode && st->n > 0) {
-        err_pos(a, eo->pos, "%s has instructions but .engine says nocode", isa_engine_name((unsigned)e));
+        err_pos(a, eo->pos, "%s has instructions but .engine says nocode",
+                isa_engine_name((unsigned)e));
         return NRT_INVALID;
     }
     if (eo->nocode && eo->bin) {
@@ -2885,7 +2892,7 @@ struct neff_model *asm_take_model(struct asm_ctx *a)
     return m;
 }
 
-/* ---- life cycle ------------------------------------------------------------------------------- */
+/* ---- life cycle ---------------------------------------------------------- */
 
 NRT_STATUS asm_new(const struct asm_opts *opts, struct asm_ctx **out)
 {
@@ -2948,7 +2955,7 @@ void asm_free(struct asm_ctx *a)
     free(a);
 }
 
-/* ---- one-call helpers ------------------------------------------------------------------------ */
+/* ---- one-call helpers ---------------------------------------------------- */
 
 NRT_STATUS asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size)
 {

@@ -25,7 +25,7 @@
 #define DIS_VALUES_PER_LINE 8    /* inline constant values per line */
 #define DIS_HEX_PER_LINE 48      /* inline constant bytes per line */
 
-/* ---- names and strings ----------------------------------------------------- */
+/* ---- names and strings --------------------------------------------------- */
 
 /* A name the directive lexer reads back as one bare word. */
 static bool bare_ok(const char *s)
@@ -102,7 +102,7 @@ static void put_name_list(FILE *out, const char *key, char *const *v, uint32_t n
         fprintf(out, "%s%s", i ? "," : "", v[i]);
 }
 
-/* ---- the summary -------------------------------------------------------------- */
+/* ---- the summary --------------------------------------------------------- */
 
 static void put_hex(FILE *out, const uint8_t *b, size_t n)
 {
@@ -187,7 +187,7 @@ static void summary_sgs(FILE *out, const struct neff_model *m)
     }
 }
 
-/* ---- .neff and .header ------------------------------------------------------------ */
+/* ---- .neff and .header --------------------------------------------------- */
 
 static void put_header_directive(FILE *out, const struct neff_model *m)
 {
@@ -236,7 +236,7 @@ static void put_header_directive(FILE *out, const struct neff_model *m)
         fprintf(out, ".header%.*s\n", (int)n, buf);
 }
 
-/* ---- variables ---------------------------------------------------------------------- */
+/* ---- variables ----------------------------------------------------------- */
 
 /* Options common to every variable directive. */
 static void put_var_opts(FILE *out, const struct neff_var *v, uint64_t auto_id)
@@ -435,7 +435,7 @@ static void put_vars(FILE *out, const struct neff_model *m, const struct neff_su
     }
 }
 
-/* ---- queues, engine sections, descriptors ----------------------------------------------- */
+/* ---- queues, engine sections, descriptors -------------------------------- */
 
 static void put_queue(FILE *out, const struct neff_queue *q)
 {
@@ -571,7 +571,7 @@ static void put_desc(FILE *out, int e, const struct neff_dma_desc *d)
     fputc('\n', out);
 }
 
-/* ---- instructions ------------------------------------------------------------------------ */
+/* ---- instructions -------------------------------------------------------- */
 
 static const char *env_var_name(void *user, uint32_t var_id)
 {
@@ -603,7 +603,8 @@ static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
 {
     const char *eng = isa_engine_name((unsigned)e);
     bool *is_target = calloc(n ? n : 1, sizeof *is_target);
-    char *text = malloc(8192);
+    size_t cap = 8192;
+    char *text = malloc(cap);
     if (is_target == NULL || text == NULL) {
         free(is_target);
         free(text);
@@ -618,7 +619,18 @@ static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
     for (size_t i = 0; i < n; i++) {
         if (is_target[i])
             fprintf(out, "%s_%zu:\n", eng, i);
-        isa_text_print(&code[i], &env, text, 8192);
+        size_t len = isa_text_print(&code[i], &env, text, cap);
+        if (len >= cap) {  /* very long variable names */
+            char *bigger = realloc(text, len + 1);
+            if (bigger == NULL) {
+                free(is_target);
+                free(text);
+                return NRT_RESOURCE;
+            }
+            text = bigger;
+            cap = len + 1;
+            isa_text_print(&code[i], &env, text, cap);
+        }
         int slot = target_slot(&code[i]);
         put_insn_text(out, text, eng, slot >= 0 ? code[i].imm[slot].i : -1);
         if (!no_index)

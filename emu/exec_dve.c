@@ -16,7 +16,6 @@
  * results keep the low bits of the output dtype (dve.h). Flat fp32 rows
  * are used in place, without copies.
  */
-#include <float.h>
 #include <math.h>
 #include <string.h>
 

@@ -144,8 +144,16 @@ static NRT_STATUS sched_step(struct sched_eng *e, struct race_state *race, bool 
     *moved = false;
     if (sched_first_blocked(e->core, insn) >= 0)
         return NRT_SUCCESS;
-    struct isa_exec_ctx ctx = {.core = e->core, .prog = e->prog, .engine = e->eng,
-                               .insn = insn, .pc = e->pc, .next_pc = e->pc + 1};
+    struct isa_exec_ctx ctx;  /* set field by field: err[] is not cleared, only ended */
+    ctx.core = e->core;
+    ctx.prog = e->prog;
+    ctx.engine = e->eng;
+    ctx.insn = insn;
+    ctx.pc = e->pc;
+    ctx.next_pc = e->pc + 1;
+    ctx.halted = false;
+    ctx.blocked = false;
+    ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
     NRT_STATUS st = fn != NULL ? fn(&ctx, insn)
                                : core_fail(&ctx, NRT_INVALID, "opcode 0x%02x has no semantics",

@@ -24,7 +24,7 @@
 #include "emu/numerics.h"
 #include "test_neff_util.h"
 
-/* ---- helpers ------------------------------------------------------------------ */
+/* ---- helpers ------------------------------------------------------------- */
 
 static struct neff_model *assemble(const char *src)
 {
@@ -80,7 +80,7 @@ static const struct isa_insn *insns_of(const struct neff_subgraph *sg, int e, si
     return *owned;
 }
 
-/* ---- directives ------------------------------------------------------------------- */
+/* ---- directives ---------------------------------------------------------- */
 
 static const char every_directive[] =
     "; every directive once\n"
@@ -424,7 +424,8 @@ static void test_api(void **state)
     assert_int_equal(asm_declare_io(a, "out", true, ISA_DT_F32, shape, 2), NRT_SUCCESS);
     assert_int_equal(asm_declare_const(a, "w", ISA_DT_F32, shape, 2, w, sizeof w), NRT_SUCCESS);
     assert_int_equal(asm_declare_scratch(a, "tmp", 64), NRT_SUCCESS);
-    const char *line = "sp.dma_copy dst=hbm:out[[2,2], 0, [1,2]]:f32 src=hbm:w[[2,2], 0, [1,2]]:f32";
+    const char *line = "sp.dma_copy dst=hbm:out[[2,2], 0, [1,2]]:f32 "
+                       "src=hbm:w[[2,2], 0, [1,2]]:f32";
     assert_int_equal(asm_line(a, line, strlen(line)), NRT_SUCCESS);
     assert_int_equal(asm_finish(a), NRT_SUCCESS);
     assert_int_equal(asm_finish(a), NRT_SUCCESS);
@@ -452,7 +453,7 @@ static void test_api(void **state)
     asm_free(a);
 }
 
-/* ---- errors with positions --------------------------------------------------------- */
+/* ---- errors with positions ----------------------------------------------- */
 
 struct bad_case {
     const char *src;    /* the input */
@@ -477,6 +478,8 @@ static const struct bad_case bad_cases[] = {
     {".header version=x", "t.s:1:17:", "MAJOR.MINOR"},
     {".header colour=1", "t.s:1:9:", "unknown header field"},
     {".header uuid=12", "t.s:1:14:", "32 hexadecimal digits"},
+    {".header pkg_version=3", "t.s:1:21:", "1 (sha256) or 2 (md5)"},
+    {".header version=3.0", "t.s:1:17:", "newer than"},
     {".subgraph a/b", "t.s:1:11:", "one plain directory name"},
     {".subgraph x\n.subgraph x", "t.s:2:11:", "exists already"},
     {".sem s1", "t.s:1:6:", "identifier other than"},
@@ -512,7 +515,8 @@ static const struct bad_case bad_cases[] = {
      "no variable 'nope'"},
     {".input a f32 [4]\n.queue q type=in\n.desc sp id=0 queue=q from=a[0] to=a[0, [1,4]]",
      "t.s:3:28:", "1 to 4 [step,size]"},
-    {".input a f32 [4]\n.queue q type=in\n.desc sp id=0 queue=q from=a[0, [1,4]]:f99 to=a[0, [1,4]]",
+    {".input a f32 [4]\n.queue q type=in\n"
+     ".desc sp id=0 queue=q from=a[0, [1,4]]:f99 to=a[0, [1,4]]",
      "t.s:3:39:", "expected :DTYPE"},
     {".input a f32 [4]\n.queue q type=in\n.desc sp id=0 queue=q from=a[0, [1,4]] to=a[0, [1,4]] "
      "scale=2", "t.s:3:55:", "scale= needs op=fma"},
