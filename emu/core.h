@@ -68,6 +68,7 @@ struct core {
     int64_t reg[ISA_ENG_COUNT][ISA_NUM_REGS]; /* engine sequencer registers */
     uint64_t rng_seed;                        /* seed of the random streams */
     uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
+    float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
     bool stochastic;                          /* float stores round stochastically */
     struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
