@@ -101,14 +101,14 @@ static int data_iteration(struct worker *w, int it, nrt_tensor_set_t *own)
     CHECK_OK(nrt_add_tensor_to_tensor_set(w->sh->set, name, b));
     CHECK_OK(nrt_get_tensor_from_tensor_set(w->sh->set, name, &g));
     CHECK(g == b, "shared set returned another tensor");
-    /* "common" is replaced by everyone; whatever is found is only read. */
+    /* "common" is replaced by everyone; whatever is found is only queried.
+     * (Reading its bytes would race, at the user level, with the owner
+     * writing them: a freed tensor's address may come back as a new one.) */
     CHECK_OK(nrt_add_tensor_to_tensor_set(w->sh->set, "common", h));
     NRT_STATUS cs = nrt_get_tensor_from_tensor_set(w->sh->set, "common", &g);
     CHECK(cs == NRT_SUCCESS || cs == NRT_INVALID, "common: %d", (int)cs);
-    if (cs == NRT_SUCCESS) {
-        NRT_STATUS rs = nrt_tensor_read(g, got, 0, 1);
-        CHECK(rs == NRT_SUCCESS || rs == NRT_INVALID, "common read: %d", (int)rs);
-    }
+    if (cs == NRT_SUCCESS)
+        CHECK(nrt_tensor_get_size(g) < 4096, "common size");
     /* This thread's part of the shared tensor. */
     uint8_t part[PART];
     it_pattern(part, PART, seed ^ 0x5555);
