@@ -28,7 +28,7 @@ run: build
 test: build test-fast test-asan test-tsan
 
 test-fast: build
-	meson test -C $(BUILD) --print-errorlogs
+	meson test -C $(BUILD) --print-errorlogs --no-suite bench
 
 $(BUILD_SAN)/build.ninja:
 	meson setup $(BUILD_SAN) -Dsanitize=address,undefined $(MESON_OPTS)

@@ -83,6 +83,19 @@ float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot)
     return ctx->core->scratch + row * CORE_SCRATCH_ELEMS;
 }
 
+bool core_cmp(int64_t have, unsigned op, int64_t want)
+{
+    switch (op) {
+    case ISA_CMP_eq: return have == want;
+    case ISA_CMP_ne: return have != want;
+    case ISA_CMP_ge: return have >= want;
+    case ISA_CMP_gt: return have > want;
+    case ISA_CMP_le: return have <= want;
+    case ISA_CMP_lt: return have < want;
+    }
+    return false;
+}
+
 const struct core_var *core_find_var(const struct core_program *p, uint32_t var_id)
 {
     size_t lo = 0, hi = p->nvars;

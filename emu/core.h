@@ -103,6 +103,9 @@ void core_reset(struct core *c, uint64_t seed, bool stochastic);
 /* Scratch row `slot` of the calling engine (CORE_SCRATCH_ELEMS floats). */
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot);
 
+/* Does have <op> want hold, op an ISA_CMP_* value (eq, ne, ge, gt, le, lt)? */
+bool core_cmp(int64_t have, unsigned op, int64_t want);
+
 /* The HBM variable with this id, or NULL. */
 const struct core_var *core_find_var(const struct core_program *p, uint32_t var_id);
 

@@ -20,24 +20,11 @@ NRT_STATUS isa_exec_halt(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
     return NRT_SUCCESS;
 }
 
-static bool ctl_cmp(int64_t have, unsigned op, int64_t want)
-{
-    switch (op) {
-    case ISA_CMP_eq: return have == want;
-    case ISA_CMP_ne: return have != want;
-    case ISA_CMP_ge: return have >= want;
-    case ISA_CMP_gt: return have > want;
-    case ISA_CMP_le: return have <= want;
-    case ISA_CMP_lt: return have < want;
-    }
-    return false;
-}
-
 /* Blocks (retried on a later turn) until sem <cmp> value. */
 NRT_STATUS isa_exec_sem_wait(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     uint32_t have = ctx->core->sem[insn->imm[0].i % ISA_NUM_SEMS];
-    ctx->blocked = !ctl_cmp(have, insn->enums[0], (uint32_t)insn->imm[1].i);
+    ctx->blocked = !core_cmp(have, insn->enums[0], (uint32_t)insn->imm[1].i);
     return NRT_SUCCESS;
 }
 
@@ -62,7 +49,7 @@ NRT_STATUS isa_exec_jump(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 NRT_STATUS isa_exec_branch(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     int64_t r = ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS];
-    if (ctl_cmp(r, insn->enums[0], insn->imm[1].i))
+    if (core_cmp(r, insn->enums[0], insn->imm[1].i))
         ctx->next_pc = (size_t)insn->imm[2].i;
     return NRT_SUCCESS;
 }

@@ -33,19 +33,6 @@ struct sched_eng {
     bool done;                         /* halted or ran off the end */
 };
 
-static bool sched_cmp(uint32_t have, unsigned op, uint32_t want)
-{
-    switch (op) {
-    case ISA_CMP_eq: return have == want;
-    case ISA_CMP_ne: return have != want;
-    case ISA_CMP_ge: return have >= want;
-    case ISA_CMP_gt: return have > want;
-    case ISA_CMP_le: return have <= want;
-    case ISA_CMP_lt: return have < want;
-    }
-    return false;
-}
-
 static uint32_t *sched_cell(struct core *c, const struct isa_sync *s)
 {
     return s->kind == ISA_SYNC_EVENT ? &c->event[s->id % ISA_NUM_EVENTS]
@@ -56,7 +43,7 @@ static uint32_t *sched_cell(struct core *c, const struct isa_sync *s)
 static int sched_first_blocked(struct core *c, const struct isa_insn *insn)
 {
     for (int i = 0; i < ISA_MAX_WAIT && insn->wait[i].kind != ISA_SYNC_NONE; i++)
-        if (!sched_cmp(*sched_cell(c, &insn->wait[i]), insn->wait[i].op, insn->wait[i].value))
+        if (!core_cmp(*sched_cell(c, &insn->wait[i]), insn->wait[i].op, insn->wait[i].value))
             return i;
     return -1;
 }

@@ -10,7 +10,7 @@
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_version.h"
 #include "shims/shim.h"
-#include "trnemu_build.h"
+#include "trnemu_config.h"
 
 NRT_EXPORT NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version,
                                const char *fal_version)

@@ -7,7 +7,7 @@
 #include "devices/config.h"
 #include "shims/shim.h"
 #include "trnemu/trnemu.h"
-#include "trnemu_build.h"
+#include "trnemu_config.h"
 
 NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_t size)
 {
