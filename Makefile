@@ -4,9 +4,10 @@
 BUILD      ?= build
 BUILD_SAN  ?= build-asan
 BUILD_TSAN ?= build-tsan
+BUILD_FUZZ ?= build-fuzz
 MESON_OPTS ?=
 
-.PHONY: all setup build run test test-fast test-asan test-tsan bench fuzz clean
+.PHONY: all setup build run test test-fast test-asan test-tsan test-fuzz bench clean
 
 all: build
 
@@ -24,8 +25,8 @@ run: build
 	$(BUILD)/tools/trnemu exec -- $(BUILD)/examples/tensor_demo
 
 # The whole suite: the normal build, then ASan+UBSan, then TSan on the
-# threaded tests.
-test: build test-fast test-asan test-tsan
+# threaded tests, then a clang build that fuzzes each parser for 30 s.
+test: build test-fast test-asan test-tsan test-fuzz
 
 test-fast: build
 	meson test -C $(BUILD) --print-errorlogs --no-suite bench
@@ -45,8 +46,15 @@ test-tsan: setup $(BUILD_TSAN)/build.ninja
 	ninja -C $(BUILD_TSAN)
 	TSAN_OPTIONS=halt_on_error=1 meson test -C $(BUILD_TSAN) --print-errorlogs --suite threads
 
+$(BUILD_FUZZ)/build.ninja:
+	CC=clang meson setup $(BUILD_FUZZ) -Dfuzz=true $(MESON_OPTS)
+
+test-fuzz: setup $(BUILD_FUZZ)/build.ninja
+	ninja -C $(BUILD_FUZZ)
+	meson test -C $(BUILD_FUZZ) --print-errorlogs --suite fuzz
+
 bench: build
 	meson test -C $(BUILD) --suite bench --verbose --timeout-multiplier 4
 
 clean:
-	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN)
+	rm -rf $(BUILD) $(BUILD_SAN) $(BUILD_TSAN) $(BUILD_FUZZ)
