@@ -88,9 +88,8 @@ static NRT_STATUS ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const st
             ext.hi > part_bytes)
             return ap_chip_oob(ctx, slot, ap, part_bytes);
     }
-    uint64_t stride = sbuf ? ctx->core->sbuf_stride : part_bytes;
-    v->base = mem + (uint64_t)ap->start_part * stride + ap->offset;
-    v->row_stride = (int64_t)ap->part_step * (int64_t)stride;
+    v->base = mem + (uint64_t)ap->start_part * part_bytes + ap->offset;
+    v->row_stride = (int64_t)ap->part_step * (int64_t)part_bytes;
     v->first_part = ap->start_part;
     return NRT_SUCCESS;
 }

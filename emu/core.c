@@ -24,7 +24,7 @@ static void *core_map(size_t bytes)
 
 static size_t core_sbuf_bytes(const struct core *c)
 {
-    return (size_t)ISA_NUM_PARTITIONS * c->sbuf_stride;
+    return (size_t)ISA_NUM_PARTITIONS * c->sbuf_part_bytes;
 }
 
 static size_t core_scratch_bytes(void)
@@ -39,7 +39,6 @@ NRT_STATUS core_create(uint32_t gen, struct core **out)
         return NRT_RESOURCE;
     c->gen = gen;
     c->sbuf_part_bytes = gen >= 3 ? ISA_SBUF_PART_BYTES_V3 : ISA_SBUF_PART_BYTES_V2;
-    c->sbuf_stride = c->sbuf_part_bytes + 4096 + 64;
     c->sbuf = core_map(core_sbuf_bytes(c));
     c->psum = core_map((size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
     c->scratch = core_map(core_scratch_bytes());

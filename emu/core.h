@@ -61,7 +61,6 @@ struct race_state;
 struct core {
     uint32_t gen;                             /* NeuronCore version: 2 or 3 */
     uint32_t sbuf_part_bytes;                 /* bytes per SBUF partition */
-    uint32_t sbuf_stride;                     /* host bytes from one partition to the next */
     uint8_t *sbuf;                            /* 128 * sbuf_part_bytes */
     uint8_t *psum;                            /* 128 * ISA_PSUM_PART_BYTES */
     uint32_t sem[ISA_NUM_SEMS];               /* semaphore values */
