@@ -11,6 +11,7 @@
 #include "devices/runtime.h"
 #include "devices/tensor.h"
 #include "devices/tensor_set.h"
+#include "devices/worker.h"
 #include "emu/log.h"
 #include "emu/numerics.h"
 #include "nrt/nrt_status.h"
@@ -256,6 +257,22 @@ static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
     return exec_program(m, b);
 }
 
+/* One submitted execution, run on the chip's worker thread. */
+struct exec_job {
+    nrt_model_t *m;            /* the pinned model */
+    struct exec_binding *b;    /* its bound tensors */
+    uint32_t repeat;           /* executions in a row */
+};
+
+static NRT_STATUS exec_job_run(void *arg)
+{
+    struct exec_job *j = arg;
+    NRT_STATUS st = NRT_SUCCESS;
+    for (uint32_t r = 0; r < j->repeat && st == NRT_SUCCESS; r++)
+        st = exec_run(j->m, j->b);
+    return st;
+}
+
 NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,
                       uint32_t repeat)
 {
@@ -263,10 +280,11 @@ NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor
     NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &b);
     if (st != NRT_SUCCESS)
         return st;
-    struct vnc_info *vi = &rt_machine()->vncs[m->gvnc];
+    struct machine *mach = rt_machine();
+    struct vnc_info *vi = &mach->vncs[m->gvnc];
+    struct exec_job job = {m, &b, repeat};
     pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    for (uint32_t r = 0; r < repeat && st == NRT_SUCCESS; r++)
-        st = exec_run(m, &b);
+    st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, &job);
     pthread_mutex_unlock(&vi->exec_lock);
     if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
         atomic_fetch_add(&m->executions, repeat);

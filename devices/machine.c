@@ -29,6 +29,7 @@ static NRT_STATUS machine_map_hbm(struct chip *c)
 static NRT_STATUS machine_chip_init(struct chip *c, uint32_t index, const struct dev_profile *p)
 {
     c->index = index;
+    worker_init(&c->worker);
     c->hbm_size = p->hbm_per_chip;
     c->nstacks = p->hbm_stacks;
     c->stack_size = p->hbm_per_chip / p->hbm_stacks;
@@ -46,6 +47,7 @@ static NRT_STATUS machine_chip_init(struct chip *c, uint32_t index, const struct
 
 static void machine_chip_fini(struct chip *c)
 {
+    worker_fini(&c->worker);
     if (c->hbm != NULL)
         munmap(c->hbm, c->hbm_size);
     c->hbm = NULL;

@@ -19,6 +19,7 @@
 
 #include "devices/config.h"
 #include "devices/hbm_alloc.h"
+#include "devices/worker.h"
 #include "emu/core.h"
 
 #define MACHINE_MAX_STACKS 8
@@ -31,6 +32,7 @@ struct chip {
     uint64_t stack_size;                      /* bytes per HBM stack */
     uint32_t nstacks;                         /* HBM stacks on the chip */
     struct hbm_alloc stacks[MACHINE_MAX_STACKS]; /* one allocator per stack */
+    struct chip_worker worker;                /* runs the chip's executions */
 };
 
 struct vnc_info {

@@ -1,0 +1,104 @@
+/*
+ * worker.c: the per-chip worker threads (see worker.h).
+ */
+#include "devices/worker.h"
+
+#include <stddef.h>
+
+#include "emu/log.h"
+
+/* One submitted job; lives on the submitter's stack until done. */
+struct worker_job {
+    NRT_STATUS (*fn)(void *arg);  /* what to run */
+    void *arg;                    /* its argument */
+    NRT_STATUS result;            /* its status, once done */
+    bool done;                    /* set by the worker */
+    struct worker_job *next;      /* queue link */
+};
+
+void worker_init(struct chip_worker *w)
+{
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->wake, NULL);
+    pthread_cond_init(&w->done, NULL);
+    w->started = false;
+    w->stop = false;
+    w->head = w->tail = NULL;
+}
+
+/* Take the oldest job, waiting for one; NULL when asked to stop. Lock held. */
+static struct worker_job *worker_next(struct chip_worker *w)
+{
+    while (w->head == NULL && !w->stop)
+        pthread_cond_wait(&w->wake, &w->lock);
+    struct worker_job *j = w->head;
+    if (j != NULL) {
+        w->head = j->next;
+        if (w->head == NULL)
+            w->tail = NULL;
+    }
+    return j;
+}
+
+static void *worker_main(void *arg)
+{
+    struct chip_worker *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (struct worker_job *j; (j = worker_next(w)) != NULL;) {
+        pthread_mutex_unlock(&w->lock);
+        NRT_STATUS st = j->fn(j->arg);
+        pthread_mutex_lock(&w->lock);
+        j->result = st;
+        j->done = true;
+        pthread_cond_broadcast(&w->done);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Start the thread if needed; false when it cannot be. Lock held. */
+static bool worker_start(struct chip_worker *w)
+{
+    if (w->started)
+        return true;
+    if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
+        LOG_WARN("TDRV", "cannot start a chip worker thread; executing on the caller's thread");
+        return false;
+    }
+    w->started = true;
+    return true;
+}
+
+NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
+{
+    struct worker_job j = {fn, arg, NRT_SUCCESS, false, NULL};
+    pthread_mutex_lock(&w->lock);
+    if (!worker_start(w)) {
+        pthread_mutex_unlock(&w->lock);
+        return fn(arg);
+    }
+    if (w->tail != NULL)
+        w->tail->next = &j;
+    else
+        w->head = &j;
+    w->tail = &j;
+    pthread_cond_signal(&w->wake);
+    while (!j.done)
+        pthread_cond_wait(&w->done, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return j.result;
+}
+
+void worker_fini(struct chip_worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_broadcast(&w->wake);
+    bool started = w->started;
+    pthread_mutex_unlock(&w->lock);
+    if (started)
+        pthread_join(w->thread, NULL);
+    pthread_cond_destroy(&w->wake);
+    pthread_cond_destroy(&w->done);
+    pthread_mutex_destroy(&w->lock);
+}
