@@ -321,13 +321,14 @@ static void dve_copy_bits(struct isa_exec_ctx *ctx, const struct ap_view *d,
     }
 }
 
-/* Different dtypes: through fp32, rounding to nearest even. */
+/* Different dtypes: through fp32, rounding to nearest even (or stochastically
+ * when the execution asks for it: then always through ap_row_store). */
 static void dve_copy_cast(struct isa_exec_ctx *ctx, const struct ap_view *d,
                           const struct ap_view *s)
 {
     float *buf = core_scratch(ctx, 0);
     for (uint32_t r = 0; r < d->rows; r++) {
-        if (d->flat && s->flat && !dve_rows_overlap(d, s, r)) {
+        if (d->flat && s->flat && d->rnd == NULL && !dve_rows_overlap(d, s, r)) {
             (void)num_convert(ap_row_ptr(d, r), d->dtype, ap_row_ptr(s, r), s->dtype, d->elems);
             continue;
         }

@@ -4,8 +4,8 @@
  * NaN in an output (NRT_EXEC_COMPLETED_WITH_NUM_ERR, outputs written), an
  * out-of-bounds access (NRT_EXEC_OOB), a deadlock, a race under
  * TRNEMU_RACECHECK=1, a vendor-compiled NEFF (NRT_UNSUPPORTED_NEFF_VERSION,
- * or zero-filled outputs with TRNEMU_FOREIGN_NEFF=zeros), and the tensor
- * info a loaded model reports.
+ * or zero-filled outputs with TRNEMU_FOREIGN_NEFF=zeros), the tensor info a
+ * loaded model reports, and stochastic rounding on request.
  */
 #include <math.h>
 #include <stdio.h>
@@ -209,6 +209,69 @@ static void test_foreign_neff_and_info(void **state)
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
+/* y = bf16(x): stochastic rounding on request, reproducible for a seed. */
+static void sr_run(nrt_model_t *m, const char *seed, uint16_t *y)
+{
+    setenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED", seed, 1);
+    struct io io;
+    io_make(&io, 1.0f + 1.0f / 1024.0f); /* between two bf16 neighbours */
+    nrt_tensor_t *out = NULL;
+    nrt_tensor_set_t *outs = NULL;
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 128 * 4 * 2, "y", &out),
+                     NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(&outs), NRT_SUCCESS);
+    assert_int_equal(nrt_add_tensor_to_tensor_set(outs, "y", out), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(m, io.in, outs), NRT_SUCCESS);
+    assert_int_equal(nrt_tensor_read(out, y, 0, 128 * 4 * 2), NRT_SUCCESS);
+    nrt_tensor_free(&out);
+    nrt_destroy_tensor_set(&outs);
+    io_free(&io);
+}
+
+static void test_stochastic_rounding(void **state)
+{
+    (void)state;
+    static const char text[] =
+        ".input  x f32 [128, 4]\n"
+        ".output y bf16 [128, 4]\n"
+        "sp.dma_copy dst=sbuf[0:128, 0, [1,4]]:f32 src=hbm:x[[4,128], 0, [1,4]]:f32 signal=s0+=1\n"
+        "dve.tensor_copy dst=sbuf[0:128, 64, [1,4]]:bf16 src=sbuf[0:128, 0, [1,4]]:f32 "
+        "wait=s0>=1 signal=s1+=1\n"
+        "sp.dma_copy dst=hbm:y[[4,128], 0, [1,4]]:bf16 src=sbuf[0:128, 64, [1,4]]:bf16 "
+        "wait=s1>=1\n";
+    trnemu_kernel_t *k = NULL;
+    assert_int_equal(trnemu_kernel_create("sr", &k), NRT_SUCCESS);
+    if (trnemu_kernel_assemble(k, text, sizeof text - 1) != NRT_SUCCESS)
+        fail_msg("assemble: %s", trnemu_kernel_error(k));
+    void *bytes = NULL;
+    size_t size = 0;
+    assert_int_equal(trnemu_kernel_write(k, &bytes, &size), NRT_SUCCESS);
+    nrt_model_t *m = NULL;
+    assert_int_equal(nrt_load(bytes, size, 0, -1, &m), NRT_SUCCESS);
+    trnemu_kernel_buffer_free(bytes);
+    trnemu_kernel_free(k);
+    uint16_t rne[512], a[512], b[512], c[512];
+    unsetenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
+    sr_run(m, "1", rne);
+    for (int i = 0; i < 512; i++)
+        assert_int_equal(rne[i], 0x3f80); /* 1 + 2^-10 rounds to nearest: 1.0 */
+    setenv("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1", 1);
+    sr_run(m, "1", a);
+    sr_run(m, "1", b);
+    sr_run(m, "2", c);
+    unsetenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
+    unsetenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
+    int up = 0;
+    for (int i = 0; i < 512; i++) {
+        assert_true(a[i] == 0x3f80 || a[i] == 0x3f81); /* one of the two neighbours */
+        up += a[i] == 0x3f81;
+    }
+    assert_true(up > 0 && up < 128); /* rounds up with probability 1/8 */
+    assert_memory_equal(a, b, sizeof a);  /* same seed, same bits */
+    assert_memory_not_equal(a, c, sizeof a);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -217,6 +280,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race, setup, teardown),
         cmocka_unit_test_setup_teardown(test_foreign_neff_and_info, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_stochastic_rounding, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
