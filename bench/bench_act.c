@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "emu/core.h"
 #include "emu/numerics.h"
 
@@ -26,39 +27,6 @@
 #define REPS 7                               /* timed rounds; the best counts */
 #define INSNS 4                              /* instructions per timed program */
 #define TARGET 0.25                          /* exp vs memcpy */
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "bench-act: %s\n", what);
-    exit(1);
-}
-
-/* Best seconds of memcpy of n bytes. */
-static double time_memcpy(size_t n)
-{
-    char *a = malloc(n), *b = malloc(n);
-    if (a == NULL || b == NULL)
-        die("out of memory");
-    memset(a, 1, n);
-    memset(b, 2, n);
-    double best = 1e30;
-    for (int r = 0; r < REPS * 3; r++) {
-        double t0 = now_s();
-        memcpy(b, a, n);
-        double t = now_s() - t0;
-        best = t < best ? t : best;
-    }
-    free(a);
-    free(b);
-    return best;
-}
 
 /* A [ROWS x COLS] SBUF tile of dtype dt at byte offset off. */
 static struct isa_ap tile(uint64_t off, uint32_t dt)
@@ -89,12 +57,12 @@ static double time_insn(struct core *c, const struct isa_insn *insn, enum isa_en
     char report[1024];
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {
-        double t0 = now_s();
+        double t0 = bench_cpu_s();
         if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
             fprintf(stderr, "%s", report);
-            die("core_run failed");
+            bench_die("bench-act", "core_run failed");
         }
-        double t = now_s() - t0;
+        double t = bench_cpu_s() - t0;
         best = t < best ? t : best;
     }
     return best / INSNS;
@@ -109,7 +77,7 @@ static void fill_inputs(struct core *c)
             row[i] = (float)((p * 131u + i * 7919u) % 16384u) / 1024.0f - 8.0f;
         if (num_convert(c->sbuf + (size_t)p * c->sbuf_part_bytes + 65536, NUM_DT_BF16, row,
                         NUM_DT_FP32, COLS) != NRT_SUCCESS)
-            die("conversion failed");
+            bench_die("bench-act", "conversion failed");
     }
 }
 
@@ -128,7 +96,7 @@ static struct isa_insn act_insn(unsigned func, uint32_t in_dt, uint32_t out_dt)
 {
     struct isa_insn i;
     if (isa_insn_init(&i, ISA_ENG_ACT, ISA_OP_activation) != NRT_SUCCESS)
-        die("no activation op");
+        bench_die("bench-act", "no activation op");
     i.ap[0] = tile(in_dt == ISA_DT_BF16 ? 98304 : 32768, out_dt);
     i.ap[1] = tile(in_dt == ISA_DT_BF16 ? 65536 : 0, in_dt);
     i.enums[0] = (uint8_t)func;
@@ -139,9 +107,9 @@ int main(void)
 {
     struct core *c;
     if (core_create(3, &c) != NRT_SUCCESS)
-        die("no core");
+        bench_die("bench-act", "no core");
     fill_inputs(c);
-    double t_mc = time_memcpy(TILE_BYTES);
+    double t_mc = bench_memcpy_best(TILE_BYTES, REPS * 3);
     double fp32 = 2.0 * TILE_BYTES, bf16 = (double)TILE_BYTES;
     static const char *const levels[] = {"portable", "avx2", "avx512"};
     int top = num_isa_level();
@@ -181,7 +149,7 @@ int main(void)
         run_case(c, funcs[k].name, levels[top], &i, ISA_ENG_ACT, fp32, t_mc);
     }
     if (isa_insn_init(&i, ISA_ENG_DVE, ISA_OP_exponential) != NRT_SUCCESS)
-        die("no exponential op");
+        bench_die("bench-act", "no exponential op");
     i.ap[0] = tile(32768, ISA_DT_F32);
     i.ap[1] = tile(0, ISA_DT_F32);
     i.fimm[0] = 8.0f;

@@ -20,6 +20,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "emu/core.h"
 
 #define ROWS 128
@@ -29,41 +30,6 @@
 #define BIG_INSNS 8                           /* instructions per timed program */
 #define LOOP_BODY 1000                        /* instructions in the dispatch loop */
 #define LOOP_TRIPS 1000                       /* its iterations: 1M instructions */
-
-/* Thread CPU time: the figures stay meaningful on a busy host, where
- * wall-clock time would count the slices other processes take. */
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static void die(const char *what)
-{
-    fprintf(stderr, "bench-dve: %s\n", what);
-    exit(1);
-}
-
-/* Best seconds of REPS memcpy calls of n bytes. */
-static double time_memcpy(size_t n)
-{
-    char *a = malloc(n), *b = malloc(n);
-    if (a == NULL || b == NULL)
-        die("out of memory");
-    memset(a, 1, n);
-    memset(b, 2, n);
-    double best = 1e30;
-    for (int r = 0; r < REPS * 3; r++) {
-        double t0 = now_s();
-        memcpy(b, a, n);
-        double t = now_s() - t0;
-        best = t < best ? t : best;
-    }
-    free(a);
-    free(b);
-    return best;
-}
 
 /* A [128 x cols] fp32 SBUF tile at byte offset off of every partition. */
 static struct isa_ap tile(uint64_t off, uint32_t rows, uint32_t cols)
@@ -85,7 +51,7 @@ static double time_insns(struct core *c, const struct isa_insn *insn, size_t n)
 {
     struct isa_insn *code = calloc(n, sizeof *code);
     if (code == NULL)
-        die("out of memory");
+        bench_die("bench-dve", "out of memory");
     for (size_t i = 0; i < n; i++)
         code[i] = *insn;
     struct core_program prog = {.name = "bench"};
@@ -96,12 +62,12 @@ static double time_insns(struct core *c, const struct isa_insn *insn, size_t n)
     char report[1024];
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {
-        double t0 = now_s();
+        double t0 = bench_cpu_s();
         if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
             fprintf(stderr, "%s", report);
-            die("core_run failed");
+            bench_die("bench-dve", "core_run failed");
         }
-        double t = now_s() - t0;
+        double t = bench_cpu_s() - t0;
         best = t < best ? t : best;
     }
     free(code);
@@ -114,12 +80,12 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
     size_t n = LOOP_BODY + 2;
     struct isa_insn *code = calloc(n, sizeof *code);
     if (code == NULL)
-        die("out of memory");
+        bench_die("bench-dve", "out of memory");
     for (size_t i = 0; i < LOOP_BODY; i++)
         code[i] = *insn;
     if (isa_insn_init(&code[LOOP_BODY], ISA_ENG_DVE, ISA_OP_reg_alu) != NRT_SUCCESS ||
         isa_insn_init(&code[LOOP_BODY + 1], ISA_ENG_DVE, ISA_OP_branch) != NRT_SUCCESS)
-        die("no reg_alu/branch");
+        bench_die("bench-dve", "no reg_alu/branch");
     code[LOOP_BODY].imm[0].i = 2; /* r2 = r2 + 1 */
     code[LOOP_BODY].imm[1].i = 2;
     code[LOOP_BODY].enums[0] = ISA_ALU_add;
@@ -137,12 +103,12 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
     char report[1024];
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
-        double t0 = now_s();
+        double t0 = bench_cpu_s();
         if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
             fprintf(stderr, "%s", report);
-            die("core_run failed");
+            bench_die("bench-dve", "core_run failed");
         }
-        double t = now_s() - t0;
+        double t = bench_cpu_s() - t0;
         best = t < best ? t : best;
     }
     free(code);
@@ -153,14 +119,14 @@ static struct isa_insn make(unsigned opcode)
 {
     struct isa_insn insn;
     if (isa_insn_init(&insn, ISA_ENG_DVE, opcode) != NRT_SUCCESS)
-        die("unknown opcode");
+        bench_die("bench-dve", "unknown opcode");
     return insn;
 }
 
 /* Print one bandwidth figure against memcpy of the same bytes. */
 static void report_bw(const char *name, double sec, size_t bytes)
 {
-    double ref = time_memcpy(bytes / 2);
+    double ref = bench_memcpy_best(bytes / 2, REPS * 3);
     double gbs = (double)bytes / sec / 1e9, ref_gbs = (double)bytes / ref / 1e9;
     printf("%-34s %7.3f ms %7.2f GB/s   memcpy %6.2f GB/s   ratio %.2f\n", name, sec * 1e3, gbs,
            ref_gbs, gbs / ref_gbs);
@@ -170,7 +136,7 @@ static void bench_bandwidth(struct core *c)
 {
     float *row = malloc(COLS * sizeof *row);
     if (row == NULL)
-        die("out of memory");
+        bench_die("bench-dve", "out of memory");
     for (uint32_t p = 0; p < ROWS; p++) {
         for (uint32_t i = 0; i < COLS; i++)
             row[i] = (float)((p * 131u + i * 7u) % 1000u) * 0.001f;
@@ -237,7 +203,7 @@ int main(int argc, char **argv)
     struct core *c;
     const char *only = argc > 1 ? argv[1] : "";
     if (core_create(3, &c) != NRT_SUCCESS)
-        die("cannot create a core");
+        bench_die("bench-dve", "cannot create a core");
     if (strcmp(only, "dispatch") != 0)
         bench_bandwidth(c);
     if (strcmp(only, "bandwidth") != 0)

@@ -1,0 +1,49 @@
+/*
+ * bench_util.h: what the engine benchmarks share: thread CPU time (figures
+ * stay meaningful on a busy host, where wall-clock time would count other
+ * processes' slices), a fatal-error exit, and the memcpy baseline.
+ */
+#ifndef TRNEMU_BENCH_UTIL_H
+#define TRNEMU_BENCH_UTIL_H
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+/* Seconds of CPU time of the calling thread. */
+static inline double bench_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Print "prog: what" and exit 1. */
+static inline void bench_die(const char *prog, const char *what)
+{
+    fprintf(stderr, "%s: %s\n", prog, what);
+    exit(1);
+}
+
+/* Best seconds of one memcpy of n bytes over `rounds` rounds. */
+static inline double bench_memcpy_best(size_t n, int rounds)
+{
+    char *a = malloc(n), *b = malloc(n);
+    if (a == NULL || b == NULL)
+        bench_die("bench", "out of memory");
+    memset(a, 1, n);
+    memset(b, 2, n);
+    double best = 1e30;
+    for (int r = 0; r < rounds; r++) {
+        double t0 = bench_cpu_s();
+        memcpy(b, a, n);
+        double t = bench_cpu_s() - t0;
+        best = t < best ? t : best;
+    }
+    free(a);
+    free(b);
+    return best;
+}
+
+#endif
