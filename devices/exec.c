@@ -4,9 +4,12 @@
 #include "devices/exec.h"
 
 #include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/channel.h"
+#include "devices/coll.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
 #include "devices/tensor.h"
@@ -27,6 +30,7 @@ static const char *exec_status_name(NRT_STATUS st)
     case NRT_EXEC_OOB: return "out-of-bounds access";
     case NRT_EXEC_COMPLETED_WITH_ERR: return "completed with errors";
     case NRT_TIMEOUT: return "timeout";
+    case NRT_EXEC_HW_ERR_COLLECTIVES: return "collective stuck: a rank is missing";
     case NRT_INVALID: return "invalid program";
     default: return "error";
     }
@@ -217,6 +221,100 @@ static NRT_STATUS exec_check_numerics(const nrt_model_t *m, const struct exec_bi
     return NRT_SUCCESS;
 }
 
+/* ---- collectives ------------------------------------------------------------ */
+
+/* The collectives of one execution: what its programs' coll_iface points at. */
+struct exec_coll {
+    nrt_model_t *m;                /* the model running */
+    struct machine *mach;          /* its machine */
+    uint64_t deadline_ns;          /* when the execution's time is up */
+    struct coll_comm *comm;        /* its communicator, found on first use */
+    struct coll_lnc lnc;           /* shared by the cores of the run */
+    struct coll_iface iface[MACHINE_MAX_LNC]; /* one per core */
+};
+
+/* The communicator: the model's (nrt_load_collectives) or the VNC's
+ * (nrt_build_global_comm). */
+static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
+{
+    nrt_model_t *m = ec->m;
+    if (ec->comm != NULL)
+        return NRT_SUCCESS;
+    if (m->cc_world == 0) {
+        ec->comm = coll_comm_of_vnc(ec->mach, m->gvnc);
+        if (ec->comm == NULL) {
+            snprintf(err, cap, "no communicator: load the model with nrt_load_collectives or "
+                     "call nrt_build_global_comm first");
+            return NRT_INVALID;
+        }
+        return NRT_SUCCESS;
+    }
+    NRT_STATUS st = coll_comm_get(ec->mach, m->gvnc, m->cc_rank, m->cc_world, ec->deadline_ns,
+                                  &ec->comm);
+    if (st != NRT_SUCCESS)
+        snprintf(err, cap, "rank %u could not join the %u-rank communicator (status %d; see "
+                 "the NCCL log lines)", m->cc_rank, m->cc_world, (int)st);
+    return st;
+}
+
+static NRT_STATUS exec_coll_run(void *user, const struct coll_call *call, char *err, size_t cap)
+{
+    struct exec_coll *ec = user;
+    NRT_STATUS st = exec_coll_comm(ec, err, cap);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct coll_args a = {call->kind, call->dtype, call->op, call->src, call->count, call->dst,
+                          NULL, 0, call->send_to, call->recv_from, ec->deadline_ns};
+    st = coll_run(ec->comm, &a);
+    if (st != NRT_SUCCESS)
+        snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
+                 coll_kind_name(call->kind), coll_comm_rank(ec->comm),
+                 coll_comm_world(ec->comm), (int)st);
+    return st;
+}
+
+static uint32_t exec_coll_group_size(void *user, uint32_t group)
+{
+    struct exec_coll *ec = user;
+    if (group != 0)
+        return 0;  /* trnemu NEFFs carry no replica groups: 0 is every rank */
+    if (ec->m->cc_world != 0)
+        return ec->m->cc_world;
+    struct coll_comm *c = coll_comm_of_vnc(ec->mach, ec->m->gvnc);
+    return c != NULL ? coll_comm_world(c) : 0;
+}
+
+/* Staging memory kept by the model (its executions run one at a time). */
+static void *exec_coll_scratch(void *user, uint32_t slot, uint64_t bytes)
+{
+    nrt_model_t *m = ((struct exec_coll *)user)->m;
+    if (slot >= 8)
+        return NULL;
+    if (bytes > m->cc_stage_cap[slot]) {
+        void *p = realloc(m->cc_stage[slot], bytes);
+        if (p == NULL)
+            return NULL;
+        m->cc_stage[slot] = p;
+        m->cc_stage_cap[slot] = bytes;
+    }
+    return m->cc_stage[slot];
+}
+
+static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine *mach,
+                            uint64_t timeout_ms)
+{
+    memset(ec, 0, sizeof *ec);
+    ec->m = m;
+    ec->mach = mach;
+    ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
+    ec->lnc.ncores = m->nsgs;
+    for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
+        ec->iface[s] = (struct coll_iface){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
+                                           exec_coll_group_size};
+        m->sgs[s].prog.coll = &ec->iface[s];
+    }
+}
+
 static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
 {
     struct machine *mach = rt_machine();
@@ -242,7 +340,11 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     }
     static _Thread_local char report[16384];
     struct core_run_opts opts = exec_opts();
+    struct exec_coll ec;
+    exec_coll_setup(&ec, m, mach, opts.timeout_ms);
     NRT_STATUS st = core_run(cores, progs, m->nsgs, &opts, report, sizeof report);
+    for (uint32_t s = 0; s < m->nsgs; s++)
+        m->sgs[s].prog.coll = NULL;
     if (st != NRT_SUCCESS) {
         exec_log_report(m->neff->info.name, st, report);
         return st;

@@ -115,6 +115,8 @@ NRT_STATUS hbm_alloc_take(struct hbm_alloc *a, uint64_t size, uint64_t align,
         if (hbm_alloc_carve(a, i, start, len) != 0)
             break;
         a->used += len;
+        if (start + len > a->high)
+            a->high = start + len;
         *off = start;
         *taken = len;
         st = NRT_SUCCESS;
@@ -136,6 +138,37 @@ static size_t hbm_alloc_search(const struct hbm_alloc *a, uint64_t off)
             hi = mid;
     }
     return lo;
+}
+
+NRT_STATUS hbm_alloc_take_at(struct hbm_alloc *a, uint64_t off, uint64_t len)
+{
+    uint64_t g = HBM_ALLOC_MIN_ALIGN;
+    if (len == 0 || (off & (g - 1)) != 0 || (len & (g - 1)) != 0 || off > a->size ||
+        len > a->size - off)
+        return NRT_INVALID;
+    NRT_STATUS st = NRT_INVALID;
+    pthread_mutex_lock(&a->lock);
+    size_t i = hbm_alloc_search(a, off);  /* the free range holding off is i-1 */
+    if (i > 0 && a->free[i - 1].off + a->free[i - 1].len >= off + len) {
+        if (hbm_alloc_carve(a, i - 1, off, len) == 0) {
+            a->used += len;
+            if (off + len > a->high)
+                a->high = off + len;
+            st = NRT_SUCCESS;
+        } else {
+            st = NRT_RESOURCE;
+        }
+    }
+    pthread_mutex_unlock(&a->lock);
+    return st;
+}
+
+uint64_t hbm_alloc_high(struct hbm_alloc *a)
+{
+    pthread_mutex_lock(&a->lock);
+    uint64_t h = a->high;
+    pthread_mutex_unlock(&a->lock);
+    return h;
 }
 
 void hbm_alloc_give(struct hbm_alloc *a, uint64_t off, uint64_t taken)

@@ -30,6 +30,7 @@ struct hbm_alloc {
     struct hbm_extent *free;  /* free ranges, sorted by off, never adjacent */
     size_t nfree;             /* entries in free[] */
     size_t cap;               /* capacity of free[] */
+    uint64_t high;            /* end of the highest range ever handed out */
 };
 
 /* Prepare an allocator over [0, size). */
@@ -45,6 +46,15 @@ uint64_t hbm_alloc_round(uint64_t size);
  * range fits, NRT_INVALID for a zero size or a bad alignment. */
 NRT_STATUS hbm_alloc_take(struct hbm_alloc *a, uint64_t size, uint64_t align,
                           uint64_t *off, uint64_t *taken);
+
+/* Take exactly [off, off+len) (a snapshot restore re-creating a live
+ * block). off and len must be multiples of HBM_ALLOC_MIN_ALIGN and the
+ * range wholly free: else NRT_INVALID (no log line; the caller names it). */
+NRT_STATUS hbm_alloc_take_at(struct hbm_alloc *a, uint64_t off, uint64_t len);
+
+/* End of the highest range ever handed out: bytes at or above it were
+ * never given to anyone (a snapshot does not need to look there). */
+uint64_t hbm_alloc_high(struct hbm_alloc *a);
 
 /* Return a range obtained from hbm_alloc_take (same off and taken). */
 void hbm_alloc_give(struct hbm_alloc *a, uint64_t off, uint64_t taken);

@@ -1,74 +1,76 @@
 /*
- * machine.c: builds and tears down an emulated instance (see machine.h).
+ * machine.c: builds and tears down this process's view of an emulated
+ * instance (see machine.h); the shared part is in instance.c.
  */
 #include "devices/machine.h"
 
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
-#include <unistd.h>
 
+#include "devices/topology.h"
 #include "emu/log.h"
 
-/* Reserve a chip's HBM: address space only, pages appear when written. */
-static NRT_STATUS machine_map_hbm(struct chip *c)
+struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc)
 {
-    void *p = mmap(NULL, c->hbm_size, PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
-        LOG_ERROR("TDRV", "cannot reserve %llu GiB of address space for the HBM of chip %u",
-                  (unsigned long long)(c->hbm_size >> 30), c->index);
-        return NRT_RESOURCE;
-    }
-    /* Large tensors fault in 2 MiB at a time: far fewer (costly) faults. */
-    (void)madvise(p, c->hbm_size, MADV_HUGEPAGE);
-    c->hbm = p;
-    return NRT_SUCCESS;
+    const struct dev_profile *p = cfg->profile;
+    uint32_t k = vnc % cfg->vncs_per_chip, first_core = k * cfg->lnc;
+    uint64_t stack_size = p->hbm_per_chip / p->hbm_stacks;
+    uint32_t cores_per_stack = p->cores_per_chip / p->hbm_stacks;
+    /* VNCs that start on the same stack split it in equal slices. */
+    uint32_t per_stack = cores_per_stack > cfg->lnc ? cores_per_stack / cfg->lnc : 1;
+    uint32_t idx = cores_per_stack > cfg->lnc ? (first_core % cores_per_stack) / cfg->lnc : 0;
+    uint64_t len = (stack_size / per_stack) & ~(uint64_t)(HBM_ALLOC_MIN_ALIGN - 1);
+    struct vnc_slice s;
+    s.chip = vnc / cfg->vncs_per_chip;
+    s.stack = first_core * p->hbm_stacks / p->cores_per_chip;
+    s.off = (uint64_t)s.stack * stack_size + (uint64_t)idx * len;
+    s.len = len;
+    return s;
 }
 
-static NRT_STATUS machine_chip_init(struct chip *c, uint32_t index, const struct dev_profile *p)
+static void machine_chip_init(struct chip *c, uint32_t index, const struct dev_profile *p,
+                              uint8_t *hbm)
 {
     c->index = index;
     worker_init(&c->worker);
+    c->hbm = hbm;
     c->hbm_size = p->hbm_per_chip;
     c->nstacks = p->hbm_stacks;
     c->stack_size = p->hbm_per_chip / p->hbm_stacks;
-    for (uint32_t s = 0; s < c->nstacks; s++) {
-        NRT_STATUS st = hbm_alloc_init(&c->stacks[s], c->stack_size);
-        if (st != NRT_SUCCESS) {
-            while (s-- > 0)
-                hbm_alloc_fini(&c->stacks[s]);
-            c->nstacks = 0;
-            return st;
-        }
-    }
-    return machine_map_hbm(c);
 }
 
-static void machine_chip_fini(struct chip *c)
+static bool machine_visible(const struct machine_config *cfg, uint32_t vnc)
 {
-    worker_fini(&c->worker);
-    if (c->hbm != NULL)
-        munmap(c->hbm, c->hbm_size);
-    c->hbm = NULL;
-    for (uint32_t s = 0; s < c->nstacks; s++)
-        hbm_alloc_fini(&c->stacks[s]);
-    c->nstacks = 0;
+    for (uint32_t i = 0; i < cfg->visible_count; i++)
+        if (cfg->visible[i] == vnc)
+            return true;
+    return false;
 }
 
-static void machine_vncs_init(struct machine *m)
+static NRT_STATUS machine_vncs_init(struct machine *m)
 {
-    const struct dev_profile *p = m->cfg.profile;
     for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
         struct vnc_info *vi = &m->vncs[v];
-        uint32_t k = v % m->cfg.vncs_per_chip;
-        vi->chip = v / m->cfg.vncs_per_chip;
-        vi->first_core = k * m->cfg.lnc;
-        vi->stack = vi->first_core * p->hbm_stacks / p->cores_per_chip;
+        struct vnc_slice s = machine_vnc_slice(&m->cfg, v);
+        vi->chip = s.chip;
+        vi->first_core = (v % m->cfg.vncs_per_chip) * m->cfg.lnc;
+        vi->stack = s.stack;
+        vi->slice_off = s.off;
+        vi->slice_size = s.len;
         atomic_store(&vi->used, 0);
         atomic_store(&vi->models, 0);
         pthread_mutex_init(&vi->exec_lock, NULL);
     }
+    for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
+        struct vnc_info *vi = &m->vncs[v];
+        if (!machine_visible(&m->cfg, v))
+            continue;
+        NRT_STATUS st = hbm_alloc_init(&vi->alloc, vi->slice_size);
+        if (st != NRT_SUCCESS)
+            return st;
+        vi->owned = true;
+    }
+    return NRT_SUCCESS;
 }
 
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out)
@@ -84,14 +86,18 @@ NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out
         machine_destroy(m);
         return NRT_RESOURCE;
     }
-    for (uint32_t i = 0; i < nchips; i++) {
-        NRT_STATUS st = machine_chip_init(&m->chips[i], i, cfg->profile);
-        if (st != NRT_SUCCESS) {
-            machine_destroy(m);
-            return st;
-        }
+    NRT_STATUS st = instance_attach(cfg, &m->inst);
+    if (st != NRT_SUCCESS) {
+        machine_destroy(m);
+        return st;
     }
-    machine_vncs_init(m);
+    for (uint32_t i = 0; i < nchips; i++)
+        machine_chip_init(&m->chips[i], i, cfg->profile, m->inst->hbm[i]);
+    st = machine_vncs_init(m);
+    if (st != NRT_SUCCESS) {
+        machine_destroy(m);
+        return st;
+    }
     *out = m;
     return NRT_SUCCESS;
 }
@@ -100,17 +106,21 @@ void machine_destroy(struct machine *m)
 {
     if (m == NULL)
         return;
-    if (m->chips != NULL)
+    if (m->chips != NULL && m->inst != NULL)
         for (uint32_t i = 0; i < m->cfg.profile->chips; i++)
-            machine_chip_fini(&m->chips[i]);
+            worker_fini(&m->chips[i].worker);
     free(m->chips);
-    if (m->vncs != NULL)
+    if (m->vncs != NULL && m->inst != NULL)
         for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
-            pthread_mutex_destroy(&m->vncs[v].exec_lock);
+            struct vnc_info *vi = &m->vncs[v];
+            pthread_mutex_destroy(&vi->exec_lock);
             for (uint32_t i = 0; i < MACHINE_MAX_LNC; i++)
-                core_destroy(m->vncs[v].cores[i]);
+                core_destroy(vi->cores[i]);
+            if (vi->owned)
+                hbm_alloc_fini(&vi->alloc);
         }
     free(m->vncs);
+    instance_detach(m->inst);
     free(m);
 }
 
@@ -124,9 +134,12 @@ int machine_vnc_global(const struct machine *m, int local_vnc)
 NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
                             uint64_t align, struct hbm_block *out)
 {
+    if (vnc >= m->cfg.total_vncs || !m->vncs[vnc].owned) {
+        LOG_ERROR("TDRV", "VNC %u is not owned by this process", vnc);
+        return NRT_INVALID;
+    }
     struct vnc_info *vi = &m->vncs[vnc];
-    struct chip *c = &m->chips[vi->chip];
-    struct hbm_alloc *a = &c->stacks[vi->stack];
+    struct hbm_alloc *a = &vi->alloc;
     uint64_t off, taken;
     NRT_STATUS st = hbm_alloc_take(a, size, align, &off, &taken);
     if (st == NRT_RESOURCE) {
@@ -139,28 +152,17 @@ NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
     }
     if (st != NRT_SUCCESS)
         return st;
-    *out = (struct hbm_block){vi->chip, vi->stack, vnc,
-                              (uint64_t)vi->stack * c->stack_size + off, taken};
+    *out = (struct hbm_block){vi->chip, vi->stack, vnc, vi->slice_off + off, taken};
     atomic_fetch_add(&vi->used, taken);
     return NRT_SUCCESS;
 }
 
-/* Give whole host pages inside [p, p+len) back to the kernel. */
-static void machine_discard(uint8_t *p, uint64_t len)
-{
-    uintptr_t pg = (uintptr_t)sysconf(_SC_PAGESIZE);
-    uintptr_t lo = ((uintptr_t)p + pg - 1) & ~(pg - 1);
-    uintptr_t hi = ((uintptr_t)p + len) & ~(pg - 1);
-    if (hi > lo)
-        (void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
-}
-
 void machine_hbm_give(struct machine *m, const struct hbm_block *b)
 {
-    struct chip *c = &m->chips[b->chip];
-    machine_discard(c->hbm + b->off, b->len);
-    hbm_alloc_give(&c->stacks[b->stack], b->off - (uint64_t)b->stack * c->stack_size, b->len);
-    atomic_fetch_sub(&m->vncs[b->vnc].used, b->len);
+    struct vnc_info *vi = &m->vncs[b->vnc];
+    instance_hbm_discard(m->inst, b->chip, b->off, b->len);
+    hbm_alloc_give(&vi->alloc, b->off - vi->slice_off, b->len);
+    atomic_fetch_sub(&vi->used, b->len);
 }
 
 uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b)
@@ -191,4 +193,24 @@ NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct 
     }
     *out = vi->cores[i];
     return NRT_SUCCESS;
+}
+
+const char *machine_instance_dir(const struct machine *m)
+{
+    return m->inst->dir;
+}
+
+void machine_link_account(struct machine *m, uint32_t src_chip, uint32_t dst_chip,
+                          uint64_t bytes)
+{
+    const struct dev_profile *p = m->cfg.profile;
+    uint32_t links[TOPO_MAX_HOPS];
+    uint32_t n = topo_route(p, src_chip, dst_chip, links, TOPO_MAX_HOPS);
+    uint32_t at = src_chip;
+    for (uint32_t i = 0; i < n && i < TOPO_MAX_HOPS; i++) {
+        uint32_t next;
+        uint32_t dir = topo_hop(p, links[i], at, &next);
+        instance_link_add(m->inst, links[i], dir, bytes);
+        at = next;
+    }
 }

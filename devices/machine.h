@@ -1,13 +1,17 @@
 /*
- * machine.h: one emulated instance: its chips, their sparse HBM, and the
- * mapping from VNCs (the cores the API counts) to chips and HBM stacks.
+ * machine.h: one emulated instance as this process sees it: its chips,
+ * their HBM, and the mapping from VNCs (the cores the API counts) to chips
+ * and HBM stacks.
  *
- * Each chip's HBM is one reserved, never-committed address range
- * (MAP_NORESERVE): a page costs host memory only once it is written, so a
- * whole trn2u.48xlarge (6 TiB of HBM) starts with a few MiB resident.
- * The HBM is split into equal stacks; each stack has its own allocator.
- * A VNC allocates from the stack that sits beside its first physical core
- * (with LNC=1 on trn2 two neighbouring cores share one stack).
+ * The machine lives in a shared instance (devices/instance.h): each chip's
+ * HBM is a sparse shared file mapped MAP_SHARED | MAP_NORESERVE, so a page
+ * costs host memory only once it is written, in whichever process writes
+ * it, and every attached process sees the same bytes. A whole
+ * trn2u.48xlarge (6 TiB of HBM) starts with a few hundred KiB resident.
+ * The HBM is split into equal stacks; a VNC allocates from the stack beside
+ * its first physical core, from its own slice of it (with LNC=1 on trn2 two
+ * VNCs share a stack and each gets one half), with an allocator private to
+ * the process that owns the VNC: processes never allocate the same bytes.
  */
 #ifndef TRNEMU_DEVICES_MACHINE_H
 #define TRNEMU_DEVICES_MACHINE_H
@@ -19,6 +23,7 @@
 
 #include "devices/config.h"
 #include "devices/hbm_alloc.h"
+#include "devices/instance.h"
 #include "devices/worker.h"
 #include "emu/core.h"
 
@@ -31,14 +36,25 @@ struct chip {
     uint64_t hbm_size;                        /* bytes of HBM on the chip */
     uint64_t stack_size;                      /* bytes per HBM stack */
     uint32_t nstacks;                         /* HBM stacks on the chip */
-    struct hbm_alloc stacks[MACHINE_MAX_STACKS]; /* one allocator per stack */
     struct chip_worker worker;                /* runs the chip's executions */
+};
+
+/* Where a VNC's HBM lies: a slice of one stack of one chip. */
+struct vnc_slice {
+    uint32_t chip;   /* chip that holds the VNC */
+    uint32_t stack;  /* HBM stack beside its first physical core */
+    uint64_t off;    /* first byte of the slice, chip-relative */
+    uint64_t len;    /* bytes in the slice */
 };
 
 struct vnc_info {
     uint32_t chip;          /* chip that holds the VNC */
     uint32_t first_core;    /* first physical core on that chip */
     uint32_t stack;         /* HBM stack the VNC allocates from */
+    uint64_t slice_off;     /* chip-relative offset of its slice of the stack */
+    uint64_t slice_size;    /* bytes in that slice (its memory limit) */
+    bool owned;             /* visible to (claimed by) this process */
+    struct hbm_alloc alloc; /* allocator over the slice (only when owned) */
     _Atomic uint64_t used;  /* HBM bytes currently allocated for this VNC */
     _Atomic uint32_t models; /* models loaded on this VNC */
     pthread_mutex_t exec_lock; /* held for the length of one execution */
@@ -49,6 +65,7 @@ struct machine {
     struct machine_config cfg;  /* what was asked for */
     struct chip *chips;         /* cfg.profile->chips entries */
     struct vnc_info *vncs;      /* cfg.total_vncs entries, machine-wide ids */
+    struct instance *inst;      /* the shared instance this process attached to */
 };
 
 /* A range of one chip's HBM held by an owner (tensor, model constant ...). */
@@ -60,7 +77,12 @@ struct hbm_block {
     uint64_t len;    /* bytes taken (rounded up) */
 };
 
-/* Build the machine: map every chip's HBM and set up the allocators. */
+/* The slice of HBM a machine-wide VNC allocates from (pure: every process
+ * computes the same one). */
+struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc);
+
+/* Build the machine: attach to the shared instance (claiming cfg's visible
+ * VNCs), map every chip's HBM, set up the owned VNCs' allocators. */
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
 void machine_destroy(struct machine *m);
 
@@ -75,7 +97,8 @@ int machine_vnc_global(const struct machine *m, int local_vnc);
  * NRT_RESOURCE with a log line when the stack is full. */
 NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
                             uint64_t align, struct hbm_block *out);
-/* Release a block; whole pages inside it go back to the host. */
+/* Release a block; whole pages inside it go back to the host (the hole is
+ * punched in the shared file: the pages are freed for every process). */
 void machine_hbm_give(struct machine *m, const struct hbm_block *b);
 
 /* Is [p, p+len) entirely inside one chip's HBM mapping? */
@@ -83,5 +106,14 @@ bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len);
 
 /* Host address of a block's first byte. */
 uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);
+
+/* Directory holding the shared instance's files (devices/instance.h). */
+const char *machine_instance_dir(const struct machine *m);
+
+/* Count a transfer of bytes from src_chip to dst_chip: bytes and one
+ * message on every link of the route (topo_route), in the direction it is
+ * crossed, in the instance's shared counters. Same chip: nothing. */
+void machine_link_account(struct machine *m, uint32_t src_chip, uint32_t dst_chip,
+                          uint64_t bytes);
 
 #endif

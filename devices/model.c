@@ -11,18 +11,38 @@
 
 #include "devices/handle.h"
 #include "devices/runtime.h"
+#include "devices/state.h"
 #include "emu/log.h"
 
 /* ---- HBM placement ----------------------------------------------------- */
+
+/* An HBM block on the model's VNC: allocated, or (restore) the plan's next. */
+static NRT_STATUS model_take(struct nrt_model *m, uint64_t size, uint64_t align,
+                             struct hbm_block *out)
+{
+    if (m->plan == NULL)
+        return machine_hbm_take(rt_machine(), m->gvnc, size, align, out);
+    const struct hbm_block *b = m->plan_used < m->nplan ? &m->plan[m->plan_used] : NULL;
+    if (b == NULL || b->len != hbm_alloc_round(size) || b->vnc != m->gvnc ||
+        (align > 1 && b->off % align != 0)) {
+        LOG_ERROR("STORE", "model block %zu of the snapshot does not fit the NEFF "
+                  "(%" PRIu64 " bytes, alignment %" PRIu64 ")", m->plan_used, size, align);
+        return NRT_INVALID;
+    }
+    m->plan_used++;
+    *out = *b;
+    return state_hbm_take_at(rt_machine(), b);
+}
 
 /* Allocate an HBM block for a variable on the model's VNC. */
 static NRT_STATUS model_var_alloc(struct nrt_model *m, struct model_var *mv, uint64_t size,
                                   uint64_t align, const char *name)
 {
     struct machine *mach = rt_machine();
-    NRT_STATUS st = machine_hbm_take(mach, m->gvnc, size ? size : 1, align, &mv->block);
+    NRT_STATUS st = model_take(m, size ? size : 1, align, &mv->block);
     if (st != NRT_SUCCESS) {
-        LOG_ERROR("NRT", "no device memory for variable '%s' (%" PRIu64 " bytes)", name, size);
+        if (m->plan == NULL)  /* a restore plan's failure is logged by model_take */
+            LOG_ERROR("NRT", "no device memory for variable '%s' (%" PRIu64 " bytes)", name, size);
         return st;
     }
     mv->owns_block = true;
@@ -61,7 +81,7 @@ static NRT_STATUS model_place_scratch(struct nrt_model *m)
     NRT_STATUS st = model_scratch_size(m->neff, &need);
     if (st != NRT_SUCCESS || need == 0)
         return st;
-    st = machine_hbm_take(rt_machine(), m->gvnc, need, HBM_ALLOC_MIN_ALIGN, &m->scratch);
+    st = model_take(m, need, HBM_ALLOC_MIN_ALIGN, &m->scratch);
     if (st != NRT_SUCCESS)
         return st;
     m->has_scratch = true;
@@ -271,6 +291,9 @@ static void model_release(struct nrt_model *m)
         atomic_fetch_sub(&mach->vncs[m->gvnc].models, 1);
     free(m->sgs);
     neff_model_free(m->neff);
+    free(m->neff_bytes);
+    for (int i = 0; i < 8; i++)
+        free(m->cc_stage[i]);
     free(m);
 }
 
@@ -355,10 +378,35 @@ static NRT_STATUS model_parse(const void *bytes, size_t size, struct neff_model 
 
 NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t **out)
 {
+    return model_load_placed(bytes, size, vnc, NULL, 0, out);
+}
+
+/* Keep the NEFF bytes (snapshots store them); check a restore plan was used up. */
+static NRT_STATUS model_keep_bytes(struct nrt_model *m, const void *bytes, size_t size)
+{
+    if (m->plan != NULL && m->plan_used != m->nplan) {
+        LOG_ERROR("STORE", "the snapshot lists %zu blocks for model '%s'; loading it takes %zu",
+                  m->nplan, m->neff->info.name, m->plan_used);
+        return NRT_INVALID;
+    }
+    m->plan = NULL;
+    m->neff_bytes = malloc(size ? size : 1);
+    if (m->neff_bytes == NULL)
+        return NRT_RESOURCE;
+    memcpy(m->neff_bytes, bytes, size);
+    m->neff_size = size;
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
+                             const struct hbm_block *plan, size_t nplan, nrt_model_t **out)
+{
     struct nrt_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return NRT_RESOURCE;
     m->gvnc = UINT32_MAX;
+    m->plan = plan;
+    m->nplan = nplan;
     NRT_STATUS st = model_pick_vnc(vnc, &m->vnc, &m->gvnc);
     if (st == NRT_SUCCESS)
         st = model_parse(bytes, size, &m->neff);
@@ -374,6 +422,8 @@ NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t *
     m->nsgs = m->neff->n_sgs;
     m->sgs = calloc(m->nsgs ? m->nsgs : 1, sizeof *m->sgs);
     st = m->sgs == NULL ? NRT_RESOURCE : model_place(m);
+    if (st == NRT_SUCCESS)
+        st = model_keep_bytes(m, bytes, size);
     if (st == NRT_SUCCESS) {
         atomic_store(&m->refs, 1);
         handle_lock();
@@ -389,6 +439,18 @@ NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t *
              m->runnable ? "" : " (foreign NEFF: metadata only)");
     *out = m;
     return NRT_SUCCESS;
+}
+
+size_t model_blocks(const nrt_model_t *m, struct hbm_block *out, size_t cap)
+{
+    size_t n = 0;
+    if (m->has_scratch && n++ < cap)
+        out[n - 1] = m->scratch;
+    for (uint32_t s = 0; s < m->nsgs; s++)
+        for (uint32_t i = 0; m->sgs[s].vars != NULL && i < m->sgs[s].sg->n_vars; i++)
+            if (m->sgs[s].vars[i].owns_block && n++ < cap)
+                out[n - 1] = m->sgs[s].vars[i].block;
+    return n;
 }
 
 NRT_STATUS model_pin(const nrt_model_t *m)
@@ -481,4 +543,10 @@ void model_destroy_all(void)
     for (size_t i = 0; list != NULL && i < n; i++)
         model_unpin(list[i]);
     free(list);
+}
+
+void model_set_collectives(nrt_model_t *m, uint32_t rank, uint32_t world)
+{
+    m->cc_rank = rank;
+    m->cc_world = world;
 }

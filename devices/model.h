@@ -56,6 +56,17 @@ struct nrt_model {
     uint64_t hbm_bytes;           /* device memory the model holds */
     _Atomic uint64_t executions;  /* completed executions */
     _Atomic uint32_t refs;        /* the registry's reference plus pins */
+    /* snapshots (devices/state.c): */
+    void *neff_bytes;             /* copy of the NEFF it was loaded from */
+    size_t neff_size;             /* bytes in neff_bytes */
+    const struct hbm_block *plan; /* restore: the blocks to take, in load order; else NULL */
+    size_t nplan;                 /* entries in plan */
+    size_t plan_used;             /* plan entries taken so far */
+    /* collectives (devices/coll.h, exec.c): */
+    uint32_t cc_rank;             /* nrt_load_collectives: this worker's rank */
+    uint32_t cc_world;            /* and the ranks of the job; 0 after nrt_load */
+    void *cc_stage[8];            /* staging of collective operands, by slot */
+    uint64_t cc_stage_cap[8];     /* bytes of each */
 };
 
 /* Load a NEFF onto a process-local VNC (-1: the first VNC without a
@@ -63,6 +74,14 @@ struct nrt_model {
  * NRT_LOAD_NOT_ENOUGH_NC when no VNC is free, NRT_UNSUPPORTED_NEFF_VERSION
  * for a newer format. Callers hold rt_enter(). */
 NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t **out);
+/* model_load that takes its HBM blocks at the given places instead of
+ * allocating (a snapshot restore): plan lists them in load order, as
+ * model_blocks reported them. NRT_INVALID when the plan does not fit. */
+NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
+                             const struct hbm_block *plan, size_t nplan, nrt_model_t **out);
+/* The model's HBM blocks in load order (scratch, then each subgraph's
+ * variables); returns the count, filling at most cap entries. */
+size_t model_blocks(const nrt_model_t *m, struct hbm_block *out, size_t cap);
 /* Unload a live model; NRT_INVALID when m is not one. */
 NRT_STATUS model_unload(nrt_model_t *m);
 /* Pin a live model so that it outlives a concurrent unload; NRT_INVALID
@@ -81,7 +100,10 @@ void model_free_tensor_info(nrt_tensor_info_array_t *info);
 void model_bind_program(struct model_sg *ms, uint8_t *const *io_va, const uint64_t *io_size,
                         struct core *core);
 
-/* Unload every model (nrt_close). */
+/* Record that m was loaded by nrt_load_collectives as rank of world. */
+void model_set_collectives(nrt_model_t *m, uint32_t rank, uint32_t world);
+
+/* Unload every model (nrt_close), and leave the collective communicators. */
 void model_destroy_all(void);
 
 #endif

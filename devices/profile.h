@@ -13,6 +13,14 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* How the chips of a machine are joined by NeuronLink (devices/topology.h). */
+enum dev_links {
+    DEV_LINKS_NONE = 0,   /* one chip: no links */
+    DEV_LINKS_RING = 1,   /* the chips form one ring (inf2.48xlarge) */
+    DEV_LINKS_TORUS = 2,  /* each node of 16 chips is a 4x4 2D torus; nodes > 1:
+                             chips with the same coordinates form a ring */
+};
+
 /* NeuronCore generations; they decide SBUF/PSUM sizes and the ISA flavour. */
 enum nc_gen {
     NC_GEN_V2 = 2,  /* Trainium1 / Inferentia2 */
@@ -34,6 +42,7 @@ struct dev_profile {
     uint32_t lnc_default;       /* physical cores per logical core by default */
     uint32_t lnc_allowed;       /* bit n set: LNC size n is accepted */
     uint32_t nodes;             /* instances joined in one machine (UltraServer: 4) */
+    enum dev_links links;       /* NeuronLink topology between the chips */
 };
 
 /* The profile trnemu emulates when TRNEMU_INSTANCE is not set. */

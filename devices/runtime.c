@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "devices/coll.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
@@ -95,9 +96,9 @@ NRT_STATUS rt_init(uint32_t framework)
     if (st == NRT_SUCCESS) {
         rt_mach = m;
         atomic_store(&rt_cur_state, RT_OPEN);
-        LOG_INFO("NRT", "initialized: %s, %u chips, LNC=%u, %u of %u VNCs visible (framework %u)",
-                 cfg.profile->name, cfg.profile->chips, cfg.lnc, cfg.visible_count,
-                 cfg.total_vncs, framework);
+        LOG_INFO("NRT", "initialized: %s, %u chips, LNC=%u, %u of %u VNCs visible, "
+                 "instance %s (framework %u)", cfg.profile->name, cfg.profile->chips, cfg.lnc,
+                 cfg.visible_count, cfg.total_vncs, machine_instance_dir(m), framework);
     }
     pthread_mutex_unlock(&rt_life);
     return st;
@@ -117,6 +118,7 @@ void rt_close(void)
     atomic_store(&rt_cur_state, RT_CLOSED);
     model_destroy_all();
     tensor_destroy_all();
+    coll_comm_release_all();   /* no execution is under way any more */
     machine_destroy(rt_mach);
     rt_mach = NULL;
     pthread_rwlock_unlock(&rt_gate);

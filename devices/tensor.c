@@ -16,6 +16,7 @@
 
 #include "devices/handle.h"
 #include "devices/runtime.h"
+#include "devices/state.h"
 #include "emu/log.h"
 
 struct nrt_tensor {
@@ -575,4 +576,93 @@ void tensor_destroy_all(void)
         free(c.list[i]);
     }
     free(c.list);
+}
+
+/* ---- snapshots --------------------------------------------------------- */
+
+static void tensor_record_one(void *p, void *arg)
+{
+    struct tensor_collect *c = arg;
+    c->list[c->n++] = p;
+}
+
+static int tensor_record_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct tensor_record *)a)->handle;
+    uintptr_t y = (uintptr_t)((const struct tensor_record *)b)->handle;
+    return x < y ? -1 : x > y;
+}
+
+NRT_STATUS tensor_records(struct tensor_record **out, size_t *n)
+{
+    handle_lock();
+    size_t cnt = handle_count(HANDLE_TENSOR);
+    struct tensor_collect c = {calloc(cnt ? cnt : 1, sizeof(nrt_tensor_t *)), 0};
+    struct tensor_record *r = calloc(cnt ? cnt : 1, sizeof *r);
+    if (c.list == NULL || r == NULL) {
+        handle_unlock();
+        free(c.list);
+        free(r);
+        return NRT_RESOURCE;
+    }
+    handle_each(HANDLE_TENSOR, tensor_record_one, &c);
+    for (size_t i = 0; i < c.n; i++) {
+        struct nrt_tensor *t = c.list[i];
+        r[i] = (struct tensor_record){t, "", t->placement, t->vnc, t->off, t->size,
+                                      atomic_load(&t->completions), t->st};
+        memcpy(r[i].name, t->name, sizeof r[i].name);
+        storage_ref(t->st);
+    }
+    handle_unlock();
+    free(c.list);
+    qsort(r, c.n, sizeof *r, tensor_record_cmp);
+    *out = r;
+    *n = c.n;
+    return NRT_SUCCESS;
+}
+
+void tensor_records_free(struct tensor_record *r, size_t n)
+{
+    for (size_t i = 0; r != NULL && i < n; i++)
+        storage_unref(r[i].st);
+    free(r);
+}
+
+NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
+                                  const struct hbm_block *b, struct tensor_storage **out)
+{
+    if (kind != STORAGE_HBM)
+        return storage_new_host(size ? size : 1, out);
+    struct tensor_storage *s = storage_new(STORAGE_HBM, size);
+    if (s == NULL)
+        return NRT_RESOURCE;
+    NRT_STATUS st = state_hbm_take_at(rt_machine(), b);
+    if (st != NRT_SUCCESS) {
+        free(s);
+        return st;
+    }
+    s->block = *b;
+    s->va = machine_hbm_va(rt_machine(), b);
+    *out = s;
+    return NRT_SUCCESS;
+}
+
+void tensor_storage_put(struct tensor_storage *s)
+{
+    storage_unref(s);
+}
+
+NRT_STATUS tensor_restore(const struct tensor_record *r, nrt_tensor_t **out)
+{
+    struct nrt_tensor *t = tensor_new(r->name);
+    if (t == NULL)
+        return NRT_RESOURCE;
+    t->placement = r->placement;
+    t->vnc = r->vnc;
+    t->off = r->off;
+    t->size = r->size;
+    atomic_store(&t->completions, r->completions);
+    t->st = r->st;
+    storage_ref(t->st);
+    return tensor_publish(t, out);
 }

@@ -81,4 +81,31 @@ bool tensor_is_live(const nrt_tensor_t *t);
 /* Free every tensor (nrt_close). */
 void tensor_destroy_all(void);
 
+/* ---- snapshots (devices/state.c) --------------------------------------- */
+
+/* One live tensor as a snapshot records it. */
+struct tensor_record {
+    const nrt_tensor_t *handle;       /* the tensor */
+    char name[TENSOR_NAME_LEN];       /* its name */
+    nrt_tensor_placement_t placement; /* current placement */
+    int vnc;                          /* process-local VNC, -1 for none */
+    uint64_t off;                     /* offset of byte 0 in the storage */
+    uint64_t size;                    /* bytes */
+    uint64_t completions;             /* output-completion counter */
+    struct tensor_storage *st;        /* a held reference; NULL for an empty tensor */
+};
+
+/* Every live tensor, sorted by handle, each holding a storage reference.
+ * Release with tensor_records_free. */
+NRT_STATUS tensor_records(struct tensor_record **out, size_t *n);
+void tensor_records_free(struct tensor_record *r, size_t n);
+/* A storage to restore into: STORAGE_HBM takes exactly block b; any other
+ * kind becomes zeroed runtime-owned host memory of size bytes. */
+NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
+                                  const struct hbm_block *b, struct tensor_storage **out);
+/* Drop a storage reference (from tensor_storage_restore). */
+void tensor_storage_put(struct tensor_storage *s);
+/* Re-create a tensor from a record (r->st: its storage, referenced anew). */
+NRT_STATUS tensor_restore(const struct tensor_record *r, nrt_tensor_t **out);
+
 #endif

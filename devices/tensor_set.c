@@ -159,3 +159,96 @@ NRT_STATUS tensor_set_entry(const nrt_tensor_set_t *p, size_t i, const char **na
     handle_unlock();
     return ok ? NRT_SUCCESS : NRT_INVALID;
 }
+
+/* ---- snapshots --------------------------------------------------------- */
+
+struct tensor_set_collect {
+    struct tensor_set **list;  /* collected sets */
+    size_t n;                  /* entries used */
+};
+
+static void tensor_set_collect_one(void *p, void *arg)
+{
+    struct tensor_set_collect *c = arg;
+    c->list[c->n++] = p;
+}
+
+static int tensor_set_record_cmp(const void *a, const void *b)
+{
+    uintptr_t x = (uintptr_t)((const struct tensor_set_record *)a)->handle;
+    uintptr_t y = (uintptr_t)((const struct tensor_set_record *)b)->handle;
+    return x < y ? -1 : x > y;
+}
+
+/* Copy one set's entries into r (caller holds the handle lock). */
+static bool tensor_set_record_fill(const struct tensor_set *s, struct tensor_set_record *r)
+{
+    r->handle = s;
+    r->n = s->n;
+    r->names = calloc(s->n ? s->n : 1, sizeof *r->names);
+    r->tensors = calloc(s->n ? s->n : 1, sizeof *r->tensors);
+    if (r->names == NULL || r->tensors == NULL)
+        return false;
+    for (size_t i = 0; i < s->n; i++) {
+        r->names[i] = strdup(s->e[i].name);
+        r->tensors[i] = s->e[i].t;
+        if (r->names[i] == NULL)
+            return false;
+    }
+    return true;
+}
+
+NRT_STATUS tensor_set_records(struct tensor_set_record **out, size_t *n)
+{
+    handle_lock();
+    size_t cnt = handle_count(HANDLE_TENSOR_SET);
+    struct tensor_set_collect c = {calloc(cnt ? cnt : 1, sizeof(struct tensor_set *)), 0};
+    struct tensor_set_record *r = calloc(cnt ? cnt : 1, sizeof *r);
+    bool ok = c.list != NULL && r != NULL;
+    if (ok)
+        handle_each(HANDLE_TENSOR_SET, tensor_set_collect_one, &c);
+    for (size_t i = 0; ok && i < c.n; i++)
+        ok = tensor_set_record_fill(c.list[i], &r[i]);
+    handle_unlock();
+    free(c.list);
+    if (!ok) {
+        tensor_set_records_free(r, cnt);
+        return NRT_RESOURCE;
+    }
+    qsort(r, c.n, sizeof *r, tensor_set_record_cmp);
+    *out = r;
+    *n = c.n;
+    return NRT_SUCCESS;
+}
+
+void tensor_set_records_free(struct tensor_set_record *r, size_t n)
+{
+    for (size_t i = 0; r != NULL && i < n; i++) {
+        for (size_t k = 0; r[i].names != NULL && k < r[i].n; k++)
+            free(r[i].names[k]);
+        free(r[i].names);
+        free(r[i].tensors);
+    }
+    free(r);
+}
+
+NRT_STATUS tensor_set_restore_entry(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
+{
+    if (strnlen(name, TENSOR_SET_NAME_MAX) == TENSOR_SET_NAME_MAX) {
+        LOG_ERROR("NRT", "tensor name longer than %d bytes", TENSOR_SET_NAME_MAX - 1);
+        return NRT_INVALID;
+    }
+    handle_lock();
+    NRT_STATUS st = NRT_INVALID;
+    if (tensor_set_check(p)) {
+        struct tensor_set_entry *e = tensor_set_find(p, name);
+        if (e != NULL) {
+            e->t = t;
+            st = NRT_SUCCESS;
+        } else {
+            st = tensor_set_append(p, name, t);
+        }
+    }
+    handle_unlock();
+    return st;
+}

@@ -27,4 +27,21 @@ NRT_STATUS tensor_set_size(const nrt_tensor_set_t *s, size_t *n);
 NRT_STATUS tensor_set_entry(const nrt_tensor_set_t *s, size_t i, const char **name,
                             nrt_tensor_t **t);
 
+/* ---- snapshots (devices/state.c) --------------------------------------- */
+
+/* One live set as a snapshot records it. */
+struct tensor_set_record {
+    const nrt_tensor_set_t *handle;  /* the set */
+    size_t n;                        /* entries */
+    char **names;                    /* owned copies, insertion order */
+    nrt_tensor_t **tensors;          /* the tensor of each entry (maybe freed since) */
+};
+
+/* Every live set, sorted by handle; free with tensor_set_records_free. */
+NRT_STATUS tensor_set_records(struct tensor_set_record **out, size_t *n);
+void tensor_set_records_free(struct tensor_set_record *r, size_t n);
+/* Append an entry without checking that t is live (restore of an entry
+ * whose tensor had been freed: a later lookup reports it as freed). */
+NRT_STATUS tensor_set_restore_entry(nrt_tensor_set_t *s, const char *name, nrt_tensor_t *t);
+
 #endif

@@ -39,6 +39,8 @@ struct core_var {
     uint64_t size;     /* bytes */
 };
 
+struct coll_iface;
+
 /* What one core runs. */
 struct core_program {
     const char *name;                          /* model/subgraph, for reports */
@@ -54,6 +56,7 @@ struct core_program {
     size_t ndescs[ISA_ENG_COUNT];              /* entries in descs */
     const struct core_var *var_by_index;       /* one per neff var (va NULL: none) */
     size_t nvar_index;                         /* entries in var_by_index */
+    const struct coll_iface *coll;             /* collectives (emu/coll_iface.h), NULL: none */
 };
 
 struct race_state;

@@ -1,40 +1,98 @@
 /*
- * nrt_collectives.c: the collective-communication entry points (global communicators, barrier, all-gather, prepared collectives).
+ * nrt_collectives.c: the collective-communication entry points: global
+ * communicators, barrier, all-gather, prepared collectives. The work is in
+ * devices/coll_host.c; docs/collectives.md describes the behaviour.
  *
- * Not emulated yet: each call logs one line naming itself and returns
- * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ * Statuses: NRT_SUCCESS; NRT_INVALID for bad arguments (one log line) or
+ * ranks that disagree on the operation; NRT_TIMEOUT when a rank does not
+ * turn up within NEURON_RT_EXEC_TIMEOUT (TRNEMU_COLL_TIMEOUT);
+ * NRT_EXEC_HW_ERR_COLLECTIVES when a rank dies or leaves; NRT_RESOURCE
+ * when shared memory cannot be made; NRT_UNINITIALIZED / NRT_CLOSED
+ * outside nrt_init .. nrt_close.
  */
+#include "devices/coll.h"
 #include "nrt/nrt.h"
-#include "nrt/nrt_experimental.h"
 #include "nrt/nrt_async.h"
+#include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count, uint32_t rank_input_size, void *input, void *output)
+NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                                     uint32_t rank_input_size, void *input, void *output)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_REQUIRE(rank_input_size == 0 || (input != NULL && output != NULL),
+                 "input or output is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
+                                         input, output);
+    rt_leave();
+    return st;
 }
 
 NRT_EXPORT NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_ENTER();
+    NRT_STATUS st = coll_host_barrier(vnc, g_device_id, g_device_count);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
+NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
+                                            uint32_t g_device_count)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_ENTER();
+    NRT_STATUS st = coll_host_join(vnc, g_device_id, g_device_count);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
+NRT_EXPORT NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id,
+                                              uint32_t g_device_count)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_REQUIRE(vnc <= INT32_MAX, "VNC %u is out of range", vnc);
+    SHIM_ENTER();
+    NRT_STATUS st = coll_host_join((int32_t)vnc, g_device_id, g_device_count);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *input, nrt_tensor_list_t *output, nrt_dtype_t dtype, nrt_op_type_t op, nrt_cc_op_type_t cc_op, nrt_cc_context_t **cc_ctx)
+NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
+                                      nrt_tensor_list_t *output, nrt_dtype_t dtype,
+                                      nrt_op_type_t op, nrt_cc_op_type_t cc_op,
+                                      nrt_cc_context_t **cc_ctx)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    SHIM_REQUIRE(comm != NULL && input != NULL && output != NULL && cc_ctx != NULL,
+                 "comm, input, output or cc_ctx is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_cc_prepare(comm, input, output, (uint32_t)dtype, (uint32_t)op,
+                                    (uint32_t)cc_op, cc_ctx);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
+/* Runs at once (no asynchronous queues): on return the outputs are ready
+ * and *req_sequence is complete. err is not used (no error trackers); the
+ * context is freed and *cc_ctx set to NULL whatever the outcome. */
+NRT_EXPORT NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx, int queue,
+                                       nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
-    SHIM_NOT_EMULATED("collectives over emulated NeuronLink are not emulated yet");
+    (void)err;
+    SHIM_REQUIRE(cc_ctx != NULL && *cc_ctx != NULL, "cc_ctx is NULL");
+    SHIM_REQUIRE(queue == 0, "queue %d: the collectives unit has only queue 0", queue);
+    SHIM_ENTER();
+    uint64_t seq = 0;
+    NRT_STATUS st = coll_cc_run(*cc_ctx, &seq);
+    coll_cc_free(*cc_ctx);
+    *cc_ctx = NULL;
+    if (req_sequence != NULL)
+        *req_sequence = seq;
+    rt_leave();
+    return st;
 }

@@ -36,7 +36,10 @@ NRT_EXPORT NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, 
     SHIM_REQUIRE(ctx_device_count > 0 && ctx_device_id < ctx_device_count,
                  "ctx_device_id %u is not below ctx_device_count %u", ctx_device_id,
                  ctx_device_count);
-    return shim_load(neff_bytes, size, vnc, vnc_count, model);
+    NRT_STATUS st = shim_load(neff_bytes, size, vnc, vnc_count, model);
+    if (st == NRT_SUCCESS)  /* its collectives run as this rank of the job (exec.c) */
+        model_set_collectives(*model, ctx_device_id, ctx_device_count);
+    return st;
 }
 
 NRT_EXPORT NRT_STATUS nrt_unload(nrt_model_t *model)

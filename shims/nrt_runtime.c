@@ -10,6 +10,7 @@
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_version.h"
 #include "shims/shim.h"
+#include "store/snapshot.h"
 #include "trnemu_config.h"
 
 NRT_EXPORT NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version,
@@ -19,7 +20,11 @@ NRT_EXPORT NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_ve
     (void)fal_version;
     SHIM_REQUIRE(framework >= NRT_FRAMEWORK_TYPE_NO_FW && framework <= NRT_FRAMEWORK_TYPE_PRECHECK,
                  "unknown framework type %d", (int)framework);
-    return rt_init((uint32_t)framework);
+    NRT_STATUS st = rt_init((uint32_t)framework);
+    /* TRNEMU_RESTORE=FILE[@ID]: start on a restored machine (store/). */
+    if (st == NRT_SUCCESS && (st = snap_env_restore()) != NRT_SUCCESS)
+        rt_close();
+    return st;
 }
 
 NRT_EXPORT void nrt_close(void)
@@ -108,7 +113,7 @@ NRT_EXPORT NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stat
     const struct vnc_info *vi = &m->vncs[g];
     nrt_vnc_memory_stats_t v = {
         .bytes_used = (size_t)atomic_load(&vi->used),
-        .bytes_limit = (size_t)m->chips[vi->chip].stack_size,
+        .bytes_limit = (size_t)vi->slice_size,
     };
     size_t n = stats_size_in < sizeof v ? stats_size_in : sizeof v;
     memcpy(stats, &v, n);

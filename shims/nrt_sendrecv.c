@@ -1,63 +1,119 @@
 /*
- * nrt_sendrecv.c: the asynchronous point-to-point send/receive entry points.
- *
- * Not emulated yet: each call logs one line naming itself and returns
- * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ * nrt_sendrecv.c: the asynchronous point-to-point send/receive entry
+ * points, between processes attached to one emulated instance (the work is
+ * in devices/coll_p2p.c; docs/collectives.md describes it). peer_ip must
+ * name this host: 127.0.0.1, ::1, localhost, 0.0.0.0 or the host name.
  */
+#include "devices/coll.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_accept(const char* peer_ip, int peer_lnc, int lnc, nrt_async_sendrecv_comm_t** recv_comm)
+/* Return NRT_FAILURE (the documented "other error") with a log line. */
+#define SR_REQUIRE(cond, ...)                                                  \
+    do {                                                                       \
+        if (!(cond)) {                                                         \
+            LOG_ERROR("NRT", __VA_ARGS__);                                     \
+            return NRT_FAILURE;                                                \
+        }                                                                      \
+    } while (0)
+
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int *num)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SR_REQUIRE(num != NULL, "num is NULL");
+    *num = coll_p2p_max_comms();
+    return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_close(int lnc)
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_connect(const char* peer_ip, int peer_lnc, int lnc, nrt_async_sendrecv_comm_t** send_comm)
-{
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_flush(int lnc)
-{
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int* num)
-{
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int* num)
-{
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SR_REQUIRE(num != NULL, "num is NULL");
+    *num = coll_p2p_max_pending();
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_async_sendrecv_init(int lnc)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_init(lnc);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t* tensor, size_t offset, size_t length, nrt_async_sendrecv_comm_t* recv_comm, nrt_async_sendrecv_request_t** request)
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_close(int lnc)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_close(lnc);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t* tensor, size_t offset, size_t length, nrt_async_sendrecv_comm_t* send_comm, nrt_async_sendrecv_request_t** request)
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_flush(int lnc)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_flush(lnc);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t* comm, bool* done)
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip, int peer_lnc, int lnc,
+                                                 nrt_async_sendrecv_comm_t **send_comm)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SR_REQUIRE(send_comm != NULL, "send_comm is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_open(peer_ip, peer_lnc, lnc, 0, send_comm);
+    rt_leave();
+    return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t* request, bool* done, size_t* size)
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip, int peer_lnc, int lnc,
+                                                nrt_async_sendrecv_comm_t **recv_comm)
 {
-    SHIM_NOT_EMULATED("point-to-point send/receive is not emulated yet");
+    SR_REQUIRE(recv_comm != NULL, "recv_comm is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_open(peer_ip, peer_lnc, lnc, 1, recv_comm);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *done)
+{
+    SR_REQUIRE(done != NULL, "done is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_test_comm(comm, done);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor, size_t offset,
+                                                     size_t length,
+                                                     nrt_async_sendrecv_comm_t *send_comm,
+                                                     nrt_async_sendrecv_request_t **request)
+{
+    SR_REQUIRE(request != NULL, "request is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_post(tensor, offset, length, send_comm, 0, request);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor, size_t offset,
+                                                     size_t length,
+                                                     nrt_async_sendrecv_comm_t *recv_comm,
+                                                     nrt_async_sendrecv_request_t **request)
+{
+    SR_REQUIRE(request != NULL, "request is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_post(tensor, offset, length, recv_comm, 1, request);
+    rt_leave();
+    return st;
+}
+
+NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
+                                                      bool *done, size_t *size)
+{
+    SR_REQUIRE(done != NULL, "done is NULL");
+    SHIM_ENTER();
+    NRT_STATUS st = coll_p2p_test(request, done, size);
+    rt_leave();
+    return st;
 }

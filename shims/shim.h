@@ -12,8 +12,25 @@
 #include "emu/log.h"
 #include "nrt/nrt.h"
 
-/* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). */
+/* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). The
+ * functions of the call log's table (store/calls.def) are compiled as
+ * shim_impl_NAME (the force-included calllog_rename.h) behind generated
+ * wrappers that export NAME; the version script keeps shim_impl_* local. */
 #define NRT_EXPORT __attribute__((visibility("default")))
+
+/* Log lines name the exported function, not its shim_impl_ alias. */
+static inline const char *shim_log_name(const char *func)
+{
+    return __builtin_strncmp(func, "shim_impl_", 10) == 0 ? func + 10 : func;
+}
+#undef LOG_ERROR
+#undef LOG_WARN
+#undef LOG_INFO
+#undef LOG_DEBUG
+#define LOG_ERROR(sub, ...) log_write(LOG_LVL_ERROR, sub, shim_log_name(__func__), __VA_ARGS__)
+#define LOG_WARN(sub, ...) log_write(LOG_LVL_WARN, sub, shim_log_name(__func__), __VA_ARGS__)
+#define LOG_INFO(sub, ...) log_write(LOG_LVL_INFO, sub, shim_log_name(__func__), __VA_ARGS__)
+#define LOG_DEBUG(sub, ...) log_write(LOG_LVL_DEBUG, sub, shim_log_name(__func__), __VA_ARGS__)
 
 /* Return NRT_INVALID with a log line when cond does not hold. */
 #define SHIM_REQUIRE(cond, ...)                                                \

@@ -6,6 +6,7 @@
 
 #include "devices/config.h"
 #include "shims/shim.h"
+#include "store/snapshot.h"
 #include "trnemu/trnemu.h"
 #include "trnemu_config.h"
 
@@ -36,4 +37,21 @@ NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_
 NRT_EXPORT const char *trnemu_version(void)
 {
     return TRNEMU_VERSION;
+}
+
+NRT_EXPORT NRT_STATUS trnemu_snapshot_save(const char *path, const char *reason, int64_t *id)
+{
+    SHIM_REQUIRE(path != NULL && *path != '\0', "path is NULL or empty");
+    return snap_api_save(path, reason, id);
+}
+
+NRT_EXPORT NRT_STATUS trnemu_snapshot_restore(const char *path, int64_t id)
+{
+    SHIM_REQUIRE(path != NULL && *path != '\0', "path is NULL or empty");
+    return snap_api_restore(path, id);
+}
+
+NRT_EXPORT void *trnemu_snapshot_lookup(uint64_t old_handle)
+{
+    return snap_api_lookup(old_handle);
 }

@@ -1,14 +1,22 @@
 /*
  * cmd_ls.c: `trnemu ls`: the emulated machine in the spirit of neuron-ls:
- * instance type, chips, NeuronCores and VNCs per chip, HBM, and which VNCs
- * this environment makes visible. `--json` prints the same as JSON;
- * `--profiles` lists every instance type trnemu can emulate.
+ * instance type, chips, NeuronCores and VNCs per chip, HBM, the chips each
+ * chip is linked to, and which VNCs this environment makes visible.
+ *   --json      the same as JSON (with the links)
+ *   --profiles  every instance type trnemu can emulate
+ *   --topology  the NeuronLink topology drawn in ASCII
+ *   --stats     the live shared instance: its processes, which VNCs each
+ *               owns, and the byte and message counters of every link
  */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "devices/config.h"
+#include "devices/instance.h"
+#include "devices/topology.h"
 #include "tools/tool.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -21,27 +29,64 @@ static bool ls_vnc_visible(const struct machine_config *cfg, uint32_t vnc)
     return false;
 }
 
+/* Append ids[0..n) to buf as ranges ("0-3,8"). */
+static void ls_ranges(const uint32_t *ids, uint32_t n, char *buf, size_t cap)
+{
+    size_t len = 0;
+    buf[0] = '\0';
+    for (uint32_t i = 0; i < n; i++) {
+        uint32_t j = i;
+        while (j + 1 < n && ids[j + 1] == ids[j] + 1)
+            j++;
+        int w = j > i ? snprintf(buf + len, cap - len, "%s%u-%u", len ? "," : "", ids[i], ids[j])
+                      : snprintf(buf + len, cap - len, "%s%u", len ? "," : "", ids[i]);
+        if (w < 0 || (size_t)w >= cap - len)
+            return;
+        len += (size_t)w;
+        i = j;
+    }
+}
+
 /* Count and print (as "a-b" ranges) the visible VNCs of one chip. */
 static uint32_t ls_chip_visible(const struct machine_config *cfg, uint32_t chip, char *buf,
                                 size_t cap)
 {
-    uint32_t first = chip * cfg->vncs_per_chip, n = 0;
-    size_t len = 0;
-    buf[0] = '\0';
-    for (uint32_t v = first; v < first + cfg->vncs_per_chip; v++) {
-        if (!ls_vnc_visible(cfg, v))
-            continue;
-        uint32_t end = v;
-        while (end + 1 < first + cfg->vncs_per_chip && ls_vnc_visible(cfg, end + 1))
-            end++;
-        int w = end > v ? snprintf(buf + len, cap - len, "%s%u-%u", len ? "," : "", v, end)
-                        : snprintf(buf + len, cap - len, "%s%u", len ? "," : "", v);
-        if (w > 0 && (size_t)w < cap - len)
-            len += (size_t)w;
-        n += end - v + 1;
-        v = end;
-    }
+    uint32_t ids[CONFIG_MAX_VNCS], n = 0;
+    for (uint32_t v = chip * cfg->vncs_per_chip; v < (chip + 1) * cfg->vncs_per_chip; v++)
+        if (ls_vnc_visible(cfg, v))
+            ids[n++] = v;
+    ls_ranges(ids, n, buf, cap);
     return n;
+}
+
+static int ls_cmp_u32(const void *a, const void *b)
+{
+    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+    return x < y ? -1 : x > y;
+}
+
+/* The chips linked to chip, ascending. */
+static uint32_t ls_neighbors(const struct dev_profile *p, uint32_t chip, uint32_t *chips)
+{
+    uint32_t links[TOPO_MAX_DEGREE];
+    uint32_t n = topo_neighbors(p, chip, chips, links, TOPO_MAX_DEGREE);
+    if (n > TOPO_MAX_DEGREE)
+        n = TOPO_MAX_DEGREE;
+    qsort(chips, n, sizeof *chips, ls_cmp_u32);
+    return n;
+}
+
+static const char *ls_topology_name(const struct dev_profile *p)
+{
+    switch (p->links) {
+    case DEV_LINKS_TORUS:
+        return p->nodes > 1 ? "4x4 2D torus per node, rings across the nodes" : "4x4 2D torus";
+    case DEV_LINKS_RING:
+        return "ring";
+    case DEV_LINKS_NONE:
+        break;
+    }
+    return "none";
 }
 
 static void ls_text(const struct machine_config *cfg)
@@ -51,44 +96,63 @@ static void ls_text(const struct machine_config *cfg)
            p->chips, p->chip_name, (int)p->gen);
     printf("logical-nc-config: %u   vncs: %u total, %u visible\n", cfg->lnc, cfg->total_vncs,
            cfg->visible_count);
-    printf("+--------+-------+-----------+-----------+--------+------------------+\n");
-    printf("| DEVICE | CORES | VNC IDS   | HBM       | STACKS | VISIBLE VNCS     |\n");
-    printf("+--------+-------+-----------+-----------+--------+------------------+\n");
+    printf("neuronlink: %s, %u links\n", ls_topology_name(p), topo_nlinks(p));
+    const char *rule = "+--------+-------+-----------+-----------+--------+------------------+"
+                       "-------------------+";
+    printf("%s\n", rule);
+    printf("| DEVICE | CORES | VNC IDS   | HBM       | STACKS | VISIBLE VNCS     | "
+           "CONNECTED DEVICES |\n");
+    printf("%s\n", rule);
     for (uint32_t c = 0; c < p->chips; c++) {
-        char ids[32], vis[256];
+        char ids[32], vis[256], conn[64];
         snprintf(ids, sizeof ids, "%u-%u", c * cfg->vncs_per_chip,
                  (c + 1) * cfg->vncs_per_chip - 1);
         uint32_t n = ls_chip_visible(cfg, c, vis, sizeof vis);
-        printf("| %6u | %5u | %-9s | %5.0f GiB | %6u | %-16s |\n", c, p->cores_per_chip, ids,
-               (double)p->hbm_per_chip / GIB, p->hbm_stacks, n ? vis : "-");
+        uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(p, c, nb);
+        size_t len = 0;
+        conn[0] = '\0';
+        for (uint32_t i = 0; i < k; i++)
+            len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
+        printf("| %6u | %5u | %-9s | %5.0f GiB | %6u | %-16s | %-17s |\n", c, p->cores_per_chip,
+               ids, (double)p->hbm_per_chip / GIB, p->hbm_stacks, n ? vis : "-",
+               k ? conn : "-");
     }
-    printf("+--------+-------+-----------+-----------+--------+------------------+\n");
+    printf("%s\n", rule);
 }
+
+/* ---- --json --------------------------------------------------------------- */
 
 static json_t *ls_json_chip(const struct machine_config *cfg, uint32_t c)
 {
-    json_t *vis = json_array();
+    json_t *vis = json_array(), *conn = json_array();
     for (uint32_t v = c * cfg->vncs_per_chip; v < (c + 1) * cfg->vncs_per_chip; v++)
         if (ls_vnc_visible(cfg, v))
             json_array_append_new(vis, json_integer(v));
-    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:i, s:o}", "device", (int)c, "cores",
+    uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(cfg->profile, c, nb);
+    for (uint32_t i = 0; i < k; i++)
+        json_array_append_new(conn, json_integer(nb[i]));
+    return json_pack("{s:i, s:i, s:i, s:i, s:I, s:i, s:o, s:o}", "device", (int)c, "cores",
                      (int)cfg->profile->cores_per_chip, "first_vnc",
                      (int)(c * cfg->vncs_per_chip), "vncs", (int)cfg->vncs_per_chip,
                      "hbm_bytes", (json_int_t)cfg->profile->hbm_per_chip, "hbm_stacks",
-                     (int)cfg->profile->hbm_stacks, "visible_vncs", vis);
+                     (int)cfg->profile->hbm_stacks, "visible_vncs", vis,
+                     "connected_devices", conn);
 }
 
-static int ls_json(const struct machine_config *cfg)
+static json_t *ls_json_links(const struct dev_profile *p)
 {
-    const struct dev_profile *p = cfg->profile;
-    json_t *chips = json_array();
-    for (uint32_t c = 0; c < p->chips; c++)
-        json_array_append_new(chips, ls_json_chip(cfg, c));
-    json_t *root = json_pack("{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:o}", "instance_type",
-                             p->name, "chip", p->chip_name, "nc_generation", (int)p->gen,
-                             "chips", (int)p->chips, "cores_per_chip", (int)p->cores_per_chip,
-                             "lnc", (int)cfg->lnc, "total_vncs", (int)cfg->total_vncs,
-                             "visible_vncs", (int)cfg->visible_count, "devices", chips);
+    json_t *links = json_array();
+    for (uint32_t l = 0; l < topo_nlinks(p); l++) {
+        uint32_t a, b;
+        topo_link_ends(p, l, &a, &b);
+        json_array_append_new(links, json_pack("{s:i, s:i, s:i}", "link", (int)l, "a", (int)a,
+                                               "b", (int)b));
+    }
+    return links;
+}
+
+static int ls_json_print(json_t *root)
+{
     if (root == NULL)
         return 1;
     json_dumpf(root, stdout, JSON_INDENT(2));
@@ -97,23 +161,217 @@ static int ls_json(const struct machine_config *cfg)
     return 0;
 }
 
+static int ls_json(const struct machine_config *cfg)
+{
+    const struct dev_profile *p = cfg->profile;
+    json_t *chips = json_array();
+    for (uint32_t c = 0; c < p->chips; c++)
+        json_array_append_new(chips, ls_json_chip(cfg, c));
+    return ls_json_print(json_pack(
+        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "instance_type", p->name,
+        "chip", p->chip_name, "nc_generation", (int)p->gen, "chips", (int)p->chips,
+        "cores_per_chip", (int)p->cores_per_chip, "lnc", (int)cfg->lnc, "total_vncs",
+        (int)cfg->total_vncs, "visible_vncs", (int)cfg->visible_count, "topology",
+        ls_topology_name(p), "devices", chips, "links", ls_json_links(p)));
+}
+
+/* ---- --topology ----------------------------------------------------------- */
+
+/* One 4x4 torus node: chips node*16 .. node*16+15. */
+static void ls_draw_node(uint32_t node)
+{
+    const uint32_t S = TOPO_TORUS_SIDE;
+    const char *wrap = "      :      :      :      :\n";
+    const char *vert = "      |      |      |      |\n";
+    printf("%s", wrap);
+    for (uint32_t r = 0; r < S; r++) {
+        printf("  ..");
+        for (uint32_t c = 0; c < S; c++)
+            printf("%s[%2u]", c ? "---" : " ", node * TOPO_NODE_CHIPS + r * S + c);
+        printf(" ..\n");
+        printf("%s", r + 1 < S ? vert : wrap);
+    }
+}
+
+static void ls_draw_torus(const struct dev_profile *p)
+{
+    for (uint32_t n = 0; n < p->nodes; n++) {
+        if (p->nodes > 1)
+            printf("\nnode %u (chips %u-%u):\n", n, n * TOPO_NODE_CHIPS,
+                   (n + 1) * TOPO_NODE_CHIPS - 1);
+        else
+            printf("\n");
+        ls_draw_node(n);
+    }
+    printf("\n'..' and ':' mark the wraparound links: each row and each column is a ring.\n");
+    if (p->nodes <= 1)
+        return;
+    printf("\nrings through the nodes (the same torus position in each node):\n");
+    for (uint32_t c = 0; c < TOPO_NODE_CHIPS; c++) {
+        printf("  ");
+        for (uint32_t n = 0; n <= p->nodes; n++)
+            printf("%s%2u", n ? " - " : "", (n % p->nodes) * TOPO_NODE_CHIPS + c);
+        printf(c % 2 ? "\n" : "    ");
+    }
+}
+
+static void ls_draw_ring(const struct dev_profile *p)
+{
+    printf("\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("%s[%2u]", c ? "---" : "", c);
+    printf("\n   '");
+    for (uint32_t i = 0; i < p->chips * 7 - 8; i++)
+        putchar('-');
+    printf("'\n  (the last chip is linked back to the first)\n");
+}
+
+static void ls_topology(const struct machine_config *cfg)
+{
+    const struct dev_profile *p = cfg->profile;
+    printf("%s: %u x %s, NeuronLink %s, %u links\n", p->name, p->chips, p->chip_name,
+           ls_topology_name(p), topo_nlinks(p));
+    if (p->links == DEV_LINKS_TORUS)
+        ls_draw_torus(p);
+    else if (p->links == DEV_LINKS_RING)
+        ls_draw_ring(p);
+    else
+        printf("a single chip: no links\n");
+}
+
+/* ---- --stats -------------------------------------------------------------- */
+
+/* VNCs owned by proc, as ranges; returns how many. */
+static uint32_t ls_owned(const struct instance_ctl *c, const struct instance_proc *proc,
+                         char *buf, size_t cap)
+{
+    uint32_t ids[CONFIG_MAX_VNCS], n = 0;
+    for (uint32_t v = 0; v < c->total_vncs; v++)
+        if (c->owner[v].pid == proc->pid && c->owner[v].start_time == proc->start_time)
+            ids[n++] = v;
+    ls_ranges(ids, n, buf, cap);
+    return n;
+}
+
+static void ls_stats_text(const char *dir, const struct instance_ctl *c)
+{
+    const struct dev_profile *p = profile_find(c->profile);
+    time_t t = (time_t)(c->created_ns / 1000000000ull);
+    char when[64];
+    strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
+    printf("instance: %s (%s, LNC=%u, %u VNCs), created %s\n", dir, c->profile, c->lnc,
+           c->total_vncs, when);
+    printf("processes:\n");
+    for (uint32_t i = 0; i < INSTANCE_MAX_PROCS; i++) {
+        const struct instance_proc *pr = &c->procs[i];
+        if (pr->pid == 0)
+            continue;
+        char vncs[1024];
+        uint32_t n = ls_owned(c, pr, vncs, sizeof vncs);
+        printf("  pid %-8d %-5s owns %u VNC%s: %s\n", (int)pr->pid,
+               instance_pid_alive(pr->pid, pr->start_time) ? "" : "(gone)", n, n == 1 ? "" : "s",
+               n ? vncs : "-");
+    }
+    printf("links (bytes and messages; a->b is the direction from the first chip):\n");
+    printf("  %4s  %-7s  %14s %10s  %14s %10s\n", "LINK", "CHIPS", "a->b BYTES", "MSGS",
+           "b->a BYTES", "MSGS");
+    for (uint32_t l = 0; l < c->nlinks; l++) {
+        uint32_t a, b;
+        topo_link_ends(p, l, &a, &b);
+        char ends[16];
+        snprintf(ends, sizeof ends, "%u-%u", a, b);
+        printf("  %4u  %-7s  %14llu %10llu  %14llu %10llu\n", l, ends,
+               (unsigned long long)atomic_load(&c->links[l][0].bytes),
+               (unsigned long long)atomic_load(&c->links[l][0].messages),
+               (unsigned long long)atomic_load(&c->links[l][1].bytes),
+               (unsigned long long)atomic_load(&c->links[l][1].messages));
+    }
+    if (c->nlinks == 0)
+        printf("  (no links)\n");
+}
+
+static int ls_stats_json(const char *dir, const struct instance_ctl *c)
+{
+    const struct dev_profile *p = profile_find(c->profile);
+    json_t *procs = json_array(), *links = json_array();
+    for (uint32_t i = 0; i < INSTANCE_MAX_PROCS; i++) {
+        const struct instance_proc *pr = &c->procs[i];
+        if (pr->pid == 0)
+            continue;
+        json_t *vncs = json_array();
+        for (uint32_t v = 0; v < c->total_vncs; v++)
+            if (c->owner[v].pid == pr->pid && c->owner[v].start_time == pr->start_time)
+                json_array_append_new(vncs, json_integer(v));
+        json_array_append_new(procs, json_pack("{s:i, s:b, s:o}", "pid", (int)pr->pid, "alive",
+                                               instance_pid_alive(pr->pid, pr->start_time),
+                                               "vncs", vncs));
+    }
+    for (uint32_t l = 0; l < c->nlinks; l++) {
+        uint32_t a, b;
+        topo_link_ends(p, l, &a, &b);
+        json_array_append_new(links, json_pack(
+            "{s:i, s:i, s:i, s:I, s:I, s:I, s:I}", "link", (int)l, "a", (int)a, "b", (int)b,
+            "bytes_ab", (json_int_t)atomic_load(&c->links[l][0].bytes), "messages_ab",
+            (json_int_t)atomic_load(&c->links[l][0].messages), "bytes_ba",
+            (json_int_t)atomic_load(&c->links[l][1].bytes), "messages_ba",
+            (json_int_t)atomic_load(&c->links[l][1].messages)));
+    }
+    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o}", "instance", dir,
+                                   "live", 1, "instance_type", c->profile, "lnc", (int)c->lnc,
+                                   "total_vncs", (int)c->total_vncs, "processes", procs,
+                                   "links", links));
+}
+
+static int ls_stats(bool json)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        return 1;
+    struct instance_ctl *c = malloc(sizeof *c);
+    if (c == NULL)
+        return 1;
+    bool live = false;
+    NRT_STATUS st = instance_read(dir, c, &live);
+    int rc = 0;
+    if (st == NRT_INVALID) {
+        rc = 1;
+    } else if (st != NRT_SUCCESS || !live) {
+        if (json)
+            rc = ls_json_print(json_pack("{s:s, s:b}", "instance", dir, "live", 0));
+        else
+            printf("no live instance at %s (TRNEMU_INSTANCE_NAME and TRNEMU_SHM_DIR choose it)\n",
+                   dir);
+    } else {
+        rc = json ? ls_stats_json(dir, c) : (ls_stats_text(dir, c), 0);
+    }
+    free(c);
+    return rc;
+}
+
+/* ---- --profiles ----------------------------------------------------------- */
+
 static void ls_profiles(void)
 {
-    printf("%-16s %6s %6s %8s %10s %6s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP", "LNC");
+    printf("%-16s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
+           "LNC", "NEURONLINK");
     for (size_t i = 0; i < profile_count(); i++) {
         const struct dev_profile *p = profile_at(i);
-        printf("%-16s %6u %6u %8s %6.0f GiB %6u\n", p->name, p->chips,
+        printf("%-16s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
                p->chips * p->cores_per_chip, p->gen == NC_GEN_V3 ? "v3" : "v2",
-               (double)p->hbm_per_chip / GIB, p->lnc_default);
+               (double)p->hbm_per_chip / GIB, p->lnc_default, ls_topology_name(p));
     }
 }
 
 int cmd_ls(int argc, char **argv)
 {
-    bool json = false;
+    bool json = false, topology = false, stats = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
+        } else if (strcmp(argv[i], "--topology") == 0) {
+            topology = true;
+        } else if (strcmp(argv[i], "--stats") == 0) {
+            stats = true;
         } else if (strcmp(argv[i], "--profiles") == 0) {
             ls_profiles();
             return 0;
@@ -121,9 +379,15 @@ int cmd_ls(int argc, char **argv)
             return tool_usage_error("ls", "unknown option");
         }
     }
+    if (stats)
+        return ls_stats(json);
     struct machine_config cfg;
     if (config_from_env(&cfg) != NRT_SUCCESS)
         return 1;
+    if (topology) {
+        ls_topology(&cfg);
+        return 0;
+    }
     if (json)
         return ls_json(&cfg);
     ls_text(&cfg);

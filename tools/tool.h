@@ -12,6 +12,9 @@ int cmd_ls(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
 int cmd_disasm(int argc, char **argv);
+int cmd_launch(int argc, char **argv);
+int cmd_replay(int argc, char **argv);
+int cmd_snapshot(int argc, char **argv);
 
 /* Print a usage error for a subcommand and return 2. */
 int tool_usage_error(const char *cmd, const char *msg);

@@ -17,6 +17,12 @@ static const struct tool_cmd tool_cmds[] = {
     {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
     {"asm", cmd_asm, "assemble trnemu assembly into a NEFF: trnemu asm FILE.s [-o FILE.neff]"},
     {"disasm", cmd_disasm, "print a NEFF as trnemu assembly: trnemu disasm FILE.neff"},
+    {"launch", cmd_launch, "start N ranks on one instance: trnemu launch -n N [--cores-per-rank K]\n"
+               "           [--first-core C] [--timeout SEC] [--keep-going] -- PROG [ARGS]"},
+    {"snapshot", cmd_snapshot, "look into snapshot files: trnemu snapshot list|show|diff|export|rm|gc\n"
+               "           FILE ... (see 'trnemu snapshot --help')"},
+    {"replay", cmd_replay, "re-run a recorded call log and compare: trnemu replay FILE\n"
+               "           [--from SNAPSHOT] [--list] [-v] [--set NAME=VALUE]"},
 };
 
 static int tool_help(FILE *out)

@@ -3,7 +3,7 @@
  * ABI: per-VNC accounting (nrt_get_vnc_memory_stats) as tensors, slices and
  * attached buffers come and go; filling an HBM stack with multi-GiB tensors
  * (never touched, the emulated HBM is sparse) until NRT_RESOURCE; VNCs
- * that share a stack (LNC=1 on trn2) and VNCs that do not.
+ * that share a stack (LNC=1 on trn2: a half each) and VNCs that do not.
  */
 #include "it_common.h"
 
@@ -162,27 +162,42 @@ static void test_hbm_full_trn1(void **state)
     nrt_tensor_free(&other);
 }
 
-/* trn2 at LNC=1: VNCs 0 and 1 share HBM stack 0 (24 GiB); VNC 2 uses stack 1. */
+/* trn2 at LNC=1: VNCs 0 and 1 share HBM stack 0 (24 GiB), each with a half
+ * of its own (so that two processes never allocate the same bytes); VNC 2
+ * uses stack 1. */
 static void test_hbm_full_shared_stack(void **state)
 {
     (void)state;
     nrt_close();
     it_init("trn2.48xlarge", "1", NULL, NULL);
-    nrt_tensor_t *a = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 16 * IT_GIB, "a");
+    assert_int_equal(limit(0), 12 * IT_GIB);
+    assert_int_equal(limit(1), 12 * IT_GIB);
+    nrt_tensor_t *a = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 12 * IT_GIB, "a");
     nrt_tensor_t *b = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 1, 8 * IT_GIB, "b");
-    assert_int_equal(used(0), 16 * IT_GIB);
+    assert_int_equal(used(0), 12 * IT_GIB);
     assert_int_equal(used(1), 8 * IT_GIB);
     nrt_tensor_t *t = NULL;
     assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 64, "x", &t), NRT_RESOURCE);
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 1, 4 * IT_GIB + 64, "x", &t),
+                     NRT_RESOURCE);
+    nrt_tensor_t *b2 = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 1, 4 * IT_GIB, "b2");
     assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 1, 64, "x", &t), NRT_RESOURCE);
-    nrt_tensor_t *c = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 2, 24 * IT_GIB, "c");
-    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 3, 64, "x", &t), NRT_RESOURCE);
+    /* The halves are disjoint: VNC 1's half follows VNC 0's in stack 0. */
+    nrt_tensor_device_allocation_info_t ia, ib;
+    assert_int_equal(nrt_tensor_get_device_allocation_info(a, &ia), NRT_SUCCESS);
+    assert_int_equal(nrt_tensor_get_device_allocation_info(b, &ib), NRT_SUCCESS);
+    assert_int_equal(ia.hbm_index, 0);
+    assert_int_equal(ib.hbm_index, 0);
+    assert_int_equal(ib.physical_address - ia.physical_address, 12 * IT_GIB);
+    nrt_tensor_t *c = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 2, 12 * IT_GIB, "c");
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 2, 64, "x", &t), NRT_RESOURCE);
     /* The next chip is untouched. */
-    nrt_tensor_t *d = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 8, 24 * IT_GIB, "d");
+    nrt_tensor_t *d = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 8, 12 * IT_GIB, "d");
     nrt_tensor_free(&b);
+    nrt_tensor_free(&b2);
     assert_int_equal(used(1), 0);
-    t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 8 * IT_GIB, "t");
-    assert_int_equal(used(0), 24 * IT_GIB);
+    t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 1, 12 * IT_GIB, "t");
+    assert_int_equal(used(1), 12 * IT_GIB);
     nrt_tensor_free(&a);
     nrt_tensor_free(&c);
     nrt_tensor_free(&d);

@@ -1,0 +1,228 @@
+/*
+ * bench_coll.c: collectives across processes on one emulated
+ * trn2.48xlarge (docs/collectives.md has the figures).
+ *
+ *   bench-coll            all-reduce bus bandwidth for 1, 64 and 512 MiB
+ *                         over 2, 16 and 64 ranks, as a ratio of this
+ *                         machine's memcpy bandwidth measured in the same
+ *                         run; the latency of a small all-reduce on 2 ranks
+ *   bench-coll latency    only the small all-reduce latency
+ *   bench-coll sweep      mesh against chain all-reduce, 2 and 16 ranks,
+ *                         256 B .. 1 MiB (how TRNEMU_COLL_MESH_MAX was chosen)
+ *
+ * The driver forks one process per rank (before it ever calls the runtime),
+ * each with its own VNC and the same instance; ranks time their loop with
+ * the wall clock between two barriers and write the time to a pipe.
+ * Bus bandwidth is the usual figure: S * 2 (N-1) / N / time. The all-reduce
+ * runs in place (one tensor per rank) so that big cases fit in memory; a
+ * case that needs more than TRNEMU_BENCH_MEM_GIB (default 6) GiB of tensors
+ * is reported as skipped.
+ */
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bench_util.h"
+#include "nrt/nrt.h"
+#include "nrt/nrt_async.h"
+#include "nrt/nrt_experimental.h"
+
+#define MIB (1024.0 * 1024.0)
+
+static double wall_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* One case: `iters` in-place f32 all-reduces of `bytes` over `n` ranks. */
+struct bench_case {
+    uint32_t n;         /* ranks */
+    uint64_t bytes;     /* per rank */
+    int iters;          /* timed repetitions (0: pick from a first timing) */
+    const char *mesh;   /* TRNEMU_COLL_MESH_MAX for the ranks, NULL: default */
+};
+
+static NRT_STATUS rank_allreduce(nrt_tensor_t *t, uint32_t rank, uint32_t n, uint32_t *group)
+{
+    nrt_cc_comm_t comm = {group, rank, n, rank, n, 0};
+    nrt_tensor_list_t l = {&t, 1};
+    nrt_cc_context_t *ctx;
+    NRT_STATUS st = nrta_cc_prepare(&comm, &l, &l, NRT_DTYPE_FLOAT32, NRT_OP_ADD,
+                                    NRT_CC_ALLREDUCE, &ctx);
+    return st == NRT_SUCCESS ? nrta_cc_schedule(&ctx, 0, NULL, NULL) : st;
+}
+
+/* The body of one rank: returns seconds per all-reduce (< 0 on failure). */
+static double rank_run(const struct bench_case *bc, uint32_t rank)
+{
+    uint32_t group[64];
+    for (uint32_t i = 0; i < bc->n; i++)
+        group[i] = i;
+    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS ||
+        nrt_build_global_comm(0, rank, bc->n) != NRT_SUCCESS)
+        return -1;
+    nrt_tensor_t *t = NULL;
+    if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, bc->bytes, "x", &t) != NRT_SUCCESS)
+        return -1;
+    nrt_tensor_memset(t, 0, 0, bc->bytes);
+    double per = -1;
+    if (rank_allreduce(t, rank, bc->n, group) == NRT_SUCCESS) {  /* warm: pages, rings */
+        int iters = bc->iters;
+        if (iters == 0) {  /* about a second of work, 2 .. 20 repetitions */
+            nrt_barrier(0, rank, bc->n);
+            double t0 = wall_s();
+            rank_allreduce(t, rank, bc->n, group);
+            double one = wall_s() - t0;
+            uint32_t agreed = (uint32_t)(1.0 / (one > 1e-6 ? one : 1e-6));
+            /* every rank must run the same count: rank 0's, via all-gather */
+            uint32_t all[64];
+            nrt_all_gather(0, rank, bc->n, sizeof agreed, &agreed, all);
+            iters = all[0] < 2 ? 2 : all[0] > 20 ? 20 : (int)all[0];
+        }
+        bool ok = nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
+        double t0 = wall_s();
+        for (int i = 0; ok && i < iters; i++)
+            ok = rank_allreduce(t, rank, bc->n, group) == NRT_SUCCESS;
+        ok = ok && nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
+        per = ok ? (wall_s() - t0) / iters : -1;
+    }
+    nrt_tensor_free(&t);
+    nrt_close();
+    return per;
+}
+
+/* Fork the ranks of a case; the slowest rank's seconds per all-reduce. */
+static double run_case(const struct bench_case *bc, const char *instance)
+{
+    int fds[2];
+    if (pipe(fds) != 0)
+        bench_die("bench-coll", "pipe");
+    for (uint32_t r = 0; r < bc->n; r++) {
+        pid_t pid = fork();
+        if (pid < 0)
+            bench_die("bench-coll", "fork");
+        if (pid > 0)
+            continue;
+        close(fds[0]);
+        char core[16];
+        snprintf(core, sizeof core, "%u", r);
+        setenv("NEURON_RT_VISIBLE_CORES", core, 1);
+        setenv("TRNEMU_INSTANCE_NAME", instance, 1);
+        if (bc->mesh != NULL) {  /* force one algorithm, whatever the CPUs */
+            setenv("TRNEMU_COLL_MESH_MAX", bc->mesh, 1);
+            setenv("TRNEMU_COLL_MESH_RANKS", "1024", 1);
+            setenv("TRNEMU_COLL_DIRECT_MIN", "0x7fffffffffff", 1);
+        }
+        double per = rank_run(bc, r);
+        if (write(fds[1], &per, sizeof per) != (ssize_t)sizeof per)
+            _exit(1);
+        _exit(per < 0);
+    }
+    close(fds[1]);
+    double worst = 0, per;
+    bool failed = false;
+    while (read(fds[0], &per, sizeof per) == (ssize_t)sizeof per) {
+        failed = failed || per < 0;
+        worst = per > worst ? per : worst;
+    }
+    close(fds[0]);
+    int status;
+    while (wait(&status) > 0)
+        failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
+    return failed ? -1 : worst;
+}
+
+static double memcpy_gbs(void)
+{
+    size_t n = 64u << 20;
+    return (double)n / bench_memcpy_best(n, 5) / 1e9;
+}
+
+static void bandwidth(const char *instance, double mem_gbs, double budget)
+{
+    static const uint32_t ranks[] = {2, 16, 64};
+    static const uint64_t sizes[] = {1u << 20, 64u << 20, 512u << 20};
+    printf("%-6s %-9s %12s %12s %10s\n", "ranks", "size", "ms/op", "busbw GB/s", "x memcpy");
+    for (size_t i = 0; i < 3; i++)
+        for (size_t j = 0; j < 3; j++) {
+            struct bench_case bc = {ranks[i], sizes[j], 0, NULL};
+            double need = (double)bc.n * (double)bc.bytes;
+            printf("%-6u %5.0f MiB ", bc.n, (double)bc.bytes / MIB);
+            if (need > budget) {
+                printf("  skipped: %.0f GiB of tensors, over TRNEMU_BENCH_MEM_GIB\n",
+                       need / (MIB * 1024));
+                fflush(stdout);
+                continue;
+            }
+            fflush(stdout);
+            double t = run_case(&bc, instance);
+            if (t < 0) {
+                printf("  FAILED\n");
+                continue;
+            }
+            double bus = (double)bc.bytes * 2.0 * (bc.n - 1) / bc.n / t / 1e9;
+            printf("%12.2f %12.3f %10.3f\n", t * 1e3, bus, bus / mem_gbs);
+            fflush(stdout);
+        }
+}
+
+static void latency(const char *instance)
+{
+    struct bench_case one = {1, 256, 2000, NULL}, two = {2, 256, 2000, NULL};
+    double t1 = run_case(&one, instance), t2 = run_case(&two, instance);
+    printf("small all-reduce (256 B f32, nrta_cc_prepare + nrta_cc_schedule): ");
+    if (t1 < 0 || t2 < 0)
+        printf("FAILED\n");
+    else
+        printf("%.1f us per operation on 2 ranks (target < 50); the calls alone (1 rank) "
+               "%.1f us\n", t2 * 1e6, t1 * 1e6);
+}
+
+static void sweep(const char *instance)
+{
+    printf("%-6s %-9s %12s %12s\n", "ranks", "bytes", "mesh us", "chain us");
+    static const uint32_t ranks[] = {2, 16};
+    for (size_t i = 0; i < 2; i++)
+        for (uint64_t b = 256; b <= (1u << 20); b *= 4) {
+            struct bench_case mesh = {ranks[i], b, 200, "1099511627776"};
+            struct bench_case chain = {ranks[i], b, 200, "0"};
+            if (b >= (256u << 10))
+                mesh.iters = chain.iters = 20;
+            double tm = run_case(&mesh, instance), tc = run_case(&chain, instance);
+            printf("%-6u %-9" PRIu64 " %12.1f %12.1f\n", ranks[i], b, tm * 1e6, tc * 1e6);
+            fflush(stdout);
+        }
+}
+
+int main(int argc, char **argv)
+{
+    char instance[64];
+    snprintf(instance, sizeof instance, "bench-coll-%d", (int)getpid());
+    setenv("TRNEMU_INSTANCE", "trn2.48xlarge", 1);
+    if (getenv("NEURON_RT_EXEC_TIMEOUT") == NULL)
+        setenv("NEURON_RT_EXEC_TIMEOUT", "300", 1);
+    const char *b = getenv("TRNEMU_BENCH_MEM_GIB");
+    double budget = (b != NULL ? atof(b) : 6.0) * 1024 * MIB;
+    if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
+        sweep(instance);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "latency") == 0) {
+        latency(instance);
+        return 0;
+    }
+    double mem = memcpy_gbs();
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    printf("collectives on an emulated trn2.48xlarge, %ld CPUs; memcpy %.2f GB/s\n", cpus, mem);
+    latency(instance);
+    bandwidth(instance, mem, budget);
+    return 0;
+}

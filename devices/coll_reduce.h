@@ -1,0 +1,47 @@
+/*
+ * coll_reduce.h: the element-wise reductions of the collectives.
+ *
+ * coll_fold(out, a, b) computes out[i] = a[i] (op) b[i] for n elements of
+ * one dtype; out may be a or b. A collective reduces the inputs of ranks
+ * 0..N-1 left to right: acc = x0, then acc = coll_fold(acc, x_r) for
+ * r = 1..N-1, whatever algorithm moves the data, so every algorithm gives
+ * the same bits (docs/collectives.md).
+ *
+ * Per step, per type:
+ *  - fp32, fp32r: IEEE fp32 arithmetic (round to nearest even).
+ *  - bf16, fp16, fp8_e3/e4/e5: both operands widened to fp32 (exact), the
+ *    operation in fp32, the result rounded to the type (RNE; overflow gives
+ *    infinity) - so a narrow float is rounded once per step.
+ *  - integers (int8..int64, uint8..uint64): exact; add wraps around
+ *    modulo 2^bits.
+ *  - add: a + b. fma: a multiply-add with multiplier 1 (the collective
+ *    instructions and nrt_op_type carry no scale), fmaf(b, 1, a), which is
+ *    bit-identical to add. max, min: the larger / smaller; -0 < +0; any
+ *    NaN operand gives the type's default quiet NaN.
+ */
+#ifndef TRNEMU_DEVICES_COLL_REDUCE_H
+#define TRNEMU_DEVICES_COLL_REDUCE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Reduction operations: the values of the ISA's collective enum. */
+enum coll_op {
+    COLL_OP_ADD = 0, /* sum */
+    COLL_OP_MAX = 1, /* maximum */
+    COLL_OP_MIN = 2, /* minimum */
+    COLL_OP_FMA = 3, /* multiply-add with multiplier 1 (= add) */
+};
+
+/* Can dtype be reduced (every float and integer type)? */
+bool coll_dtype_ok(uint32_t dtype);
+/* Is op one of enum coll_op? */
+bool coll_op_ok(uint32_t op);
+/* Name of an op ("add", ...) for messages. */
+const char *coll_op_name(uint32_t op);
+
+/* out[i] = a[i] op b[i], i < n (dtype and op checked by the caller). */
+void coll_fold(void *out, const void *a, const void *b, size_t n, uint32_t dtype, uint32_t op);
+
+#endif

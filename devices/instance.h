@@ -1,0 +1,116 @@
+/*
+ * instance.h: the emulated machine as a shared, multi-process instance.
+ *
+ * Every process that calls nrt_init with the same instance name attaches
+ * to one instance, whose files live in one directory:
+ *
+ *   <TRNEMU_SHM_DIR or /dev/shm>/trnemu-<TRNEMU_INSTANCE_NAME or u<uid>>/
+ *     lock      flock()ed while a process attaches or detaches
+ *     ctl       the control block (struct instance_ctl), mapped MAP_SHARED
+ *     hbm<N>    chip N's HBM: a sparse file as large as the chip's HBM
+ *     coll-*    files of the collectives (devices/coll.h), if any
+ *
+ * The directory is 0700 and its files 0600. The first process creates
+ * them; the others check that they ask for the same profile and LNC, then
+ * claim the VNCs they were given (NEURON_RT_VISIBLE_CORES). A VNC owned by
+ * a live process cannot be claimed; one whose owner died is taken back
+ * (its HBM is punched out first). The last process to detach removes the
+ * directory. Processes are known by pid and start time, so a reused pid is
+ * never mistaken for the process that died. An instance whose processes
+ * are all dead is stale and is created afresh. See docs/instance.md.
+ */
+#ifndef TRNEMU_DEVICES_INSTANCE_H
+#define TRNEMU_DEVICES_INSTANCE_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/config.h"
+#include "devices/topology.h"
+#include "nrt/nrt_status.h"
+
+#define INSTANCE_CTL_MAGIC 0x314c54434d454e52ull /* "RNEMCTL1" little-endian */
+#define INSTANCE_CTL_VERSION 1u
+/* Processes attached at once (each owns at least one VNC). */
+#define INSTANCE_MAX_PROCS CONFIG_MAX_VNCS
+/* Longest instance name accepted. */
+#define INSTANCE_NAME_MAX 128
+/* Longest instance directory path. */
+#define INSTANCE_PATH_MAX 512
+
+/* A process, robust against pid reuse; pid 0 marks a free entry. */
+struct instance_proc {
+    int32_t pid;         /* process id, 0 when free */
+    uint32_t reserved;   /* zero */
+    uint64_t start_time; /* start time in clock ticks since boot (/proc/PID/stat) */
+};
+
+/* Traffic over one link in one direction. */
+struct instance_link_stat {
+    _Atomic uint64_t bytes;    /* payload bytes carried */
+    _Atomic uint64_t messages; /* transfers carried */
+};
+
+/* The control block, shared by every attached process. The process table
+ * and owners change only under the lock; the link counters are atomics. */
+struct instance_ctl {
+    uint64_t magic;                      /* INSTANCE_CTL_MAGIC */
+    uint32_t version;                    /* INSTANCE_CTL_VERSION */
+    uint32_t ctl_size;                   /* sizeof(struct instance_ctl) */
+    char profile[32];                    /* instance type, NUL-terminated */
+    uint32_t lnc;                        /* physical cores per VNC */
+    uint32_t total_vncs;                 /* VNCs in the machine */
+    uint32_t chips;                      /* chips (one hbm<N> file each) */
+    uint32_t nlinks;                     /* links (topo_nlinks) */
+    uint64_t hbm_per_chip;               /* bytes of each hbm<N> file */
+    uint64_t created_ns;                 /* creation time (CLOCK_REALTIME, ns) */
+    struct instance_proc procs[INSTANCE_MAX_PROCS]; /* attached processes */
+    struct instance_proc owner[CONFIG_MAX_VNCS];    /* owner of each VNC */
+    struct instance_link_stat links[TOPO_MAX_LINKS][2]; /* per link, per direction */
+};
+
+/* A process's attachment (process-local). */
+struct instance {
+    char dir[INSTANCE_PATH_MAX];   /* the instance directory */
+    struct instance_ctl *ctl;      /* the shared control block */
+    uint8_t **hbm;                 /* host address of each chip's HBM */
+    uint32_t chips;                /* entries in hbm[] */
+    uint64_t hbm_size;             /* bytes mapped per chip */
+    struct instance_proc self;     /* this process */
+    struct machine_config cfg;     /* what this process claimed */
+};
+
+/* Attach to (or create) the instance the environment names and claim
+ * cfg's visible VNCs. NRT_INVALID for a bad name or directory, a corrupt
+ * control file, or a live instance of another profile/LNC; NRT_RESOURCE
+ * when a VNC is owned by a live process or files cannot be made. Each
+ * failure logs one line and leaves nothing behind. */
+NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **out);
+
+/* Release the VNCs, detach; the last process removes the directory. */
+void instance_detach(struct instance *inst);
+
+/* Give whole pages of [off, off+len) of a chip's HBM back to the host
+ * (they read as zero afterwards, in every process). */
+void instance_hbm_discard(struct instance *inst, uint32_t chip, uint64_t off, uint64_t len);
+
+/* Add one transfer of bytes to a link's counters (dir 0: a to b). */
+void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint64_t bytes);
+
+/* The directory the environment names (TRNEMU_SHM_DIR, TRNEMU_INSTANCE_NAME).
+ * NRT_INVALID with a log line for a bad name or a path too long. */
+NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
+
+/* Read a copy of the control block of the instance in dir, without
+ * attaching. NRT_UNINITIALIZED when there is none, NRT_INVALID (one log
+ * line) when it is corrupt. *live: some attached process is alive. */
+NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
+
+/* Does the process still run (and is it the one that started then)? */
+bool instance_pid_alive(int32_t pid, uint64_t start_time);
+/* Start time of this process (clock ticks since boot); 0 if unknown. */
+uint64_t instance_self_start_time(void);
+
+#endif

@@ -1,0 +1,317 @@
+/*
+ * fuzz_snapshot.c: libFuzzer entry for the snapshot loader. The first
+ * input byte picks how the rest becomes a snapshot file:
+ *   even: the bytes are the file itself;
+ *   odd:  a valid file (tensors, a tensor set, a model, core state, built
+ *         once per process) is altered row by row: each 12-byte record
+ *         sets a column of a row to a chosen integer, text or blob,
+ *         truncates a blob, deletes a row, or sets the schema version.
+ * The file is then opened, listed and read the way `trnemu snapshot`
+ * does, and restored into a fresh trn1.2xlarge runtime. Any outcome but a
+ * crash, a hang or a leak is fine; a good file must restore.
+ */
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <sqlite3.h>
+
+#include "devices/handle.h"
+#include "devices/runtime.h"
+#include "devices/state.h"
+#include "store/snap_query.h"
+#include "store/snapshot.h"
+#include "../unit/test_neff_util.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static char fz_dir[256];       /* per-process directory */
+static char fz_base[300];      /* the valid file */
+static char fz_in[300];        /* the file under test */
+
+/* A table, the key that picks one of its rows, and its columns. */
+struct fz_table {
+    const char *name;          /* table */
+    const char *key;           /* primary key columns */
+    const char *cols[10];      /* columns a record may change (NULL-ended) */
+};
+
+static const struct fz_table fz_tables[] = {
+    {"snapshot", "id", {"created", "reason", "call_seq", "profile", "lnc", "visible", "chunk_size",
+                        "logical_bytes", "stored_bytes", NULL}},
+    {"chunk", "id", {"hash", "raw_len", "codec", "data", "id", NULL}},
+    {"neff", "id", {"hash", "size", "data", "id", NULL}},
+    {"region", "snap, id", {"id", "kind", "chip", "vnc", "core", "size", "snap", NULL}},
+    {"region_chunk", "snap, region, off", {"off", "chunk", "region", NULL}},
+    {"storage", "snap, id", {"id", "kind", "size", "chip", "stack", "vnc", "off", "len", "region",
+                             NULL}},
+    {"tensor", "snap, handle", {"handle", "name", "placement", "vnc", "size", "storage", "off",
+                                "completions", NULL}},
+    {"tensor_set", "snap, handle", {"handle", NULL}},
+    {"tensor_set_entry", "snap, set_handle, pos", {"set_handle", "pos", "name", "tensor", NULL}},
+    {"model", "snap, handle", {"handle", "name", "vnc", "gvnc", "neff", "executions", "cc_rank",
+                               "cc_world", NULL}},
+    {"model_block", "snap, model, seq", {"seq", "chip", "stack", "vnc", "off", "len", "model",
+                                         NULL}},
+    {"model_io", "snap, model, idx", {"name", "is_output", "dtype", "size", "shape", NULL}},
+    {"core", "snap, vnc, idx", {"vnc", "idx", "gen", "state", "sbuf", "psum", NULL}},
+    {"option", "snap, name", {"name", "value", NULL}},
+    {"meta", "key", {"value", "key", NULL}},
+};
+#define FZ_NTABLES (sizeof fz_tables / sizeof *fz_tables)
+
+/* Integers worth trying; a record's value picks one, or is used as is. */
+static const int64_t fz_ints[] = {
+    0, 1, -1, 2, 3, 7, 63, 64, 65, 4095, 4096, 65536, 1 << 20, 16 << 20, (16 << 20) + 1,
+    INT32_MAX, (int64_t)1 << 32, (int64_t)32 << 30, ((int64_t)32 << 30) - 64, (int64_t)1 << 40,
+    (int64_t)1 << 62, INT64_MAX, INT64_MIN,
+};
+
+static void fz_rm(const char *path)
+{
+    char b[400];
+    unlink(path);
+    snprintf(b, sizeof b, "%s-wal", path);
+    unlink(b);
+    snprintf(b, sizeof b, "%s-shm", path);
+    unlink(b);
+}
+
+static void fz_copy(const char *from, const char *to)
+{
+    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
+    char buf[65536];
+    size_t n;
+    while (f && g && (n = fread(buf, 1, sizeof buf, f)) > 0)
+        fwrite(buf, 1, n, g);
+    if (f)
+        fclose(f);
+    if (g)
+        fclose(g);
+}
+
+/* tu_small_model as a foreign NEFF (its variables are placed, its fake
+ * code never decoded). */
+static void fz_neff(uint8_t **bytes, size_t *size)
+{
+    struct neff_model *m = tu_small_model();
+    m->info.feature_bits &= ~(uint64_t)NEFF_FEATURE_TRNEMU_ISA;
+    for (uint32_t i = 0; i < m->n_sgs; i++)
+        m->sgs[i]->isa_version = 0;
+    struct neff_file *f = NULL;
+    if (neff_model_store(m, &f) != NRT_SUCCESS || neff_file_write(f, bytes, size) != NRT_SUCCESS)
+        abort();
+    neff_file_free(f);
+    neff_model_free(m);
+}
+
+/* Build the valid file once: a little of everything. */
+static void fz_make_base(void)
+{
+    if (rt_init(0) != NRT_SUCCESS || rt_enter() != NRT_SUCCESS)
+        abort();
+    nrt_tensor_t *a, *h, *s, *e;
+    nrt_tensor_set_t *set;
+    nrt_model_t *m;
+    uint8_t buf[8192];
+    for (size_t i = 0; i < sizeof buf; i++)
+        buf[i] = (uint8_t)(i * 7 + i / 100);
+    if (tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 200000, "a", &a) != NRT_SUCCESS ||
+        tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, 5000, "h", &h) != NRT_SUCCESS ||
+        tensor_allocate_slice(a, 64, 4096, "s", &s) != NRT_SUCCESS ||
+        tensor_allocate_empty("e", &e) != NRT_SUCCESS || tensor_set_allocate(&set) != NRT_SUCCESS)
+        abort();
+    tensor_write(a, buf, 70000, sizeof buf);
+    tensor_write(h, buf, 0, 5000);
+    tensor_set_add(set, "a", a);
+    tensor_set_add(set, "b", s);
+    uint8_t *neff;
+    size_t n;
+    fz_neff(&neff, &n);
+    if (model_load(neff, n, 1, &m) != NRT_SUCCESS)
+        abort();
+    free(neff);
+    struct core *c;
+    if (state_core_make(rt_machine(), 0, 0, &c) != NRT_SUCCESS)
+        abort();
+    memcpy(c->sbuf + 1000, buf, 3000);
+    c->sem[3] = 9;
+    struct snap_db *db;
+    if (snap_open(fz_base, true, &db) != NRT_SUCCESS || snap_set_chunk_size(db, 4096) != NRT_SUCCESS ||
+        snap_save(db, "fuzz", 3, NULL) != NRT_SUCCESS)
+        abort();
+    snap_close(db);
+    tensor_set_destroy(set);
+    rt_leave();
+    rt_close();
+}
+
+static void fz_cleanup(void)
+{
+    fz_rm(fz_in);
+    fz_rm(fz_base);
+    rmdir(fz_dir);
+}
+
+static void fz_init(void)
+{
+    snprintf(fz_dir, sizeof fz_dir, "/tmp/trnemu-fuzz-snapshot-%d", (int)getpid());
+    mkdir(fz_dir, 0700);
+    snprintf(fz_base, sizeof fz_base, "%s/base.db", fz_dir);
+    snprintf(fz_in, sizeof fz_in, "%s/in.db", fz_dir);
+    char name[64];
+    snprintf(name, sizeof name, "fuzz-snapshot-%d", (int)getpid());
+    setenv("TRNEMU_INSTANCE_NAME", name, 1);
+    setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    unsetenv("NEURON_LOGICAL_NC_CONFIG");
+    unsetenv("NEURON_RT_NUM_CORES");
+    snap_set_host_limit(64u << 20);
+    fz_rm(fz_base);
+    atexit(fz_cleanup);
+    fz_make_base();
+    if (getenv("FUZZ_SNAPSHOT_SEED") != NULL)  /* write the valid file as a seed */
+        fz_copy(fz_base, getenv("FUZZ_SNAPSHOT_SEED"));
+}
+
+/* Apply one 12-byte record to the open file. */
+static void fz_mutate(sqlite3 *db, const uint8_t *r)
+{
+    const struct fz_table *t = &fz_tables[r[1] % FZ_NTABLES];
+    size_t ncols = 0;
+    while (t->cols[ncols] != NULL)
+        ncols++;
+    const char *col = t->cols[r[2] % ncols];
+    int64_t v;
+    memcpy(&v, r + 4, 8);
+    char sql[1024];
+    const char *pick = "WHERE (%s) IN (SELECT %s FROM %s ORDER BY %s LIMIT 1 OFFSET ?2)";
+    char where[400];
+    snprintf(where, sizeof where, pick, t->key, t->key, t->name, t->key);
+    switch (r[0] % 6) {
+    case 0:
+    case 1: snprintf(sql, sizeof sql, "UPDATE OR IGNORE %s SET %s = ?1 %s", t->name, col, where); break;
+    case 2: snprintf(sql, sizeof sql, "UPDATE OR IGNORE %s SET %s = substr(%s, 1, ?1 & 65535) %s",
+                     t->name, col, col, where); break;
+    case 3: snprintf(sql, sizeof sql, "DELETE FROM %s %s", t->name, where); break;
+    case 4: snprintf(sql, sizeof sql, "UPDATE OR IGNORE %s SET %s = randomblob(0) || ?1 %s",
+                     t->name, col, where); break;
+    default: snprintf(sql, sizeof sql, "PRAGMA user_version = %d", (int)(r[4] % 4)); break;
+    }
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db, sql, -1, &s, NULL) != SQLITE_OK) {
+        sqlite3_finalize(s);
+        return;
+    }
+    if (r[0] % 6 == 0)
+        sqlite3_bind_int64(s, 1, (v & 1) ? v : fz_ints[(uint64_t)v % (sizeof fz_ints / sizeof *fz_ints)]);
+    else if (r[0] % 6 == 1)
+        sqlite3_bind_text(s, 1, (const char *)r + 4, (int)(r[3] % 9), SQLITE_TRANSIENT);
+    else if (r[0] % 6 == 2)
+        sqlite3_bind_int64(s, 1, v);
+    else
+        sqlite3_bind_blob(s, 1, r + 4, (int)(r[3] % 9), SQLITE_TRANSIENT);
+    sqlite3_bind_int64(s, 2, r[3] % 8);
+    sqlite3_step(s);
+    sqlite3_finalize(s);
+}
+
+static void fz_make_input(const uint8_t *data, size_t size)
+{
+    fz_rm(fz_in);
+    if (size > 0 && (data[0] & 1) == 0) {
+        FILE *f = fopen(fz_in, "wb");
+        if (f != NULL) {
+            fwrite(data + 1, 1, size - 1, f);
+            fclose(f);
+        }
+        return;
+    }
+    fz_copy(fz_base, fz_in);
+    sqlite3 *db;
+    if (sqlite3_open(fz_in, &db) != SQLITE_OK) {
+        sqlite3_close(db);
+        return;
+    }
+    for (size_t i = 1; i + 12 <= size && i < 1 + 12 * 64; i += 12)
+        fz_mutate(db, data + i);
+    sqlite3_close(db);
+}
+
+/* Everything `trnemu snapshot show` and `export` read. */
+static void fz_query(struct snap_db *db)
+{
+    struct snapq_snapshot *s = NULL;
+    size_t ns = 0;
+    if (snapq_snapshots(db, &s, &ns) != NRT_SUCCESS)
+        return;
+    for (size_t i = 0; i < ns && i < 4; i++) {
+        struct snapq_tensor *t = NULL;
+        struct snapq_region *g = NULL;
+        struct snapq_model *m = NULL;
+        struct snapq_entry *e = NULL;
+        size_t nt = 0, ng = 0, nm = 0, ne = 0;
+        snapq_models(db, s[i].id, &m, &nm);
+        snapq_entries(db, s[i].id, &e, &ne);
+        if (snapq_regions(db, s[i].id, &g, &ng) == NRT_SUCCESS)
+            for (size_t k = 0; k < ng; k++) {
+                struct snapq_chunk *c = NULL;
+                size_t nc = 0;
+                snapq_chunks(db, s[i].id, g[k].id, &c, &nc);
+                free(c);
+            }
+        if (snapq_tensors(db, s[i].id, &t, &nt) == NRT_SUCCESS)
+            for (size_t k = 0; k < nt; k++) {
+                uint64_t len = t[k].size < 65536 ? t[k].size : 65536;
+                uint8_t *buf = malloc(len ? len : 1);
+                if (buf != NULL && t[k].region >= 0)
+                    snapq_read(db, s[i].id, t[k].region, t[k].region_size, t[k].region_off, len,
+                               buf);
+                free(buf);
+            }
+        free(t);
+        free(g);
+        free(m);
+        free(e);
+    }
+    free(s);
+}
+
+static void fz_restore(struct snap_db *db, bool must)
+{
+    if (rt_init(0) != NRT_SUCCESS)
+        abort();
+    if (rt_enter() == NRT_SUCCESS) {
+        struct snap_handle_map map;
+        NRT_STATUS st = snap_restore(db, -1, &map);
+        if (must && st != NRT_SUCCESS)
+            abort();
+        /* Sets outlive nrt_close: free the restored ones. */
+        for (size_t i = 0; i < map.n; i++)
+            if (map.v[i].kind == HANDLE_TENSOR_SET)
+                tensor_set_destroy(map.v[i].obj);
+        snap_handle_map_free(&map);
+        rt_leave();
+    }
+    rt_close();
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    static bool ready;
+    if (!ready) {
+        fz_init();
+        ready = true;
+    }
+    fz_make_input(data, size);
+    struct snap_db *db;
+    if (snap_open(fz_in, false, &db) == NRT_SUCCESS) {
+        fz_query(db);
+        fz_restore(db, size <= 1 && (size == 0 || (data[0] & 1) == 1));
+        snap_close(db);
+    }
+    return 0;
+}

@@ -1,0 +1,96 @@
+#!/bin/sh
+# test_coll.sh TRNEMU COLL_RANK CASE [N]: multi-process collectives on an
+# emulated trn2.48xlarge, N ranks started by `trnemu launch` (one VNC each),
+# every rank checking its own results (coll_rank.c). Cases:
+#   host N, neff N   results of the out-of-NEFF / in-NEFF collectives
+#   mesh N           the same with the mesh algorithms for every small one
+#                    and the chain (not device memory) for every large one
+#   kill N           a rank dies in a run of all-reduces (then while the
+#                    others wait): every other rank fails with
+#                    NRT_EXEC_HW_ERR_COLLECTIVES in time; then a new job on
+#                    the same instance works
+#   late N           a rank never starts: NRT_TIMEOUT (host, then in-NEFF)
+#   mismatch N       ranks disagree on a size: NRT_INVALID everywhere
+#   twojobs          two 4-rank jobs on disjoint cores of one instance at once
+#   p2p N            nrt_async_sendrecv between rank pairs
+set -u
+T=$1
+R=$2
+CASE=$3
+N=${4:-4}
+W=$(mktemp -d "${TMPDIR:-/tmp}/trnemu-coll-test.XXXXXX")
+trap 'rm -rf "$W"' EXIT
+export TRNEMU_SHM_DIR="$W/shm"
+mkdir -p "$TRNEMU_SHM_DIR"
+export TRNEMU_INSTANCE=trn2.48xlarge
+unset NEURON_LOGICAL_NC_CONFIG NEURON_RT_NUM_CORES NEURON_RT_ROOT_COMM_ID TRNEMU_INSTANCE_NAME
+export NEURON_RT_EXEC_TIMEOUT=${NEURON_RT_EXEC_TIMEOUT:-60}
+fails=0
+
+fail() {
+    echo "FAIL: $*"
+    fails=$((fails + 1))
+}
+
+# run WHAT WANT_RC LAUNCH_ARGS... -- : one launch, its exit status checked
+run() {
+    what=$1
+    want=$2
+    shift 2
+    "$T" launch --timeout 240 "$@" >"$W/out" 2>&1
+    rc=$?
+    if [ "$rc" -ne "$want" ]; then
+        fail "$what: exit status $rc, want $want"
+        cat "$W/out"
+    fi
+}
+
+case "$CASE" in
+host | neff | mismatch)
+    run "$CASE $N" 0 -n "$N" -- "$R" "$CASE"
+    ;;
+mesh)
+    # small operations by mesh whatever the CPU count: the same results
+    # (bit for bit, against the rank-order fold) as the chain gives for large
+    TRNEMU_COLL_MESH_RANKS=1024 TRNEMU_COLL_DIRECT_MIN=0x7fffffffffff \
+        run "host $N, mesh and chain" 0 -n "$N" -- "$R" host
+    TRNEMU_COLL_MESH_RANKS=1024 run "neff $N, mesh" 0 -n "$N" -- "$R" neff
+    ;;
+p2p)
+    run "p2p $N" 0 -n "$N" -- "$R" p2p
+    ;;
+late)
+    NEURON_RT_EXEC_TIMEOUT=2 run "late $N (host)" 0 -n "$N" -- "$R" late
+    NEURON_RT_EXEC_TIMEOUT=2 LATE_NEFF=1 run "late $N (neff)" 0 -n "$N" -- "$R" late
+    ;;
+kill)
+    export TRNEMU_INSTANCE_NAME="coll-kill-$$"
+    for mode in loop idle; do
+        # the launcher exits 128 + 9 for the killed rank, the only one that fails
+        KILL_MODE=$mode run "kill $N ($mode)" 137 -n "$N" -- "$R" kill
+        if grep '^trnemu launch: rank [0-9]* (pid' "$W/out" | grep -qv "rank $((N - 1)) (pid"; then
+            fail "kill $N ($mode): a survivor failed"
+            cat "$W/out"
+        fi
+    done
+    # the instance is still usable by the next job
+    run "after kill" 0 -n 2 -- "$R" host
+    ;;
+twojobs)
+    export TRNEMU_INSTANCE_NAME="coll-two-$$"
+    NEURON_RT_ROOT_COMM_ID=jobA:1 "$T" launch --timeout 240 -n 4 --first-core 0 -- \
+        sh -c "\"$R\" host && \"$R\" neff" >"$W/a" 2>&1 &
+    pa=$!
+    NEURON_RT_ROOT_COMM_ID=jobB:1 "$T" launch --timeout 240 -n 4 --first-core 8 -- \
+        sh -c "\"$R\" host && \"$R\" neff" >"$W/b" 2>&1 &
+    pb=$!
+    wait $pa || { fail "job A"; cat "$W/a"; }
+    wait $pb || { fail "job B"; cat "$W/b"; }
+    ;;
+*)
+    echo "unknown case $CASE"
+    exit 2
+    ;;
+esac
+[ "$fails" -eq 0 ] || exit 1
+echo "ok: $CASE $N"

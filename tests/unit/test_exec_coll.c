@@ -1,0 +1,304 @@
+/*
+ * test_exec_coll.c: the instructions between cores (emu/exec_coll.c),
+ * without processes: sendrecv and core_barrier between the two cores of a
+ * logical core run by one core_run, and the cross-rank collectives against
+ * a stand-in coll_iface (operand staging, size checks, status passing).
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "emu/coll_iface.h"
+#include "emu/numerics.h"
+#include "exec_harness.h"
+
+/* Two harnesses run as the two cores of one logical core. */
+struct pair {
+    struct harness *h[2];        /* core 0, core 1 */
+    struct coll_lnc lnc;         /* what they share */
+    struct coll_iface iface[2];  /* one per core */
+    uint8_t stage[4][1 << 16];   /* scratch slots */
+};
+
+static void *fake_scratch(void *user, uint32_t slot, uint64_t bytes)
+{
+    struct pair *p = user;
+    return slot < 4 && bytes <= sizeof p->stage[0] ? p->stage[slot] : NULL;
+}
+
+/* A stand-in for the other ranks: a world of 4 ranks whose inputs all equal
+ * this one's, except that the status comes from `fake_status`. */
+static NRT_STATUS fake_status;
+static struct coll_call last_call;
+
+static NRT_STATUS fake_run(void *user, const struct coll_call *call, char *err, size_t cap)
+{
+    (void)user;
+    last_call = *call;
+    if (fake_status != NRT_SUCCESS) {
+        snprintf(err, cap, "rank 3 is gone");
+        return fake_status;
+    }
+    const float *s = call->src;
+    float *d = call->dst;
+    switch (call->kind) {
+    case COLL_ALL_REDUCE:
+        for (uint64_t i = 0; i < call->count; i++)
+            d[i] = s[i] * 4;
+        break;
+    case COLL_ALL_GATHER:
+        for (uint64_t i = 0; i < call->dst_count; i++)
+            d[i] = s[i % call->count];
+        break;
+    default:
+        memset(d, 0, call->dst_count * 4);
+        break;
+    }
+    return NRT_SUCCESS;
+}
+
+static uint32_t fake_group(void *user, uint32_t group)
+{
+    (void)user;
+    return group == 0 ? 4 : 0;
+}
+
+static int setup(void **state)
+{
+    static struct pair p;
+    memset(&p.lnc, 0, sizeof p.lnc);
+    p.lnc.ncores = 2;
+    for (uint32_t c = 0; c < 2; c++) {
+        p.h[c] = harness_new(3);
+        p.iface[c] = (struct coll_iface){&p, c, &p.lnc, fake_run, fake_scratch, fake_group};
+        p.h[c]->prog.coll = &p.iface[c];
+    }
+    fake_status = NRT_SUCCESS;
+    *state = &p;
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    struct pair *p = *state;
+    harness_free(p->h[0]);
+    harness_free(p->h[1]);
+    return 0;
+}
+
+static NRT_STATUS run_pair(struct pair *p, char *report, size_t cap)
+{
+    struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
+    const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
+    struct core_run_opts opts = {10000, false, 0, false};
+    memset(&p->lnc, 0, sizeof p->lnc);
+    p->lnc.ncores = 2;
+    return core_run(cores, progs, 2, &opts, report, cap);
+}
+
+static struct isa_insn *add_sendrecv(struct harness *h, uint32_t to, uint32_t from, uint64_t dst,
+                                     uint64_t src)
+{
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, ISA_OP_sendrecv);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, dst, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, src, NUM_DT_FP32, 16);
+    in->imm[0].i = to;
+    in->imm[1].i = from;
+    return in;
+}
+
+static void fill_tile(struct harness *h, uint64_t off, float base)
+{
+    for (uint32_t p = 0; p < 4; p++)
+        for (uint32_t i = 0; i < 16; i++) {
+            float v = base + (float)(p * 16 + i);
+            memcpy(harness_sbuf_ptr(h, p, off + i * 4), &v, 4);
+        }
+}
+
+static bool tile_is(struct harness *h, uint64_t off, float base)
+{
+    for (uint32_t p = 0; p < 4; p++)
+        for (uint32_t i = 0; i < 16; i++) {
+            float v;
+            memcpy(&v, harness_sbuf_ptr(h, p, off + i * 4), 4);
+            if (v != base + (float)(p * 16 + i))
+                return false;
+        }
+    return true;
+}
+
+/* The two cores swap tiles, in place (dst == src). */
+static void test_sendrecv_swap(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    fill_tile(p->h[0], 0, 1000);
+    fill_tile(p->h[1], 0, 2000);
+    add_sendrecv(p->h[0], 1, 1, 0, 0);
+    add_sendrecv(p->h[1], 0, 0, 0, 0);
+    NRT_STATUS st0 = run_pair(p, report, sizeof report);
+    if (st0 != NRT_SUCCESS)
+        print_message("%s", report);
+    assert_int_equal(st0, NRT_SUCCESS);
+    assert_true(tile_is(p->h[0], 0, 2000));
+    assert_true(tile_is(p->h[1], 0, 1000));
+    /* a core sending to itself gets its own data back */
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    add_sendrecv(p->h[0], 0, 0, 4096, 0);
+    NRT_STATUS st = run_pair(p, report, sizeof report);
+    if (st != NRT_SUCCESS)
+        print_message("%s", report);
+    assert_int_equal(st, NRT_SUCCESS);
+    assert_true(tile_is(p->h[0], 4096, 2000));
+}
+
+/* Core 1 has no matching half: a deadlock report, not a hang. */
+static void test_sendrecv_unmatched(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    add_sendrecv(p->h[0], 1, 1, 0, 0);
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_non_null(strstr(report, "deadlock"));
+    add_sendrecv(p->h[1], 2, 0, 0, 0);  /* core 2 does not exist */
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_non_null(strstr(report, "2 physical cores"));
+}
+
+/* Core 0 reads what core 1 writes after the barrier; without it, before. */
+static void test_core_barrier(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    static float x[16], y[16], v[16];
+    for (int i = 0; i < 16; i++)
+        v[i] = (float)i + 0.5f;
+    for (int with = 0; with < 2; with++) {
+        memset(x, 0, sizeof x);
+        memset(y, 0, sizeof y);
+        for (int c = 0; c < 2; c++) {
+            harness_clear(p->h[c]);
+            if (p->h[c]->prog.nvars == 0) {
+                harness_var(p->h[c], 1, "x", x, sizeof x);
+                harness_var(p->h[c], 2, "y", y, sizeof y);
+                harness_var(p->h[c], 3, "v", v, sizeof v);
+            }
+        }
+        const int32_t d[1][2] = {{1, 16}};
+        struct isa_insn *in;
+        if (with) {
+            in = harness_add(p->h[0], ISA_ENG_SP, ISA_OP_core_barrier);
+            in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+        }
+        in = harness_add(p->h[0], ISA_ENG_SP, ISA_OP_dma_copy);  /* y = x */
+        in->ap[0] = harness_hbm(2, 0, 1, 16, NUM_DT_FP32, 1, d);
+        in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+        in = harness_add(p->h[1], ISA_ENG_SP, ISA_OP_dma_copy);  /* x = v */
+        in->ap[0] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+        in->ap[1] = harness_hbm(3, 0, 1, 16, NUM_DT_FP32, 1, d);
+        if (with) {
+            in = harness_add(p->h[1], ISA_ENG_SP, ISA_OP_core_barrier);
+            in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+        }
+        assert_int_equal(run_pair(p, report, sizeof report), NRT_SUCCESS);
+        assert_true(y[5] == (with ? 5.5f : 0.0f));
+    }
+    /* a mask naming a core the logical core lacks */
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    const int32_t d[1][2] = {{1, 16}};
+    struct isa_insn *in = harness_add(p->h[0], ISA_ENG_SP, ISA_OP_core_barrier);
+    in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+    in->imm[0].i = 5;
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+}
+
+/* all_reduce from SBUF rows (staged) into SBUF, through the interface. */
+static void test_cross_staged(void **state)
+{
+    struct pair *p = *state;
+    struct harness *h = p->h[0];
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    fill_tile(h, 0, 10);
+    struct isa_insn *in = harness_add(h, ISA_ENG_ACT, ISA_OP_all_reduce);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_SUCCESS);
+    assert_int_equal(last_call.kind, COLL_ALL_REDUCE);
+    assert_int_equal(last_call.count, 64);
+    for (uint32_t r = 0; r < 4; r++) {
+        float v;
+        memcpy(&v, harness_sbuf_ptr(h, r, 8192 + 12), 4);
+        assert_true(v == 4 * (10 + (float)(r * 16 + 3)));
+    }
+    /* all_gather needs ranks x src elements in dst */
+    harness_clear(h);
+    in = harness_add(h, ISA_ENG_SP, ISA_OP_all_gather);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_non_null(strstr(report, "ranks x src"));
+    /* dtypes must agree */
+    harness_clear(h);
+    in = harness_add(h, ISA_ENG_SP, ISA_OP_all_reduce);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_BF16, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    /* a group that does not exist */
+    harness_clear(h);
+    in = harness_add(h, ISA_ENG_SP, ISA_OP_all_reduce);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    in->imm[0].i = 7;
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_INVALID);
+}
+
+/* The interface's failure is the instruction's status, with its cause. */
+static void test_cross_failure(void **state)
+{
+    struct pair *p = *state;
+    struct harness *h = p->h[0];
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, ISA_OP_permute);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    in->imm[1].i = 1;
+    in->imm[2].i = 3;
+    fake_status = NRT_EXEC_HW_ERR_COLLECTIVES;
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_HW_ERR_COLLECTIVES);
+    assert_non_null(strstr(report, "rank 3 is gone"));
+    fake_status = NRT_SUCCESS;
+    assert_int_equal(last_call.send_to, 1);
+    assert_int_equal(last_call.recv_from, 3);
+    /* no interface at all: the run has nobody to talk to */
+    h->prog.coll = NULL;
+    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    h->prog.coll = &p->iface[0];
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_sendrecv_swap),
+        cmocka_unit_test(test_sendrecv_unmatched),
+        cmocka_unit_test(test_core_barrier),
+        cmocka_unit_test(test_cross_staged),
+        cmocka_unit_test(test_cross_failure),
+    };
+    return cmocka_run_group_tests(tests, setup, teardown);
+}
