@@ -24,6 +24,7 @@ run: build
 	$(BUILD)/tools/trnemu ls
 	$(BUILD)/tools/trnemu exec -- $(BUILD)/examples/tensor_demo
 	$(BUILD)/tools/trnemu exec -- $(BUILD)/examples/kernel_demo $(BUILD)/examples/softmax.neff
+	$(BUILD)/tools/trnemu launch -n 4 -- $(BUILD)/examples/dp_train
 
 # The whole suite: the normal build, then ASan+UBSan, then TSan on the
 # threaded tests, then a clang build that fuzzes each parser for 30 s.

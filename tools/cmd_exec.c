@@ -30,7 +30,7 @@ static int exec_self_dir(char *dir, size_t cap)
     return 0;
 }
 
-static int exec_find_lib(char *path, size_t cap)
+int tool_find_libnrt(char *path, size_t cap)
 {
     const char *env = getenv("TRNEMU_LIBNRT");
     if (env != NULL && *env != '\0') {
@@ -48,7 +48,7 @@ static int exec_find_lib(char *path, size_t cap)
     for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
         char cand[PATH_MAX + 64];
         snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
-        if (realpath(cand, path) != NULL && access(path, R_OK) == 0)
+        if (realpath(cand, path) != NULL && access(path, R_OK) == 0 && strlen(path) < cap)
             return 0;
     }
     return -1;
@@ -79,7 +79,7 @@ int cmd_exec(int argc, char **argv)
     if (first >= argc)
         return tool_usage_error("exec", "missing the command to run");
     char lib[PATH_MAX];
-    if (exec_find_lib(lib, sizeof lib) != 0) {
+    if (tool_find_libnrt(lib, sizeof lib) != 0) {
         fprintf(stderr, "trnemu exec: cannot find trnemu's libnrt.so.1 "
                         "(set TRNEMU_LIBNRT to its path)\n");
         return 1;

@@ -19,34 +19,6 @@
 #include "store/calllog_replay.h"
 #include "tools/tool.h"
 
-/* trnemu's libnrt.so.1: TRNEMU_LIBNRT, else next to this executable. */
-static int replay_find_lib(char *path, size_t cap)
-{
-    const char *env = getenv("TRNEMU_LIBNRT");
-    if (env != NULL && *env != '\0')
-        return realpath(env, path) != NULL ? 0 : -1;
-    char dir[PATH_MAX];
-    ssize_t n = readlink("/proc/self/exe", dir, sizeof dir - 1);
-    if (n <= 0)
-        return -1;
-    dir[n] = '\0';
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        return -1;
-    *slash = '\0';
-    static const char *const rel[] = {
-        "../shims/libnrt.so.1", "../lib/x86_64-linux-gnu/libnrt.so.1",
-        "../lib64/libnrt.so.1", "../lib/libnrt.so.1",
-    };
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char cand[PATH_MAX + 64];
-        snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
-        if (realpath(cand, path) != NULL && access(path, R_OK) == 0 && (size_t)strlen(path) < cap)
-            return 0;
-    }
-    return -1;
-}
-
 static int replay_usage(const char *msg)
 {
     tool_usage_error("replay", msg);
@@ -89,7 +61,7 @@ int cmd_replay(int argc, char **argv)
     if (o.path == NULL)
         return replay_usage("missing the .db file");
     if (o.libnrt == NULL && !o.list) {
-        if (replay_find_lib(lib, sizeof lib) != 0) {
+        if (tool_find_libnrt(lib, sizeof lib) != 0) {
             fprintf(stderr, "trnemu replay: cannot find trnemu's libnrt.so.1 "
                             "(set TRNEMU_LIBNRT or pass --lib)\n");
             return 3;

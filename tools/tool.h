@@ -8,6 +8,8 @@
 #ifndef TRNEMU_TOOLS_TOOL_H
 #define TRNEMU_TOOLS_TOOL_H
 
+#include <stddef.h>
+
 int cmd_ls(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
@@ -15,6 +17,11 @@ int cmd_disasm(int argc, char **argv);
 int cmd_launch(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+
+/* Absolute path of trnemu's libnrt.so.1: TRNEMU_LIBNRT when set, else the
+ * library next to this executable (build tree ../shims, install prefix
+ * ../lib, ../lib64 or ../lib/<multiarch>). 0 on success, -1 when none. */
+int tool_find_libnrt(char *path, size_t cap);
 
 /* Print a usage error for a subcommand and return 2. */
 int tool_usage_error(const char *cmd, const char *msg);
