@@ -245,7 +245,7 @@ static uint8_t *bs_make_memory(size_t n, nrt_tensor_t **t)
 
 static double bs_save(const char *path, uint32_t cs, int64_t *id)
 {
-    struct snap_db *db;
+    struct snap_db *db = NULL;
     if (rt_enter() != NRT_SUCCESS || snap_open(path, true, &db) != NRT_SUCCESS ||
         snap_set_chunk_size(db, cs) != NRT_SUCCESS)
         bench_die("bench-store", "cannot open the snapshot file");
@@ -263,7 +263,7 @@ static double bs_restore(const char *path, int64_t id)
 {
     rt_close();
     bs_init();
-    struct snap_db *db;
+    struct snap_db *db = NULL;
     struct snap_handle_map map;
     if (rt_enter() != NRT_SUCCESS || snap_open(path, false, &db) != NRT_SUCCESS)
         bench_die("bench-store", "cannot open the snapshot file");
