@@ -253,25 +253,83 @@ static bool coll_slot_live(const struct coll_slot *s)
     return pid != 0 && instance_pid_alive(pid, s->start_time);
 }
 
+/* ---- one mapping per file and process --------------------------------------------
+ * Ranks of one job that are threads of one process share a single mapping
+ * of the file: they then touch the same addresses, as their atomics and
+ * channel bytes really are shared (with a mapping per rank ThreadSanitizer
+ * could not tell, and every rank would pay for its own page tables). */
+
+/* A mapping of a shared file, with the communicators that use it. */
+struct coll_mapping {
+    struct coll_mapping *next; /* list of the process's mappings */
+    dev_t dev;                 /* the file's device ... */
+    ino_t ino;                 /* ... and inode */
+    uint64_t bytes;            /* bytes mapped */
+    uint8_t *p;                /* the mapping */
+    uint32_t users;            /* communicators using it */
+};
+
+static pthread_mutex_t coll_map_lock = PTHREAD_MUTEX_INITIALIZER; /* guards coll_maps */
+static struct coll_mapping *coll_maps;  /* every mapping of the process */
+
+/* The process's mapping of c's file at that size, made on first use. */
+static uint8_t *coll_mapping_get(const struct coll_comm *c, uint64_t bytes)
+{
+    pthread_mutex_lock(&coll_map_lock);
+    struct coll_mapping *mp = coll_maps;
+    while (mp != NULL && !(mp->dev == c->dev && mp->ino == c->ino && mp->bytes == bytes))
+        mp = mp->next;
+    if (mp == NULL && (mp = calloc(1, sizeof *mp)) != NULL) {
+        void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
+        if (p == MAP_FAILED) {
+            free(mp);
+            mp = NULL;
+        } else {
+            *mp = (struct coll_mapping){coll_maps, c->dev, c->ino, bytes, p, 0};
+            coll_maps = mp;
+        }
+    }
+    if (mp != NULL)
+        mp->users++;
+    pthread_mutex_unlock(&coll_map_lock);
+    return mp != NULL ? mp->p : NULL;
+}
+
+/* Drop one use of the mapping at p; the last user unmaps it. */
+static void coll_mapping_put(uint8_t *p)
+{
+    pthread_mutex_lock(&coll_map_lock);
+    struct coll_mapping **pp = &coll_maps;
+    while (*pp != NULL && (*pp)->p != p)
+        pp = &(*pp)->next;
+    struct coll_mapping *mp = *pp;
+    if (mp != NULL && --mp->users == 0) {
+        *pp = mp->next;
+        munmap(mp->p, mp->bytes);
+        free(mp);
+    }
+    pthread_mutex_unlock(&coll_map_lock);
+}
+
 static void coll_unmap(struct coll_comm *c)
 {
     if (c->map != NULL)
-        munmap(c->map, c->map_bytes);
+        coll_mapping_put(c->map);
     c->map = NULL;
     c->ctl = NULL;
 }
 
 static NRT_STATUS coll_map(struct coll_comm *c, uint64_t bytes)
 {
-    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
-    if (p == MAP_FAILED) {
+    uint8_t *p = coll_mapping_get(c, bytes);
+    if (p == NULL) {
         LOG_ERROR("NCCL", "cannot map %" PRIu64 " bytes of %s: %s", bytes, c->path,
                   strerror(errno));
         return NRT_RESOURCE;
     }
     c->map = p;
     c->map_bytes = bytes;
-    c->ctl = p;
+    c->ctl = (struct coll_ctl *)p;
     c->slots = (struct coll_slot *)(c->map + c->lay.slots);
     c->bells = (struct chan_bell *)(c->map + c->lay.bells);
     c->posts = (struct coll_post *)(c->map + c->lay.posts);

@@ -386,7 +386,9 @@ NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor
     struct vnc_info *vi = &mach->vncs[m->gvnc];
     struct exec_job job = {m, &b, repeat};
     pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+    machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, &job);
+    machine_mem_leave(mach);
     pthread_mutex_unlock(&vi->exec_lock);
     if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
         atomic_fetch_add(&m->executions, repeat);

@@ -73,12 +73,24 @@ static NRT_STATUS machine_vncs_init(struct machine *m)
     return NRT_SUCCESS;
 }
 
+/* The quiesce lock prefers writers: a snapshot waits only for the
+ * executions already running, not for ones that start after it asked. */
+static void machine_quiesce_init(struct machine *m)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&m->quiesce, &attr);
+    pthread_rwlockattr_destroy(&attr);
+}
+
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out)
 {
     struct machine *m = calloc(1, sizeof *m);
     if (m == NULL)
         return NRT_RESOURCE;
     m->cfg = *cfg;
+    machine_quiesce_init(m);
     uint32_t nchips = cfg->profile->chips;
     m->chips = calloc(nchips, sizeof *m->chips);
     m->vncs = calloc(cfg->total_vncs, sizeof *m->vncs);
@@ -121,6 +133,7 @@ void machine_destroy(struct machine *m)
         }
     free(m->vncs);
     instance_detach(m->inst);
+    pthread_rwlock_destroy(&m->quiesce);
     free(m);
 }
 
@@ -193,6 +206,16 @@ NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct 
     }
     *out = vi->cores[i];
     return NRT_SUCCESS;
+}
+
+void machine_mem_enter(struct machine *m)
+{
+    pthread_rwlock_rdlock(&m->quiesce);
+}
+
+void machine_mem_leave(struct machine *m)
+{
+    pthread_rwlock_unlock(&m->quiesce);
 }
 
 const char *machine_instance_dir(const struct machine *m)

@@ -66,6 +66,7 @@ struct machine {
     struct chip *chips;         /* cfg.profile->chips entries */
     struct vnc_info *vncs;      /* cfg.total_vncs entries, machine-wide ids */
     struct instance *inst;      /* the shared instance this process attached to */
+    pthread_rwlock_t quiesce;   /* executions read-lock, a snapshot write-locks */
 };
 
 /* A range of one chip's HBM held by an owner (tensor, model constant ...). */
@@ -106,6 +107,14 @@ bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len);
 
 /* Host address of a block's first byte. */
 uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);
+
+/* Whatever changes device or tensor memory (an execution, a tensor write,
+ * copy or memset, a model's constants) holds the machine's quiesce lock
+ * for reading while it runs, so a snapshot (state_quiesce, the writer)
+ * never reads it half done. Never nested (the lock prefers writers), never
+ * from inside an execution or a snapshot. */
+void machine_mem_enter(struct machine *m);
+void machine_mem_leave(struct machine *m);
 
 /* Directory holding the shared instance's files (devices/instance.h). */
 const char *machine_instance_dir(const struct machine *m);

@@ -421,7 +421,13 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
     m->runnable = neff_model_is_trnemu(m->neff);
     m->nsgs = m->neff->n_sgs;
     m->sgs = calloc(m->nsgs ? m->nsgs : 1, sizeof *m->sgs);
-    st = m->sgs == NULL ? NRT_RESOURCE : model_place(m);
+    if (m->sgs == NULL) {
+        st = NRT_RESOURCE;
+    } else {
+        machine_mem_enter(rt_machine());  /* constants land whole in a snapshot */
+        st = model_place(m);
+        machine_mem_leave(rt_machine());
+    }
     if (st == NRT_SUCCESS)
         st = model_keep_bytes(m, bytes, size);
     if (st == NRT_SUCCESS) {

@@ -102,16 +102,17 @@ void state_release(struct state_view *v)
     memset(v, 0, sizeof *v);
 }
 
+/* One machine-wide lock, not every VNC's exec_lock: a trn2.48xlarge has
+ * up to 128 VNCs, and holding that many mutexes at once is more than
+ * ThreadSanitizer's deadlock detector can follow (64 per thread). */
 void state_quiesce(struct machine *m)
 {
-    for (uint32_t g = 0; g < m->cfg.total_vncs; g++)
-        pthread_mutex_lock(&m->vncs[g].exec_lock);
+    pthread_rwlock_wrlock(&m->quiesce);
 }
 
 void state_resume(struct machine *m)
 {
-    for (uint32_t g = m->cfg.total_vncs; g-- > 0;)
-        pthread_mutex_unlock(&m->vncs[g].exec_lock);
+    pthread_rwlock_unlock(&m->quiesce);
 }
 
 /* ---- HBM --------------------------------------------------------------- */

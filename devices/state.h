@@ -53,8 +53,9 @@ struct machine *state_machine(void);
 NRT_STATUS state_capture(struct state_view *v);
 void state_release(struct state_view *v);
 
-/* Hold every VNC's execution lock (in VNC order), so that no execution
- * changes memory while a snapshot reads it; and let go again. */
+/* Stop executions: take the machine's quiesce lock for writing (every
+ * execution holds it for reading), so that no execution changes memory
+ * while a snapshot reads it; and let go again. */
 void state_quiesce(struct machine *m);
 void state_resume(struct machine *m);
 

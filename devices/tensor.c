@@ -5,6 +5,7 @@
  * Locking: every field of a tensor is read and written under handle_lock(),
  * together with the registry check, and a pin takes a storage reference, so
  * bytes are moved outside the lock while the storage cannot disappear.
+ * Writes of bytes hold machine_mem_enter (a snapshot waits for them).
  */
 #include "devices/tensor.h"
 
@@ -321,8 +322,11 @@ NRT_STATUS tensor_write(nrt_tensor_t *t, const void *buf, size_t offset, size_t 
     if (st != NRT_SUCCESS)
         return st;
     st = tensor_range_check(&v, "write", offset, size, v.name);
-    if (st == NRT_SUCCESS && size > 0)
+    if (st == NRT_SUCCESS && size > 0) {
+        machine_mem_enter(rt_machine());
         memcpy(v.va + offset, buf, size);
+        machine_mem_leave(rt_machine());
+    }
     tensor_unpin(&v);
     return st;
 }
@@ -334,8 +338,11 @@ NRT_STATUS tensor_memset(nrt_tensor_t *t, uint64_t offset, int value, size_t siz
     if (st != NRT_SUCCESS)
         return st;
     st = tensor_range_check(&v, "memset", offset, size, v.name);
-    if (st == NRT_SUCCESS && size > 0)
+    if (st == NRT_SUCCESS && size > 0) {
+        machine_mem_enter(rt_machine());
         memset(v.va + offset, value, size);
+        machine_mem_leave(rt_machine());
+    }
     tensor_unpin(&v);
     return st;
 }
@@ -369,8 +376,11 @@ NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *ds
         st = tensor_range_check(&s, "copy source", src_off, size, s.name);
     if (st == NRT_SUCCESS)
         st = tensor_range_check(&d, "copy destination", dst_off, size, d.name);
-    if (st == NRT_SUCCESS && size > 0)
+    if (st == NRT_SUCCESS && size > 0) {
+        machine_mem_enter(rt_machine());
         memmove(d.va + dst_off, s.va + src_off, size);
+        machine_mem_leave(rt_machine());
+    }
     tensor_unpin(&d);
     tensor_unpin(&s);
     return st;
@@ -431,8 +441,12 @@ NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool writ
             break;
         st = tensor_batch_check(&batches[pinned], &views[pinned], pinned);
     }
+    if (st == NRT_SUCCESS && write)
+        machine_mem_enter(rt_machine());
     for (uint64_t i = 0; st == NRT_SUCCESS && i < n; i++)
         tensor_batch_move(&batches[i], &views[i], write);
+    if (st == NRT_SUCCESS && write)
+        machine_mem_leave(rt_machine());
     for (uint64_t i = 0; i < pinned; i++)
         tensor_unpin(&views[i]);
     free(views);

@@ -141,7 +141,18 @@ static void init_mlp(struct mlp *m)
 
 /* acc[n] = fmaf(a, row[n], acc[n]) for n < len: one step of a Tensor
  * engine chain for a whole row of outputs. */
-#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 6)
+/* Not under ThreadSanitizer: the clones' resolver runs while the program
+ * is relocated, before the TSan runtime is up, and its instrumented entry
+ * crashes there. */
+#if defined(__has_feature)
+#if __has_feature(thread_sanitizer)
+#define DP_TSAN 1
+#endif
+#endif
+#if defined(__SANITIZE_THREAD__)
+#define DP_TSAN 1
+#endif
+#if defined(__x86_64__) && (defined(__clang__) || __GNUC__ >= 6) && !defined(DP_TSAN)
 __attribute__((target_clones("fma", "default")))  /* same bits, without a call per element */
 #endif
 static void fma_row(float *acc, float a, const float *row, int len)

@@ -117,8 +117,9 @@ static bool ck_configure(void)
                (rec != NULL && *rec != '\0');
     if (any)
         ck_arm_signal();
+    bool per_exec = ck_err_path != NULL || ck_at > 0; /* read under the lock */
     pthread_mutex_unlock(&ck_lock);
-    return ck_err_path != NULL || ck_at > 0;
+    return per_exec;
 }
 
 static bool ck_prepare(const char *path)

@@ -9,6 +9,7 @@
 #include "store/chunk.h"
 
 #include <lz4.h>
+#include <stdatomic.h>
 #include <string.h>
 #include <xxhash.h>
 
@@ -109,12 +110,17 @@ __attribute__((target("ssse3"))) static size_t chunk_unshuffle4_x86(uint8_t *d, 
     return i;
 }
 
+/* Asked once, by whichever store worker thread gets there first: an atomic
+ * (relaxed: every thread computes the same answer). */
 static bool chunk_have_ssse3(void)
 {
-    static int have = -1;
-    if (have < 0)
-        have = __builtin_cpu_supports("ssse3") ? 1 : 0;
-    return have == 1;
+    static _Atomic int have = -1;
+    int h = atomic_load_explicit(&have, memory_order_relaxed);
+    if (h < 0) {
+        h = __builtin_cpu_supports("ssse3") ? 1 : 0;
+        atomic_store_explicit(&have, h, memory_order_relaxed);
+    }
+    return h == 1;
 }
 #endif
 

@@ -137,7 +137,7 @@ struct cstore_item {
     int codec;             /* encoding */
     size_t len;            /* encoded bytes */
     uint8_t *enc;          /* encoded bytes (in the batch's arena) */
-    uint8_t *tmp;          /* n bytes of scratch (in the batch's scratch) */
+    uint8_t *tmp;          /* scratch (in the batch's): restore n bytes, save 2n */
     NRT_STATUS st;         /* restore: decode and hash check */
     bool io_failed;        /* restore: st is a failed write, not a bad chunk */
 };
@@ -289,7 +289,13 @@ static NRT_STATUS cstore_prepare_save(struct cstore *cs)
     return st == NRT_SUCCESS ? cstore_set_load(cs) : st;
 }
 
-/* Worker: zero test, hash, and (for a chunk the file lacks) encoding. */
+/* Worker: zero test, hash, and (for a chunk the file lacks) encoding. A
+ * chunk to store is hashed again and encoded from one private copy (the
+ * item's tmp holds the copy, then n bytes of scratch): memory that changes
+ * during the save (a program writing through a tensor's address, a host
+ * collective on another thread, a tensor freed meanwhile) then still gives
+ * stored bytes that are exactly those their hash names, never a chunk that
+ * poisons the store. A chunk the file has is only linked by its hash. */
 static void cstore_save_item(void *arg, size_t i)
 {
     struct cstore_batch *b = arg;
@@ -299,9 +305,15 @@ static void cstore_save_item(void *arg, size_t i)
         return;
     chunk_hash_of(it->src, it->n, &it->h);
     it->id = cstore_set_find(b->cs->known, &it->h);
+    if (it->id >= 0)
+        return;
+    uint8_t *copy = it->tmp, *scratch = it->tmp + it->n;
+    memcpy(copy, it->src, it->n);
+    chunk_hash_of(copy, it->n, &it->h);
+    it->id = cstore_set_find(b->cs->known, &it->h);
     if (it->id < 0)
-        it->len = chunk_encode(it->src, it->n, (enum chunk_policy)b->cs->db->policy, it->enc,
-                               chunk_bound(it->n), it->tmp, &it->codec);
+        it->len = chunk_encode(copy, it->n, (enum chunk_policy)b->cs->db->policy, it->enc,
+                               chunk_bound(it->n), scratch, &it->codec);
 }
 
 /* The row id of a chunk this batch found new: another item of the file
@@ -438,9 +450,10 @@ NRT_STATUS cstore_save_range(struct cstore *cs, int64_t snap, int64_t region, co
             if (touched && !cstore_resident(vec, vbase, base + c, n, pg))
                 continue;
             struct cstore_batch *b = cs->b[sv.cur];
-            if (!cstore_batch_fits(b, chunk_bound(n), n) && (st = cstore_save_step(cs, &sv)) != NRT_SUCCESS)
+            if (!cstore_batch_fits(b, chunk_bound(n), 2 * n) &&
+                (st = cstore_save_step(cs, &sv)) != NRT_SUCCESS)
                 break;
-            struct cstore_item *it = cstore_batch_add(cs->b[sv.cur], chunk_bound(n), n);
+            struct cstore_item *it = cstore_batch_add(cs->b[sv.cur], chunk_bound(n), 2 * n);
             it->src = base + c;
             it->off = c;
             it->n = n;

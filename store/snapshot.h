@@ -44,8 +44,9 @@ void snap_close(struct snap_db *db);
  * call log this snapshot precedes (-1 if none). Executions running at the
  * same time are not stopped (see snap_save_quiesced). */
 NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, int64_t *id_out);
-/* snap_save with every VNC's execution lock held: no execution changes
- * memory during the save. Not from inside an execution. */
+/* snap_save with executions stopped (state_quiesce: it waits for the
+ * running ones to end): no execution changes memory during the save. Not
+ * from inside an execution. */
 NRT_STATUS snap_save_quiesced(struct snap_db *db, const char *reason, int64_t call_seq,
                               int64_t *id_out);
 

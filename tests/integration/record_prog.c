@@ -6,12 +6,20 @@
  *   ok       the same kernel on 2.0: success
  *   signal   raises SIGUSR1 between calls and executes twice
  *   threads  two threads writing, copying and reading their own tensors
+ *   exec_threads  two threads executing the kernel (on VNCs 0 and 1, one
+ *            run of log(-1) among them) while the main thread raises
+ *            SIGUSR1 and saves snapshots (trnemu_snapshot_save into the
+ *            file in argv[2]): snapshots stop executions (the threads
+ *            suite runs it under TSan, with TRNEMU_RECORD,
+ *            TRNEMU_SNAPSHOT_AT and TRNEMU_SNAPSHOT_ON_ERROR set)
  *   misc     batches, memset, slices, host tensors, queries, failing calls
  * Exit 0 when every call returned what the scenario expects.
  */
 #include <math.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +28,7 @@
 #include "nrt/nrt_experimental.h"
 #include "trnemu/trnemu.h"
 
-static int failures;
+static _Atomic int failures; /* threads count theirs too */
 
 static void expect(NRT_STATUS got, NRT_STATUS want, const char *what)
 {
@@ -30,8 +38,8 @@ static void expect(NRT_STATUS got, NRT_STATUS want, const char *what)
     }
 }
 
-/* A [128, 4] f32 kernel y = log(x). */
-static nrt_model_t *build_log_kernel(void)
+/* A [128, 4] f32 kernel y = log(x), loaded on VNCs vnc.. (count, -1: all). */
+static nrt_model_t *build_log_kernel_on(int32_t vnc, int32_t count)
 {
     static const char *const lines[] = {
         "sp.dma_copy dst=sbuf[0:128, 0, [1,4]]:f32 src=hbm:x[[4,128], 0, [1,4]]:f32 signal=s0+=1",
@@ -53,22 +61,27 @@ static nrt_model_t *build_log_kernel(void)
             exit(2);
     if (trnemu_kernel_write(k, &bytes, &size) != NRT_SUCCESS)
         exit(2);
-    expect(nrt_load(bytes, size, 0, -1, &m), NRT_SUCCESS, "nrt_load");
+    expect(nrt_load(bytes, size, vnc, count, &m), NRT_SUCCESS, "nrt_load");
     trnemu_kernel_buffer_free(bytes);
     trnemu_kernel_free(k);
     return m;
 }
 
-/* Run the log kernel on x = xval; return the status. */
-static NRT_STATUS run_log(nrt_model_t *m, float xval, float *y0)
+static nrt_model_t *build_log_kernel(void)
+{
+    return build_log_kernel_on(0, -1);
+}
+
+/* Run the log kernel (tensors on VNC vnc) on x = xval; return the status. */
+static NRT_STATUS run_log_on(nrt_model_t *m, int vnc, float xval, float *y0)
 {
     float x[128 * 4], y[128 * 4];
     for (int i = 0; i < 128 * 4; i++)
         x[i] = xval + (float)i * 0.001f;
     nrt_tensor_t *tx = NULL, *ty = NULL;
     nrt_tensor_set_t *in = NULL, *out = NULL;
-    expect(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof x, "x", &tx), NRT_SUCCESS, "alloc x");
-    expect(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof y, "y", &ty), NRT_SUCCESS, "alloc y");
+    expect(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, vnc, sizeof x, "x", &tx), NRT_SUCCESS, "alloc x");
+    expect(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, vnc, sizeof y, "y", &ty), NRT_SUCCESS, "alloc y");
     expect(nrt_tensor_write(tx, x, 0, sizeof x), NRT_SUCCESS, "write x");
     expect(nrt_allocate_tensor_set(&in), NRT_SUCCESS, "set in");
     expect(nrt_allocate_tensor_set(&out), NRT_SUCCESS, "set out");
@@ -82,6 +95,11 @@ static NRT_STATUS run_log(nrt_model_t *m, float xval, float *y0)
     nrt_destroy_tensor_set(&in);
     nrt_destroy_tensor_set(&out);
     return st;
+}
+
+static NRT_STATUS run_log(nrt_model_t *m, float xval, float *y0)
+{
+    return run_log_on(m, 0, xval, y0);
 }
 
 static void scenario_kernel(float xval, NRT_STATUS want, int signal_between)
@@ -129,6 +147,39 @@ static void scenario_threads(void)
         pthread_join(t[i], NULL);
 }
 
+/* One executing thread: its own model on VNC id - 1, four runs. */
+static void *exec_body(void *arg)
+{
+    int id = (int)(intptr_t)arg;
+    nrt_model_t *m = build_log_kernel_on(id - 1, 1);
+    for (int round = 0; round < 4; round++) {
+        bool bad = id == 2 && round == 1;  /* one failing execution */
+        float y0 = 0;
+        expect(run_log_on(m, id - 1, bad ? -1.0f : 2.0f, &y0),
+               bad ? NRT_EXEC_COMPLETED_WITH_NUM_ERR : NRT_SUCCESS, "threaded nrt_execute");
+        if (!bad && !(fabsf(y0 - logf(2.0f)) < 1e-5f))
+            failures++;
+    }
+    expect(nrt_unload(m), NRT_SUCCESS, "nrt_unload");
+    return NULL;
+}
+
+static void scenario_exec_threads(const char *snap_file)
+{
+    pthread_t t[2];
+    remove(snap_file);  /* a new file each run */
+    for (int i = 0; i < 2; i++)
+        pthread_create(&t[i], NULL, exec_body, (void *)(intptr_t)(i + 1));
+    for (int i = 0; i < 2; i++) {
+        raise(SIGUSR1);  /* a snapshot at the next call of some thread */
+        int64_t id = -1;
+        expect(trnemu_snapshot_save(snap_file, "threads", &id), NRT_SUCCESS,
+               "trnemu_snapshot_save");
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(t[i], NULL);
+}
+
 static void scenario_misc(void)
 {
     uint32_t n = 0;
@@ -159,8 +210,8 @@ static void scenario_misc(void)
 
 int main(int argc, char **argv)
 {
-    if (argc != 2) {
-        fprintf(stderr, "usage: record_prog nan|ok|signal|threads|misc\n");
+    if (argc != 2 && !(argc == 3 && strcmp(argv[1], "exec_threads") == 0)) {
+        fprintf(stderr, "usage: record_prog nan|ok|signal|threads|misc|exec_threads FILE\n");
         return 2;
     }
     expect(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS, "nrt_init");
@@ -174,6 +225,8 @@ int main(int argc, char **argv)
         scenario_threads();
     else if (strcmp(argv[1], "misc") == 0)
         scenario_misc();
+    else if (strcmp(argv[1], "exec_threads") == 0)
+        scenario_exec_threads(argv[2]);
     else
         return 2;
     nrt_close();
