@@ -92,25 +92,36 @@ static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_
     return NRT_SUCCESS;
 }
 
+/* Is name short enough to keep? (one log line when not) */
+static bool tensor_set_name_ok(const char *name)
+{
+    if (strnlen(name, TENSOR_SET_NAME_MAX) < TENSOR_SET_NAME_MAX)
+        return true;
+    LOG_ERROR("NRT", "tensor name longer than %d bytes", TENSOR_SET_NAME_MAX - 1);
+    return false;
+}
+
+/* Point entry name of p at t, adding it when new. Caller holds handle_lock(). */
+static NRT_STATUS tensor_set_put(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
+{
+    struct tensor_set_entry *e = tensor_set_find(p, name);
+    if (e == NULL)
+        return tensor_set_append(p, name, t);
+    e->t = t;
+    return NRT_SUCCESS;
+}
+
 NRT_STATUS tensor_set_add(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
 {
-    if (strnlen(name, TENSOR_SET_NAME_MAX) == TENSOR_SET_NAME_MAX) {
-        LOG_ERROR("NRT", "tensor name longer than %d bytes", TENSOR_SET_NAME_MAX - 1);
+    if (!tensor_set_name_ok(name))
         return NRT_INVALID;
-    }
     handle_lock();
     NRT_STATUS st = NRT_INVALID;
     if (!tensor_set_check(p)) {
     } else if (!handle_has(t, HANDLE_TENSOR)) {
         LOG_ERROR("NRT", "tensor '%s': %p is not a live tensor", name, (void *)t);
     } else {
-        struct tensor_set_entry *e = tensor_set_find(p, name);
-        if (e != NULL) {
-            e->t = t;
-            st = NRT_SUCCESS;
-        } else {
-            st = tensor_set_append(p, name, t);
-        }
+        st = tensor_set_put(p, name, t);
     }
     handle_unlock();
     return st;
@@ -234,21 +245,10 @@ void tensor_set_records_free(struct tensor_set_record *r, size_t n)
 
 NRT_STATUS tensor_set_restore_entry(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
 {
-    if (strnlen(name, TENSOR_SET_NAME_MAX) == TENSOR_SET_NAME_MAX) {
-        LOG_ERROR("NRT", "tensor name longer than %d bytes", TENSOR_SET_NAME_MAX - 1);
+    if (!tensor_set_name_ok(name))
         return NRT_INVALID;
-    }
     handle_lock();
-    NRT_STATUS st = NRT_INVALID;
-    if (tensor_set_check(p)) {
-        struct tensor_set_entry *e = tensor_set_find(p, name);
-        if (e != NULL) {
-            e->t = t;
-            st = NRT_SUCCESS;
-        } else {
-            st = tensor_set_append(p, name, t);
-        }
-    }
+    NRT_STATUS st = tensor_set_check(p) ? tensor_set_put(p, name, t) : NRT_INVALID;
     handle_unlock();
     return st;
 }
