@@ -249,12 +249,16 @@ NRT_STATUS chan_wait(struct chan_waiter *w, uint32_t seen)
     return chan_wait_check(w, quiet, slice);
 }
 
-NRT_STATUS chan_send(struct chan *c, const void *buf, uint64_t n, struct chan_waiter *w)
+/* Move n bytes through c (send: from buf into the ring; else out of it
+ * into buf), waiting on w whenever the ring is full or empty. */
+static NRT_STATUS chan_move(struct chan *c, uint8_t *buf, uint64_t n, struct chan_waiter *w,
+                            bool send)
 {
     uint64_t done = 0;
     while (done < n) {
         uint32_t seen = chan_bell_seen(w->bell);
-        uint64_t k = chan_put(c, (const uint8_t *)buf + done, n - done, 1);
+        uint64_t k = send ? chan_put(c, buf + done, n - done, 1)
+                          : chan_get(c, buf + done, n - done, 1);
         done += k;
         if (k == 0) {
             NRT_STATUS st = chan_wait(w, seen);
@@ -265,18 +269,13 @@ NRT_STATUS chan_send(struct chan *c, const void *buf, uint64_t n, struct chan_wa
     return NRT_SUCCESS;
 }
 
+NRT_STATUS chan_send(struct chan *c, const void *buf, uint64_t n, struct chan_waiter *w)
+{
+    /* chan_move only reads buf when sending. */
+    return chan_move(c, (uint8_t *)(uintptr_t)buf, n, w, true);
+}
+
 NRT_STATUS chan_recv(struct chan *c, void *buf, uint64_t n, struct chan_waiter *w)
 {
-    uint64_t done = 0;
-    while (done < n) {
-        uint32_t seen = chan_bell_seen(w->bell);
-        uint64_t k = chan_get(c, (uint8_t *)buf + done, n - done, 1);
-        done += k;
-        if (k == 0) {
-            NRT_STATUS st = chan_wait(w, seen);
-            if (st != NRT_SUCCESS)
-                return st;
-        }
-    }
-    return NRT_SUCCESS;
+    return chan_move(c, buf, n, w, false);
 }

@@ -105,6 +105,19 @@ static sqlite3_stmt *snap_query(struct snap_restorer *rs, const char *sql)
     return s;
 }
 
+/* Run one of this snapshot's queries and hand each row to fn, stopping at
+ * the first status that is not NRT_SUCCESS. */
+static NRT_STATUS snap_each(struct snap_restorer *rs, const char *sql,
+                            NRT_STATUS (*fn)(struct snap_restorer *rs, sqlite3_stmt *s))
+{
+    sqlite3_stmt *s = snap_query(rs, sql);
+    NRT_STATUS st = s ? NRT_SUCCESS : NRT_INVALID;
+    while (snap_next(rs, s, &st))
+        st = fn(rs, s);
+    sqlite3_finalize(s);
+    return st;
+}
+
 /* ---- the snapshot row -------------------------------------------------- */
 
 static NRT_STATUS snap_check_config(struct snap_restorer *rs, const char *profile, int64_t lnc,
@@ -397,13 +410,9 @@ static NRT_STATUS snap_tensor_one(struct snap_restorer *rs, sqlite3_stmt *s)
 
 static NRT_STATUS snap_tensors(struct snap_restorer *rs)
 {
-    sqlite3_stmt *s = snap_query(rs, "SELECT handle, name, placement, vnc, size, storage, off,"
-                                     " completions FROM tensor WHERE snap=?1 ORDER BY handle");
-    NRT_STATUS st = s ? NRT_SUCCESS : NRT_INVALID;
-    while (snap_next(rs, s, &st))
-        st = snap_tensor_one(rs, s);
-    sqlite3_finalize(s);
-    return st;
+    return snap_each(rs, "SELECT handle, name, placement, vnc, size, storage, off,"
+                         " completions FROM tensor WHERE snap=?1 ORDER BY handle",
+                     snap_tensor_one);
 }
 
 /* The restored tensor of an old handle, of kind HANDLE_TENSOR. */
@@ -529,13 +538,8 @@ static NRT_STATUS snap_core_one(struct snap_restorer *rs, sqlite3_stmt *s)
 
 static NRT_STATUS snap_cores(struct snap_restorer *rs)
 {
-    sqlite3_stmt *s = snap_query(rs, "SELECT vnc, idx, gen, state, sbuf, psum FROM core "
-                                     "WHERE snap=?1 ORDER BY vnc, idx");
-    NRT_STATUS st = s ? NRT_SUCCESS : NRT_INVALID;
-    while (snap_next(rs, s, &st))
-        st = snap_core_one(rs, s);
-    sqlite3_finalize(s);
-    return st;
+    return snap_each(rs, "SELECT vnc, idx, gen, state, sbuf, psum FROM core "
+                         "WHERE snap=?1 ORDER BY vnc, idx", snap_core_one);
 }
 
 /* ---- the whole restore ------------------------------------------------- */
