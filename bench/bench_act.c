@@ -18,8 +18,8 @@
 #include <time.h>
 
 #include "bench/bench_util.h"
-#include "emu/core.h"
-#include "emu/numerics.h"
+#include "emu/core/core.h"
+#include "emu/num/numerics.h"
 
 #define ROWS 128
 #define COLS 8192

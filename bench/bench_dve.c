@@ -21,7 +21,7 @@
 #include <time.h>
 
 #include "bench/bench_util.h"
-#include "emu/core.h"
+#include "emu/core/core.h"
 
 #define ROWS 128
 #define COLS 8192

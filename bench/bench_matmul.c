@@ -3,7 +3,7 @@
  * against OpenBLAS cblas_sgemm (fp32, same shape, one thread) in the same
  * run.
  *
- * The kernel is a hand-built core program (emu/core.h) on one emulated
+ * The kernel is a hand-built core program (emu/core/core.h) on one emulated
  * NeuronCore-v2, run by the real scheduler. HBM holds lhsT [K x M] and
  * rhs [K x N] in bf16 and C [M x N] in fp32. The PE stream, for each
  * 512-column panel of rhs, DMAs the panel into SBUF, then for each
@@ -26,10 +26,10 @@
 
 #include <cblas.h>
 
-#include "emu/ap.h"
-#include "emu/core.h"
-#include "emu/numerics.h"
-#include "emu/pe_matmul.h"
+#include "emu/core/ap.h"
+#include "emu/core/core.h"
+#include "emu/num/numerics.h"
+#include "emu/engines/pe_matmul.h"
 
 #define DIM 4096u              /* M = N = K */
 #define TK 128u                /* contraction per nc_matmul */

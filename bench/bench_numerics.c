@@ -12,7 +12,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 #define N_ELEMS ((size_t)8 << 20) /* 32 MiB of fp32 */
 #define REPS 7

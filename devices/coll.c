@@ -28,7 +28,7 @@
 
 #include "devices/instance.h"
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 #define COLL_RING_CAP_DEFAULT (1u << 20)   /* ring channel r -> r+1 */
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */

@@ -32,7 +32,7 @@
 
 #include "devices/coll_reduce.h"
 #include "devices/machine.h"
-#include "emu/coll_iface.h"
+#include "emu/core/coll_iface.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_status.h"

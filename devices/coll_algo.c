@@ -36,7 +36,7 @@
 
 #include "devices/coll_int.h"
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 /* What a receive (or local step) does with its data. */
 enum coll_sink {

@@ -24,7 +24,7 @@
 
 #include "devices/coll_int.h"
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 #define COLL_DIRECT_BLOCK (32u << 10)  /* bytes folded at a time (stays in cache) */
 #define COLL_NO_CHIP UINT32_MAX

@@ -18,7 +18,7 @@
 #include "devices/runtime.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 #include "nrt/nrt_async.h"
 
 /* A prepared collective (nrt_cc_context_t). */

@@ -9,7 +9,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 #define COLL_BLOCK 512  /* narrow-float elements widened at a time */
 

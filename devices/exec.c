@@ -16,7 +16,7 @@
 #include "devices/tensor_set.h"
 #include "devices/worker.h"
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 #include "nrt/nrt_status.h"
 
 /* Default execution time limit: the emulator runs slower than hardware. */

@@ -25,7 +25,7 @@
 #include "devices/hbm_alloc.h"
 #include "devices/instance.h"
 #include "devices/worker.h"
-#include "emu/core.h"
+#include "emu/core/core.h"
 
 #define MACHINE_MAX_STACKS 8
 #define MACHINE_MAX_LNC 2

@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 #include "devices/machine.h"
-#include "emu/core.h"
-#include "emu/isa.h"
-#include "emu/neff_model.h"
+#include "emu/core/core.h"
+#include "emu/isa/isa.h"
+#include "emu/neff/neff_model.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 

@@ -1,6 +1,6 @@
 /*
  * trnemu_builder.c: the exported C builder API for trnemu kernels
- * (abi/trnemu/trnemu_build.h), a thin layer over the assembler (emu/asm.h):
+ * (abi/trnemu/trnemu_build.h), a thin layer over the assembler (emu/isa/asm.h):
  * every call checks its arguments, feeds the assembler, and logs one line
  * when it fails.
  */
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/asm.h"
+#include "emu/isa/asm.h"
 #include "shims/shim.h"
 #include "trnemu/trnemu.h"
 

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emu/core.h"
+#include "emu/core/core.h"
 #include "nrt/nrt_status.h"
 
 /* Bytes of the blob of this build. */

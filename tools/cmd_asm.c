@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/asm.h"
+#include "emu/isa/asm.h"
 #include "tools/tool.h"
 
 #define ASM_MAX_INCLUDES 64

@@ -12,8 +12,8 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "emu/asm.h"
-#include "emu/disasm.h"
+#include "emu/isa/asm.h"
+#include "emu/isa/disasm.h"
 #include "tools/tool.h"
 
 /* Where --const-dir puts constants, and how the .s names them. */

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/npy.h"
-#include "emu/numerics.h"
+#include "emu/neff/npy.h"
+#include "emu/num/numerics.h"
 #include "nrt/nrt.h"
 #include "store/snap_query.h"
 #include "tools/tool.h"

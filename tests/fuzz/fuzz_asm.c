@@ -1,6 +1,6 @@
 /*
  * fuzz_asm.c: libFuzzer entry for the assembler and disassembler
- * (emu/asm.c, emu/disasm.c). The input is assembly text (no file access).
+ * (emu/isa/asm.c, emu/isa/disasm.c). The input is assembly text (no file access).
  * Whatever it is, nothing may crash or leak, and every error must be one
  * line naming the source. Text that assembles must give a NEFF that reads
  * back into an equal model, and (for a trnemu NEFF) a disassembly that
@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/asm.h"
-#include "emu/disasm.h"
+#include "emu/isa/asm.h"
+#include "emu/isa/disasm.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

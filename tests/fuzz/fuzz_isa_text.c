@@ -1,6 +1,6 @@
 /*
  * fuzz_isa_text.c: libFuzzer target for the ISA text parser and the
- * binary stream decoder (emu/isa_text.c, emu/isa.c).
+ * binary stream decoder (emu/isa/isa_text.c, emu/isa/isa.c).
  *
  * The input is tried three ways: as one line of assembly, as an engine
  * instruction stream, and as one encoded instruction. Nothing may crash
@@ -12,8 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/isa.h"
-#include "emu/isa_text.h"
+#include "emu/isa/isa.h"
+#include "emu/isa/isa_text.h"
 #include "emu/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);

@@ -8,8 +8,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
-#include "emu/neff_file.h"
-#include "emu/neff_model.h"
+#include "emu/neff/neff_file.h"
+#include "emu/neff/neff_model.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "emu/neff_file.h"
-#include "emu/neff_model.h"
+#include "emu/neff/neff_file.h"
+#include "emu/neff/neff_model.h"
 #include "tests/unit/test_neff_util.h"
 
 static const char *outdir;

@@ -8,7 +8,7 @@
 
 #include <stdint.h>
 
-#include "emu/core.h"
+#include "emu/core/core.h"
 
 #define HARNESS_MAX_INSNS 256
 #define HARNESS_MAX_VARS 16

@@ -1,6 +1,6 @@
 /*
- * test_asm.c: unit tests of the assembler and disassembler (emu/asm.h,
- * emu/disasm.h): every directive and what it puts into the model, labels
+ * test_asm.c: unit tests of the assembler and disassembler (emu/isa/asm.h,
+ * emu/isa/disasm.h): every directive and what it puts into the model, labels
  * and named semaphores, continuation lines, inline constants of every
  * dtype, errors with their positions for a list of bad inputs, the C-API
  * declarations, deterministic bytes, and disassemble -> assemble round
@@ -17,11 +17,11 @@
 
 #include <cmocka.h>
 
-#include "emu/asm.h"
-#include "emu/disasm.h"
-#include "emu/isa.h"
-#include "emu/npy.h"
-#include "emu/numerics.h"
+#include "emu/isa/asm.h"
+#include "emu/isa/disasm.h"
+#include "emu/isa/isa.h"
+#include "emu/neff/npy.h"
+#include "emu/num/numerics.h"
 #include "test_neff_util.h"
 
 /* ---- helpers ------------------------------------------------------------- */

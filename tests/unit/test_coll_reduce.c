@@ -1,7 +1,7 @@
 /*
  * test_coll_reduce.c: the element-wise reductions of the collectives
  * (devices/coll_reduce.h), for every dtype and op, against references
- * built from the scalar conversions of emu/numerics.h.
+ * built from the scalar conversions of emu/num/numerics.h.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -14,7 +14,7 @@
 #include <cmocka.h>
 
 #include "devices/coll_reduce.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 #define N 1037  /* odd: exercises the vector tails */
 

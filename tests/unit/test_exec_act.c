@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "emu/act_math.h"
-#include "emu/numerics.h"
+#include "emu/engines/act_math.h"
+#include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 typedef long double ld;

@@ -1,5 +1,5 @@
 /*
- * test_exec_coll.c: the instructions between cores (emu/exec_coll.c),
+ * test_exec_coll.c: the instructions between cores (emu/engines/exec_coll.c),
  * without processes: sendrecv and core_barrier between the two cores of a
  * logical core run by one core_run, and the cross-rank collectives against
  * a stand-in coll_iface (operand staging, size checks, status passing).
@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "emu/coll_iface.h"
-#include "emu/numerics.h"
+#include "emu/core/coll_iface.h"
+#include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 /* Two harnesses run as the two cores of one logical core. */

@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 static int setup(void **state)

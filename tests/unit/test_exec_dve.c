@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 #define NP 4   /* partitions in most tests */

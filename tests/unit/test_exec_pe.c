@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "emu/numerics.h"
-#include "emu/pe_matmul.h"
+#include "emu/num/numerics.h"
+#include "emu/engines/pe_matmul.h"
 #include "exec_harness.h"
 
 #define MAXK 256

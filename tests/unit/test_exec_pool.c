@@ -19,7 +19,7 @@
 
 #include <cmocka.h>
 
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 #define SB ISA_MEM_SBUF

@@ -17,7 +17,7 @@
 #include <cmocka.h>
 
 #define ISA_WANT_DISPATCH
-#include "emu/isa.h"
+#include "emu/isa/isa.h"
 #include "emu/log.h"
 
 void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned engine,
@@ -33,7 +33,7 @@ struct isa_exec_ctx {
         ctx->calls++;                                                                    \
         return insn->opcode == (code) ? NRT_SUCCESS : NRT_FAILURE;                       \
     }
-#include "emu/isa_ops.h"
+#include "emu/isa/isa_ops.h"
 #undef ISA_OP
 
 /* ---- stderr capture: the log line a failure prints ---------------------- */

@@ -8,7 +8,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "emu/isa.h"
+#include "emu/isa/isa.h"
 
 static const uint8_t gen_dtypes[] = {
     ISA_DT_F32, ISA_DT_F32R, ISA_DT_BF16, ISA_DT_F16, ISA_DT_FP8E3, ISA_DT_FP8E4,

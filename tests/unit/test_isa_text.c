@@ -13,8 +13,8 @@
 
 #include <cmocka.h>
 
-#include "emu/isa.h"
-#include "emu/isa_text.h"
+#include "emu/isa/isa.h"
+#include "emu/isa/isa_text.h"
 
 void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned engine,
                   bool full, unsigned seed);

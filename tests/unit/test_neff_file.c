@@ -1,5 +1,5 @@
 /*
- * test_neff_file.c: unit tests of the NEFF container (emu/neff_file.c):
+ * test_neff_file.c: unit tests of the NEFF container (emu/neff/neff_file.c):
  * header layout, round trips, determinism, hashes, limits, path sanity,
  * and every error path (truncation at every byte, flipped bytes, bad
  * sizes, corrupt gzip/tar), each giving one log line.
@@ -15,8 +15,8 @@
 #include <cmocka.h>
 
 #include "emu/log.h"
-#include "emu/neff_file.h"
-#include "emu/neff_model.h"
+#include "emu/neff/neff_file.h"
+#include "emu/neff/neff_model.h"
 #include "test_neff_util.h"
 
 static char logbuf[65536];

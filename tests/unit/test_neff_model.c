@@ -1,5 +1,5 @@
 /*
- * test_neff_model.c: unit tests of the NEFF metadata model (emu/neff_model.c,
+ * test_neff_model.c: unit tests of the NEFF metadata model (emu/neff/neff_model.c,
  * neff_load.c, neff_store.c): round trips of a model using every feature,
  * zero-copy constants, vendor (unmarked) NEFFs, the trnemu marker, and a
  * table of broken JSON members and out-of-range descriptors, each giving
@@ -16,9 +16,9 @@
 #include <cmocka.h>
 
 #include "emu/log.h"
-#include "emu/neff_file.h"
-#include "emu/neff_model.h"
-#include "emu/npy.h"
+#include "emu/neff/neff_file.h"
+#include "emu/neff/neff_model.h"
+#include "emu/neff/npy.h"
 #include "test_neff_util.h"
 
 static char logbuf[65536];

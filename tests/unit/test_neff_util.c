@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "emu/log.h"
-#include "emu/npy.h"
+#include "emu/neff/npy.h"
 
 #define TU_CHECK(x)                                                             \
     do {                                                                        \

@@ -10,8 +10,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "emu/neff_file.h"
-#include "emu/neff_model.h"
+#include "emu/neff/neff_file.h"
+#include "emu/neff/neff_model.h"
 
 /* A one-subgraph trnemu model using every var type, queue and op. */
 struct neff_model *tu_small_model(void);

@@ -1,5 +1,5 @@
 /*
- * test_npy.c: unit tests of the .npy reader and writer (emu/npy.c):
+ * test_npy.c: unit tests of the .npy reader and writer (emu/neff/npy.c):
  * versions 1.0/2.0/3.0, every supported descr, the exact bytes numpy
  * writes, and rejection of fortran order, big-endian data, broken headers
  * and payloads that do not match the shape.
@@ -15,7 +15,7 @@
 #include <cmocka.h>
 
 #include "emu/log.h"
-#include "emu/npy.h"
+#include "emu/neff/npy.h"
 #include "test_neff_util.h"
 
 static char logbuf[4096];

@@ -26,7 +26,7 @@
 #endif
 
 #include "emu/log.h"
-#include "emu/numerics.h"
+#include "emu/num/numerics.h"
 
 /* ---- reference implementation ------------------------------------------- */
 

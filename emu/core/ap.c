@@ -1,0 +1,213 @@
+/*
+ * ap.c: binding access patterns to memory and moving rows (see ap.h).
+ */
+#include "emu/core/ap.h"
+
+#include <inttypes.h>
+#include <string.h>
+
+bool ap_present(const struct isa_insn *insn, unsigned slot)
+{
+    return slot < ISA_MAX_AP && insn->ap[slot].mem != ISA_MEM_NONE;
+}
+
+/* Merge neighbouring dimensions that form one run, drop count-1 ones. */
+static void ap_collapse(struct ap_view *v)
+{
+    uint32_t n = 0;
+    for (uint32_t d = 0; d < v->ndims; d++) {
+        if (v->count[d] == 1 && v->ndims > 1)
+            continue;
+        if (n > 0 && v->stride[n - 1] == v->stride[d] * (int64_t)v->count[d]) {
+            v->count[n - 1] *= v->count[d];
+            v->stride[n - 1] = v->stride[d];
+            continue;
+        }
+        v->count[n] = v->count[d];
+        v->stride[n] = v->stride[d];
+        n++;
+    }
+    if (n == 0) {
+        v->count[0] = 1;
+        v->stride[0] = v->esize;
+        n = 1;
+    }
+    v->ndims = n;
+    v->flat = n == 1 && (v->stride[0] == (int64_t)v->esize || v->count[0] == 1);
+}
+
+/* Byte range [lo, hi) of an on-chip pattern in 64-bit arithmetic; false
+ * when a value is too large for that (then isa_ap_extent decides). */
+static bool ap_chip_span(const struct isa_ap *ap, uint32_t esize, int64_t *lo, int64_t *hi)
+{
+    const int64_t lim = 1 << 20;
+    if (ap->offset > (1ull << 40))
+        return false;
+    int64_t l = 0, h = 0;
+    for (uint32_t d = 0; d < ap->ndims; d++) {
+        int64_t c = ap->dim[d].count, st = ap->dim[d].step;
+        if (c > lim || st > lim || st < -lim)
+            return false;
+        int64_t span = st * (c - 1);
+        if (span < 0)
+            l += span;
+        else
+            h += span;
+    }
+    *lo = (int64_t)ap->offset + l * esize;
+    *hi = (int64_t)ap->offset + (h + 1) * esize;
+    return true;
+}
+
+static NRT_STATUS ap_chip_oob(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+                              uint64_t part_bytes)
+{
+    struct isa_extent ext = {0};
+    (void)isa_ap_extent(ap, &ext);
+    return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
+                     ") of partitions %u..%u; %s partitions hold %" PRIu64 " bytes", slot,
+                     ext.lo, ext.hi, ext.part_first, ext.part_last,
+                     ap->mem == ISA_MEM_SBUF ? "SBUF" : "PSUM", part_bytes);
+}
+
+static NRT_STATUS ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+                               struct ap_view *v)
+{
+    bool sbuf = ap->mem == ISA_MEM_SBUF;
+    uint64_t part_bytes = sbuf ? ctx->core->sbuf_part_bytes : ISA_PSUM_PART_BYTES;
+    uint8_t *mem = sbuf ? ctx->core->sbuf : ctx->core->psum;
+    uint32_t last = ap->start_part + (uint32_t)(ap->num_part - 1) * (uint32_t)ap->part_step;
+    int64_t lo, hi;
+    if (ap_chip_span(ap, v->esize, &lo, &hi)) {
+        if (lo < 0 || (uint64_t)hi > part_bytes || ap->part_step < 1 ||
+            last >= ISA_NUM_PARTITIONS)
+            return ap_chip_oob(ctx, slot, ap, part_bytes);
+    } else {
+        struct isa_extent ext;
+        if (isa_ap_extent(ap, &ext) != NRT_SUCCESS || ext.part_last >= ISA_NUM_PARTITIONS ||
+            ext.hi > part_bytes)
+            return ap_chip_oob(ctx, slot, ap, part_bytes);
+    }
+    v->base = mem + (uint64_t)ap->start_part * part_bytes + ap->offset;
+    v->row_stride = (int64_t)ap->part_step * (int64_t)part_bytes;
+    v->first_part = ap->start_part;
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+                              struct ap_view *v)
+{
+    const struct core_var *var = core_find_var(ctx->prog, ap->var_id);
+    if (var == NULL || var->va == NULL)
+        return core_fail(ctx, NRT_INVALID, "operand %u names var_id %u, which has no memory",
+                         slot, ap->var_id);
+    NRT_STATUS st = isa_ap_check_bounds(ap, var->size);
+    if (st != NRT_SUCCESS) {
+        struct isa_extent ext = {0};
+        (void)isa_ap_extent(ap, &ext);
+        return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
+                         ") of variable '%s' (%" PRIu64 " bytes)", slot, ext.lo, ext.hi,
+                         var->name ? var->name : "?", var->size);
+    }
+    v->base = var->va + ap->offset;
+    v->row_stride = (int64_t)ap->part_step * (int64_t)v->esize;
+    v->first_part = 0;
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
+{
+    const struct isa_ap *ap = &ctx->insn->ap[slot];
+    v->rnd = NULL;
+    v->flat = false;
+    if (ap->mem == ISA_MEM_NONE)
+        return core_fail(ctx, NRT_INVALID, "operand %u is missing", slot);
+    v->mem = ap->mem;
+    v->dtype = ap->dtype;
+    v->esize = (uint32_t)isa_dtype_size(ap->dtype);
+    v->rows = ap->num_part;
+    v->ndims = ap->ndims;
+    v->elems = 1;
+    for (uint32_t d = 0; d < ap->ndims; d++) {
+        v->count[d] = ap->dim[d].count;
+        v->stride[d] = (int64_t)ap->dim[d].step * v->esize;
+        v->elems *= ap->dim[d].count;
+    }
+    NRT_STATUS st = ap->mem == ISA_MEM_HBM ? ap_bind_hbm(ctx, slot, ap, v)
+                                           : ap_bind_chip(ctx, slot, ap, v);
+    if (st == NRT_SUCCESS)
+        ap_collapse(v);
+    if (ctx->core->stochastic && num_dtype_is_float(v->dtype) && v->esize < 4)
+        v->rnd = &ctx->core->sr[ctx->engine];
+    /* On chip a row never exceeds a partition; HBM rows (DMA operands) may,
+     * and the DMA works through them in pieces. */
+    if (st == NRT_SUCCESS && v->mem != ISA_MEM_HBM && v->elems > CORE_SCRATCH_ELEMS)
+        return core_fail(ctx, NRT_EXEC_OOB, "operand %u has %" PRIu64 " elements per partition; "
+                         "a partition holds at most %u", slot, v->elems, CORE_SCRATCH_ELEMS);
+    return st;
+}
+
+float *ap_row_f32(const struct ap_view *v, uint32_t r)
+{
+    if (!v->flat || (v->dtype != ISA_DT_F32 && v->dtype != ISA_DT_F32R))
+        return NULL;
+    return (float *)(void *)ap_row_ptr(v, r);
+}
+
+/* Call fn on each innermost run of row r: (address, elements, stride in
+ * elements, index of its first element in the row). */
+#define AP_FOR_RUNS(v, r, BODY)                                                       \
+    do {                                                                              \
+        uint32_t ap_in_ = (v)->ndims - 1;                                             \
+        uint32_t ap_idx_[ISA_MAX_DIMS] = {0};                                         \
+        uint64_t ap_runs_ = (v)->elems / (v)->count[ap_in_];                          \
+        for (uint64_t ap_k_ = 0; ap_k_ < ap_runs_; ap_k_++) {                         \
+            int64_t ap_off_ = 0;                                                      \
+            for (uint32_t d = 0; d < ap_in_; d++)                                     \
+                ap_off_ += (int64_t)ap_idx_[d] * (v)->stride[d];                      \
+            uint8_t *run_ptr = ap_row_ptr((v), (r)) + ap_off_;                        \
+            size_t run_n = (v)->count[ap_in_];                                        \
+            ptrdiff_t run_stride = (ptrdiff_t)((v)->stride[ap_in_] / (int64_t)(v)->esize); \
+            size_t run_first = (size_t)(ap_k_ * run_n);                               \
+            BODY;                                                                     \
+            for (int d = (int)ap_in_ - 1; d >= 0; d--) {                              \
+                if (++ap_idx_[d] < (v)->count[d])                                     \
+                    break;                                                            \
+                ap_idx_[d] = 0;                                                       \
+            }                                                                         \
+        }                                                                             \
+    } while (0)
+
+void ap_row_load(const struct ap_view *v, uint32_t r, float *dst)
+{
+    AP_FOR_RUNS(v, r, (void)num_load_f32(dst + run_first, run_ptr, v->dtype, run_stride, run_n));
+}
+
+void ap_row_store(const struct ap_view *v, uint32_t r, const float *src)
+{
+    AP_FOR_RUNS(v, r, (void)num_store_f32(run_ptr, v->dtype, run_stride, src + run_first, run_n,
+                                          v->rnd));
+    if (v->rnd != NULL)
+        v->rnd->index += v->elems;
+}
+
+float *ap_row_get(const struct ap_view *v, uint32_t r, float *scratch, bool *direct)
+{
+    float *p = ap_row_f32(v, r);
+    *direct = p != NULL;
+    if (p != NULL)
+        return p;
+    ap_row_load(v, r, scratch);
+    return scratch;
+}
+
+void ap_row_put(const struct ap_view *v, uint32_t r, const float *row, bool direct)
+{
+    if (!direct)
+        ap_row_store(v, r, row);
+}
+
+bool ap_same_shape(const struct ap_view *a, const struct ap_view *b)
+{
+    return a->rows == b->rows && a->elems == b->elems;
+}

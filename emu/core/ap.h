@@ -1,0 +1,73 @@
+/*
+ * ap.h: access patterns bound to memory: where an operand's elements are,
+ * checked against the bounds of its memory, and the row-wise fp32 load and
+ * store that instruction semantics build on.
+ *
+ * A bound pattern is a set of rows (the partitions on SBUF/PSUM; the outer
+ * partition dimension in HBM), each row a walk over up to four free
+ * dimensions. Semantics work row by row: load a row into fp32 scratch,
+ * compute, store it back with rounding. When a row is plain contiguous
+ * fp32, ap_row_f32() hands out the memory itself, with no copy.
+ */
+#ifndef TRNEMU_EMU_AP_H
+#define TRNEMU_EMU_AP_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "emu/core/core.h"
+#include "emu/num/numerics.h"
+
+struct ap_view {
+    uint8_t *base;                 /* element 0 of row 0 */
+    uint32_t rows;                 /* partitions (rows) touched */
+    int64_t row_stride;            /* bytes from one row to the next */
+    uint32_t ndims;                /* free dimensions, 1..4, outermost first */
+    uint32_t count[ISA_MAX_DIMS];  /* elements along each dimension */
+    int64_t stride[ISA_MAX_DIMS];  /* bytes between neighbours along it */
+    uint64_t elems;                /* elements per row (product of counts) */
+    uint32_t dtype;                /* element type (nrt_dtype_t value) */
+    uint32_t esize;                /* bytes per element */
+    bool flat;                     /* a row is one run with stride esize */
+    uint8_t mem;                   /* enum isa_mem */
+    uint32_t first_part;           /* SBUF/PSUM: first partition touched */
+    struct num_round *rnd;         /* stores: the engine's stochastic stream, NULL for RNE */
+};
+
+/* Bind operand slot of the current instruction. NRT_EXEC_OOB (with the
+ * cause in ctx->err) when the pattern leaves its memory or variable,
+ * NRT_INVALID when the slot is empty or names an unknown variable. An
+ * on-chip row fits a scratch row (CORE_SCRATCH_ELEMS); an HBM row may be
+ * longer, so code that stages HBM rows in scratch works in pieces. */
+NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
+
+/* Is operand slot present in the instruction? */
+bool ap_present(const struct isa_insn *insn, unsigned slot);
+
+/* Address of row r's first element. */
+static inline uint8_t *ap_row_ptr(const struct ap_view *v, uint32_t r)
+{
+    return v->base + (int64_t)r * v->row_stride;
+}
+
+/* Row r as a writable fp32 array when it is flat fp32 memory, else NULL. */
+float *ap_row_f32(const struct ap_view *v, uint32_t r);
+
+/* Load row r (v->elems elements, flattened in pattern order) into dst. */
+void ap_row_load(const struct ap_view *v, uint32_t r, float *dst);
+
+/* Store src (v->elems floats) into row r, rounding to nearest even (or
+ * stochastically, when the execution asked for it). */
+void ap_row_store(const struct ap_view *v, uint32_t r, const float *src);
+
+/* Row r as fp32: the memory itself when flat fp32 (then *direct is true),
+ * else a copy loaded into scratch. */
+float *ap_row_get(const struct ap_view *v, uint32_t r, float *scratch, bool *direct);
+
+/* Finish a row obtained for writing: store scratch unless it was direct. */
+void ap_row_put(const struct ap_view *v, uint32_t r, const float *row, bool direct);
+
+/* Two views cover the same rows and elements per row (for elementwise ops). */
+bool ap_same_shape(const struct ap_view *a, const struct ap_view *b);
+
+#endif

@@ -1,0 +1,121 @@
+/*
+ * core.c: creating, resetting and querying an emulated NeuronCore
+ * (see core.h).
+ */
+#include "emu/core/core.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+
+#include "emu/log.h"
+
+/* Large, reused regions: mapped once, huge pages when the kernel has them. */
+static void *core_map(size_t bytes)
+{
+    void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (p == MAP_FAILED)
+        return NULL;
+    (void)madvise(p, bytes, MADV_HUGEPAGE);
+    return p;
+}
+
+static size_t core_sbuf_bytes(const struct core *c)
+{
+    return (size_t)ISA_NUM_PARTITIONS * c->sbuf_part_bytes;
+}
+
+static size_t core_scratch_bytes(void)
+{
+    return (size_t)ISA_ENG_COUNT * CORE_SCRATCH_SLOTS * CORE_SCRATCH_ELEMS * sizeof(float);
+}
+
+NRT_STATUS core_create(uint32_t gen, struct core **out)
+{
+    struct core *c = calloc(1, sizeof *c);
+    if (c == NULL)
+        return NRT_RESOURCE;
+    c->gen = gen;
+    c->sbuf_part_bytes = gen >= 3 ? ISA_SBUF_PART_BYTES_V3 : ISA_SBUF_PART_BYTES_V2;
+    c->sbuf = core_map(core_sbuf_bytes(c));
+    c->psum = core_map((size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
+    c->scratch = core_map(core_scratch_bytes());
+    if (c->sbuf == NULL || c->psum == NULL || c->scratch == NULL) {
+        LOG_ERROR("EMU", "out of host memory for a NeuronCore-v%u", gen);
+        core_destroy(c);
+        return NRT_RESOURCE;
+    }
+    *out = c;
+    return NRT_SUCCESS;
+}
+
+void core_destroy(struct core *c)
+{
+    if (c == NULL)
+        return;
+    if (c->sbuf != NULL)
+        munmap(c->sbuf, core_sbuf_bytes(c));
+    if (c->psum != NULL)
+        munmap(c->psum, (size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
+    if (c->scratch != NULL)
+        munmap(c->scratch, core_scratch_bytes());
+    free(c);
+}
+
+void core_reset(struct core *c, uint64_t seed, bool stochastic)
+{
+    memset(c->sem, 0, sizeof c->sem);
+    memset(c->event, 0, sizeof c->event);
+    memset(c->reg, 0, sizeof c->reg);
+    memset(c->rng_counter, 0, sizeof c->rng_counter);
+    c->rng_seed = seed;
+    c->stochastic = stochastic;
+    for (int e = 0; e < ISA_ENG_COUNT; e++)
+        c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,
+                                      num_rng_u64(seed, 0x5352000000000000ull + (uint64_t)e), 0};
+}
+
+float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    size_t row = (size_t)ctx->engine * CORE_SCRATCH_SLOTS + slot;
+    return ctx->core->scratch + row * CORE_SCRATCH_ELEMS;
+}
+
+bool core_cmp(int64_t have, unsigned op, int64_t want)
+{
+    switch (op) {
+    case ISA_CMP_eq: return have == want;
+    case ISA_CMP_ne: return have != want;
+    case ISA_CMP_ge: return have >= want;
+    case ISA_CMP_gt: return have > want;
+    case ISA_CMP_le: return have <= want;
+    case ISA_CMP_lt: return have < want;
+    }
+    return false;
+}
+
+const struct core_var *core_find_var(const struct core_program *p, uint32_t var_id)
+{
+    size_t lo = 0, hi = p->nvars;
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        if (p->vars[mid].var_id == var_id)
+            return &p->vars[mid];
+        if (p->vars[mid].var_id < var_id)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return NULL;
+}
+
+NRT_STATUS core_fail(struct isa_exec_ctx *ctx, NRT_STATUS st, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(ctx->err, sizeof ctx->err, fmt, ap);
+    va_end(ap);
+    return st;
+}

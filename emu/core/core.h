@@ -1,0 +1,139 @@
+/*
+ * core.h: one emulated NeuronCore and the context its instructions run in.
+ *
+ * A core owns its on-chip memories (SBUF: 128 partitions of 192 KiB on
+ * NeuronCore-v2 or 224 KiB on v3; PSUM: 128 partitions of 16 KiB in 8
+ * banks), its semaphores and events, each engine's registers, the random
+ * state, and per-engine fp32 scratch rows that the instruction semantics
+ * use instead of allocating. All of it is allocated once, when the core is
+ * created, and reused by every execution.
+ *
+ * A program is what one core runs: the five decoded engine streams and the
+ * HBM variables they may name. core_run() (sched.c) interleaves the engines
+ * deterministically; each instruction's semantics is one function
+ * isa_exec_<op>(ctx, insn) in an exec_*.c file.
+ */
+#ifndef TRNEMU_EMU_CORE_H
+#define TRNEMU_EMU_CORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/isa/isa.h"
+#include "emu/neff/neff_model.h"
+#include "emu/num/numerics.h"
+#include "nrt/nrt_status.h"
+
+/* fp32 scratch rows per engine; each holds CORE_SCRATCH_ELEMS floats
+ * (enough for one partition of the largest SBUF, 224 KiB of bytes, as
+ * floats: any operand row fits). */
+#define CORE_SCRATCH_SLOTS 6
+#define CORE_SCRATCH_ELEMS (224u * 1024u)
+
+/* An HBM variable a program may name in its access patterns. */
+struct core_var {
+    uint32_t var_id;   /* the id instructions use */
+    const char *name;  /* for messages and disassembly */
+    uint8_t *va;       /* host address of byte 0 */
+    uint64_t size;     /* bytes */
+};
+
+struct coll_iface;
+
+/* What one core runs. */
+struct core_program {
+    const char *name;                          /* model/subgraph, for reports */
+    const struct isa_insn *code[ISA_ENG_COUNT];/* decoded stream per engine */
+    size_t n[ISA_ENG_COUNT];                   /* instructions per stream */
+    const struct core_var *vars;               /* sorted by var_id */
+    size_t nvars;                              /* entries in vars */
+    /* The engine JSON DMA descriptors (run by dma_trigger), and the
+     * variables their access patterns name, by neff var index
+     * (neff_dma_ap.var_index). A state-buffer variable is the core's whole
+     * SBUF seen as one flat partition-major array. */
+    const struct neff_dma_desc *descs[ISA_ENG_COUNT]; /* per engine */
+    size_t ndescs[ISA_ENG_COUNT];              /* entries in descs */
+    const struct core_var *var_by_index;       /* one per neff var (va NULL: none) */
+    size_t nvar_index;                         /* entries in var_by_index */
+    const struct coll_iface *coll;             /* collectives (emu/core/coll_iface.h), NULL: none */
+};
+
+struct race_state;
+
+struct core {
+    uint32_t gen;                             /* NeuronCore version: 2 or 3 */
+    uint32_t sbuf_part_bytes;                 /* bytes per SBUF partition */
+    uint8_t *sbuf;                            /* 128 * sbuf_part_bytes */
+    uint8_t *psum;                            /* 128 * ISA_PSUM_PART_BYTES */
+    uint32_t sem[ISA_NUM_SEMS];               /* semaphore values */
+    uint32_t event[ISA_NUM_EVENTS];           /* event values (0 or 1) */
+    int64_t reg[ISA_ENG_COUNT][ISA_NUM_REGS]; /* engine sequencer registers */
+    uint64_t rng_seed;                        /* seed of the random streams */
+    uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
+    float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
+    bool stochastic;                          /* float stores round stochastically */
+    struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
+    float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
+    struct race_state *race;                  /* race checker, NULL when off */
+};
+
+/* The context an instruction's semantics runs in. */
+struct isa_exec_ctx {
+    struct core *core;                 /* the core executing */
+    const struct core_program *prog;   /* its program */
+    enum isa_engine engine;            /* engine whose stream holds insn */
+    const struct isa_insn *insn;       /* the instruction being executed */
+    size_t pc;                         /* index of the instruction */
+    size_t next_pc;                    /* where the engine continues (jump/branch set it) */
+    bool halted;                       /* halt was executed */
+    bool blocked;                      /* op-level wait not satisfied: retry later */
+    char err[256];                     /* cause, when the semantics fails */
+};
+
+/* Create a core of NeuronCore version gen (2 or 3). NRT_RESOURCE when the
+ * host is out of memory. */
+NRT_STATUS core_create(uint32_t gen, struct core **out);
+void core_destroy(struct core *c);
+
+/* Start of an execution: semaphores, events, registers and random
+ * counters to zero; seed the random streams. stochastic: float stores that
+ * narrow (to bf16, fp16, fp8) round stochastically instead of to nearest
+ * even (NEURON_RT_STOCHASTIC_ROUNDING_EN). SBUF and PSUM keep their bytes,
+ * as on hardware. */
+void core_reset(struct core *c, uint64_t seed, bool stochastic);
+
+/* Scratch row `slot` of the calling engine (CORE_SCRATCH_ELEMS floats). */
+float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot);
+
+/* Does have <op> want hold, op an ISA_CMP_* value (eq, ne, ge, gt, le, lt)? */
+bool core_cmp(int64_t have, unsigned op, int64_t want);
+
+/* The HBM variable with this id, or NULL. */
+const struct core_var *core_find_var(const struct core_program *p, uint32_t var_id);
+
+/* Record a failure cause in ctx->err (printf format); returns st. */
+NRT_STATUS core_fail(struct isa_exec_ctx *ctx, NRT_STATUS st, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* ---- running ------------------------------------------------------------ */
+
+/* Options of one run. */
+struct core_run_opts {
+    uint64_t timeout_ms;   /* wall-clock limit (NEURON_RT_EXEC_TIMEOUT), 0 for none */
+    bool racecheck;        /* report unordered conflicting SBUF/PSUM accesses */
+    uint64_t seed;         /* random and stochastic-rounding seed */
+    bool stochastic;       /* stochastic rounding of narrowing float stores */
+};
+
+/* Run ncores cores, each its program, to completion: every engine of every
+ * core interleaved in one fixed order, so results never depend on thread
+ * timing. Returns NRT_SUCCESS, the failing instruction's status (for
+ * example NRT_EXEC_OOB), NRT_EXEC_COMPLETED_WITH_ERR for a deadlock or a
+ * race (with racecheck), NRT_TIMEOUT past the limit. On failure, report
+ * holds a multi-line description (pending instructions, semaphores). */
+NRT_STATUS core_run(struct core *const *cores, const struct core_program *const *progs,
+                    uint32_t ncores, const struct core_run_opts *opts, char *report,
+                    size_t report_cap);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * race.h: the race checker (TRNEMU_RACECHECK=1).
+ *
+ * Engines of a NeuronCore run concurrently on hardware and are ordered
+ * only by semaphores and events. The checker keeps a vector clock per
+ * engine; a signal publishes the signaller's clock on the semaphore, a
+ * satisfied wait joins it into the waiter's. Every SBUF/PSUM access is
+ * remembered with the clock of the engine that made it; an access that
+ * overlaps an earlier one of another engine, at least one of them a
+ * write, with no clock ordering between them, is a race: the emulator's
+ * fixed interleaving would hide it, real hardware would not. Overlap is
+ * judged on the partition and byte ranges each pattern spans.
+ */
+#ifndef TRNEMU_EMU_RACE_H
+#define TRNEMU_EMU_RACE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/core/core.h"
+
+struct race_state;
+
+/* State for ncores cores; NULL-safe destroy. */
+NRT_STATUS race_create(uint32_t ncores, struct race_state **out);
+void race_destroy(struct race_state *r);
+
+/* The waits of insn hold and it is about to run on (core, eng). */
+void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
+                  const struct isa_insn *insn);
+/* (core, eng) applied signal s. */
+void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
+                    const struct isa_sync *s);
+/* Instruction pc of (core, eng) ran: check and record its accesses.
+ * NRT_EXEC_COMPLETED_WITH_ERR with both instructions described in report
+ * when it races with an earlier access. */
+NRT_STATUS race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
+                        const struct core_program *prog, size_t pc, char *report, size_t cap);
+
+#endif

@@ -1,0 +1,563 @@
+/*
+ * act_math.c: the activation functions and accumulator reductions of
+ * act_math.h.
+ *
+ * Each function is an always-inline kernel on one value, branch-free so
+ * that GCC's -O2 vectoriser turns the fixed 16-element blocks of
+ * act_math_body.h into SIMD code. Numbers that must stay unknown to the
+ * compiler (clamp limits) travel in struct am_env, hidden behind an empty
+ * asm: if GCC knew them it would thread the clamps into branches and give
+ * up vectorising. The kernels use only IEEE add, sub, mul, div and sqrt
+ * (never contracted to FMA under -std=c17) and bit moves, so every ISA
+ * level, and the scalar act_math_one, give the same bits.
+ *
+ * Polynomials: exp uses a binary32 fit of (e^r - 1 - r)/r^2 on
+ * |r| <= ln2/2; the binary64 kernels use Taylor series (exp, log, sin,
+ * cos) or near-minimax Chebyshev fits computed with mpmath at 50 digits
+ * (erf, erfc, atan; each fit's interval and error are noted beside it).
+ */
+#include "emu/engines/act_math.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "emu/isa/isa.h"
+#include "emu/num/numerics.h"
+
+/* No fused multiply-add anywhere: clang contracts a * b + c by default
+ * (GCC does not under -std=c17), which would change the bits by ISA. */
+#if defined(__clang__)
+#pragma clang fp contract(off)
+#endif
+
+#define AM_INLINE static inline __attribute__((always_inline))
+#define AM_BLK 16 /* elements per vectorised block */
+
+/* Constants the compiler must not see through (see the file comment). */
+struct am_env {
+    float expf_hi;   /* binary32 exp: inputs above give +inf (89) */
+    float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
+    double exp_hi;   /* binary64 exp: upper clamp (709) */
+    double exp_lo;   /* binary64 exp: lower clamp (-708) */
+    double sat_lo;   /* saturating functions: inputs below act as this (-200) */
+    double sat_hi;   /* saturating functions: inputs above act as this (200) */
+    double mish_hi;  /* mish: e^x is taken at min(x, 20) */
+    double erfc_w;   /* erfc fit: smallest 1/z (z = 10.6) */
+    double erf_u;    /* erf: z^2 at the switch from erf to erfc (4) */
+    double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
+};
+
+#define AM_ENV_INIT                                                                  \
+    {.expf_hi = 89.0f, .expf_lo = -104.0f, .exp_hi = 709.0, .exp_lo = -708.0,      \
+     .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0, .erfc_w = 1.0 / 10.6,      \
+     .erf_u = 4.0, .sin_big = 0x1p20}
+
+/* ---- bits ------------------------------------------------------------------ */
+
+AM_INLINE uint32_t am_fbits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, 4);
+    return u;
+}
+
+AM_INLINE float am_ffrom(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, 4);
+    return x;
+}
+
+AM_INLINE uint64_t am_dbits(double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    return u;
+}
+
+AM_INLINE double am_dfrom(uint64_t u)
+{
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+
+/* |x| with the sign of s. */
+AM_INLINE double am_copysign(double x, double s)
+{
+    return am_dfrom((am_dbits(x) & ~(1ull << 63)) | (am_dbits(s) & (1ull << 63)));
+}
+
+/* ---- binary32 exp ----------------------------------------------------------- */
+
+/* (e^r - 1 - r) / r^2 on |r| <= ln2/2: degree-5 Chebyshev fit (error 4e-10)
+ * rounded to binary32; the whole function is within 0.96 ulp of e^x (checked
+ * on every binary32 input). */
+#define AMF_E0 0.5f
+#define AMF_E1 0.166666672f
+#define AMF_E2 0.0416664667f
+#define AMF_E3 0.00833331048f
+#define AMF_E4 0.00139336498f
+#define AMF_E5 0.000198909911f
+#define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
+#define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
+
+/* e^x in binary32: x = n ln2 + r, e^r by the polynomial, then two exact
+ * power-of-two scalings so that subnormal results round once. */
+AM_INLINE float am_expf(float x, const struct am_env *E)
+{
+    x = x > E->expf_hi ? E->expf_hi : x;
+    x = x < E->expf_lo ? E->expf_lo : x;
+    float t = x * 1.44269502f + 12582912.0f; /* 1.5 * 2^23: rounds x/ln2 to an integer */
+    float n = t - 12582912.0f;
+    int32_t k = (int32_t)(am_fbits(t) - 0x4B400000u);
+    float r = x - n * AMF_LN2_HI;
+    r = r - n * AMF_LN2_LO;
+    float q = AMF_E5;
+    q = q * r + AMF_E4;
+    q = q * r + AMF_E3;
+    q = q * r + AMF_E2;
+    q = q * r + AMF_E1;
+    q = q * r + AMF_E0;
+    float p = 1.0f + (r + (r * r) * q);
+    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
+    float s1 = am_ffrom((uint32_t)(k1 + 127) << 23);
+    float s2 = am_ffrom((uint32_t)(k2 + 127) << 23);
+    return (p * s1) * s2;
+}
+
+/* ---- binary64 exp and expm1 --------------------------------------------------- */
+
+#define AM_LN2_HI 0.69314718036912382 /* 32 bits: n * AM_LN2_HI is exact */
+#define AM_LN2_LO 1.9082149292705877e-10
+
+/* e^x = s * (1 + p) with s = 2^n, for x clamped to [-708, 709]; p is the
+ * Taylor series of e^r - 1 (|r| <= ln2/2) to degree 10, error 2e-13. */
+AM_INLINE void am_exp_parts(double x, const struct am_env *E, double *s, double *p)
+{
+    x = x > E->exp_hi ? E->exp_hi : x;
+    x = x < E->exp_lo ? E->exp_lo : x;
+    double t = x * 1.4426950408889634 + 0x1.8p52; /* rounds x/ln2 to an integer */
+    double n = t - 0x1.8p52;
+    double r = (x - n * AM_LN2_HI) - n * AM_LN2_LO;
+    double q = 1.0 / 3628800.0;
+    q = q * r + 1.0 / 362880.0;
+    q = q * r + 1.0 / 40320.0;
+    q = q * r + 1.0 / 5040.0;
+    q = q * r + 1.0 / 720.0;
+    q = q * r + 1.0 / 120.0;
+    q = q * r + 1.0 / 24.0;
+    q = q * r + 1.0 / 6.0;
+    q = q * r + 0.5;
+    *p = r + (r * r) * q;
+    *s = am_dfrom((am_dbits(t) + 1023u) << 52); /* low bits of t hold n */
+}
+
+AM_INLINE double am_exp(double x, const struct am_env *E)
+{
+    double s, p;
+    am_exp_parts(x, E, &s, &p);
+    return s + s * p;
+}
+
+/* e^x - 1, accurate relative to the result near 0. */
+AM_INLINE double am_expm1(double x, const struct am_env *E)
+{
+    double s, p;
+    am_exp_parts(x, E, &s, &p);
+    return (s - 1.0) + s * p;
+}
+
+/* ---- binary64 log ------------------------------------------------------------ */
+
+/* ln x for a positive finite normal double: x = 2^e m, m in [sqrt(1/2),
+ * sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1), series to s^19 (error 3e-14). */
+AM_INLINE double am_log_pos(double x)
+{
+    uint64_t b = am_dbits(x);
+    double e = am_dfrom(0x4330000000000000ull | (b >> 52)) - (0x1p52 + 1023.0);
+    double m = am_dfrom((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
+    int big = m > 1.4142135623730951;
+    m = big ? m * 0.5 : m;
+    e = big ? e + 1.0 : e;
+    double s = (m - 1.0) / (m + 1.0);
+    double z = s * s;
+    double q = 2.0 / 19.0;
+    q = q * z + 2.0 / 17.0;
+    q = q * z + 2.0 / 15.0;
+    q = q * z + 2.0 / 13.0;
+    q = q * z + 2.0 / 11.0;
+    q = q * z + 2.0 / 9.0;
+    q = q * z + 2.0 / 7.0;
+    q = q * z + 2.0 / 5.0;
+    q = q * z + 2.0 / 3.0;
+    double lm = 2.0 * s + s * z * q;
+    return (e * AM_LN2_HI + lm) + e * AM_LN2_LO;
+}
+
+/* ln(1 + t) for t in [0, 1]. */
+AM_INLINE double am_log1p01(double t)
+{
+    double u = 1.0 + t;
+    return am_log_pos(u) + (t - (u - 1.0)) / u;
+}
+
+/* ---- binary64 erf and erfc ------------------------------------------------------ */
+
+/* erf(z)/z as a polynomial in s = (z^2 - 2)/2, z^2 in [0, 4]: degree 13,
+ * relative error 2.6e-13. */
+static const double am_erf_small[14] = {
+    -9.1222467250065515e-09, 6.5291488430326177e-08, -4.0380939868495685e-07,
+    2.4701141890777195e-06, -1.394675312093023e-05, 7.1804904941495144e-05,
+    -0.00033514336534415888, 0.0014050900563029589, -0.0052348758642265496,
+    0.017128344800047178, -0.048662777447399629, 0.11947913859557681,
+    -0.26111186093126326, 0.67493323603980071};
+
+/* erfc(z) e^(z^2) as a polynomial in s = (1/z - C) H for z in [2, 10.6]:
+ * degree 14, relative error 2.5e-13. */
+#define AM_ERFC_C 0.29716981132075471
+#define AM_ERFC_H 4.9302325581395348
+static const double am_erfc_big[15] = {
+    -8.2014056450449251e-10, 1.2879117943316308e-09, 5.5009783237836037e-09,
+    -2.8122142463514363e-08, 6.0448752938961805e-08, 3.7664491591797184e-08,
+    -9.2076439055749404e-07, 3.7953698002457961e-06, -4.2703257773498621e-06,
+    -4.3970252771055173e-05, 0.00031383944096059091, -0.00062792858371024836,
+    -0.0071849567379744638, 0.10187009384051331, 0.16106991836399107};
+
+AM_INLINE double am_horner(const double *c, int n, double s)
+{
+    double q = c[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < n; i++)
+        q = q * s + c[i];
+    return q;
+}
+
+/* erf(z) for |z| <= 2, given u = z^2. */
+AM_INLINE double am_erf_near(double z, double u)
+{
+    return z * am_horner(am_erf_small, 14, (u - 2.0) * 0.5);
+}
+
+/* erfc(|z|) for |z| >= 2, given u = z^2, w = 1/|z| and eu = e^-u. */
+AM_INLINE double am_erfc_far(double w, double eu, const struct am_env *E)
+{
+    w = w < E->erfc_w ? E->erfc_w : w;
+    return eu * am_horner(am_erfc_big, 15, (w - AM_ERFC_C) * AM_ERFC_H);
+}
+
+/* 1 + erf(z), given u = z^2 (exact), w = 1/|z| and eu = e^-u. */
+AM_INLINE double am_one_plus_erf(double z, double u, double w, double eu,
+                                 const struct am_env *E)
+{
+    double far = am_erfc_far(w, eu, E);
+    double outer = z > 0.0 ? 2.0 - far : far;
+    return u <= E->erf_u ? 1.0 + am_erf_near(z, u) : outer;
+}
+
+/* ---- binary64 sin and atan ------------------------------------------------------ */
+
+#define AM_PIO2_1 1.5707963267341256  /* pi/2 in three 33-bit parts */
+#define AM_PIO2_2 6.077100506303966e-11
+#define AM_PIO2_3 2.0222662487959506e-21
+
+/* sin x for |x| < 2^20: x = k pi/2 + r, |r| <= pi/4, then the Taylor series
+ * of sin r (to r^15) or cos r (to r^16) by k mod 4. */
+AM_INLINE double am_sin_small(double x)
+{
+    double t = x * 0.63661977236758138 + 0x1.8p52;
+    double k = t - 0x1.8p52;
+    uint64_t q = am_dbits(t);
+    double r = ((x - k * AM_PIO2_1) - k * AM_PIO2_2) - k * AM_PIO2_3;
+    double z = r * r;
+    double ps = -1.0 / 1307674368000.0;
+    ps = ps * z + 1.0 / 6227020800.0;
+    ps = ps * z - 1.0 / 39916800.0;
+    ps = ps * z + 1.0 / 362880.0;
+    ps = ps * z - 1.0 / 5040.0;
+    ps = ps * z + 1.0 / 120.0;
+    ps = ps * z - 1.0 / 6.0;
+    double sn = r * (1.0 + z * ps); /* keeps the sign of a zero r */
+    double pc = 1.0 / 20922789888000.0;
+    pc = pc * z - 1.0 / 87178291200.0;
+    pc = pc * z + 1.0 / 479001600.0;
+    pc = pc * z - 1.0 / 3628800.0;
+    pc = pc * z + 1.0 / 40320.0;
+    pc = pc * z - 1.0 / 720.0;
+    pc = pc * z + 1.0 / 24.0;
+    double cs = (1.0 - 0.5 * z) + z * z * pc;
+    double v = (q & 1u) ? cs : sn;
+    return am_dfrom(am_dbits(v) ^ ((q & 2u) << 62));
+}
+
+/* atan(v)/v as a polynomial in s = (v^2 - C) H for v^2 in [0, tan^2(pi/8)]:
+ * degree 9, relative error 1e-15. */
+#define AM_ATAN_C 0.085795016270667643
+#define AM_ATAN_H 11.655688680624317
+static const double am_atan_poly[10] = {
+    -6.3757582791552648e-12, 9.0121205422566805e-11, -1.2756035099558727e-09,
+    1.8615065155150683e-08, -2.7819611245794272e-07, 4.2981298823834376e-06,
+    -6.9819929753274591e-05, 0.0012338176655344029, -0.025902538738405707,
+    0.97278922735314521};
+
+/* atan x: a = |x|, u = min(a, 1/a), v = u or (u-1)/(u+1) past tan(pi/8). */
+AM_INLINE double am_atan(double x)
+{
+    double a = am_copysign(x, 1.0);
+    double ia = 1.0 / a;
+    int inv = a > 1.0;
+    double u = inv ? ia : a;
+    int red = u > 0.41421356237309503;
+    double ur = (u - 1.0) / (u + 1.0);
+    double v = red ? ur : u;
+    double at = v * am_horner(am_atan_poly, 10, (v * v - AM_ATAN_C) * AM_ATAN_H);
+    double t = red ? 0.78539816339744828 + at : at;
+    double res = inv ? 1.5707963267948966 - t : t;
+    return am_copysign(res, x);
+}
+
+/* ---- the activation functions on one binary32 value ------------------------------ */
+
+/* x clamped to [sat_lo, +inf): where f(x) has long reached its limit. */
+AM_INLINE double am_sat_lo(float x, const struct am_env *E)
+{
+    double d = x;
+    return d < E->sat_lo ? E->sat_lo : d;
+}
+
+/* x clamped to [sat_lo, sat_hi]. */
+AM_INLINE double am_sat(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    return d > E->sat_hi ? E->sat_hi : d;
+}
+
+AM_INLINE float am_log(float x)
+{
+    double v = am_log_pos((double)x);
+    v = x == INFINITY ? (double)INFINITY : v;
+    v = x > 0.0f ? v : (double)NAN;
+    return x == 0.0f ? -INFINITY : (float)v;
+}
+
+AM_INLINE float am_tanh(float x, const struct am_env *E)
+{
+    double e = am_expm1(-2.0 * fabs((double)x), E);
+    return (float)am_copysign(-e / (2.0 + e), (double)x);
+}
+
+AM_INLINE float am_sigmoid(float x, const struct am_env *E)
+{
+    return (float)(1.0 / (1.0 + am_exp(-(double)x, E)));
+}
+
+AM_INLINE float am_silu(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    return (float)(d / (1.0 + am_exp(-d, E)));
+}
+
+AM_INLINE float am_silu_dx(float x, const struct am_env *E)
+{
+    double d = am_sat(x, E);
+    double e = am_exp(-d, E);
+    double s = 1.0 / (1.0 + e);
+    return (float)(s * (1.0 + d * (e * s)));
+}
+
+AM_INLINE float am_softplus(float x, const struct am_env *E)
+{
+    double d = x;
+    double pos = d > 0.0 ? d : 0.0;
+    return (float)(pos + am_log1p01(am_exp(-fabs(d), E)));
+}
+
+AM_INLINE float am_mish(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    double n = am_exp(d > E->mish_hi ? E->mish_hi : d, E);
+    double m = n * (n + 2.0);
+    return (float)(d * (m / (m + 2.0)));
+}
+
+AM_INLINE float am_gelu(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    double u = 0.5 * d * d;
+    double c = am_one_plus_erf(d * 0.70710678118654757, u, 1.4142135623730951 / fabs(d),
+                               am_exp(-u, E), E);
+    return (float)(0.5 * d * c);
+}
+
+AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
+{
+    double d = am_sat(x, E);
+    double u = 0.5 * d * d;
+    double eu = am_exp(-u, E);
+    double c = am_one_plus_erf(d * 0.70710678118654757, u, 1.4142135623730951 / fabs(d), eu, E);
+    return (float)(0.5 * c + d * (eu * 0.3989422804014327));
+}
+
+/* x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) = 0.5 x (1 + tanh(...)). */
+AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    double v = (2.0 * 0.79788456080286541) * (d + 0.044715 * (d * d * d));
+    return (float)(d / (1.0 + am_exp(-v, E)));
+}
+
+AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
+{
+    double d = am_sat_lo(x, E);
+    return (float)(d / (1.0 + am_exp(-1.702 * d, E)));
+}
+
+AM_INLINE float am_erf(float x, const struct am_env *E)
+{
+    double d = x;
+    double u = d * d;
+    double far = 1.0 - am_erfc_far(1.0 / fabs(d), am_exp(-u, E), E);
+    double v = u <= E->erf_u ? am_erf_near(d, u) : am_copysign(far, d);
+    return (float)v;
+}
+
+AM_INLINE float am_erf_dx(float x, const struct am_env *E)
+{
+    double d = x;
+    return (float)(1.1283791670955126 * am_exp(-(d * d), E));
+}
+
+AM_INLINE float am_rsqrt(float x)
+{
+    return (float)(1.0 / sqrt((double)x));
+}
+
+AM_INLINE float am_sign(float x)
+{
+    float s = x > 0.0f ? 1.0f : x;
+    return x < 0.0f ? -1.0f : s;
+}
+
+/* ---- one copy of the row loops per ISA level ------------------------------------- */
+
+/* Let the vectoriser compute both sides of a select: the kernels never
+ * rely on floating-point traps (the results are the same). GCC keeps sqrt
+ * a scalar call either way (errno), which costs little on the rare sqrt
+ * and rsqrt activations. */
+#if defined(__GNUC__) && !defined(__clang__)
+#define AM_NOTRAP __attribute__((optimize("no-trapping-math")))
+#else
+#define AM_NOTRAP
+#endif
+
+#define AM_SUFFIX base
+#define AM_ATTR AM_NOTRAP
+#include "emu/engines/act_math_body.h"
+#undef AM_SUFFIX
+#undef AM_ATTR
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AM_SUFFIX avx2
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx2")))
+#include "emu/engines/act_math_body.h"
+#undef AM_SUFFIX
+#undef AM_ATTR
+
+#define AM_SUFFIX avx512
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
+#include "emu/engines/act_math_body.h"
+#undef AM_SUFFIX
+#undef AM_ATTR
+#define AM_X86 1
+#else
+#define AM_X86 0
+#endif
+
+/* ---- public entry points ----------------------------------------------------------- */
+
+bool act_math_known(unsigned func)
+{
+    return func <= ISA_ACT_sign;
+}
+
+bool act_math_row(unsigned func, float *dst, const float *src, size_t n, float scale,
+                  float bias, float alpha)
+{
+    if (!act_math_known(func))
+        return false;
+#if AM_X86
+    int lvl = num_isa_level();
+    if (lvl == NUM_ISA_AVX512)
+        am_rows_avx512(func, dst, src, n, scale, bias, alpha);
+    else if (lvl == NUM_ISA_AVX2)
+        am_rows_avx2(func, dst, src, n, scale, bias, alpha);
+    else
+        am_rows_base(func, dst, src, n, scale, bias, alpha);
+#else
+    am_rows_base(func, dst, src, n, scale, bias, alpha);
+#endif
+    return true;
+}
+
+float act_math_one(unsigned func, float x, float alpha)
+{
+    float y = x;
+    (void)act_math_row(func, &y, &y, 1, 1.0f, -0.0f, alpha);
+    return y;
+}
+
+bool act_math_reduce_known(unsigned op)
+{
+    return op == ISA_ALU_add || op == ISA_ALU_max || op == ISA_ALU_min ||
+           op == ISA_ALU_abs_max || op == ISA_ALU_abs_min;
+}
+
+float act_math_reduce_identity(unsigned op)
+{
+    switch (op) {
+    case ISA_ALU_max: return -INFINITY;
+    case ISA_ALU_min:
+    case ISA_ALU_abs_min: return INFINITY;
+    default: return 0.0f;
+    }
+}
+
+/* The larger (want_max) or smaller of a and b; a NaN in either wins. */
+static float am_pick(float a, float b, bool want_max)
+{
+    if (a != a || b != b)
+        return a != a ? a : b;
+    if (want_max)
+        return b > a ? b : a;
+    return b < a ? b : a;
+}
+
+void act_math_reduce(unsigned op, const float *x, size_t n, float *acc)
+{
+    if (op == ISA_ALU_add) {
+        double lanes[AM_BLK] = {0};
+#if AM_X86
+        int lvl = num_isa_level();
+        if (lvl == NUM_ISA_AVX512)
+            am_sum_avx512(x, n, lanes);
+        else if (lvl == NUM_ISA_AVX2)
+            am_sum_avx2(x, n, lanes);
+        else
+            am_sum_base(x, n, lanes);
+#else
+        am_sum_base(x, n, lanes);
+#endif
+        for (size_t w = AM_BLK / 2; w >= 1; w /= 2)
+            for (size_t j = 0; j < w; j++)
+                lanes[j] += lanes[j + w];
+        *acc = (float)((double)*acc + lanes[0]);
+        return;
+    }
+    bool want_max = op == ISA_ALU_max || op == ISA_ALU_abs_max;
+    bool absval = op == ISA_ALU_abs_max || op == ISA_ALU_abs_min;
+    float a = absval ? fabsf(*acc) : *acc;
+    for (size_t i = 0; i < n; i++)
+        a = am_pick(a, absval ? fabsf(x[i]) : x[i], want_max);
+    *acc = a;
+}

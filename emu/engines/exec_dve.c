@@ -1,0 +1,855 @@
+/*
+ * exec_dve.c: semantics of the Vector/GpSimd elementwise, copy and reduce
+ * instructions: tensor_tensor, tensor_scalar, scalar_tensor_tensor,
+ * tensor_copy, tensor_copy_predicated, memset, iota, tensor_reduce,
+ * tensor_partition_reduce, tensor_tensor_scan, tensor_scalar_reduce and
+ * tensor_scalar_cumulative, after the NKI ISA reference. docs/isa.md has
+ * the table of choices where the reference is silent.
+ *
+ * Every instruction works row by row (a row is one partition's free
+ * elements in pattern order): rows go in increasing order, and each row
+ * reads all of its inputs before it writes its outputs, so an output may
+ * alias an input. Float math is fp32 (inputs converted from their dtype,
+ * results rounded to nearest even into the output dtype). When every
+ * tensor operand has an integer dtype and the operators allow it, the
+ * instruction runs exactly in 64-bit integer arithmetic instead and
+ * results keep the low bits of the output dtype (dve.h). Flat fp32 rows
+ * are used in place, without copies.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "emu/engines/act_acc.h"
+#include "emu/engines/dve.h"
+
+#define DVE_ERR NRT_EXEC_COMPLETED_WITH_ERR
+
+/* Two adjacent scratch slots (from slot, an even number) as one row of
+ * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
+static int64_t *dve_wide_scratch(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    return (int64_t *)(void *)core_scratch(ctx, slot);
+}
+
+static bool dve_flag(const struct isa_insn *insn, unsigned bit)
+{
+    return (insn->flags >> bit) & 1u;
+}
+
+static size_t dve_min(size_t a, size_t b)
+{
+    return a < b ? a : b;
+}
+
+/* Bind the operands in slots[0..n) into v[0..n). */
+static NRT_STATUS dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
+                           struct ap_view *v)
+{
+    for (unsigned i = 0; i < n; i++) {
+        NRT_STATUS st = ap_bind(ctx, slots[i], &v[i]);
+        if (st != NRT_SUCCESS)
+            return st;
+    }
+    return NRT_SUCCESS;
+}
+
+/* a must have b's shape (rows x elements). */
+static NRT_STATUS dve_shape(struct isa_exec_ctx *ctx, const char *an, const struct ap_view *a,
+                            const char *bn, const struct ap_view *b)
+{
+    if (a->rows == b->rows && a->elems == b->elems)
+        return NRT_SUCCESS;
+    return core_fail(ctx, DVE_ERR, "%s is [%u, %llu] but %s is [%u, %llu]", an, a->rows,
+                     (unsigned long long)a->elems, bn, b->rows, (unsigned long long)b->elems);
+}
+
+/* op must be an ALU operator with every property bit of need. */
+static NRT_STATUS dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
+                               unsigned need)
+{
+    unsigned p = dve_op_props(op);
+    if (p != 0 && (p & need) == need)
+        return NRT_SUCCESS;
+    const char *why = p == 0 ? "is not an ALU operator"
+                      : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
+                      : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"
+                      : "cannot run here";
+    return core_fail(ctx, DVE_ERR, "%s %s (%u) %s", field, dve_op_name(op), op, why);
+}
+
+static bool dve_all_int(const struct ap_view *v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!dve_dtype_is_int(v[i].dtype))
+            return false;
+    return true;
+}
+
+/* The partition of row r of operand slot (accumulator registers are per partition). */
+static uint32_t dve_part(const struct isa_insn *insn, unsigned slot, uint32_t r)
+{
+    return (insn->ap[slot].start_part + r * (uint32_t)insn->ap[slot].part_step) %
+           ISA_NUM_PARTITIONS;
+}
+
+/* ---- tensor_tensor ------------------------------------------------------------ */
+
+static NRT_STATUS dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+{
+    size_t n = v[0].elems;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        float *o = ap_row_f32(&v[0], r);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 2);
+        dve_f32_vv(op, w, x, y, false, n);
+        if (o == NULL)
+            ap_row_store(&v[0], r, w);
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+{
+    int64_t *x = dve_wide_scratch(ctx, 0), *y = dve_wide_scratch(ctx, 2);
+    unsigned bits = dve_dtype_bits(v[0].dtype);
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        dve_row_load_i64(&v[1], r, x);
+        dve_row_load_i64(&v[2], r, y);
+        dve_i64_vv(op, x, x, y, false, bits, v[0].elems);
+        dve_row_store_i64(&v[0], r, x);
+    }
+    return NRT_SUCCESS;
+}
+
+/* dst = data1 <op> data2 */
+NRT_STATUS isa_exec_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    struct ap_view v[3];
+    unsigned op = insn->enums[0];
+    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data1", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data2", &v[2], "dst", &v[0]);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (dve_all_int(v, 3) && (dve_op_props(op) & DVE_OP_INT))
+        return dve_tt_int(ctx, op, v);
+    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
+    return st != NRT_SUCCESS ? st : dve_tt_f32(ctx, op, v);
+}
+
+/* ---- tensor_scalar -------------------------------------------------------------- */
+
+/* What a tensor_scalar instruction applies: up to two operators with
+ * scalar operands. */
+struct dve_ts {
+    unsigned op[2];            /* operators; op[1] bypass: only op[0] */
+    unsigned props[2];         /* their DVE_OP_* bits */
+    bool rev[2];               /* scalar on the left of op[i] */
+    struct dve_scalar k[2];    /* the scalar operands */
+};
+
+static NRT_STATUS dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
+                             const struct ap_view *d, const struct ap_view *x_v)
+{
+    size_t n = d->elems;
+    bool two = t->op[1] != ISA_ALU_bypass;
+    for (uint32_t r = 0; r < d->rows; r++) {
+        float k0 = dve_scalar_f32(&t->k[0], r), k1 = two ? dve_scalar_f32(&t->k[1], r) : 0.0f;
+        float *o = ap_row_f32(d, r);
+        const float *x = dve_in_f32(ctx, 0, x_v, r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 1);
+        if (!two) {
+            dve_f32_vk(t->op[0], w, x, k0, t->rev[0], n);
+        } else if (!dve_f32_vk2(t->op, t->rev, k0, k1, w, x, n)) {
+            float *tmp = core_scratch(ctx, 2);
+            for (size_t c = 0; c < n; c += DVE_CHUNK) {
+                size_t m = dve_min(DVE_CHUNK, n - c);
+                dve_f32_vk(t->op[0], tmp, x + c, k0, t->rev[0], m);
+                dve_f32_vk(t->op[1], w + c, tmp, k1, t->rev[1], m);
+            }
+        }
+        if (o == NULL)
+            ap_row_store(d, r, w);
+    }
+    return NRT_SUCCESS;
+}
+
+static NRT_STATUS dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
+                             const struct ap_view *d, const struct ap_view *x_v)
+{
+    int64_t *x = dve_wide_scratch(ctx, 0);
+    unsigned bits = dve_dtype_bits(d->dtype);
+    int steps = t->op[1] != ISA_ALU_bypass ? 2 : 1;
+    for (uint32_t r = 0; r < d->rows; r++) {
+        dve_row_load_i64(x_v, r, x);
+        for (int i = 0; i < steps; i++) {
+            int64_t k = (t->props[i] & DVE_OP_UNARY) ? 0 : dve_scalar_i64(&t->k[i], r);
+            dve_i64_vk(t->op[i], x, x, k, t->rev[i], bits, d->elems);
+        }
+        dve_row_store_i64(d, r, x);
+    }
+    return NRT_SUCCESS;
+}
+
+/* May the operators run on integers: integer-capable, scalars integral? */
+static bool dve_ts_int_ok(const struct dve_ts *t)
+{
+    for (int i = 0; i < 2; i++) {
+        unsigned p = t->props[i];
+        if (!(p & DVE_OP_INT) || (!(p & DVE_OP_UNARY) && !dve_scalar_is_int(&t->k[i])))
+            return false;
+    }
+    return true;
+}
+
+/* Both operators valid and of one kind (bit-pattern or arithmetic). */
+static NRT_STATUS dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts *t)
+{
+    unsigned p0 = t->props[0], p1 = t->props[1];
+    if (p0 == 0 || p1 == 0)
+        return core_fail(ctx, DVE_ERR, "%s (%u) is not an ALU operator",
+                         p0 == 0 ? "op0" : "op1", p0 == 0 ? t->op[0] : t->op[1]);
+    if (t->op[1] != ISA_ALU_bypass && (p0 & DVE_OP_BITVEC) != (p1 & DVE_OP_BITVEC))
+        return core_fail(ctx, DVE_ERR, "op0 %s and op1 %s must both be bit-pattern or both "
+                         "arithmetic operators", dve_op_name(t->op[0]), dve_op_name(t->op[1]));
+    return NRT_SUCCESS;
+}
+
+/* dst = (data <op0> operand0) <op1> operand1 */
+NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    struct dve_ts t;
+    for (int i = 0; i < 2; i++) {
+        t.op[i] = insn->enums[i];
+        t.props[i] = dve_op_props(t.op[i]);
+        t.rev[i] = dve_flag(insn, (unsigned)i);
+    }
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_ts_ops_check(ctx, &t);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &t.k[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "operand1", &t.k[1]);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (dve_all_int(v, 2) && dve_ts_int_ok(&t))
+        return dve_ts_int(ctx, &t, &v[0], &v[1]);
+    if ((t.props[0] | t.props[1]) & DVE_OP_BITVEC)
+        return dve_op_check(ctx, (t.props[0] & DVE_OP_BITVEC) ? "op0" : "op1",
+                            (t.props[0] & DVE_OP_BITVEC) ? t.op[0] : t.op[1], DVE_OP_F32);
+    return dve_ts_f32(ctx, &t, &v[0], &v[1]);
+}
+
+/* ---- scalar_tensor_tensor ---------------------------------------------------------- */
+
+/* dst = (data <op0> operand0) <op1> operand1, in fp32 */
+NRT_STATUS isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[3] = {0, 1, 3};
+    struct ap_view v[3];
+    struct dve_scalar k;
+    unsigned op0 = insn->enums[0], op1 = insn->enums[1];
+    bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
+    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "operand1", &v[2], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &k);
+    if (st != NRT_SUCCESS)
+        return st;
+    size_t n = v[0].elems;
+    float *tmp = core_scratch(ctx, 3);
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        float k0 = dve_scalar_f32(&k, r);
+        float *o = ap_row_f32(&v[0], r);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 2);
+        for (size_t c = 0; c < n; c += DVE_CHUNK) {
+            size_t m = dve_min(DVE_CHUNK, n - c);
+            dve_f32_vk(op0, tmp, x + c, k0, rev0, m);
+            dve_f32_vv(op1, w + c, tmp, y + c, rev1, m);
+        }
+        if (o == NULL)
+            ap_row_store(&v[0], r, w);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- tensor_copy ------------------------------------------------------------------- */
+
+static bool dve_same_bits(uint32_t a, uint32_t b)
+{
+    bool fa = a == ISA_DT_F32 || a == ISA_DT_F32R, fb = b == ISA_DT_F32 || b == ISA_DT_F32R;
+    return a == b || (fa && fb);
+}
+
+/* Do the byte ranges of row r of a and b intersect? */
+static bool dve_rows_overlap(const struct ap_view *a, const struct ap_view *b, uint32_t r)
+{
+    const uint8_t *pa = ap_row_ptr(a, r), *pb = ap_row_ptr(b, r);
+    return pa < pb + b->elems * b->esize && pb < pa + a->elems * a->esize;
+}
+
+/* Equal dtypes: the element bits move unchanged. */
+static void dve_copy_bits(struct isa_exec_ctx *ctx, const struct ap_view *d,
+                          const struct ap_view *s)
+{
+    void *buf = dve_wide_scratch(ctx, 0);
+    for (uint32_t r = 0; r < d->rows; r++) {
+        if (d->flat && s->flat) {
+            memmove(ap_row_ptr(d, r), ap_row_ptr(s, r), d->elems * d->esize);
+            continue;
+        }
+        dve_row_gather(s, r, buf);
+        dve_row_scatter(d, r, buf);
+    }
+}
+
+/* Different dtypes: through fp32, rounding to nearest even (or stochastically
+ * when the execution asks for it: then always through ap_row_store). */
+static void dve_copy_cast(struct isa_exec_ctx *ctx, const struct ap_view *d,
+                          const struct ap_view *s)
+{
+    float *buf = core_scratch(ctx, 0);
+    for (uint32_t r = 0; r < d->rows; r++) {
+        if (d->flat && s->flat && d->rnd == NULL && !dve_rows_overlap(d, s, r)) {
+            (void)num_convert(ap_row_ptr(d, r), d->dtype, ap_row_ptr(s, r), s->dtype, d->elems);
+            continue;
+        }
+        ap_row_load(s, r, buf);
+        ap_row_store(d, r, buf);
+    }
+}
+
+NRT_STATUS isa_exec_tensor_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "src", &v[1], "dst", &v[0]);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (dve_same_bits(v[0].dtype, v[1].dtype))
+        dve_copy_bits(ctx, &v[0], &v[1]);
+    else
+        dve_copy_cast(ctx, &v[0], &v[1]);
+    return NRT_SUCCESS;
+}
+
+/* ---- tensor_copy_predicated ---------------------------------------------------------- */
+
+/* dst[i] = src[i] where keep[i] (packed elements of size es). */
+#define DVE_SELECT(T, dst, src, sstep, keep, n)                                   \
+    do {                                                                          \
+        T *d_ = (T *)(void *)(dst);                                               \
+        const T *s_ = (const T *)(const void *)(src);                             \
+        for (size_t i = 0; i < (n); i++)                                          \
+            d_[i] = (keep)[i] ? s_[i * (sstep)] : d_[i];                          \
+    } while (0)
+
+static void dve_select(void *dst, const void *src, size_t sstep, const uint8_t *keep,
+                       size_t es, size_t n)
+{
+    switch (es) {
+    case 1: DVE_SELECT(uint8_t, dst, src, sstep, keep, n); break;
+    case 2: DVE_SELECT(uint16_t, dst, src, sstep, keep, n); break;
+    case 4: DVE_SELECT(uint32_t, dst, src, sstep, keep, n); break;
+    default: DVE_SELECT(uint64_t, dst, src, sstep, keep, n); break;
+    }
+}
+
+/* Row r of the source as packed elements of the dst dtype (scratch 2-3;
+ * slot 4 is a staging row). */
+static const void *dve_pred_src(struct isa_exec_ctx *ctx, const struct ap_view *d,
+                                const struct ap_view *s, uint32_t r)
+{
+    void *bytes = dve_wide_scratch(ctx, 2);
+    if (dve_same_bits(d->dtype, s->dtype)) {
+        dve_row_gather(s, r, bytes);
+    } else {
+        float *f = core_scratch(ctx, 4);
+        ap_row_load(s, r, f);
+        (void)num_store_f32(bytes, d->dtype, 1, f, d->elems, NULL);
+    }
+    return bytes;
+}
+
+/* dst = src where (predicate != 0) != reverse_pred; elsewhere dst keeps its value. */
+NRT_STATUS isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 2};
+    struct ap_view v[3];
+    bool has_src = ap_present(insn, 1), rev = dve_flag(insn, 0);
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "predicate", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS && has_src && (st = ap_bind(ctx, 1, &v[2])) == NRT_SUCCESS)
+        st = dve_shape(ctx, "src", &v[2], "dst", &v[0]);
+    if (st != NRT_SUCCESS)
+        return st;
+    uint64_t imm = 0;
+    (void)num_from_f32(v[0].dtype, &imm, insn->fimm[0], NULL, 0);
+    void *row = dve_wide_scratch(ctx, 0);
+    float *pred = core_scratch(ctx, 4);
+    uint8_t *keep = (uint8_t *)(void *)core_scratch(ctx, 5);
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        const void *src = has_src ? dve_pred_src(ctx, &v[0], &v[2], r) : (const void *)&imm;
+        ap_row_load(&v[1], r, pred);
+        for (size_t i = 0; i < v[0].elems; i++)
+            keep[i] = (pred[i] != 0.0f) != rev;
+        dve_row_gather(&v[0], r, row);
+        dve_select(row, src, has_src ? 1 : 0, keep, v[0].esize, v[0].elems);
+        dve_row_scatter(&v[0], r, row);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- memset ---------------------------------------------------------------------------- */
+
+/* The double x as one element of an integer dtype: RNE, saturated, NaN 0. */
+static uint64_t dve_double_to_int(uint32_t dt, double x)
+{
+    unsigned bits = dve_dtype_bits(dt);
+    bool sign = dt == ISA_DT_I8 || dt == ISA_DT_I16 || dt == ISA_DT_I32 || dt == ISA_DT_I64;
+    x = nearbyint(x);
+    if (x != x)
+        return 0;
+    if (sign) {
+        double lim = ldexp(1.0, (int)bits - 1);
+        int64_t max = (int64_t)(UINT64_MAX >> (65 - bits));
+        return x >= lim ? (uint64_t)max : x < -lim ? (uint64_t)(-max - 1) : (uint64_t)(int64_t)x;
+    }
+    uint64_t umax = UINT64_MAX >> (64 - bits);
+    return x >= ldexp(1.0, (int)bits) ? umax : x <= 0.0 ? 0u : (uint64_t)x;
+}
+
+/* The double x as one element of dtype dt (little-endian bytes in *out). */
+static void dve_encode_double(uint32_t dt, double x, uint64_t *out)
+{
+    *out = 0;
+    if (dve_dtype_is_int(dt)) {
+        *out = dve_double_to_int(dt, x);
+        return;
+    }
+    float f = fabs(x) >= 0x1p128 ? (float)copysign(INFINITY, x) : (float)x;
+    (void)num_from_f32(dt, out, f, NULL, 0);
+}
+
+/* Every element of dst = value (a double, converted to dst's dtype). */
+NRT_STATUS isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view d;
+    NRT_STATUS st = ap_bind(ctx, 0, &d);
+    if (st != NRT_SUCCESS)
+        return st;
+    uint64_t elem;
+    dve_encode_double(d.dtype, insn->imm[0].f, &elem);
+    uint8_t *row = (uint8_t *)dve_wide_scratch(ctx, 0);
+    for (size_t i = 0; i < d.elems; i++)
+        memcpy(row + i * d.esize, &elem, d.esize);
+    for (uint32_t r = 0; r < d.rows; r++)
+        dve_row_scatter(&d, r, row);
+    return NRT_SUCCESS;
+}
+
+/* ---- iota ------------------------------------------------------------------------------- */
+
+/* Elements of the iota pattern (more than cap: cap + 1). */
+static uint64_t dve_iota_count(const struct isa_pattern *pat, uint64_t cap)
+{
+    uint64_t n = pat->ndims > 0;
+    for (unsigned d = 0; d < pat->ndims && n <= cap; d++)
+        n *= pat->dim[d].count;
+    return n > cap ? cap + 1 : n;
+}
+
+/* The pattern part of every value, sum(idx_d * step_d), in int32
+ * (wrapping) arithmetic, in pattern order: n values into out. */
+static void dve_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64_t n)
+{
+    uint32_t idx[ISA_MAX_DIMS] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t v = 0;
+        for (unsigned d = 0; d < pat->ndims; d++)
+            v += idx[d] * (uint32_t)pat->dim[d].step;
+        out[i] = (int32_t)v;
+        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
+            if (++idx[d] < pat->dim[d].count)
+                break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
+ * in int32 arithmetic, p counting the dst rows from 0. */
+NRT_STATUS isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view d;
+    NRT_STATUS st = ap_bind(ctx, 0, &d);
+    if (st != NRT_SUCCESS)
+        return st;
+    int64_t *pat = dve_wide_scratch(ctx, 0), *row = dve_wide_scratch(ctx, 2);
+    float *frow = core_scratch(ctx, 4);
+    uint64_t n = dve_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
+    if (n != d.elems)
+        return core_fail(ctx, DVE_ERR, "the iota pattern has %s%llu elements but dst has %llu "
+                         "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
+                         (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
+                         (unsigned long long)d.elems);
+    dve_iota_pattern(&insn->pattern, pat, n);
+    bool ints = dve_dtype_is_int(d.dtype);
+    for (uint32_t r = 0; r < d.rows; r++) {
+        uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
+        for (uint64_t i = 0; i < n; i++)
+            row[i] = (int32_t)(base + (uint32_t)pat[i]);
+        if (ints) {
+            dve_row_store_i64(&d, r, row);
+            continue;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            frow[i] = (float)row[i];
+        ap_row_store(&d, r, frow);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- tensor_reduce ------------------------------------------------------------------------ */
+
+/* Elements per reduced group: the product of the last axes dims of data. */
+static NRT_STATUS dve_reduce_inner(struct isa_exec_ctx *ctx, const struct isa_ap *ap,
+                                   int64_t axes, uint64_t *inner)
+{
+    if (axes < 1 || axes > ap->ndims)
+        return core_fail(ctx, DVE_ERR, "axes %lld: data has %u free dimensions",
+                         (long long)axes, ap->ndims);
+    *inner = 1;
+    for (unsigned d = ap->ndims - (unsigned)axes; d < ap->ndims; d++)
+        *inner *= ap->dim[d].count;
+    return NRT_SUCCESS;
+}
+
+static void dve_reduce_f32(struct isa_exec_ctx *ctx, unsigned op, bool neg,
+                           const struct ap_view *d, const struct ap_view *x_v, uint64_t inner)
+{
+    float *res = core_scratch(ctx, 1);
+    uint64_t groups = d->elems;
+    for (uint32_t r = 0; r < d->rows; r++) {
+        const float *x = dve_in_f32(ctx, 0, x_v, r, NULL, 0);
+        for (uint64_t g = 0; g < groups; g++)
+            res[g] = dve_f32_reduce(op, x + g * inner, inner);
+        if (neg)
+            for (uint64_t g = 0; g < groups; g++)
+                res[g] *= -1.0f;
+        ap_row_store(d, r, res);
+    }
+}
+
+static void dve_reduce_int(struct isa_exec_ctx *ctx, unsigned op, bool neg,
+                           const struct ap_view *d, const struct ap_view *x_v, uint64_t inner)
+{
+    int64_t *x = dve_wide_scratch(ctx, 0), *res = dve_wide_scratch(ctx, 2);
+    unsigned bits = dve_dtype_bits(d->dtype);
+    for (uint32_t r = 0; r < d->rows; r++) {
+        dve_row_load_i64(x_v, r, x);
+        for (uint64_t g = 0; g < d->elems; g++) {
+            int64_t v = dve_i64_reduce(op, x + g * inner, inner, bits);
+            res[g] = neg ? (int64_t)(0u - (uint64_t)v) : v;
+        }
+        dve_row_store_i64(d, r, res);
+    }
+}
+
+/* dst[p, g] = op over group g of the last `axes` free dims of data (negated on request). */
+NRT_STATUS isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    unsigned op = insn->enums[0];
+    bool neg = dve_flag(insn, 0);
+    uint64_t inner = 1;
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
+    if (st == NRT_SUCCESS)
+        st = dve_reduce_inner(ctx, &insn->ap[1], insn->imm[0].i, &inner);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (v[0].rows != v[1].rows || v[0].elems * inner != v[1].elems)
+        return core_fail(ctx, DVE_ERR, "dst is [%u, %llu] but reducing %llu of the data's [%u, "
+                         "%llu] elements gives [%u, %llu]", v[0].rows,
+                         (unsigned long long)v[0].elems, (unsigned long long)inner, v[1].rows,
+                         (unsigned long long)v[1].elems, v[1].rows,
+                         (unsigned long long)(v[1].elems / inner));
+    if (neg && (dve_op_props(op) & DVE_OP_BITVEC))
+        return core_fail(ctx, DVE_ERR, "negate needs an arithmetic operator, not %s",
+                         dve_op_name(op));
+    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
+        dve_reduce_int(ctx, op, neg, &v[0], &v[1], inner);
+        return NRT_SUCCESS;
+    }
+    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        dve_reduce_f32(ctx, op, neg, &v[0], &v[1], inner);
+    return st;
+}
+
+/* ---- tensor_partition_reduce --------------------------------------------------------------- */
+
+static void dve_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    float *acc = core_scratch(ctx, 0);
+    size_t n = d->elems;
+    unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
+    ap_row_load(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++)
+        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
+    if (op == ISA_ALU_average)
+        dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
+    ap_row_store(d, 0, acc);
+}
+
+static void dve_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    int64_t *acc = dve_wide_scratch(ctx, 0), *x = dve_wide_scratch(ctx, 2);
+    unsigned bits = dve_dtype_bits(d->dtype);
+    dve_row_load_i64(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++) {
+        dve_row_load_i64(x_v, r, x);
+        dve_i64_vv(op, acc, acc, x, false, bits, d->elems);
+    }
+    dve_row_store_i64(d, 0, acc);
+}
+
+/* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
+NRT_STATUS isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    unsigned op = insn->enums[0];
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
+    if (st != NRT_SUCCESS)
+        return st;
+    if (v[0].rows != 1 || v[0].elems != v[1].elems)
+        return core_fail(ctx, DVE_ERR, "dst is [%u, %llu]; reducing the partitions of data "
+                         "[%u, %llu] gives [1, %llu]", v[0].rows, (unsigned long long)v[0].elems,
+                         v[1].rows, (unsigned long long)v[1].elems,
+                         (unsigned long long)v[1].elems);
+    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
+        dve_preduce_int(ctx, op, &v[0], &v[1]);
+        return NRT_SUCCESS;
+    }
+    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        dve_preduce_f32(ctx, op, &v[0], &v[1]);
+    return st;
+}
+
+/* ---- tensor_tensor_scan ---------------------------------------------------------------------- */
+
+/* dst[i] = op1(op0(data0[i], dst[i-1]), data1[i]), dst[-1] = initial; in fp32. */
+NRT_STATUS isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    struct ap_view v[3];
+    struct dve_scalar init;
+    unsigned op0 = insn->enums[0], op1 = insn->enums[1];
+    bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
+    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data0", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data1", &v[2], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 3, 0, v[0].rows, "initial", &init);
+    if (st != NRT_SUCCESS)
+        return st;
+    size_t n = v[0].elems;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        float *o = ap_row_f32(&v[0], r);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 2);
+        float acc = dve_scalar_f32(&init, r);
+        for (size_t i = 0; i < n; i++) {
+            float t = dve_f32_one(op0, x[i], acc, rev0);
+            w[i] = acc = dve_f32_one(op1, t, y[i], rev1);
+        }
+        if (o == NULL)
+            ap_row_store(&v[0], r, w);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- accumulating instructions ------------------------------------------------------------------ */
+
+/* Apply reduce_cmd cmd to accumulator *acc with this instruction's row
+ * result val (init: the load_reduce value). */
+static void dve_acc_apply(unsigned op, unsigned cmd, float *acc, float val, float init)
+{
+    float id = 0.0f;
+    (void)dve_f32_identity(op, &id);
+    switch (cmd) {
+    case ISA_RCMD_reset: *acc = id; break;
+    case ISA_RCMD_reduce: *acc = dve_f32_one(op, *acc, val, false); break;
+    case ISA_RCMD_reset_reduce: *acc = dve_f32_one(op, id, val, false); break;
+    case ISA_RCMD_load_reduce: *acc = dve_f32_one(op, init, val, false); break;
+    default: break; /* idle */
+    }
+}
+
+/* op must be add, subtract (when allow_sub), multiply, max or min. */
+static NRT_STATUS dve_acc_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
+                                   bool allow_sub)
+{
+    float id;
+    if (dve_f32_identity(op, &id) && (allow_sub || op != ISA_ALU_subtract))
+        return NRT_SUCCESS;
+    return core_fail(ctx, DVE_ERR, "%s %s (%u) is not add, %smultiply, max or min", field,
+                     dve_op_name(op), op, allow_sub ? "subtract, " : "");
+}
+
+/* The optional [P, 1] reduce_res operand in slot 3. */
+static NRT_STATUS dve_bind_res(struct isa_exec_ctx *ctx, uint32_t rows, struct ap_view *res,
+                               bool *has)
+{
+    *has = ap_present(ctx->insn, 3);
+    if (!*has)
+        return NRT_SUCCESS;
+    NRT_STATUS st = ap_bind(ctx, 3, res);
+    if (st == NRT_SUCCESS && (res->rows != rows || res->elems != 1))
+        st = core_fail(ctx, DVE_ERR, "reduce_res must be [%u, 1]; it is [%u, %llu]", rows,
+                       res->rows, (unsigned long long)res->elems);
+    return st;
+}
+
+/* The operands of tensor_scalar_reduce. */
+struct dve_tsr {
+    struct ap_view v[2];       /* dst, data */
+    struct ap_view res;        /* reduce_res, when has_res */
+    bool has_res;              /* reduce_res present */
+    struct dve_scalar k;       /* operand0 */
+    struct dve_scalar init;    /* reduce_init */
+};
+
+static NRT_STATUS dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                               struct dve_tsr *t)
+{
+    static const unsigned slots[2] = {0, 1};
+    NRT_STATUS st = dve_bind(ctx, slots, 2, t->v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "data", &t->v[1], "dst", &t->v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op0", insn->enums[0], DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_acc_op_check(ctx, "reduce_op", insn->enums[1], false);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 2, 0, t->v[0].rows, "operand0", &t->k);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 4, 1, t->v[0].rows, "reduce_init", &t->init);
+    if (st == NRT_SUCCESS)
+        st = dve_bind_res(ctx, t->v[0].rows, &t->res, &t->has_res);
+    return st;
+}
+
+/* dst = data <op0> operand0; the accumulator of each partition takes
+ * reduce_op over the row's fp32 results as reduce_cmd says, and
+ * reduce_res (optional) receives the accumulator (negated on request). */
+NRT_STATUS isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct dve_tsr t;
+    unsigned op0 = insn->enums[0], rop = insn->enums[1], cmd = insn->enums[2];
+    bool rev0 = dve_flag(insn, 0), neg = dve_flag(insn, 1);
+    NRT_STATUS st = dve_tsr_bind(ctx, insn, &t);
+    if (st != NRT_SUCCESS)
+        return st;
+    float *acc = act_acc_regs(ctx);
+    size_t n = t.v[0].elems;
+    for (uint32_t r = 0; r < t.v[0].rows; r++) {
+        float *o = ap_row_f32(&t.v[0], r);
+        const float *x = dve_in_f32(ctx, 0, &t.v[1], r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 1);
+        dve_f32_vk(op0, w, x, dve_scalar_f32(&t.k, r), rev0, n);
+        float *a = &acc[dve_part(insn, 1, r)];
+        dve_acc_apply(rop, cmd, a, dve_f32_reduce(rop, w, n), dve_scalar_f32(&t.init, r));
+        if (o == NULL)
+            ap_row_store(&t.v[0], r, w);
+        float out = neg ? *a * -1.0f : *a;
+        if (t.has_res)
+            ap_row_store(&t.res, r, &out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* The starting register value of a cumulative row. */
+static float dve_cum_start(unsigned op1, unsigned cmd, float acc, float imm1)
+{
+    float id = 0.0f;
+    (void)dve_f32_identity(op1, &id);
+    return cmd == ISA_RCMD_reset_reduce ? id : cmd == ISA_RCMD_reduce ? acc : imm1;
+}
+
+/* reg starts per reduce_cmd; for each element, reg = op1(op0(src, imm0), reg)
+ * and dst = reg; the accumulator keeps the last reg. */
+NRT_STATUS isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    struct dve_scalar k0, k1;
+    unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
+    bool rev0 = dve_flag(insn, 0);
+    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = dve_shape(ctx, "src", &v[1], "dst", &v[0]);
+    if (st == NRT_SUCCESS)
+        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
+    if (st == NRT_SUCCESS)
+        st = dve_acc_op_check(ctx, "op1", op1, true);
+    if (st == NRT_SUCCESS && cmd != ISA_RCMD_reset_reduce && cmd != ISA_RCMD_reduce &&
+        cmd != ISA_RCMD_load_reduce)
+        st = core_fail(ctx, DVE_ERR, "reduce_cmd must be reset_reduce, reduce or load_reduce");
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "imm0", &k0);
+    if (st == NRT_SUCCESS)
+        st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "imm1", &k1);
+    if (st != NRT_SUCCESS)
+        return st;
+    float *acc = act_acc_regs(ctx);
+    size_t n = v[0].elems;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        float *o = ap_row_f32(&v[0], r);
+        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
+        float *w = o != NULL ? o : core_scratch(ctx, 1);
+        float *a = &acc[dve_part(insn, 1, r)];
+        dve_f32_vk(op0, w, x, dve_scalar_f32(&k0, r), rev0, n);
+        *a = dve_f32_scan(op1, w, dve_cum_start(op1, cmd, *a, dve_scalar_f32(&k1, r)), n);
+        if (o == NULL)
+            ap_row_store(&v[0], r, w);
+    }
+    return NRT_SUCCESS;
+}

@@ -1,0 +1,884 @@
+/*
+ * exec_pool.c: semantics of the selection, gather, sort and statistics
+ * instructions, after the NKI ISA reference: bn_stats, bn_aggr, max8,
+ * nc_find_index8, nc_match_replace8, select_reduce, range_select,
+ * affine_select, local_gather, nc_n_gather, nc_stream_shuffle,
+ * sequence_bounds, nonzero_with_count and topk; quantize_mx is refused
+ * (NeuronCore-v4). docs/isa.md has the table of choices where the
+ * reference is silent.
+ *
+ * Rows are partitions, their free elements flattened in pattern order.
+ * Values are compared and computed in fp32 and stored rounded to nearest
+ * even, except where an instruction moves data (gathers, shuffles, a
+ * select whose input and output types match): those copy element bytes.
+ * Indices and counts are exact integers. Each row reads its inputs before
+ * it writes its outputs; instructions that move data between partitions
+ * (nc_stream_shuffle, local_gather, topk) stage what they read first.
+ */
+#include <float.h>
+#include <math.h>
+#include <string.h>
+
+#include "emu/engines/act_acc.h"
+#include "emu/num/numerics.h"
+#include "emu/engines/pool.h"
+
+#define POOL_GROUP 16u          /* partitions per GpSimd core */
+#define POOL_QUADRANT 32u       /* partitions per shuffle quadrant */
+#define POOL_BN_FMAX 512u       /* bn_stats: elements per partition at most */
+#define POOL_MAX8_MIN 8u        /* max8 / nc_find_index8: elements per partition */
+#define POOL_MAX8_MAX 16384u
+#define POOL_MASK_KEEP 255u     /* nc_stream_shuffle: leave the partition alone */
+#define POOL_ALL_DT (POOL_DT_INTS | POOL_DT_FLOATS)
+#define POOL_IDX_DT (POOL_DT(ISA_DT_U16) | POOL_DT(ISA_DT_U32))
+
+/* Two adjacent scratch slots (slot even) as one row of int64 values. */
+static int64_t *pool_wide(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    return (int64_t *)(void *)core_scratch(ctx, slot);
+}
+
+/* Scratch slot as raw bytes. */
+static uint8_t *pool_bytes(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    return (uint8_t *)core_scratch(ctx, slot);
+}
+
+/* The physical partition of row r of operand slot (accumulators are per partition). */
+static uint32_t pool_part(const struct isa_insn *insn, unsigned slot, uint32_t r)
+{
+    const struct isa_ap *ap = &insn->ap[slot];
+    return (uint32_t)(ap->start_part + (int64_t)r * ap->part_step) % ISA_NUM_PARTITIONS;
+}
+
+static NRT_STATUS pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
+                                  const struct ap_view *va, const char *b,
+                                  const struct ap_view *vb)
+{
+    if (va->dtype == vb->dtype)
+        return NRT_SUCCESS;
+    return core_fail(ctx, POOL_ERR, "%s (%s) must have the dtype of %s (%s)", a,
+                     isa_dtype_name(va->dtype), b, isa_dtype_name(vb->dtype));
+}
+
+/* ---- batch-norm statistics ------------------------------------------------------- */
+
+/* Per partition: count, mean and variance x count of the even-indexed
+ * elements of data, then of the odd-indexed ones (6 values). */
+NRT_STATUS isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    (void)insn;
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 6);
+    if (st == NRT_SUCCESS && v[1].elems > POOL_BN_FMAX)
+        st = core_fail(ctx, POOL_ERR, "bn_stats reads at most %u elements per partition; data "
+                       "has %llu", POOL_BN_FMAX, (unsigned long long)v[1].elems);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        bool direct;
+        float out[6];
+        const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
+        pool_bn_stats_row(x, v[1].elems, out);
+        ap_row_store(&v[0], r, out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* Per partition: the mean and variance of everything the (count, mean,
+ * variance x count) triples of data describe. */
+NRT_STATUS isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    (void)insn;
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2);
+    if (st == NRT_SUCCESS && v[1].elems % 3 != 0)
+        st = core_fail(ctx, POOL_ERR, "bn_aggr reads (count, mean, variance x count) triples; "
+                       "data has %llu elements per partition", (unsigned long long)v[1].elems);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        bool direct;
+        float out[2];
+        const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
+        pool_bn_aggr_row(x, v[1].elems, out);
+        ap_row_store(&v[0], r, out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- top 8, find and replace ----------------------------------------------------------- */
+
+/* data must hold 8..16384 elements per partition. */
+static NRT_STATUS pool_need_8_to_16k(struct isa_exec_ctx *ctx, const char *name,
+                                     const struct ap_view *v)
+{
+    if (v->elems >= POOL_MAX8_MIN && v->elems <= POOL_MAX8_MAX)
+        return NRT_SUCCESS;
+    return core_fail(ctx, POOL_ERR, "%s has %llu elements per partition; it needs %u to %u",
+                     name, (unsigned long long)v->elems, POOL_MAX8_MIN, POOL_MAX8_MAX);
+}
+
+/* dst[p] = the 8 largest values of src[p], in descending order. */
+NRT_STATUS isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    (void)insn;
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 8);
+    if (st == NRT_SUCCESS)
+        st = pool_need_8_to_16k(ctx, "src", &v[1]);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        bool direct;
+        float top[8];
+        const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
+        pool_top8(x, v[1].elems, top);
+        ap_row_store(&v[0], r, top);
+    }
+    return NRT_SUCCESS;
+}
+
+/* The common operands of nc_find_index8 and nc_match_replace8: dst, data
+ * and vals ([P, 8]). */
+static NRT_STATUS pool_bind_match(struct isa_exec_ctx *ctx, struct ap_view v[3])
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "vals", &v[2], v[1].rows, 8);
+    return st;
+}
+
+/* dst[p][i] = index of the first occurrence of vals[p][i] in data[p]
+ * (duplicates in vals take successive occurrences), all ones when absent. */
+NRT_STATUS isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view v[3];
+    (void)insn;
+    NRT_STATUS st = pool_bind_match(ctx, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 8);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "dst", &v[0], POOL_IDX_DT, "uint16 or uint32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_8_to_16k(ctx, "data", &v[1]);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        bool direct;
+        float vals[8];
+        int64_t idx[8];
+        ap_row_load(&v[2], r, vals);
+        const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
+        pool_match8(x, v[1].elems, vals, false, idx);
+        pool_row_store_i64(&v[0], r, idx);
+    }
+    return NRT_SUCCESS;
+}
+
+/* dst = data with the first occurrence of each vals[p][i] replaced by imm
+ * (vals taken from slot 7 down); dst_idx (optional) gets the positions. */
+NRT_STATUS isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view v[3], vi;
+    bool has_idx = ap_present(insn, 3);
+    NRT_STATUS st = pool_bind_match(ctx, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems);
+    if (st == NRT_SUCCESS && has_idx)
+        st = pool_bind1(ctx, 3, &vi);
+    if (st == NRT_SUCCESS && has_idx)
+        st = pool_need_shape(ctx, "dst_idx", &vi, v[1].rows, 8);
+    if (st == NRT_SUCCESS && has_idx)
+        st = pool_need_dtype(ctx, "dst_idx", &vi, POOL_IDX_DT, "uint16 or uint32");
+    if (st != NRT_SUCCESS)
+        return st;
+    float *w = core_scratch(ctx, 0);
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        float vals[8];
+        int64_t idx[8];
+        ap_row_load(&v[2], r, vals);
+        ap_row_load(&v[1], r, w);
+        pool_match8(w, v[1].elems, vals, true, idx);
+        for (int i = 0; i < 8; i++)
+            if (idx[i] >= 0)
+                w[idx[i]] = insn->fimm[0];
+        ap_row_store(&v[0], r, w);
+        if (has_idx)
+            pool_row_store_i64(&vi, r, idx);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- selects with a max accumulator ----------------------------------------------------- */
+
+/* reduce_op must be max; reduce_cmd idle, reset, reduce or reset_reduce. */
+static NRT_STATUS pool_acc_check(struct isa_exec_ctx *ctx, unsigned cmd, unsigned op)
+{
+    if (op != ISA_ALU_max) {
+        const char *name = isa_enum_name(ISA_ET_ALU, op);
+        return core_fail(ctx, POOL_ERR, "reduce_op must be max; it is %s (%u)",
+                         name ? name : "not an ALU operator", op);
+    }
+    if (cmd == ISA_RCMD_load_reduce || isa_enum_name(ISA_ET_RCMD, cmd) == NULL)
+        return core_fail(ctx, POOL_ERR, "reduce_cmd must be idle, reset, reduce or "
+                         "reset_reduce (load_reduce needs a starting value this op has not)");
+    return NRT_SUCCESS;
+}
+
+/* Apply cmd to a partition's max accumulator with this row's max; returns
+ * what reduce_res receives: the accumulator, or the row's own max (idle). */
+static float pool_acc_max(float *acc, unsigned cmd, float rowmax)
+{
+    switch (cmd) {
+    case ISA_RCMD_reset: *acc = -INFINITY; return *acc;
+    case ISA_RCMD_reduce: *acc = pool_fmax(*acc, rowmax); return *acc;
+    case ISA_RCMD_reset_reduce: *acc = rowmax; return *acc;
+    default: return rowmax;
+    }
+}
+
+/* The optional [P, 1] reduce_res in slot. */
+static NRT_STATUS pool_bind_res(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+                                struct ap_view *res, bool *has)
+{
+    *has = ap_present(ctx->insn, slot);
+    if (!*has)
+        return NRT_SUCCESS;
+    NRT_STATUS st = pool_bind1(ctx, slot, res);
+    return st != NRT_SUCCESS ? st : pool_need_shape(ctx, "reduce_res", res, rows, 1);
+}
+
+/* The operands of select_reduce. */
+struct pool_sel {
+    struct ap_view v[3];     /* dst, predicate, on_true */
+    struct pool_scalar f;    /* on_false */
+    struct ap_view res;      /* reduce_res, when has_res */
+    bool has_res;            /* reduce_res present */
+};
+
+static NRT_STATUS pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                struct pool_sel *s)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    static const uint32_t pred_dt = POOL_DT(ISA_DT_I8) | POOL_DT(ISA_DT_U8) |
+                                    POOL_DT(ISA_DT_I16) | POOL_DT(ISA_DT_U16);
+    static const uint32_t true_dt = POOL_ALL_DT & ~(POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32) |
+                                                    POOL_DT(ISA_DT_U32));
+    NRT_STATUS st = pool_bind(ctx, slots, 3, s->v);
+    uint32_t rows = s->v[0].rows;
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "predicate", &s->v[1], rows, s->v[0].elems);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "on_true", &s->v[2], rows, s->v[0].elems);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "predicate", &s->v[1], pred_dt, "int8, uint8, int16 or uint16");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "on_true", &s->v[2], true_dt, "neither fp32r, int32 nor uint32");
+    if (st == NRT_SUCCESS && s->v[1].mem == ISA_MEM_PSUM && s->v[2].mem == ISA_MEM_PSUM)
+        st = core_fail(ctx, POOL_ERR, "predicate and on_true cannot both be in PSUM");
+    if (st == NRT_SUCCESS)
+        st = pool_acc_check(ctx, insn->enums[0], insn->enums[1]);
+    if (st == NRT_SUCCESS)
+        st = pool_scalar_bind(ctx, 3, 0, rows, "on_false", &s->f);
+    if (st == NRT_SUCCESS)
+        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+    if (st == NRT_SUCCESS && s->has_res)
+        st = pool_need_dtype(ctx, "reduce_res", &s->res, POOL_DT_FLOATS, "a float dtype");
+    return st;
+}
+
+/* dst = predicate ? on_true : on_false (reverse_pred inverts), the row's
+ * max reduced into the Vector Engine accumulator as reduce_cmd says. */
+NRT_STATUS isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct pool_sel s;
+    unsigned cmd = insn->enums[0];
+    bool rev = insn->flags & 1u;
+    NRT_STATUS st = pool_sel_bind(ctx, insn, &s);
+    if (st != NRT_SUCCESS)
+        return st;
+    float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 2);
+    int64_t *pred = pool_wide(ctx, 0);
+    for (uint32_t r = 0; r < s.v[0].rows; r++) {
+        float k = pool_scalar_f32(&s.f, r), m = -INFINITY;
+        pool_row_load_i64(&s.v[1], r, pred);
+        ap_row_load(&s.v[2], r, w);
+        for (uint64_t i = 0; i < s.v[0].elems; i++) {
+            if ((pred[i] != 0) == rev)
+                w[i] = k;
+            m = pool_fmax(m, w[i]);
+        }
+        ap_row_store(&s.v[0], r, w);
+        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        if (s.has_res)
+            ap_row_store(&s.res, r, &out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* The comparisons range_select takes. */
+static NRT_STATUS pool_range_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op)
+{
+    if (pool_is_cmp(op) && op != ISA_ALU_not_equal)
+        return NRT_SUCCESS;
+    return core_fail(ctx, POOL_ERR, "%s (%u) must be equal, less, less_equal, greater or "
+                     "greater_equal", field, op);
+}
+
+/* The operands of range_select. */
+struct pool_rsel {
+    struct ap_view v[4];     /* dst, on_true, bound0, bound1 */
+    struct ap_view res;      /* reduce_res, when has_res */
+    bool has_res;            /* reduce_res present */
+};
+
+static NRT_STATUS pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                 struct pool_rsel *s)
+{
+    static const unsigned slots[4] = {0, 1, 2, 3};
+    static const uint32_t f32 = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R);
+    NRT_STATUS st = pool_need_gen(ctx, "range_select", 3);
+    if (st == NRT_SUCCESS)
+        st = pool_bind(ctx, slots, 4, s->v);
+    uint32_t rows = s->v[0].rows;
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "on_true", &s->v[1], rows, s->v[0].elems);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "bound0", &s->v[2], rows, 1);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "bound1", &s->v[3], rows, 1);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "on_true", &s->v[1], POOL_DT_FLOATS, "a float dtype");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "bound0", &s->v[2], f32, "fp32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "bound1", &s->v[3], f32, "fp32");
+    if (st == NRT_SUCCESS)
+        st = pool_range_op_check(ctx, "comp_op0", insn->enums[0]);
+    if (st == NRT_SUCCESS)
+        st = pool_range_op_check(ctx, "comp_op1", insn->enums[1]);
+    if (st == NRT_SUCCESS)
+        st = pool_acc_check(ctx, insn->enums[2], insn->enums[3]);
+    if (st == NRT_SUCCESS)
+        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+    return st;
+}
+
+/* Element j is kept when (range_start + j) comp_op0 bound0 and comp_op1
+ * bound1 (in fp32), else on_false; the row's max goes to the accumulator. */
+NRT_STATUS isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct pool_rsel s;
+    unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
+    int64_t start = insn->imm[0].i;
+    float off = insn->fimm[0];
+    NRT_STATUS st = pool_rsel_bind(ctx, insn, &s);
+    if (st != NRT_SUCCESS)
+        return st;
+    float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 0);
+    for (uint32_t r = 0; r < s.v[0].rows; r++) {
+        float b0, b1, m = -INFINITY;
+        ap_row_load(&s.v[2], r, &b0);
+        ap_row_load(&s.v[3], r, &b1);
+        ap_row_load(&s.v[1], r, w);
+        for (uint64_t j = 0; j < s.v[0].elems; j++) {
+            float x = (float)(start + (int64_t)j);
+            if (!pool_cmp_f32(op0, x, b0) || !pool_cmp_f32(op1, x, b1))
+                w[j] = off;
+            m = pool_fmax(m, w[j]);
+        }
+        ap_row_store(&s.v[0], r, w);
+        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        if (s.has_res)
+            ap_row_store(&s.res, r, &out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- affine_select --------------------------------------------------------------------- */
+
+/* Write the pattern's affine values (int32 arithmetic, wrapping) into out;
+ * false when the pattern does not have exactly n elements. */
+static bool pool_pattern(const struct isa_pattern *pat, uint32_t *out, uint64_t n)
+{
+    uint64_t total = pat->ndims > 0 && pat->ndims <= ISA_MAX_DIMS;
+    for (uint32_t d = 0; d < pat->ndims && d < ISA_MAX_DIMS && total <= n; d++)
+        total *= pat->dim[d].count;
+    if (total != n)
+        return false;
+    uint32_t idx[ISA_MAX_DIMS] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t v = 0;
+        for (uint32_t d = 0; d < pat->ndims; d++)
+            v += idx[d] * (uint32_t)pat->dim[d].step;
+        out[i] = v;
+        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
+            if (++idx[d] < pat->dim[d].count)
+                break;
+            idx[d] = 0;
+        }
+    }
+    return true;
+}
+
+/* Row r of affine_select: keep[i] is the predicate of element i; same
+ * dtypes copy bytes, others go through fp32. */
+static void pool_affine_row(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t r,
+                            const uint8_t *keep, float on_false)
+{
+    uint64_t n = v[0].elems;
+    if (v[0].dtype != v[1].dtype) {
+        float *w = core_scratch(ctx, 2);
+        ap_row_load(&v[1], r, w);
+        for (uint64_t i = 0; i < n; i++)
+            if (!keep[i])
+                w[i] = on_false;
+        ap_row_store(&v[0], r, w);
+        return;
+    }
+    uint8_t *b = pool_bytes(ctx, 2), fb[8];
+    uint32_t es = v[0].esize;
+    (void)num_from_f32(v[0].dtype, fb, on_false, NULL, 0);
+    pool_row_gather(&v[1], r, b);
+    for (uint64_t i = 0; i < n; i++)
+        if (!keep[i])
+            memcpy(b + i * es, fb, es);
+    pool_row_scatter(&v[0], r, b);
+}
+
+/* dst = on_true where (offset + partition * channel_multiplier + pattern
+ * value) cmp_op 0 holds, else on_false. */
+NRT_STATUS isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    unsigned op = insn->enums[0];
+    uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
+    uint8_t *keep = pool_bytes(ctx, 1);
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "on_true", &v[1], v[0].rows, v[0].elems);
+    if (st == NRT_SUCCESS && !pool_is_cmp(op))
+        st = core_fail(ctx, POOL_ERR, "cmp_op (%u) must be a comparison", op);
+    if (st == NRT_SUCCESS && !pool_pattern(&insn->pattern, pat, v[0].elems))
+        st = core_fail(ctx, POOL_ERR, "the pattern must have %u dims at most and as many "
+                       "elements as dst has per partition (%llu)", ISA_MAX_DIMS,
+                       (unsigned long long)v[0].elems);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
+        for (uint64_t i = 0; i < v[0].elems; i++)
+            keep[i] = pool_cmp_i64(op, (int32_t)(base + pat[i]), 0);
+        pool_affine_row(ctx, v, r, keep, insn->fimm[0]);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- gathers --------------------------------------------------------------------------- */
+
+/* The operands of local_gather, checked; *nvi: indices per group. */
+static NRT_STATUS pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                               struct ap_view v[3], uint64_t *nvi)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    int64_t per = insn->imm[0].i;
+    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS && (per < 1 || per > 32 || (per & (per - 1)) != 0))
+        st = core_fail(ctx, POOL_ERR, "num_elem_per_idx is %lld; it must be 1, 2, 4, 8, 16 or "
+                       "32", (long long)per);
+    if (st == NRT_SUCCESS)
+        st = pool_need_groups(ctx, "src", &v[1], POOL_GROUP);
+    if (st == NRT_SUCCESS && v[2].rows != v[1].rows)
+        st = core_fail(ctx, POOL_ERR, "index has %u partitions but src has %u", v[2].rows,
+                       v[1].rows);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "index", &v[2], POOL_DT(ISA_DT_U16), "uint16");
+    if (st == NRT_SUCCESS)
+        st = pool_same_dtype(ctx, "dst", &v[0], "src", &v[1]);
+    if (st != NRT_SUCCESS)
+        return st;
+    uint64_t avail = POOL_GROUP * v[2].elems;
+    *nvi = insn->imm[1].i > 0 ? (uint64_t)insn->imm[1].i : avail;
+    if (*nvi > avail || *nvi > 4096)
+        return core_fail(ctx, POOL_ERR, "num_valid_indices is %llu; each group of 16 index "
+                         "partitions holds %llu (at most 4096 are used)",
+                         (unsigned long long)*nvi, (unsigned long long)avail);
+    return pool_need_shape(ctx, "dst", &v[0], v[1].rows, *nvi * (uint64_t)per);
+}
+
+/* The index list of group g: list[k] = index[16g + k % 16][k / 16], each
+ * checked to leave `per` elements inside a src row. */
+static NRT_STATUS pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t g,
+                               uint64_t nvi, uint64_t per, uint32_t *list)
+{
+    int64_t *row = pool_wide(ctx, 0);
+    for (uint32_t p = 0; p < POOL_GROUP; p++) {
+        pool_row_load_i64(&v[2], g * POOL_GROUP + p, row);
+        for (uint64_t k = p; k < nvi; k += POOL_GROUP) {
+            list[k] = (uint32_t)row[k / POOL_GROUP];
+            if (list[k] + per > v[1].elems)
+                return core_fail(ctx, NRT_EXEC_OOB, "local_gather index %u (partition %u, "
+                                 "element %llu) reads past the %llu elements of a src "
+                                 "partition", list[k], g * POOL_GROUP + p,
+                                 (unsigned long long)(k / POOL_GROUP),
+                                 (unsigned long long)v[1].elems);
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+/* Each group of 16 partitions shares one list of element offsets (its
+ * index partitions read partition-major); every partition of the group
+ * gathers num_elem_per_idx elements of its own src row at each offset. */
+NRT_STATUS isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view v[3];
+    uint64_t nvi = 0, per = (uint64_t)insn->imm[0].i;
+    NRT_STATUS st = pool_lg_bind(ctx, insn, v, &nvi);
+    if (st != NRT_SUCCESS)
+        return st;
+    uint32_t *list = (uint32_t *)(void *)core_scratch(ctx, 2), es = v[0].esize;
+    uint8_t *in = pool_bytes(ctx, 3), *out = pool_bytes(ctx, 4);
+    for (uint32_t g = 0; g < v[1].rows / POOL_GROUP; g++) {
+        st = pool_lg_list(ctx, v, g, nvi, per, list);
+        if (st != NRT_SUCCESS)
+            return st;
+        for (uint32_t r = g * POOL_GROUP; r < (g + 1) * POOL_GROUP; r++) {
+            pool_row_gather(&v[1], r, in);
+            for (uint64_t k = 0; k < nvi; k++)
+                memcpy(out + k * per * es, in + (uint64_t)list[k] * es, per * es);
+            pool_row_scatter(&v[0], r, out);
+        }
+    }
+    return NRT_SUCCESS;
+}
+
+/* dst[p][j] = data[p][indices[p][j]] over the flattened free axes of data. */
+NRT_STATUS isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    struct ap_view v[3];
+    (void)insn;
+    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "indices", &v[2], v[1].rows, v[0].elems);
+    if (st == NRT_SUCCESS && v[0].rows != v[1].rows)
+        st = core_fail(ctx, POOL_ERR, "dst has %u partitions but data has %u", v[0].rows,
+                       v[1].rows);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "indices", &v[2], POOL_DT(ISA_DT_U32), "uint32");
+    if (st == NRT_SUCCESS)
+        st = pool_same_dtype(ctx, "dst", &v[0], "data", &v[1]);
+    if (st != NRT_SUCCESS)
+        return st;
+    int64_t *idx = pool_wide(ctx, 0);
+    uint8_t *in = pool_bytes(ctx, 2), *out = pool_bytes(ctx, 3);
+    uint32_t es = v[0].esize;
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        pool_row_load_i64(&v[2], r, idx);
+        pool_row_gather(&v[1], r, in);
+        for (uint64_t j = 0; j < v[0].elems; j++) {
+            if ((uint64_t)idx[j] >= v[1].elems)
+                return core_fail(ctx, NRT_EXEC_OOB, "nc_n_gather index %lld (partition %u, "
+                                 "element %llu) is past the %llu elements of data",
+                                 (long long)idx[j], r, (unsigned long long)j,
+                                 (unsigned long long)v[1].elems);
+            memcpy(out + j * es, in + (uint64_t)idx[j] * es, es);
+        }
+        pool_row_scatter(&v[0], r, out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- nc_stream_shuffle ---------------------------------------------------------------- */
+
+/* The start-partition rule for `active` partitions (a multiple of 32). */
+static NRT_STATUS pool_shuffle_start(struct isa_exec_ctx *ctx, const char *name,
+                                     const struct isa_ap *ap, uint32_t active)
+{
+    uint32_t s = ap->start_part;
+    uint32_t align = active >= 96 ? ISA_NUM_PARTITIONS : active == 64 ? 64 : POOL_QUADRANT;
+    if (s % align == 0)
+        return NRT_SUCCESS;
+    return core_fail(ctx, POOL_ERR, "%s starts at partition %u; with %u active partitions it "
+                     "must start at a multiple of %u", name, s, active, align);
+}
+
+static NRT_STATUS pool_shuffle_check(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                     const struct ap_view v[2])
+{
+    NRT_STATUS st = pool_same_dtype(ctx, "dst", &v[0], "src", &v[1]);
+    if (st == NRT_SUCCESS && v[0].elems != v[1].elems)
+        st = core_fail(ctx, POOL_ERR, "dst has %llu elements per partition but src has %llu",
+                       (unsigned long long)v[0].elems, (unsigned long long)v[1].elems);
+    uint32_t most = v[0].rows > v[1].rows ? v[0].rows : v[1].rows;
+    uint32_t active = (most + POOL_QUADRANT - 1) / POOL_QUADRANT * POOL_QUADRANT;
+    if (st == NRT_SUCCESS)
+        st = pool_shuffle_start(ctx, "src", &insn->ap[1], active);
+    if (st == NRT_SUCCESS)
+        st = pool_shuffle_start(ctx, "dst", &insn->ap[0], active);
+    for (uint32_t d = 0; d < v[0].rows && st == NRT_SUCCESS; d++) {
+        uint32_t m = insn->mask[d % POOL_QUADRANT], s = d / POOL_QUADRANT * POOL_QUADRANT + m;
+        if (m != POOL_MASK_KEEP && (m >= POOL_QUADRANT || s >= v[1].rows))
+            st = core_fail(ctx, POOL_ERR, "mask[%u] = %u: %s", d % POOL_QUADRANT, m,
+                           m >= POOL_QUADRANT ? "entries are 0..31 or 255"
+                                              : "src has no such partition");
+    }
+    return st;
+}
+
+/* Quadrant q of dst, elements [first, first + n): stage every source row
+ * it reads, then write. */
+static void pool_shuffle_chunk(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                               const struct ap_view v[2], uint32_t q, uint64_t first,
+                               uint64_t n, uint64_t chunk)
+{
+    uint8_t *stage = pool_bytes(ctx, 0);
+    uint64_t bytes = chunk * v[0].esize;
+    bool loaded[POOL_QUADRANT] = {false};
+    uint32_t base = q * POOL_QUADRANT;
+    for (uint32_t i = 0; i < POOL_QUADRANT && base + i < v[0].rows; i++) {
+        uint32_t m = insn->mask[i];
+        if (m != POOL_MASK_KEEP && !loaded[m]) {
+            pool_range_gather(&v[1], base + m, first, n, stage + m * bytes);
+            loaded[m] = true;
+        }
+    }
+    for (uint32_t i = 0; i < POOL_QUADRANT && base + i < v[0].rows; i++)
+        if (insn->mask[i] != POOL_MASK_KEEP)
+            pool_range_scatter(&v[0], base + i, first, n, stage + insn->mask[i] * bytes);
+}
+
+/* Within each quadrant of 32 partitions, dst partition i = src partition
+ * mask[i] (255: dst partition i keeps its bytes). */
+NRT_STATUS isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    struct ap_view v[2];
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_shuffle_check(ctx, insn, v);
+    if (st != NRT_SUCCESS)
+        return st;
+    /* Slots 0..3 hold one chunk of up to 32 source rows. */
+    uint64_t chunk = 4ull * CORE_SCRATCH_ELEMS * sizeof(float) / (POOL_QUADRANT * v[0].esize);
+    for (uint32_t q = 0; q * POOL_QUADRANT < v[0].rows; q++)
+        for (uint64_t first = 0; first < v[0].elems; first += chunk) {
+            uint64_t n = v[0].elems - first < chunk ? v[0].elems - first : chunk;
+            pool_shuffle_chunk(ctx, insn, v, q, first, n, chunk);
+        }
+    return NRT_SUCCESS;
+}
+
+/* ---- sequence_bounds and nonzero_with_count ------------------------------------------------ */
+
+/* One row of segment ids, integer or fp32. */
+struct pool_seg {
+    const int64_t *ids;   /* integer ids, or NULL */
+    const float *fids;    /* fp32 ids when ids is NULL */
+};
+
+static bool pool_seg_zero(const struct pool_seg *s, uint64_t i)
+{
+    return s->ids != NULL ? s->ids[i] == 0 : s->fids[i] == 0.0f;
+}
+
+static bool pool_seg_same(const struct pool_seg *s, uint64_t i, uint64_t j)
+{
+    return s->ids != NULL ? s->ids[i] == s->ids[j] : s->fids[i] == s->fids[j];
+}
+
+/* out[0..n) = segment starts, out[n..2n) = segment ends (exclusive);
+ * padding (id 0) gets n and -1. */
+static void pool_seg_bounds(const struct pool_seg *s, uint64_t n, int64_t *out)
+{
+    int64_t *lo = out, *hi = out + n, pad_lo = (int64_t)n, pad_hi = -1;
+    for (uint64_t i = 0; i < n; i++)
+        lo[i] = pool_seg_zero(s, i) ? pad_lo
+                : i > 0 && pool_seg_same(s, i, i - 1) ? lo[i - 1] : (int64_t)i;
+    for (uint64_t i = n; i-- > 0;)
+        hi[i] = pool_seg_zero(s, i) ? pad_hi
+                : i + 1 < n && pool_seg_same(s, i, i + 1) ? hi[i + 1] : (int64_t)i + 1;
+}
+
+/* Per partition, [start, end) of the segment of every element. */
+NRT_STATUS isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
+    struct ap_view v[2];
+    (void)insn;
+    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "segment_ids", &v[1], dts, "fp32 or int32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "dst", &v[0], dts, "fp32 or int32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2 * v[1].elems);
+    if (st != NRT_SUCCESS)
+        return st;
+    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    float *fids = core_scratch(ctx, 4);
+    bool ints = v[1].dtype == ISA_DT_I32;
+    struct pool_seg s = {ints ? ids : NULL, fids};
+    for (uint32_t r = 0; r < v[0].rows; r++) {
+        if (ints)
+            pool_row_load_i64(&v[1], r, ids);
+        else
+            ap_row_load(&v[1], r, fids);
+        pool_seg_bounds(&s, v[1].elems, out);
+        pool_row_store_i64(&v[0], r, out);
+    }
+    return NRT_SUCCESS;
+}
+
+/* One row: indices of the non-zero elements (+ offset), padding, count. */
+static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t r,
+                             const struct isa_insn *insn)
+{
+    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    float *f = core_scratch(ctx, 4);
+    uint64_t n = v[1].elems, count = 0;
+    bool ints = pool_dtype_is_int(v[1].dtype);
+    if (ints)
+        pool_row_load_i64(&v[1], r, ids);
+    else
+        ap_row_load(&v[1], r, f);
+    for (uint64_t i = 0; i < n; i++)
+        if (ints ? ids[i] != 0 : f[i] != 0.0f)
+            out[count++] = (int32_t)((uint32_t)i + (uint32_t)insn->imm[0].i);
+    for (uint64_t i = count; i < n; i++)
+        out[i] = (int32_t)insn->imm[1].i;
+    out[n] = (int64_t)count;
+    pool_row_store_i64(&v[0], r, out);
+}
+
+/* On partitions 0, 16, ..., 112 of the tiles: the indices of src's
+ * non-zero elements, padding_val to the input length, then their count. */
+NRT_STATUS isa_exec_nonzero_with_count(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {0, 1};
+    static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
+    struct ap_view v[2];
+    NRT_STATUS st = pool_need_gen(ctx, "nonzero_with_count", 3);
+    if (st == NRT_SUCCESS)
+        st = pool_bind(ctx, slots, 2, v);
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "src", &v[1], dts, "fp32 or int32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "dst", &v[0], POOL_DT(ISA_DT_I32), "int32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems + 1);
+    if (st != NRT_SUCCESS)
+        return st;
+    for (uint32_t r = 0; r < v[0].rows; r += POOL_GROUP)
+        pool_nonzero_row(ctx, v, r, insn);
+    return NRT_SUCCESS;
+}
+
+/* ---- topk ------------------------------------------------------------------------------- */
+
+static NRT_STATUS pool_topk_check(struct isa_exec_ctx *ctx, const struct ap_view v[3],
+                                  uint64_t n)
+{
+    uint64_t k = v[0].elems;
+    NRT_STATUS st = pool_need_dtype(ctx, "src", &v[2], POOL_DT(ISA_DT_BF16), "bf16");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "val_dst", &v[0], POOL_DT(ISA_DT_BF16), "bf16");
+    if (st == NRT_SUCCESS)
+        st = pool_need_dtype(ctx, "idx_dst", &v[1], POOL_DT(ISA_DT_U32), "uint32");
+    if (st == NRT_SUCCESS)
+        st = pool_need_groups(ctx, "src", &v[2], POOL_GROUP);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "val_dst", &v[0], v[2].rows, k);
+    if (st == NRT_SUCCESS)
+        st = pool_need_shape(ctx, "idx_dst", &v[1], v[2].rows, k);
+    if (st == NRT_SUCCESS && (n < 8 || n > 65535 || k >= 32768 || k > n))
+        st = core_fail(ctx, POOL_ERR, "topk needs 8 <= n < 65536 and K <= n, K < 32768; n is "
+                       "%llu and K (val_dst's free size) %llu", (unsigned long long)n,
+                       (unsigned long long)k);
+    if (st == NRT_SUCCESS && v[2].elems * POOL_GROUP < n)
+        st = core_fail(ctx, POOL_ERR, "src holds %llu elements per partition; a snake of %llu "
+                       "needs %llu", (unsigned long long)v[2].elems, (unsigned long long)n,
+                       (unsigned long long)((n + POOL_GROUP - 1) / POOL_GROUP));
+    return st;
+}
+
+/* Read group g's snake of n bf16 values: element i is in partition
+ * 16g + i % 16, free position i / 16. */
+static void pool_topk_read(struct isa_exec_ctx *ctx, const struct ap_view *src, uint32_t g,
+                           uint64_t n, struct pool_rank *rk)
+{
+    uint16_t *raw = (uint16_t *)(void *)core_scratch(ctx, 2);
+    for (uint32_t p = 0; p < POOL_GROUP; p++) {
+        pool_row_gather(src, g * POOL_GROUP + p, raw);
+        for (uint64_t i = p; i < n; i += POOL_GROUP)
+            rk[i] = (struct pool_rank){num_bf16_to_f32(raw[i / POOL_GROUP]), (uint32_t)i,
+                                       raw[i / POOL_GROUP]};
+    }
+}
+
+/* Write group g's K results (rk[0] best) in ascending order, in the snake
+ * layout: result j at partition 16g + j % 16, free position j / 16. The
+ * last written position's slots past K get -inf and index 0xffffffff. */
+static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3], uint32_t g,
+                            const struct pool_rank *rk)
+{
+    uint64_t k = v[0].elems, cols = (k + POOL_GROUP - 1) / POOL_GROUP;
+    uint16_t *val = (uint16_t *)(void *)core_scratch(ctx, 2);
+    uint32_t *idx = (uint32_t *)(void *)core_scratch(ctx, 3);
+    for (uint32_t p = 0; p < POOL_GROUP; p++) {
+        uint32_t r = g * POOL_GROUP + p;
+        pool_row_gather(&v[0], r, val);
+        pool_row_gather(&v[1], r, idx);
+        for (uint64_t c = 0; c < cols; c++) {
+            uint64_t j = c * POOL_GROUP + p;
+            val[c] = j < k ? rk[k - 1 - j].bits : 0xff80u;
+            idx[c] = j < k ? rk[k - 1 - j].i : 0xffffffffu;
+        }
+        pool_row_scatter(&v[0], r, val);
+        pool_row_scatter(&v[1], r, idx);
+    }
+}
+
+/* Per group of 16 partitions, the K largest of its n-element snake and
+ * their snake indices. */
+NRT_STATUS isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[3] = {0, 1, 2};
+    struct ap_view v[3];
+    uint64_t n = (uint64_t)insn->imm[0].i;
+    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
+    if (st == NRT_SUCCESS)
+        st = pool_topk_check(ctx, v, n);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct pool_rank *rk = (struct pool_rank *)(void *)core_scratch(ctx, 0);
+    for (uint32_t g = 0; g < v[2].rows / POOL_GROUP; g++) {
+        pool_topk_read(ctx, &v[2], g, n, rk);
+        pool_rank_sort(rk, n);
+        pool_topk_write(ctx, v, g, rk);
+    }
+    return NRT_SUCCESS;
+}
+
+/* ---- quantize_mx -------------------------------------------------------------------------- */
+
+NRT_STATUS isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    (void)insn;
+    return core_fail(ctx, POOL_ERR, "quantize_mx (MXFP8 data and scales) needs NeuronCore-v4; "
+                     "this core is NeuronCore-v%u", ctx->core->gen);
+}

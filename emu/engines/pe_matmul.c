@@ -1,0 +1,330 @@
+/*
+ * pe_matmul.c: packing of Tensor-engine operands into fp32 panels and the
+ * register-blocked matmul kernel, once per ISA level (see pe_matmul.h).
+ *
+ * The output is cut into PE_MR x PE_NR blocks; a block's accumulators stay
+ * in registers for the whole contraction: per k, one row of the moving
+ * panel (PE_NR floats) and PE_MR broadcast stationary values feed
+ * PE_MR x PE_NR fused multiply-adds. Blocks on the right or bottom edge
+ * go through a small local tile. Each output element sees exactly the
+ * fmaf sequence of the definition, whatever the level.
+ */
+#include "emu/engines/pe_matmul.h"
+
+#include <math.h>
+#include <stdatomic.h>
+#include <string.h>
+
+#include "emu/num/numerics.h"
+
+#if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
+#define PE_X86 1
+#include <cpuid.h>
+#include <immintrin.h>
+#else
+#define PE_X86 0
+#endif
+
+/* One full PE_MR x PE_NR block: c op= a-panel x b-panel over k. */
+typedef void (*pe_kernel_fn)(uint32_t k, const float *a, const float *b, float *c,
+                             ptrdiff_t ldc, bool acc);
+
+/* ---- packing ------------------------------------------------------------------ */
+
+size_t pe_pack_a_floats(uint32_t k, uint32_t m)
+{
+    return (size_t)((m + PE_MR - 1) / PE_MR) * PE_MR * k;
+}
+
+size_t pe_pack_b_floats(uint32_t k, uint32_t n)
+{
+    return (size_t)((n + PE_NR - 1) / PE_NR) * PE_NR * k;
+}
+
+/* Where logical row kk's chunk of panel `panel` starts (panels of width wr). */
+static inline float *pe_panel_row(float *dst, uint32_t panel, uint32_t kt, uint32_t kk,
+                                  uint32_t wr)
+{
+    return dst + ((size_t)panel * kt + kk) * wr;
+}
+
+/* Copy w floats of one logical row (index kk of kt) into panels of width wr. */
+static void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
+                           float *dst)
+{
+    for (uint32_t j0 = 0, panel = 0; j0 < w; j0 += wr, panel++) {
+        float *d = pe_panel_row(dst, panel, kt, kk, wr);
+        uint32_t len = w - j0 < wr ? w - j0 : wr;
+        memcpy(d, src + j0, len * sizeof(float));
+        if (len < wr)
+            memset(d + len, 0, (wr - len) * sizeof(float));
+    }
+}
+
+static inline float pe_bf16(uint16_t h)
+{
+    uint32_t bits = (uint32_t)h << 16;
+    float f;
+    memcpy(&f, &bits, sizeof f);
+    return f;
+}
+
+/* The bf16 fast path of pe_scatter_row: convert straight into the panels
+ * (full panels in fixed-width loops that GCC vectorises). */
+static void pe_scatter_bf16(const uint8_t *src, uint32_t w, uint32_t wr, uint32_t kt,
+                            uint32_t kk, float *dst)
+{
+    uint16_t h[PE_NR];
+    for (uint32_t j0 = 0, panel = 0; j0 < w; j0 += wr, panel++) {
+        float *d = pe_panel_row(dst, panel, kt, kk, wr);
+        uint32_t len = w - j0 < wr ? w - j0 : wr;
+        if (len == PE_NR) {
+            memcpy(h, src + 2 * (size_t)j0, PE_NR * 2);
+            for (uint32_t i = 0; i < PE_NR; i++)
+                d[i] = pe_bf16(h[i]);
+        } else if (len == PE_MR) {
+            memcpy(h, src + 2 * (size_t)j0, PE_MR * 2);
+            for (uint32_t i = 0; i < PE_MR; i++)
+                d[i] = pe_bf16(h[i]);
+        } else {
+            memset(h, 0, sizeof h);
+            memcpy(h, src + 2 * (size_t)j0, 2 * (size_t)len);
+            for (uint32_t i = 0; i < wr; i++)
+                d[i] = pe_bf16(h[i]);
+        }
+    }
+}
+
+/* Ask for the bytes of a row that will be read soon. */
+static void pe_prefetch_row(const uint8_t *p, size_t bytes)
+{
+    for (size_t off = 0; off < bytes; off += 64)
+        __builtin_prefetch(p + off);
+}
+
+static void pe_pack(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                    float *dst, float *tmp)
+{
+    uint32_t kt = groups * v->rows;
+    bool bf16 = v->flat && v->dtype == NUM_DT_BF16;
+    for (uint32_t p = 0; p < v->rows; p++) {
+        if (bf16) {
+            if (p + 2 < v->rows)
+                pe_prefetch_row(ap_row_ptr(v, p + 2), (size_t)groups * w * 2);
+            for (uint32_t j = 0; j < groups; j++)
+                pe_scatter_bf16(ap_row_ptr(v, p) + (size_t)j * w * 2, w, wr, kt,
+                                j * v->rows + p, dst);
+            continue;
+        }
+        const float *row = ap_row_f32(v, p);
+        if (row == NULL) {
+            ap_row_load(v, p, tmp);
+            row = tmp;
+        }
+        for (uint32_t j = 0; j < groups; j++)
+            pe_scatter_row(row + (size_t)j * w, w, wr, kt, j * v->rows + p, dst);
+    }
+}
+
+void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
+{
+    pe_pack(v, groups, w, PE_MR, dst, tmp);
+}
+
+void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
+{
+    pe_pack(v, groups, w, PE_NR, dst, tmp);
+}
+
+/* ---- kernels ----------------------------------------------------------------- */
+
+static inline float pe_canon(float x)
+{
+    if (isnan(x)) {
+        uint32_t bits = PE_CANON_NAN;
+        memcpy(&x, &bits, sizeof x);
+    }
+    return x;
+}
+
+/* Plain C: the definition itself, with fmaf. */
+static void pe_kernel_portable(uint32_t k, const float *a, const float *b, float *c,
+                               ptrdiff_t ldc, bool acc)
+{
+    float t[PE_MR][PE_NR];
+    for (int r = 0; r < PE_MR; r++)
+        for (int j = 0; j < PE_NR; j++)
+            t[r][j] = acc ? c[r * ldc + j] : 0.0f;
+    for (uint32_t kk = 0; kk < k; kk++) {
+        const float *bk = b + (size_t)kk * PE_NR;
+        for (int r = 0; r < PE_MR; r++) {
+            float av = a[(size_t)kk * PE_MR + r];
+            for (int j = 0; j < PE_NR; j++)
+                t[r][j] = fmaf(av, bk[j], t[r][j]);
+        }
+    }
+    for (int r = 0; r < PE_MR; r++)
+        for (int j = 0; j < PE_NR; j++)
+            c[r * ldc + j] = pe_canon(t[r][j]);
+}
+
+#if PE_X86
+/* AVX2 + FMA: the block as four 4 x 16 sub-blocks (8 ymm accumulators). */
+__attribute__((target("avx2,fma"))) static void pe_kernel_avx2(uint32_t k, const float *a,
+                                                               const float *b, float *c,
+                                                               ptrdiff_t ldc, bool acc)
+{
+    const __m256 canon = _mm256_castsi256_ps(_mm256_set1_epi32((int)PE_CANON_NAN));
+    for (int r0 = 0; r0 < PE_MR; r0 += 4) {
+        for (int j0 = 0; j0 < PE_NR; j0 += 16) {
+            __m256 t[4][2];
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                float *cr = c + (r0 + r) * ldc + j0;
+                t[r][0] = acc ? _mm256_loadu_ps(cr) : _mm256_setzero_ps();
+                t[r][1] = acc ? _mm256_loadu_ps(cr + 8) : _mm256_setzero_ps();
+            }
+            for (uint32_t kk = 0; kk < k; kk++) {
+                const float *bk = b + (size_t)kk * PE_NR + j0;
+                __m256 b0 = _mm256_loadu_ps(bk), b1 = _mm256_loadu_ps(bk + 8);
+                const float *ak = a + (size_t)kk * PE_MR + r0;
+#pragma GCC unroll 4
+                for (int r = 0; r < 4; r++) {
+                    __m256 av = _mm256_broadcast_ss(ak + r);
+                    t[r][0] = _mm256_fmadd_ps(av, b0, t[r][0]);
+                    t[r][1] = _mm256_fmadd_ps(av, b1, t[r][1]);
+                }
+            }
+#pragma GCC unroll 4
+            for (int r = 0; r < 4; r++) {
+                float *cr = c + (r0 + r) * ldc + j0;
+                for (int h = 0; h < 2; h++) {
+                    __m256 x = t[r][h];
+                    x = _mm256_blendv_ps(x, canon, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+                    _mm256_storeu_ps(cr + 8 * h, x);
+                }
+            }
+        }
+    }
+}
+
+/* AVX-512F: the whole 8 x 32 block in 16 zmm accumulators. */
+__attribute__((target("avx512f"))) static void pe_kernel_avx512(uint32_t k, const float *a,
+                                                               const float *b, float *c,
+                                                               ptrdiff_t ldc, bool acc)
+{
+    __m512 t[PE_MR][2];
+#pragma GCC unroll 8
+    for (int r = 0; r < PE_MR; r++) {
+        t[r][0] = acc ? _mm512_loadu_ps(c + r * ldc) : _mm512_setzero_ps();
+        t[r][1] = acc ? _mm512_loadu_ps(c + r * ldc + 16) : _mm512_setzero_ps();
+    }
+    for (uint32_t kk = 0; kk < k; kk++) {
+        const float *bk = b + (size_t)kk * PE_NR;
+        const float *ak = a + (size_t)kk * PE_MR;
+        __m512 b0 = _mm512_loadu_ps(bk), b1 = _mm512_loadu_ps(bk + 16);
+#pragma GCC unroll 8
+        for (int r = 0; r < PE_MR; r++) {
+            __m512 av = _mm512_set1_ps(ak[r]);
+            t[r][0] = _mm512_fmadd_ps(av, b0, t[r][0]);
+            t[r][1] = _mm512_fmadd_ps(av, b1, t[r][1]);
+        }
+    }
+    const __m512 canon = _mm512_castsi512_ps(_mm512_set1_epi32((int)PE_CANON_NAN));
+#pragma GCC unroll 8
+    for (int r = 0; r < PE_MR; r++) {
+        for (int h = 0; h < 2; h++) {
+            __m512 x = t[r][h];
+            x = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, canon);
+            _mm512_storeu_ps(c + r * ldc + 16 * h, x);
+        }
+    }
+}
+
+/* 0 portable, 1 AVX2+FMA, 2 AVX-512F: what this CPU and OS support. */
+static int pe_cpu_level(void)
+{
+    unsigned a, b, c, d;
+    if (!__get_cpuid(1, &a, &b, &c, &d) || !(c & bit_OSXSAVE) || !(c & bit_AVX) ||
+        !(c & bit_FMA))
+        return NUM_ISA_PORTABLE;
+    unsigned xlo, xhi;
+    __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));
+    if ((xlo & 0x6u) != 0x6u || !__get_cpuid_count(7, 0, &a, &b, &c, &d) || !(b & bit_AVX2))
+        return NUM_ISA_PORTABLE;
+    if ((b & bit_AVX512F) && (xlo & 0xe6u) == 0xe6u)
+        return NUM_ISA_AVX512;
+    return NUM_ISA_AVX2;
+}
+#else
+static int pe_cpu_level(void)
+{
+    return NUM_ISA_PORTABLE;
+}
+#endif
+
+static atomic_int pe_cpu_level_cache = -1; /* pe_cpu_level(), -1: not probed */
+
+/* The level in use: the CPU's, capped by the numerics limit. */
+static int pe_level(void)
+{
+    int cpu = atomic_load_explicit(&pe_cpu_level_cache, memory_order_relaxed);
+    if (cpu < 0) {
+        cpu = pe_cpu_level();
+        atomic_store_explicit(&pe_cpu_level_cache, cpu, memory_order_relaxed);
+    }
+    int lim = num_isa_level();
+    return cpu < lim ? cpu : lim;
+}
+
+const char *pe_mm_impl_name(void)
+{
+    static const char *const names[] = {"portable", "avx2", "avx512"};
+    return names[pe_level()];
+}
+
+static pe_kernel_fn pe_kernel(void)
+{
+#if PE_X86
+    switch (pe_level()) {
+    case NUM_ISA_AVX512: return pe_kernel_avx512;
+    case NUM_ISA_AVX2: return pe_kernel_avx2;
+    default: break;
+    }
+#endif
+    return pe_kernel_portable;
+}
+
+/* ---- driver ------------------------------------------------------------------ */
+
+/* A block cut by the right or bottom edge: rows x cols valid outputs. */
+static void pe_edge_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *ap,
+                          const float *bp, float *c, uint32_t rows, uint32_t cols)
+{
+    float t[PE_MR][PE_NR];
+    memset(t, 0, sizeof t);
+    if (mm->accumulate)
+        for (uint32_t r = 0; r < rows; r++)
+            memcpy(t[r], c + r * mm->ldc, cols * sizeof(float));
+    fn(mm->k, ap, bp, &t[0][0], PE_NR, mm->accumulate);
+    for (uint32_t r = 0; r < rows; r++)
+        memcpy(c + r * mm->ldc, t[r], cols * sizeof(float));
+}
+
+void pe_mm_run(const struct pe_mm *mm)
+{
+    pe_kernel_fn fn = pe_kernel();
+    for (uint32_t n0 = 0; n0 < mm->n; n0 += PE_NR) {
+        const float *bp = mm->b + (size_t)(n0 / PE_NR) * mm->k * PE_NR;
+        uint32_t cols = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
+        for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR) {
+            const float *ap = mm->a + (size_t)(m0 / PE_MR) * mm->k * PE_MR;
+            uint32_t rows = mm->m - m0 < PE_MR ? mm->m - m0 : PE_MR;
+            float *c = mm->c + (ptrdiff_t)m0 * mm->ldc + n0;
+            if (rows == PE_MR && cols == PE_NR)
+                fn(mm->k, ap, bp, c, mm->ldc, mm->accumulate);
+            else
+                pe_edge_block(fn, mm, ap, bp, c, rows, cols);
+        }
+    }
+}

@@ -1,0 +1,56 @@
+/*
+ * pe_matmul.h: the arithmetic core of the Tensor engine: operand tiles
+ * packed into fp32 panels and the matrix-multiply kernel over them
+ * (internal to emu/; exec_pe.c and the benchmarks use it).
+ *
+ * Numerics (docs/isa.md, nc_matmul): each output element starts from
+ * the PSUM value (accumulate) or +0.0, then for k = 0..K-1 in order
+ * acc = fmaf(a[k][m], b[k][n], acc), one rounding per step; a NaN result
+ * is stored as the default quiet NaN 0x7fc00000. The kernel exists once
+ * per ISA level (portable C with fmaf, AVX2+FMA, AVX-512F); vector lanes
+ * are distinct outputs, so every level gives the same bits.
+ */
+#ifndef TRNEMU_EMU_PE_MATMUL_H
+#define TRNEMU_EMU_PE_MATMUL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/core/ap.h"
+
+#define PE_MR 8   /* output rows (m) per register block */
+#define PE_NR 32  /* output columns (n) per register block */
+#define PE_CANON_NAN 0x7fc00000u /* the NaN a matmul stores */
+
+/* One multiplication over packed panels. */
+struct pe_mm {
+    uint32_t k;          /* contraction length */
+    uint32_t m;          /* output rows */
+    uint32_t n;          /* output columns */
+    const float *a;      /* stationary: ceil(m/PE_MR) panels of k x PE_MR (zero padded) */
+    const float *b;      /* moving: ceil(n/PE_NR) panels of k x PE_NR (zero padded) */
+    float *c;            /* output row 0 */
+    ptrdiff_t ldc;       /* floats from one output row to the next */
+    bool accumulate;     /* start from c (true) or from +0.0 */
+};
+
+/* Floats a packed stationary / moving operand needs. */
+size_t pe_pack_a_floats(uint32_t k, uint32_t m);
+size_t pe_pack_b_floats(uint32_t k, uint32_t n);
+
+/* Pack operand v (rows = partitions) as the stationary (a) or moving (b)
+ * panels of width w (m or n): logical contraction row j*rows + p is
+ * elements [j*w, (j+1)*w) of partition p, for j < groups (2 in double-row
+ * mode, else 1). tmp holds one row of v as fp32. */
+void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
+void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
+
+/* c (m x n, row stride ldc) op= a x b with the kernel of the current ISA
+ * level (num_isa_level(), at most what this CPU has). */
+void pe_mm_run(const struct pe_mm *mm);
+
+/* Name of the kernel pe_mm_run uses now: "portable", "avx2" or "avx512". */
+const char *pe_mm_impl_name(void);
+
+#endif
