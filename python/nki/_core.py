@@ -266,11 +266,11 @@ def new_tensor(shape, dtype, buffer, name=None):
     """A fresh tensor of shape on buffer ('sbuf', 'psum' or an HBM kind)."""
     tr = current()
     di = _dtypes.info(dtype)
-    shape = tuple(int(s) for s in shape)
     pdim = None
     for i, s in enumerate(shape):
         if getattr(s, "_par_dim", False):
             pdim = i
+    shape = tuple(int(s) for s in shape)
     if buffer in ("sbuf", "psum"):
         if not shape:
             shape = (1,)
@@ -477,16 +477,14 @@ def _index_grid(t, idx):
     axes = {}
     off, part = t.off, t.part
     pdim_axis = None
+    checks = []
     for i, ix in enumerate(idx):
         step, count = t.dims[i]
         if isinstance(ix, (int, np.integer)):
             ix = IndexExpr(int(ix))
         if isinstance(ix, slice):
             fail("do not mix slices with nl.arange/mgrid index grids")
-        lo = ix.const + sum(min(0, c * (n - 1)) for c, n in ix.terms.values())
-        hi = ix.const + sum(max(0, c * (n - 1)) for c, n in ix.terms.values())
-        if lo < 0 or hi >= count:
-            fail("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
+        checks.append((i, ix.const, {pos: (c, n) for (pos, _), (c, n) in ix.terms.items()}, count))
         if i == t.pdim:
             part += ix.const * step
             if len(ix.terms) > 1:
@@ -513,7 +511,26 @@ def _index_grid(t, idx):
         pcount = 1
     else:
         pcount = t.pcount
-    return NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
+    out = NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
+    out._checks = checks
+    out._ranges = {}
+    return out
+
+
+def check_grid(t):
+    """Index grids are checked against their dimensions when an
+    instruction uses them (after any mask has narrowed the grid axes)."""
+    for i, const, terms, count in getattr(t, "_checks", ()):
+        lo = hi = const
+        for pos, (c, n) in terms.items():
+            a, b = t._ranges.get(pos, (0, n))
+            lo += builtins_min(c * a, c * (b - 1))
+            hi += builtins_max(c * a, c * (b - 1))
+        if lo < 0 or hi >= count:
+            fail("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
+
+
+builtins_min, builtins_max = min, max
 
 
 def restrict(t, ranges):
@@ -532,7 +549,13 @@ def restrict(t, ranges):
         else:
             off += lo * s
         dims[k] = [s, hi - lo]
-    return NkiTensor(t.storage, t.dtype, dims, t.pdim, part, off, t.pcount)
+    out = NkiTensor(t.storage, t.dtype, dims, t.pdim, part, off, t.pcount)
+    if hasattr(t, "_checks"):
+        out._checks = t._checks
+        out._ranges = dict(t._ranges)
+        for k, (lo, hi) in ranges.items():
+            out._ranges[k] = (lo, hi)
+    return out
 
 
 # -------------------------------------------------- access patterns
@@ -617,6 +640,21 @@ def rect(t, dtype_override=None):
     return (p0, p0 + (pc - 1) * ps + 1, st.offset + lo * di.size, st.offset + (hi + 1) * di.size)
 
 
+def check_bounds(t):
+    """A view must stay inside its tile or HBM tensor."""
+    di = _dtypes.info(t.dtype)
+    lo = hi = t.off
+    for i, (s, c) in enumerate(t.dims):
+        if i == t.pdim:
+            continue
+        lo += min(0, s * (c - 1))
+        hi += max(0, s * (c - 1))
+    if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:
+        fail("the access reaches elements %d..%d outside its %s tensor of %d bytes%s"
+             % (lo, hi, t.storage.kind.upper(), t.storage.nbytes,
+                " per partition" if t.storage.kind != "hbm" else ""))
+
+
 def elems(t):
     """Elements per partition and partitions of a view."""
     n = 1
@@ -690,6 +728,9 @@ class Tracer:
 
     # -- emission
     def emit(self, engine, op, outs, ins, args, rmw=False):
+        for t in list(outs.values()) + list(ins.values()):
+            check_grid(t)
+            check_bounds(t)
         insn = Insn(engine, op, outs, ins, args, user_line())
         insn.rmw = rmw
         self.flush()

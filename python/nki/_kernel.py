@@ -79,7 +79,15 @@ def _key(func, args, kwargs, grid):
     except (OSError, TypeError):
         src = func.__code__.co_code
     h = hashlib.sha1(src.encode() if isinstance(src, str) else src).hexdigest()
-    return (func.__module__, func.__qualname__, h, tuple(parts), tuple(sorted(kwargs)), grid)
+    cells = []
+    for c in func.__closure__ or ():
+        try:
+            v = c.cell_contents
+        except ValueError:
+            v = None
+        cells.append(repr(v) if isinstance(v, (int, float, str, bool, tuple, type(None))) else id(v))
+    return (func.__module__, func.__qualname__, h, tuple(cells), tuple(parts),
+            tuple(sorted(kwargs)), grid)
 
 
 def _trace(func, args, kwargs, grid):
@@ -139,6 +147,7 @@ def _trace(func, args, kwargs, grid):
         if st.written:
             st.role = "output"     # written arguments come back (legacy in/out style)
     comp = Compiled(func.__name__, tr, arg_names, [], shape)
+    comp.file, comp.first_line = func.__code__.co_filename, func.__code__.co_firstlineno
     comp.trace_s = time.perf_counter() - t0
     decls, tensors = [], []
     for st in tr.inputs:
@@ -181,21 +190,25 @@ _ENG_NAMES = {"pe": "pe", "act": "act", "pool": "pool", "dve": "dve", "sp": "sp"
 
 
 def _locate(comp, log):
-    """The kernel line of the instruction a failure report names."""
+    """The kernel line of the instruction a failure report names
+    ("core 0 act[3]: ..." is instruction 3 of the Scalar Engine)."""
     tr = comp.tracer
-    for m in re.finditer(r"\b(pe|act|pool|dve|sp)\b[^\n]*?(?:instruction|insn|#|index)\s*(\d+)", log,
-                         re.IGNORECASE):
-        eng, idx = m.group(1).lower(), int(m.group(2))
-        lines = tr.eng_lines.get(eng, [])
-        if 0 <= idx < len(lines):
-            return lines[idx][0]
-    for m in re.finditer(r"(?:instruction|insn)\s*(\d+)[^\n]*?\b(pe|act|pool|dve|sp)\b", log,
-                         re.IGNORECASE):
-        idx, eng = int(m.group(1)), m.group(2).lower()
+    for m in re.finditer(r"\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
+        eng, idx = m.group(1), int(m.group(2))
         lines = tr.eng_lines.get(eng, [])
         if 0 <= idx < len(lines):
             return lines[idx][0]
     return None
+
+
+def _causes(log):
+    """The report lines without their time stamp and subsystem prefix."""
+    out = []
+    for ln in log.splitlines():
+        ln = re.sub(r"^.*?\b(ERROR|WARN|WARNING|INFO)\s+\S+\s+", "", ln).strip()
+        if ln:
+            out.append(ln)
+    return out
 
 
 def _run(comp, args, kwargs, quiet=False):
@@ -212,10 +225,11 @@ def _run(comp, args, kwargs, quiet=False):
         m.write(nm, host)
     st, log = m.execute(quiet)
     if st not in (0, 1003):
-        where = _locate(comp, log) or "%s (kernel %s)" % (comp.name, comp.name)
-        cause = [ln for ln in log.strip().splitlines() if ln.strip()]
+        where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
+        cause = _causes(log)
         raise NKIError("%s: %s: %s" % (where, m.status_text(st),
-                                       " / ".join(cause[:3]) if cause else "the execution failed"))
+                                       "; ".join(cause[1:3] or cause[:1]) if cause else
+                                       "the execution failed"))
     outs = []
     for name, shape, di, argpos in comp.out_specs:
         arr = np.empty(shape, dtype=di.host)

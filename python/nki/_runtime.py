@@ -130,6 +130,11 @@ def _status(L, st):
     return s.decode() if s else "status %d" % st
 
 
+def vnc():
+    """The VNC kernels load on: TRNEMU_NKI_VNC, else the first visible one (0)."""
+    return int(os.environ.get("TRNEMU_NKI_VNC", "0"))
+
+
 def start():
     global _started
     L = lib()
@@ -197,7 +202,7 @@ class Model:
         self.L = L
         self.model = ctypes.c_void_p()
         with _Capture() as cap:
-            st = L.nrt_load(neff, len(neff), -1, -1, ctypes.byref(self.model))
+            st = L.nrt_load(neff, len(neff), vnc(), 1, ctypes.byref(self.model))
         if st != NRT_SUCCESS:
             raise RuntimeFailure("nrt_load", st, _status(L, st), cap.text.strip())
         Model.live.add(self)
