@@ -67,13 +67,15 @@ class Compiled:
         self.prefill = []               # argument indices written before execution (in/out tensors)
 
 
-def _key(func, args, kwargs, grid):
-    parts = []
-    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
-        if isinstance(a, np.ndarray):
-            parts.append(("A", a.shape, _arg_dtype(a).name))
-        else:
-            parts.append(("S", repr(a)))
+_src_keys = {}
+
+
+def _source_key(func):
+    """Source hash and closure values of a kernel function (computed once
+    per function object)."""
+    k = _src_keys.get(func)
+    if k is not None:
+        return k
     try:
         src = inspect.getsource(func)
     except (OSError, TypeError):
@@ -86,8 +88,19 @@ def _key(func, args, kwargs, grid):
         except ValueError:
             v = None
         cells.append(repr(v) if isinstance(v, (int, float, str, bool, tuple, type(None))) else id(v))
-    return (func.__module__, func.__qualname__, h, tuple(cells), tuple(parts),
-            tuple(sorted(kwargs)), grid)
+    k = (func.__module__, func.__qualname__, h, tuple(cells))
+    _src_keys[func] = k
+    return k
+
+
+def _key(func, args, kwargs, grid):
+    parts = []
+    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
+        if isinstance(a, np.ndarray):
+            parts.append(("A", a.shape, _arg_dtype(a).name))
+        else:
+            parts.append(("S", repr(a)))
+    return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
 def _trace(func, args, kwargs, grid):
@@ -215,14 +228,8 @@ def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = list(args) + [kwargs[k] for k in kwargs]
     for i, nm in comp.arg_names.items():
-        a = flat[i]
-        if nm in m.tensors and m.sets is not None:
-            pass
-    sig_order = comp.arg_names
-    for i, nm in sig_order.items():
-        a = flat[i]
-        host = np.ascontiguousarray(a)
-        m.write(nm, host)
+        if nm in m.tensors:
+            m.write(nm, flat[i])
     st, log = m.execute(quiet)
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
@@ -248,11 +255,6 @@ def _run(comp, args, kwargs, quiet=False):
     if comp.ret_shape == "one":
         return outs[0]
     return tuple(outs) if comp.ret_shape == "tuple" else outs
-
-
-def _prefill_inputs(comp, flat):
-    for argpos, name in comp.prefill:
-        pass
 
 
 class Kernel:

@@ -104,22 +104,30 @@ def _declare(L):
 
 class _Capture:
     """Collect what the runtime logs to stderr (fd 2) during one call and
-    pass it on unchanged, so a failure can be tied to a kernel line."""
+    pass it on unchanged, so a failure can be tied to a kernel line. One
+    temporary file serves every call."""
+
+    tmp = None
 
     def __enter__(self):
         sys.stderr.flush()
-        self.tmp = tempfile.TemporaryFile()
+        if _Capture.tmp is None:
+            _Capture.tmp = tempfile.TemporaryFile()
         self.saved = os.dup(2)
-        os.dup2(self.tmp.fileno(), 2)
+        os.dup2(_Capture.tmp.fileno(), 2)
         return self
 
     def __exit__(self, *exc):
         os.dup2(self.saved, 2)
         os.close(self.saved)
-        self.tmp.seek(0)
-        self.text = self.tmp.read().decode("utf-8", "replace")
-        self.tmp.close()
-        if self.text:
+        fd = _Capture.tmp.fileno()
+        n = os.lseek(fd, 0, os.SEEK_CUR)
+        self.text = ""
+        if n:
+            os.lseek(fd, 0, os.SEEK_SET)
+            self.text = os.read(fd, n).decode("utf-8", "replace")
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
             sys.stderr.write(self.text)
             sys.stderr.flush()
         return False
