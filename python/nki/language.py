@@ -717,3 +717,89 @@ def broadcast_to(src, shape, **kw):
 
 
 NkiTensor.broadcast_to = lambda self, shape: broadcast_to(self, shape)
+
+
+# ------------------------------------------------ more element-wise
+
+def invert(x, dtype=None, **kw):
+    """Bitwise NOT of an integer tile."""
+    return _tensor_scalar(x, "invert", 0.0, dtype=dtype)
+
+
+def logical_not(x, dtype=None, **kw):
+    return _tensor_scalar(x, "logical_not", 0.0, dtype=dtype or float32)
+
+
+def floor(x, dtype=None, **kw):
+    """floor(x) = x - (x mod 1) (the mod of docs/isa.md has the divisor's sign)."""
+    frac = _tensor_scalar(x, "mod", 1.0, dtype=float32)
+    return _binary("subtract", x, frac, dtype or x.dtype)
+
+
+def ceil(x, dtype=None, **kw):
+    """ceil(x) = -floor(-x)."""
+    return negative(floor(negative(x)), dtype=dtype or x.dtype)
+
+
+def tan(x, dtype=None, **kw):
+    return _binary("divide", sin(x), cos(x), dtype)
+
+
+def var(x, axis, dtype=None, keepdims=False, **kw):
+    """Population variance along free axes: mean((x - mean(x))^2)."""
+    m = _reduce("average", x, axis, float32, keepdims=True)
+    d = _binary("subtract", x, m, float32)
+    return _reduce("average", square(d), axis, dtype or float32, keepdims)
+
+
+def where(condition, x, y, dtype=None, **kw):
+    """x where condition is non-zero, else y (tiles or a scalar y)."""
+    tr = current()
+    shape = condition.shape
+    out = ndarray(shape, dtype or (x.dtype if isinstance(x, NkiTensor) else float32), sbuf)
+    if isinstance(y, NkiTensor):
+        _assign(out, y)
+    else:
+        _memset(out, y)
+    args, ins = [("dst", out)], {"predicate": condition}
+    if isinstance(x, NkiTensor):
+        ins["src"] = x
+        args.append(("src", x))
+    else:
+        args.append(("src", _fmt_value(x)))
+    args.append(("predicate", condition))
+    tr.emit("dve", "tensor_copy_predicated", {"dst": out}, ins, args, rmw=True)
+    return out
+
+
+def expand_dims(x, axis):
+    """A view with a new dimension of size 1 at axis."""
+    nd = len(x.dims) + 1
+    axis = axis % nd
+    dims = [list(d) for d in x.dims]
+    dims.insert(axis, [0, 1])
+    pdim = x.pdim
+    if pdim is not None and axis <= pdim:
+        pdim += 1
+    return NkiTensor(x.storage, x.dtype, dims, pdim, x.part, x.off, x.pcount)
+
+
+def rand(shape, dtype=float32, buffer=None, **kw):
+    """Uniform random values in [0, 1) from the Vector Engine generator."""
+    t = ndarray(shape, dtype, buffer)
+    current().emit("dve", "rand2", {"dst": t}, {}, [("dst", t), ("min", "0"), ("max", "1")])
+    return t
+
+
+def dropout(x, rate, dtype=None, **kw):
+    """Zero each element with probability rate (a number or a [P, 1] tile)."""
+    tr = current()
+    out = ndarray(x.shape, dtype or x.dtype, sbuf)
+    ins, args = {"data": x}, [("dst", out), ("data", x)]
+    if isinstance(rate, NkiTensor):
+        ins["prob"] = rate
+        args.append(("prob", rate))
+    else:
+        args.append(("prob", _fmt_value(rate)))
+    tr.emit("dve", "dropout", {"dst": out}, ins, args)
+    return out

@@ -300,3 +300,47 @@ def test_simulate_and_benchmark(capsys):
     assert np.array_equal(b(a), a * 3)
     assert b.benchmark_result.nc_latency.get_latency_percentile(50) > 0
     assert "no cost model" in capsys.readouterr().out
+
+
+@nki.jit
+def more_ops(a, c):
+    out = nl.ndarray((6,) + a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    cond = nl.load(c)
+    nl.store(out[0], nl.floor(t))
+    nl.store(out[1], nl.ceil(t))
+    nl.store(out[2], nl.where(cond, t, -5.0))
+    nl.store(out[3], nl.tan(t))
+    nl.store(out[4], nl.logical_not(cond))
+    nl.store(out[5], nl.var(t, axis=1, keepdims=True).broadcast_to(a.shape))
+    return out
+
+
+def test_more_elementwise():
+    a = rand(32, 17, lo=-1.4, hi=1.4)
+    c = (rng.uniform(0, 1, (32, 17)) > 0.5).astype(np.float32)
+    got = more_ops(a, c)
+    assert np.array_equal(got[0], np.floor(a))
+    assert np.array_equal(got[1], np.ceil(a))
+    assert np.array_equal(got[2], np.where(c != 0, a, np.float32(-5)))
+    np.testing.assert_allclose(got[3], np.tan(a), rtol=1e-5, atol=1e-6)
+    assert np.array_equal(got[4], (c == 0).astype(np.float32))
+    np.testing.assert_allclose(got[5], np.broadcast_to(a.var(axis=1, keepdims=True), a.shape),
+                               rtol=1e-5, atol=1e-6)
+
+
+@nki.jit
+def random_ops(a):
+    out = nl.ndarray((2,) + a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out[0], nl.rand(a.shape))
+    nl.store(out[1], nl.dropout(nl.load(a), 0.5))
+    return out
+
+
+def test_random_and_dropout_repeat():
+    a = rand(64, 64, lo=1.0, hi=2.0)
+    r1, r2 = random_ops(a), random_ops(a)
+    assert r1.tobytes() == r2.tobytes()
+    assert 0 <= r1[0].min() and r1[0].max() < 1 and 0.3 < r1[0].mean() < 0.7
+    kept = r1[1] != 0
+    assert np.array_equal(r1[1][kept], a[kept]) and 0.3 < kept.mean() < 0.7
