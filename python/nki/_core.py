@@ -90,13 +90,29 @@ class Storage:
 
 
 class Allocator:
-    """First-fit allocator of per-partition byte ranges in SBUF and PSUM.
-    A freed range remembers the last accesses made to it, so a reuse waits
-    for them (write-after-read / write-after-write across tiles)."""
+    """Allocator of per-partition byte ranges in SBUF and PSUM.
+
+    The free list is a sorted list of adjacent or separate ranges, each with
+    the clock of the last accesses made to it (engine -> instruction count),
+    so a tile that reuses bytes waits for exactly the accesses to those
+    bytes (write-after-read / write-after-write across tiles). A new tile
+    goes where the clock is oldest (never used first), which rotates
+    through free space and lets consecutive tiles of a loop overlap.
+    """
 
     def __init__(self):
         self.free = {"sbuf": [(0, SBUF_BYTES, {})], "psum": [(0, PSUM_BYTES, {})]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
+
+    @staticmethod
+    def _align(kind, start, size):
+        if kind != "psum":
+            return start
+        if size <= PSUM_BANK:
+            if (start % PSUM_BANK) + size > PSUM_BANK:
+                return (start // PSUM_BANK + 1) * PSUM_BANK
+            return start
+        return -(-start // PSUM_BANK) * PSUM_BANK
 
     def take(self, st):
         size = st.nbytes
@@ -106,30 +122,44 @@ class Allocator:
         else:
             size = (size + 31) & ~31
         lst = self.free[st.kind]
-        for i, (off, ln, clock) in enumerate(lst):
-            start = off
-            if st.kind == "psum":
-                # a tile that fits a bank stays inside one bank
-                if size <= PSUM_BANK:
-                    if (start % PSUM_BANK) + size > PSUM_BANK:
-                        start = (start // PSUM_BANK + 1) * PSUM_BANK
-                else:
-                    start = -(-start // PSUM_BANK) * PSUM_BANK
-            if start + size <= off + ln:
-                rest = []
-                if start > off:
-                    rest.append((off, start - off, clock))
-                if off + ln > start + size:
-                    rest.append((start + size, off + ln - start - size, clock))
-                lst[i:i + 1] = rest
-                st.nbytes = size
-                self.high[st.kind] = max(self.high[st.kind], start + size)
-                return start, dict(clock)
-        total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
-        used = total - sum(ln for _, ln, _ in lst)
-        raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
-                       "(%d of %d bytes per partition in use)"
-                       % (st.line, st.kind.upper(), size, used, total))
+        best = None
+        for i in range(len(lst)):
+            start = self._align(st.kind, lst[i][0], size)
+            # extend over adjacent free ranges until [start, start+size) is covered
+            j, end = i, lst[i][0] + lst[i][1]
+            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                j += 1
+                end = lst[j][0] + lst[j][1]
+            if start + size > end:
+                continue
+            clock = {}
+            for o, ln, c in lst[i:j + 1]:
+                if o < start + size and o + ln > start:
+                    for e, v in c.items():
+                        clock[e] = max(clock.get(e, 0), v)
+            age = sum(clock.values())
+            if best is None or age < best[0]:
+                best = (age, i, j, start, clock)
+            if age == 0:
+                break
+        if best is None:
+            total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
+            used = total - sum(ln for _, ln, _ in lst)
+            raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
+                           "(%d of %d bytes per partition in use)"
+                           % (st.line, st.kind.upper(), size, used, total))
+        _, i, j, start, clock = best
+        rest = []
+        for o, ln, c in lst[i:j + 1]:
+            if o < start:
+                rest.append((o, min(ln, start - o), c))
+            if o + ln > start + size:
+                b = max(o, start + size)
+                rest.append((b, o + ln - b, c))
+        lst[i:j + 1] = rest
+        st.nbytes = size
+        self.high[st.kind] = max(self.high[st.kind], start + size)
+        return start, clock
 
     def give(self, kind, off, size, acc):
         clock = {}
@@ -140,12 +170,8 @@ class Allocator:
         lst.sort(key=lambda r: r[0])
         merged = []
         for o, ln, c in lst:
-            if merged and merged[-1][0] + merged[-1][1] == o:
-                po, pl, pc = merged[-1]
-                mc = dict(pc)
-                for e, v in c.items():
-                    mc[e] = max(mc.get(e, 0), v)
-                merged[-1] = (po, pl + ln, mc)
+            if merged and merged[-1][0] + merged[-1][1] == o and merged[-1][2] == c:
+                merged[-1] = (merged[-1][0], merged[-1][1] + ln, c)
             else:
                 merged.append((o, ln, c))
         self.free[kind] = merged

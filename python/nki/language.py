@@ -4,6 +4,7 @@ element-wise arithmetic and math, reductions, matmul, transpose, loops,
 SPMD program ids, legacy index grids and the tile-size constants."""
 import builtins
 import math
+import sys
 
 import numpy as np
 
@@ -371,7 +372,7 @@ def _inplace(t, other, alu):
     p = tr.pending
     if (alu == "add" and isinstance(other, NkiTensor) and p is not None and p.op == "nc_matmul"
             and p.outs["dst"].storage is other.storage and t.buffer == "psum"
-            and other.storage.offset is None):
+            and other.storage.offset is None and sys.getrefcount(other) <= _TEMP_REFS):
         _retarget(p, t, accumulate=t.storage.written)
         return t
     if isinstance(other, NkiTensor) and not _onchip(other):
@@ -393,6 +394,14 @@ def _inplace(t, other, alu):
         tr.emit("dve", "tensor_tensor", {"dst": t}, {"data1": t, "data2": other},
                 [("dst", t), ("data1", t), ("data2", other), ("op", alu)])
     return t
+
+
+# References to a result tile that is only a temporary of the expression
+# `view[...] = f(...)` / `psum += matmul(...)`, seen from _assign/_inplace:
+# the caller's operand, the two parameters on the way, getrefcount's
+# argument and the pending instruction's dst and argument list. One more
+# means the kernel keeps the tile (a name, a list), so it must be written.
+_TEMP_REFS = 6
 
 
 def _retarget(insn, view, accumulate=False):
@@ -420,7 +429,7 @@ def _assign(view, value):
         p = tr.pending
         if (p is not None and "dst" in p.outs and p.outs["dst"].storage is value.storage
                 and value.storage.offset is None and value.storage.kind != "hbm"
-                and _retargetable(p, view)):
+                and sys.getrefcount(value) <= _TEMP_REFS and _retargetable(p, view)):
             _retarget(p, view)
             return
         if not _onchip(view) or not _onchip(value):

@@ -344,3 +344,26 @@ def test_random_and_dropout_repeat():
     assert 0 <= r1[0].min() and r1[0].max() < 1 and 0.3 < r1[0].mean() < 0.7
     kept = r1[1] != 0
     assert np.array_equal(r1[1][kept], a[kept]) and 0.3 < kept.mean() < 0.7
+
+
+@nki.jit
+def kept_results(a, b):
+    out = nl.ndarray((3,) + a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    u = nl.exp(nl.load(a))
+    t[...] = u                      # u stays in use below: a copy, not a retarget
+    acc = nl.zeros(a.shape, nl.float32, buffer=nl.psum)
+    m = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+    acc += m                        # m stays in use below
+    nl.store(out[0], u)
+    nl.store(out[1], t)
+    nl.store(out[2], nl.add(acc, m))
+    return out
+
+
+def test_named_results_are_not_moved():
+    a, b = rand(16, 16), rand(16, 16)
+    got = kept_results(a, b)
+    np.testing.assert_allclose(got[0], np.exp(a), rtol=2e-6)
+    assert np.array_equal(got[0], got[1])
+    np.testing.assert_allclose(got[2], 2 * (a.T @ b), rtol=1e-5, atol=1e-5)

@@ -133,6 +133,9 @@ def test_trnemu_exec_makes_nki_importable():
     if not tool:
         pytest.skip("TRNEMU_TOOL not set (meson sets it)")
     env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRNEMU_LIBNRT")}
+    # an instance of its own: this process holds the cores of the test's one
+    env["TRNEMU_INSTANCE_NAME"] = os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-exec"
+    env["TRNEMU_INSTANCE_NAME"] += "-%d" % os.getpid()
     code = ("import numpy as np, nki, neuronxcc.nki.language as nl\n"
             "@nki.jit\n"
             "def k(a):\n"
