@@ -4,7 +4,7 @@
 run through trnemu's libnrt.so.1 on the emulated device and return NumPy
 arrays. See docs/nki.md for what is supported.
 """
-from . import language, isa
+from . import language, isa, typing
 from ._core import NKIError
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)

@@ -759,6 +759,8 @@ class Tracer:
             check_bounds(t)
         insn = Insn(engine, op, outs, ins, args, user_line())
         insn.rmw = rmw
+        for t in outs.values():
+            t.storage.written = True    # at emission: the PSUM accumulate rule reads it
         self.flush()
         self.pending = insn
         return insn

@@ -29,18 +29,54 @@ class reduce_cmd:
 nc_version = type("nc_version", (), {"gen2": 2, "gen3": 3, "gen4": 4})
 
 
+def _dst_first(legacy_tensors):
+    """Accept the current positional form f(dst, ...) beside the legacy
+    f(...) that returns a new tile: when the call starts with more tensors
+    than the legacy form can, the first one is dst."""
+    def wrap(fn):
+        def call(*args, **kw):
+            n = 0
+            while n < len(args) and isinstance(args[n], NkiTensor):
+                n += 1
+            if n > legacy_tensors and "dst" not in kw:
+                kw["dst"] = args[0]
+                args = args[1:]
+            return fn(*args, **kw)
+        call.__name__ = fn.__name__
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return call
+    return wrap
+
+
 def get_nc_version():
     return 2
 
 
+# NumPy functions NKI accepts as operators (np.add, np.exp, ...), by name.
+_NP_ALU = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+           "true_divide": "divide", "maximum": "max", "minimum": "min", "power": "power",
+           "mod": "mod", "fmod": "mod", "remainder": "mod", "equal": "equal",
+           "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
+           "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
+           "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
+           "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "left_shift": "left_shift",
+           "right_shift": "right_shift", "abs": "abs", "absolute": "abs"}
+_NP_ACT = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "sin": "sin",
+           "arctan": "arctan", "square": "square", "abs": "abs", "absolute": "abs", "sign": "sign",
+           "reciprocal": "reciprocal"}
+
+
 def _alu(op):
-    """The ISA ALU name of an nl function (nl.add) or a name."""
+    """The ISA ALU name of an nl function (nl.add), a NumPy function or a name."""
     if op is None:
         return "bypass"
     if hasattr(op, "_alu"):
         return op._alu
     if isinstance(op, str):
         return op
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ALU:
+        return _NP_ALU[op.__name__]
     fail("%r is not an arithmetic operator" % (op,))
 
 
@@ -49,6 +85,8 @@ def _act(op):
         return op._act, op._bias
     if isinstance(op, str):
         return op, 0.0
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ACT:
+        return _NP_ACT[op.__name__], 0.0
     fail("%r is not an activation function" % (op,))
 
 
@@ -72,6 +110,7 @@ def _scalar_arg(nm, v, args, ins):
         args.append((nm, nl._fmt_value(v)))
 
 
+@_dst_first(2)
 def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
               is_moving_onezero=False, is_transpose=False, **kw):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32)."""
@@ -86,6 +125,7 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     return None
 
 
+@_dst_first(1)
 def nc_transpose(data, dst=None, engine=None, **kw):
     """Transpose a tile: on the Tensor Engine (into PSUM, up to 128x128) or
     the Vector Engine (up to 32x32)."""
@@ -97,6 +137,7 @@ def nc_transpose(data, dst=None, engine=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(0)
 def activation(op, data, bias=None, scale=1.0, dst=None, reduce_op=None, reduce_res=None,
                reduce_cmd=None, dtype=None, mask=None, **kw):
     """dst = op(data * scale + bias) on the Scalar Engine."""
@@ -111,10 +152,12 @@ def activation(op, data, bias=None, scale=1.0, dst=None, reduce_op=None, reduce_
     return _ret(dst, out)
 
 
+@_dst_first(0)
 def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, dst=None, dtype=None, **kw):
     return activation(op, data, bias, scale, dst, reduce_op, reduce_res, dtype=dtype)
 
 
+@_dst_first(2)
 def tensor_tensor(data1, data2, op, dst=None, dtype=None, engine=None, **kw):
     tr = current()
     out = _out(dst, data1.shape, dtype or _dtypes.promote(data1.dtype, data2.dtype))
@@ -126,6 +169,7 @@ def tensor_tensor(data1, data2, op, dst=None, dtype=None, engine=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
                   dst=None, dtype=None, engine=None, **kw):
     tr = current()
@@ -158,6 +202,7 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=
     return _ret(dst, out)
 
 
+@_dst_first(0)
 def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, **kw):
     out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate)
     if dst is not None:
@@ -166,6 +211,7 @@ def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=
     return out
 
 
+@_dst_first(0)
 def tensor_partition_reduce(op, data, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, (1,) + tuple(data.shape[1:]), dtype or data.dtype)
@@ -174,6 +220,7 @@ def tensor_partition_reduce(op, data, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def tensor_copy(src, dst=None, dtype=None, engine=None, **kw):
     tr = current()
     out = _out(dst, src.shape, dtype or src.dtype)
@@ -192,6 +239,7 @@ def memset(dst=None, value=0.0, shape=None, dtype=None, engine=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def reciprocal(data, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, data.shape, dtype or data.dtype)
@@ -240,6 +288,7 @@ def dma_copy(dst, src, **kw):
     nl._dma(dst, src)
 
 
+@_dst_first(1)
 def dma_transpose(src, dst=None, **kw):
     tr = current()
     if len(src.shape) != 2:
@@ -249,6 +298,7 @@ def dma_transpose(src, dst=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def bn_stats(data, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, (data.shape[0], 6), dtype or nl.float32)
@@ -256,6 +306,7 @@ def bn_stats(data, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def bn_aggr(data, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, (data.shape[0], 2), dtype or nl.float32)
@@ -263,6 +314,7 @@ def bn_aggr(data, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def max8(src, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, (src.shape[0], 8), dtype or src.dtype)
@@ -309,6 +361,7 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, dst=None, reverse0=False
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def exponential(src, max_value=0.0, dst=None, dtype=None, **kw):
     tr = current()
     out = _out(dst, src.shape, dtype or src.dtype)

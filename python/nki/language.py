@@ -63,6 +63,26 @@ sequential_range = affine_range
 static_range = affine_range
 
 
+class nc:
+    """Logical NeuronCore sharding of a launch-grid dimension: nc(2)."""
+
+    def __init__(self, n):
+        self.n = int(n)   # physical cores the dimension is spread over
+
+
+class _SpmdDim(int):
+    """A launch-grid dimension of spmd_dim(...): the product of its factors."""
+
+
+def spmd_dim(*factors):
+    """A launch-grid dimension made of factors (ints and nc(n)); its size is
+    their product. trnemu runs all its programs on one NeuronCore."""
+    n = 1
+    for f in factors:
+        n *= f.n if isinstance(f, nc) else int(f)
+    return _SpmdDim(n)
+
+
 def program_id(axis=0):
     tr = current()
     if not 0 <= axis < len(tr.grid):
@@ -371,7 +391,7 @@ def _inplace(t, other, alu):
     tr = current()
     p = tr.pending
     if (alu == "add" and isinstance(other, NkiTensor) and p is not None and p.op == "nc_matmul"
-            and p.outs["dst"].storage is other.storage and t.buffer == "psum"
+            and p.outs["dst"] is other and t.buffer == "psum"
             and other.storage.offset is None and sys.getrefcount(other) <= _TEMP_REFS):
         _retarget(p, t, accumulate=t.storage.written)
         return t
@@ -419,6 +439,7 @@ def _retarget(insn, view, accumulate=False):
     if accumulate:
         insn.args.append(("accumulate", None))
         insn.rmw = True
+    view.storage.written = True
     current().flush()
 
 
@@ -427,7 +448,7 @@ def _assign(view, value):
     tr = current()
     if isinstance(value, NkiTensor):
         p = tr.pending
-        if (p is not None and "dst" in p.outs and p.outs["dst"].storage is value.storage
+        if (p is not None and "dst" in p.outs and p.outs["dst"] is value
                 and value.storage.offset is None and value.storage.kind != "hbm"
                 and sys.getrefcount(value) <= _TEMP_REFS and _retargetable(p, view)):
             _retarget(p, view)

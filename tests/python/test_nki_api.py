@@ -367,3 +367,29 @@ def test_named_results_are_not_moved():
     np.testing.assert_allclose(got[0], np.exp(a), rtol=2e-6)
     assert np.array_equal(got[0], got[1])
     np.testing.assert_allclose(got[2], 2 * (a.T @ b), rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def back_to_back_matmuls(lhsT, rhs):
+    K, M = lhsT.shape
+    out = nl.ndarray((M, rhs.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    ls, rs = [], []
+    for k in nl.affine_range(K // 128):
+        lt = nl.ndarray((128, M), dtype=lhsT.dtype, buffer=nl.sbuf)
+        rt = nl.ndarray((128, rhs.shape[1]), dtype=rhs.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=lt, src=lhsT[k * 128:(k + 1) * 128, :])
+        nisa.dma_copy(dst=rt, src=rhs[k * 128:(k + 1) * 128, :])
+        ls.append(lt)
+        rs.append(rt)
+    ps = nl.ndarray((M, rhs.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    for k in nl.affine_range(K // 128):
+        nisa.nc_matmul(ps, ls[k], rs[k])          # current positional form: dst first
+    sb = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(sb, ps)
+    nisa.dma_copy(out, sb)
+    return out
+
+
+def test_matmuls_back_to_back_accumulate():
+    lhsT, rhs = rand(512, 128), rand(512, 256)
+    np.testing.assert_allclose(back_to_back_matmuls(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
