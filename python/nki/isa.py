@@ -369,3 +369,137 @@ def exponential(src, max_value=0.0, dst=None, dtype=None, **kw):
     _scalar_arg("max_value", max_value, args, ins)
     tr.emit("dve", "exponential", {"dst": out}, ins, args)
     return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_copy_predicated(src, predicate=None, dst=None, reverse_pred=False, **kw):
+    """dst = src where predicate is non-zero (zero with reverse_pred); dst
+    keeps its other elements, so dst is required."""
+    tr = current()
+    if dst is None:
+        fail("tensor_copy_predicated needs dst=")
+    args, ins = [("dst", dst)], {"predicate": predicate}
+    _scalar_arg("src", src, args, ins)
+    args.append(("predicate", predicate))
+    if reverse_pred:
+        args.append(("reverse_pred", None))
+    tr.emit("dve", "tensor_copy_predicated", {"dst": dst}, ins, args, rmw=True)
+
+
+@_dst_first(1)
+def tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, reverse0=False, dst=None,
+                         dtype=None, **kw):
+    """dst = data op0 operand0, reduced with reduce_op per partition into reduce_res."""
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    args, ins = [("dst", out), ("data", data), ("op0", _alu(op0))], {"data": data}
+    _scalar_arg("operand0", operand0, args, ins)
+    args += [("reduce_op", _alu(reduce_op)), ("reduce_res", reduce_res)]
+    if reverse0:
+        args.append(("reverse0", None))
+    tr.emit("dve", "tensor_scalar_reduce", {"dst": out, "reduce_res": reduce_res}, ins, args)
+    return _ret(dst, out)
+
+
+@_dst_first(2)
+def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduce_cmd=None,
+                  reduce_op=None, reverse_pred=False, dtype=None, **kw):
+    """dst = predicate ? on_true : on_false, optionally max-reduced into reduce_res."""
+    tr = current()
+    out = _out(dst, on_true.shape, dtype or on_true.dtype)
+    args, ins = [("dst", out), ("predicate", predicate), ("on_true", on_true)], \
+        {"predicate": predicate, "on_true": on_true}
+    _scalar_arg("on_false", on_false, args, ins)
+    outs = {"dst": out}
+    if reduce_res is not None:
+        outs["reduce_res"] = reduce_res
+        args += [("reduce_res", reduce_res), ("reduce_cmd", reduce_cmd or "reset_reduce")]
+    if reduce_op is not None:
+        args.append(("reduce_op", _alu(reduce_op)))
+    if reverse_pred:
+        args.append(("reverse_pred", None))
+    tr.emit("dve", "select_reduce", outs, ins, args)
+    return _ret(dst, out)
+
+
+def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
+    """Per partition, the index of each of the 8 vals in data."""
+    tr = current()
+    out = _out(dst, (data.shape[0], 8), dtype or nl.uint32)
+    tr.emit("dve", "nc_find_index8", {"dst": out}, {"data": data, "vals": vals},
+            [("dst", out), ("data", data), ("vals", vals)])
+    return _ret(dst, out)
+
+
+def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw):
+    """data with the first occurrence of each of the 8 vals replaced by imm."""
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    outs = {"dst": out}
+    args = [("dst", out), ("data", data), ("vals", vals), ("imm", nl._fmt_value(imm))]
+    if dst_idx is not None:
+        outs["dst_idx"] = dst_idx
+        args.append(("dst_idx", dst_idx))
+    tr.emit("dve", "nc_match_replace8", outs, {"data": data, "vals": vals}, args)
+    return _ret(dst, out)
+
+
+def dma_compute(dst, srcs, scales=None, reduce_op=None, **kw):
+    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
+    tr = current()
+    srcs = list(srcs)
+    if not 1 <= len(srcs) <= 4:
+        fail("dma_compute takes 1 to 4 sources on trnemu (NKI allows 16)")
+    scales = list(scales) if scales is not None else [1.0] * len(srcs)
+    args, ins = [("dst", dst)], {}
+    for i, sv in enumerate(srcs):
+        ins["src%d" % i] = sv
+        args.append(("src%d" % i, sv))
+    args.append(("reduce_op", _alu(reduce_op or nl.add)))
+    for i, sc in enumerate(scales):
+        args.append(("scale%d" % i, nl._fmt_value(sc)))
+    tr.emit("sp", "dma_compute", {"dst": dst}, ins, args)
+
+
+@_dst_first(1)
+def dropout(data, prob, dst=None, dtype=None, **kw):
+    """Each element becomes 0 with probability prob (a number or a [P, 1] tile)."""
+    out = nl.dropout(data, prob, dtype=dtype)
+    if dst is not None:
+        nl._assign(dst, out)
+        return None
+    return out
+
+
+def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
+                 dtype=None, **kw):
+    """Gather within each group of 16 partitions by the uint16 offsets in index."""
+    tr = current()
+    n_idx = int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1
+    out = _out(dst, (src_buffer.shape[0], n_idx * num_elem_per_idx), dtype or src_buffer.dtype)
+    args = [("dst", out), ("src", src_buffer), ("index", index), ("num_elem_per_idx", num_elem_per_idx)]
+    if num_valid_indices:
+        args.append(("num_valid_indices", num_valid_indices))
+    tr.emit("pool", "local_gather", {"dst": out}, {"src": src_buffer, "index": index}, args)
+    return _ret(dst, out)
+
+
+def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
+    """Within each quadrant of 32 partitions, dst partition i copies src
+    partition shuffle_mask[i] (255 leaves it)."""
+    mask = list(shuffle_mask)
+    if len(mask) != 32:
+        fail("shuffle_mask needs 32 entries")
+    current().emit("dve", "nc_stream_shuffle", {"dst": dst}, {"src": src},
+                   [("dst", dst), ("src", src), ("mask", "[%s]" % ",".join(str(int(m)) for m in mask))],
+                   rmw=True)
+
+
+def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
+    """Start and end index of the segment of each element (one partition)."""
+    tr = current()
+    n = segment_ids.shape[-1]
+    out = _out(dst, (1, 2, n), dtype or segment_ids.dtype)
+    tr.emit("pool", "sequence_bounds", {"dst": out}, {"segment_ids": segment_ids},
+            [("dst", out), ("segment_ids", segment_ids)])
+    return _ret(dst, out)

@@ -833,3 +833,17 @@ def dropout(x, rate, dtype=None, **kw):
         args.append(("prob", _fmt_value(rate)))
     tr.emit("dve", "dropout", {"dst": out}, ins, args)
     return out
+
+
+def static_cast(x, dtype):
+    """Convert: a NumPy array on the host (bfloat16 gives an nki.HostArray),
+    or a tile on the device (a copy)."""
+    if isinstance(x, NkiTensor):
+        return copy(x, dtype=dtype)
+    from . import _kernel
+    di = _dtypes.info(dtype)
+    if di.name == "bfloat16":
+        return _kernel.bf16(np.asarray(x, dtype=np.float32))
+    if not isinstance(di.public, np.dtype):
+        fail("static_cast to %s on the host is not supported" % di.name)
+    return np.asarray(x).astype(di.public)

@@ -393,3 +393,52 @@ def back_to_back_matmuls(lhsT, rhs):
 def test_matmuls_back_to_back_accumulate():
     lhsT, rhs = rand(512, 128), rand(512, 256)
     np.testing.assert_allclose(back_to_back_matmuls(lhsT, rhs), lhsT.T @ rhs, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
+def isa_more(a, b):
+    out = nl.ndarray((4, a.shape[0], 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    x, y = nl.load(a), nl.load(b)
+    top = nisa.max8(x)
+    idx = nisa.nc_find_index8(x, top)
+    nl.store(out[0], top)
+    nl.store(out[1], nl.copy(idx, dtype=nl.float32))
+    res = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_reduce(data=x, op0=nl.multiply, operand0=2.0, reduce_op=nl.add, reduce_res=res)
+    nl.store(out[2], res.broadcast_to((a.shape[0], 8)))
+    sel = nl.ndarray(x.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=sel, src=y)
+    nisa.tensor_copy_predicated(dst=sel, src=x, predicate=nl.greater(x, y))
+    nl.store(out[3], sel[:, 0:8])
+    return out
+
+
+def test_isa_selection_ops():
+    a, b = rand(16, 40), rand(16, 40)
+    got = isa_more(a, b)
+    order = np.argsort(-a, axis=1, kind="stable")[:, :8]
+    assert np.array_equal(got[0], np.take_along_axis(a, order, axis=1))
+    assert np.array_equal(got[1], order.astype(np.float32))
+    np.testing.assert_allclose(got[2], np.repeat((2 * a).sum(axis=1, keepdims=True), 8, axis=1),
+                               rtol=1e-5)
+    assert np.array_equal(got[3], np.maximum(a, b)[:, 0:8])
+
+
+@nki.jit
+def dma_compute_kernel(a, b):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_compute(out, [a, b], scales=[2.0, -1.0], reduce_op=nl.add)
+    return out
+
+
+def test_dma_compute():
+    a, b = rand(8, 8), rand(8, 8)
+    np.testing.assert_allclose(dma_compute_kernel(a, b), 2 * a - b, rtol=1e-6, atol=1e-6)
+
+
+def test_static_cast_host():
+    x = rand(3, 3)
+    h = nl.static_cast(x, nl.bfloat16)
+    assert h.nki_dtype is nl.bfloat16
+    assert np.array_equal(nki.to_float32(h), nki.to_float32(nki.bf16(x)))
+    assert nl.static_cast(x, nl.float16).dtype == np.float16
