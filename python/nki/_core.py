@@ -79,12 +79,14 @@ class Storage:
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
         self.written = False      # some instruction wrote it (PSUM accumulation rule)
         self.line = user_line()   # where it was created, for overflow errors
+        self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
+        self.alloc = tracer.alloc  # that core's allocator
 
     def place(self):
         """Give the storage its on-chip bytes (first use)."""
         if self.offset is None and self.kind != "hbm":
-            self.offset, self.base = self.tracer.alloc.take(self)
-            weakref.finalize(self, self.tracer.alloc.give, self.kind, self.offset,
+            self.offset, self.base = self.alloc.take(self)
+            weakref.finalize(self, self.alloc.give, self.kind, self.offset,
                              self.nbytes, self.acc)
         return self
 
@@ -709,17 +711,27 @@ class Insn:
         self.rmw = False          # dst is also read (accumulate, DMA add)
 
 
+class CoreTrace:
+    """What one physical core (one NEFF subgraph) gets: its instructions,
+    their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
+
+    def __init__(self):
+        self.alloc = Allocator()                   # SBUF/PSUM allocator of the core
+        self.lines = []                            # assembly lines
+        self.src = []                              # kernel source line of each
+        self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
+        self.eng_lines = {e: [] for e in ENGINES}  # (source line, op) per engine instruction
+
+
 class Tracer:
     """State of one trace: instructions, HBM tensors, allocator, tracker."""
 
-    def __init__(self, name):
+    def __init__(self, name, ncores=1):
         self.name = name          # kernel (NEFF) name
-        self.alloc = Allocator()  # SBUF/PSUM allocator
-        self.lines = []           # assembly lines of committed instructions
-        self.src = []             # kernel source line of each assembly line
-        self.count = dict.fromkeys(ENGINES, 0)   # instructions per engine
-        self.eng_lines = {e: [] for e in ENGINES}  # source line per engine instruction
+        self.cores = [CoreTrace() for _ in range(ncores)]  # per physical core (subgraph)
+        self.core = 0             # the core programs are being traced for
         self.pending = None       # the last instruction, not yet committed
+        self.set_core(0)
         self.hbm = {}             # name -> Storage of HBM variables
         self.hbm_decl = []        # (kind, name, dtype info, shape)
         self.inputs = []          # names of input tensors in argument order
@@ -729,6 +741,14 @@ class Tracer:
         self.grid = (1,)          # SPMD grid
         self.scratch_n = 0        # counter for generated names
         self.keep = []            # storages kept alive until the end of the trace
+
+    def set_core(self, c):
+        """Trace the next instructions for physical core c (subgraph c)."""
+        self.flush()
+        self.core = c
+        ct = self.cores[c]
+        self.alloc, self.lines, self.src = ct.alloc, ct.lines, ct.src
+        self.count, self.eng_lines = ct.count, ct.eng_lines
 
     # -- HBM
     def hbm_tensor(self, buffer, name, shape, di, nbytes):
@@ -772,6 +792,7 @@ class Tracer:
 
     def commit(self, insn):
         eng = insn.engine
+        me = (self.core, eng)
         waits = {}
         touched = []
         for name, t in insn.ins.items():
@@ -783,12 +804,14 @@ class Tracer:
         for t, w in touched:
             st = t.storage
             r = rect(t, getattr(t, "_as", None))
+            # only the same core's engines can be waited for: SPMD programs on
+            # other cores are independent by NKI's rules
             for e, n in st.base.items():
-                if e != eng:
-                    waits[e] = max(waits.get(e, 0), n)
+                if e != me and e[0] == self.core:
+                    waits[e[1]] = max(waits.get(e[1], 0), n)
             for (r2, e2, w2), n in st.acc.items():
-                if e2 != eng and (w or w2) and _overlap(r, r2):
-                    waits[e2] = max(waits.get(e2, 0), n)
+                if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
+                    waits[e2[1]] = max(waits.get(e2[1], 0), n)
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
             if v is None:
@@ -809,7 +832,7 @@ class Tracer:
         parts.append("signal=%s_done+=1" % eng)
         for t, w in touched:
             st = t.storage
-            key = (rect(t, getattr(t, "_as", None)), eng, w)
+            key = (rect(t, getattr(t, "_as", None)), me, w)
             st.acc[key] = n
             if w:
                 st.written = True

@@ -60,6 +60,7 @@ class Compiled:
         self.arg_names = arg_names      # HBM name per array argument (None: not an array)
         self.out_specs = out_specs      # [(name, shape, dtype info, argument index or None)]
         self.ret_shape = ret_shape      # 'none', 'one', 'tuple', 'list'
+        self.ncores = len(tracer.cores)  # physical cores (subgraphs) of the NEFF
         self.model = None               # the loaded _runtime.Model
         self.trace_s = 0.0              # seconds spent tracing
         self.build_s = 0.0              # seconds assembling
@@ -103,9 +104,12 @@ def _key(func, args, kwargs, grid):
     return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
-def _trace(func, args, kwargs, grid):
+def _trace(func, args, kwargs, grid, shard=None):
     t0 = time.perf_counter()
-    tr = _core.Tracer(func.__name__)
+    ncores = 1
+    if shard is not None and _runtime.machine_lnc() >= shard[1]:
+        ncores = shard[1]
+    tr = _core.Tracer(func.__name__, ncores)
     sig = inspect.signature(func)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -132,6 +136,8 @@ def _trace(func, args, kwargs, grid):
         ret = None
         ranges = [range(n) for n in grid]
         for pid in itertools.product(*ranges):
+            if ncores > 1:
+                tr.set_core(pid[shard[0]] % ncores)
             tr.program = pid
             tr.grid = grid
             tr.shared_pos = 0
@@ -178,15 +184,19 @@ def _trace(func, args, kwargs, grid):
             comp.prefill.append((st.argpos, st.name))
     for st in tr.hbm.values():
         if st.role == "scratch":
-            decls.append(("scratch", st.name, 0, (), st.nbytes))
+            decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
     comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
     t1 = time.perf_counter()
-    neff, err = _runtime.build_neff(func.__name__, decls, _SEM_LINES + tr.lines)
+    subgraphs = [(decls, ct.lines) for ct in tr.cores]
+    neff, err = _runtime.build_neff(func.__name__, _SEM_LINES, subgraphs)
     if err is not None:
         line, cause = err
-        idx = line - 1 - len(_SEM_LINES)
-        where = tr.src[idx] if 0 <= idx < len(tr.src) else "%s:%d" % (
+        src = [None] * len(_SEM_LINES)
+        for i, ct in enumerate(tr.cores):
+            src += ([None] if i else []) + ct.src
+        idx = line - 1
+        where = src[idx] if 0 <= idx < len(src) and src[idx] else "%s:%d" % (
             func.__code__.co_filename, func.__code__.co_firstlineno)
         raise NKIError("%s: %s" % (where, cause))
     comp.neff = neff
@@ -206,9 +216,10 @@ def _locate(comp, log):
     """The kernel line of the instruction a failure report names
     ("core 0 act[3]: ..." is instruction 3 of the Scalar Engine)."""
     tr = comp.tracer
-    for m in re.finditer(r"\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
-        eng, idx = m.group(1), int(m.group(2))
-        lines = tr.eng_lines.get(eng, [])
+    for m in re.finditer(r"(?:core (\d+) )?\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
+        core = int(m.group(1) or 0) % len(tr.cores)
+        eng, idx = m.group(2), int(m.group(3))
+        lines = tr.cores[core].eng_lines.get(eng, [])
         if 0 <= idx < len(lines):
             return lines[idx][0]
     return None
@@ -261,9 +272,10 @@ class Kernel:
     """An NKI kernel: call it with NumPy arrays (kernel[grid](...) for an
     SPMD launch grid)."""
 
-    def __init__(self, func, grid=(1,), mode="jit", **opts):
+    def __init__(self, func, grid=(1,), mode="jit", shard=None, **opts):
         self.func = func          # the Python kernel function
         self.grid = grid          # SPMD launch grid
+        self.shard = shard        # (grid axis, physical cores) of an nl.nc(n) dimension
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
         self.opts = opts          # decorator options (benchmark warmup/iters...)
         self.last = None          # the Compiled of the last call
@@ -275,16 +287,23 @@ class Kernel:
     def __getitem__(self, grid):
         if not isinstance(grid, tuple):
             grid = (grid,)
+        shard = None
+        for i, g in enumerate(grid):
+            if getattr(g, "nc", 1) > 1:
+                if shard is not None:
+                    raise NKIError("%s: only one launch-grid dimension can use nl.nc()"
+                                   % _core.user_line())
+                shard = (i, g.nc)
         grid = tuple(int(g) for g in grid)
         if any(g < 1 for g in grid):
             raise NKIError("launch grid %s must be positive" % (grid,))
-        return Kernel(self.func, grid, self.mode, **self.opts)
+        return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid)
+        key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
         comp = _cache.get(key)
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid)
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard)
             _cache[key] = comp
         self.last = comp
         return comp

@@ -71,16 +71,23 @@ class nc:
 
 
 class _SpmdDim(int):
-    """A launch-grid dimension of spmd_dim(...): the product of its factors."""
+    """A launch-grid dimension of spmd_dim(...): the product of its factors;
+    nc is the number of physical cores it is sharded over."""
+    nc = 1
 
 
 def spmd_dim(*factors):
     """A launch-grid dimension made of factors (ints and nc(n)); its size is
-    their product. trnemu runs all its programs on one NeuronCore."""
-    n = 1
+    their product. The programs are spread over the nc(n) physical cores of
+    the logical core when the machine's LNC has them (else run on one)."""
+    n, cores = 1, 1
     for f in factors:
         n *= f.n if isinstance(f, nc) else int(f)
-    return _SpmdDim(n)
+        if isinstance(f, nc):
+            cores *= f.n
+    d = _SpmdDim(n)
+    d.nc = cores
+    return d
 
 
 def program_id(axis=0):

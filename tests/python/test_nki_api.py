@@ -442,3 +442,22 @@ def test_static_cast_host():
     assert h.nki_dtype is nl.bfloat16
     assert np.array_equal(nki.to_float32(h), nki.to_float32(nki.bf16(x)))
     assert nl.static_cast(x, nl.float16).dtype == np.float16
+
+
+@nki.jit
+def add_two_cores(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    r = nl.program_id(0) * 128
+    c = nl.program_id(1) * 256
+    t = nl.load(a[r:r + 128, c:c + 256]) + nl.load(b[r:r + 128, c:c + 256])
+    nl.store(out[r:r + 128, c:c + 256], value=t)
+    return out
+
+
+def test_spmd_dim_over_two_cores():
+    a, b = rand(512, 512), rand(512, 512)
+    got = add_two_cores[nl.spmd_dim(2, nl.nc(2)), 2](a, b)
+    assert np.array_equal(got, a + b)
+    comp = add_two_cores[nl.spmd_dim(2, nl.nc(2)), 2].compile((a, b), {})
+    from nki import _runtime
+    assert comp.ncores == (2 if _runtime.machine_lnc() >= 2 else 1)
