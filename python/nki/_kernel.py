@@ -3,6 +3,7 @@ proxy tensors, assemble it into a NEFF with trnemu's C kernel builder,
 load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
+import collections
 import hashlib
 import inspect
 import itertools
@@ -48,7 +49,19 @@ def _arg_dtype(a):
 
 
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
-_cache = {}
+_cache = collections.OrderedDict()   # key -> Compiled, least recently used first
+CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
+_sigs = {}
+
+
+def _flat_args(func, args, kwargs):
+    """The arguments in the kernel's parameter order (as traced)."""
+    if not kwargs:
+        return list(args)
+    sig = _sigs.get(func)
+    if sig is None:
+        sig = _sigs[func] = inspect.signature(func)
+    return list(sig.bind(*args, **kwargs).arguments.values())
 
 
 class Compiled:
@@ -166,6 +179,7 @@ def _trace(func, args, kwargs, grid, shard=None):
         if st.written:
             st.role = "output"     # written arguments come back (legacy in/out style)
     comp = Compiled(func.__name__, tr, arg_names, [], shape)
+    comp.func = func
     comp.file, comp.first_line = func.__code__.co_filename, func.__code__.co_firstlineno
     comp.trace_s = time.perf_counter() - t0
     decls, tensors = [], []
@@ -237,7 +251,7 @@ def _causes(log):
 
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
-    flat = list(args) + [kwargs[k] for k in kwargs]
+    flat = _flat_args(comp.func, args, kwargs)
     for i, nm in comp.arg_names.items():
         if nm in m.tensors:
             m.write(nm, flat[i])
@@ -305,6 +319,11 @@ class Kernel:
         if comp is None:
             comp = _trace(self.func, args, kwargs, self.grid, self.shard)
             _cache[key] = comp
+            while len(_cache) > CACHE_MODELS:
+                _, old = _cache.popitem(last=False)
+                old.model.unload()
+        else:
+            _cache.move_to_end(key)
         self.last = comp
         return comp
 
@@ -313,8 +332,9 @@ class Kernel:
             # called from inside another kernel: inline it
             return self.func(*args, **kwargs)
         comp = self.compile(args, kwargs)
+        flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
         for argpos, name in comp.prefill:
-            comp.model.write(name, np.ascontiguousarray(list(args + tuple(kwargs.values()))[argpos]))
+            comp.model.write(name, np.ascontiguousarray(flat[argpos]))
         if self.mode == "benchmark":
             return self._benchmark(comp, args, kwargs)
         return _run(comp, args, kwargs)

@@ -461,3 +461,14 @@ def test_spmd_dim_over_two_cores():
     comp = add_two_cores[nl.spmd_dim(2, nl.nc(2)), 2].compile((a, b), {})
     from nki import _runtime
     assert comp.ncores == (2 if _runtime.machine_lnc() >= 2 else 1)
+
+
+def test_keyword_arguments_in_any_order():
+    @nki.jit
+    def sub(x, y):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(x) - nl.load(y))
+        return out
+    a, b = rand(4, 4), rand(4, 4)
+    assert np.array_equal(sub(y=b, x=a), a - b)
+    assert np.array_equal(sub(a, y=b), a - b)
