@@ -723,8 +723,7 @@ NRT_STATUS disasm_model(FILE *out, const struct neff_model *m, const struct neff
     for (uint32_t s = 0; st == NRT_SUCCESS && s < m->n_sgs; s++)
         st = put_subgraph(out, m, m->sgs[s], opts, &dn);
     default_names_free(&dn);
-    if (st == NRT_INVALID)
-        LOG_ERROR("NEFF", "disassembly stopped: an instruction stream is not valid trnemu ISA");
+    /* a stream that does not decode was logged by isa_decode_stream */
     return ferror(out) && st == NRT_SUCCESS ? NRT_RESOURCE : st;
 }
 
