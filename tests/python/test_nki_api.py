@@ -472,3 +472,20 @@ def test_keyword_arguments_in_any_order():
     a, b = rand(4, 4), rand(4, 4)
     assert np.array_equal(sub(y=b, x=a), a - b)
     assert np.array_equal(sub(a, y=b), a - b)
+
+
+@pytest.mark.parametrize("dt", [nl.float16, nl.bfloat16, nl.float8_e4m3, nl.float8_e5m2, nl.tfloat32,
+                                nl.int8, nl.uint8, nl.int16, nl.int32],
+                         ids=lambda d: getattr(d, "name", str(d)))
+def test_dtype_round_trip_through_tiles(dt):
+    @nki.jit
+    def through(a):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a, dtype=dt)              # DMA cast into a tile of dt
+        u = nl.copy(t, dtype=nl.float32)      # engine conversion back
+        nl.store(out, u)
+        return out
+    a = np.array([[0.5, 1.0, 2.0, -4.0, 0.0, 3.0, -1.5, 8.0]] * 4, dtype=np.float32)
+    if dt in (nl.int8, nl.int16, nl.int32, nl.uint8):
+        a = np.abs(np.round(a))
+    assert np.array_equal(through(a), a)

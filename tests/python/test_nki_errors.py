@@ -200,3 +200,16 @@ def test_example_runs_under_trnemu_exec():
     r = subprocess.run([tool, "exec", "--", sys.executable, ex], env=env, capture_output=True,
                        text=True, timeout=120)
     assert r.returncode == 0 and "nki_softmax: ok" in r.stdout, r.stdout + r.stderr
+
+
+@nki.jit
+def psum_bank_limit(a, b):
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.matmul(nl.load(a), nl.load(b), transpose_x=True))  # MARK-bank
+    return out
+
+
+def test_matmul_beyond_a_psum_bank():
+    msg = raises_at("MARK-bank", psum_bank_limit, np.zeros((128, 128), np.float32),
+                    np.zeros((128, 513), np.float32))
+    assert "512" in msg
