@@ -221,11 +221,6 @@ def _trace(func, args, kwargs, grid, shard=None):
     return comp
 
 
-_ENG_NAMES = {"pe": "pe", "act": "act", "pool": "pool", "dve": "dve", "sp": "sp",
-              "PE": "pe", "ACT": "act", "POOL": "pool", "DVE": "dve", "SP": "sp",
-              "Activation": "act", "Pool": "pool"}
-
-
 def _locate(comp, log):
     """The kernel line of the instruction a failure report names
     ("core 0 act[3]: ..." is instruction 3 of the Scalar Engine)."""
