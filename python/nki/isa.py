@@ -503,3 +503,30 @@ def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
     tr.emit("pool", "sequence_bounds", {"dst": out}, {"segment_ids": segment_ids},
             [("dst", out), ("segment_ids", segment_ids)])
     return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_scalar_cumulative(src, op0, op1, imm0, imm1=None, reduce_cmd=None, dst=None, reverse0=False,
+                             dtype=None, **kw):
+    """A running value per partition: acc = op1(op0(src[i], imm0), acc); dst[i] = acc
+    (e.g. a cumulative sum with op0=multiply, imm0=1, op1=add)."""
+    tr = current()
+    out = _out(dst, src.shape, dtype or src.dtype)
+    args, ins = [("dst", out), ("src", src), ("op0", _alu(op0)), ("op1", _alu(op1))], {"src": src}
+    _scalar_arg("imm0", imm0, args, ins)
+    if imm1 is not None:
+        _scalar_arg("imm1", imm1, args, ins)
+    if reduce_cmd is not None:
+        args.append(("reduce_cmd", reduce_cmd))
+    if reverse0:
+        args.append(("reverse0", None))
+    tr.emit("dve", "tensor_scalar_cumulative", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+def rand2(dst, min, max, **kw):
+    """Uniform random numbers in [min, max] into dst (Vector Engine generator)."""
+    args, ins = [("dst", dst)], {}
+    _scalar_arg("min", min, args, ins)
+    _scalar_arg("max", max, args, ins)
+    current().emit("dve", "rand2", {"dst": dst}, ins, args)

@@ -489,3 +489,16 @@ def test_dtype_round_trip_through_tiles(dt):
     if dt in (nl.int8, nl.int16, nl.int32, nl.uint8):
         a = np.abs(np.round(a))
     assert np.array_equal(through(a), a)
+
+
+@nki.jit
+def cumsum(a):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out, nisa.tensor_scalar_cumulative(t, op0=nl.multiply, op1=nl.add, imm0=1.0))
+    return out
+
+
+def test_cumulative_sum():
+    a = rand(16, 50)
+    np.testing.assert_allclose(cumsum(a), np.cumsum(a, axis=1, dtype=np.float32), rtol=1e-5, atol=1e-5)
