@@ -663,6 +663,10 @@ def softmax(x, axis=-1, dtype=None, **kw):
 def _matmul(stationary, moving, dst=None):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine."""
     tr = current()
+    if isinstance(stationary, NkiTensor) and stationary.buffer == "psum":
+        stationary = copy(stationary)     # the Tensor Engine reads SBUF only
+    if isinstance(moving, NkiTensor) and moving.buffer == "psum":
+        moving = copy(moving)
     for nm, t in (("stationary", stationary), ("moving", moving)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
             fail("matmul operand '%s' must be an SBUF tile" % nm)

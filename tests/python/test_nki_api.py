@@ -502,3 +502,18 @@ def cumsum(a):
 def test_cumulative_sum():
     a = rand(16, 50)
     np.testing.assert_allclose(cumsum(a), np.cumsum(a, axis=1, dtype=np.float32), rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def chained_matmul(a, b, c):
+    out = nl.ndarray((a.shape[1], c.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    ab = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)      # [M, N] in PSUM
+    abt = nl.transpose(nl.copy(ab))                               # [N, M] in PSUM
+    nl.store(out, nl.matmul(abt, nl.load(c), transpose_x=True))   # PSUM operand copied to SBUF
+    return out
+
+
+def test_matmul_of_psum_results():
+    a, b, c = rand(32, 16), rand(32, 24), rand(24, 8)
+    ref = (a.T @ b) @ c
+    np.testing.assert_allclose(chained_matmul(a, b, c), ref, rtol=1e-4, atol=1e-4)
