@@ -41,6 +41,9 @@ def _dst_first(legacy_tensors):
             if n > legacy_tensors and "dst" not in kw:
                 kw["dst"] = args[0]
                 args = args[1:]
+            if kw.get("mask") is not None and fn.__name__ not in ("activation",):
+                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                     % fn.__name__)
             return fn(*args, **kw)
         call.__name__ = fn.__name__
         call.__doc__ = fn.__doc__

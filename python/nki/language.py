@@ -213,6 +213,12 @@ def _fmt_value(v):
 
 # ---------------------------------------------------- loads and stores
 
+def _no_mask(mask, what):
+    """A mask= this call cannot apply is refused rather than ignored."""
+    if mask is not None:
+        fail("mask= is not supported on %s by trnemu's NKI front end yet" % what)
+
+
 def _check_same_elems(a, b, what):
     if int(np.prod(a.shape)) != int(np.prod(b.shape)):
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
@@ -485,6 +491,7 @@ def _retargetable(insn, view):
 
 def copy(x, dtype=None, **kw):
     """A copy of a tile (converted to dtype)."""
+    _no_mask(kw.get("mask"), "copy")
     tr = current()
     out = ndarray(x.shape, dtype or x.dtype, sbuf)
     tr.emit("dve" if x.buffer == "psum" else "act", "tensor_copy", {"dst": out}, {"src": x},
@@ -536,6 +543,7 @@ copy_act = identity
 
 
 def reciprocal(x, dtype=None, mask=None, **kw):
+    _no_mask(mask, "reciprocal")
     tr = current()
     out = ndarray(x.shape, dtype or (x.dtype if _dtypes.info(x.dtype).is_float else float32), sbuf)
     tr.emit("dve", "reciprocal", {"dst": out}, {"data": x}, [("dst", out), ("data", x)])
@@ -546,7 +554,8 @@ reciprocal._act = "reciprocal"
 reciprocal._bias = 0.0
 
 
-def negative(x, dtype=None, **kw):
+def negative(x, dtype=None, mask=None, **kw):
+    _no_mask(mask, "negative")
     return _tensor_scalar(x, "multiply", -1.0, dtype=dtype)
 
 
@@ -622,32 +631,39 @@ def _reduce(alu, x, axis, dtype=None, keepdims=False, negate=False, mask=None):
 
 
 def sum(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("add", x, axis, dtype, keepdims)
 
 
 def max(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("max", x, axis, dtype, keepdims)
 
 
 def min(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("min", x, axis, dtype, keepdims)
 
 
 def mean(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("average", x, axis, dtype, keepdims)
 
 
 def prod(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("multiply", x, axis, dtype, keepdims)
 
 
 def all(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("logical_and", x, axis, dtype or float32, keepdims)
 
 
-def softmax(x, axis=-1, dtype=None, **kw):
+def softmax(x, axis=-1, dtype=None, mask=None, **kw):
     """Row softmax along the free axis (composite: max, exp with bias and
     sum on the Scalar Engine, reciprocal, multiply)."""
+    _no_mask(mask, "softmax")
     nd = len(x.shape)
     if nd != 2 or axis % nd != 1:
         fail("softmax is supported along the last axis of a 2-D tile")
@@ -688,6 +704,7 @@ def _matmul(stationary, moving, dst=None):
 
 def matmul(x, y, transpose_x=False, mask=None, **kw):
     """x @ y into a new PSUM tile. With transpose_x, x is given as x^T [K, M]."""
+    _no_mask(mask, "matmul")
     if not transpose_x:
         x = _to_sbuf(transpose(x))
     return _matmul(x, y)
@@ -701,6 +718,7 @@ def _to_sbuf(t):
 
 def transpose(x, dtype=None, mask=None, **kw):
     """2-D transpose of a tile on the Tensor Engine (into PSUM)."""
+    _no_mask(mask, "transpose")
     tr = current()
     if len(x.shape) != 2 or not _onchip(x):
         fail("transpose takes a 2-D SBUF tile")
