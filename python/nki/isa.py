@@ -116,16 +116,24 @@ def _scalar_arg(nm, v, args, ins):
 @_dst_first(2)
 def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
               is_moving_onezero=False, is_transpose=False, **kw):
-    """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32)."""
+    """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32). Without
+    accumulate=, a PSUM dst that was written before accumulates and a fresh
+    one starts the accumulation group."""
     tr = current()
     if dst is None:
-        return nl._matmul(stationary, moving)
-    acc = dst.storage.written if accumulate is None else accumulate
-    nl._matmul(stationary, moving, dst=dst)
-    if acc:
-        tr.pending.args.append(("accumulate", None))
-        tr.pending.rmw = True
-    return None
+        out = nl._matmul(stationary, moving)
+        acc = False
+    else:
+        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        out = nl._matmul(stationary, moving, dst=dst)
+    insn = tr.pending
+    for flag, on in (("accumulate", acc), ("transpose", is_transpose),
+                     ("stationary_onezero", is_stationary_onezero),
+                     ("moving_onezero", is_moving_onezero)):
+        if on:
+            insn.args.append((flag, None))
+    insn.rmw = acc
+    return out if dst is None else None
 
 
 @_dst_first(1)
