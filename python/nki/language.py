@@ -233,7 +233,10 @@ def _dma(dst, src):
     args = [("dst", dst), ("src", src)]
     if _dtypes.info(dst.dtype).name != _dtypes.info(src.dtype).name:
         args.append(("op", "cast"))
-    return tr.emit("sp", "dma_copy", {"dst": dst}, {"src": src}, args)
+    # loads queue on the sync engine, stores on GpSimd: a store waiting for
+    # its compute does not hold up the next tile's loads
+    eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
+    return tr.emit(eng, "dma_copy", {"dst": dst}, {"src": src}, args)
 
 
 def _apply_mask(mask, *views):
