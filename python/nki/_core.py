@@ -338,7 +338,7 @@ def reshape_tensor(t, shape):
     if n != int(np.prod(t.shape)):
         fail("cannot reshape %s into %s" % (t.shape, shape))
     if t.storage.kind != "hbm":
-        fail("reshape of on-chip tiles is not supported by trnemu's NKI front end yet")
+        return _reshape_tile(t, shape)
     for i in range(len(t.dims) - 1):
         if t.dims[i][0] != t.dims[i + 1][0] * t.dims[i + 1][1]:
             fail("reshape needs a contiguous HBM view")
@@ -349,6 +349,24 @@ def reshape_tensor(t, shape):
         stride //= s
         dims.append([stride, s])
     return NkiTensor(t.storage, t.dtype, dims, None, 0, t.off)
+
+
+def _reshape_tile(t, shape):
+    """Reshape the free dims of an on-chip tile; the partition dim stays first."""
+    p0, ps, pc = partitions(t)
+    if t.pdim != 0 or shape[0] != pc:
+        fail("an on-chip tile reshape must keep its partition dimension (%d) first" % pc)
+    free = free_dims(t)
+    for i in range(len(free) - 1):
+        if free[i][0] != free[i + 1][0] * free[i + 1][1]:
+            fail("reshape needs contiguous free dimensions")
+    if free and free[-1][0] != 1:
+        fail("reshape needs contiguous free dimensions")
+    dims, stride = [list(t.dims[0])], int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    for s in shape[1:]:
+        stride //= s
+        dims.append([stride, s])
+    return NkiTensor(t.storage, t.dtype, dims, 0, t.part, t.off, t.pcount)
 
 
 # --------------------------------------------------------- index grids
@@ -741,6 +759,7 @@ class Tracer:
         self.grid = (1,)          # SPMD grid
         self.scratch_n = 0        # counter for generated names
         self.keep = []            # storages kept alive until the end of the trace
+        self.consts = []          # (name, dtype info, shape, bytes) of shared constants
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""

@@ -199,6 +199,8 @@ def _trace(func, args, kwargs, grid, shard=None):
     for st in tr.hbm.values():
         if st.role == "scratch":
             decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
+    for name, di, shape, data in tr.consts:
+        decls.append(("const", name, di.nrt, shape, data))
     comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
     t1 = time.perf_counter()

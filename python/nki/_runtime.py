@@ -91,6 +91,7 @@ def _declare(L):
         "trnemu_kernel_add_input": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
         "trnemu_kernel_add_output": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
         "trnemu_kernel_add_scratch": ([P, ctypes.c_char_p, U64], I),
+        "trnemu_kernel_add_const": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32, ctypes.c_char_p, S], I),
         "trnemu_kernel_assemble": ([P, ctypes.c_char_p, S], I),
         "trnemu_kernel_write": ([P, PP, ctypes.POINTER(S)], I),
         "trnemu_kernel_buffer_free": ([P], None),
@@ -207,6 +208,10 @@ def build_neff(name, head, subgraphs):
                         break
                     if kind == "scratch":
                         st = L.trnemu_kernel_add_scratch(k, nm.encode(), nbytes)
+                    elif kind == "const":
+                        arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
+                        st = L.trnemu_kernel_add_const(k, nm.encode(), nrt, arr, len(shape),
+                                                       nbytes, len(nbytes))
                     else:
                         arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
                         fn = L.trnemu_kernel_add_input if kind == "input" else L.trnemu_kernel_add_output

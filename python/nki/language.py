@@ -879,3 +879,18 @@ def static_cast(x, dtype):
     if not isinstance(di.public, np.dtype):
         fail("static_cast to %s on the host is not supported" % di.name)
     return np.asarray(x).astype(di.public)
+
+
+def shared_constant(data, dtype=None, **kw):
+    """An HBM tensor holding data (a NumPy array), stored in the NEFF."""
+    tr = current()
+    arr = np.asarray(data)
+    di = _dtypes.info(dtype if dtype is not None else getattr(data, "nki_dtype", None) or arr.dtype)
+    if di.name == "bfloat16" and getattr(data, "nki_dtype", None) is None:
+        from . import _kernel
+        arr = _kernel.bf16(arr.astype(np.float32))
+    host = np.ascontiguousarray(arr.astype(di.host) if arr.dtype != di.host else arr)
+    t = _core.new_tensor(host.shape, di.public, "const", None)
+    t.storage.role = "const"
+    tr.consts.append((t.storage.name, di, host.shape, host.tobytes()))
+    return t

@@ -517,3 +517,19 @@ def test_matmul_of_psum_results():
     a, b, c = rand(32, 16), rand(32, 24), rand(24, 8)
     ref = (a.T @ b) @ c
     np.testing.assert_allclose(chained_matmul(a, b, c), ref, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
+def const_and_reshape(a):
+    out = nl.ndarray((a.shape[0], 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    w = nl.shared_constant(np.arange(32, dtype=np.float32).reshape(1, 32))
+    wt = nl.load(w).broadcast_to((a.shape[0], 32))
+    t = nl.load(a) * wt
+    nl.store(out, t.reshape((a.shape[0], 4, 8)))
+    return out
+
+
+def test_shared_constant_and_tile_reshape():
+    a = rand(16, 32)
+    ref = (a * np.arange(32, dtype=np.float32)).reshape(16, 4, 8)
+    assert np.array_equal(const_and_reshape(a), ref)
