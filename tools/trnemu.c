@@ -14,6 +14,8 @@ struct tool_cmd {
 
 static const struct tool_cmd tool_cmds[] = {
     {"ls", cmd_ls, "show the emulated machine (--json, --profiles)"},
+    {"run", cmd_run, "execute a NEFF with .npy/.bin inputs, write .npy outputs: trnemu run\n"
+               "           MODEL.neff [--input NAME=FILE]... [--output-dir DIR] [--repeat N] [--vnc K]"},
     {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
     {"asm", cmd_asm, "assemble trnemu assembly into a NEFF: trnemu asm FILE.s [-o FILE.neff]"},
     {"disasm", cmd_disasm, "print a NEFF as trnemu assembly: trnemu disasm FILE.neff"},
