@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "devices/log_env.h"
 #include "tools/tool.h"
 
 struct tool_cmd {
@@ -43,6 +44,7 @@ int tool_usage_error(const char *cmd, const char *msg)
 
 int main(int argc, char **argv)
 {
+    log_env_load();
     if (argc < 2)
         return tool_help(stderr);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
