@@ -49,6 +49,8 @@ static NRT_STATUS exec_bind_one(const struct neff_io *io, const nrt_tensor_set_t
 {
     NRT_STATUS st = tensor_set_get((nrt_tensor_set_t *)set, io->name, t);
     if (st != NRT_SUCCESS) {
+        if (st != NRT_FAILURE)
+            return NRT_INVALID;  /* a freed tensor or a bad set: already logged */
         LOG_ERROR("NRT", "%s tensor '%s' is missing from the %s set",
                   io->is_output ? "output" : "input", io->name,
                   io->is_output ? "output" : "input");

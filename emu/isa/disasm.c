@@ -723,8 +723,7 @@ emu_status disasm_model(FILE *out, const struct neff_model *m, const struct neff
     for (uint32_t s = 0; st == EMU_OK && s < m->n_sgs; s++)
         st = put_subgraph(out, m, m->sgs[s], opts, &dn);
     default_names_free(&dn);
-    if (st == EMU_INVALID)
-        LOG_ERROR("NEFF", "disassembly stopped: an instruction stream is not valid trnemu ISA");
+    /* a stream that does not decode was logged by isa_decode_stream */
     return ferror(out) && st == EMU_OK ? EMU_RESOURCE : st;
 }
 
