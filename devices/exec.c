@@ -99,7 +99,7 @@ static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t 
 }
 
 /* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
-static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
+static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
 {
     const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
     if (mode == NULL || strcmp(mode, "zeros") != 0) {
@@ -108,8 +108,10 @@ static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
                   "zero-filled outputs instead)", m->neff->info.name);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
-    LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
-             "not computed (TRNEMU_FOREIGN_NEFF=zeros)", m->neff->info.name);
+    if (!atomic_exchange(&m->stand_in_warned, true))
+        LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
+                 "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
+                 m->neff->info.name);
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);
