@@ -77,7 +77,8 @@ struct async_req {
 struct async_queue {
     uint16_t xu_id;             /* top 16 bits of its sequence ids */
     uint32_t lnc;               /* process-local LNC */
-    struct chip_worker worker;  /* runs its requests */
+    struct chip_worker own;     /* the thread of a non-COMPUTE queue */
+    struct chip_worker *worker; /* runs its requests: own, or the chip's (COMPUTE) */
     uint64_t issued;            /* last sequence number handed out */
     uint64_t completed;         /* last sequence number finished */
     bool running;               /* a request is posted to the worker */
@@ -90,6 +91,7 @@ static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t async_progress = PTHREAD_COND_INITIALIZER; /* a request finished */
 static struct async_queue **async_queues;  /* by XU id; allocated on first use */
 static nrta_error_tracker_t *async_trackers; /* live and pending-free trackers */
+static uint32_t async_live;      /* requests scheduled and not yet freed */
 static uint32_t async_depth = ASYNC_DEFAULT_DEPTH;  /* unfinished requests per queue */
 static NRT_ASYNC_EXEC_STATUS_CALLBACK async_cb;    /* nrt_register_async_exec_callback */
 static void *async_cb_params;                      /* its argument */
@@ -171,7 +173,8 @@ static struct async_queue *async_queue_get(uint16_t id, uint32_t lnc, bool creat
     if (q == NULL && create && (q = calloc(1, sizeof *q)) != NULL) {
         q->xu_id = id;
         q->lnc = lnc;
-        worker_init(&q->worker);
+        worker_init(&q->own);
+        q->worker = &q->own;
         async_queues[id] = q;
     }
     return q;
@@ -307,7 +310,7 @@ static NRT_STATUS async_req_run(void *arg)
     struct machine *m = rt_machine();
     switch (r->kind) {
     case ASYNC_EXEC:
-        return exec_request_run(r->exec);
+        return exec_request_run_on_worker(r->exec);
     case ASYNC_CC:
         return coll_cc_run(r->cc);
     case ASYNC_READ:
@@ -370,12 +373,14 @@ static void async_start_next(struct async_queue *q)
         if (q->head == NULL)
             q->tail = NULL;
         r->job = (struct worker_job){async_req_run, r, async_req_done, NRT_SUCCESS, false, NULL};
-        if (worker_post(&q->worker, &r->job)) {
+        struct chip_worker *w = r->kind == ASYNC_EXEC ? exec_request_worker(r->exec) : q->worker;
+        if (worker_post(w, &r->job)) {
             q->running = true;
             return;
         }
         async_finish(r, NRT_RESOURCE);  /* no thread to run it on (logged) */
         async_req_free(r);
+        async_live--;
     }
     q->running = false;
 }
@@ -392,6 +397,10 @@ static void async_req_done(void *arg, NRT_STATUS st)
     async_start_next(q);
     pthread_mutex_unlock(&async_lock);
     async_req_free(r);
+    pthread_mutex_lock(&async_lock);
+    async_live--;  /* nrt_close waits for this before tearing anything down */
+    pthread_cond_broadcast(&async_progress);
+    pthread_mutex_unlock(&async_lock);
 }
 
 /* Queue r on (lnc, xu, queue) with tracker trk; frees r on failure. */
@@ -430,6 +439,7 @@ static NRT_STATUS async_submit(struct async_req *r, uint32_t lnc, nrta_xu_t xu, 
     }
     r->q = q;
     r->num = ++q->issued;
+    async_live++;
     r->trk = trk;
     if (trk != NULL)
         trk->refs++;
@@ -690,18 +700,11 @@ static void async_cancel(struct async_queue *q, struct async_req **freed)
         struct async_req *r = q->head;
         q->head = r->next;
         async_finish(r, NRT_CLOSED);
+        async_live--;  /* freed by the caller, not by a worker */
         r->next = *freed;
         *freed = r;
     }
     q->tail = NULL;
-}
-
-static bool async_any_running(void)
-{
-    for (uint32_t i = 0; i < ASYNC_NQUEUES; i++)
-        if (async_queues[i] != NULL && async_queues[i]->running)
-            return true;
-    return false;
 }
 
 void async_shutdown(void)
@@ -716,7 +719,7 @@ void async_shutdown(void)
     for (uint32_t i = 0; i < ASYNC_NQUEUES; i++)
         if (async_queues[i] != NULL)
             async_cancel(async_queues[i], &freed);
-    while (async_any_running())
+    while (async_live > 0)  /* running requests, freed to the last byte */
         pthread_cond_wait(&async_progress, &async_lock);
     struct async_queue **qs = async_queues;
     async_queues = NULL;
@@ -732,7 +735,7 @@ void async_shutdown(void)
         struct async_queue *q = qs[i];
         if (q == NULL)
             continue;
-        worker_fini(&q->worker);  /* joins: its last completion has returned */
+        worker_fini(&q->own);     /* joins the thread, if it was started */
         async_wake(q);            /* none left: every request finished */
         free(q);
     }

@@ -368,12 +368,18 @@ struct exec_request {
     uint32_t repeat;           /* executions in a row */
 };
 
+/* On the chip's worker. The quiesce lock is taken here, on the worker,
+ * never by a thread that then waits for the worker: a snapshot waiting
+ * for it (writers first) would otherwise block the worker for ever. */
 static NRT_STATUS exec_job_run(void *arg)
 {
     struct exec_request *r = arg;
+    struct machine *mach = rt_machine();
     NRT_STATUS st = NRT_SUCCESS;
+    machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++)
         st = exec_run(r->m, &r->b);
+    machine_mem_leave(mach);
     return st;
 }
 
@@ -395,22 +401,39 @@ NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
     return NRT_SUCCESS;
 }
 
-NRT_STATUS exec_request_run(struct exec_request *r)
+/* Count a finished execution and bump its outputs' completion counters. */
+static void exec_request_done(struct exec_request *r, NRT_STATUS st)
 {
     nrt_model_t *m = r->m;
-    struct machine *mach = rt_machine();
-    struct vnc_info *vi = &mach->vncs[m->gvnc];
-    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
-    NRT_STATUS st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, r);
-    machine_mem_leave(mach);
-    pthread_mutex_unlock(&vi->exec_lock);
     if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
         atomic_fetch_add(&m->executions, r->repeat);
         for (uint32_t i = 0; i < r->b.n; i++)
             if (m->neff->io[i].is_output)
                 tensor_completion_bump(r->b.tensors[i]);
     }
+}
+
+NRT_STATUS exec_request_run(struct exec_request *r)
+{
+    struct machine *mach = rt_machine();
+    struct vnc_info *vi = &mach->vncs[r->m->gvnc];
+    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+    NRT_STATUS st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, r);
+    pthread_mutex_unlock(&vi->exec_lock);
+    exec_request_done(r, st);
+    return st;
+}
+
+struct chip_worker *exec_request_worker(const struct exec_request *r)
+{
+    struct machine *mach = rt_machine();
+    return &mach->chips[mach->vncs[r->m->gvnc].chip].worker;
+}
+
+NRT_STATUS exec_request_run_on_worker(struct exec_request *r)
+{
+    NRT_STATUS st = exec_job_run(r);
+    exec_request_done(r, st);
     return st;
 }
 
