@@ -19,6 +19,7 @@
 #include "devices/log_env.h"
 #include "emu/log.h"
 #include "devices/hbm_alloc.h"
+#include "devices/log_env.h"
 #include "devices/runtime.h"
 #include "devices/state.h"
 #include "store/chunk.h"
