@@ -16,7 +16,6 @@
 #include <sqlite3.h>
 
 #include "devices/handle.h"
-#include "devices/log_env.h"
 #include "emu/log.h"
 #include "devices/hbm_alloc.h"
 #include "devices/log_env.h"
