@@ -553,3 +553,20 @@ def test_sbuf_reuse_under_pressure():
     got = reuse_under_pressure(a)
     np.testing.assert_allclose(got, np.exp(a) * 2, rtol=2e-6)
     assert reuse_under_pressure.last.tracer.alloc.high["sbuf"] <= 192 * 1024
+
+
+@nki.jit
+def arg_kernel(a):
+    out = nl.ndarray((2, a.shape[0], 1), dtype=nl.uint32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out[0], nl.argmax(t, axis=1))
+    nl.store(out[1], nl.argmin(t, axis=1))
+    return out
+
+
+def test_argmax_argmin():
+    a = rand(32, 77)
+    a[3, 10] = a[3, 20] = 9.0          # ties: the first occurrence
+    got = arg_kernel(a)
+    assert np.array_equal(got[0, :, 0], np.argmax(a, axis=1))
+    assert np.array_equal(got[1, :, 0], np.argmin(a, axis=1))
