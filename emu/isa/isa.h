@@ -44,6 +44,7 @@
 #define ISA_NUM_PARTITIONS 128
 #define ISA_SBUF_PART_BYTES_V2 (192u * 1024u) /* NeuronCore-v2: 24 MiB SBUF */
 #define ISA_SBUF_PART_BYTES_V3 (224u * 1024u) /* NeuronCore-v3: 28 MiB SBUF */
+#define ISA_SBUF_PART_BYTES_V4 (256u * 1024u) /* NeuronCore-v4: 32 MiB SBUF */
 #define ISA_PSUM_PART_BYTES (16u * 1024u)     /* 2 MiB PSUM */
 #define ISA_PSUM_BANKS 8
 #define ISA_PSUM_BANK_BYTES (2u * 1024u)      /* 512 fp32 per partition */
