@@ -4,11 +4,13 @@
  * Figures come from the public instance and chip specifications:
  * Trainium1 and Inferentia2 chips carry 2 NeuronCore-v2 and 32 GiB of HBM
  * (2 stacks); a Trainium2 chip carries 8 NeuronCore-v3 and 96 GiB of HBM in
- * 4 stacks, with LNC=2 the default. The Trn2 UltraServer joins four
- * trn2u.48xlarge (64 chips); trnemu emulates it as one machine.
+ * 4 stacks, with LNC=2 the default. A trn2u.48xlarge is one server of 16
+ * chips, like a trn2.48xlarge; the Trn2 UltraServer joins four of them (64
+ * chips), each its own host and runtime: trnemu emulates each server as a
+ * node and joins the nodes (devices/node.h, docs/nodes.md).
  * NeuronLink: the 16 chips of a trn1.32xlarge or trn2.48xlarge form a 4x4
  * 2D torus; in the UltraServer the chips with the same torus coordinates in
- * the four nodes form a ring; the 12 Inferentia2 chips of an inf2.48xlarge
+ * the four servers form a ring across the servers; the 12 Inferentia2 chips of an inf2.48xlarge
  * form a ring.
  */
 #include "devices/profile.h"
@@ -25,17 +27,17 @@ enum {
 
 static const struct dev_profile profile_table[] = {
     {"trn1.2xlarge", FAM_TRN1, SZ_2XL, "trn1", "Trainium", "1.0",
-     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_NONE},
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_NONE},
     {"trn1.32xlarge", FAM_TRN1, SZ_32XL, "trn1", "Trainium", "1.0",
-     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_TORUS},
+     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_TORUS},
     {"inf2.xlarge", FAM_INF2, SZ_1XL, "inf2", "Inferentia2", "1.0",
-     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_NONE},
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_NONE},
     {"inf2.48xlarge", FAM_INF2, SZ_48XL, "inf2", "Inferentia2", "1.0",
-     12, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_RING},
+     12, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_RING},
     {"trn2.48xlarge", FAM_TRN2, SZ_48XL, "trn2", "Trainium2", "1.0",
-     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 1, DEV_LINKS_TORUS},
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 1, 1, DEV_LINKS_TORUS},
     {"trn2u.48xlarge", FAM_TRN2U, SZ_48XL, "trn2", "Trainium2", "1.0",
-     64, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 4, DEV_LINKS_TORUS},
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, (1u << 1) | (1u << 2), 1, 4, DEV_LINKS_TORUS},
 };
 
 size_t profile_count(void)
