@@ -58,7 +58,7 @@ static double time_insn(struct core *c, const struct isa_insn *insn, enum isa_en
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {
         double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
+        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
             fprintf(stderr, "%s", report);
             bench_die("bench-act", "core_run failed");
         }
@@ -76,7 +76,7 @@ static void fill_inputs(struct core *c)
         for (uint32_t i = 0; i < COLS; i++)
             row[i] = (float)((p * 131u + i * 7919u) % 16384u) / 1024.0f - 8.0f;
         if (num_convert(c->sbuf + (size_t)p * c->sbuf_part_bytes + 65536, NUM_DT_BF16, row,
-                        NUM_DT_FP32, COLS) != NRT_SUCCESS)
+                        NUM_DT_FP32, COLS) != EMU_OK)
             bench_die("bench-act", "conversion failed");
     }
 }
@@ -95,7 +95,7 @@ static double run_case(struct core *c, const char *name, const char *level,
 static struct isa_insn act_insn(unsigned func, uint32_t in_dt, uint32_t out_dt)
 {
     struct isa_insn i;
-    if (isa_insn_init(&i, ISA_ENG_ACT, ISA_OP_activation) != NRT_SUCCESS)
+    if (isa_insn_init(&i, ISA_ENG_ACT, ISA_OP_activation) != EMU_OK)
         bench_die("bench-act", "no activation op");
     i.ap[0] = tile(in_dt == ISA_DT_BF16 ? 98304 : 32768, out_dt);
     i.ap[1] = tile(in_dt == ISA_DT_BF16 ? 65536 : 0, in_dt);
@@ -106,7 +106,7 @@ static struct isa_insn act_insn(unsigned func, uint32_t in_dt, uint32_t out_dt)
 int main(void)
 {
     struct core *c;
-    if (core_create(3, &c) != NRT_SUCCESS)
+    if (core_create(3, &c) != EMU_OK)
         bench_die("bench-act", "no core");
     fill_inputs(c);
     double t_mc = bench_memcpy_best(TILE_BYTES, REPS * 3);
@@ -148,7 +148,7 @@ int main(void)
         i = act_insn(funcs[k].func, ISA_DT_F32, ISA_DT_F32);
         run_case(c, funcs[k].name, levels[top], &i, ISA_ENG_ACT, fp32, t_mc);
     }
-    if (isa_insn_init(&i, ISA_ENG_DVE, ISA_OP_exponential) != NRT_SUCCESS)
+    if (isa_insn_init(&i, ISA_ENG_DVE, ISA_OP_exponential) != EMU_OK)
         bench_die("bench-act", "no exponential op");
     i.ap[0] = tile(32768, ISA_DT_F32);
     i.ap[1] = tile(0, ISA_DT_F32);

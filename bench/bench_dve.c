@@ -63,7 +63,7 @@ static double time_insns(struct core *c, const struct isa_insn *insn, size_t n)
     double best = 1e30;
     for (int r = 0; r < REPS; r++) {
         double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
+        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
             fprintf(stderr, "%s", report);
             bench_die("bench-dve", "core_run failed");
         }
@@ -83,8 +83,8 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
         bench_die("bench-dve", "out of memory");
     for (size_t i = 0; i < LOOP_BODY; i++)
         code[i] = *insn;
-    if (isa_insn_init(&code[LOOP_BODY], ISA_ENG_DVE, ISA_OP_reg_alu) != NRT_SUCCESS ||
-        isa_insn_init(&code[LOOP_BODY + 1], ISA_ENG_DVE, ISA_OP_branch) != NRT_SUCCESS)
+    if (isa_insn_init(&code[LOOP_BODY], ISA_ENG_DVE, ISA_OP_reg_alu) != EMU_OK ||
+        isa_insn_init(&code[LOOP_BODY + 1], ISA_ENG_DVE, ISA_OP_branch) != EMU_OK)
         bench_die("bench-dve", "no reg_alu/branch");
     code[LOOP_BODY].imm[0].i = 2; /* r2 = r2 + 1 */
     code[LOOP_BODY].imm[1].i = 2;
@@ -104,7 +104,7 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
     double best = 1e30;
     for (int r = 0; r < 3; r++) {
         double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != NRT_SUCCESS) {
+        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
             fprintf(stderr, "%s", report);
             bench_die("bench-dve", "core_run failed");
         }
@@ -118,7 +118,7 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
 static struct isa_insn make(unsigned opcode)
 {
     struct isa_insn insn;
-    if (isa_insn_init(&insn, ISA_ENG_DVE, opcode) != NRT_SUCCESS)
+    if (isa_insn_init(&insn, ISA_ENG_DVE, opcode) != EMU_OK)
         bench_die("bench-dve", "unknown opcode");
     return insn;
 }
@@ -202,7 +202,7 @@ int main(int argc, char **argv)
 {
     struct core *c;
     const char *only = argc > 1 ? argv[1] : "";
-    if (core_create(3, &c) != NRT_SUCCESS)
+    if (core_create(3, &c) != EMU_OK)
         bench_die("bench-dve", "cannot create a core");
     if (strcmp(only, "dispatch") != 0)
         bench_bandwidth(c);

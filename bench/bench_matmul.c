@@ -154,9 +154,9 @@ static struct span run(struct core *core, struct core_program *prog, struct isa_
     prog->code[ISA_ENG_PE] = code;
     prog->n[ISA_ENG_PE] = n;
     struct span t0 = span_now();
-    NRT_STATUS st = core_run(cores, progs, 1, &opts, report, sizeof report);
+    emu_status st = core_run(cores, progs, 1, &opts, report, sizeof report);
     struct span t = span_since(t0);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         fprintf(stderr, "bench-matmul: core_run failed (%d): %s\n", (int)st, report);
         exit(1);
     }
@@ -174,7 +174,7 @@ static struct span time_convert(struct core *core, struct core_program *prog)
     for (uint32_t i = 0; i < (DIM / TN) * (DIM / TM) * (DIM / TK); i++) {
         in.ap[1].offset = SB_A + (i % (DIM / TK)) * TM * 2;
         in.ap[2].offset = SB_B + (i % (DIM / TK)) * TN * 2;
-        if (ap_bind(&ctx, 1, &st) != NRT_SUCCESS || ap_bind(&ctx, 2, &mv) != NRT_SUCCESS)
+        if (ap_bind(&ctx, 1, &st) != EMU_OK || ap_bind(&ctx, 2, &mv) != EMU_OK)
             exit(1);
         pe_pack_a(&st, 1, TM, core_scratch(&ctx, 0), core_scratch(&ctx, 2));
         pe_pack_b(&mv, 1, TN, core_scratch(&ctx, 1), core_scratch(&ctx, 2));
@@ -229,7 +229,7 @@ int main(void)
     float *af = malloc(el * 4), *bf = malloc(el * 4), *c = calloc(el, 4), *cb = malloc(el * 4);
     struct isa_insn *code = calloc(ninsn, sizeof *code);
     struct core *core = NULL;
-    if (!a || !b || !af || !bf || !c || !cb || !code || core_create(2, &core) != NRT_SUCCESS) {
+    if (!a || !b || !af || !bf || !c || !cb || !code || core_create(2, &core) != EMU_OK) {
         fprintf(stderr, "bench-matmul: out of memory\n");
         return 1;
     }

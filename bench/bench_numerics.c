@@ -53,10 +53,10 @@ static double time_case(const struct bench_case *c, int isa, void *dst, const vo
     num_set_isa_limit(isa);
     for (int r = 0; r < REPS; r++) {
         double t0 = now_sec();
-        NRT_STATUS st = num_convert_ex(dst, c->dst_dt, 1, src, c->src_dt, 1, N_ELEMS,
+        emu_status st = num_convert_ex(dst, c->dst_dt, 1, src, c->src_dt, 1, N_ELEMS,
                                        c->stochastic ? &rnd : NULL);
         double t = now_sec() - t0;
-        if (st != NRT_SUCCESS) {
+        if (st != EMU_OK) {
             fprintf(stderr, "bench-numerics: %s failed\n", c->name);
             exit(1);
         }

@@ -15,6 +15,7 @@
 #include "devices/tensor.h"
 #include "devices/tensor_set.h"
 #include "devices/worker.h"
+#include "devices/status.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 #include "nrt/nrt_status.h"
@@ -257,12 +258,12 @@ static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
     return st;
 }
 
-static NRT_STATUS exec_coll_run(void *user, const struct coll_call *call, char *err, size_t cap)
+static emu_status exec_coll_run(void *user, const struct coll_call *call, char *err, size_t cap)
 {
     struct exec_coll *ec = user;
     NRT_STATUS st = exec_coll_comm(ec, err, cap);
     if (st != NRT_SUCCESS)
-        return st;
+        return emu_status_of(st);
     struct coll_args a = {call->kind, call->dtype, call->op, call->src, call->count, call->dst,
                           NULL, 0, call->send_to, call->recv_from, ec->deadline_ns};
     st = coll_run(ec->comm, &a);
@@ -270,7 +271,7 @@ static NRT_STATUS exec_coll_run(void *user, const struct coll_call *call, char *
         snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
                  coll_kind_name(call->kind), coll_comm_rank(ec->comm),
                  coll_comm_world(ec->comm), (int)st);
-    return st;
+    return emu_status_of(st);
 }
 
 static uint32_t exec_coll_group_size(void *user, uint32_t group)
@@ -342,7 +343,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     struct core_run_opts opts = exec_opts();
     struct exec_coll ec;
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
-    NRT_STATUS st = core_run(cores, progs, m->nsgs, &opts, report, sizeof report);
+    NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
     for (uint32_t s = 0; s < m->nsgs; s++)
         m->sgs[s].prog.coll = NULL;
     if (st != NRT_SUCCESS) {

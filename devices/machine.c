@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "devices/topology.h"
+#include "devices/status.h"
 #include "emu/log.h"
 
 struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc)
@@ -200,7 +201,7 @@ NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct 
     if (i >= MACHINE_MAX_LNC || i >= m->cfg.lnc)
         return NRT_INVALID;
     if (vi->cores[i] == NULL) {
-        NRT_STATUS st = core_create((uint32_t)m->cfg.profile->gen, &vi->cores[i]);
+        NRT_STATUS st = nrt_status_of(core_create((uint32_t)m->cfg.profile->gen, &vi->cores[i]));
         if (st != NRT_SUCCESS)
             return st;
     }

@@ -12,6 +12,7 @@
 #include "devices/handle.h"
 #include "devices/runtime.h"
 #include "devices/state.h"
+#include "devices/status.h"
 #include "emu/log.h"
 
 /* ---- HBM placement ----------------------------------------------------- */
@@ -149,7 +150,7 @@ static void model_link_addresses(struct model_sg *ms)
 /* ---- instruction streams ----------------------------------------------- */
 
 /* Every HBM operand must name a variable of the subgraph. */
-static NRT_STATUS model_check_vars(const struct model_sg *ms, enum isa_engine e)
+static emu_status model_check_vars(const struct model_sg *ms, enum isa_engine e)
 {
     for (size_t i = 0; i < ms->ncode[e]; i++)
         for (int a = 0; a < ISA_MAX_AP; a++) {
@@ -158,10 +159,10 @@ static NRT_STATUS model_check_vars(const struct model_sg *ms, enum isa_engine e)
                 LOG_ERROR("NEFF", "%s: %s instruction %zu names var_id %u, which %s/def.json "
                           "does not declare", ms->sg->name, isa_engine_name(e), i, ap->var_id,
                           ms->sg->name);
-                return NRT_INVALID;
+                return EMU_INVALID;
             }
         }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static NRT_STATUS model_decode(struct model_sg *ms)
@@ -170,14 +171,14 @@ static NRT_STATUS model_decode(struct model_sg *ms)
         const struct neff_engine_sec *sec = &ms->sg->eng[e];
         if (!sec->present || sec->code == NULL)
             continue;
-        NRT_STATUS st = isa_decode_stream(neff_buf_data(sec->code), neff_buf_size(sec->code),
+        emu_status st = isa_decode_stream(neff_buf_data(sec->code), neff_buf_size(sec->code),
                                           (enum isa_engine)e, &ms->code[e], &ms->ncode[e]);
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             st = model_check_vars(ms, (enum isa_engine)e);
-        if (st != NRT_SUCCESS) {
+        if (st != EMU_OK) {
             LOG_ERROR("NEFF", "%s: the %s instruction stream (%s) is not valid", ms->sg->name,
                       isa_engine_name((unsigned)e), sec->bin_file ? sec->bin_file : "?");
-            return st;
+            return nrt_status_of(st);
         }
     }
     return NRT_SUCCESS;
@@ -369,11 +370,11 @@ static bool model_validate_hash(void)
 static NRT_STATUS model_parse(const void *bytes, size_t size, struct neff_model **out)
 {
     struct neff_file *f = NULL;
-    NRT_STATUS st = neff_file_read(bytes, size, model_validate_hash(), &f);
-    if (st == NRT_SUCCESS)
+    emu_status st = neff_file_read(bytes, size, model_validate_hash(), &f);
+    if (st == EMU_OK)
         st = neff_model_load(f, out);
     neff_file_free(f);
-    return st;
+    return nrt_status_of(st);
 }
 
 NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t **out)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/status.h"
 #include "emu/isa/asm.h"
 #include "shims/shim.h"
 #include "trnemu/trnemu.h"
@@ -19,18 +20,18 @@ struct trnemu_kernel {
 };
 
 /* Log the first error recorded since `before` (one line). */
-static NRT_STATUS kernel_report(const trnemu_kernel_t *k, size_t before, NRT_STATUS st)
+static NRT_STATUS kernel_report(const trnemu_kernel_t *k, size_t before, emu_status st)
 {
-    if (st == NRT_SUCCESS)
-        return st;
+    if (st == EMU_OK)
+        return NRT_SUCCESS;
     size_t n = asm_error_count(k->asm_ctx);
     if (n > before + 1)
         LOG_ERROR("NRT", "%s (and %zu more)", asm_error_text(k->asm_ctx, before), n - before - 1);
     else if (n > before)
         LOG_ERROR("NRT", "%s", asm_error_text(k->asm_ctx, before));
     else
-        LOG_ERROR("NRT", "%s", st == NRT_RESOURCE ? "out of memory" : "the kernel is not valid");
-    return st;
+        LOG_ERROR("NRT", "%s", st == EMU_RESOURCE ? "out of memory" : "the kernel is not valid");
+    return nrt_status_of(st);
 }
 
 /* A kernel that already failed refuses everything. */
@@ -55,16 +56,16 @@ NRT_EXPORT NRT_STATUS trnemu_kernel_create(const char *name, trnemu_kernel_t **k
     }
     snprintf(k->source, sizeof k->source, "<kernel>");
     struct asm_opts o = {.source_name = k->source, .no_files = true};
-    NRT_STATUS st = asm_new(&o, &k->asm_ctx);
-    if (st != NRT_SUCCESS) {
+    emu_status st = asm_new(&o, &k->asm_ctx);
+    if (st != EMU_OK) {
         free(k);
         LOG_ERROR("NRT", "out of memory");
-        return st;
+        return nrt_status_of(st);
     }
-    if (name != NULL && (st = asm_declare_name(k->asm_ctx, name)) != NRT_SUCCESS) {
+    if (name != NULL && (st = asm_declare_name(k->asm_ctx, name)) != EMU_OK) {
         kernel_report(k, 0, st);
         trnemu_kernel_free(k);
-        return st;
+        return nrt_status_of(st);
     }
     *kernel = k;
     return NRT_SUCCESS;
@@ -172,12 +173,12 @@ NRT_EXPORT NRT_STATUS trnemu_kernel_write(trnemu_kernel_t *kernel, void **bytes,
     *size = 0;
     KERNEL_USABLE(kernel);
     size_t before = asm_error_count(kernel->asm_ctx);
-    NRT_STATUS st = asm_finish(kernel->asm_ctx);
-    if (st != NRT_SUCCESS)
+    emu_status st = asm_finish(kernel->asm_ctx);
+    if (st != EMU_OK)
         return kernel_report(kernel, before, st);
     uint8_t *b = NULL;
     st = asm_neff_bytes(asm_model(kernel->asm_ctx), &b, size);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return kernel_report(kernel, before, st);
     *bytes = b;
     return NRT_SUCCESS;

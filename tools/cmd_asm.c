@@ -72,13 +72,13 @@ int cmd_asm(int argc, char **argv)
         return tool_usage_error("asm", "no input file");
     struct asm_opts opts = {.include_dirs = incs, .n_include_dirs = ninc};
     struct neff_model *m = NULL;
-    if (asm_file(in, &opts, stderr, &m) != NRT_SUCCESS)
+    if (asm_file(in, &opts, stderr, &m) != EMU_OK)
         return 1;
     uint8_t *bytes = NULL;
     size_t size = 0;
     char *def = out ? NULL : asm_default_output(in);
     int rc = 1;
-    if (asm_neff_bytes(m, &bytes, &size) != NRT_SUCCESS)
+    if (asm_neff_bytes(m, &bytes, &size) != EMU_OK)
         fprintf(stderr, "trnemu asm: %s: cannot build the NEFF\n", in);
     else if (out != NULL || def != NULL)
         rc = asm_write(out ? out : def, bytes, size);

@@ -130,13 +130,13 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
     size_t size = 0;
     struct neff_file *f = NULL;
     struct neff_model *m = NULL;
-    if (asm_read_file(in, 0, &bytes, &size) != NRT_SUCCESS) {
+    if (asm_read_file(in, 0, &bytes, &size) != EMU_OK) {
         fprintf(stderr, "trnemu disasm: cannot read %s\n", in);
         return 1;
     }
     int rc = 1;
-    if (neff_file_read(bytes, size, false, &f) != NRT_SUCCESS ||
-        neff_model_load(f, &m) != NRT_SUCCESS) {
+    if (neff_file_read(bytes, size, false, &f) != EMU_OK ||
+        neff_model_load(f, &m) != EMU_OK) {
         fprintf(stderr, "trnemu disasm: %s is not a valid NEFF (see the log line above)\n", in);
     } else if (check) {
         rc = dis_check(m);
@@ -152,7 +152,7 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
                 o.const_file = dis_const_file;
                 o.user = &consts;
             }
-            rc = disasm_model(out, m, &f->hdr, &o) == NRT_SUCCESS && !consts.failed ? 0 : 1;
+            rc = disasm_model(out, m, &f->hdr, &o) == EMU_OK && !consts.failed ? 0 : 1;
         }
         if (out != NULL && out != stdout && fclose(out) != 0)
             rc = 1;

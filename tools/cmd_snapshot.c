@@ -315,7 +315,7 @@ static int snap_export_one(const struct snap_ref *r, const struct snapq_tensor *
     out = out ? out : def;
     int rc = 1;
     if (snap_tensor_bytes(r, x, &bytes) == NRT_SUCCESS &&
-        npy_write(descr, shape, nd, bytes, x->size, &npy, &npy_len) == NRT_SUCCESS) {
+        npy_write(descr, shape, nd, bytes, x->size, &npy, &npy_len) == EMU_OK) {
         FILE *f = fopen(out, "wb");
         bool ok = f != NULL && fwrite(npy, 1, npy_len, f) == npy_len;
         if (f != NULL && fclose(f) != 0)

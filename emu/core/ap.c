@@ -59,18 +59,18 @@ static bool ap_chip_span(const struct isa_ap *ap, uint32_t esize, int64_t *lo, i
     return true;
 }
 
-static NRT_STATUS ap_chip_oob(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+static emu_status ap_chip_oob(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
                               uint64_t part_bytes)
 {
     struct isa_extent ext = {0};
     (void)isa_ap_extent(ap, &ext);
-    return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
+    return core_fail(ctx, EMU_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
                      ") of partitions %u..%u; %s partitions hold %" PRIu64 " bytes", slot,
                      ext.lo, ext.hi, ext.part_first, ext.part_last,
                      ap->mem == ISA_MEM_SBUF ? "SBUF" : "PSUM", part_bytes);
 }
 
-static NRT_STATUS ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+static emu_status ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
                                struct ap_view *v)
 {
     bool sbuf = ap->mem == ISA_MEM_SBUF;
@@ -84,44 +84,44 @@ static NRT_STATUS ap_bind_chip(struct isa_exec_ctx *ctx, unsigned slot, const st
             return ap_chip_oob(ctx, slot, ap, part_bytes);
     } else {
         struct isa_extent ext;
-        if (isa_ap_extent(ap, &ext) != NRT_SUCCESS || ext.part_last >= ISA_NUM_PARTITIONS ||
+        if (isa_ap_extent(ap, &ext) != EMU_OK || ext.part_last >= ISA_NUM_PARTITIONS ||
             ext.hi > part_bytes)
             return ap_chip_oob(ctx, slot, ap, part_bytes);
     }
     v->base = mem + (uint64_t)ap->start_part * part_bytes + ap->offset;
     v->row_stride = (int64_t)ap->part_step * (int64_t)part_bytes;
     v->first_part = ap->start_part;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
+static emu_status ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const struct isa_ap *ap,
                               struct ap_view *v)
 {
     const struct core_var *var = core_find_var(ctx->prog, ap->var_id);
     if (var == NULL || var->va == NULL)
-        return core_fail(ctx, NRT_INVALID, "operand %u names var_id %u, which has no memory",
+        return core_fail(ctx, EMU_INVALID, "operand %u names var_id %u, which has no memory",
                          slot, ap->var_id);
-    NRT_STATUS st = isa_ap_check_bounds(ap, var->size);
-    if (st != NRT_SUCCESS) {
+    emu_status st = isa_ap_check_bounds(ap, var->size);
+    if (st != EMU_OK) {
         struct isa_extent ext = {0};
         (void)isa_ap_extent(ap, &ext);
-        return core_fail(ctx, NRT_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
+        return core_fail(ctx, EMU_EXEC_OOB, "operand %u reaches bytes [%" PRIu64 ", %" PRIu64
                          ") of variable '%s' (%" PRIu64 " bytes)", slot, ext.lo, ext.hi,
                          var->name ? var->name : "?", var->size);
     }
     v->base = var->va + ap->offset;
     v->row_stride = (int64_t)ap->part_step * (int64_t)v->esize;
     v->first_part = 0;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
+emu_status ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
 {
     const struct isa_ap *ap = &ctx->insn->ap[slot];
     v->rnd = NULL;
     v->flat = false;
     if (ap->mem == ISA_MEM_NONE)
-        return core_fail(ctx, NRT_INVALID, "operand %u is missing", slot);
+        return core_fail(ctx, EMU_INVALID, "operand %u is missing", slot);
     v->mem = ap->mem;
     v->dtype = ap->dtype;
     v->esize = (uint32_t)isa_dtype_size(ap->dtype);
@@ -133,16 +133,16 @@ NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
         v->stride[d] = (int64_t)ap->dim[d].step * v->esize;
         v->elems *= ap->dim[d].count;
     }
-    NRT_STATUS st = ap->mem == ISA_MEM_HBM ? ap_bind_hbm(ctx, slot, ap, v)
+    emu_status st = ap->mem == ISA_MEM_HBM ? ap_bind_hbm(ctx, slot, ap, v)
                                            : ap_bind_chip(ctx, slot, ap, v);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         ap_collapse(v);
     if (ctx->core->stochastic && num_dtype_is_float(v->dtype) && v->esize < 4)
         v->rnd = &ctx->core->sr[ctx->engine];
     /* On chip a row never exceeds a partition; HBM rows (DMA operands) may,
      * and the DMA works through them in pieces. */
-    if (st == NRT_SUCCESS && v->mem != ISA_MEM_HBM && v->elems > CORE_SCRATCH_ELEMS)
-        return core_fail(ctx, NRT_EXEC_OOB, "operand %u has %" PRIu64 " elements per partition; "
+    if (st == EMU_OK && v->mem != ISA_MEM_HBM && v->elems > CORE_SCRATCH_ELEMS)
+        return core_fail(ctx, EMU_EXEC_OOB, "operand %u has %" PRIu64 " elements per partition; "
                          "a partition holds at most %u", slot, v->elems, CORE_SCRATCH_ELEMS);
     return st;
 }

@@ -34,12 +34,12 @@ struct ap_view {
     struct num_round *rnd;         /* stores: the engine's stochastic stream, NULL for RNE */
 };
 
-/* Bind operand slot of the current instruction. NRT_EXEC_OOB (with the
+/* Bind operand slot of the current instruction. EMU_EXEC_OOB (with the
  * cause in ctx->err) when the pattern leaves its memory or variable,
- * NRT_INVALID when the slot is empty or names an unknown variable. An
+ * EMU_INVALID when the slot is empty or names an unknown variable. An
  * on-chip row fits a scratch row (CORE_SCRATCH_ELEMS); an HBM row may be
  * longer, so code that stages HBM rows in scratch works in pieces. */
-NRT_STATUS ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
+emu_status ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
 
 /* Is operand slot present in the instruction? */
 bool ap_present(const struct isa_insn *insn, unsigned slot);

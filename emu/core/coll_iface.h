@@ -19,7 +19,7 @@
 #include <stdint.h>
 
 #include "emu/core/ap.h"
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 #define COLL_LNC_MAX_CORES 4  /* physical cores one logical core may have */
 #define COLL_LNC_ENGINES 8    /* engines per core tracked (ISA_ENG_COUNT or more) */
@@ -79,7 +79,7 @@ struct coll_iface {
     struct coll_lnc *lnc;    /* shared by the cores of the run */
     /* Run one cross-rank operation to completion on this rank. The status
      * is the instruction's; err receives the cause of a failure. */
-    NRT_STATUS (*run)(void *user, const struct coll_call *call, char *err, size_t err_cap);
+    emu_status (*run)(void *user, const struct coll_call *call, char *err, size_t err_cap);
     /* Reusable staging memory slot (0..7) of at least bytes; NULL when
      * the host is out of memory. Lives until the runner frees it. */
     void *(*scratch)(void *user, uint32_t slot, uint64_t bytes);

@@ -32,11 +32,11 @@ static size_t core_scratch_bytes(void)
     return (size_t)ISA_ENG_COUNT * CORE_SCRATCH_SLOTS * CORE_SCRATCH_ELEMS * sizeof(float);
 }
 
-NRT_STATUS core_create(uint32_t gen, struct core **out)
+emu_status core_create(uint32_t gen, struct core **out)
 {
     struct core *c = calloc(1, sizeof *c);
     if (c == NULL)
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     c->gen = gen;
     c->sbuf_part_bytes = gen >= 3 ? ISA_SBUF_PART_BYTES_V3 : ISA_SBUF_PART_BYTES_V2;
     c->sbuf = core_map(core_sbuf_bytes(c));
@@ -45,10 +45,10 @@ NRT_STATUS core_create(uint32_t gen, struct core **out)
     if (c->sbuf == NULL || c->psum == NULL || c->scratch == NULL) {
         LOG_ERROR("EMU", "out of host memory for a NeuronCore-v%u", gen);
         core_destroy(c);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     *out = c;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 void core_destroy(struct core *c)
@@ -111,7 +111,7 @@ const struct core_var *core_find_var(const struct core_program *p, uint32_t var_
     return NULL;
 }
 
-NRT_STATUS core_fail(struct isa_exec_ctx *ctx, NRT_STATUS st, const char *fmt, ...)
+emu_status core_fail(struct isa_exec_ctx *ctx, emu_status st, const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

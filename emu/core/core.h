@@ -23,7 +23,7 @@
 #include "emu/isa/isa.h"
 #include "emu/neff/neff_model.h"
 #include "emu/num/numerics.h"
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* fp32 scratch rows per engine; each holds CORE_SCRATCH_ELEMS floats
  * (enough for one partition of the largest SBUF, 224 KiB of bytes, as
@@ -91,9 +91,9 @@ struct isa_exec_ctx {
     char err[256];                     /* cause, when the semantics fails */
 };
 
-/* Create a core of NeuronCore version gen (2 or 3). NRT_RESOURCE when the
+/* Create a core of NeuronCore version gen (2 or 3). EMU_RESOURCE when the
  * host is out of memory. */
-NRT_STATUS core_create(uint32_t gen, struct core **out);
+emu_status core_create(uint32_t gen, struct core **out);
 void core_destroy(struct core *c);
 
 /* Start of an execution: semaphores, events, registers and random
@@ -113,7 +113,7 @@ bool core_cmp(int64_t have, unsigned op, int64_t want);
 const struct core_var *core_find_var(const struct core_program *p, uint32_t var_id);
 
 /* Record a failure cause in ctx->err (printf format); returns st. */
-NRT_STATUS core_fail(struct isa_exec_ctx *ctx, NRT_STATUS st, const char *fmt, ...)
+emu_status core_fail(struct isa_exec_ctx *ctx, emu_status st, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
 /* ---- running ------------------------------------------------------------ */
@@ -128,11 +128,11 @@ struct core_run_opts {
 
 /* Run ncores cores, each its program, to completion: every engine of every
  * core interleaved in one fixed order, so results never depend on thread
- * timing. Returns NRT_SUCCESS, the failing instruction's status (for
- * example NRT_EXEC_OOB), NRT_EXEC_COMPLETED_WITH_ERR for a deadlock or a
- * race (with racecheck), NRT_TIMEOUT past the limit. On failure, report
+ * timing. Returns EMU_OK, the failing instruction's status (for
+ * example EMU_EXEC_OOB), EMU_EXEC_ERR for a deadlock or a
+ * race (with racecheck), EMU_TIMEOUT past the limit. On failure, report
  * holds a multi-line description (pending instructions, semaphores). */
-NRT_STATUS core_run(struct core *const *cores, const struct core_program *const *progs,
+emu_status core_run(struct core *const *cores, const struct core_program *const *progs,
                     uint32_t ncores, const struct core_run_opts *opts, char *report,
                     size_t report_cap);
 

@@ -6,29 +6,29 @@
 
 #include "emu/core/ap.h"
 
-NRT_STATUS isa_exec_nop(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nop(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)ctx;
     (void)insn;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_halt(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_halt(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     ctx->halted = true;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Blocks (retried on a later turn) until sem <cmp> value. */
-NRT_STATUS isa_exec_sem_wait(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_sem_wait(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     uint32_t have = ctx->core->sem[insn->imm[0].i % ISA_NUM_SEMS];
     ctx->blocked = !core_cmp(have, insn->enums[0], (uint32_t)insn->imm[1].i);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_sem_signal(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_sem_signal(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     uint32_t *sem = &ctx->core->sem[insn->imm[0].i % ISA_NUM_SEMS];
     uint32_t v = (uint32_t)insn->imm[1].i;
@@ -37,27 +37,27 @@ NRT_STATUS isa_exec_sem_signal(struct isa_exec_ctx *ctx, const struct isa_insn *
     case ISA_SEMOP_add: *sem += v; break;
     case ISA_SEMOP_sub: *sem -= v; break;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_jump(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_jump(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     ctx->next_pc = (size_t)insn->imm[0].i;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_branch(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_branch(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     int64_t r = ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS];
     if (core_cmp(r, insn->enums[0], insn->imm[1].i))
         ctx->next_pc = (size_t)insn->imm[2].i;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_reg_move(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reg_move(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS] = insn->imm[1].i;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Integer ALU on registers: rd = rs <op> (rt, or imm when rt is -1). */
@@ -91,7 +91,7 @@ static int64_t ctl_alu(unsigned op, int64_t a, int64_t b, bool *ok)
     return 0;
 }
 
-NRT_STATUS isa_exec_reg_alu(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reg_alu(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     int64_t *regs = ctx->core->reg[ctx->engine];
     int64_t a = regs[insn->imm[1].i % ISA_NUM_REGS];
@@ -99,19 +99,19 @@ NRT_STATUS isa_exec_reg_alu(struct isa_exec_ctx *ctx, const struct isa_insn *ins
     bool ok;
     int64_t v = ctl_alu(insn->enums[0], a, b, &ok);
     if (!ok)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "register ALU op %u cannot be applied to %lld and %lld",
                          insn->enums[0], (long long)a, (long long)b);
     regs[insn->imm[0].i % ISA_NUM_REGS] = v;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Load the first element of src into a register (floats truncate). */
-NRT_STATUS isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v;
-    NRT_STATUS st = ap_bind(ctx, 1, &v);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 1, &v);
+    if (st != EMU_OK)
         return st;
     const uint8_t *p = v.base;
     int64_t x;
@@ -129,15 +129,15 @@ NRT_STATUS isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *in
     }
     }
     ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS] = x;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Store a register into the first element of dst (integer types wrap). */
-NRT_STATUS isa_exec_reg_store(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reg_store(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v;
-    NRT_STATUS st = ap_bind(ctx, 0, &v);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 0, &v);
+    if (st != EMU_OK)
         return st;
     int64_t x = ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS];
     uint8_t *p = v.base;
@@ -148,5 +148,5 @@ NRT_STATUS isa_exec_reg_store(struct isa_exec_ctx *ctx, const struct isa_insn *i
     case ISA_DT_I64: case ISA_DT_U64: memcpy(p, &x, 8); break;
     default: (void)num_from_f32(v.dtype, p, (float)x, NULL, 0);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

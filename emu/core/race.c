@@ -32,21 +32,21 @@ struct race_state {
     size_t nhist, cap;                                  /* used, allocated */
 };
 
-NRT_STATUS race_create(uint32_t ncores, struct race_state **out)
+emu_status race_create(uint32_t ncores, struct race_state **out)
 {
     if (ncores == 0 || ncores * ISA_ENG_COUNT > RACE_MAX_ENG)
-        return NRT_INVALID;
+        return EMU_INVALID;
     struct race_state *r = calloc(1, sizeof *r);
     if (r == NULL)
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     r->neng = ncores * ISA_ENG_COUNT;
     r->sync_vc = calloc(ncores, sizeof *r->sync_vc);
     if (r->sync_vc == NULL) {
         free(r);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     *out = r;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 void race_destroy(struct race_state *r)
@@ -105,7 +105,7 @@ static uint32_t race_accesses(const struct isa_insn *insn, uint32_t eng, uint32_
         const struct isa_ap *ap = &insn->ap[fd->slot];
         struct isa_extent ext;
         if ((ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM) ||
-            isa_ap_extent(ap, &ext) != NRT_SUCCESS)
+            isa_ap_extent(ap, &ext) != EMU_OK)
             continue;
         out[n++] = (struct race_access){eng, epoch, ap->mem, (fd->attr & ISA_FA_OUT) != 0,
                                         ext.part_first, ext.part_last, ext.lo, ext.hi, prog, pc};
@@ -176,7 +176,7 @@ static int race_remember(struct race_state *r, const struct race_access *acc, ui
     return 0;
 }
 
-NRT_STATUS race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
+emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
                         const struct core_program *prog, size_t pc, char *report, size_t cap)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
@@ -190,7 +190,7 @@ NRT_STATUS race_observe(struct race_state *r, uint32_t core, enum isa_engine eng
                 old->epoch <= r->vc[me][old->eng] || !race_conflict(old, &acc[k]))
                 continue;
             race_report(old, &acc[k], report, cap);
-            return NRT_EXEC_COMPLETED_WITH_ERR;
+            return EMU_EXEC_ERR;
         }
-    return race_remember(r, acc, n) == 0 ? NRT_SUCCESS : NRT_RESOURCE;
+    return race_remember(r, acc, n) == 0 ? EMU_OK : EMU_RESOURCE;
 }

@@ -22,7 +22,7 @@
 struct race_state;
 
 /* State for ncores cores; NULL-safe destroy. */
-NRT_STATUS race_create(uint32_t ncores, struct race_state **out);
+emu_status race_create(uint32_t ncores, struct race_state **out);
 void race_destroy(struct race_state *r);
 
 /* The waits of insn hold and it is about to run on (core, eng). */
@@ -32,9 +32,9 @@ void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
 void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
                     const struct isa_sync *s);
 /* Instruction pc of (core, eng) ran: check and record its accesses.
- * NRT_EXEC_COMPLETED_WITH_ERR with both instructions described in report
+ * EMU_EXEC_ERR with both instructions described in report
  * when it races with an earlier access. */
-NRT_STATUS race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
+emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
                         const struct core_program *prog, size_t pc, char *report, size_t cap);
 
 #endif

@@ -124,13 +124,13 @@ static void sched_report_stuck(const struct sched_eng *es, uint32_t n, char *rep
 }
 
 /* Run one instruction of e; *moved tells whether it ran. */
-static NRT_STATUS sched_step(struct sched_eng *e, struct race_state *race, bool *moved,
+static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool *moved,
                              char *report, size_t cap)
 {
     const struct isa_insn *insn = &e->prog->code[e->eng][e->pc];
     *moved = false;
     if (sched_first_blocked(e->core, insn) >= 0)
-        return NRT_SUCCESS;
+        return EMU_OK;
     struct isa_exec_ctx ctx;  /* set field by field: err[] is not cleared, only ended */
     ctx.core = e->core;
     ctx.prog = e->prog;
@@ -142,16 +142,16 @@ static NRT_STATUS sched_step(struct sched_eng *e, struct race_state *race, bool 
     ctx.blocked = false;
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
-    NRT_STATUS st = fn != NULL ? fn(&ctx, insn)
-                               : core_fail(&ctx, NRT_INVALID, "opcode 0x%02x has no semantics",
+    emu_status st = fn != NULL ? fn(&ctx, insn)
+                               : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
                                            insn->opcode);
-    if (st == NRT_SUCCESS && ctx.blocked)
-        return NRT_SUCCESS;
-    if (st == NRT_SUCCESS && race != NULL) {
+    if (st == EMU_OK && ctx.blocked)
+        return EMU_OK;
+    if (st == EMU_OK && race != NULL) {
         race_on_wait(race, e->core_idx, e->eng, insn);
         st = race_observe(race, e->core_idx, e->eng, e->prog, e->pc, report, cap);
     }
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         if (ctx.err[0] != '\0') {
             sched_say(report, cap, "execution stopped: %s\n", ctx.err);
             sched_say_insn(e, report, cap);
@@ -166,27 +166,27 @@ static NRT_STATUS sched_step(struct sched_eng *e, struct race_state *race, bool 
     *moved = true;
     e->pc = ctx.next_pc;
     e->done = ctx.halted || e->pc >= e->prog->n[e->eng];
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Give e its turn: up to SCHED_SLICE instructions. */
-static NRT_STATUS sched_turn(struct sched_eng *e, struct race_state *race, uint64_t *steps,
+static emu_status sched_turn(struct sched_eng *e, struct race_state *race, uint64_t *steps,
                              bool *progress, char *report, size_t cap)
 {
     for (uint32_t k = 0; k < SCHED_SLICE && !e->done; k++) {
         bool moved;
-        NRT_STATUS st = sched_step(e, race, &moved, report, cap);
-        if (st != NRT_SUCCESS)
+        emu_status st = sched_step(e, race, &moved, report, cap);
+        if (st != EMU_OK)
             return st;
         if (!moved)
             break;
         *progress = true;
         (*steps)++;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS core_run(struct core *const *cores, const struct core_program *const *progs,
+emu_status core_run(struct core *const *cores, const struct core_program *const *progs,
                     uint32_t ncores, const struct core_run_opts *opts, char *report,
                     size_t report_cap)
 {
@@ -195,7 +195,7 @@ NRT_STATUS core_run(struct core *const *cores, const struct core_program *const 
     if (report_cap > 0)
         report[0] = '\0';
     if (ncores > 4)
-        return NRT_INVALID;
+        return EMU_INVALID;
     for (uint32_t c = 0; c < ncores; c++) {
         core_reset(cores[c], opts->seed, opts->stochastic);
         for (int e = 0; e < ISA_ENG_COUNT; e++)
@@ -203,21 +203,21 @@ NRT_STATUS core_run(struct core *const *cores, const struct core_program *const 
                                          progs[c]->n[e] == 0};
     }
     struct race_state *race = NULL;
-    if (opts->racecheck && race_create(ncores, &race) != NRT_SUCCESS)
-        return NRT_RESOURCE;
+    if (opts->racecheck && race_create(ncores, &race) != EMU_OK)
+        return EMU_RESOURCE;
     uint64_t start = sched_now_ms(), steps = 0;
-    NRT_STATUS st = NRT_SUCCESS;
+    emu_status st = EMU_OK;
     for (;;) {
         bool progress = false, all_done = true;
-        for (uint32_t i = 0; i < n && st == NRT_SUCCESS; i++) {
+        for (uint32_t i = 0; i < n && st == EMU_OK; i++) {
             st = sched_turn(&es[i], race, &steps, &progress, report, report_cap);
             all_done = all_done && es[i].done;
         }
-        if (st != NRT_SUCCESS || all_done)
+        if (st != EMU_OK || all_done)
             break;
         if (!progress) {
             sched_report_stuck(es, n, report, report_cap);
-            st = NRT_EXEC_COMPLETED_WITH_ERR;
+            st = EMU_EXEC_ERR;
             break;
         }
         if (opts->timeout_ms) {
@@ -227,7 +227,7 @@ NRT_STATUS core_run(struct core *const *cores, const struct core_program *const 
                 for (uint32_t i = 0; i < n; i++)
                     if (!es[i].done)
                         sched_say_insn(&es[i], report, report_cap);
-                st = NRT_TIMEOUT;
+                st = EMU_TIMEOUT;
                 break;
             }
         }

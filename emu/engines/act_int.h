@@ -24,27 +24,27 @@ struct act_scalar {
 const char *act_op_name(const struct isa_exec_ctx *ctx);
 
 /* Bind the APF field in ap[slot] / fimm[fslot] for an instruction of rows
- * rows; what names it in messages. NRT_EXEC_COMPLETED_WITH_ERR unless the
+ * rows; what names it in messages. EMU_EXEC_ERR unless the
  * pattern is [rows, 1]; errors of ap_bind. */
-NRT_STATUS act_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot, uint32_t rows,
+emu_status act_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot, uint32_t rows,
                            const char *what, struct act_scalar *s);
 
 /* The operand's value for row r, as fp32. */
 float act_scalar_at(const struct act_scalar *s, uint32_t r);
 
-/* NRT_EXEC_COMPLETED_WITH_ERR when a row of v does not fit a scratch row
+/* EMU_EXEC_ERR when a row of v does not fit a scratch row
  * (only HBM rows can be that long). */
-NRT_STATUS act_check_row(struct isa_exec_ctx *ctx, const struct ap_view *v);
+emu_status act_check_row(struct isa_exec_ctx *ctx, const struct ap_view *v);
 
 /* Bind ap[dst_slot] and ap[src_slot], which must have the same rows and
  * elements per row, each row fitting a scratch row
- * (NRT_EXEC_COMPLETED_WITH_ERR otherwise). */
-NRT_STATUS act_bind_pair(struct isa_exec_ctx *ctx, unsigned dst_slot, unsigned src_slot,
+ * (EMU_EXEC_ERR otherwise). */
+emu_status act_bind_pair(struct isa_exec_ctx *ctx, unsigned dst_slot, unsigned src_slot,
                          struct ap_view *dst, struct ap_view *src);
 
 /* Bind an optional [rows, 1] result pattern in ap[slot]; *present says
  * whether it was given. */
-NRT_STATUS act_bind_column(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+emu_status act_bind_column(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
                            const char *what, struct ap_view *v, bool *present);
 
 /* Run BODY with P (uint8_t *) at each element of row R of view V, in

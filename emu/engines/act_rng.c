@@ -64,15 +64,15 @@ static bool rng_dtype_ok(uint32_t dtype)
 }
 
 /* dst = 32 random bits per element, truncated to the dtype's low bits. */
-NRT_STATUS isa_exec_rng(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_rng(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst;
-    NRT_STATUS st = ap_bind(ctx, 0, &dst);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 0, &dst);
+    if (st != EMU_OK)
         return st;
     if (!rng_dtype_ok(dst.dtype))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "rng: dst must be int8, uint8, int16, uint16, int32 or uint32, not %s",
                          isa_dtype_name(dst.dtype) ? isa_dtype_name(dst.dtype) : "?");
     uint64_t key = rng_key(ctx), first = rng_take(ctx, dst.rows, dst.elems);
@@ -83,25 +83,25 @@ NRT_STATUS isa_exec_rng(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
             memcpy(p, &bits, dst.esize); /* little-endian: the low bytes */
         });
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- rand2 ------------------------------------------------------------------ */
 
 /* dst = min + u * (max - min), u uniform in [0, 1), in fp32, stored RNE. */
-NRT_STATUS isa_exec_rand2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_rand2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst;
     struct act_scalar lo, hi;
-    NRT_STATUS st = ap_bind(ctx, 0, &dst);
-    if (st == NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 0, &dst);
+    if (st == EMU_OK)
         st = act_check_row(ctx, &dst);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 1, 0, dst.rows, "min", &lo);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 2, 1, dst.rows, "max", &hi);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     uint64_t key = rng_key(ctx), first = rng_take(ctx, dst.rows, dst.elems);
     float *row = core_scratch(ctx, 0);
@@ -112,7 +112,7 @@ NRT_STATUS isa_exec_rand2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
             row[i] = a + rng_unit(num_rng_u64(key, base + i)) * span;
         ap_row_store(&dst, r, row);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- dropout ------------------------------------------------------------------ */
@@ -147,19 +147,19 @@ static void dropout_row_f32(struct isa_exec_ctx *ctx, const struct ap_view *dst,
 
 /* dst = data with each element replaced by zero with probability prob (no
  * rescaling of the kept ones); prob is a scalar or one value per row. */
-NRT_STATUS isa_exec_dropout(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_dropout(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst, data;
     struct act_scalar prob;
-    NRT_STATUS st = act_bind_pair(ctx, 0, 1, &dst, &data);
-    if (st == NRT_SUCCESS)
+    emu_status st = act_bind_pair(ctx, 0, 1, &dst, &data);
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 2, 0, data.rows, "prob", &prob);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     bool raw = dst.dtype == data.dtype;
     if (raw && data.elems * data.esize > (uint64_t)CORE_SCRATCH_ELEMS * sizeof(float))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "dropout: %" PRIu64 " elements of %u bytes per partition exceed the "
                          "engine's %zu-byte row buffer",
                          data.elems, data.esize, (size_t)CORE_SCRATCH_ELEMS * sizeof(float));
@@ -172,33 +172,33 @@ NRT_STATUS isa_exec_dropout(struct isa_exec_ctx *ctx, const struct isa_insn *ins
         else
             dropout_row_f32(ctx, &dst, &data, r, p, key, base);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- generator state ------------------------------------------------------------ */
 
 /* Bind a state operand: 32-bit integer elements, at least min_elems per row. */
-static NRT_STATUS rng_bind_state(struct isa_exec_ctx *ctx, unsigned slot, uint64_t min_elems,
+static emu_status rng_bind_state(struct isa_exec_ctx *ctx, unsigned slot, uint64_t min_elems,
                                  struct ap_view *v)
 {
-    NRT_STATUS st = ap_bind(ctx, slot, v);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, slot, v);
+    if (st != EMU_OK)
         return st;
     if (v->esize != 4 || v->elems < min_elems)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "%s: the state operand must hold at least %" PRIu64 " 32-bit values "
                          "per partition (%s x %" PRIu64 " given)",
                          act_op_name(ctx), min_elems,
                          isa_dtype_name(v->dtype) ? isa_dtype_name(v->dtype) : "?", v->elems);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_rand_get_state(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_rand_get_state(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst;
-    NRT_STATUS st = rng_bind_state(ctx, 0, 2, &dst);
-    if (st != NRT_SUCCESS)
+    emu_status st = rng_bind_state(ctx, 0, 2, &dst);
+    if (st != EMU_OK)
         return st;
     uint64_t c = ctx->core->rng_counter[ctx->engine];
     for (uint32_t r = 0; r < dst.rows; r++)
@@ -206,15 +206,15 @@ NRT_STATUS isa_exec_rand_get_state(struct isa_exec_ctx *ctx, const struct isa_in
             uint32_t w = r == 0 && k < 2 ? (uint32_t)(c >> (32 * k)) : 0u;
             memcpy(p, &w, 4);
         });
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_rand_set_state(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_rand_set_state(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view src;
-    NRT_STATUS st = rng_bind_state(ctx, 1, 1, &src);
-    if (st != NRT_SUCCESS)
+    emu_status st = rng_bind_state(ctx, 1, 1, &src);
+    if (st != EMU_OK)
         return st;
     uint64_t c = 0, mix = 0;
     for (uint32_t r = 0; r < src.rows; r++)
@@ -227,22 +227,22 @@ NRT_STATUS isa_exec_rand_set_state(struct isa_exec_ctx *ctx, const struct isa_in
                 mix ^= num_rng_u64(w, (uint64_t)r * src.elems + k);
         });
     ctx->core->rng_counter[ctx->engine] = c ^ mix;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_set_rng_seed(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_set_rng_seed(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view src;
-    NRT_STATUS st = rng_bind_state(ctx, 1, 1, &src);
-    if (st != NRT_SUCCESS)
+    emu_status st = rng_bind_state(ctx, 1, 1, &src);
+    if (st != EMU_OK)
         return st;
     if (src.rows != 1 || src.elems != 1)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "set_rng_seed: src_seeds must be [1, 1], not [%u, %" PRIu64 "]",
                          src.rows, src.elems);
     uint32_t v;
     memcpy(&v, ap_row_ptr(&src, 0), 4);
     ctx->core->rng_counter[ctx->engine] = (uint64_t)v << 32;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

@@ -11,8 +11,8 @@
 
 /* Run, in list order, every descriptor of the current engine whose id is
  * id; each increments its semaphore and sets its event when done.
- * NRT_EXEC_COMPLETED_WITH_ERR when none matches or a descriptor is
- * malformed, NRT_EXEC_OOB when one leaves its variable. */
-NRT_STATUS dma_desc_trigger(struct isa_exec_ctx *ctx, uint32_t id);
+ * EMU_EXEC_ERR when none matches or a descriptor is
+ * malformed, EMU_EXEC_OOB when one leaves its variable. */
+emu_status dma_desc_trigger(struct isa_exec_ctx *ctx, uint32_t id);
 
 #endif

@@ -31,7 +31,7 @@ void dma_stream_from_view(struct dma_stream *s, const struct ap_view *v, uint32_
     s->total = (uint64_t)nrows * v->elems;
 }
 
-NRT_STATUS dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
+emu_status dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
                                 const struct neff_dma_ap *ap, uint8_t *mem, uint32_t esize)
 {
     memset(s, 0, sizeof *s);
@@ -39,7 +39,7 @@ NRT_STATUS dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
     s->dtype = ap->dtype;
     s->esize = esize != 0 ? esize : (uint32_t)num_dtype_size(ap->dtype);
     if (s->esize == 0 || ap->ndim == 0 || ap->ndim > NEFF_AP_MAX_DIMS)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "descriptor pattern on '%s' has "
+        return core_fail(ctx, EMU_EXEC_ERR, "descriptor pattern on '%s' has "
                          "dtype %u and %u dimensions", ap->var ? ap->var : "?", ap->dtype,
                          ap->ndim);
     s->ndims = ap->ndim;
@@ -54,7 +54,7 @@ NRT_STATUS dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
         bool whole = s->count[in] % s->esize == 0 &&
                      (s->stride[in] == 1 || s->count[in] == s->esize);
         if (!whole)
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "descriptor pattern on '%s': "
+            return core_fail(ctx, EMU_EXEC_ERR, "descriptor pattern on '%s': "
                              "the innermost dimension (%" PRIu64 " bytes, step %" PRId64 ") "
                              "must be contiguous whole %u-byte elements",
                              ap->var ? ap->var : "?", s->count[in], s->stride[in], s->esize);
@@ -63,7 +63,7 @@ NRT_STATUS dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
     }
     for (uint32_t i = 0; i < ap->ndim; i++)
         s->total *= s->count[i];
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Elements left in the current innermost run. */
@@ -287,25 +287,25 @@ static uint64_t dma_chunk_len(const struct dma_job *job, uint64_t left)
     return n;
 }
 
-static NRT_STATUS dma_job_check(struct isa_exec_ctx *ctx, const struct dma_job *job)
+static emu_status dma_job_check(struct isa_exec_ctx *ctx, const struct dma_job *job)
 {
     if (job->nsrc == 0 || job->nsrc > DMA_MAX_SRC)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "a DMA needs 1..%u sources, not %u",
+        return core_fail(ctx, EMU_EXEC_ERR, "a DMA needs 1..%u sources, not %u",
                          DMA_MAX_SRC, job->nsrc);
     if (job->kind == DMA_K_COPY && (job->nsrc != 1 || job->rmw))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "a DMA copy takes exactly one source");
+        return core_fail(ctx, EMU_EXEC_ERR, "a DMA copy takes exactly one source");
     for (uint32_t s = 0; s < job->nsrc; s++)
         if (job->src[s]->total != job->dst->total)
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "DMA element counts differ: "
+            return core_fail(ctx, EMU_EXEC_ERR, "DMA element counts differ: "
                              "destination %" PRIu64 ", source %u %" PRIu64, job->dst->total, s,
                              job->src[s]->total);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job)
+emu_status dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job)
 {
-    NRT_STATUS st = dma_job_check(ctx, job);
-    if (st != NRT_SUCCESS)
+    emu_status st = dma_job_check(ctx, job);
+    if (st != EMU_OK)
         return st;
     bool bits = job->kind == DMA_K_COPY && dma_same_type(job->dst->dtype, job->src[0]->dtype) &&
                 job->dst->esize == job->src[0]->esize;
@@ -331,7 +331,7 @@ NRT_STATUS dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job)
             dma_advance(job->src[s], n);
         left -= n;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- transpose --------------------------------------------------------------- */
@@ -352,7 +352,7 @@ static void dma_gather(struct dma_stream *s, uint8_t *buf)
     }
 }
 
-NRT_STATUS dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
+emu_status dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
                            struct dma_stream *src, uint32_t rank, const uint64_t *shape,
                            const uint32_t *perm)
 {
@@ -363,15 +363,15 @@ NRT_STATUS dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
         total *= shape[d];
     }
     if (dst->esize != es)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "a DMA transpose moves elements "
+        return core_fail(ctx, EMU_EXEC_ERR, "a DMA transpose moves elements "
                          "unchanged: source elements have %u bytes, destination %u",
                          src->esize, dst->esize);
     if (src->total != total || dst->total != total)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "DMA transpose of %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "DMA transpose of %" PRIu64
                          " elements: source has %" PRIu64 ", destination %" PRIu64, total,
                          src->total, dst->total);
     if (total * es > (uint64_t)CORE_SCRATCH_ELEMS * sizeof(float))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "DMA transpose of %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "DMA transpose of %" PRIu64
                          " bytes; at most %zu bytes per transpose", total * es,
                          (size_t)CORE_SCRATCH_ELEMS * sizeof(float));
     uint8_t *buf = (uint8_t *)core_scratch(ctx, 0);
@@ -395,10 +395,10 @@ NRT_STATUS dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
         dma_advance(dst, n);
         done += n;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS dma_transpose_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
+emu_status dma_transpose_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
                              struct dma_stream *src, uint64_t rows, uint64_t cols)
 {
     const uint64_t shape[2] = {rows, cols};

@@ -68,25 +68,25 @@ void dma_stream_from_view(struct dma_stream *s, const struct ap_view *v, uint32_
 
 /* A descriptor access pattern over memory mem (its variable's bytes) as a
  * stream of dtype elements of esize bytes (esize 0: the dtype's size).
- * NRT_EXEC_COMPLETED_WITH_ERR when the innermost dimension does not hold
+ * EMU_EXEC_ERR when the innermost dimension does not hold
  * whole contiguous elements. */
-NRT_STATUS dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
+emu_status dma_stream_from_desc(struct isa_exec_ctx *ctx, struct dma_stream *s,
                                 const struct neff_dma_ap *ap, uint8_t *mem, uint32_t esize);
 
 /* Run a job. Every source must hold as many elements as the destination
- * (else NRT_EXEC_COMPLETED_WITH_ERR). */
-NRT_STATUS dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job);
+ * (else EMU_EXEC_ERR). */
+emu_status dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job);
 
 /* Bit-exact 2-D transpose: src, read in order, is a rows x cols matrix;
  * dst receives its cols x rows transpose in order. Both sides must have
  * equal element sizes and rows * cols elements. */
-NRT_STATUS dma_transpose_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
+emu_status dma_transpose_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
                              struct dma_stream *src, uint64_t rows, uint64_t cols);
 
 /* Bit-exact permutation: src, read in order, is a row-major tensor of
  * the given shape (rank <= DMA_MAX_DIMS); dst receives, in order, the
  * tensor whose axis d is source axis perm[d]. */
-NRT_STATUS dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
+emu_status dma_permute_run(struct isa_exec_ctx *ctx, struct dma_stream *dst,
                            struct dma_stream *src, uint32_t rank, const uint64_t *shape,
                            const uint32_t *perm);
 

@@ -142,18 +142,18 @@ struct dve_scalar {
 };
 
 /* Bind the APF operand (slot, fslot) of the current instruction for an
- * instruction of `rows` partitions. Fails (NRT_EXEC_COMPLETED_WITH_ERR)
+ * instruction of `rows` partitions. Fails (EMU_EXEC_ERR)
  * unless a pattern has `rows` rows of one element. */
-NRT_STATUS dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+emu_status dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
                               const char *what, struct dve_scalar *s);
 
-static inline NRT_STATUS dve_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot,
+static inline emu_status dve_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot,
                                          unsigned fslot, uint32_t rows, const char *what,
                                          struct dve_scalar *s)
 {
     s->imm = ctx->insn->fimm[fslot];
     s->ap = ctx->insn->ap[slot].mem != ISA_MEM_NONE;
-    return s->ap ? dve_scalar_bind_ap(ctx, slot, rows, what, s) : NRT_SUCCESS;
+    return s->ap ? dve_scalar_bind_ap(ctx, slot, rows, what, s) : EMU_OK;
 }
 /* Its value for row r. */
 float dve_scalar_f32(const struct dve_scalar *s, uint32_t r);

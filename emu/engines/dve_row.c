@@ -143,17 +143,17 @@ const float *dve_in_f32_load(struct isa_exec_ctx *ctx, unsigned slot, const stru
 
 /* ---- scalar operands ----------------------------------------------------------- */
 
-NRT_STATUS dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+emu_status dve_scalar_bind_ap(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
                               const char *what, struct dve_scalar *s)
 {
-    NRT_STATUS st = ap_bind(ctx, slot, &s->v);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, slot, &s->v);
+    if (st != EMU_OK)
         return st;
     if (s->v.rows != rows || s->v.elems != 1)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "%s must be a scalar or a [%u, 1] tile; it is [%u, %llu]", what, rows,
                          s->v.rows, (unsigned long long)s->v.elems);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 float dve_scalar_f32(const struct dve_scalar *s, uint32_t r)

@@ -68,9 +68,9 @@ static void act_job_init(struct act_job *j, unsigned func)
 }
 
 /* Bind dst (ap[0]) and the input (ap[1]) and note the input's partitions. */
-static NRT_STATUS act_job_bind_io(struct isa_exec_ctx *ctx, struct act_job *j)
+static emu_status act_job_bind_io(struct isa_exec_ctx *ctx, struct act_job *j)
 {
-    NRT_STATUS st = act_bind_pair(ctx, 0, 1, &j->dst, &j->data);
+    emu_status st = act_bind_pair(ctx, 0, 1, &j->dst, &j->data);
     j->lane0 = ctx->insn->ap[1].start_part;
     j->lane_step = ctx->insn->ap[1].part_step;
     return st;
@@ -88,23 +88,23 @@ static const char *act_alu_name(unsigned op)
     return name != NULL ? name : "?";
 }
 
-static NRT_STATUS act_job_check(struct isa_exec_ctx *ctx, const struct act_job *j)
+static emu_status act_job_check(struct isa_exec_ctx *ctx, const struct act_job *j)
 {
     const char *op = act_op_name(ctx);
     if (!act_math_known(j->func))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "%s: unknown activation function %u",
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: unknown activation function %u",
                          op, j->func);
     if (j->reduce_cmd > ISA_RCMD_load_reduce)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "%s: unknown reduce_cmd %u", op,
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: unknown reduce_cmd %u", op,
                          j->reduce_cmd);
     if (j->reduce_cmd != ISA_RCMD_idle && !act_math_reduce_known(j->reduce_op))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "%s: reduce_op %s cannot accumulate (add, max, min, abs_max, abs_min)",
                          op, act_alu_name(j->reduce_op));
     if (j->reduce_cmd == ISA_RCMD_load_reduce && !j->has_init)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+        return core_fail(ctx, EMU_EXEC_ERR,
                          "%s: reduce_cmd load_reduce needs a reduce_init, which this op lacks", op);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- activate2's tensor-scalar stage ----------------------------------------- */
@@ -260,10 +260,10 @@ static void act_job_fold(const struct act_job *j, float *regs, uint32_t r, const
         act_math_reduce(j->reduce_op, out, j->data.elems, reg);
 }
 
-static NRT_STATUS act_job_run(struct isa_exec_ctx *ctx, const struct act_job *j)
+static emu_status act_job_run(struct isa_exec_ctx *ctx, const struct act_job *j)
 {
-    NRT_STATUS st = act_job_check(ctx, j);
-    if (st != NRT_SUCCESS)
+    emu_status st = act_job_check(ctx, j);
+    if (st != EMU_OK)
         return st;
     float *regs = act_job_uses_acc(j) ? act_acc_regs(ctx) : NULL;
     for (uint32_t r = 0; r < j->data.rows; r++) {
@@ -273,46 +273,46 @@ static NRT_STATUS act_job_run(struct isa_exec_ctx *ctx, const struct act_job *j)
     }
     for (uint32_t r = 0; j->has_res && r < j->data.rows; r++)
         ap_row_store(&j->res, r, act_job_reg(j, regs, r));
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- the instructions --------------------------------------------------------- */
 
 /* activation and activation_reduce: dst, data, func, bias, scale; the
  * accumulator fields are set by the callers. */
-static NRT_STATUS act_bind_activation(struct isa_exec_ctx *ctx, struct act_job *j)
+static emu_status act_bind_activation(struct isa_exec_ctx *ctx, struct act_job *j)
 {
     act_job_init(j, ctx->insn->enums[0]);
-    NRT_STATUS st = act_job_bind_io(ctx, j);
-    if (st == NRT_SUCCESS)
+    emu_status st = act_job_bind_io(ctx, j);
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 2, 0, j->data.rows, "bias", &j->bias);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 3, 1, j->data.rows, "scale", &j->scale);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_bind_column(ctx, 4, j->data.rows, "reduce_res", &j->res, &j->has_res);
     j->reduce_op = ctx->insn->enums[1];
     return st;
 }
 
-NRT_STATUS isa_exec_activation(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_activation(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct act_job j;
-    NRT_STATUS st = act_bind_activation(ctx, &j);
+    emu_status st = act_bind_activation(ctx, &j);
     j.reduce_cmd = insn->enums[2];
-    return st != NRT_SUCCESS ? st : act_job_run(ctx, &j);
+    return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
-NRT_STATUS isa_exec_activation_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_activation_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct act_job j;
-    NRT_STATUS st = act_bind_activation(ctx, &j);
+    emu_status st = act_bind_activation(ctx, &j);
     j.reduce_cmd = ISA_RCMD_reset_reduce;
-    return st != NRT_SUCCESS ? st : act_job_run(ctx, &j);
+    return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
 /* activate2's op0/op1 stage: check the operators, decide how to run it. */
-static NRT_STATUS act2_bind_stage(struct isa_exec_ctx *ctx, struct act_job *j)
+static emu_status act2_bind_stage(struct isa_exec_ctx *ctx, struct act_job *j)
 {
     const struct isa_insn *insn = ctx->insn;
     j->op[0] = insn->enums[1];
@@ -321,58 +321,58 @@ static NRT_STATUS act2_bind_stage(struct isa_exec_ctx *ctx, struct act_job *j)
     j->rev[1] = (insn->flags & 2u) != 0;
     for (int k = 0; k < 2; k++)
         if (!act2_alu_known(j->op[k]))
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR,
+            return core_fail(ctx, EMU_EXEC_ERR,
                              "activate2: op%d must be bypass, add, subtract, multiply, divide, "
                              "max or min",
                              k);
     float s, c;
     j->affine = act2_affine(j->op, j->rev, 1.0f, 1.0f, &s, &c) ? ACT_AFF_IMMS : ACT_AFF_GENERAL;
-    NRT_STATUS st = act_scalar_bind(ctx, 2, 0, j->data.rows, "imm0", &j->imm[0]);
-    if (st == NRT_SUCCESS)
+    emu_status st = act_scalar_bind(ctx, 2, 0, j->data.rows, "imm0", &j->imm[0]);
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 3, 1, j->data.rows, "imm1", &j->imm[1]);
     return st;
 }
 
-NRT_STATUS isa_exec_activate2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_activate2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct act_job j;
     act_job_init(&j, insn->enums[0]);
-    NRT_STATUS st = act_job_bind_io(ctx, &j);
-    if (st == NRT_SUCCESS)
+    emu_status st = act_job_bind_io(ctx, &j);
+    if (st == EMU_OK)
         st = act2_bind_stage(ctx, &j);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 5, 2, j.data.rows, "relu_param", &j.alpha);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_bind_column(ctx, 4, j.data.rows, "reduce_res", &j.res, &j.has_res);
     j.reduce_op = insn->enums[3];
     j.reduce_cmd = insn->enums[4];
-    return st != NRT_SUCCESS ? st : act_job_run(ctx, &j);
+    return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
 /* exponential: dst = exp(src - max_value), summed into the Vector Engine's
  * accumulator as reduce_cmd says. */
-NRT_STATUS isa_exec_exponential(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_exponential(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct act_job j;
     act_job_init(&j, ISA_ACT_exp);
-    NRT_STATUS st = act_job_bind_io(ctx, &j);
-    if (st == NRT_SUCCESS)
+    emu_status st = act_job_bind_io(ctx, &j);
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 2, 0, j.data.rows, "max_value", &j.bias);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_scalar_bind(ctx, 4, 1, j.data.rows, "reduce_init", &j.init);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = act_bind_column(ctx, 3, j.data.rows, "reduce_res", &j.res, &j.has_res);
     j.bias_neg = true;
     j.has_init = true;
     j.reduce_cmd = insn->enums[0];
-    return st != NRT_SUCCESS ? st : act_job_run(ctx, &j);
+    return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
-NRT_STATUS isa_exec_reciprocal(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reciprocal(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct act_job j;
     act_job_init(&j, ISA_ACT_reciprocal);
-    NRT_STATUS st = act_job_bind_io(ctx, &j);
-    return st != NRT_SUCCESS ? st : act_job_run(ctx, &j);
+    emu_status st = act_job_bind_io(ctx, &j);
+    return st != EMU_OK ? st : act_job_run(ctx, &j);
 }

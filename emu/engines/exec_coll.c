@@ -56,7 +56,7 @@ static void coll_flat_stream(struct dma_stream *s, uint8_t *p, uint32_t dtype, u
 }
 
 /* Copy a view's elements to contiguous buf (to_view false) or back (true). */
-static NRT_STATUS coll_stage(struct isa_exec_ctx *ctx, const struct ap_view *v, uint8_t *buf,
+static emu_status coll_stage(struct isa_exec_ctx *ctx, const struct ap_view *v, uint8_t *buf,
                              bool to_view)
 {
     struct dma_stream a, b;
@@ -75,9 +75,9 @@ static uint8_t *coll_scratch(struct isa_exec_ctx *ctx, uint32_t slot, uint64_t b
     return ci->scratch != NULL ? ci->scratch(ci->user, slot, bytes ? bytes : 1) : NULL;
 }
 
-static NRT_STATUS coll_no_memory(struct isa_exec_ctx *ctx, uint64_t bytes)
+static emu_status coll_no_memory(struct isa_exec_ctx *ctx, uint64_t bytes)
 {
-    return core_fail(ctx, NRT_RESOURCE, "no host memory to stage %" PRIu64 " bytes of a "
+    return core_fail(ctx, EMU_RESOURCE, "no host memory to stage %" PRIu64 " bytes of a "
                      "collective operand", bytes);
 }
 
@@ -102,28 +102,28 @@ static const char *coll_name(enum coll_kind kind)
 }
 
 /* Bind and check both operands; n: ranks in the group. */
-static NRT_STATUS coll_bind(struct isa_exec_ctx *ctx, enum coll_kind kind, uint32_t n,
+static emu_status coll_bind(struct isa_exec_ctx *ctx, enum coll_kind kind, uint32_t n,
                             struct ap_view *dst, struct ap_view *src)
 {
-    NRT_STATUS s = ap_bind(ctx, COLL_SLOT_DST, dst);
-    if (s == NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, COLL_SLOT_DST, dst);
+    if (s == EMU_OK)
         s = ap_bind(ctx, COLL_SLOT_SRC, src);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     if (!dma_same_type(dst->dtype, src->dtype))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "%s: src is %s, dst %s; collectives "
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: src is %s, dst %s; collectives "
                          "move elements without converting them", coll_name(kind),
                          isa_dtype_name(src->dtype), isa_dtype_name(dst->dtype));
     uint64_t cs = (uint64_t)src->rows * src->elems, cd = (uint64_t)dst->rows * dst->elems;
     uint64_t want = coll_dst_count(kind, cs, n);
     if (want == 0 || want != cd)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "%s over %u ranks: src has %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "%s over %u ranks: src has %" PRIu64
                          " elements, dst %" PRIu64 "; dst needs %s", coll_name(kind), n, cs, cd,
                          kind == COLL_ALL_GATHER ? "ranks x src" :
                          kind == COLL_REDUCE_SCATTER ? "src / ranks (src divisible by ranks)" :
                          kind == COLL_ALL_TO_ALL ? "as many as src, divisible by ranks"
                                                  : "as many as src");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Does [a, a+an) meet [b, b+bn)? */
@@ -134,14 +134,14 @@ static bool coll_meet(const uint8_t *a, uint64_t an, const uint8_t *b, uint64_t 
 
 /* Contiguous input: the operand itself, or a staged copy (also when it
  * overlaps the output without being it). */
-static NRT_STATUS coll_src_buf(struct isa_exec_ctx *ctx, const struct ap_view *src,
+static emu_status coll_src_buf(struct isa_exec_ctx *ctx, const struct ap_view *src,
                                const uint8_t *out, uint64_t out_bytes, const uint8_t **buf)
 {
     uint64_t bytes = (uint64_t)src->rows * src->elems * src->esize;
     uint8_t *p = coll_contig(src);
     if (p != NULL && (p == out || !coll_meet(p, bytes, out, out_bytes))) {
         *buf = p;
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     uint8_t *s = coll_scratch(ctx, COLL_SCRATCH_SRC, bytes);
     if (s == NULL)
@@ -150,22 +150,22 @@ static NRT_STATUS coll_src_buf(struct isa_exec_ctx *ctx, const struct ap_view *s
     return coll_stage(ctx, src, s, false);
 }
 
-static NRT_STATUS coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                              enum coll_kind kind)
 {
     const struct coll_iface *ci = ctx->prog->coll;
     uint32_t group = (uint32_t)insn->imm[0].i;
     if (ci == NULL || ci->run == NULL)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "%s: this run has no other ranks to "
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: this run has no other ranks to "
                          "talk to", coll_name(kind));
     uint32_t n = ci->group_size != NULL ? ci->group_size(ci->user, group) : 0;
     if (n == 0)
-        return core_fail(ctx, NRT_INVALID, "%s: replica group %u has no ranks (trnemu NEFFs "
+        return core_fail(ctx, EMU_INVALID, "%s: replica group %u has no ranks (trnemu NEFFs "
                          "have group 0, every rank; load the model with nrt_load_collectives "
                          "or call nrt_build_global_comm first)", coll_name(kind), group);
     struct ap_view dst, src;
-    NRT_STATUS s = coll_bind(ctx, kind, n, &dst, &src);
-    if (s != NRT_SUCCESS)
+    emu_status s = coll_bind(ctx, kind, n, &dst, &src);
+    if (s != EMU_OK)
         return s;
     struct coll_call call = {kind, group, src.dtype, 0, NULL, (uint64_t)src.rows * src.elems,
                              NULL, (uint64_t)dst.rows * dst.elems, 0, 0};
@@ -175,7 +175,7 @@ static NRT_STATUS coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *in
         call.send_to = (uint32_t)insn->imm[1].i;
         call.recv_from = (uint32_t)insn->imm[2].i;
         if (call.send_to >= n || call.recv_from >= n)
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "permute to rank %u from rank "
+            return core_fail(ctx, EMU_EXEC_ERR, "permute to rank %u from rank "
                              "%u: group %u has %u ranks", call.send_to, call.recv_from, group, n);
     }
     uint64_t dbytes = call.dst_count * dst.esize;
@@ -185,36 +185,36 @@ static NRT_STATUS coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *in
         return coll_no_memory(ctx, dbytes);
     call.dst = out != NULL ? out : staged;
     s = coll_src_buf(ctx, &src, call.dst, dbytes, (const uint8_t **)&call.src);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     char err[200] = "";
     s = ci->run(ci->user, &call, err, sizeof err);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return core_fail(ctx, s, "%s", err[0] ? err : "the collective failed");
-    return staged != NULL ? coll_stage(ctx, &dst, staged, true) : NRT_SUCCESS;
+    return staged != NULL ? coll_stage(ctx, &dst, staged, true) : EMU_OK;
 }
 
-NRT_STATUS isa_exec_all_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_all_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return coll_cross(ctx, insn, COLL_ALL_REDUCE);
 }
 
-NRT_STATUS isa_exec_all_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_all_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return coll_cross(ctx, insn, COLL_ALL_GATHER);
 }
 
-NRT_STATUS isa_exec_reduce_scatter(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_reduce_scatter(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return coll_cross(ctx, insn, COLL_REDUCE_SCATTER);
 }
 
-NRT_STATUS isa_exec_all_to_all(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_all_to_all(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return coll_cross(ctx, insn, COLL_ALL_TO_ALL);
 }
 
-NRT_STATUS isa_exec_permute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_permute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return coll_cross(ctx, insn, COLL_PERMUTE);
 }
@@ -231,97 +231,97 @@ static struct coll_lnc *coll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uint
     return ci != NULL ? ci->lnc : NULL;
 }
 
-NRT_STATUS isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view data;
-    NRT_STATUS s = ap_bind(ctx, COLL_SLOT_SRC, &data);  /* only its bounds matter here */
-    if (s != NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, COLL_SLOT_SRC, &data);  /* only its bounds matter here */
+    if (s != EMU_OK)
         return s;
     uint32_t me, ncores;
     struct coll_lnc *l = coll_lnc_of(ctx, &me, &ncores);
     uint64_t mask = (uint64_t)insn->imm[0].i;
     if (mask >> ncores != 0 || !(mask >> me & 1))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "core_barrier cores=0x%" PRIx64
+        return core_fail(ctx, EMU_EXEC_ERR, "core_barrier cores=0x%" PRIx64
                          ": this logical core has %u physical cores (mask bits 0..%u), and the "
                          "mask must include this core (%u)", mask, ncores, ncores - 1, me);
     if (l == NULL || ncores == 1)
-        return NRT_SUCCESS;
+        return EMU_OK;
     uint64_t *ticket = &l->barrier_ticket[me][ctx->engine];
     if (*ticket == 0)
         *ticket = ++l->barrier_arrived[me];
     for (uint32_t c = 0; c < ncores; c++)
         if ((mask >> c & 1) && l->barrier_arrived[c] < *ticket) {
             ctx->blocked = true;
-            return NRT_SUCCESS;
+            return EMU_OK;
         }
     *ticket = 0;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Post this core's half of a sendrecv: its data staged, its destination
  * bound, its partners named. */
-static NRT_STATUS coll_post(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status coll_post(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                             struct coll_lnc_post *p, uint32_t me)
 {
     struct ap_view src, dst;
-    NRT_STATUS s = ap_bind(ctx, COLL_SLOT_SRC, &src);
-    if (s == NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, COLL_SLOT_SRC, &src);
+    if (s == EMU_OK)
         s = ap_bind(ctx, COLL_SLOT_DST, &dst);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     uint64_t bytes = (uint64_t)src.rows * src.elems * src.esize;
     uint8_t *stage = coll_scratch(ctx, COLL_SCRATCH_SEND + me, bytes);
     if (stage == NULL)
         return coll_no_memory(ctx, bytes);
     s = coll_stage(ctx, &src, stage, false);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     *p = (struct coll_lnc_post){true, false, false, (uint32_t)insn->imm[0].i,
                                 (uint32_t)insn->imm[1].i, (uint32_t)insn->imm[2].i, src.dtype,
                                 (uint64_t)src.rows * src.elems, stage, (uint32_t)ctx->engine,
                                 dst};
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Move from's staged data into to's destination, if from sends to core
  * `to_core` and to waits for it. */
-static NRT_STATUS coll_deliver(struct isa_exec_ctx *ctx, struct coll_lnc_post *from,
+static emu_status coll_deliver(struct isa_exec_ctx *ctx, struct coll_lnc_post *from,
                                uint32_t from_core, struct coll_lnc_post *to, uint32_t to_core)
 {
     if (!from->active || !to->active || from->sent || to->received ||
         from->send_to != to_core || to->recv_from != from_core)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (from->pipe != to->pipe || !dma_same_type(from->dtype, to->dst.dtype) ||
         from->count != (uint64_t)to->dst.rows * to->dst.elems)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "sendrecv: core %u sends %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "sendrecv: core %u sends %" PRIu64
                          " %s on pipe %u, core %u receives %" PRIu64 " %s on pipe %u",
                          from_core, from->count, isa_dtype_name(from->dtype), from->pipe,
                          to_core, (uint64_t)to->dst.rows * to->dst.elems,
                          isa_dtype_name(to->dst.dtype), to->pipe);
-    NRT_STATUS s = coll_stage(ctx, &to->dst, from->stage, true);
+    emu_status s = coll_stage(ctx, &to->dst, from->stage, true);
     from->sent = true;
     to->received = true;
     return s;
 }
 
-NRT_STATUS isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     uint32_t me, ncores;
     struct coll_lnc *l = coll_lnc_of(ctx, &me, &ncores);
     uint32_t to = (uint32_t)insn->imm[0].i, from = (uint32_t)insn->imm[1].i;
     if (to >= ncores || from >= ncores)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "sendrecv send_to=%u recv_from=%u: "
+        return core_fail(ctx, EMU_EXEC_ERR, "sendrecv send_to=%u recv_from=%u: "
                          "this logical core has %u physical cores", to, from, ncores);
     if (l == NULL) {  /* one core alone: its own data comes back */
         struct ap_view dst, src;
-        NRT_STATUS s = ap_bind(ctx, COLL_SLOT_DST, &dst);
-        if (s == NRT_SUCCESS)
+        emu_status s = ap_bind(ctx, COLL_SLOT_DST, &dst);
+        if (s == EMU_OK)
             s = ap_bind(ctx, COLL_SLOT_SRC, &src);
-        if (s == NRT_SUCCESS && (!dma_same_type(dst.dtype, src.dtype) ||
+        if (s == EMU_OK && (!dma_same_type(dst.dtype, src.dtype) ||
                                  (uint64_t)dst.rows * dst.elems != (uint64_t)src.rows * src.elems))
-            s = core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "sendrecv: dst and src differ in "
+            s = core_fail(ctx, EMU_EXEC_ERR, "sendrecv: dst and src differ in "
                           "type or size");
-        if (s != NRT_SUCCESS)
+        if (s != EMU_OK)
             return s;
         struct dma_stream d, a;
         dma_stream_from_view(&d, &dst, 0, dst.rows);
@@ -333,21 +333,21 @@ NRT_STATUS isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *in
     }
     struct coll_lnc_post *p = &l->post[me];
     if (p->active && p->engine != (uint32_t)ctx->engine)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "sendrecv on engine %s while engine "
+        return core_fail(ctx, EMU_EXEC_ERR, "sendrecv on engine %s while engine "
                          "%s of the same core has one under way", isa_engine_name(ctx->engine),
                          isa_engine_name((enum isa_engine)p->engine));
     /* Whoever arrives second moves both directions, so that the step that
      * completes the exchange is one that also finishes an instruction. */
-    NRT_STATUS s = p->active ? NRT_SUCCESS : coll_post(ctx, insn, p, me);
-    if (s == NRT_SUCCESS)
+    emu_status s = p->active ? EMU_OK : coll_post(ctx, insn, p, me);
+    if (s == EMU_OK)
         s = coll_deliver(ctx, &l->post[from], from, p, me);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = coll_deliver(ctx, p, me, &l->post[to], to);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     if (p->received && p->sent)
         p->active = false;
     else
         ctx->blocked = true;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

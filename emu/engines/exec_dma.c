@@ -10,7 +10,7 @@
  * destination hold the same number of elements, in any shapes.
  * Indirect (indirect=src|dst, indirect_dim=0): row r of the indexed HBM
  * operand is row index[r] (one integer per partition of the SBUF index);
- * an index reaching outside the variable is NRT_EXEC_OOB (oob=error) or
+ * an index reaching outside the variable is EMU_EXEC_OOB (oob=error) or
  * skips that row (oob=skip).
  */
 #include <inttypes.h>
@@ -24,14 +24,14 @@
 #define DMA_SLOT_INDEX 2
 #define DMA_MAX_ROWS 256  /* rows an operand may have (num_part is 8 bits) */
 
-static NRT_STATUS dma_bind2(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *src)
+static emu_status dma_bind2(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *src)
 {
-    NRT_STATUS s = ap_bind(ctx, DMA_SLOT_DST, dst);
-    return s != NRT_SUCCESS ? s : ap_bind(ctx, DMA_SLOT_SRC, src);
+    emu_status s = ap_bind(ctx, DMA_SLOT_DST, dst);
+    return s != EMU_OK ? s : ap_bind(ctx, DMA_SLOT_SRC, src);
 }
 
 /* The job of a dma_copy op (not transpose) with one source. */
-static NRT_STATUS dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct dma_job *job)
 {
     unsigned op = insn->enums[0];
@@ -47,18 +47,18 @@ static NRT_STATUS dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *
     case ISA_DMAOP_min: job->kind = DMA_K_MIN; break;
     case ISA_DMAOP_max: job->kind = DMA_K_MAX; break;
     default:
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy op %u is unknown", op);
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy op %u is unknown", op);
     }
     if (op != ISA_DMAOP_fma && scale != 1.0f)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy scale=%g applies only to "
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy scale=%g applies only to "
                          "op=fma", (double)scale);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* DMA transpose of bound views, permuted by the rank of src (partitions
  * included): [P, F] -> [F, P]; [P, A, B] -> [B, A, P];
  * [P, A, B, C] -> [C, A, B, P] (NKI dma_transpose). */
-static NRT_STATUS dma_transpose_views(struct isa_exec_ctx *ctx, const struct ap_view *dst,
+static emu_status dma_transpose_views(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                       const struct ap_view *src)
 {
     static const uint32_t perms[3][4] = {{1, 0}, {2, 1, 0}, {3, 1, 2, 0}};
@@ -69,7 +69,7 @@ static NRT_STATUS dma_transpose_views(struct isa_exec_ctx *ctx, const struct ap_
         shape[d + 1] = ap->dim[d].count;
     if (rank > 4 || !dma_same_type(dst->dtype, src->dtype) ||
         dst->rows != shape[perms[rank - 2][0]])
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "DMA transpose of a rank-%u %s "
+        return core_fail(ctx, EMU_EXEC_ERR, "DMA transpose of a rank-%u %s "
                          "source into %u partitions of %s: the source has 2 to 4 dimensions "
                          "(partitions included), dst the transposed shape and the same type",
                          rank, isa_dtype_name(src->dtype), dst->rows,
@@ -83,33 +83,33 @@ static NRT_STATUS dma_transpose_views(struct isa_exec_ctx *ctx, const struct ap_
 /* ---- indirect ----------------------------------------------------------------- */
 
 /* Bind operand slot as one row (its first), for per-row relocation. */
-static NRT_STATUS dma_bind_row(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v,
+static emu_status dma_bind_row(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v,
                                struct isa_extent *ext)
 {
     struct isa_insn one = *ctx->insn;
     one.ap[slot].num_part = 1;
     const struct isa_insn *saved = ctx->insn;
     ctx->insn = &one;
-    NRT_STATUS s = ap_bind(ctx, slot, v);
+    emu_status s = ap_bind(ctx, slot, v);
     ctx->insn = saved;
-    if (s == NRT_SUCCESS && isa_ap_extent(&one.ap[slot], ext) != NRT_SUCCESS)
-        s = core_fail(ctx, NRT_EXEC_OOB, "operand %u has a malformed pattern", slot);
+    if (s == EMU_OK && isa_ap_extent(&one.ap[slot], ext) != EMU_OK)
+        s = core_fail(ctx, EMU_EXEC_OOB, "operand %u has a malformed pattern", slot);
     return s;
 }
 
 /* Byte offset of each indexed row; skip[r] when out of bounds with oob=skip. */
-static NRT_STATUS dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  unsigned slot, const struct isa_extent *ext, uint32_t rows,
                                  int64_t *off, bool *skip)
 {
     const struct isa_ap *ap = &insn->ap[slot];
     const struct core_var *var = core_find_var(ctx->prog, ap->var_id);
     struct ap_view idx;
-    NRT_STATUS s = ap_bind(ctx, DMA_SLOT_INDEX, &idx);
-    if (s != NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, DMA_SLOT_INDEX, &idx);
+    if (s != EMU_OK)
         return s;
     if (!dma_dtype_is_int(idx.dtype) || idx.rows != rows)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy index: %u rows of %s; "
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy index: %u rows of %s; "
                          "need %u rows of an integer type", idx.rows,
                          isa_dtype_name(idx.dtype), rows);
     int64_t row_bytes = (int64_t)ap->part_step * (int64_t)isa_dtype_size(ap->dtype);
@@ -121,56 +121,56 @@ static NRT_STATUS dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn
                   (uint64_t)hi <= var->size;
         skip[r] = !in;
         if (!in && insn->enums[2] != ISA_OOB_skip)
-            return core_fail(ctx, NRT_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
+            return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
                              "outside variable '%s' (%" PRIu64 " bytes)", i, r,
                              var->name ? var->name : "?", var->size);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Check the indirect fields; *slot: the indexed operand. */
-static NRT_STATUS dma_check_indirect(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status dma_check_indirect(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                      unsigned *slot)
 {
     *slot = insn->enums[1] == ISA_INDIR_src ? DMA_SLOT_SRC : DMA_SLOT_DST;
     if (insn->enums[1] != ISA_INDIR_src && insn->enums[1] != ISA_INDIR_dst)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy indirect=%u is unknown",
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy indirect=%u is unknown",
                          insn->enums[1]);
     if (insn->imm[0].i != 0)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy indirect_dim=%" PRId64
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy indirect_dim=%" PRId64
                          ": only 0 (one row index per partition) is emulated", insn->imm[0].i);
     if (insn->enums[0] == ISA_DMAOP_transpose || !ap_present(insn, DMA_SLOT_INDEX) ||
         insn->ap[*slot].mem != ISA_MEM_HBM)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "indirect dma_copy needs an index "
+        return core_fail(ctx, EMU_EXEC_ERR, "indirect dma_copy needs an index "
                          "operand, an HBM indexed operand and an op other than transpose");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Gather (indirect=src) or scatter (indirect=dst) by rows. */
-static NRT_STATUS dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+static emu_status dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     unsigned slot;
     struct ap_view ind, other;
     struct isa_extent ext;
     struct dma_job job;
-    NRT_STATUS s = dma_check_indirect(ctx, insn, &slot);
-    if (s == NRT_SUCCESS)
+    emu_status s = dma_check_indirect(ctx, insn, &slot);
+    if (s == EMU_OK)
         s = ap_bind(ctx, slot == DMA_SLOT_SRC ? DMA_SLOT_DST : DMA_SLOT_SRC, &other);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = dma_bind_row(ctx, slot, &ind, &ext);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = dma_copy_job(ctx, insn, &job);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     uint32_t rows = insn->ap[slot].num_part;
     if (rows != other.rows || ind.elems != other.elems)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "indirect dma_copy: indexed operand "
+        return core_fail(ctx, EMU_EXEC_ERR, "indirect dma_copy: indexed operand "
                          "%u x %" PRIu64 ", other %u x %" PRIu64 "; shapes must match", rows,
                          ind.elems, other.rows, other.elems);
     int64_t off[DMA_MAX_ROWS];
     bool skip[DMA_MAX_ROWS];
     s = dma_index_rows(ctx, insn, slot, &ext, rows, off, skip);
-    for (uint32_t r = 0; s == NRT_SUCCESS && r < rows; r++) {
+    for (uint32_t r = 0; s == EMU_OK && r < rows; r++) {
         if (skip[r])
             continue;
         struct dma_stream a, b;
@@ -186,23 +186,23 @@ static NRT_STATUS dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_i
 
 /* ---- instructions -------------------------------------------------------------- */
 
-NRT_STATUS isa_exec_dma_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_dma_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     if (insn->enums[1] != ISA_INDIR_none)
         return dma_copy_indirect(ctx, insn);
     if (ap_present(insn, DMA_SLOT_INDEX))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_copy has an index operand but "
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy has an index operand but "
                          "indirect=none");
     struct ap_view dst, src;
-    NRT_STATUS s = dma_bind2(ctx, &dst, &src);
-    if (s != NRT_SUCCESS)
+    emu_status s = dma_bind2(ctx, &dst, &src);
+    if (s != EMU_OK)
         return s;
     if (insn->enums[0] == ISA_DMAOP_transpose)
         return dma_transpose_views(ctx, &dst, &src);
     struct dma_job job;
     struct dma_stream d, a;
     s = dma_copy_job(ctx, insn, &job);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     dma_stream_from_view(&d, &dst, 0, dst.rows);
     dma_stream_from_view(&a, &src, 0, src.rows);
@@ -211,16 +211,16 @@ NRT_STATUS isa_exec_dma_copy(struct isa_exec_ctx *ctx, const struct isa_insn *in
     return dma_job_run(ctx, &job);
 }
 
-NRT_STATUS isa_exec_dma_transpose(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_dma_transpose(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst, src;
-    NRT_STATUS s = dma_bind2(ctx, &dst, &src);
-    return s != NRT_SUCCESS ? s : dma_transpose_views(ctx, &dst, &src);
+    emu_status s = dma_bind2(ctx, &dst, &src);
+    return s != EMU_OK ? s : dma_transpose_views(ctx, &dst, &src);
 }
 
 /* dst = reduce_op(src_i * scale_i) over the present sources (add, max, min). */
-NRT_STATUS isa_exec_dma_compute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_dma_compute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view dst, src[4];
     struct dma_stream d, a[4];
@@ -230,29 +230,29 @@ NRT_STATUS isa_exec_dma_compute(struct isa_exec_ctx *ctx, const struct isa_insn 
     case ISA_ALU_max: job.kind = DMA_K_MAX; break;
     case ISA_ALU_min: job.kind = DMA_K_MIN; break;
     default:
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "dma_compute reduce_op %s: add, max "
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_compute reduce_op %s: add, max "
                          "or min", isa_enum_name(ISA_ET_ALU, insn->enums[0]));
     }
-    NRT_STATUS s = ap_bind(ctx, 0, &dst);
-    for (unsigned i = 0; s == NRT_SUCCESS && i < 4; i++) {
+    emu_status s = ap_bind(ctx, 0, &dst);
+    for (unsigned i = 0; s == EMU_OK && i < 4; i++) {
         if (!ap_present(insn, 1 + i))
             continue;
         s = ap_bind(ctx, 1 + i, &src[i]);
-        if (s != NRT_SUCCESS)
+        if (s != EMU_OK)
             break;
         dma_stream_from_view(&a[job.nsrc], &src[i], 0, src[i].rows);
         job.scale[job.nsrc] = insn->fimm[i];
         job.src[job.nsrc] = &a[job.nsrc];
         job.nsrc++;
     }
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     dma_stream_from_view(&d, &dst, 0, dst.rows);
     job.dst = &d;
     return dma_job_run(ctx, &job);
 }
 
-NRT_STATUS isa_exec_dma_trigger(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_dma_trigger(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return dma_desc_trigger(ctx, (uint32_t)insn->imm[0].i);
 }

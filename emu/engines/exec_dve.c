@@ -22,7 +22,7 @@
 #include "emu/engines/act_acc.h"
 #include "emu/engines/dve.h"
 
-#define DVE_ERR NRT_EXEC_COMPLETED_WITH_ERR
+#define DVE_ERR EMU_EXEC_ERR
 
 /* Two adjacent scratch slots (from slot, an even number) as one row of
  * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
@@ -42,34 +42,34 @@ static size_t dve_min(size_t a, size_t b)
 }
 
 /* Bind the operands in slots[0..n) into v[0..n). */
-static NRT_STATUS dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
+static emu_status dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
                            struct ap_view *v)
 {
     for (unsigned i = 0; i < n; i++) {
-        NRT_STATUS st = ap_bind(ctx, slots[i], &v[i]);
-        if (st != NRT_SUCCESS)
+        emu_status st = ap_bind(ctx, slots[i], &v[i]);
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* a must have b's shape (rows x elements). */
-static NRT_STATUS dve_shape(struct isa_exec_ctx *ctx, const char *an, const struct ap_view *a,
+static emu_status dve_shape(struct isa_exec_ctx *ctx, const char *an, const struct ap_view *a,
                             const char *bn, const struct ap_view *b)
 {
     if (a->rows == b->rows && a->elems == b->elems)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, DVE_ERR, "%s is [%u, %llu] but %s is [%u, %llu]", an, a->rows,
                      (unsigned long long)a->elems, bn, b->rows, (unsigned long long)b->elems);
 }
 
 /* op must be an ALU operator with every property bit of need. */
-static NRT_STATUS dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
+static emu_status dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
                                unsigned need)
 {
     unsigned p = dve_op_props(op);
     if (p != 0 && (p & need) == need)
-        return NRT_SUCCESS;
+        return EMU_OK;
     const char *why = p == 0 ? "is not an ALU operator"
                       : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
                       : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"
@@ -94,7 +94,7 @@ static uint32_t dve_part(const struct isa_insn *insn, unsigned slot, uint32_t r)
 
 /* ---- tensor_tensor ------------------------------------------------------------ */
 
-static NRT_STATUS dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+static emu_status dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
 {
     size_t n = v[0].elems;
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -106,10 +106,10 @@ static NRT_STATUS dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct
         if (o == NULL)
             ap_row_store(&v[0], r, w);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+static emu_status dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
 {
     int64_t *x = dve_wide_scratch(ctx, 0), *y = dve_wide_scratch(ctx, 2);
     unsigned bits = dve_dtype_bits(v[0].dtype);
@@ -119,26 +119,26 @@ static NRT_STATUS dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct
         dve_i64_vv(op, x, x, y, false, bits, v[0].elems);
         dve_row_store_i64(&v[0], r, x);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* dst = data1 <op> data2 */
-NRT_STATUS isa_exec_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 2};
     struct ap_view v[3];
     unsigned op = insn->enums[0];
-    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data1", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data2", &v[2], "dst", &v[0]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (dve_all_int(v, 3) && (dve_op_props(op) & DVE_OP_INT))
         return dve_tt_int(ctx, op, v);
     st = dve_op_check(ctx, "op", op, DVE_OP_F32);
-    return st != NRT_SUCCESS ? st : dve_tt_f32(ctx, op, v);
+    return st != EMU_OK ? st : dve_tt_f32(ctx, op, v);
 }
 
 /* ---- tensor_scalar -------------------------------------------------------------- */
@@ -152,7 +152,7 @@ struct dve_ts {
     struct dve_scalar k[2];    /* the scalar operands */
 };
 
-static NRT_STATUS dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
+static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
                              const struct ap_view *d, const struct ap_view *x_v)
 {
     size_t n = d->elems;
@@ -175,10 +175,10 @@ static NRT_STATUS dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
         if (o == NULL)
             ap_row_store(d, r, w);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
+static emu_status dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
                              const struct ap_view *d, const struct ap_view *x_v)
 {
     int64_t *x = dve_wide_scratch(ctx, 0);
@@ -192,7 +192,7 @@ static NRT_STATUS dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
         }
         dve_row_store_i64(d, r, x);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* May the operators run on integers: integer-capable, scalars integral? */
@@ -207,7 +207,7 @@ static bool dve_ts_int_ok(const struct dve_ts *t)
 }
 
 /* Both operators valid and of one kind (bit-pattern or arithmetic). */
-static NRT_STATUS dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts *t)
+static emu_status dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts *t)
 {
     unsigned p0 = t->props[0], p1 = t->props[1];
     if (p0 == 0 || p1 == 0)
@@ -216,11 +216,11 @@ static NRT_STATUS dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts
     if (t->op[1] != ISA_ALU_bypass && (p0 & DVE_OP_BITVEC) != (p1 & DVE_OP_BITVEC))
         return core_fail(ctx, DVE_ERR, "op0 %s and op1 %s must both be bit-pattern or both "
                          "arithmetic operators", dve_op_name(t->op[0]), dve_op_name(t->op[1]));
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* dst = (data <op0> operand0) <op1> operand1 */
-NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
@@ -230,16 +230,16 @@ NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
         t.props[i] = dve_op_props(t.op[i]);
         t.rev[i] = dve_flag(insn, (unsigned)i);
     }
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_ts_ops_check(ctx, &t);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &t.k[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "operand1", &t.k[1]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (dve_all_int(v, 2) && dve_ts_int_ok(&t))
         return dve_ts_int(ctx, &t, &v[0], &v[1]);
@@ -252,25 +252,25 @@ NRT_STATUS isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
 /* ---- scalar_tensor_tensor ---------------------------------------------------------- */
 
 /* dst = (data <op0> operand0) <op1> operand1, in fp32 */
-NRT_STATUS isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 3};
     struct ap_view v[3];
     struct dve_scalar k;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1];
     bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_shape(ctx, "operand1", &v[2], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &k);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     size_t n = v[0].elems;
     float *tmp = core_scratch(ctx, 3);
@@ -288,7 +288,7 @@ NRT_STATUS isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct 
         if (o == NULL)
             ap_row_store(&v[0], r, w);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- tensor_copy ------------------------------------------------------------------- */
@@ -337,20 +337,20 @@ static void dve_copy_cast(struct isa_exec_ctx *ctx, const struct ap_view *d,
     }
 }
 
-NRT_STATUS isa_exec_tensor_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "src", &v[1], "dst", &v[0]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (dve_same_bits(v[0].dtype, v[1].dtype))
         dve_copy_bits(ctx, &v[0], &v[1]);
     else
         dve_copy_cast(ctx, &v[0], &v[1]);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- tensor_copy_predicated ---------------------------------------------------------- */
@@ -392,17 +392,17 @@ static const void *dve_pred_src(struct isa_exec_ctx *ctx, const struct ap_view *
 }
 
 /* dst = src where (predicate != 0) != reverse_pred; elsewhere dst keeps its value. */
-NRT_STATUS isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 2};
     struct ap_view v[3];
     bool has_src = ap_present(insn, 1), rev = dve_flag(insn, 0);
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "predicate", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS && has_src && (st = ap_bind(ctx, 1, &v[2])) == NRT_SUCCESS)
+    if (st == EMU_OK && has_src && (st = ap_bind(ctx, 1, &v[2])) == EMU_OK)
         st = dve_shape(ctx, "src", &v[2], "dst", &v[0]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     uint64_t imm = 0;
     (void)num_from_f32(v[0].dtype, &imm, insn->fimm[0], NULL, 0);
@@ -418,7 +418,7 @@ NRT_STATUS isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struc
         dve_select(row, src, has_src ? 1 : 0, keep, v[0].esize, v[0].elems);
         dve_row_scatter(&v[0], r, row);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- memset ---------------------------------------------------------------------------- */
@@ -453,11 +453,11 @@ static void dve_encode_double(uint32_t dt, double x, uint64_t *out)
 }
 
 /* Every element of dst = value (a double, converted to dst's dtype). */
-NRT_STATUS isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view d;
-    NRT_STATUS st = ap_bind(ctx, 0, &d);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 0, &d);
+    if (st != EMU_OK)
         return st;
     uint64_t elem;
     dve_encode_double(d.dtype, insn->imm[0].f, &elem);
@@ -466,7 +466,7 @@ NRT_STATUS isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn
         memcpy(row + i * d.esize, &elem, d.esize);
     for (uint32_t r = 0; r < d.rows; r++)
         dve_row_scatter(&d, r, row);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- iota ------------------------------------------------------------------------------- */
@@ -500,11 +500,11 @@ static void dve_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64
 
 /* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
  * in int32 arithmetic, p counting the dst rows from 0. */
-NRT_STATUS isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view d;
-    NRT_STATUS st = ap_bind(ctx, 0, &d);
-    if (st != NRT_SUCCESS)
+    emu_status st = ap_bind(ctx, 0, &d);
+    if (st != EMU_OK)
         return st;
     int64_t *pat = dve_wide_scratch(ctx, 0), *row = dve_wide_scratch(ctx, 2);
     float *frow = core_scratch(ctx, 4);
@@ -528,13 +528,13 @@ NRT_STATUS isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
             frow[i] = (float)row[i];
         ap_row_store(&d, r, frow);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- tensor_reduce ------------------------------------------------------------------------ */
 
 /* Elements per reduced group: the product of the last axes dims of data. */
-static NRT_STATUS dve_reduce_inner(struct isa_exec_ctx *ctx, const struct isa_ap *ap,
+static emu_status dve_reduce_inner(struct isa_exec_ctx *ctx, const struct isa_ap *ap,
                                    int64_t axes, uint64_t *inner)
 {
     if (axes < 1 || axes > ap->ndims)
@@ -543,7 +543,7 @@ static NRT_STATUS dve_reduce_inner(struct isa_exec_ctx *ctx, const struct isa_ap
     *inner = 1;
     for (unsigned d = ap->ndims - (unsigned)axes; d < ap->ndims; d++)
         *inner *= ap->dim[d].count;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static void dve_reduce_f32(struct isa_exec_ctx *ctx, unsigned op, bool neg,
@@ -578,19 +578,19 @@ static void dve_reduce_int(struct isa_exec_ctx *ctx, unsigned op, bool neg,
 }
 
 /* dst[p, g] = op over group g of the last `axes` free dims of data (negated on request). */
-NRT_STATUS isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     unsigned op = insn->enums[0];
     bool neg = dve_flag(insn, 0);
     uint64_t inner = 1;
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_reduce_inner(ctx, &insn->ap[1], insn->imm[0].i, &inner);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (v[0].rows != v[1].rows || v[0].elems * inner != v[1].elems)
         return core_fail(ctx, DVE_ERR, "dst is [%u, %llu] but reducing %llu of the data's [%u, "
@@ -603,10 +603,10 @@ NRT_STATUS isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
                          dve_op_name(op));
     if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
         dve_reduce_int(ctx, op, neg, &v[0], &v[1], inner);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     st = dve_op_check(ctx, "op", op, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         dve_reduce_f32(ctx, op, neg, &v[0], &v[1], inner);
     return st;
 }
@@ -641,15 +641,15 @@ static void dve_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct 
 }
 
 /* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
-NRT_STATUS isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     unsigned op = insn->enums[0];
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (v[0].rows != 1 || v[0].elems != v[1].elems)
         return core_fail(ctx, DVE_ERR, "dst is [%u, %llu]; reducing the partitions of data "
@@ -658,10 +658,10 @@ NRT_STATUS isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const stru
                          (unsigned long long)v[1].elems);
     if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
         dve_preduce_int(ctx, op, &v[0], &v[1]);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     st = dve_op_check(ctx, "op", op, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         dve_preduce_f32(ctx, op, &v[0], &v[1]);
     return st;
 }
@@ -669,25 +669,25 @@ NRT_STATUS isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const stru
 /* ---- tensor_tensor_scan ---------------------------------------------------------------------- */
 
 /* dst[i] = op1(op0(data0[i], dst[i-1]), data1[i]), dst[-1] = initial; in fp32. */
-NRT_STATUS isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 2};
     struct ap_view v[3];
     struct dve_scalar init;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1];
     bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    NRT_STATUS st = dve_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data0", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data1", &v[2], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 3, 0, v[0].rows, "initial", &init);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     size_t n = v[0].elems;
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -703,7 +703,7 @@ NRT_STATUS isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct is
         if (o == NULL)
             ap_row_store(&v[0], r, w);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- accumulating instructions ------------------------------------------------------------------ */
@@ -724,25 +724,25 @@ static void dve_acc_apply(unsigned op, unsigned cmd, float *acc, float val, floa
 }
 
 /* op must be add, subtract (when allow_sub), multiply, max or min. */
-static NRT_STATUS dve_acc_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
+static emu_status dve_acc_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
                                    bool allow_sub)
 {
     float id;
     if (dve_f32_identity(op, &id) && (allow_sub || op != ISA_ALU_subtract))
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, DVE_ERR, "%s %s (%u) is not add, %smultiply, max or min", field,
                      dve_op_name(op), op, allow_sub ? "subtract, " : "");
 }
 
 /* The optional [P, 1] reduce_res operand in slot 3. */
-static NRT_STATUS dve_bind_res(struct isa_exec_ctx *ctx, uint32_t rows, struct ap_view *res,
+static emu_status dve_bind_res(struct isa_exec_ctx *ctx, uint32_t rows, struct ap_view *res,
                                bool *has)
 {
     *has = ap_present(ctx->insn, 3);
     if (!*has)
-        return NRT_SUCCESS;
-    NRT_STATUS st = ap_bind(ctx, 3, res);
-    if (st == NRT_SUCCESS && (res->rows != rows || res->elems != 1))
+        return EMU_OK;
+    emu_status st = ap_bind(ctx, 3, res);
+    if (st == EMU_OK && (res->rows != rows || res->elems != 1))
         st = core_fail(ctx, DVE_ERR, "reduce_res must be [%u, 1]; it is [%u, %llu]", rows,
                        res->rows, (unsigned long long)res->elems);
     return st;
@@ -757,22 +757,22 @@ struct dve_tsr {
     struct dve_scalar init;    /* reduce_init */
 };
 
-static NRT_STATUS dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct dve_tsr *t)
 {
     static const unsigned slots[2] = {0, 1};
-    NRT_STATUS st = dve_bind(ctx, slots, 2, t->v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, t->v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "data", &t->v[1], "dst", &t->v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op0", insn->enums[0], DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_acc_op_check(ctx, "reduce_op", insn->enums[1], false);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 2, 0, t->v[0].rows, "operand0", &t->k);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 4, 1, t->v[0].rows, "reduce_init", &t->init);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_bind_res(ctx, t->v[0].rows, &t->res, &t->has_res);
     return st;
 }
@@ -780,13 +780,13 @@ static NRT_STATUS dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
 /* dst = data <op0> operand0; the accumulator of each partition takes
  * reduce_op over the row's fp32 results as reduce_cmd says, and
  * reduce_res (optional) receives the accumulator (negated on request). */
-NRT_STATUS isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct dve_tsr t;
     unsigned op0 = insn->enums[0], rop = insn->enums[1], cmd = insn->enums[2];
     bool rev0 = dve_flag(insn, 0), neg = dve_flag(insn, 1);
-    NRT_STATUS st = dve_tsr_bind(ctx, insn, &t);
-    if (st != NRT_SUCCESS)
+    emu_status st = dve_tsr_bind(ctx, insn, &t);
+    if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx);
     size_t n = t.v[0].elems;
@@ -803,7 +803,7 @@ NRT_STATUS isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct 
         if (t.has_res)
             ap_row_store(&t.res, r, &out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* The starting register value of a cumulative row. */
@@ -816,28 +816,28 @@ static float dve_cum_start(unsigned op1, unsigned cmd, float acc, float imm1)
 
 /* reg starts per reduce_cmd; for each element, reg = op1(op0(src, imm0), reg)
  * and dst = reg; the accumulator keeps the last reg. */
-NRT_STATUS isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     struct dve_scalar k0, k1;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
     bool rev0 = dve_flag(insn, 0);
-    NRT_STATUS st = dve_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = dve_shape(ctx, "src", &v[1], "dst", &v[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_acc_op_check(ctx, "op1", op1, true);
-    if (st == NRT_SUCCESS && cmd != ISA_RCMD_reset_reduce && cmd != ISA_RCMD_reduce &&
+    if (st == EMU_OK && cmd != ISA_RCMD_reset_reduce && cmd != ISA_RCMD_reduce &&
         cmd != ISA_RCMD_load_reduce)
         st = core_fail(ctx, DVE_ERR, "reduce_cmd must be reset_reduce, reduce or load_reduce");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "imm0", &k0);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "imm1", &k1);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx);
     size_t n = v[0].elems;
@@ -851,5 +851,5 @@ NRT_STATUS isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const str
         if (o == NULL)
             ap_row_store(&v[0], r, w);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

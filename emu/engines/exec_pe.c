@@ -71,20 +71,20 @@ static uint8_t *pe_elem(const struct ap_view *v, uint32_t r, uint64_t i)
     return ap_row_ptr(v, r) + off;
 }
 
-static NRT_STATUS pe_bind3(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *st,
+static emu_status pe_bind3(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *st,
                            struct ap_view *mv)
 {
-    NRT_STATUS s = ap_bind(ctx, 0, dst);
-    if (s == NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, 0, dst);
+    if (s == EMU_OK)
         s = ap_bind(ctx, 1, st);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = ap_bind(ctx, 2, mv);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     if (dst->mem != ISA_MEM_PSUM || st->mem != ISA_MEM_SBUF || mv->mem != ISA_MEM_SBUF)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul reads stationary and "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul reads stationary and "
                          "moving from SBUF and writes dst in PSUM");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- checks ------------------------------------------------------------------- */
@@ -95,58 +95,58 @@ static bool pe_tile_size_ok(int64_t size, uint32_t gen)
 }
 
 /* tile_row/tile_col/tile_rows/tile_cols: a legal PE tile that fits the operands. */
-static NRT_STATUS pe_check_tiles(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pe_check_tiles(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  const struct pe_geom *g)
 {
     int64_t row = insn->imm[0].i, col = insn->imm[1].i;
     int64_t rows = insn->imm[2].i, cols = insn->imm[3].i;
     uint32_t gen = ctx->core->gen;
     if (!pe_tile_size_ok(rows, gen) || !pe_tile_size_ok(cols, gen))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul tile %" PRId64 " x %"
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul tile %" PRId64 " x %"
                          PRId64 ": tile sizes are 128 or 64%s", rows, cols,
                          gen >= 3 ? " or 32" : " (32 needs NeuronCore-v3)");
     if (row % rows != 0 || col % cols != 0 || row + rows > 128 || col + cols > 128)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul tile position (%" PRId64
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul tile position (%" PRId64
                          ", %" PRId64 ") must be a multiple of the tile size (%" PRId64 ", %"
                          PRId64 ") inside the 128 x 128 array", row, col, rows, cols);
     if (g->parts > rows || g->m > cols)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul stationary of %u "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul stationary of %u "
                          "partitions x %u does not fit the %" PRId64 " x %" PRId64 " PE tile",
                          g->parts, g->m, rows, cols);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Performance mode: double_row needs v3, fp8_e4/e5 inputs, [K, 2, x] layouts,
  * no column tiling and no transpose. */
-static NRT_STATUS pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                 uint32_t *groups)
 {
     *groups = 1;
     if (insn->enums[0] == ISA_PERF_none)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (insn->enums[0] != ISA_PERF_double_row)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul perf mode %u is unknown",
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf mode %u is unknown",
                          insn->enums[0]);
     const struct isa_ap *st = &insn->ap[1], *mv = &insn->ap[2];
     bool fp8 = (st->dtype == ISA_DT_FP8E4 || st->dtype == ISA_DT_FP8E5) &&
                (mv->dtype == ISA_DT_FP8E4 || mv->dtype == ISA_DT_FP8E5);
     if (ctx->core->gen < 3 || !fp8 || st->ndims < 2 || mv->ndims < 2 || st->dim[0].count != 2 ||
         mv->dim[0].count != 2 || insn->imm[3].i != 128 || pe_flag(insn, PE_FLAG_TRANSPOSE))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul perf=double_row needs "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf=double_row needs "
                          "NeuronCore-v3, fp8_e4/fp8_e5 inputs shaped [K, 2, x], no column "
                          "tiling and no transpose");
     *groups = 2;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Shapes, types and the PSUM bank of one nc_matmul. */
-static NRT_STATUS pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view *dst,
+static emu_status pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                   const struct ap_view *st, const struct ap_view *mv,
                                   struct pe_geom *g)
 {
     if (!pe_input_ok(st->dtype) || !pe_input_ok(mv->dtype) ||
         pe_is_f32(st->dtype) != pe_is_f32(mv->dtype))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul inputs %s x %s: inputs "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul inputs %s x %s: inputs "
                          "are fp32/fp32r (both), bf16, fp16 or fp8", isa_dtype_name(st->dtype),
                          isa_dtype_name(mv->dtype));
     g->parts = st->rows;
@@ -155,55 +155,55 @@ static NRT_STATUS pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view
     g->n = (uint32_t)(mv->elems / g->groups);
     if (mv->rows != st->rows || g->m > PE_MAX_M || g->n > PE_MAX_N || dst->rows != g->m ||
         dst->elems != g->n)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul shapes: stationary %u x %"
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul shapes: stationary %u x %"
                          PRIu64 ", moving %u x %" PRIu64 ", dst %u x %" PRIu64 "; need [K x M]"
                          ", [K x N], [M x N] with M <= %u, N <= %u", st->rows, st->elems,
                          mv->rows, mv->elems, dst->rows, dst->elems, PE_MAX_M, PE_MAX_N);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* A matmul dst row stays inside one 2 KiB PSUM bank. */
-static NRT_STATUS pe_check_bank(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+static emu_status pe_check_bank(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct isa_extent ext;
-    if (isa_ap_extent(&insn->ap[0], &ext) != NRT_SUCCESS || ext.hi <= ext.lo)
-        return NRT_SUCCESS; /* ap_bind already judged the pattern */
+    if (isa_ap_extent(&insn->ap[0], &ext) != EMU_OK || ext.hi <= ext.lo)
+        return EMU_OK; /* ap_bind already judged the pattern */
     if (ext.lo / ISA_PSUM_BANK_BYTES != (ext.hi - 1) / ISA_PSUM_BANK_BYTES)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul dst spans PSUM bytes [%"
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul dst spans PSUM bytes [%"
                          PRIu64 ", %" PRIu64 ") of each partition, across a %u-byte bank "
                          "boundary", ext.lo, ext.hi, ISA_PSUM_BANK_BYTES);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* The onezero hints claim an fp32 operand holds only 0 and 1: check the claim. */
-static NRT_STATUS pe_check_onezero(struct isa_exec_ctx *ctx, const char *what, uint32_t dtype,
+static emu_status pe_check_onezero(struct isa_exec_ctx *ctx, const char *what, uint32_t dtype,
                                    const float *packed, size_t count)
 {
     if (!pe_is_f32(dtype))
-        return NRT_SUCCESS; /* the hint has no effect on other types */
+        return EMU_OK; /* the hint has no effect on other types */
     for (size_t i = 0; i < count; i++)
         if (packed[i] != 0.0f && packed[i] != 1.0f)
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul %s_onezero is set "
+            return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul %s_onezero is set "
                              "but the %s operand holds %g", what, what, (double)packed[i]);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- matmul ------------------------------------------------------------------- */
 
 /* Pack both operands and multiply into dst. */
-static NRT_STATUS pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                               const struct ap_view *dst, const struct ap_view *st,
                               const struct ap_view *mv, const struct pe_geom *g)
 {
     float *a = core_scratch(ctx, 0), *b = core_scratch(ctx, 1), *tmp = core_scratch(ctx, 2);
     pe_pack_a(st, g->groups, g->m, a, tmp);
     pe_pack_b(mv, g->groups, g->n, b, tmp);
-    NRT_STATUS s = NRT_SUCCESS;
+    emu_status s = EMU_OK;
     if (pe_flag(insn, PE_FLAG_STAT_ONEZERO))
         s = pe_check_onezero(ctx, "stationary", st->dtype, a, pe_pack_a_floats(g->k, g->m));
-    if (s == NRT_SUCCESS && pe_flag(insn, PE_FLAG_MOV_ONEZERO))
+    if (s == EMU_OK && pe_flag(insn, PE_FLAG_MOV_ONEZERO))
         s = pe_check_onezero(ctx, "moving", mv->dtype, b, pe_pack_b_floats(g->k, g->n));
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b = b,
                        .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
@@ -212,7 +212,7 @@ static NRT_STATUS pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
         mm.c = direct;
         mm.ldc = dst->row_stride / (int64_t)sizeof(float);
         pe_mm_run(&mm);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     mm.c = core_scratch(ctx, 3);
     mm.ldc = g->n;
@@ -221,11 +221,11 @@ static NRT_STATUS pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
     pe_mm_run(&mm);
     for (uint32_t r = 0; r < g->m; r++)
         ap_row_store(dst, r, mm.c + (size_t)r * g->n);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* For each column n of the moving operand, the row k holding its one 1.0. */
-static NRT_STATUS pe_select_rows(struct isa_exec_ctx *ctx, const struct ap_view *mv,
+static emu_status pe_select_rows(struct isa_exec_ctx *ctx, const struct ap_view *mv,
                                  uint32_t *sel)
 {
     float *tmp = core_scratch(ctx, 0);
@@ -238,7 +238,7 @@ static NRT_STATUS pe_select_rows(struct isa_exec_ctx *ctx, const struct ap_view 
             if (row[n] == 0.0f)
                 continue;
             if (row[n] != 1.0f || sel[n] != UINT32_MAX)
-                return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul transpose mode "
+                return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul transpose mode "
                                  "needs a moving operand whose columns each hold one 1.0 (an "
                                  "identity or permutation matrix); column %" PRIu64 " does not",
                                  n);
@@ -247,9 +247,9 @@ static NRT_STATUS pe_select_rows(struct isa_exec_ctx *ctx, const struct ap_view 
     }
     for (uint64_t n = 0; n < mv->elems; n++)
         if (sel[n] == UINT32_MAX)
-            return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul transpose mode: "
+            return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul transpose mode: "
                              "column %" PRIu64 " of the moving operand holds no 1.0", n);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Copy one element of type sdt to a dst element of type ddt (checked by
@@ -269,50 +269,50 @@ static void pe_move_elem(uint8_t *d, uint32_t ddt, const uint8_t *s, uint32_t sd
 
 /* NeuronCore-v3 transpose mode: dst[m][n] = stationary[k(n)][m], bit-exact,
  * where moving column n selects row k(n). */
-static NRT_STATUS pe_transpose_mode(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pe_transpose_mode(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                     const struct ap_view *dst, const struct ap_view *st,
                                     const struct ap_view *mv, const struct pe_geom *g)
 {
     uint32_t sdt = st->dtype, ddt = dst->dtype;
     bool ok = pe_same_type(ddt, sdt) || pe_is_f32(ddt) || (pe_is_fp8(sdt) && dst->esize == 2);
     if (!ok || pe_flag(insn, PE_FLAG_ACCUMULATE))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul transpose mode writes "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul transpose mode writes "
                          "the stationary type, fp32 or (fp8 input) 16-bit elements, without "
                          "accumulate; dst is %s", isa_dtype_name(ddt));
     uint32_t *sel = (uint32_t *)(void *)core_scratch(ctx, 1);
-    NRT_STATUS s = pe_select_rows(ctx, mv, sel);
-    for (uint32_t m = 0; s == NRT_SUCCESS && m < g->m; m++)
+    emu_status s = pe_select_rows(ctx, mv, sel);
+    for (uint32_t m = 0; s == EMU_OK && m < g->m; m++)
         for (uint32_t n = 0; n < g->n; n++)
             pe_move_elem(pe_elem(dst, m, n), ddt, pe_elem(st, sel[n], m), sdt);
     return s;
 }
 
-NRT_STATUS isa_exec_nc_matmul(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_matmul(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view dst, st, mv;
     struct pe_geom g = {0};
-    NRT_STATUS s = pe_bind3(ctx, &dst, &st, &mv);
-    if (s == NRT_SUCCESS)
+    emu_status s = pe_bind3(ctx, &dst, &st, &mv);
+    if (s == EMU_OK)
         s = pe_check_perf(ctx, insn, &g.groups);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = pe_check_shapes(ctx, &dst, &st, &mv, &g);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = pe_check_tiles(ctx, insn, &g);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     if (pe_flag(insn, PE_FLAG_TRANSPOSE) && ctx->core->gen >= 3)
         return pe_transpose_mode(ctx, insn, &dst, &st, &mv, &g);
     if (!pe_is_f32(dst.dtype))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul writes fp32 PSUM; dst "
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul writes fp32 PSUM; dst "
                          "is %s", isa_dtype_name(dst.dtype));
     s = pe_check_bank(ctx, insn);
-    return s != NRT_SUCCESS ? s : pe_multiply(ctx, insn, &dst, &st, &mv, &g);
+    return s != EMU_OK ? s : pe_multiply(ctx, insn, &dst, &st, &mv, &g);
 }
 
-NRT_STATUS isa_exec_nc_matmul_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_matmul_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
-    return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_matmul_mx (MX data types) needs "
+    return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_mx (MX data types) needs "
                      "NeuronCore-v4; this core is NeuronCore-v%u", ctx->core->gen);
 }
 
@@ -353,44 +353,44 @@ static void pe_transpose_bits(const struct ap_view *dst, const struct ap_view *d
 }
 
 /* Engine, memories, sizes and types of an nc_transpose. */
-static NRT_STATUS pe_check_transpose(struct isa_exec_ctx *ctx, const struct ap_view *dst,
+static emu_status pe_check_transpose(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                      const struct ap_view *data)
 {
     bool pe = ctx->engine == ISA_ENG_PE;
     uint32_t max = pe ? PE_MAX_M : PE_DVE_TRANSPOSE_MAX;
     if (pe && (data->mem != ISA_MEM_SBUF || dst->mem != ISA_MEM_PSUM))
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "PE nc_transpose reads SBUF and "
+        return core_fail(ctx, EMU_EXEC_ERR, "PE nc_transpose reads SBUF and "
                          "writes PSUM");
     if (data->rows > max || data->elems > max)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_transpose of %u x %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_transpose of %u x %" PRIu64
                          " on %s: at most %u x %u", data->rows, data->elems,
                          isa_engine_name(ctx->engine), max, max);
     if (dst->rows != data->elems || dst->elems != data->rows || dst->dtype != data->dtype)
-        return core_fail(ctx, NRT_EXEC_COMPLETED_WITH_ERR, "nc_transpose of %u x %" PRIu64
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_transpose of %u x %" PRIu64
                          " %s into %u x %" PRIu64 " %s: dst must be the transposed shape, same "
                          "type", data->rows, data->elems, isa_dtype_name(data->dtype),
                          dst->rows, dst->elems, isa_dtype_name(dst->dtype));
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_exec_nc_transpose(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_transpose(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst, data;
-    NRT_STATUS s = ap_bind(ctx, 0, &dst);
-    if (s == NRT_SUCCESS)
+    emu_status s = ap_bind(ctx, 0, &dst);
+    if (s == EMU_OK)
         s = ap_bind(ctx, 1, &data);
-    if (s == NRT_SUCCESS)
+    if (s == EMU_OK)
         s = pe_check_transpose(ctx, &dst, &data);
-    if (s != NRT_SUCCESS)
+    if (s != EMU_OK)
         return s;
     if (ctx->engine == ISA_ENG_PE && ctx->core->gen < 3 && isa_dtype_is_float(data.dtype)) {
         float *in = core_scratch(ctx, 0);
         for (uint32_t p = 0; p < data.rows; p++)
             ap_row_load(&data, p, in + (size_t)p * data.elems);
         pe_transpose_v2(&dst, in, data.rows, (uint32_t)data.elems, core_scratch(ctx, 1));
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     pe_transpose_bits(&dst, &data, (uint8_t *)core_scratch(ctx, 0));
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

@@ -51,12 +51,12 @@ static uint32_t pool_part(const struct isa_insn *insn, unsigned slot, uint32_t r
     return (uint32_t)(ap->start_part + (int64_t)r * ap->part_step) % ISA_NUM_PARTITIONS;
 }
 
-static NRT_STATUS pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
+static emu_status pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
                                   const struct ap_view *va, const char *b,
                                   const struct ap_view *vb)
 {
     if (va->dtype == vb->dtype)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s (%s) must have the dtype of %s (%s)", a,
                      isa_dtype_name(va->dtype), b, isa_dtype_name(vb->dtype));
 }
@@ -65,18 +65,18 @@ static NRT_STATUS pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
 
 /* Per partition: count, mean and variance x count of the even-indexed
  * elements of data, then of the odd-indexed ones (6 values). */
-NRT_STATUS isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     (void)insn;
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 6);
-    if (st == NRT_SUCCESS && v[1].elems > POOL_BN_FMAX)
+    if (st == EMU_OK && v[1].elems > POOL_BN_FMAX)
         st = core_fail(ctx, POOL_ERR, "bn_stats reads at most %u elements per partition; data "
                        "has %llu", POOL_BN_FMAX, (unsigned long long)v[1].elems);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         bool direct;
@@ -85,23 +85,23 @@ NRT_STATUS isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *in
         pool_bn_stats_row(x, v[1].elems, out);
         ap_row_store(&v[0], r, out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Per partition: the mean and variance of everything the (count, mean,
  * variance x count) triples of data describe. */
-NRT_STATUS isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     (void)insn;
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2);
-    if (st == NRT_SUCCESS && v[1].elems % 3 != 0)
+    if (st == EMU_OK && v[1].elems % 3 != 0)
         st = core_fail(ctx, POOL_ERR, "bn_aggr reads (count, mean, variance x count) triples; "
                        "data has %llu elements per partition", (unsigned long long)v[1].elems);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         bool direct;
@@ -110,33 +110,33 @@ NRT_STATUS isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *ins
         pool_bn_aggr_row(x, v[1].elems, out);
         ap_row_store(&v[0], r, out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- top 8, find and replace ----------------------------------------------------------- */
 
 /* data must hold 8..16384 elements per partition. */
-static NRT_STATUS pool_need_8_to_16k(struct isa_exec_ctx *ctx, const char *name,
+static emu_status pool_need_8_to_16k(struct isa_exec_ctx *ctx, const char *name,
                                      const struct ap_view *v)
 {
     if (v->elems >= POOL_MAX8_MIN && v->elems <= POOL_MAX8_MAX)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s has %llu elements per partition; it needs %u to %u",
                      name, (unsigned long long)v->elems, POOL_MAX8_MIN, POOL_MAX8_MAX);
 }
 
 /* dst[p] = the 8 largest values of src[p], in descending order. */
-NRT_STATUS isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     (void)insn;
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 8);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_8_to_16k(ctx, "src", &v[1]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         bool direct;
@@ -145,34 +145,34 @@ NRT_STATUS isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
         pool_top8(x, v[1].elems, top);
         ap_row_store(&v[0], r, top);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* The common operands of nc_find_index8 and nc_match_replace8: dst, data
  * and vals ([P, 8]). */
-static NRT_STATUS pool_bind_match(struct isa_exec_ctx *ctx, struct ap_view v[3])
+static emu_status pool_bind_match(struct isa_exec_ctx *ctx, struct ap_view v[3])
 {
     static const unsigned slots[3] = {0, 1, 2};
-    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "vals", &v[2], v[1].rows, 8);
     return st;
 }
 
 /* dst[p][i] = index of the first occurrence of vals[p][i] in data[p]
  * (duplicates in vals take successive occurrences), all ones when absent. */
-NRT_STATUS isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3];
     (void)insn;
-    NRT_STATUS st = pool_bind_match(ctx, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind_match(ctx, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 8);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "dst", &v[0], POOL_IDX_DT, "uint16 or uint32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_8_to_16k(ctx, "data", &v[1]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         bool direct;
@@ -183,25 +183,25 @@ NRT_STATUS isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_in
         pool_match8(x, v[1].elems, vals, false, idx);
         pool_row_store_i64(&v[0], r, idx);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* dst = data with the first occurrence of each vals[p][i] replaced by imm
  * (vals taken from slot 7 down); dst_idx (optional) gets the positions. */
-NRT_STATUS isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3], vi;
     bool has_idx = ap_present(insn, 3);
-    NRT_STATUS st = pool_bind_match(ctx, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind_match(ctx, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems);
-    if (st == NRT_SUCCESS && has_idx)
+    if (st == EMU_OK && has_idx)
         st = pool_bind1(ctx, 3, &vi);
-    if (st == NRT_SUCCESS && has_idx)
+    if (st == EMU_OK && has_idx)
         st = pool_need_shape(ctx, "dst_idx", &vi, v[1].rows, 8);
-    if (st == NRT_SUCCESS && has_idx)
+    if (st == EMU_OK && has_idx)
         st = pool_need_dtype(ctx, "dst_idx", &vi, POOL_IDX_DT, "uint16 or uint32");
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     float *w = core_scratch(ctx, 0);
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -217,13 +217,13 @@ NRT_STATUS isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa
         if (has_idx)
             pool_row_store_i64(&vi, r, idx);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- selects with a max accumulator ----------------------------------------------------- */
 
 /* reduce_op must be max; reduce_cmd idle, reset, reduce or reset_reduce. */
-static NRT_STATUS pool_acc_check(struct isa_exec_ctx *ctx, unsigned cmd, unsigned op)
+static emu_status pool_acc_check(struct isa_exec_ctx *ctx, unsigned cmd, unsigned op)
 {
     if (op != ISA_ALU_max) {
         const char *name = isa_enum_name(ISA_ET_ALU, op);
@@ -233,7 +233,7 @@ static NRT_STATUS pool_acc_check(struct isa_exec_ctx *ctx, unsigned cmd, unsigne
     if (cmd == ISA_RCMD_load_reduce || isa_enum_name(ISA_ET_RCMD, cmd) == NULL)
         return core_fail(ctx, POOL_ERR, "reduce_cmd must be idle, reset, reduce or "
                          "reset_reduce (load_reduce needs a starting value this op has not)");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Apply cmd to a partition's max accumulator with this row's max; returns
@@ -249,14 +249,14 @@ static float pool_acc_max(float *acc, unsigned cmd, float rowmax)
 }
 
 /* The optional [P, 1] reduce_res in slot. */
-static NRT_STATUS pool_bind_res(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
+static emu_status pool_bind_res(struct isa_exec_ctx *ctx, unsigned slot, uint32_t rows,
                                 struct ap_view *res, bool *has)
 {
     *has = ap_present(ctx->insn, slot);
     if (!*has)
-        return NRT_SUCCESS;
-    NRT_STATUS st = pool_bind1(ctx, slot, res);
-    return st != NRT_SUCCESS ? st : pool_need_shape(ctx, "reduce_res", res, rows, 1);
+        return EMU_OK;
+    emu_status st = pool_bind1(ctx, slot, res);
+    return st != EMU_OK ? st : pool_need_shape(ctx, "reduce_res", res, rows, 1);
 }
 
 /* The operands of select_reduce. */
@@ -267,7 +267,7 @@ struct pool_sel {
     bool has_res;            /* reduce_res present */
 };
 
-static NRT_STATUS pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                 struct pool_sel *s)
 {
     static const unsigned slots[3] = {0, 1, 2};
@@ -275,38 +275,38 @@ static NRT_STATUS pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn 
                                     POOL_DT(ISA_DT_I16) | POOL_DT(ISA_DT_U16);
     static const uint32_t true_dt = POOL_ALL_DT & ~(POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32) |
                                                     POOL_DT(ISA_DT_U32));
-    NRT_STATUS st = pool_bind(ctx, slots, 3, s->v);
+    emu_status st = pool_bind(ctx, slots, 3, s->v);
     uint32_t rows = s->v[0].rows;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "predicate", &s->v[1], rows, s->v[0].elems);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "on_true", &s->v[2], rows, s->v[0].elems);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "predicate", &s->v[1], pred_dt, "int8, uint8, int16 or uint16");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "on_true", &s->v[2], true_dt, "neither fp32r, int32 nor uint32");
-    if (st == NRT_SUCCESS && s->v[1].mem == ISA_MEM_PSUM && s->v[2].mem == ISA_MEM_PSUM)
+    if (st == EMU_OK && s->v[1].mem == ISA_MEM_PSUM && s->v[2].mem == ISA_MEM_PSUM)
         st = core_fail(ctx, POOL_ERR, "predicate and on_true cannot both be in PSUM");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_acc_check(ctx, insn->enums[0], insn->enums[1]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_scalar_bind(ctx, 3, 0, rows, "on_false", &s->f);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
-    if (st == NRT_SUCCESS && s->has_res)
+    if (st == EMU_OK && s->has_res)
         st = pool_need_dtype(ctx, "reduce_res", &s->res, POOL_DT_FLOATS, "a float dtype");
     return st;
 }
 
 /* dst = predicate ? on_true : on_false (reverse_pred inverts), the row's
  * max reduced into the Vector Engine accumulator as reduce_cmd says. */
-NRT_STATUS isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_sel s;
     unsigned cmd = insn->enums[0];
     bool rev = insn->flags & 1u;
-    NRT_STATUS st = pool_sel_bind(ctx, insn, &s);
-    if (st != NRT_SUCCESS)
+    emu_status st = pool_sel_bind(ctx, insn, &s);
+    if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 2);
     int64_t *pred = pool_wide(ctx, 0);
@@ -324,14 +324,14 @@ NRT_STATUS isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* The comparisons range_select takes. */
-static NRT_STATUS pool_range_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op)
+static emu_status pool_range_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op)
 {
     if (pool_is_cmp(op) && op != ISA_ALU_not_equal)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s (%u) must be equal, less, less_equal, greater or "
                      "greater_equal", field, op);
 }
@@ -343,48 +343,48 @@ struct pool_rsel {
     bool has_res;            /* reduce_res present */
 };
 
-static NRT_STATUS pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  struct pool_rsel *s)
 {
     static const unsigned slots[4] = {0, 1, 2, 3};
     static const uint32_t f32 = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R);
-    NRT_STATUS st = pool_need_gen(ctx, "range_select", 3);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_need_gen(ctx, "range_select", 3);
+    if (st == EMU_OK)
         st = pool_bind(ctx, slots, 4, s->v);
     uint32_t rows = s->v[0].rows;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "on_true", &s->v[1], rows, s->v[0].elems);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "bound0", &s->v[2], rows, 1);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "bound1", &s->v[3], rows, 1);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "on_true", &s->v[1], POOL_DT_FLOATS, "a float dtype");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "bound0", &s->v[2], f32, "fp32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "bound1", &s->v[3], f32, "fp32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_range_op_check(ctx, "comp_op0", insn->enums[0]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_range_op_check(ctx, "comp_op1", insn->enums[1]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_acc_check(ctx, insn->enums[2], insn->enums[3]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
     return st;
 }
 
 /* Element j is kept when (range_start + j) comp_op0 bound0 and comp_op1
  * bound1 (in fp32), else on_false; the row's max goes to the accumulator. */
-NRT_STATUS isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_rsel s;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
     int64_t start = insn->imm[0].i;
     float off = insn->fimm[0];
-    NRT_STATUS st = pool_rsel_bind(ctx, insn, &s);
-    if (st != NRT_SUCCESS)
+    emu_status st = pool_rsel_bind(ctx, insn, &s);
+    if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 0);
     for (uint32_t r = 0; r < s.v[0].rows; r++) {
@@ -403,7 +403,7 @@ NRT_STATUS isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- affine_select --------------------------------------------------------------------- */
@@ -459,23 +459,23 @@ static void pool_affine_row(struct isa_exec_ctx *ctx, const struct ap_view *v, u
 
 /* dst = on_true where (offset + partition * channel_multiplier + pattern
  * value) cmp_op 0 holds, else on_false. */
-NRT_STATUS isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
     unsigned op = insn->enums[0];
     uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
     uint8_t *keep = pool_bytes(ctx, 1);
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "on_true", &v[1], v[0].rows, v[0].elems);
-    if (st == NRT_SUCCESS && !pool_is_cmp(op))
+    if (st == EMU_OK && !pool_is_cmp(op))
         st = core_fail(ctx, POOL_ERR, "cmp_op (%u) must be a comparison", op);
-    if (st == NRT_SUCCESS && !pool_pattern(&insn->pattern, pat, v[0].elems))
+    if (st == EMU_OK && !pool_pattern(&insn->pattern, pat, v[0].elems))
         st = core_fail(ctx, POOL_ERR, "the pattern must have %u dims at most and as many "
                        "elements as dst has per partition (%llu)", ISA_MAX_DIMS,
                        (unsigned long long)v[0].elems);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
         uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
@@ -483,31 +483,31 @@ NRT_STATUS isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_ins
             keep[i] = pool_cmp_i64(op, (int32_t)(base + pat[i]), 0);
         pool_affine_row(ctx, v, r, keep, insn->fimm[0]);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- gathers --------------------------------------------------------------------------- */
 
 /* The operands of local_gather, checked; *nvi: indices per group. */
-static NRT_STATUS pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct ap_view v[3], uint64_t *nvi)
 {
     static const unsigned slots[3] = {0, 1, 2};
     int64_t per = insn->imm[0].i;
-    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS && (per < 1 || per > 32 || (per & (per - 1)) != 0))
+    emu_status st = pool_bind(ctx, slots, 3, v);
+    if (st == EMU_OK && (per < 1 || per > 32 || (per & (per - 1)) != 0))
         st = core_fail(ctx, POOL_ERR, "num_elem_per_idx is %lld; it must be 1, 2, 4, 8, 16 or "
                        "32", (long long)per);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_groups(ctx, "src", &v[1], POOL_GROUP);
-    if (st == NRT_SUCCESS && v[2].rows != v[1].rows)
+    if (st == EMU_OK && v[2].rows != v[1].rows)
         st = core_fail(ctx, POOL_ERR, "index has %u partitions but src has %u", v[2].rows,
                        v[1].rows);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "index", &v[2], POOL_DT(ISA_DT_U16), "uint16");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_same_dtype(ctx, "dst", &v[0], "src", &v[1]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     uint64_t avail = POOL_GROUP * v[2].elems;
     *nvi = insn->imm[1].i > 0 ? (uint64_t)insn->imm[1].i : avail;
@@ -520,7 +520,7 @@ static NRT_STATUS pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
 
 /* The index list of group g: list[k] = index[16g + k % 16][k / 16], each
  * checked to leave `per` elements inside a src row. */
-static NRT_STATUS pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t g,
+static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t g,
                                uint64_t nvi, uint64_t per, uint32_t *list)
 {
     int64_t *row = pool_wide(ctx, 0);
@@ -529,31 +529,31 @@ static NRT_STATUS pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v
         for (uint64_t k = p; k < nvi; k += POOL_GROUP) {
             list[k] = (uint32_t)row[k / POOL_GROUP];
             if (list[k] + per > v[1].elems)
-                return core_fail(ctx, NRT_EXEC_OOB, "local_gather index %u (partition %u, "
+                return core_fail(ctx, EMU_EXEC_OOB, "local_gather index %u (partition %u, "
                                  "element %llu) reads past the %llu elements of a src "
                                  "partition", list[k], g * POOL_GROUP + p,
                                  (unsigned long long)(k / POOL_GROUP),
                                  (unsigned long long)v[1].elems);
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Each group of 16 partitions shares one list of element offsets (its
  * index partitions read partition-major); every partition of the group
  * gathers num_elem_per_idx elements of its own src row at each offset. */
-NRT_STATUS isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3];
     uint64_t nvi = 0, per = (uint64_t)insn->imm[0].i;
-    NRT_STATUS st = pool_lg_bind(ctx, insn, v, &nvi);
-    if (st != NRT_SUCCESS)
+    emu_status st = pool_lg_bind(ctx, insn, v, &nvi);
+    if (st != EMU_OK)
         return st;
     uint32_t *list = (uint32_t *)(void *)core_scratch(ctx, 2), es = v[0].esize;
     uint8_t *in = pool_bytes(ctx, 3), *out = pool_bytes(ctx, 4);
     for (uint32_t g = 0; g < v[1].rows / POOL_GROUP; g++) {
         st = pool_lg_list(ctx, v, g, nvi, per, list);
-        if (st != NRT_SUCCESS)
+        if (st != EMU_OK)
             return st;
         for (uint32_t r = g * POOL_GROUP; r < (g + 1) * POOL_GROUP; r++) {
             pool_row_gather(&v[1], r, in);
@@ -562,26 +562,26 @@ NRT_STATUS isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn
             pool_row_scatter(&v[0], r, out);
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* dst[p][j] = data[p][indices[p][j]] over the flattened free axes of data. */
-NRT_STATUS isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 2};
     struct ap_view v[3];
     (void)insn;
-    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "indices", &v[2], v[1].rows, v[0].elems);
-    if (st == NRT_SUCCESS && v[0].rows != v[1].rows)
+    if (st == EMU_OK && v[0].rows != v[1].rows)
         st = core_fail(ctx, POOL_ERR, "dst has %u partitions but data has %u", v[0].rows,
                        v[1].rows);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "indices", &v[2], POOL_DT(ISA_DT_U32), "uint32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_same_dtype(ctx, "dst", &v[0], "data", &v[1]);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     int64_t *idx = pool_wide(ctx, 0);
     uint8_t *in = pool_bytes(ctx, 2), *out = pool_bytes(ctx, 3);
@@ -591,7 +591,7 @@ NRT_STATUS isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
         pool_row_gather(&v[1], r, in);
         for (uint64_t j = 0; j < v[0].elems; j++) {
             if ((uint64_t)idx[j] >= v[1].elems)
-                return core_fail(ctx, NRT_EXEC_OOB, "nc_n_gather index %lld (partition %u, "
+                return core_fail(ctx, EMU_EXEC_OOB, "nc_n_gather index %lld (partition %u, "
                                  "element %llu) is past the %llu elements of data",
                                  (long long)idx[j], r, (unsigned long long)j,
                                  (unsigned long long)v[1].elems);
@@ -599,37 +599,37 @@ NRT_STATUS isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
         }
         pool_row_scatter(&v[0], r, out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- nc_stream_shuffle ---------------------------------------------------------------- */
 
 /* The start-partition rule for `active` partitions (a multiple of 32). */
-static NRT_STATUS pool_shuffle_start(struct isa_exec_ctx *ctx, const char *name,
+static emu_status pool_shuffle_start(struct isa_exec_ctx *ctx, const char *name,
                                      const struct isa_ap *ap, uint32_t active)
 {
     uint32_t s = ap->start_part;
     uint32_t align = active >= 96 ? ISA_NUM_PARTITIONS : active == 64 ? 64 : POOL_QUADRANT;
     if (s % align == 0)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s starts at partition %u; with %u active partitions it "
                      "must start at a multiple of %u", name, s, active, align);
 }
 
-static NRT_STATUS pool_shuffle_check(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+static emu_status pool_shuffle_check(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                      const struct ap_view v[2])
 {
-    NRT_STATUS st = pool_same_dtype(ctx, "dst", &v[0], "src", &v[1]);
-    if (st == NRT_SUCCESS && v[0].elems != v[1].elems)
+    emu_status st = pool_same_dtype(ctx, "dst", &v[0], "src", &v[1]);
+    if (st == EMU_OK && v[0].elems != v[1].elems)
         st = core_fail(ctx, POOL_ERR, "dst has %llu elements per partition but src has %llu",
                        (unsigned long long)v[0].elems, (unsigned long long)v[1].elems);
     uint32_t most = v[0].rows > v[1].rows ? v[0].rows : v[1].rows;
     uint32_t active = (most + POOL_QUADRANT - 1) / POOL_QUADRANT * POOL_QUADRANT;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_shuffle_start(ctx, "src", &insn->ap[1], active);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_shuffle_start(ctx, "dst", &insn->ap[0], active);
-    for (uint32_t d = 0; d < v[0].rows && st == NRT_SUCCESS; d++) {
+    for (uint32_t d = 0; d < v[0].rows && st == EMU_OK; d++) {
         uint32_t m = insn->mask[d % POOL_QUADRANT], s = d / POOL_QUADRANT * POOL_QUADRANT + m;
         if (m != POOL_MASK_KEEP && (m >= POOL_QUADRANT || s >= v[1].rows))
             st = core_fail(ctx, POOL_ERR, "mask[%u] = %u: %s", d % POOL_QUADRANT, m,
@@ -663,14 +663,14 @@ static void pool_shuffle_chunk(struct isa_exec_ctx *ctx, const struct isa_insn *
 
 /* Within each quadrant of 32 partitions, dst partition i = src partition
  * mask[i] (255: dst partition i keeps its bytes). */
-NRT_STATUS isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     struct ap_view v[2];
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_shuffle_check(ctx, insn, v);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     /* Slots 0..3 hold one chunk of up to 32 source rows. */
     uint64_t chunk = 4ull * CORE_SCRATCH_ELEMS * sizeof(float) / (POOL_QUADRANT * v[0].esize);
@@ -679,7 +679,7 @@ NRT_STATUS isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa
             uint64_t n = v[0].elems - first < chunk ? v[0].elems - first : chunk;
             pool_shuffle_chunk(ctx, insn, v, q, first, n, chunk);
         }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- sequence_bounds and nonzero_with_count ------------------------------------------------ */
@@ -714,20 +714,20 @@ static void pool_seg_bounds(const struct pool_seg *s, uint64_t n, int64_t *out)
 }
 
 /* Per partition, [start, end) of the segment of every element. */
-NRT_STATUS isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
     (void)insn;
-    NRT_STATUS st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "segment_ids", &v[1], dts, "fp32 or int32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "dst", &v[0], dts, "fp32 or int32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2 * v[1].elems);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
     float *fids = core_scratch(ctx, 4);
@@ -741,7 +741,7 @@ NRT_STATUS isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
         pool_seg_bounds(&s, v[1].elems, out);
         pool_row_store_i64(&v[0], r, out);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* One row: indices of the non-zero elements (+ offset), padding, count. */
@@ -767,49 +767,49 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
 
 /* On partitions 0, 16, ..., 112 of the tiles: the indices of src's
  * non-zero elements, padding_val to the input length, then their count. */
-NRT_STATUS isa_exec_nonzero_with_count(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_nonzero_with_count(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[2] = {0, 1};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
-    NRT_STATUS st = pool_need_gen(ctx, "nonzero_with_count", 3);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_need_gen(ctx, "nonzero_with_count", 3);
+    if (st == EMU_OK)
         st = pool_bind(ctx, slots, 2, v);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "src", &v[1], dts, "fp32 or int32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "dst", &v[0], POOL_DT(ISA_DT_I32), "int32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems + 1);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r += POOL_GROUP)
         pool_nonzero_row(ctx, v, r, insn);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- topk ------------------------------------------------------------------------------- */
 
-static NRT_STATUS pool_topk_check(struct isa_exec_ctx *ctx, const struct ap_view v[3],
+static emu_status pool_topk_check(struct isa_exec_ctx *ctx, const struct ap_view v[3],
                                   uint64_t n)
 {
     uint64_t k = v[0].elems;
-    NRT_STATUS st = pool_need_dtype(ctx, "src", &v[2], POOL_DT(ISA_DT_BF16), "bf16");
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_need_dtype(ctx, "src", &v[2], POOL_DT(ISA_DT_BF16), "bf16");
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "val_dst", &v[0], POOL_DT(ISA_DT_BF16), "bf16");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_dtype(ctx, "idx_dst", &v[1], POOL_DT(ISA_DT_U32), "uint32");
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_groups(ctx, "src", &v[2], POOL_GROUP);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "val_dst", &v[0], v[2].rows, k);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = pool_need_shape(ctx, "idx_dst", &v[1], v[2].rows, k);
-    if (st == NRT_SUCCESS && (n < 8 || n > 65535 || k >= 32768 || k > n))
+    if (st == EMU_OK && (n < 8 || n > 65535 || k >= 32768 || k > n))
         st = core_fail(ctx, POOL_ERR, "topk needs 8 <= n < 65536 and K <= n, K < 32768; n is "
                        "%llu and K (val_dst's free size) %llu", (unsigned long long)n,
                        (unsigned long long)k);
-    if (st == NRT_SUCCESS && v[2].elems * POOL_GROUP < n)
+    if (st == EMU_OK && v[2].elems * POOL_GROUP < n)
         st = core_fail(ctx, POOL_ERR, "src holds %llu elements per partition; a snake of %llu "
                        "needs %llu", (unsigned long long)v[2].elems, (unsigned long long)n,
                        (unsigned long long)((n + POOL_GROUP - 1) / POOL_GROUP));
@@ -855,15 +855,15 @@ static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3],
 
 /* Per group of 16 partitions, the K largest of its n-element snake and
  * their snake indices. */
-NRT_STATUS isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 2};
     struct ap_view v[3];
     uint64_t n = (uint64_t)insn->imm[0].i;
-    NRT_STATUS st = pool_bind(ctx, slots, 3, v);
-    if (st == NRT_SUCCESS)
+    emu_status st = pool_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
         st = pool_topk_check(ctx, v, n);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     struct pool_rank *rk = (struct pool_rank *)(void *)core_scratch(ctx, 0);
     for (uint32_t g = 0; g < v[2].rows / POOL_GROUP; g++) {
@@ -871,12 +871,12 @@ NRT_STATUS isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
         pool_rank_sort(rk, n);
         pool_topk_write(ctx, v, g, rk);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- quantize_mx -------------------------------------------------------------------------- */
 
-NRT_STATUS isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     return core_fail(ctx, POOL_ERR, "quantize_mx (MXFP8 data and scales) needs NeuronCore-v4; "

@@ -19,7 +19,7 @@
 #include "emu/core/ap.h"
 #include "emu/core/core.h"
 
-#define POOL_ERR NRT_EXEC_COMPLETED_WITH_ERR
+#define POOL_ERR EMU_EXEC_ERR
 
 /* A set of dtypes as bits (1u << dtype). */
 #define POOL_DT(d) (1u << (d))
@@ -62,21 +62,21 @@ void pool_row_store_i64(const struct ap_view *v, uint32_t r, const int64_t *src)
 /* ---- operands ------------------------------------------------------------ */
 /* Bind operand slot into v; an on-chip operand only (HBM is an error: its
  * rows may exceed the scratch rows these instructions stage through). */
-NRT_STATUS pool_bind1(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
+emu_status pool_bind1(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v);
 /* Bind the on-chip operands in slots[0..n) into v[0..n). */
-NRT_STATUS pool_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
+emu_status pool_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
                      struct ap_view *v);
 /* v (called name) must be rows x elems. */
-NRT_STATUS pool_need_shape(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_shape(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                            uint32_t rows, uint64_t elems);
 /* v's dtype must be in the set `dtypes` (POOL_DT bits), described by what. */
-NRT_STATUS pool_need_dtype(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_dtype(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                            uint32_t dtypes, const char *what);
 /* v's rows must be a positive multiple of `group`. */
-NRT_STATUS pool_need_groups(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_groups(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                             uint32_t group);
 /* The core must be NeuronCore-v`gen` or newer for op. */
-NRT_STATUS pool_need_gen(struct isa_exec_ctx *ctx, const char *op, uint32_t gen);
+emu_status pool_need_gen(struct isa_exec_ctx *ctx, const char *op, uint32_t gen);
 
 /* An operand that is either a [P, 1] access pattern or an fp32 immediate. */
 struct pool_scalar {
@@ -87,7 +87,7 @@ struct pool_scalar {
 
 /* Bind the APF operand (slot, fslot) of the current instruction for an
  * instruction of `rows` partitions: a pattern must be [rows, 1]. */
-NRT_STATUS pool_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
+emu_status pool_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
                             uint32_t rows, const char *what, struct pool_scalar *s);
 /* Its value for row r. */
 float pool_scalar_f32(const struct pool_scalar *s, uint32_t r);

@@ -145,71 +145,71 @@ void pool_row_store_i64(const struct ap_view *v, uint32_t r, const int64_t *src)
 
 /* ---- operands ------------------------------------------------------------------- */
 
-NRT_STATUS pool_bind1(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
+emu_status pool_bind1(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
 {
-    NRT_STATUS st = ap_bind(ctx, slot, v);
-    if (st == NRT_SUCCESS && v->mem == ISA_MEM_HBM)
+    emu_status st = ap_bind(ctx, slot, v);
+    if (st == EMU_OK && v->mem == ISA_MEM_HBM)
         st = core_fail(ctx, POOL_ERR, "operand %u is in HBM; this op reads and writes only "
                        "SBUF and PSUM", slot);
     return st;
 }
 
-NRT_STATUS pool_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
+emu_status pool_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
                      struct ap_view *v)
 {
     for (unsigned i = 0; i < n; i++) {
-        NRT_STATUS st = pool_bind1(ctx, slots[i], &v[i]);
-        if (st != NRT_SUCCESS)
+        emu_status st = pool_bind1(ctx, slots[i], &v[i]);
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS pool_need_shape(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_shape(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                            uint32_t rows, uint64_t elems)
 {
     if (v->rows == rows && v->elems == elems)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s must be [%u, %llu]; it is [%u, %llu]", name, rows,
                      (unsigned long long)elems, v->rows, (unsigned long long)v->elems);
 }
 
-NRT_STATUS pool_need_dtype(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_dtype(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                            uint32_t dtypes, const char *what)
 {
     if (v->dtype < 32 && (dtypes & POOL_DT(v->dtype)) != 0)
-        return NRT_SUCCESS;
+        return EMU_OK;
     const char *dn = isa_dtype_name(v->dtype);
     return core_fail(ctx, POOL_ERR, "%s must be %s; it is %s", name, what, dn ? dn : "?");
 }
 
-NRT_STATUS pool_need_groups(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
+emu_status pool_need_groups(struct isa_exec_ctx *ctx, const char *name, const struct ap_view *v,
                             uint32_t group)
 {
     if (v->rows > 0 && v->rows % group == 0)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s has %u partitions; it needs a multiple of %u", name,
                      v->rows, group);
 }
 
-NRT_STATUS pool_need_gen(struct isa_exec_ctx *ctx, const char *op, uint32_t gen)
+emu_status pool_need_gen(struct isa_exec_ctx *ctx, const char *op, uint32_t gen)
 {
     if (ctx->core->gen >= gen)
-        return NRT_SUCCESS;
+        return EMU_OK;
     return core_fail(ctx, POOL_ERR, "%s needs NeuronCore-v%u or newer; this core is "
                      "NeuronCore-v%u", op, gen, ctx->core->gen);
 }
 
-NRT_STATUS pool_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
+emu_status pool_scalar_bind(struct isa_exec_ctx *ctx, unsigned slot, unsigned fslot,
                             uint32_t rows, const char *what, struct pool_scalar *s)
 {
     memset(s, 0, sizeof *s);
     s->imm = ctx->insn->fimm[fslot];
     s->ap = ap_present(ctx->insn, slot);
     if (!s->ap)
-        return NRT_SUCCESS;
-    NRT_STATUS st = pool_bind1(ctx, slot, &s->v);
-    return st != NRT_SUCCESS ? st : pool_need_shape(ctx, what, &s->v, rows, 1);
+        return EMU_OK;
+    emu_status st = pool_bind1(ctx, slot, &s->v);
+    return st != EMU_OK ? st : pool_need_shape(ctx, what, &s->v, rows, 1);
 }
 
 float pool_scalar_f32(const struct pool_scalar *s, uint32_t r)

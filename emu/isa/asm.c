@@ -543,7 +543,7 @@ static bool add_var(struct asm_ctx *a, struct asm_pos p, struct neff_var *v,
     v->list = o->list;
     v->n_list = o->nlist;
     v->ops_json = o->ops;
-    if (!sg_track_var(s, p) || neff_sg_add_var(s->sg, v) != NRT_SUCCESS) {
+    if (!sg_track_var(s, p) || neff_sg_add_var(s->sg, v) != EMU_OK) {
         a->oom = true;
         err_pos(a, p, "variable '%s': out of memory", v->name);
         return false;
@@ -578,7 +578,7 @@ static bool add_io(struct asm_ctx *a, struct asm_pos p, const char *name, bool i
                 return false;
             }
         if (!name_ok(name) ||
-            neff_model_add_io(a->m, name, is_output, dtype, shape, ndim) != NRT_SUCCESS) {
+            neff_model_add_io(a->m, name, is_output, dtype, shape, ndim) != EMU_OK) {
             err_pos(a, p, "I/O tensor '%s' cannot be declared (bad name or out of memory)",
                     name);
             return false;
@@ -598,7 +598,7 @@ static bool npy_member(struct asm_ctx *a, struct asm_pos p, uint32_t dtype, cons
     const char *descr = npy_descr_for_dtype(dtype);
     uint8_t *bytes = NULL;
     size_t n = 0;
-    if (descr == NULL || npy_write(descr, shape, ndim, data, len, &bytes, &n) != NRT_SUCCESS) {
+    if (descr == NULL || npy_write(descr, shape, ndim, data, len, &bytes, &n) != EMU_OK) {
         err_pos(a, p, "cannot build the .npy of this constant (dtype or size)");
         return false;
     }
@@ -626,7 +626,7 @@ static bool add_const(struct asm_ctx *a, struct asm_pos p, const char *name, con
         return false;
     }
     if (npy_name) {
-        if (npy_parse(neff_buf_data(buf), neff_buf_size(buf), member, &info) != NRT_SUCCESS) {
+        if (npy_parse(neff_buf_data(buf), neff_buf_size(buf), member, &info) != EMU_OK) {
             err_pos(a, p, "member '%s' ends in .npy but its bytes are not a .npy file", member);
             return false;
         }
@@ -1527,16 +1527,16 @@ static bool const_file(struct asm_ctx *a, const struct asm_dir *d, const struct 
     }
     uint8_t *data = NULL;
     size_t size = 0;
-    NRT_STATUS st = asm_read_file(path, a->max_const, &data, &size);
-    if (st != NRT_SUCCESS)
+    emu_status st = asm_read_file(path, a->max_const, &data, &size);
+    if (st != EMU_OK)
         err_at(a, t->vat, "cannot read '%s' (%s)", path,
-               st == NRT_RESOURCE ? "out of memory" : "unreadable or too large");
+               st == EMU_RESOURCE ? "out of memory" : "unreadable or too large");
     else if ((*buf = neff_buf_copy(data, size)) == NULL)
         oom_at(a, t->vat);
     free(data);
     free(path);
     free(name);
-    return st == NRT_SUCCESS && *buf != NULL;
+    return st == EMU_OK && *buf != NULL;
 }
 
 /* bytes=HEX */
@@ -1571,7 +1571,7 @@ static bool npy_matches(struct asm_ctx *a, size_t off, const struct neff_buf *bu
                         uint32_t dtype, const uint64_t *shape, uint32_t ndim)
 {
     struct npy_info info;
-    if (npy_parse(neff_buf_data(buf), neff_buf_size(buf), "constant", &info) != NRT_SUCCESS)
+    if (npy_parse(neff_buf_data(buf), neff_buf_size(buf), "constant", &info) != EMU_OK)
         return err_at(a, off, "the file is not a valid .npy file");
     const char *want = npy_descr_for_dtype(dtype);
     if (want == NULL || strcmp(want, info.descr) != 0)
@@ -1849,7 +1849,7 @@ static bool dir_queue(struct asm_ctx *a, struct asm_dir *d)
     if (ok && neff_sg_find_queue(sg, q.name) != NULL)
         ok = err_at(a, tn->vat, "queue '%s' is already declared", q.name);
     ok = ok && queue_opts(a, d, &q, &inst) && dir_done(a, d, ".queue");
-    if (ok && neff_sg_add_queue(sg, &q) != NRT_SUCCESS)
+    if (ok && neff_sg_add_queue(sg, &q) != EMU_OK)
         ok = oom_at(a, d->name_at);
     if (ok)
         cur_sg(a)->used = true;
@@ -2154,7 +2154,7 @@ static bool dir_desc(struct asm_ctx *a, struct asm_dir *d)
     bool ok = tok_engine(a, d, te, &e) && tok_u32(a, d, tid, UINT32_MAX, &x.id) &&
               desc_route(a, d, &x) && desc_sources(a, d, &x) && desc_op(a, d, &x) &&
               desc_extras(a, d, &x) && dir_done(a, d, ".desc");
-    if (ok && neff_sg_add_desc(cur_sg(a)->sg, (enum neff_engine)e, &x) != NRT_SUCCESS)
+    if (ok && neff_sg_add_desc(cur_sg(a)->sg, (enum neff_engine)e, &x) != EMU_OK)
         ok = oom_at(a, d->name_at);
     if (ok)
         cur_sg(a)->used = true;
@@ -2303,19 +2303,19 @@ static bool substitute(struct asm_ctx *a, const char *s, size_t off, struct asm_
     return sub_put(b, "", 0, i, false) || oom_at(a, i);
 }
 
-static NRT_STATUS env_lookup(void *user, const char *name, size_t len, uint32_t *var_id)
+static emu_status env_lookup(void *user, const char *name, size_t len, uint32_t *var_id)
 {
     struct asm_ctx *a = user;
     char buf[ASM_NAME_MAX + 1];
     if (len > ASM_NAME_MAX)
-        return NRT_INVALID;
+        return EMU_INVALID;
     memcpy(buf, name, len);
     buf[len] = '\0';
     const struct neff_var *v = neff_sg_find_var(cur_sg(a)->sg, buf);
     if (v == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     *var_id = v->var_id;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool stream_push(struct asm_stream *st, const struct isa_insn *insn, struct asm_pos p)
@@ -2364,7 +2364,7 @@ static void do_instruction(struct asm_ctx *a, const char *s, size_t off)
     struct isa_text_error err;
     struct isa_text_env env = {env_lookup, NULL, a};
     if (substitute(a, s, off, &b, &ref)) {
-        if (isa_text_parse_line(b.s, &env, &insn, &err) != NRT_SUCCESS) {
+        if (isa_text_parse_line(b.s, &env, &insn, &err) != EMU_OK) {
             size_t c = err.column ? err.column - 1 : 0;
             err_at(a, c < b.n ? b.map[c] : b.n ? b.map[b.n - 1] + 1 : off, "%s", err.message);
         } else {
@@ -2452,10 +2452,10 @@ static void mark_changed(struct asm_ctx *a)
     a->finished = false;
 }
 
-NRT_STATUS asm_line(struct asm_ctx *a, const char *line, size_t len)
+emu_status asm_line(struct asm_ctx *a, const char *line, size_t len)
 {
     if (a == NULL || (line == NULL && len > 0) || a->taken)
-        return NRT_INVALID;
+        return EMU_INVALID;
     mark_changed(a);
     size_t before = a->nerrors;
     if (len > 0 && line[len - 1] == '\n')
@@ -2474,7 +2474,7 @@ NRT_STATUS asm_line(struct asm_ctx *a, const char *line, size_t len)
             a->oom = true;
             err_pos(a, (struct asm_pos){a->lineno, 1}, "out of memory");
             feed_reset(a);
-            return NRT_RESOURCE;
+            return EMU_RESOURCE;
         }
     }
     a->ll.open = cont;
@@ -2483,21 +2483,21 @@ NRT_STATUS asm_line(struct asm_ctx *a, const char *line, size_t len)
         feed_reset(a);
     }
     if (a->oom)
-        return NRT_RESOURCE;
-    return a->nerrors > before || a->gave_up ? NRT_INVALID : NRT_SUCCESS;
+        return EMU_RESOURCE;
+    return a->nerrors > before || a->gave_up ? EMU_INVALID : EMU_OK;
 }
 
-NRT_STATUS asm_text(struct asm_ctx *a, const char *text, size_t len)
+emu_status asm_text(struct asm_ctx *a, const char *text, size_t len)
 {
     if (a == NULL || (text == NULL && len > 0))
-        return NRT_INVALID;
-    NRT_STATUS worst = NRT_SUCCESS;
+        return EMU_INVALID;
+    emu_status worst = EMU_OK;
     size_t i = 0;
     while (i < len) {
         const char *nl = memchr(text + i, '\n', len - i);
         size_t n = nl ? (size_t)(nl - (text + i)) + 1 : len - i;
-        NRT_STATUS st = asm_line(a, text + i, n);
-        if (st != NRT_SUCCESS && worst != NRT_RESOURCE)
+        emu_status st = asm_line(a, text + i, n);
+        if (st != EMU_OK && worst != EMU_RESOURCE)
             worst = st;
         i += n;
     }
@@ -2506,18 +2506,18 @@ NRT_STATUS asm_text(struct asm_ctx *a, const char *text, size_t len)
 
 /* ---- the C API declarations ---------------------------------------------- */
 
-static NRT_STATUS api_status(struct asm_ctx *a, size_t before)
+static emu_status api_status(struct asm_ctx *a, size_t before)
 {
     if (a->oom)
-        return NRT_RESOURCE;
-    return a->nerrors > before || a->gave_up ? NRT_INVALID : NRT_SUCCESS;
+        return EMU_RESOURCE;
+    return a->nerrors > before || a->gave_up ? EMU_INVALID : EMU_OK;
 }
 
-NRT_STATUS asm_declare_io(struct asm_ctx *a, const char *name, bool is_output, uint32_t dtype,
+emu_status asm_declare_io(struct asm_ctx *a, const char *name, bool is_output, uint32_t dtype,
                           const uint32_t *shape, uint32_t ndim)
 {
     if (a == NULL || a->taken || name == NULL || (shape == NULL && ndim > 0))
-        return NRT_INVALID;
+        return EMU_INVALID;
     mark_changed(a);
     size_t before = a->nerrors;
     struct var_opts o = {0};
@@ -2525,12 +2525,12 @@ NRT_STATUS asm_declare_io(struct asm_ctx *a, const char *name, bool is_output, u
     return api_status(a, before);
 }
 
-NRT_STATUS asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype,
+emu_status asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype,
                              const uint32_t *shape, uint32_t ndim, const void *data, size_t size)
 {
     if (a == NULL || a->taken || name == NULL || (shape == NULL && ndim > 0) ||
         (data == NULL && size > 0))
-        return NRT_INVALID;
+        return EMU_INVALID;
     mark_changed(a);
     size_t before = a->nerrors;
     struct asm_pos p = {0, 0};
@@ -2555,10 +2555,10 @@ NRT_STATUS asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype
     return api_status(a, before);
 }
 
-NRT_STATUS asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t size)
+emu_status asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t size)
 {
     if (a == NULL || a->taken || name == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     mark_changed(a);
     size_t before = a->nerrors;
     struct neff_var v = {.name = (char *)name, .type = NEFF_VAR_TMP_BUF, .size = size};
@@ -2567,19 +2567,19 @@ NRT_STATUS asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t siz
     return api_status(a, before);
 }
 
-NRT_STATUS asm_declare_name(struct asm_ctx *a, const char *name)
+emu_status asm_declare_name(struct asm_ctx *a, const char *name)
 {
     if (a == NULL || a->taken || name == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     mark_changed(a);
     if (strlen(name) >= NEFF_NAME_SIZE) {
         err_pos(a, (struct asm_pos){0, 0}, "a NEFF name has at most %u bytes",
                 NEFF_NAME_SIZE - 1);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     memset(a->m->info.name, 0, sizeof a->m->info.name);
     memcpy(a->m->info.name, name, strlen(name));
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- finishing ----------------------------------------------------------- */
@@ -2717,14 +2717,14 @@ static char *default_json_name(int e)
     struct neff_subgraph *sg = m ? neff_model_add_subgraph(m) : NULL;
     struct neff_dma_desc d = {0};
     char *name = NULL;
-    if (sg != NULL && neff_sg_add_desc(sg, (enum neff_engine)e, &d) == NRT_SUCCESS)
+    if (sg != NULL && neff_sg_add_desc(sg, (enum neff_engine)e, &d) == EMU_OK)
         name = strdup(sg->eng[e].json_file);
     neff_model_free(m);
     return name;
 }
 
 /* Encode one engine's stream into the draft and apply its .engine options. */
-static NRT_STATUS build_engine(struct asm_ctx *a, struct asm_sg *s, int e)
+static emu_status build_engine(struct asm_ctx *a, struct asm_sg *s, int e)
 {
     const struct asm_stream *st = &s->code[e];
     const struct asm_engine_opt *eo = &s->eng[e];
@@ -2732,31 +2732,31 @@ static NRT_STATUS build_engine(struct asm_ctx *a, struct asm_sg *s, int e)
     if (eo->nocode && st->n > 0) {
         err_pos(a, eo->pos, "%s has instructions but .engine says nocode",
                 isa_engine_name((unsigned)e));
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (eo->nocode && eo->bin) {
         err_pos(a, eo->pos, "bin= names the stream of an engine without one");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (eo->given)
         x->present = true;
     if ((eo->given || st->n > 0) && !replace_str(&x->json_file, eo->json))
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     if (eo->given && !set_funcs(x, eo))
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     if (eo->nfuncs > 0 && x->json_file == NULL && (x->json_file = default_json_name(e)) == NULL)
-        return NRT_RESOURCE;  /* the function sets live in the engine JSON */
+        return EMU_RESOURCE;  /* the function sets live in the engine JSON */
     if (st->n == 0 && (!eo->given || eo->nocode))
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (!replace_str(&x->bin_file, eo->bin))
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     uint8_t *bytes = NULL;
     size_t size = 0;
-    NRT_STATUS r = isa_encode_stream(st->insns, st->n, (enum isa_engine)e, &bytes, &size);
-    if (r == NRT_SUCCESS)
+    emu_status r = isa_encode_stream(st->insns, st->n, (enum isa_engine)e, &bytes, &size);
+    if (r == EMU_OK)
         r = neff_sg_set_code(s->sg, (enum neff_engine)e, bytes, size);
     free(bytes);
-    if (r != NRT_SUCCESS)
+    if (r != EMU_OK)
         err_pos(a, (struct asm_pos){0, 0}, "%s: the %s stream cannot be encoded",
                 s->sg->name, isa_engine_name((unsigned)e));
     return r;
@@ -2837,44 +2837,44 @@ static bool order_io(struct neff_model *m)
     return true;
 }
 
-NRT_STATUS asm_finish(struct asm_ctx *a)
+emu_status asm_finish(struct asm_ctx *a)
 {
     if (a == NULL || a->taken)
-        return NRT_INVALID;
+        return EMU_INVALID;
     if (a->ll.open) {
         do_logical_line(a);
         feed_reset(a);
     }
     if (a->nerrors > 0 || a->gave_up || a->oom)
-        return a->oom ? NRT_RESOURCE : NRT_INVALID;
+        return a->oom ? EMU_RESOURCE : EMU_INVALID;
     if (a->finished)
-        return NRT_SUCCESS;
+        return EMU_OK;
     report_dangling_labels(a);
     for (size_t k = 0; k < a->nsgs; k++) {
         resolve_fixups(a, &a->sgs[k]);
         check_targets(a, &a->sgs[k]);
         check_var_refs(a, &a->sgs[k]);
     }
-    NRT_STATUS st = NRT_SUCCESS;
-    for (size_t k = 0; st == NRT_SUCCESS && a->nerrors == 0 && k < a->nsgs; k++)
-        for (int e = 0; st == NRT_SUCCESS && e < ISA_ENG_COUNT; e++)
+    emu_status st = EMU_OK;
+    for (size_t k = 0; st == EMU_OK && a->nerrors == 0 && k < a->nsgs; k++)
+        for (int e = 0; st == EMU_OK && e < ISA_ENG_COUNT; e++)
             st = build_engine(a, &a->sgs[k], e);
-    for (size_t k = 0; st == NRT_SUCCESS && a->nerrors == 0 && k < a->nsgs; k++)
+    for (size_t k = 0; st == EMU_OK && a->nerrors == 0 && k < a->nsgs; k++)
         check_members(a, &a->sgs[k]);
-    if (st == NRT_RESOURCE || (st == NRT_SUCCESS && !order_io(a->m))) {
+    if (st == EMU_RESOURCE || (st == EMU_OK && !order_io(a->m))) {
         a->oom = true;
         err_pos(a, (struct asm_pos){0, 0}, "out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
-    if (st != NRT_SUCCESS || a->nerrors > 0 || a->gave_up)
-        return NRT_INVALID;
+    if (st != EMU_OK || a->nerrors > 0 || a->gave_up)
+        return EMU_INVALID;
     apply_header(a);
-    if (neff_model_validate(a->m) != NRT_SUCCESS) {
+    if (neff_model_validate(a->m) != EMU_OK) {
         err_pos(a, a->hdr_pos, "the NEFF does not pass validation (see the log line above)");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     a->finished = true;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 const struct neff_model *asm_model(const struct asm_ctx *a)
@@ -2894,14 +2894,14 @@ struct neff_model *asm_take_model(struct asm_ctx *a)
 
 /* ---- life cycle ---------------------------------------------------------- */
 
-NRT_STATUS asm_new(const struct asm_opts *opts, struct asm_ctx **out)
+emu_status asm_new(const struct asm_opts *opts, struct asm_ctx **out)
 {
     if (out == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     *out = NULL;
     struct asm_ctx *a = calloc(1, sizeof *a);
     if (a == NULL)
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     if (opts != NULL)
         a->opts = *opts;
     a->max_const = a->opts.max_const_bytes ? a->opts.max_const_bytes
@@ -2910,10 +2910,10 @@ NRT_STATUS asm_new(const struct asm_opts *opts, struct asm_ctx **out)
     a->m = neff_model_new(NULL);
     if (a->m == NULL || !sg_start(a)) {
         asm_free(a);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     *out = a;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static void sg_free(struct asm_sg *s)
@@ -2957,21 +2957,21 @@ void asm_free(struct asm_ctx *a)
 
 /* ---- one-call helpers ---------------------------------------------------- */
 
-NRT_STATUS asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size)
+emu_status asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size)
 {
     *data = NULL;
     *size = 0;
     FILE *fp = fopen(path, "rb");
     if (fp == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     size_t cap = 1 << 16, n = 0;
     uint8_t *buf = malloc(cap);
-    NRT_STATUS st = buf ? NRT_SUCCESS : NRT_RESOURCE;
-    while (st == NRT_SUCCESS) {
+    emu_status st = buf ? EMU_OK : EMU_RESOURCE;
+    while (st == EMU_OK) {
         if (n + 1 >= cap) {
             uint8_t *p = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
             if (p == NULL) {
-                st = NRT_RESOURCE;
+                st = EMU_RESOURCE;
                 break;
             }
             buf = p;
@@ -2980,32 +2980,32 @@ NRT_STATUS asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t 
         size_t r = fread(buf + n, 1, cap - n - 1, fp);
         n += r;
         if (max && n > max)
-            st = NRT_INVALID;
+            st = EMU_INVALID;
         if (r == 0)
             break;
     }
-    if (st == NRT_SUCCESS && ferror(fp))
-        st = NRT_INVALID;
+    if (st == EMU_OK && ferror(fp))
+        st = EMU_INVALID;
     fclose(fp);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         free(buf);
         return st;
     }
     buf[n] = '\0';
     *data = buf;
     *size = n;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS asm_buffer(const char *text, size_t len, const struct asm_opts *opts, FILE *diag,
+emu_status asm_buffer(const char *text, size_t len, const struct asm_opts *opts, FILE *diag,
                       struct neff_model **out)
 {
     struct asm_ctx *a = NULL;
     if (out == NULL || (text == NULL && len > 0))
-        return NRT_INVALID;
+        return EMU_INVALID;
     *out = NULL;
-    NRT_STATUS st = asm_new(opts, &a);
-    if (st != NRT_SUCCESS)
+    emu_status st = asm_new(opts, &a);
+    if (st != EMU_OK)
         return st;
     asm_text(a, text, len);
     st = asm_finish(a);
@@ -3013,17 +3013,17 @@ NRT_STATUS asm_buffer(const char *text, size_t len, const struct asm_opts *opts,
         fprintf(diag, "%s\n", a->errors[i]);
     if (diag != NULL && a->gave_up)
         fprintf(diag, "%s: too many errors, stopped reporting\n", src_name(a));
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         *out = asm_take_model(a);
     asm_free(a);
     return st;
 }
 
-NRT_STATUS asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
+emu_status asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
                     struct neff_model **out)
 {
     if (path == NULL || out == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     *out = NULL;
     struct asm_opts o = {0};
     if (opts != NULL)
@@ -3035,13 +3035,13 @@ NRT_STATUS asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
         const char *slash = strrchr(path, '/');
         dir = slash ? dup_n(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
         if (dir == NULL)
-            return NRT_RESOURCE;
+            return EMU_RESOURCE;
         o.base_dir = dir;
     }
     uint8_t *text = NULL;
     size_t size = 0;
-    NRT_STATUS st = asm_read_file(path, 0, &text, &size);
-    if (st != NRT_SUCCESS) {
+    emu_status st = asm_read_file(path, 0, &text, &size);
+    if (st != EMU_OK) {
         if (diag != NULL)
             fprintf(diag, "%s: cannot read the file\n", path);
     } else {
@@ -3052,13 +3052,13 @@ NRT_STATUS asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
     return st;
 }
 
-NRT_STATUS asm_neff_bytes(const struct neff_model *m, uint8_t **bytes, size_t *size)
+emu_status asm_neff_bytes(const struct neff_model *m, uint8_t **bytes, size_t *size)
 {
     struct neff_file *f = NULL;
     if (m == NULL || bytes == NULL || size == NULL)
-        return NRT_INVALID;
-    NRT_STATUS st = neff_model_store(m, &f);
-    if (st == NRT_SUCCESS)
+        return EMU_INVALID;
+    emu_status st = neff_model_store(m, &f);
+    if (st == EMU_OK)
         st = neff_file_write(f, bytes, size);
     neff_file_free(f);
     return st;

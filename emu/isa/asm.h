@@ -23,7 +23,7 @@
 #include <stdio.h>
 
 #include "emu/neff/neff_model.h"
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* Default cap on the bytes of one constant (inline or from a file). */
 #define ASM_DEFAULT_MAX_CONST_BYTES (4ull << 30)
@@ -44,35 +44,35 @@ struct asm_opts {
 struct asm_ctx;
 
 /* A new assembler holding an empty NEFF with one subgraph. opts may be
- * NULL. NRT_RESOURCE when out of memory. */
-NRT_STATUS asm_new(const struct asm_opts *opts, struct asm_ctx **out);
+ * NULL. EMU_RESOURCE when out of memory. */
+emu_status asm_new(const struct asm_opts *opts, struct asm_ctx **out);
 void asm_free(struct asm_ctx *a);
 
 /* Feed one line (len bytes, no line break needed; a trailing '\n' or
  * "\r\n" is ignored). A line ending in '\' continues on the next one.
- * NRT_INVALID when this line (or the logical line it ends) had an error. */
-NRT_STATUS asm_line(struct asm_ctx *a, const char *line, size_t len);
+ * EMU_INVALID when this line (or the logical line it ends) had an error. */
+emu_status asm_line(struct asm_ctx *a, const char *line, size_t len);
 /* Feed text holding any number of lines. */
-NRT_STATUS asm_text(struct asm_ctx *a, const char *text, size_t len);
+emu_status asm_text(struct asm_ctx *a, const char *text, size_t len);
 
 /* The same declarations as .input/.output, .const and .scratch, for the C
  * builder API; they go into the current subgraph. The constant is stored
  * as a .npy member holding data[0..size), which must be exactly
  * prod(shape) * dtype size bytes. */
-NRT_STATUS asm_declare_io(struct asm_ctx *a, const char *name, bool is_output, uint32_t dtype,
+emu_status asm_declare_io(struct asm_ctx *a, const char *name, bool is_output, uint32_t dtype,
                           const uint32_t *shape, uint32_t ndim);
-NRT_STATUS asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype,
+emu_status asm_declare_const(struct asm_ctx *a, const char *name, uint32_t dtype,
                              const uint32_t *shape, uint32_t ndim, const void *data,
                              size_t size);
-NRT_STATUS asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t size);
+emu_status asm_declare_scratch(struct asm_ctx *a, const char *name, uint64_t size);
 /* The same as .neff NAME (at most 255 bytes). */
-NRT_STATUS asm_declare_name(struct asm_ctx *a, const char *name);
+emu_status asm_declare_name(struct asm_ctx *a, const char *name);
 
 /* Resolve labels, encode the engine streams, apply the header and check
- * the whole model. NRT_INVALID when any error was recorded (now or by an
- * earlier line), NRT_RESOURCE when out of memory. Feeding may go on after
+ * the whole model. EMU_INVALID when any error was recorded (now or by an
+ * earlier line), EMU_RESOURCE when out of memory. Feeding may go on after
  * a finish; the next finish sees everything. */
-NRT_STATUS asm_finish(struct asm_ctx *a);
+emu_status asm_finish(struct asm_ctx *a);
 /* The model of the last successful finish (owned by the context, valid
  * until the next feed or asm_free), or NULL. */
 const struct neff_model *asm_model(const struct asm_ctx *a);
@@ -87,9 +87,9 @@ const char *asm_error_text(const struct asm_ctx *a, size_t i);
 /* One call: assemble text or a file (opts->source_name and base_dir are
  * derived from path when NULL). Errors are printed to diag, one per line
  * (diag may be NULL). On success *out is a model the caller frees. */
-NRT_STATUS asm_buffer(const char *text, size_t len, const struct asm_opts *opts, FILE *diag,
+emu_status asm_buffer(const char *text, size_t len, const struct asm_opts *opts, FILE *diag,
                       struct neff_model **out);
-NRT_STATUS asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
+emu_status asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
                     struct neff_model **out);
 
 /* The header fields a finished assembly has for n_sgs subgraphs when the
@@ -97,11 +97,11 @@ NRT_STATUS asm_file(const char *path, const struct asm_opts *opts, FILE *diag,
 void asm_default_info(uint32_t n_sgs, struct neff_model_info *out);
 
 /* Store a model as NEFF bytes (malloc'd, the caller frees). */
-NRT_STATUS asm_neff_bytes(const struct neff_model *m, uint8_t **bytes, size_t *size);
+emu_status asm_neff_bytes(const struct neff_model *m, uint8_t **bytes, size_t *size);
 
 /* Read a whole file into a malloc'd buffer (NUL-terminated, the NUL not
- * counted), at most max bytes (0: no limit). NRT_INVALID when it cannot be
- * read or is too large, NRT_RESOURCE when out of memory; no log. */
-NRT_STATUS asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size);
+ * counted), at most max bytes (0: no limit). EMU_INVALID when it cannot be
+ * read or is too large, EMU_RESOURCE when out of memory; no log. */
+emu_status asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size);
 
 #endif

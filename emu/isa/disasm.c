@@ -268,7 +268,7 @@ static bool npy_canonical(const struct neff_var *v, struct npy_info *info)
     size_t n = neff_buf_size(v->file);
     size_t len = strlen(v->file_name);
     if (len < 4 || strcmp(v->file_name + len - 4, ".npy") != 0 ||
-        npy_parse(b, n, v->file_name, info) != NRT_SUCCESS)
+        npy_parse(b, n, v->file_name, info) != EMU_OK)
         return false;
     const char *descr = npy_descr_for_dtype(info->dtype);
     if (descr == NULL || isa_dtype_name(info->dtype) == NULL)
@@ -276,7 +276,7 @@ static bool npy_canonical(const struct neff_var *v, struct npy_info *info)
     uint8_t *again = NULL;
     size_t alen = 0;
     if (npy_write(descr, info->shape, info->ndim, b + info->data_off, info->data_len, &again,
-                  &alen) != NRT_SUCCESS)
+                  &alen) != EMU_OK)
         return false;
     bool same = alen == n && memcmp(again, b, n) == 0;
     free(again);
@@ -474,9 +474,9 @@ static void default_names_get(struct default_names *dn)
     struct neff_subgraph *sg = m ? neff_model_add_subgraph(m) : NULL;
     struct neff_dma_desc d = {0};
     for (int e = 0; sg != NULL && e < NEFF_ENG_COUNT; e++) {
-        if (neff_sg_set_code(sg, (enum neff_engine)e, NULL, 0) == NRT_SUCCESS)
+        if (neff_sg_set_code(sg, (enum neff_engine)e, NULL, 0) == EMU_OK)
             dn->bin[e] = strdup(sg->eng[e].bin_file);
-        if (neff_sg_add_desc(sg, (enum neff_engine)e, &d) == NRT_SUCCESS)
+        if (neff_sg_add_desc(sg, (enum neff_engine)e, &d) == EMU_OK)
             dn->json[e] = strdup(sg->eng[e].json_file);
     }
     neff_model_free(m);
@@ -598,7 +598,7 @@ static void put_insn_text(FILE *out, const char *text, const char *eng, int64_t 
     fprintf(out, "%.*s%s_%" PRId64 "%s", (int)(v - text), text, eng, target, e);
 }
 
-static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
+static emu_status put_stream(FILE *out, const struct neff_subgraph *sg, int e,
                              const struct isa_insn *code, size_t n, bool no_index)
 {
     const char *eng = isa_engine_name((unsigned)e);
@@ -608,7 +608,7 @@ static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
     if (is_target == NULL || text == NULL) {
         free(is_target);
         free(text);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     for (size_t i = 0; i < n; i++) {
         int slot = target_slot(&code[i]);
@@ -625,7 +625,7 @@ static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
             if (bigger == NULL) {
                 free(is_target);
                 free(text);
-                return NRT_RESOURCE;
+                return EMU_RESOURCE;
             }
             text = bigger;
             cap = len + 1;
@@ -639,20 +639,20 @@ static NRT_STATUS put_stream(FILE *out, const struct neff_subgraph *sg, int e,
     }
     free(is_target);
     free(text);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* One engine: comment, .engine, descriptors, instructions. */
-static NRT_STATUS put_engine_sec(FILE *out, const struct neff_subgraph *sg, int e, bool trnemu,
+static emu_status put_engine_sec(FILE *out, const struct neff_subgraph *sg, int e, bool trnemu,
                                  const struct default_names *dn, const struct disasm_opts *o)
 {
     const struct neff_engine_sec *s = &sg->eng[e];
     const char *eng = neff_engine_name((enum neff_engine)e);
     struct isa_insn *code = NULL;
     size_t n = 0;
-    NRT_STATUS st = NRT_SUCCESS;
+    emu_status st = EMU_OK;
     if (!s->present)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (s->code != NULL && trnemu)
         st = isa_decode_stream(neff_buf_data(s->code), neff_buf_size(s->code),
                                (enum isa_engine)e, &code, &n);
@@ -662,7 +662,7 @@ static NRT_STATUS put_engine_sec(FILE *out, const struct neff_subgraph *sg, int 
     else if (!trnemu)
         fprintf(out, ": %zu-byte instruction stream %s is not trnemu ISA (vendor encoding), "
                 "not disassembled", neff_buf_size(s->code), s->bin_file ? s->bin_file : "?");
-    else if (st != NRT_SUCCESS)
+    else if (st != EMU_OK)
         fprintf(out, ": the stream %s does not decode as trnemu ISA (see the log)",
                 s->bin_file ? s->bin_file : "?");
     else
@@ -671,7 +671,7 @@ static NRT_STATUS put_engine_sec(FILE *out, const struct neff_subgraph *sg, int 
         fprintf(out, ", %" PRIu32 " DMA descriptor%s (%s)", s->n_descs, s->n_descs == 1 ? "" : "s",
                 s->json_file ? s->json_file : "?");
     fprintf(out, "\n");
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         free(code);
         return st;
     }
@@ -683,7 +683,7 @@ static NRT_STATUS put_engine_sec(FILE *out, const struct neff_subgraph *sg, int 
     return st;
 }
 
-static NRT_STATUS put_subgraph(FILE *out, const struct neff_model *m,
+static emu_status put_subgraph(FILE *out, const struct neff_model *m,
                                const struct neff_subgraph *sg, const struct disasm_opts *o,
                                const struct default_names *dn)
 {
@@ -695,18 +695,18 @@ static NRT_STATUS put_subgraph(FILE *out, const struct neff_model *m,
     for (uint32_t i = 0; i < sg->n_queues; i++)
         put_queue(out, &sg->queues[i]);
     for (int e = 0; e < NEFF_ENG_COUNT; e++) {
-        NRT_STATUS st = put_engine_sec(out, sg, e, trnemu, dn, o);
-        if (st != NRT_SUCCESS)
+        emu_status st = put_engine_sec(out, sg, e, trnemu, dn, o);
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS disasm_model(FILE *out, const struct neff_model *m, const struct neff_header *hdr,
+emu_status disasm_model(FILE *out, const struct neff_model *m, const struct neff_header *hdr,
                         const struct disasm_opts *opts)
 {
     if (out == NULL || m == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     fprintf(out, "; trnemu disassembly%s%s\n;\n", opts && opts->source_name ? " of " : "",
             opts && opts->source_name ? opts->source_name : "");
     summary_header(out, m, hdr);
@@ -719,13 +719,13 @@ NRT_STATUS disasm_model(FILE *out, const struct neff_model *m, const struct neff
     put_header_directive(out, m);
     struct default_names dn;
     default_names_get(&dn);
-    NRT_STATUS st = NRT_SUCCESS;
-    for (uint32_t s = 0; st == NRT_SUCCESS && s < m->n_sgs; s++)
+    emu_status st = EMU_OK;
+    for (uint32_t s = 0; st == EMU_OK && s < m->n_sgs; s++)
         st = put_subgraph(out, m, m->sgs[s], opts, &dn);
     default_names_free(&dn);
-    if (st == NRT_INVALID)
+    if (st == EMU_INVALID)
         LOG_ERROR("NEFF", "disassembly stopped: an instruction stream is not valid trnemu ISA");
-    return ferror(out) && st == NRT_SUCCESS ? NRT_RESOURCE : st;
+    return ferror(out) && st == EMU_OK ? EMU_RESOURCE : st;
 }
 
 bool disasm_round_trip(const struct neff_model *m, FILE *diag)
@@ -735,15 +735,15 @@ bool disasm_round_trip(const struct neff_model *m, FILE *diag)
     FILE *mem = open_memstream(&text, &len);
     if (mem == NULL)
         return false;
-    NRT_STATUS st = disasm_model(mem, m, NULL, NULL);
+    emu_status st = disasm_model(mem, m, NULL, NULL);
     fclose(mem);
     struct neff_model *again = NULL;
     struct asm_opts ao = {.source_name = "<disassembly>", .no_files = true};
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = asm_buffer(text, len, &ao, diag, &again);
-    bool ok = st == NRT_SUCCESS && neff_model_equal(m, again);
+    bool ok = st == EMU_OK && neff_model_equal(m, again);
     if (!ok && diag != NULL)
-        fprintf(diag, "round trip: %s\n", st != NRT_SUCCESS
+        fprintf(diag, "round trip: %s\n", st != EMU_OK
                 ? "the disassembly does not assemble" : "the reassembled model differs");
     neff_model_free(again);
     free(text);

@@ -17,7 +17,7 @@
 
 #include "emu/neff/neff_file.h"
 #include "emu/neff/neff_model.h"
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 struct disasm_opts {
     const char *source_name;   /* shown in the first comment; NULL: none */
@@ -31,10 +31,10 @@ struct disasm_opts {
 };
 
 /* Write the assembly text of m to out. hdr (may be NULL) adds the
- * container's own fields (data size, hash) to the summary. NRT_SUCCESS,
- * NRT_INVALID (one log line) when a stream that claims to be trnemu ISA
- * does not decode (the text written so far says where), NRT_RESOURCE. */
-NRT_STATUS disasm_model(FILE *out, const struct neff_model *m, const struct neff_header *hdr,
+ * container's own fields (data size, hash) to the summary. EMU_OK,
+ * EMU_INVALID (one log line) when a stream that claims to be trnemu ISA
+ * does not decode (the text written so far says where), EMU_RESOURCE. */
+emu_status disasm_model(FILE *out, const struct neff_model *m, const struct neff_header *hdr,
                         const struct disasm_opts *opts);
 
 /* Disassemble m and assemble the text again; true when the result equals

@@ -217,17 +217,17 @@ static void field_set_default(struct isa_insn *insn, const struct isa_field *f)
     }
 }
 
-NRT_STATUS isa_insn_init(struct isa_insn *insn, unsigned engine, unsigned opcode)
+emu_status isa_insn_init(struct isa_insn *insn, unsigned engine, unsigned opcode)
 {
     const struct isa_op_desc *op = isa_op_lookup(opcode);
     memset(insn, 0, sizeof(*insn));
     if (op == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     insn->opcode = (uint8_t)opcode;
     insn->engine = (uint8_t)engine;
     for (int i = 0; i < op->nfields; i++)
         field_set_default(insn, &op->fields[i]);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- validation ------------------------------------------------------------ */
@@ -264,7 +264,7 @@ static void op_usage(const struct isa_op_desc *op, struct isa_usage *u)
 }
 
 __attribute__((format(printf, 3, 4)))
-static NRT_STATUS fault(struct isa_fault *f, int field, const char *fmt, ...)
+static emu_status fault(struct isa_fault *f, int field, const char *fmt, ...)
 {
     if (f != NULL) {
         va_list ap;
@@ -273,7 +273,7 @@ static NRT_STATUS fault(struct isa_fault *f, int field, const char *fmt, ...)
         vsnprintf(f->msg, sizeof(f->msg), fmt, ap);
         va_end(ap);
     }
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
 static bool ap_is_zero(const struct isa_ap *ap)
@@ -299,7 +299,7 @@ static const char *dims_problem(uint8_t ndims, const struct isa_dim *dim)
     return NULL;
 }
 
-static NRT_STATUS check_ap_place(const struct isa_ap *ap, int fi, const char *nm,
+static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm,
                                  struct isa_fault *f)
 {
     if (ap->num_part < 1 || ap->num_part > ISA_NUM_PARTITIONS)
@@ -309,7 +309,7 @@ static NRT_STATUS check_ap_place(const struct isa_ap *ap, int fi, const char *nm
         if (ap->start_part != 0)
             return fault(f, fi, "operand '%s': start partition %u in HBM (must be 0)",
                          nm, ap->start_part);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     if (ap->var_id != 0)
         return fault(f, fi, "operand '%s': variable id on an on-chip operand", nm);
@@ -323,10 +323,10 @@ static NRT_STATUS check_ap_place(const struct isa_ap *ap, int fi, const char *nm
     if (last >= ISA_NUM_PARTITIONS)
         return fault(f, fi, "operand '%s': partitions %u..%llu out of 0..127", nm,
                      ap->start_part, (unsigned long long)last);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS check_ap(const struct isa_insn *insn, const struct isa_field *fd,
+static emu_status check_ap(const struct isa_insn *insn, const struct isa_field *fd,
                            int fi, struct isa_fault *f)
 {
     const struct isa_ap *ap = &insn->ap[fd->slot];
@@ -338,7 +338,7 @@ static NRT_STATUS check_ap(const struct isa_insn *insn, const struct isa_field *
             return fault(f, fi, "missing operand '%s'", fd->name);
         if (!ap_is_zero(ap))
             return fault(f, fi, "absent operand '%s' has bytes set", fd->name);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     if (ap->mem >= ISA_MEM_COUNT)
         return fault(f, fi, "operand '%s': bad memory kind %u", fd->name, ap->mem);
@@ -360,7 +360,7 @@ static NRT_STATUS check_ap(const struct isa_insn *insn, const struct isa_field *
     return check_ap_place(ap, fi, fd->name, f);
 }
 
-static NRT_STATUS check_field(const struct isa_insn *insn, const struct isa_field *fd,
+static emu_status check_field(const struct isa_insn *insn, const struct isa_field *fd,
                               int fi, struct isa_fault *f)
 {
     switch (fd->kind) {
@@ -372,25 +372,25 @@ static NRT_STATUS check_field(const struct isa_insn *insn, const struct isa_fiel
         if (v < fd->min || v > fd->max)
             return fault(f, fi, "'%s' = %lld out of %lld..%lld", fd->name, (long long)v,
                          (long long)fd->min, (long long)fd->max);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     case ISA_FK_ENUM:
         if (isa_enum_name(fd->etype, insn->enums[fd->slot]) == NULL)
             return fault(f, fi, "'%s' = %u is not a known %s", fd->name,
                          insn->enums[fd->slot], isa_enum_type_what(fd->etype));
-        return NRT_SUCCESS;
+        return EMU_OK;
     case ISA_FK_PATTERN: {
         const char *why = dims_problem(insn->pattern.ndims, insn->pattern.dim);
-        return why ? fault(f, fi, "'%s' %s", fd->name, why) : NRT_SUCCESS;
+        return why ? fault(f, fi, "'%s' %s", fd->name, why) : EMU_OK;
     }
     case ISA_FK_MASK:
         for (unsigned i = 0; i < ISA_MASK_BYTES; i++)
             if (insn->mask[i] >= 32 && insn->mask[i] != 255)
                 return fault(f, fi, "'%s' entry %u = %u (must be 0..31 or 255)", fd->name,
                              i, insn->mask[i]);
-        return NRT_SUCCESS;
+        return EMU_OK;
     default:
-        return NRT_SUCCESS;  /* floats and flags take any value */
+        return EMU_OK;  /* floats and flags take any value */
     }
 }
 
@@ -401,7 +401,7 @@ static bool fimm_is_zero(float v)
     return bits == 0;
 }
 
-static NRT_STATUS check_unused(const struct isa_insn *insn, const struct isa_usage *u,
+static emu_status check_unused(const struct isa_insn *insn, const struct isa_usage *u,
                                struct isa_fault *f)
 {
     for (unsigned i = 0; i < ISA_MAX_AP; i++)
@@ -424,7 +424,7 @@ static NRT_STATUS check_unused(const struct isa_insn *insn, const struct isa_usa
     static const uint8_t zero_mask[ISA_MASK_BYTES];
     if (!u->mask && memcmp(insn->mask, zero_mask, sizeof(zero_mask)) != 0)
         return fault(f, -1, "shuffle mask set on an op without one");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool sync_is_zero(const struct isa_sync *s)
@@ -464,7 +464,7 @@ static const char *sync_slot_problem(const struct isa_sync *s, bool ended, bool 
 }
 
 /* Entries packed from index 0, then zeros. */
-static NRT_STATUS check_sync_list(const struct isa_sync *list, unsigned n, bool is_wait,
+static emu_status check_sync_list(const struct isa_sync *list, unsigned n, bool is_wait,
                                   struct isa_fault *f)
 {
     bool ended = false;
@@ -477,10 +477,10 @@ static NRT_STATUS check_sync_list(const struct isa_sync *list, unsigned n, bool 
             return fault(f, -1, "%s %u: %s", is_wait ? "wait" : "signal", i, why);
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_validate(const struct isa_insn *insn, struct isa_fault *f)
+emu_status isa_validate(const struct isa_insn *insn, struct isa_fault *f)
 {
     if (f != NULL) {
         f->field = f->wait = f->signal = -1;
@@ -496,12 +496,12 @@ NRT_STATUS isa_validate(const struct isa_insn *insn, struct isa_fault *f)
                      isa_engine_name(insn->engine));
     struct isa_usage u;
     op_usage(op, &u);
-    NRT_STATUS st = check_unused(insn, &u, f);
-    for (int i = 0; st == NRT_SUCCESS && i < op->nfields; i++)
+    emu_status st = check_unused(insn, &u, f);
+    for (int i = 0; st == EMU_OK && i < op->nfields; i++)
         st = check_field(insn, &op->fields[i], i, f);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = check_sync_list(insn->wait, ISA_MAX_WAIT, true, f);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = check_sync_list(insn->signal, ISA_MAX_SIGNAL, false, f);
     return st;
 }
@@ -604,19 +604,19 @@ static void log_insn_fault(const char *api, size_t index, const struct isa_insn 
                   index, insn->opcode, engine_text(insn->engine), msg);
 }
 
-static NRT_STATUS encode_at(const char *api, const struct isa_insn *insn, size_t index,
+static emu_status encode_at(const char *api, const struct isa_insn *insn, size_t index,
                             uint8_t *out)
 {
     struct isa_fault f;
-    if (isa_validate(insn, &f) != NRT_SUCCESS) {
+    if (isa_validate(insn, &f) != EMU_OK) {
         log_insn_fault(api, index, insn, f.msg);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     encode_body(insn, out);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_encode(const struct isa_insn *insn, uint8_t *out)
+emu_status isa_encode(const struct isa_insn *insn, uint8_t *out)
 {
     return encode_at(__func__, insn, 0, out);
 }
@@ -680,15 +680,15 @@ static const char *reserved_problem(const uint8_t *b)
 }
 
 /* Header byte checks; *st tells invalid from unsupported. */
-static const char *header_problem(const uint8_t *b, NRT_STATUS *st)
+static const char *header_problem(const uint8_t *b, emu_status *st)
 {
-    *st = NRT_INVALID;
+    *st = EMU_INVALID;
     if ((b[0] & 0xF0) != ISA_INSN_MAGIC)
         return "bad magic byte";
     if ((b[0] & 0x0F) == 0)
         return "ISA version 0";
     if ((b[0] & 0x0F) > ISA_VERSION) {
-        *st = NRT_UNSUPPORTED_NEFF_VERSION;
+        *st = EMU_NEFF_VERSION;
         return "ISA version newer than 1";
     }
     if (isa_op_lookup(b[1]) == NULL)
@@ -717,10 +717,10 @@ static void decode_body(const uint8_t *b, struct isa_insn *out)
     memcpy(out->enums, b + OFF_ENUM, ISA_MAX_ENUM);
 }
 
-static NRT_STATUS decode_at(const char *api, const uint8_t *b, enum isa_engine eng,
+static emu_status decode_at(const char *api, const uint8_t *b, enum isa_engine eng,
                             size_t index, struct isa_insn *out)
 {
-    NRT_STATUS st;
+    emu_status st;
     memset(out, 0, sizeof(*out));
     out->engine = (uint8_t)eng;
     const char *why = header_problem(b, &st);
@@ -734,25 +734,25 @@ static NRT_STATUS decode_at(const char *api, const uint8_t *b, enum isa_engine e
     op_usage(isa_op_lookup(out->opcode), &u);
     why = get_aux(b + OFF_AUX, &u, out);
     struct isa_fault f;
-    if (why == NULL && isa_validate(out, &f) != NRT_SUCCESS)
+    if (why == NULL && isa_validate(out, &f) != EMU_OK)
         why = f.msg;
     if (why != NULL) {
         log_insn_fault(api, index, out, why);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_decode(const uint8_t *bytes, size_t size, enum isa_engine eng,
+emu_status isa_decode(const uint8_t *bytes, size_t size, enum isa_engine eng,
                       struct isa_insn *out)
 {
     if (bytes == NULL || out == NULL) {
         LOG_ERROR("NEFF", "no instruction bytes or no place to decode them into");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (size < ISA_INSN_BYTES) {
         LOG_ERROR("NEFF", "instruction 0: truncated (%zu of %d bytes)", size, ISA_INSN_BYTES);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     return decode_at(__func__, bytes, eng, 0, out);
 }
@@ -766,26 +766,26 @@ static int64_t insn_target(const struct isa_insn *insn)
     return fi < 0 ? -1 : insn->imm[op->fields[fi].slot].i;
 }
 
-static NRT_STATUS check_targets(const char *api, const struct isa_insn *insns, size_t count)
+static emu_status check_targets(const char *api, const struct isa_insn *insns, size_t count)
 {
     for (size_t i = 0; i < count; i++) {
         int64_t t = insn_target(&insns[i]);
         if (t >= 0 && (uint64_t)t >= count) {
             log_insn_fault(api, i, &insns[i], "target beyond the end of the stream");
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Engine and jump targets of a stream about to be encoded; logs the fault. */
-static NRT_STATUS check_stream_insns(const struct isa_insn *insns, size_t count,
+static emu_status check_stream_insns(const struct isa_insn *insns, size_t count,
                                      enum isa_engine eng)
 {
     for (size_t i = 0; i < count; i++)
         if (insns[i].engine != eng) {
             log_insn_fault("isa_encode_stream", i, &insns[i], "belongs to another engine's stream");
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     return check_targets("isa_encode_stream", insns, count);
 }
@@ -799,7 +799,7 @@ static void put_stream_header(uint8_t *b, enum isa_engine eng, size_t count)
     put32(b + 8, (uint32_t)count);
 }
 
-NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
+emu_status isa_encode_stream(const struct isa_insn *insns, size_t count,
                              enum isa_engine eng, uint8_t **out, size_t *size)
 {
     *out = NULL;
@@ -807,49 +807,49 @@ NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
     if ((unsigned)eng >= ISA_ENG_COUNT || count > UINT32_MAX) {
         LOG_ERROR("NEFF", "cannot encode a stream of %zu instructions for engine %u",
                   count, (unsigned)eng);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    if (check_stream_insns(insns, count, eng) != NRT_SUCCESS)
-        return NRT_INVALID;
+    if (check_stream_insns(insns, count, eng) != EMU_OK)
+        return EMU_INVALID;
     size_t n = ISA_STREAM_HEADER_BYTES + count * ISA_INSN_BYTES;
     uint8_t *buf = calloc(1, n);
     if (buf == NULL) {
         LOG_ERROR("NEFF", "out of memory for a %zu-byte instruction stream", n);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     put_stream_header(buf, eng, count);
     uint8_t *p = buf + ISA_STREAM_HEADER_BYTES;
     for (size_t i = 0; i < count; i++)
-        if (encode_at(__func__, &insns[i], i, p + i * ISA_INSN_BYTES) != NRT_SUCCESS) {
+        if (encode_at(__func__, &insns[i], i, p + i * ISA_INSN_BYTES) != EMU_OK) {
             free(buf);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     *out = buf;
     *size = n;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Stream problems are logged under the public entry point's name. */
 #define STREAM_ERROR(...) log_write(LOG_LVL_ERROR, "NEFF", "isa_decode_stream", __VA_ARGS__)
 
 /* Check a stream header; on success *count is the instruction count. */
-static NRT_STATUS stream_header(const uint8_t *b, size_t size, enum isa_engine eng,
+static emu_status stream_header(const uint8_t *b, size_t size, enum isa_engine eng,
                                 size_t *count)
 {
     if (b == NULL || size < ISA_STREAM_HEADER_BYTES) {
         STREAM_ERROR("instruction stream truncated: %zu bytes, header needs %d",
                   size, ISA_STREAM_HEADER_BYTES);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (memcmp(b, ISA_STREAM_MAGIC, 4) != 0) {
         STREAM_ERROR("not a trnemu instruction stream (magic is not TRNI)");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     unsigned version = get16(b + 4);
     if (version > ISA_VERSION) {
         STREAM_ERROR("instruction stream has ISA version %u; this build reads %d",
                   version, ISA_VERSION);
-        return NRT_UNSUPPORTED_NEFF_VERSION;
+        return EMU_NEFF_VERSION;
     }
     const char *why = NULL;
     if (version == 0)
@@ -863,57 +863,57 @@ static NRT_STATUS stream_header(const uint8_t *b, size_t size, enum isa_engine e
     if (why != NULL) {
         STREAM_ERROR("instruction stream for %s: %s (header engine %u)",
                   isa_engine_name(eng) ? isa_engine_name(eng) : "?", why, b[6]);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *count = get32(b + 8);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS stream_size(size_t size, size_t count, enum isa_engine eng)
+static emu_status stream_size(size_t size, size_t count, enum isa_engine eng)
 {
     size_t body = size - ISA_STREAM_HEADER_BYTES;
     if (body / ISA_INSN_BYTES < count) {
         STREAM_ERROR("instruction stream for %s: instruction %zu of %zu truncated "
                   "(%zu bytes follow the header)", isa_engine_name(eng),
                   body / ISA_INSN_BYTES, count, body);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (body != count * ISA_INSN_BYTES) {
         STREAM_ERROR("instruction stream for %s: %zu stray bytes after its %zu "
                   "instructions", isa_engine_name(eng), body - count * ISA_INSN_BYTES, count);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_decode_stream(const uint8_t *bytes, size_t size, enum isa_engine eng,
+emu_status isa_decode_stream(const uint8_t *bytes, size_t size, enum isa_engine eng,
                              struct isa_insn **out, size_t *count)
 {
     size_t n = 0;
     *out = NULL;
     *count = 0;
-    NRT_STATUS st = stream_header(bytes, size, eng, &n);
-    if (st == NRT_SUCCESS)
+    emu_status st = stream_header(bytes, size, eng, &n);
+    if (st == EMU_OK)
         st = stream_size(size, n, eng);
-    if (st != NRT_SUCCESS || n == 0)
+    if (st != EMU_OK || n == 0)
         return st;
     struct isa_insn *insns = calloc(n, sizeof(*insns));
     if (insns == NULL) {
         LOG_ERROR("NEFF", "out of memory decoding %zu instructions", n);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     const uint8_t *p = bytes + ISA_STREAM_HEADER_BYTES;
-    for (size_t i = 0; st == NRT_SUCCESS && i < n; i++)
+    for (size_t i = 0; st == EMU_OK && i < n; i++)
         st = decode_at(__func__, p + i * ISA_INSN_BYTES, eng, i, &insns[i]);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = check_targets(__func__, insns, n);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         free(insns);
         return st;
     }
     *out = insns;
     *count = n;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- access-pattern arithmetic --------------------------------------------- */
@@ -932,18 +932,18 @@ static bool span_add(int64_t step, uint64_t count, isa_i128 *lo, isa_i128 *hi,
     return !__builtin_mul_overflow(*elems, count, elems);
 }
 
-NRT_STATUS isa_ap_extent(const struct isa_ap *ap, struct isa_extent *out)
+emu_status isa_ap_extent(const struct isa_ap *ap, struct isa_extent *out)
 {
     size_t esize = isa_dtype_size(ap->dtype);
     if (ap->mem == ISA_MEM_NONE || ap->mem >= ISA_MEM_COUNT || esize == 0 ||
         dims_problem(ap->ndims, ap->dim) != NULL || ap->num_part == 0 ||
         (ap->mem != ISA_MEM_HBM && ap->part_step < 1))
-        return NRT_INVALID;
+        return EMU_INVALID;
     isa_i128 lo = 0, hi = 0;
     uint64_t elems = 1, unused = 1;
     for (unsigned d = 0; d < ap->ndims; d++)
         if (!span_add(ap->dim[d].step, ap->dim[d].count, &lo, &hi, &elems))
-            return NRT_INVALID;
+            return EMU_INVALID;
     memset(out, 0, sizeof(*out));
     if (ap->mem == ISA_MEM_HBM) {
         span_add(ap->part_step, ap->num_part, &lo, &hi, &unused);
@@ -954,19 +954,19 @@ NRT_STATUS isa_ap_extent(const struct isa_ap *ap, struct isa_extent *out)
     isa_i128 blo = (isa_i128)ap->offset + lo * (isa_i128)esize;
     isa_i128 bhi = (isa_i128)ap->offset + (hi + 1) * (isa_i128)esize;
     if (blo < 0 || bhi > (isa_i128)UINT64_MAX)
-        return NRT_INVALID;
+        return EMU_INVALID;
     out->lo = (uint64_t)blo;
     out->hi = (uint64_t)bhi;
     out->elems = elems;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size)
+emu_status isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size)
 {
     struct isa_extent e;
-    if (isa_ap_extent(ap, &e) != NRT_SUCCESS)
-        return NRT_INVALID;
+    if (isa_ap_extent(ap, &e) != EMU_OK)
+        return EMU_INVALID;
     if (e.hi > mem_size || e.part_last >= ISA_NUM_PARTITIONS)
-        return NRT_EXEC_OOB;
-    return NRT_SUCCESS;
+        return EMU_EXEC_OOB;
+    return EMU_OK;
 }

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* ---- sizes and limits ------------------------------------------------ */
 #define ISA_VERSION 1                 /* ISA version this build reads and writes */
@@ -302,8 +302,8 @@ const char *isa_enum_type_what(unsigned etype);
 
 /* ---- building and checking instructions -------------------------------- */
 /* Zero *insn, set opcode and engine, and fill every field's default.
- * NRT_INVALID (no log) when the opcode is unassigned. */
-NRT_STATUS isa_insn_init(struct isa_insn *insn, unsigned engine, unsigned opcode);
+ * EMU_INVALID (no log) when the opcode is unassigned. */
+emu_status isa_insn_init(struct isa_insn *insn, unsigned engine, unsigned opcode);
 
 /* What isa_validate found wrong. */
 struct isa_fault {
@@ -315,30 +315,30 @@ struct isa_fault {
 
 /* Check every rule of the encoding on a decoded instruction: opcode,
  * engine, operands, immediates, unused slots zero, sync entries. Does not
- * log; NRT_INVALID with *fault filled (fault may be NULL). */
-NRT_STATUS isa_validate(const struct isa_insn *insn, struct isa_fault *fault);
+ * log; EMU_INVALID with *fault filled (fault may be NULL). */
+emu_status isa_validate(const struct isa_insn *insn, struct isa_fault *fault);
 
 /* ---- encoding ------------------------------------------------------------ */
-/* Validate and write one instruction (ISA_INSN_BYTES bytes). NRT_INVALID
+/* Validate and write one instruction (ISA_INSN_BYTES bytes). EMU_INVALID
  * with one log line when the instruction breaks a rule. */
-NRT_STATUS isa_encode(const struct isa_insn *insn, uint8_t *out);
+emu_status isa_encode(const struct isa_insn *insn, uint8_t *out);
 
 /* Read and validate one instruction for engine eng from bytes (size must
- * be at least ISA_INSN_BYTES). NRT_INVALID (one "NEFF" log line naming
- * the cause), NRT_UNSUPPORTED_NEFF_VERSION for a newer ISA version. */
-NRT_STATUS isa_decode(const uint8_t *bytes, size_t size, enum isa_engine eng,
+ * be at least ISA_INSN_BYTES). EMU_INVALID (one "NEFF" log line naming
+ * the cause), EMU_NEFF_VERSION for a newer ISA version. */
+emu_status isa_decode(const uint8_t *bytes, size_t size, enum isa_engine eng,
                       struct isa_insn *out);
 
 /* Encode a whole stream for engine eng: header plus count instructions,
- * in a malloc'd buffer the caller frees. NRT_INVALID / NRT_RESOURCE. */
-NRT_STATUS isa_encode_stream(const struct isa_insn *insns, size_t count,
+ * in a malloc'd buffer the caller frees. EMU_INVALID / EMU_RESOURCE. */
+emu_status isa_encode_stream(const struct isa_insn *insns, size_t count,
                              enum isa_engine eng, uint8_t **out, size_t *size);
 
 /* Decode a whole stream for engine eng into a malloc'd array (NULL when
  * count is 0) the caller frees. Checks the header, the size, every
  * instruction and every jump/branch target. Errors as isa_decode, plus
- * NRT_RESOURCE; one log line naming the instruction index. */
-NRT_STATUS isa_decode_stream(const uint8_t *bytes, size_t size, enum isa_engine eng,
+ * EMU_RESOURCE; one log line naming the instruction index. */
+emu_status isa_decode_stream(const uint8_t *bytes, size_t size, enum isa_engine eng,
                              struct isa_insn **out, size_t *count);
 
 /* ---- access-pattern arithmetic ------------------------------------------ */
@@ -351,27 +351,27 @@ struct isa_extent {
     uint64_t elems;       /* elements per partition: product of the dim counts */
 };
 
-/* Compute the extent of ap. NRT_INVALID (no log) when it is absent or
+/* Compute the extent of ap. EMU_INVALID (no log) when it is absent or
  * malformed, or when the arithmetic overflows or goes below byte 0. */
-NRT_STATUS isa_ap_extent(const struct isa_ap *ap, struct isa_extent *out);
+emu_status isa_ap_extent(const struct isa_ap *ap, struct isa_extent *out);
 
 /* Does ap stay inside a memory of mem_size bytes (per partition for SBUF
- * and PSUM, the variable's size for HBM)? NRT_SUCCESS, NRT_EXEC_OOB when
- * it does not, NRT_INVALID as isa_ap_extent. Does not log. */
-NRT_STATUS isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size);
+ * and PSUM, the variable's size for HBM)? EMU_OK, EMU_EXEC_OOB when
+ * it does not, EMU_INVALID as isa_ap_extent. Does not log. */
+emu_status isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size);
 
 /* ---- dispatch ------------------------------------------------------------ */
 /* The executor defines struct isa_exec_ctx and, in any of its files, one
  * semantics function per op, declared here from the table:
- *   NRT_STATUS isa_exec_<mnemonic>(struct isa_exec_ctx *, const struct isa_insn *);
+ *   emu_status isa_exec_<mnemonic>(struct isa_exec_ctx *, const struct isa_insn *);
  * One .c file defines ISA_WANT_DISPATCH before including this header to
  * get the table isa_dispatch[opcode]; an op whose function is missing is
  * then a link error. */
 struct isa_exec_ctx;
-typedef NRT_STATUS (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
+typedef emu_status (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 
 #define ISA_OP(name, code, engines, fields) \
-    NRT_STATUS isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
+    emu_status isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 

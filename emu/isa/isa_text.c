@@ -279,7 +279,7 @@ struct parser {
 };
 
 __attribute__((format(printf, 3, 4)))
-static NRT_STATUS perr(struct parser *p, size_t pos, const char *fmt, ...)
+static emu_status perr(struct parser *p, size_t pos, const char *fmt, ...)
 {
     if (p->err != NULL) {
         va_list ap;
@@ -288,7 +288,7 @@ static NRT_STATUS perr(struct parser *p, size_t pos, const char *fmt, ...)
         vsnprintf(p->err->message, sizeof(p->err->message), fmt, ap);
         va_end(ap);
     }
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
 static bool at_end_char(char c)
@@ -308,25 +308,25 @@ static void skip_ws(struct parser *p)
 }
 
 /* Punctuation inside brackets: blanks allowed on both sides. */
-static NRT_STATUS expect(struct parser *p, char c)
+static emu_status expect(struct parser *p, char c)
 {
     skip_ws(p);
     if (peek(p) != c)
         return perr(p, p->pos, "expected '%c'", c);
     p->pos++;
     skip_ws(p);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* A closing bracket: blanks allowed before it only, since a blank after
  * the last one ends the value. */
-static NRT_STATUS expect_close(struct parser *p, char c)
+static emu_status expect_close(struct parser *p, char c)
 {
     skip_ws(p);
     if (peek(p) != c)
         return perr(p, p->pos, "expected '%c'", c);
     p->pos++;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool ident_char(char c)
@@ -390,7 +390,7 @@ static bool digits_u64(const char *s, size_t n, unsigned base, uint64_t *v)
 }
 
 /* An integer: [-]decimal or [-]0xhex, within [lo, hi]. */
-static NRT_STATUS parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *out)
+static emu_status parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *out)
 {
     size_t at = p->pos;
     const char *s;
@@ -412,11 +412,11 @@ static NRT_STATUS parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *o
     if (!fits || v < lo || v > hi)
         return perr(p, at, "%.*s is out of %lld..%lld", (int)n, s, (long long)lo, (long long)hi);
     *out = v;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* An unsigned 64-bit integer: decimal or 0xhex. */
-static NRT_STATUS parse_u64(struct parser *p, uint64_t *out)
+static emu_status parse_u64(struct parser *p, uint64_t *out)
 {
     size_t at = p->pos;
     const char *s;
@@ -426,11 +426,11 @@ static NRT_STATUS parse_u64(struct parser *p, uint64_t *out)
         return perr(p, at, "expected a number");
     if (!digits_u64(s + (hex ? 2 : 0), n - (hex ? 2 : 0), hex ? 16 : 10, out))
         return perr(p, at, "bad number '%.*s' (0..2^64-1)", (int)n, s);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* After "bits:", 0x and up to nbits/4 hex digits: raw IEEE bits. */
-static NRT_STATUS parse_bits(struct parser *p, unsigned nbits, uint64_t *bits)
+static emu_status parse_bits(struct parser *p, unsigned nbits, uint64_t *bits)
 {
     size_t at = p->pos;
     const char *s;
@@ -438,7 +438,7 @@ static NRT_STATUS parse_bits(struct parser *p, unsigned nbits, uint64_t *bits)
     if (n < 3 || s[0] != '0' || s[1] != 'x' || n - 2 > nbits / 4 ||
         !digits_u64(s + 2, n - 2, 16, bits))
         return perr(p, at, "expected 0x and at most %u hex digits after 'bits:'", nbits / 4);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool at_bits(struct parser *p)
@@ -450,7 +450,7 @@ static bool at_bits(struct parser *p)
 }
 
 /* Copy a float token to a NUL-terminated buffer for strtof/strtod. */
-static NRT_STATUS tok_copy(struct parser *p, size_t at, char *dst, size_t cap,
+static emu_status tok_copy(struct parser *p, size_t at, char *dst, size_t cap,
                            const char *s, size_t n)
 {
     if (n == 0)
@@ -459,14 +459,14 @@ static NRT_STATUS tok_copy(struct parser *p, size_t at, char *dst, size_t cap,
         return perr(p, at, "number too long");
     memcpy(dst, s, n);
     dst[n] = '\0';
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_f32(struct parser *p, float *out)
+static emu_status parse_f32(struct parser *p, float *out)
 {
     uint64_t bits = 0;
     if (at_bits(p)) {
-        NRT_STATUS st = parse_bits(p, 32, &bits);
+        emu_status st = parse_bits(p, 32, &bits);
         uint32_t b32 = (uint32_t)bits;
         memcpy(out, &b32, sizeof(*out));
         return st;
@@ -478,21 +478,21 @@ static NRT_STATUS parse_f32(struct parser *p, float *out)
     if (n == 3 && strncmp(s, "nan", 3) == 0) {
         uint32_t b32 = 0x7fc00000u;
         memcpy(out, &b32, sizeof(*out));
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
-    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != NRT_SUCCESS)
-        return NRT_INVALID;
+    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != EMU_OK)
+        return EMU_INVALID;
     *out = strtof(tmp, &end);
     if (*end != '\0')
         return perr(p, at, "bad number '%s'", tmp);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_f64(struct parser *p, double *out)
+static emu_status parse_f64(struct parser *p, double *out)
 {
     uint64_t bits = 0;
     if (at_bits(p)) {
-        NRT_STATUS st = parse_bits(p, 64, &bits);
+        emu_status st = parse_bits(p, 64, &bits);
         memcpy(out, &bits, sizeof(*out));
         return st;
     }
@@ -503,31 +503,31 @@ static NRT_STATUS parse_f64(struct parser *p, double *out)
     if (n == 3 && strncmp(s, "nan", 3) == 0) {
         bits = 0x7ff8000000000000ull;
         memcpy(out, &bits, sizeof(*out));
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
-    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != NRT_SUCCESS)
-        return NRT_INVALID;
+    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != EMU_OK)
+        return EMU_INVALID;
     *out = strtod(tmp, &end);
     if (*end != '\0')
         return perr(p, at, "bad number '%s'", tmp);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- parsing: access patterns ---------------------------------------------- */
 /* '[' step ',' count ']' */
-static NRT_STATUS parse_dim(struct parser *p, struct isa_dim *dim)
+static emu_status parse_dim(struct parser *p, struct isa_dim *dim)
 {
     int64_t step, count;
-    NRT_STATUS st = expect(p, '[');
-    if (st == NRT_SUCCESS)
+    emu_status st = expect(p, '[');
+    if (st == EMU_OK)
         st = parse_int(p, INT32_MIN, INT32_MAX, &step);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = expect(p, ',');
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = parse_int(p, 1, UINT32_MAX, &count);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = expect_close(p, ']');
-    if (st == NRT_SUCCESS) {
+    if (st == EMU_OK) {
         dim->step = (int32_t)step;
         dim->count = (uint32_t)count;
     }
@@ -535,40 +535,40 @@ static NRT_STATUS parse_dim(struct parser *p, struct isa_dim *dim)
 }
 
 /* { ',' dim } into ap->dim, 1 to 4 of them. */
-static NRT_STATUS parse_free_dims(struct parser *p, struct isa_ap *ap)
+static emu_status parse_free_dims(struct parser *p, struct isa_ap *ap)
 {
     for (skip_ws(p); peek(p) == ','; skip_ws(p)) {
         if (ap->ndims == ISA_MAX_DIMS)
             return perr(p, p->pos, "more than %d free dimensions", ISA_MAX_DIMS);
         p->pos++;
         skip_ws(p);
-        NRT_STATUS st = parse_dim(p, &ap->dim[ap->ndims]);
-        if (st != NRT_SUCCESS)
+        emu_status st = parse_dim(p, &ap->dim[ap->ndims]);
+        if (st != EMU_OK)
             return st;
         ap->ndims++;
     }
     if (ap->ndims == 0)
         return perr(p, p->pos, "expected ', [step,count]': at least one free dimension");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* On chip: start ':' stop [':' step]. */
-static NRT_STATUS parse_slice(struct parser *p, struct isa_ap *ap)
+static emu_status parse_slice(struct parser *p, struct isa_ap *ap)
 {
     size_t at = p->pos;
     int64_t start, stop, step = 1;
     if (peek(p) == '[')
         return perr(p, at, "on-chip partitions are written start:stop[:step]");
-    NRT_STATUS st = parse_int(p, 0, ISA_NUM_PARTITIONS - 1, &start);
-    if (st == NRT_SUCCESS)
+    emu_status st = parse_int(p, 0, ISA_NUM_PARTITIONS - 1, &start);
+    if (st == EMU_OK)
         st = expect(p, ':');
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = parse_int(p, 1, INT32_MAX, &stop);
-    if (st == NRT_SUCCESS && peek(p) == ':') {
+    if (st == EMU_OK && peek(p) == ':') {
         p->pos++;
         st = parse_int(p, 1, INT32_MAX, &step);
     }
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     if (stop <= start || (stop - start) % step != 0)
         return perr(p, at, "partitions %lld:%lld:%lld are not a whole number of steps",
@@ -578,31 +578,31 @@ static NRT_STATUS parse_slice(struct parser *p, struct isa_ap *ap)
     ap->start_part = (uint8_t)start;
     ap->num_part = (uint8_t)((stop - start) / step);
     ap->part_step = (int32_t)step;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* HBM: '[' step ',' count ']' for the partition (outer) dimension. */
-static NRT_STATUS parse_hbm_part(struct parser *p, struct isa_ap *ap)
+static emu_status parse_hbm_part(struct parser *p, struct isa_ap *ap)
 {
     struct isa_dim d;
     if (peek(p) != '[')
         return perr(p, p->pos, "HBM partitions are written [step,count]");
     size_t at = p->pos;
-    NRT_STATUS st = parse_dim(p, &d);
-    if (st == NRT_SUCCESS && d.count > ISA_NUM_PARTITIONS)
+    emu_status st = parse_dim(p, &d);
+    if (st == EMU_OK && d.count > ISA_NUM_PARTITIONS)
         return perr(p, at, "more than 128 partitions");
     ap->part_step = d.step;
     ap->num_part = (uint8_t)d.count;
     return st;
 }
 
-static NRT_STATUS parse_var(struct parser *p, struct isa_ap *ap)
+static emu_status parse_var(struct parser *p, struct isa_ap *ap)
 {
     size_t at = p->pos;
     if (peek(p) == '$') {
         int64_t id;
         p->pos++;
-        NRT_STATUS st = parse_int(p, 0, UINT32_MAX, &id);
+        emu_status st = parse_int(p, 0, UINT32_MAX, &id);
         ap->var_id = (uint32_t)id;
         return st;
     }
@@ -614,12 +614,12 @@ static NRT_STATUS parse_var(struct parser *p, struct isa_ap *ap)
     p->pos += n;
     if (p->env == NULL || p->env->var_lookup == NULL)
         return perr(p, at, "no variable table to resolve '%.*s' (write hbm:$id)", (int)n, p->s + at);
-    if (p->env->var_lookup(p->env->user, p->s + at, n, &ap->var_id) != NRT_SUCCESS)
+    if (p->env->var_lookup(p->env->user, p->s + at, n, &ap->var_id) != EMU_OK)
         return perr(p, at, "unknown variable '%.*s'", (int)n, p->s + at);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_mem(struct parser *p, struct isa_ap *ap)
+static emu_status parse_mem(struct parser *p, struct isa_ap *ap)
 {
     size_t at = p->pos;
     const char *s;
@@ -633,14 +633,14 @@ static NRT_STATUS parse_mem(struct parser *p, struct isa_ap *ap)
     else
         return perr(p, at, "expected sbuf[...], psum[...] or hbm:name[...]");
     if (ap->mem != ISA_MEM_HBM)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (peek(p) != ':')
         return perr(p, p->pos, "expected ':' and a variable after 'hbm'");
     p->pos++;
     return parse_var(p, ap);
 }
 
-static NRT_STATUS parse_dtype(struct parser *p, struct isa_ap *ap)
+static emu_status parse_dtype(struct parser *p, struct isa_ap *ap)
 {
     if (peek(p) != ':')
         return perr(p, p->pos, "expected ':dtype' after the access pattern");
@@ -654,31 +654,31 @@ static NRT_STATUS parse_dtype(struct parser *p, struct isa_ap *ap)
     if (dt < 0)
         return perr(p, at, "unknown dtype '%.*s'", (int)n, s);
     ap->dtype = (uint8_t)dt;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_ap(struct parser *p, struct isa_ap *ap)
+static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
 {
     memset(ap, 0, sizeof(*ap));
-    NRT_STATUS st = parse_mem(p, ap);
-    if (st == NRT_SUCCESS && peek(p) != '[')
+    emu_status st = parse_mem(p, ap);
+    if (st == EMU_OK && peek(p) != '[')
         st = perr(p, p->pos, "expected '['");
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     p->pos++;
     skip_ws(p);
     st = ap->mem == ISA_MEM_HBM ? parse_hbm_part(p, ap) : parse_slice(p, ap);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = expect(p, ',');
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = parse_u64(p, &ap->offset);
-    if (st == NRT_SUCCESS) {
+    if (st == EMU_OK) {
         skip_ws(p);
         st = parse_free_dims(p, ap);
     }
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = expect_close(p, ']');
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = parse_dtype(p, ap);
     return st;
 }
@@ -691,15 +691,15 @@ static bool looks_like_ap(const struct parser *p)
 }
 
 /* ---- parsing: other values ------------------------------------------------- */
-static NRT_STATUS parse_pattern(struct parser *p, struct isa_pattern *pat)
+static emu_status parse_pattern(struct parser *p, struct isa_pattern *pat)
 {
-    NRT_STATUS st = expect(p, '[');
+    emu_status st = expect(p, '[');
     pat->ndims = 0;
-    while (st == NRT_SUCCESS) {
+    while (st == EMU_OK) {
         if (pat->ndims == ISA_MAX_DIMS)
             return perr(p, p->pos, "more than %d pattern dimensions", ISA_MAX_DIMS);
         st = parse_dim(p, &pat->dim[pat->ndims]);
-        if (st != NRT_SUCCESS)
+        if (st != EMU_OK)
             return st;
         pat->ndims++;
         skip_ws(p);
@@ -707,33 +707,33 @@ static NRT_STATUS parse_pattern(struct parser *p, struct isa_pattern *pat)
             break;
         st = expect(p, ',');
     }
-    return st == NRT_SUCCESS ? expect_close(p, ']') : st;
+    return st == EMU_OK ? expect_close(p, ']') : st;
 }
 
-static NRT_STATUS parse_mask(struct parser *p, uint8_t *mask)
+static emu_status parse_mask(struct parser *p, uint8_t *mask)
 {
-    NRT_STATUS st = expect(p, '[');
-    for (unsigned i = 0; st == NRT_SUCCESS && i < ISA_MASK_BYTES; i++) {
+    emu_status st = expect(p, '[');
+    for (unsigned i = 0; st == EMU_OK && i < ISA_MASK_BYTES; i++) {
         int64_t v;
         skip_ws(p);
         if (peek(p) == ']')
             return perr(p, p->pos, "a shuffle mask has exactly %d entries", ISA_MASK_BYTES);
         if (i > 0)
             st = expect(p, ',');
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             st = parse_int(p, 0, 255, &v);
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             mask[i] = (uint8_t)v;
     }
-    if (st == NRT_SUCCESS) {
+    if (st == EMU_OK) {
         skip_ws(p);
         if (peek(p) != ']')
             return perr(p, p->pos, "a shuffle mask has exactly %d entries", ISA_MASK_BYTES);
     }
-    return st == NRT_SUCCESS ? expect_close(p, ']') : st;
+    return st == EMU_OK ? expect_close(p, ']') : st;
 }
 
-static NRT_STATUS parse_enum(struct parser *p, const struct isa_field *f, uint8_t *out)
+static emu_status parse_enum(struct parser *p, const struct isa_field *f, uint8_t *out)
 {
     size_t at = p->pos;
     const char *s;
@@ -744,10 +744,10 @@ static NRT_STATUS parse_enum(struct parser *p, const struct isa_field *f, uint8_
     if (v < 0)
         return perr(p, at, "'%.*s' is not a known %s", (int)n, s, isa_enum_type_what(f->etype));
     *out = (uint8_t)v;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_flag_value(struct parser *p, const struct isa_field *f)
+static emu_status parse_flag_value(struct parser *p, const struct isa_field *f)
 {
     size_t at = p->pos;
     const char *s;
@@ -760,10 +760,10 @@ static NRT_STATUS parse_flag_value(struct parser *p, const struct isa_field *f)
         p->insn->flags |= (uint8_t)(1u << f->slot);
     else
         p->insn->flags &= (uint8_t)~(1u << f->slot);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS parse_apf(struct parser *p, const struct isa_field *f)
+static emu_status parse_apf(struct parser *p, const struct isa_field *f)
 {
     if (looks_like_ap(p)) {
         p->insn->fimm[f->fslot] = 0.0f;
@@ -773,7 +773,7 @@ static NRT_STATUS parse_apf(struct parser *p, const struct isa_field *f)
 }
 
 /* The value of field f, at the cursor. */
-static NRT_STATUS parse_value(struct parser *p, const struct isa_field *f)
+static emu_status parse_value(struct parser *p, const struct isa_field *f)
 {
     struct isa_insn *in = p->insn;
     switch (f->kind) {
@@ -807,7 +807,7 @@ static int match_op(struct parser *p, const char *const *names, size_t count)
     return best;
 }
 
-static NRT_STATUS parse_sync(struct parser *p, struct isa_sync *s, bool is_wait)
+static emu_status parse_sync(struct parser *p, struct isa_sync *s, bool is_wait)
 {
     size_t at = p->pos;
     char k = peek(p);
@@ -816,8 +816,8 @@ static NRT_STATUS parse_sync(struct parser *p, struct isa_sync *s, bool is_wait)
         return perr(p, at, "expected s<semaphore> or e<event>");
     p->pos++;
     s->kind = k == 's' ? ISA_SYNC_SEM : ISA_SYNC_EVENT;
-    NRT_STATUS st = parse_int(p, 0, k == 's' ? ISA_NUM_SEMS - 1 : ISA_NUM_EVENTS - 1, &id);
-    if (st != NRT_SUCCESS)
+    emu_status st = parse_int(p, 0, k == 's' ? ISA_NUM_SEMS - 1 : ISA_NUM_EVENTS - 1, &id);
+    if (st != EMU_OK)
         return st;
     size_t op_at = p->pos;
     int op = is_wait ? match_op(p, cmp_text, NCMP) : match_op(p, semop_text, NSEMOP);
@@ -831,7 +831,7 @@ static NRT_STATUS parse_sync(struct parser *p, struct isa_sync *s, bool is_wait)
     return st;
 }
 
-static NRT_STATUS parse_sync_item(struct parser *p, bool is_wait)
+static emu_status parse_sync_item(struct parser *p, bool is_wait)
 {
     unsigned *n = is_wait ? &p->nwait : &p->nsignal;
     unsigned max = is_wait ? ISA_MAX_WAIT : ISA_MAX_SIGNAL;
@@ -844,7 +844,7 @@ static NRT_STATUS parse_sync_item(struct parser *p, bool is_wait)
 }
 
 /* ---- parsing: items and the line ------------------------------------------ */
-static NRT_STATUS parse_item(struct parser *p)
+static emu_status parse_item(struct parser *p)
 {
     size_t at = p->pos;
     const char *s;
@@ -865,7 +865,7 @@ static NRT_STATUS parse_item(struct parser *p)
     p->field_pos[fi] = at + 1;
     if (!has_value && f->kind == ISA_FK_FLAG) {
         p->insn->flags |= (uint8_t)(1u << f->slot);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     if (!has_value)
         return perr(p, p->pos, "expected '=' and a value after '%s'", f->name);
@@ -874,7 +874,7 @@ static NRT_STATUS parse_item(struct parser *p)
 }
 
 /* engine '.' mnemonic, then the defaults of that op. */
-static NRT_STATUS parse_head(struct parser *p)
+static emu_status parse_head(struct parser *p)
 {
     const char *s;
     size_t at = p->pos;
@@ -898,20 +898,20 @@ static NRT_STATUS parse_head(struct parser *p)
     return isa_insn_init(p->insn, (unsigned)eng, p->op->opcode);
 }
 
-static NRT_STATUS check_required(struct parser *p)
+static emu_status check_required(struct parser *p)
 {
     for (int i = 0; i < p->op->nfields; i++)
         if ((p->op->fields[i].attr & ISA_FA_REQ) && p->field_pos[i] == 0)
             return perr(p, p->pos, "missing operand '%s'", p->op->fields[i].name);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Run the encoding rules; point the error at the operand at fault. */
-static NRT_STATUS check_rules(struct parser *p)
+static emu_status check_rules(struct parser *p)
 {
     struct isa_fault f;
-    if (isa_validate(p->insn, &f) == NRT_SUCCESS)
-        return NRT_SUCCESS;
+    if (isa_validate(p->insn, &f) == EMU_OK)
+        return EMU_OK;
     size_t at = p->op_pos;
     if (f.field >= 0 && f.field < MAX_FIELDS && p->field_pos[f.field] != 0)
         at = p->field_pos[f.field] - 1;
@@ -922,19 +922,19 @@ static NRT_STATUS check_rules(struct parser *p)
     return perr(p, at, "%s", f.msg);
 }
 
-static NRT_STATUS parse_items(struct parser *p)
+static emu_status parse_items(struct parser *p)
 {
     for (;;) {
         char c = peek(p);
         if (at_end_char(c))
-            return NRT_SUCCESS;
+            return EMU_OK;
         if (c != ' ' && c != '\t')
             return perr(p, p->pos, "unexpected '%c' (operands are separated by blanks)", c);
         skip_ws(p);
         if (at_end_char(peek(p)))
-            return NRT_SUCCESS;
-        NRT_STATUS st = parse_item(p);
-        if (st != NRT_SUCCESS)
+            return EMU_OK;
+        emu_status st = parse_item(p);
+        if (st != EMU_OK)
             return st;
     }
 }
@@ -946,7 +946,7 @@ bool isa_text_is_blank(const char *line)
     return at_end_char(*line);
 }
 
-NRT_STATUS isa_text_parse_line(const char *line, const struct isa_text_env *env,
+emu_status isa_text_parse_line(const char *line, const struct isa_text_env *env,
                                struct isa_insn *out, struct isa_text_error *err)
 {
     struct parser p;
@@ -963,12 +963,12 @@ NRT_STATUS isa_text_parse_line(const char *line, const struct isa_text_env *env,
     skip_ws(&p);
     if (at_end_char(peek(&p)))
         return perr(&p, p.pos, "empty line");
-    NRT_STATUS st = parse_head(&p);
-    if (st == NRT_SUCCESS)
+    emu_status st = parse_head(&p);
+    if (st == EMU_OK)
         st = parse_items(&p);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = check_required(&p);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = check_rules(&p);
     return st;
 }

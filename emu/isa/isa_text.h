@@ -21,9 +21,9 @@
 
 /* How HBM variable names map to var_ids. Any member may be NULL. */
 struct isa_text_env {
-    /* Resolve name (len bytes) to *var_id: NRT_SUCCESS, or NRT_INVALID
+    /* Resolve name (len bytes) to *var_id: EMU_OK, or EMU_INVALID
      * when there is no such variable. NULL: only hbm:$N is accepted. */
-    NRT_STATUS (*var_lookup)(void *user, const char *name, size_t len, uint32_t *var_id);
+    emu_status (*var_lookup)(void *user, const char *name, size_t len, uint32_t *var_id);
     /* Name to print for var_id, or NULL to print hbm:$N. NULL: always $N. */
     const char *(*var_name)(void *user, uint32_t var_id);
     void *user;  /* passed to both callbacks */
@@ -36,11 +36,11 @@ struct isa_text_error {
 };
 
 /* Parse one line (ended by NUL or newline; ';' or '#' start a comment)
- * into *out, validated as isa_validate does. NRT_SUCCESS, or NRT_INVALID
+ * into *out, validated as isa_validate does. EMU_OK, or EMU_INVALID
  * with *err filled (err may be NULL). Does not log: the caller reports
  * the error with its file name and line number. A blank or comment-only
  * line is an error ("empty line"); test with isa_text_is_blank first. */
-NRT_STATUS isa_text_parse_line(const char *line, const struct isa_text_env *env,
+emu_status isa_text_parse_line(const char *line, const struct isa_text_env *env,
                                struct isa_insn *out, struct isa_text_error *err);
 
 /* True when line holds only blanks and/or a comment. */

@@ -304,63 +304,63 @@ const struct neff_member *neff_file_find(const struct neff_file *f, const char *
     return f->index[i] ? &f->members[f->index[i] - 1] : NULL;
 }
 
-/* Append without logging; *why explains a NRT_INVALID. */
-static NRT_STATUS member_append(struct neff_file *f, const char *name, struct neff_buf *data,
+/* Append without logging; *why explains a EMU_INVALID. */
+static emu_status member_append(struct neff_file *f, const char *name, struct neff_buf *data,
                                 const char **why)
 {
     const char *norm = path_normalize(name, why);
     if (norm == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     if (neff_file_find(f, norm) != NULL) {
         *why = "duplicate member";
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (f->n_members >= UINT32_MAX - 1) {
         *why = "too many members";
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *why = "out of memory";
     if (f->n_members == f->cap_members) {
         size_t cap = f->cap_members ? f->cap_members * 2 : 16;
         struct neff_member *m = realloc(f->members, cap * sizeof *m);
         if (m == NULL)
-            return NRT_RESOURCE;
+            return EMU_RESOURCE;
         f->members = m;
         f->cap_members = cap;
     }
     if ((f->n_members + 1) * 2 > f->index_cap && !index_grow(f))
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     char *copy = strdup(norm);
     if (copy == NULL)
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     f->members[f->n_members] = (struct neff_member){.name = copy, .data = neff_buf_ref(data)};
     f->n_members++;
     f->index[index_slot(f, copy)] = (uint32_t)f->n_members;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_file_add(struct neff_file *f, const char *name, struct neff_buf *data)
+emu_status neff_file_add(struct neff_file *f, const char *name, struct neff_buf *data)
 {
     if (f == NULL || name == NULL || data == NULL) {
         LOG_ERROR("NEFF", "neff_file_add: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     const char *why = NULL;
-    NRT_STATUS st = member_append(f, name, data, &why);
-    if (st != NRT_SUCCESS)
+    emu_status st = member_append(f, name, data, &why);
+    if (st != EMU_OK)
         LOG_ERROR("NEFF", "member '%s': %s", name, why);
     return st;
 }
 
-NRT_STATUS neff_file_add_copy(struct neff_file *f, const char *name, const void *data,
+emu_status neff_file_add_copy(struct neff_file *f, const char *name, const void *data,
                               size_t size)
 {
     struct neff_buf *b = neff_buf_copy(data, size);
     if (b == NULL) {
         LOG_ERROR("NEFF", "member '%s': out of memory for %zu bytes", name ? name : "?", size);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
-    NRT_STATUS st = neff_file_add(f, name, b);
+    emu_status st = neff_file_add(f, name, b);
     neff_buf_unref(b);
     return st;
 }
@@ -432,14 +432,14 @@ struct tar_reader {
 };
 
 /* Read the body of a member whose size the header declares. */
-static NRT_STATUS tar_read_sized(struct tar_reader *t, const char *name, uint64_t size,
+static emu_status tar_read_sized(struct tar_reader *t, const char *name, uint64_t size,
                                  struct neff_buf **out)
 {
     struct neff_buf *b = buf_alloc((size_t)size, false);
     if (b == NULL) {
         LOG_ERROR("NEFF", "member '%s': out of memory for %llu bytes", name,
                   (unsigned long long)size);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     size_t got = 0;
     while (got < size) {
@@ -449,16 +449,16 @@ static NRT_STATUS tar_read_sized(struct tar_reader *t, const char *name, uint64_
                       name, got, (unsigned long long)size, r < 0 ? ": " : "",
                       r < 0 ? ar_err(t->ar) : "");
             neff_buf_unref(b);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         got += (size_t)r;
     }
     *out = b;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Read the body of a member of unknown size, growing under the limits. */
-static NRT_STATUS tar_read_unsized(struct tar_reader *t, const char *name, struct neff_buf **out)
+static emu_status tar_read_unsized(struct tar_reader *t, const char *name, struct neff_buf **out)
 {
     size_t len = 0, cap = 0;
     uint8_t *data = NULL;
@@ -469,7 +469,7 @@ static NRT_STATUS tar_read_unsized(struct tar_reader *t, const char *name, struc
             if (p == NULL) {
                 free(data);
                 LOG_ERROR("NEFF", "member '%s': out of memory", name);
-                return NRT_RESOURCE;
+                return EMU_RESOURCE;
             }
             data = p;
             cap = ncap;
@@ -478,7 +478,7 @@ static NRT_STATUS tar_read_unsized(struct tar_reader *t, const char *name, struc
         if (r < 0) {
             LOG_ERROR("NEFF", "member '%s': corrupt data: %s", name, ar_err(t->ar));
             free(data);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         if (r == 0)
             break;
@@ -486,85 +486,85 @@ static NRT_STATUS tar_read_unsized(struct tar_reader *t, const char *name, struc
         if (len > t->lim->max_member_size || t->total + len > t->total_cap) {
             LOG_ERROR("NEFF", "member '%s': larger than the size limit", name);
             free(data);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     }
     *out = buf_take(data, len);
     if (*out == NULL) {
         LOG_ERROR("NEFF", "member '%s': out of memory", name);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Check size limits for a member declaring `size` bytes. */
-static NRT_STATUS tar_check_size(struct tar_reader *t, const char *name, uint64_t size)
+static emu_status tar_check_size(struct tar_reader *t, const char *name, uint64_t size)
 {
     if (size > t->lim->max_member_size) {
         LOG_ERROR("NEFF", "member '%s': size %llu exceeds the member limit %llu", name,
                   (unsigned long long)size, (unsigned long long)t->lim->max_member_size);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (size > t->total_cap - t->total) {
         LOG_ERROR("NEFF", "member '%s': size %llu exceeds the total limit (%llu bytes left)",
                   name, (unsigned long long)size,
                   (unsigned long long)(t->total_cap - t->total));
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Read one tar entry into f (directories are skipped). */
-static NRT_STATUS tar_read_entry(struct tar_reader *t, struct archive_entry *e,
+static emu_status tar_read_entry(struct tar_reader *t, struct archive_entry *e,
                                  struct neff_file *f)
 {
     const char *name = archive_entry_pathname(e);
     if (name == NULL) {
         LOG_ERROR("NEFF", "tar entry %zu: no usable path name", f->n_members);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     mode_t type = archive_entry_filetype(e);
     if (type == AE_IFDIR)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (type != AE_IFREG || archive_entry_hardlink(e) != NULL) {
         LOG_ERROR("NEFF", "member '%s': not a regular file", name);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (f->n_members >= t->lim->max_members) {
         LOG_ERROR("NEFF", "member '%s': more than %llu members", name,
                   (unsigned long long)t->lim->max_members);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     const char *why = NULL;
     if (path_normalize(name, &why) == NULL) {
         LOG_ERROR("NEFF", "member '%s': %s", name, why);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_buf *b = NULL;
-    NRT_STATUS st;
+    emu_status st;
     if (archive_entry_size_is_set(e)) {
         int64_t size = archive_entry_size(e);
         if (size < 0) {
             LOG_ERROR("NEFF", "member '%s': negative size", name);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         st = tar_check_size(t, name, (uint64_t)size);
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             st = tar_read_sized(t, name, (uint64_t)size, &b);
     } else {
         st = tar_read_unsized(t, name, &b);
     }
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     t->total += b->size;
     st = member_append(f, name, b, &why);
     neff_buf_unref(b);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         LOG_ERROR("NEFF", "member '%s': %s", name, why);
     return st;
 }
 
-static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct neff_limits *lim,
+static emu_status tar_read_all(const uint8_t *data, size_t size, const struct neff_limits *lim,
                                struct neff_file *f)
 {
     struct tar_reader t = {.lim = lim, .total_cap = lim->max_total_size};
@@ -576,17 +576,17 @@ static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct ne
     t.ar = archive_read_new();
     if (t.ar == NULL) {
         LOG_ERROR("NEFF", "tarball: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     archive_read_support_filter_gzip(t.ar);
     archive_read_support_format_tar(t.ar);
-    NRT_STATUS st = NRT_SUCCESS;
+    emu_status st = EMU_OK;
     static const uint8_t empty = 0;
     if (archive_read_open_memory(t.ar, size ? data : &empty, size) != ARCHIVE_OK) {
         LOG_ERROR("NEFF", "tarball: corrupt gzip/tar data: %s", ar_err(t.ar));
-        st = NRT_INVALID;
+        st = EMU_INVALID;
     }
-    while (st == NRT_SUCCESS) {
+    while (st == EMU_OK) {
         struct archive_entry *e = NULL;
         int r = archive_read_next_header(t.ar, &e);
         if (r == ARCHIVE_EOF)
@@ -594,7 +594,7 @@ static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct ne
         if (r < ARCHIVE_WARN) {
             LOG_ERROR("NEFF", "tarball: corrupt gzip/tar data after %zu members: %s",
                       f->n_members, ar_err(t.ar));
-            st = NRT_INVALID;
+            st = EMU_INVALID;
             break;
         }
         st = tar_read_entry(&t, e, f);
@@ -605,55 +605,55 @@ static NRT_STATUS tar_read_all(const uint8_t *data, size_t size, const struct ne
 
 /* ---- reading the file -------------------------------------------------- */
 
-static NRT_STATUS header_check(const struct neff_header *h, size_t size)
+static emu_status header_check(const struct neff_header *h, size_t size)
 {
     if (h->header_size != NEFF_HEADER_SIZE) {
         LOG_ERROR("NEFF", "header: header_size is %llu, expected %u",
                   (unsigned long long)h->header_size, NEFF_HEADER_SIZE);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (h->neff_version_major > NEFF_VERSION_MAJOR_MAX) {
         LOG_ERROR("NEFF", "header: neff_version_major %llu is newer than the supported %u",
                   (unsigned long long)h->neff_version_major, NEFF_VERSION_MAJOR_MAX);
-        return NRT_UNSUPPORTED_NEFF_VERSION;
+        return EMU_NEFF_VERSION;
     }
     size_t avail = size - NEFF_HEADER_SIZE;
     if (h->data_size > avail) {
         LOG_ERROR("NEFF", "header: data_size %llu but the file is truncated to %zu data bytes",
                   (unsigned long long)h->data_size, avail);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (h->data_size < avail) {
         LOG_ERROR("NEFF", "header: data_size %llu does not match the %zu bytes after the header",
                   (unsigned long long)h->data_size, avail);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS hash_check(const struct neff_header *h, const uint8_t *data, size_t size)
+static emu_status hash_check(const struct neff_header *h, const uint8_t *data, size_t size)
 {
     uint8_t want[NEFF_HASH_SIZE];
     if (!neff_hash_compute(h->pkg_version, data, size, want)) {
         LOG_ERROR("NEFF", "header: hash: pkg_version %llu has no known hash algorithm",
                   (unsigned long long)h->pkg_version);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     size_t n = h->pkg_version == NEFF_PKG_VERSION_MD5 ? 16 : NEFF_HASH_SIZE;
     if (memcmp(want, h->hash, n) != 0) {
         LOG_ERROR("NEFF", "header: hash does not match the data part (%s)",
                   h->pkg_version == NEFF_PKG_VERSION_MD5 ? "md5" : "sha256");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_file_read_limited(const void *bytes, size_t size, bool validate_hash,
+emu_status neff_file_read_limited(const void *bytes, size_t size, bool validate_hash,
                                   const struct neff_limits *lim, struct neff_file **out)
 {
     if (out == NULL || (bytes == NULL && size > 0)) {
         LOG_ERROR("NEFF", "neff_file_read: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *out = NULL;
     if (lim == NULL)
@@ -661,32 +661,32 @@ NRT_STATUS neff_file_read_limited(const void *bytes, size_t size, bool validate_
     if (size < NEFF_HEADER_SIZE) {
         LOG_ERROR("NEFF", "header: truncated file of %zu bytes (the header alone is %u)", size,
                   NEFF_HEADER_SIZE);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_header h;
     header_decode(bytes, &h);
-    NRT_STATUS st = header_check(&h, size);
+    emu_status st = header_check(&h, size);
     const uint8_t *data = (const uint8_t *)bytes + NEFF_HEADER_SIZE;
-    if (st == NRT_SUCCESS && validate_hash)
+    if (st == EMU_OK && validate_hash)
         st = hash_check(&h, data, (size_t)h.data_size);
-    if (st != NRT_SUCCESS)
+    if (st != EMU_OK)
         return st;
     struct neff_file *f = calloc(1, sizeof *f);
     if (f == NULL) {
         LOG_ERROR("NEFF", "out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     f->hdr = h;
     st = tar_read_all(data, (size_t)h.data_size, lim, f);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         neff_file_free(f);
         return st;
     }
     *out = f;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_file_read(const void *bytes, size_t size, bool validate_hash,
+emu_status neff_file_read(const void *bytes, size_t size, bool validate_hash,
                           struct neff_file **out)
 {
     return neff_file_read_limited(bytes, size, validate_hash, NULL, out);
@@ -756,12 +756,12 @@ static bool tar_write_member(struct archive *a, const struct neff_member *m)
 }
 
 /* Write the gzip'd tar of all members after the reserved header bytes. */
-static NRT_STATUS tar_write_all(const struct neff_file *f, struct out_buf *o)
+static emu_status tar_write_all(const struct neff_file *f, struct out_buf *o)
 {
     struct archive *a = archive_write_new();
     if (a == NULL) {
         LOG_ERROR("NEFF", "write: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     bool ok = archive_write_add_filter_gzip(a) == ARCHIVE_OK &&
               archive_write_set_filter_option(a, "gzip", "timestamp", NULL) == ARCHIVE_OK &&
@@ -781,14 +781,14 @@ static NRT_STATUS tar_write_all(const struct neff_file *f, struct out_buf *o)
         LOG_ERROR("NEFF", "write: member '%s': %s", what,
                   archive_error_string(a) ? archive_error_string(a) : "libarchive failed");
     archive_write_free(a);
-    return ok ? NRT_SUCCESS : NRT_RESOURCE;
+    return ok ? EMU_OK : EMU_RESOURCE;
 }
 
-NRT_STATUS neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *size)
+emu_status neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *size)
 {
     if (f == NULL || bytes == NULL || size == NULL) {
         LOG_ERROR("NEFF", "neff_file_write: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *bytes = NULL;
     *size = 0;
@@ -798,16 +798,16 @@ NRT_STATUS neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *s
     if (h.pkg_version != NEFF_PKG_VERSION_SHA256 && h.pkg_version != NEFF_PKG_VERSION_MD5) {
         LOG_ERROR("NEFF", "write: header: pkg_version %llu has no known hash algorithm",
                   (unsigned long long)h.pkg_version);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct out_buf o = {0};
     uint8_t zeros[NEFF_HEADER_SIZE] = {0};
     if (!out_append(&o, zeros, sizeof zeros)) {
         LOG_ERROR("NEFF", "write: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
-    NRT_STATUS st = tar_write_all(f, &o);
-    if (st != NRT_SUCCESS) {
+    emu_status st = tar_write_all(f, &o);
+    if (st != EMU_OK) {
         free(o.data);
         return st;
     }
@@ -817,5 +817,5 @@ NRT_STATUS neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *s
     header_encode(&h, o.data);
     *bytes = o.data;
     *size = o.len;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

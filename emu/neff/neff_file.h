@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* ---- header ------------------------------------------------------------ */
 
@@ -37,7 +37,7 @@
 #define NEFF_PKG_VERSION_MD5 2u         /* hash = md5(data) in bytes 0..15, rest 0 */
 
 /* Newest neff_version_major this reader accepts; newer is
- * NRT_UNSUPPORTED_NEFF_VERSION. */
+ * EMU_NEFF_VERSION. */
 #define NEFF_VERSION_MAJOR_MAX 2u
 /* Version written into NEFFs that trnemu creates. */
 #define NEFF_VERSION_MAJOR_TRNEMU 2u
@@ -120,20 +120,20 @@ struct neff_limits {
 extern const struct neff_limits neff_default_limits;
 
 /* Parse a NEFF. validate_hash: check hash[] against the data part (callers
- * derive it from NEURON_RT_VALIDATE_HASH). Errors: NRT_INVALID (bad or
- * truncated input, one NEFF log line), NRT_UNSUPPORTED_NEFF_VERSION,
- * NRT_RESOURCE (out of memory). *out is NULL on error. */
-NRT_STATUS neff_file_read(const void *bytes, size_t size, bool validate_hash,
+ * derive it from NEURON_RT_VALIDATE_HASH). Errors: EMU_INVALID (bad or
+ * truncated input, one NEFF log line), EMU_NEFF_VERSION,
+ * EMU_RESOURCE (out of memory). *out is NULL on error. */
+emu_status neff_file_read(const void *bytes, size_t size, bool validate_hash,
                           struct neff_file **out);
 /* Same with explicit limits (NULL: defaults). */
-NRT_STATUS neff_file_read_limited(const void *bytes, size_t size, bool validate_hash,
+emu_status neff_file_read_limited(const void *bytes, size_t size, bool validate_hash,
                                   const struct neff_limits *lim, struct neff_file **out);
 
 /* Serialize: header (header_size, data_size and hash computed here; a
  * pkg_version of 0 is written as NEFF_PKG_VERSION_SHA256) + gzip'd tar of
  * the members in their order. Deterministic: same file, same bytes.
  * *bytes is malloc'd; free() it. */
-NRT_STATUS neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *size);
+emu_status neff_file_write(const struct neff_file *f, uint8_t **bytes, size_t *size);
 
 /* An empty NEFF with trnemu's default header (pkg_version sha256, version
  * NEFF_VERSION_*_TRNEMU, header_size 1024). NULL when out of memory. */
@@ -142,10 +142,10 @@ void neff_file_free(struct neff_file *f);
 
 /* Add a member; takes a new reference on data. The name is normalized
  * ("./" prefixes dropped) and must be a sane relative path (see above) not
- * already present: else NRT_INVALID (logged). */
-NRT_STATUS neff_file_add(struct neff_file *f, const char *name, struct neff_buf *data);
+ * already present: else EMU_INVALID (logged). */
+emu_status neff_file_add(struct neff_file *f, const char *name, struct neff_buf *data);
 /* Add a member holding a copy of data[0..size). */
-NRT_STATUS neff_file_add_copy(struct neff_file *f, const char *name, const void *data,
+emu_status neff_file_add_copy(struct neff_file *f, const char *name, const void *data,
                               size_t size);
 /* Look a member up by (normalized) name; NULL when absent. */
 const struct neff_member *neff_file_find(const struct neff_file *f, const char *name);

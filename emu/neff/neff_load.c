@@ -19,16 +19,16 @@ struct jw {
     const char *obj;                    /* object inside it, e.g. "var 'w'" */
 };
 
-static NRT_STATUS jerr(const struct jw *w, const char *key, const char *why)
+static emu_status jerr(const struct jw *w, const char *key, const char *why)
 {
     LOG_ERROR("NEFF", "%s: %s: key '%s': %s", w->member, w->obj, key, why);
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
-static NRT_STATUS joom(const struct jw *w)
+static emu_status joom(const struct jw *w)
 {
     LOG_ERROR("NEFF", "%s: %s: out of memory", w->member, w->obj);
-    return NRT_RESOURCE;
+    return EMU_RESOURCE;
 }
 
 /* The value of key, or NULL when absent (JSON null counts as absent). */
@@ -38,13 +38,13 @@ static json_t *jfind(json_t *o, const char *key)
     return json_is_null(v) ? NULL : v;
 }
 
-static NRT_STATUS jmissing(const struct jw *w, const char *key, bool req)
+static emu_status jmissing(const struct jw *w, const char *key, bool req)
 {
-    return req ? jerr(w, key, "missing") : NRT_SUCCESS;
+    return req ? jerr(w, key, "missing") : EMU_OK;
 }
 
 /* Unsigned integer no larger than max; *present (may be NULL) tells if found. */
-static NRT_STATUS jget_uint(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_uint(const struct jw *w, json_t *o, const char *key, bool req,
                             uint64_t max, uint64_t *out, bool *present)
 {
     json_t *v = jfind(o, key);
@@ -58,36 +58,36 @@ static NRT_STATUS jget_uint(const struct jw *w, json_t *o, const char *key, bool
     if (x < 0 || (uint64_t)x > max)
         return jerr(w, key, "integer out of range");
     *out = (uint64_t)x;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS jget_u64(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_u64(const struct jw *w, json_t *o, const char *key, bool req,
                            uint64_t *out, bool *present)
 {
     return jget_uint(w, o, key, req, UINT64_MAX, out, present);
 }
 
-static NRT_STATUS jget_u32(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_u32(const struct jw *w, json_t *o, const char *key, bool req,
                            uint32_t *out, bool *present)
 {
     uint64_t x = *out;
-    NRT_STATUS st = jget_uint(w, o, key, req, UINT32_MAX, &x, present);
+    emu_status st = jget_uint(w, o, key, req, UINT32_MAX, &x, present);
     *out = (uint32_t)x;
     return st;
 }
 
-static NRT_STATUS jget_bool(const struct jw *w, json_t *o, const char *key, bool *out)
+static emu_status jget_bool(const struct jw *w, json_t *o, const char *key, bool *out)
 {
     json_t *v = jfind(o, key);
     if (v == NULL)
-        return NRT_SUCCESS;
+        return EMU_OK;
     if (!json_is_boolean(v))
         return jerr(w, key, "must be true or false");
     *out = json_is_true(v);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS jget_double(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_double(const struct jw *w, json_t *o, const char *key, bool req,
                               double *out)
 {
     json_t *v = jfind(o, key);
@@ -96,11 +96,11 @@ static NRT_STATUS jget_double(const struct jw *w, json_t *o, const char *key, bo
     if (!json_is_number(v))
         return jerr(w, key, "must be a number");
     *out = json_number_value(v);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* A string, copied into *out (which must be NULL on entry). */
-static NRT_STATUS jget_str(const struct jw *w, json_t *o, const char *key, bool req, char **out)
+static emu_status jget_str(const struct jw *w, json_t *o, const char *key, bool req, char **out)
 {
     json_t *v = jfind(o, key);
     if (v == NULL)
@@ -108,11 +108,11 @@ static NRT_STATUS jget_str(const struct jw *w, json_t *o, const char *key, bool 
     if (!json_is_string(v))
         return jerr(w, key, "must be a string");
     *out = strdup(json_string_value(v));
-    return *out ? NRT_SUCCESS : joom(w);
+    return *out ? EMU_OK : joom(w);
 }
 
 /* A dtype name; absent leaves *out unchanged. */
-static NRT_STATUS jget_dtype(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_dtype(const struct jw *w, json_t *o, const char *key, bool req,
                              uint32_t *out)
 {
     json_t *v = jfind(o, key);
@@ -122,11 +122,11 @@ static NRT_STATUS jget_dtype(const struct jw *w, json_t *o, const char *key, boo
         return jerr(w, key, "must be a string");
     if (!neff_dtype_parse(json_string_value(v), out))
         return jerr(w, key, "unknown dtype name");
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* An object or array (typed), or NULL when absent. */
-static NRT_STATUS jget_typed(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_typed(const struct jw *w, json_t *o, const char *key, bool req,
                              bool want_array, json_t **out)
 {
     json_t *v = jfind(o, key);
@@ -136,18 +136,18 @@ static NRT_STATUS jget_typed(const struct jw *w, json_t *o, const char *key, boo
     if (want_array ? !json_is_array(v) : !json_is_object(v))
         return jerr(w, key, want_array ? "must be an array" : "must be an object");
     *out = v;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Array of unsigned ints (each <= max) with at most max_n entries. */
-static NRT_STATUS jget_uint_array(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_uint_array(const struct jw *w, json_t *o, const char *key, bool req,
                                   uint64_t max, size_t max_n, uint64_t **out, uint32_t *n)
 {
     json_t *a;
-    NRT_STATUS st = jget_typed(w, o, key, req, true, &a);
+    emu_status st = jget_typed(w, o, key, req, true, &a);
     *out = NULL;
     *n = 0;
-    if (st != NRT_SUCCESS || a == NULL)
+    if (st != EMU_OK || a == NULL)
         return st;
     size_t len = json_array_size(a);
     if (len > max_n)
@@ -166,16 +166,16 @@ static NRT_STATUS jget_uint_array(const struct jw *w, json_t *o, const char *key
     }
     *out = v;
     *n = (uint32_t)len;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS jget_u32_array(const struct jw *w, json_t *o, const char *key, bool req,
+static emu_status jget_u32_array(const struct jw *w, json_t *o, const char *key, bool req,
                                  size_t max_n, uint32_t **out, uint32_t *n)
 {
     uint64_t *v;
-    NRT_STATUS st = jget_uint_array(w, o, key, req, UINT32_MAX, max_n, &v, n);
+    emu_status st = jget_uint_array(w, o, key, req, UINT32_MAX, max_n, &v, n);
     *out = NULL;
-    if (st != NRT_SUCCESS || v == NULL)
+    if (st != EMU_OK || v == NULL)
         return st;
     uint32_t *r = malloc((*n + 1) * sizeof *r);
     if (r == NULL) {
@@ -187,17 +187,17 @@ static NRT_STATUS jget_u32_array(const struct jw *w, json_t *o, const char *key,
         r[i] = (uint32_t)v[i];
     free(v);
     *out = r;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS jget_str_array(const struct jw *w, json_t *o, const char *key, char ***out,
+static emu_status jget_str_array(const struct jw *w, json_t *o, const char *key, char ***out,
                                  uint32_t *n)
 {
     json_t *a;
-    NRT_STATUS st = jget_typed(w, o, key, false, true, &a);
+    emu_status st = jget_typed(w, o, key, false, true, &a);
     *out = NULL;
     *n = 0;
-    if (st != NRT_SUCCESS || a == NULL)
+    if (st != EMU_OK || a == NULL)
         return st;
     size_t len = json_array_size(a);
     if (len >= UINT32_MAX)
@@ -214,11 +214,11 @@ static NRT_STATUS jget_str_array(const struct jw *w, json_t *o, const char *key,
             return joom(w);
         *n = (uint32_t)(i + 1);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Parse a member as a JSON object. Missing members are errors when req. */
-static NRT_STATUS json_member(const struct neff_file *f, const char *name, bool req,
+static emu_status json_member(const struct neff_file *f, const char *name, bool req,
                               json_t **out)
 {
     *out = NULL;
@@ -226,7 +226,7 @@ static NRT_STATUS json_member(const struct neff_file *f, const char *name, bool 
     if (mem == NULL) {
         if (req)
             LOG_ERROR("NEFF", "%s: member is missing", name);
-        return req ? NRT_INVALID : NRT_SUCCESS;
+        return req ? EMU_INVALID : EMU_OK;
     }
     json_error_t err;
     json_t *j = json_loadb((const char *)neff_buf_data(mem->data), neff_buf_size(mem->data),
@@ -234,15 +234,15 @@ static NRT_STATUS json_member(const struct neff_file *f, const char *name, bool 
     if (j == NULL) {
         LOG_ERROR("NEFF", "%s: bad JSON at line %d column %d: %s", name, err.line, err.column,
                   err.text);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (!json_is_object(j)) {
         json_decref(j);
         LOG_ERROR("NEFF", "%s: top level is not a JSON object", name);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *out = j;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* "<sg>/<rel>" into buf; false (logged) when too long or not relative. */
@@ -276,57 +276,57 @@ static const struct neff_member *sg_member(const struct neff_file *f, const char
 
 /* ---- def.json: var ---------------------------------------------------- */
 
-static NRT_STATUS var_fields(const struct jw *w, json_t *o, struct neff_var *v)
+static emu_status var_fields(const struct jw *w, json_t *o, struct neff_var *v)
 {
     char *type = NULL;
-    NRT_STATUS st = jget_str(w, o, "type", true, &type);
-    if (st == NRT_SUCCESS && !neff_var_type_parse(type, &v->type))
+    emu_status st = jget_str(w, o, "type", true, &type);
+    if (st == EMU_OK && !neff_var_type_parse(type, &v->type))
         st = jerr(w, "type", "unknown variable type");
     free(type);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "var_id", true, &v->var_id, NULL);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u64(w, o, "size", true, &v->size, NULL);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u64(w, o, "alignment", false, &v->alignment, NULL);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "fabric_path", false, &v->fabric_path);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "file_name", false, &v->file_name);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u64(w, o, "backing_variable_off", false, &v->backing_variable_off,
                       &v->has_backing_off);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "referenced_var_id", false, &v->referenced_var_id,
                       &v->has_referenced_var);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32_array(w, o, "list", false, SIZE_MAX, &v->list, &v->n_list);
     return st;
 }
 
-static NRT_STATUS var_ops(const struct jw *w, json_t *o, struct neff_var *v)
+static emu_status var_ops(const struct jw *w, json_t *o, struct neff_var *v)
 {
     json_t *ops;
-    NRT_STATUS st = jget_typed(w, o, "ops", false, true, &ops);
-    if (st != NRT_SUCCESS || ops == NULL)
+    emu_status st = jget_typed(w, o, "ops", false, true, &ops);
+    if (st != EMU_OK || ops == NULL)
         return st;
     v->ops_json = json_dumps(ops, JSON_COMPACT | JSON_ENCODE_ANY);
-    return v->ops_json ? NRT_SUCCESS : joom(w);
+    return v->ops_json ? EMU_OK : joom(w);
 }
 
-static NRT_STATUS var_file(const struct neff_file *f, const struct neff_subgraph *sg,
+static emu_status var_file(const struct neff_file *f, const struct neff_subgraph *sg,
                            const struct jw *w, struct neff_var *v)
 {
     if (v->type != NEFF_VAR_FILE || v->file_name == NULL)
-        return NRT_SUCCESS;
+        return EMU_OK;
     const struct neff_member *mem = sg_member(f, sg->name, v->file_name, w, "file_name");
     if (mem == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     v->file = neff_buf_ref(mem->data);
     return neff_var_set_payload(v, mem->name);
 }
 
-static NRT_STATUS var_load(const struct neff_file *f, struct neff_subgraph *sg,
+static emu_status var_load(const struct neff_file *f, struct neff_subgraph *sg,
                            const char *member, const char *name, json_t *o)
 {
     char obj[300];
@@ -334,16 +334,16 @@ static NRT_STATUS var_load(const struct neff_file *f, struct neff_subgraph *sg,
     struct jw w = {.member = member, .obj = obj};
     if (!json_is_object(o)) {
         LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_var v = {0};
     v.name = strdup(name);
-    NRT_STATUS st = v.name ? var_fields(&w, o, &v) : joom(&w);
-    if (st == NRT_SUCCESS)
+    emu_status st = v.name ? var_fields(&w, o, &v) : joom(&w);
+    if (st == EMU_OK)
         st = var_ops(&w, o, &v);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = var_file(f, sg, &w, &v);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = neff_sg_push_var(sg, &v);
     neff_var_clear(&v);
     return st;
@@ -351,33 +351,33 @@ static NRT_STATUS var_load(const struct neff_file *f, struct neff_subgraph *sg,
 
 /* ---- def.json: dma_queue ---------------------------------------------- */
 
-static NRT_STATUS queue_fields(const struct jw *w, json_t *o, struct neff_queue *q)
+static emu_status queue_fields(const struct jw *w, json_t *o, struct neff_queue *q)
 {
     char *type = NULL;
-    NRT_STATUS st = jget_str(w, o, "type", true, &type);
-    if (st == NRT_SUCCESS && !neff_queue_type_parse(type, &q->type))
+    emu_status st = jget_str(w, o, "type", true, &type);
+    if (st == EMU_OK && !neff_queue_type_parse(type, &q->type))
         st = jerr(w, "type", "unknown queue set type");
     free(type);
     q->num_queues = 1;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "num_queues", false, &q->num_queues, NULL);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "owner", false, &q->owner);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_bool(w, o, "pinned", &q->pinned);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str_array(w, o, "queue_instances", &q->instances, &q->n_instances);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32_array(w, o, "semaphore_set", false, SIZE_MAX, &q->semaphore_set,
                             &q->n_semaphore_set);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "semaphore", false, &q->semaphore, &q->has_semaphore);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "fabric_path", false, &q->fabric_path);
     return st;
 }
 
-static NRT_STATUS queue_load(struct neff_subgraph *sg, const char *member, const char *name,
+static emu_status queue_load(struct neff_subgraph *sg, const char *member, const char *name,
                              json_t *o)
 {
     char obj[300];
@@ -385,12 +385,12 @@ static NRT_STATUS queue_load(struct neff_subgraph *sg, const char *member, const
     struct jw w = {.member = member, .obj = obj};
     if (!json_is_object(o)) {
         LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_queue q = {0};
     q.name = strdup(name);
-    NRT_STATUS st = q.name ? queue_fields(&w, o, &q) : joom(&w);
-    if (st == NRT_SUCCESS)
+    emu_status st = q.name ? queue_fields(&w, o, &q) : joom(&w);
+    if (st == EMU_OK)
         st = neff_sg_push_queue(sg, &q);
     neff_queue_clear(&q);
     return st;
@@ -399,7 +399,7 @@ static NRT_STATUS queue_load(struct neff_subgraph *sg, const char *member, const
 /* ---- engine JSON: descriptors ----------------------------------------- */
 
 /* Read "<p>", "<p>_off", "<p>_steps", "<p>_sizes", "<p>_dtype" from o. */
-static NRT_STATUS ap_load(const struct jw *w, json_t *o, const char *p, struct neff_dma_ap *ap)
+static emu_status ap_load(const struct jw *w, json_t *o, const char *p, struct neff_dma_ap *ap)
 {
     char k_off[16], k_steps[16], k_sizes[16], k_dtype[16];
     snprintf(k_off, sizeof k_off, "%s_off", p);
@@ -408,19 +408,19 @@ static NRT_STATUS ap_load(const struct jw *w, json_t *o, const char *p, struct n
     snprintf(k_dtype, sizeof k_dtype, "%s_dtype", p);
     ap->var_index = -1;
     ap->dtype = NEFF_DTYPE_UINT8;
-    NRT_STATUS st = jget_str(w, o, p, true, &ap->var);
-    if (st == NRT_SUCCESS)
+    emu_status st = jget_str(w, o, p, true, &ap->var);
+    if (st == EMU_OK)
         st = jget_u64(w, o, k_off, true, &ap->off, NULL);
     json_t *steps = NULL;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_typed(w, o, k_steps, true, true, &steps);
     uint64_t *sizes = NULL;
     uint32_t n = 0;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_uint_array(w, o, k_sizes, true, UINT64_MAX, NEFF_AP_MAX_DIMS, &sizes, &n);
-    if (st == NRT_SUCCESS && (n == 0 || json_array_size(steps) != n))
+    if (st == EMU_OK && (n == 0 || json_array_size(steps) != n))
         st = jerr(w, k_steps, "steps and sizes need the same 1 to 4 entries");
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < n; i++) {
+    for (uint32_t i = 0; st == EMU_OK && i < n; i++) {
         json_t *e = json_array_get(steps, i);
         if (!json_is_integer(e))
             st = jerr(w, k_steps, "entries must be integers");
@@ -430,16 +430,16 @@ static NRT_STATUS ap_load(const struct jw *w, json_t *o, const char *p, struct n
     }
     free(sizes);
     ap->ndim = n;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_dtype(w, o, k_dtype, false, &ap->dtype);
     return st;
 }
 
-static NRT_STATUS desc_sources(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
+static emu_status desc_sources(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
 {
     json_t *arr;
-    NRT_STATUS st = jget_typed(w, dj, "from_arr", false, true, &arr);
-    if (st != NRT_SUCCESS)
+    emu_status st = jget_typed(w, dj, "from_arr", false, true, &arr);
+    if (st != EMU_OK)
         return st;
     size_t n = arr ? json_array_size(arr) : 1;
     if (arr && (n == 0 || n > NEFF_MAX_CCE_SOURCES))
@@ -453,7 +453,7 @@ static NRT_STATUS desc_sources(const struct jw *w, json_t *dj, struct neff_dma_d
     d->n_from = (uint32_t)n;
     if (!arr)
         return ap_load(w, dj, "from", &d->from[0]);
-    for (size_t i = 0; i < n && st == NRT_SUCCESS; i++) {
+    for (size_t i = 0; i < n && st == EMU_OK; i++) {
         json_t *e = json_array_get(arr, i);
         if (!json_is_object(e))
             return jerr(w, "from_arr", "entries must be objects");
@@ -463,24 +463,24 @@ static NRT_STATUS desc_sources(const struct jw *w, json_t *dj, struct neff_dma_d
 }
 
 /* Op-specific desc fields: fma scale, min/max constant, transpose. */
-static NRT_STATUS desc_op_fields(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
+static emu_status desc_op_fields(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
 {
-    NRT_STATUS st = NRT_SUCCESS;
+    emu_status st = EMU_OK;
     d->scale = 1.0;
     d->scale_dtype = NEFF_DTYPE_FLOAT32;
     if (d->op == NEFF_DMA_FMA) {
         st = jget_double(w, dj, "scale", false, &d->scale);
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             st = jget_dtype(w, dj, "scale_dtype", false, &d->scale_dtype);
     }
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_dtype(w, dj, "constant_dtype", false, &d->constant_dtype);
-    if (st == NRT_SUCCESS && d->constant_dtype != NEFF_DTYPE_NONE)
+    if (st == EMU_OK && d->constant_dtype != NEFF_DTYPE_NONE)
         st = jget_double(w, dj, "constant", true, &d->constant);
     uint32_t *shape = NULL, n = 0;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32_array(w, dj, "transpose_shape", false, NEFF_AP_MAX_DIMS, &shape, &n);
-    if (st == NRT_SUCCESS && shape != NULL) {
+    if (st == EMU_OK && shape != NULL) {
         if (n != NEFF_AP_MAX_DIMS)
             st = jerr(w, "transpose_shape", "needs exactly 4 entries");
         else
@@ -488,52 +488,52 @@ static NRT_STATUS desc_op_fields(const struct jw *w, json_t *dj, struct neff_dma
         d->has_transpose_shape = true;
     }
     free(shape);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, dj, "transpose_element_size", false, &d->transpose_element_size, NULL);
     return st;
 }
 
-static NRT_STATUS desc_body(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
+static emu_status desc_body(const struct jw *w, json_t *dj, struct neff_dma_desc *d)
 {
     char *op = NULL;
-    NRT_STATUS st = jget_str(w, dj, "op", false, &op);
-    if (st == NRT_SUCCESS && op != NULL && !neff_dma_op_parse(op, &d->op))
+    emu_status st = jget_str(w, dj, "op", false, &op);
+    if (st == EMU_OK && op != NULL && !neff_dma_op_parse(op, &d->op))
         st = jerr(w, "op", "unknown DMA op");
     free(op);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = desc_sources(w, dj, d);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = ap_load(w, dj, "to", &d->to);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, dj, "num_tiling_dimensions", false, &d->num_tiling_dimensions,
                       &d->has_tiling_dims);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = desc_op_fields(w, dj, d);
     return st;
 }
 
-static NRT_STATUS desc_fields(const struct jw *w, json_t *o, struct neff_dma_desc *d)
+static emu_status desc_fields(const struct jw *w, json_t *o, struct neff_dma_desc *d)
 {
-    NRT_STATUS st = jget_u32(w, o, "id", true, &d->id, NULL);
-    if (st == NRT_SUCCESS)
+    emu_status st = jget_u32(w, o, "id", true, &d->id, NULL);
+    if (st == EMU_OK)
         st = jget_str(w, o, "queue", false, &d->queue);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "instance_name", false, &d->instance_name);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str(w, o, "function_start", false, &d->function_start);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_bool(w, o, "section_start_desc", &d->section_start_desc);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "event", false, &d->event, &d->has_event);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32(w, o, "semaphore", false, &d->semaphore, &d->has_semaphore);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32_array(w, o, "remote_semaphores", false, SIZE_MAX, &d->remote_semaphores,
                             &d->n_remote_semaphores);
     json_t *dj = NULL;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_typed(w, o, "desc", true, false, &dj);
-    if (st == NRT_SUCCESS) {
+    if (st == EMU_OK) {
         char obj[64];
         snprintf(obj, sizeof obj, "%s.desc", w->obj);
         struct jw wd = {.member = w->member, .obj = obj};
@@ -542,7 +542,7 @@ static NRT_STATUS desc_fields(const struct jw *w, json_t *o, struct neff_dma_des
     return st;
 }
 
-static NRT_STATUS desc_load(struct neff_subgraph *sg, enum neff_engine e, const char *member,
+static emu_status desc_load(struct neff_subgraph *sg, enum neff_engine e, const char *member,
                             size_t index, json_t *o)
 {
     char obj[48];
@@ -550,12 +550,12 @@ static NRT_STATUS desc_load(struct neff_subgraph *sg, enum neff_engine e, const 
     struct jw w = {.member = member, .obj = obj};
     if (!json_is_object(o)) {
         LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_dma_desc d = {0};
     d.to.var_index = -1;
-    NRT_STATUS st = desc_fields(&w, o, &d);
-    if (st == NRT_SUCCESS)
+    emu_status st = desc_fields(&w, o, &d);
+    if (st == EMU_OK)
         st = neff_sg_push_desc(sg, e, &d);
     neff_desc_clear(&d);
     return st;
@@ -563,30 +563,30 @@ static NRT_STATUS desc_load(struct neff_subgraph *sg, enum neff_engine e, const 
 
 /* ---- def.json: engine sections ---------------------------------------- */
 
-static NRT_STATUS engine_json_load(const struct neff_file *f, struct neff_subgraph *sg,
+static emu_status engine_json_load(const struct neff_file *f, struct neff_subgraph *sg,
                                    enum neff_engine e, const struct jw *w)
 {
     struct neff_engine_sec *s = &sg->eng[e];
     const struct neff_member *mem = sg_member(f, sg->name, s->json_file, w, "json_file");
     if (mem == NULL)
-        return NRT_INVALID;
+        return EMU_INVALID;
     json_t *j;
-    NRT_STATUS st = json_member(f, mem->name, true, &j);
-    if (st != NRT_SUCCESS)
+    emu_status st = json_member(f, mem->name, true, &j);
+    if (st != EMU_OK)
         return st;
     struct jw wj = {.member = mem->name, .obj = "top level"};
     json_t *dma;
     st = jget_typed(&wj, j, "dma", false, true, &dma);
-    for (size_t i = 0; st == NRT_SUCCESS && dma != NULL && i < json_array_size(dma); i++)
+    for (size_t i = 0; st == EMU_OK && dma != NULL && i < json_array_size(dma); i++)
         st = desc_load(sg, e, mem->name, i, json_array_get(dma, i));
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_str_array(&wj, j, "activation_function_sets", &s->act_func_sets,
                             &s->n_act_func_sets);
     json_decref(j);
     return st;
 }
 
-static NRT_STATUS engine_load(const struct neff_file *f, struct neff_subgraph *sg,
+static emu_status engine_load(const struct neff_file *f, struct neff_subgraph *sg,
                               const char *member, enum neff_engine e, json_t *o)
 {
     struct neff_engine_sec *s = &sg->eng[e];
@@ -594,78 +594,78 @@ static NRT_STATUS engine_load(const struct neff_file *f, struct neff_subgraph *s
     snprintf(obj, sizeof obj, "section '%s'", neff_engine_name(e));
     struct jw w = {.member = member, .obj = obj};
     s->present = true;
-    NRT_STATUS st = jget_str(&w, o, "bin_file", false, &s->bin_file);
-    if (st == NRT_SUCCESS)
+    emu_status st = jget_str(&w, o, "bin_file", false, &s->bin_file);
+    if (st == EMU_OK)
         st = jget_str(&w, o, "json_file", false, &s->json_file);
-    if (st == NRT_SUCCESS && s->bin_file != NULL) {
+    if (st == EMU_OK && s->bin_file != NULL) {
         const struct neff_member *mem = sg_member(f, sg->name, s->bin_file, &w, "bin_file");
         if (mem == NULL)
-            return NRT_INVALID;
+            return EMU_INVALID;
         s->code = neff_buf_ref(mem->data);
     }
-    if (st == NRT_SUCCESS && s->json_file != NULL)
+    if (st == EMU_OK && s->json_file != NULL)
         st = engine_json_load(f, sg, e, &w);
     return st;
 }
 
 /* ---- def.json --------------------------------------------------------- */
 
-static NRT_STATUS def_marker(struct neff_subgraph *sg, const struct jw *w, json_t *def)
+static emu_status def_marker(struct neff_subgraph *sg, const struct jw *w, json_t *def)
 {
     json_t *isa;
-    NRT_STATUS st = jget_typed(w, def, "trnemu_isa", false, false, &isa);
-    if (st != NRT_SUCCESS || isa == NULL)
+    emu_status st = jget_typed(w, def, "trnemu_isa", false, false, &isa);
+    if (st != EMU_OK || isa == NULL)
         return st;
     struct jw wi = {.member = w->member, .obj = "trnemu_isa"};
     st = jget_u32(&wi, isa, "version", true, &sg->isa_version, NULL);
-    if (st == NRT_SUCCESS && sg->isa_version == 0)
+    if (st == EMU_OK && sg->isa_version == 0)
         st = jerr(&wi, "version", "must be at least 1");
     return st;
 }
 
-static NRT_STATUS def_maps(const struct neff_file *f, struct neff_subgraph *sg,
+static emu_status def_maps(const struct neff_file *f, struct neff_subgraph *sg,
                            const struct jw *w, json_t *def)
 {
     json_t *vars, *queues;
-    NRT_STATUS st = jget_typed(w, def, "var", false, false, &vars);
-    if (st == NRT_SUCCESS)
+    emu_status st = jget_typed(w, def, "var", false, false, &vars);
+    if (st == EMU_OK)
         st = jget_typed(w, def, "dma_queue", false, false, &queues);
     const char *key;
     json_t *val;
-    if (st == NRT_SUCCESS && vars != NULL) {
+    if (st == EMU_OK && vars != NULL) {
         json_object_foreach(vars, key, val) {
             st = var_load(f, sg, w->member, key, val);
-            if (st != NRT_SUCCESS)
+            if (st != EMU_OK)
                 return st;
         }
     }
-    if (st == NRT_SUCCESS && queues != NULL) {
+    if (st == EMU_OK && queues != NULL) {
         json_object_foreach(queues, key, val) {
             st = queue_load(sg, w->member, key, val);
-            if (st != NRT_SUCCESS)
+            if (st != EMU_OK)
                 return st;
         }
     }
     return st;
 }
 
-static NRT_STATUS sg_load(const struct neff_file *f, struct neff_model *m, const char *name)
+static emu_status sg_load(const struct neff_file *f, struct neff_model *m, const char *name)
 {
     char member[NEFF_MAX_PATH + 16];
     snprintf(member, sizeof member, "%s/def.json", name);
     json_t *def;
-    NRT_STATUS st = json_member(f, member, true, &def);
-    if (st != NRT_SUCCESS)
+    emu_status st = json_member(f, member, true, &def);
+    if (st != EMU_OK)
         return st;
     struct neff_subgraph *sg = neff_model_push_sg(m, name);
     struct jw w = {.member = member, .obj = "top level"};
-    st = sg ? def_marker(sg, &w, def) : NRT_RESOURCE;
-    if (st == NRT_SUCCESS)
+    st = sg ? def_marker(sg, &w, def) : EMU_RESOURCE;
+    if (st == EMU_OK)
         st = def_maps(f, sg, &w, def);
-    for (int e = 0; st == NRT_SUCCESS && e < NEFF_ENG_COUNT; e++) {
+    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++) {
         json_t *sec;
         st = jget_typed(&w, def, neff_engine_name((enum neff_engine)e), false, false, &sec);
-        if (st == NRT_SUCCESS && sec != NULL)
+        if (st == EMU_OK && sec != NULL)
             st = engine_load(f, sg, member, (enum neff_engine)e, sec);
     }
     json_decref(def);
@@ -682,12 +682,12 @@ static int sg_name_cmp(const void *a, const void *b)
 }
 
 /* Without a "subgraphs" list: every top-level "<dir>/def.json", sorted. */
-static NRT_STATUS sg_scan(const struct neff_file *f, char ***names, uint32_t *n)
+static emu_status sg_scan(const struct neff_file *f, char ***names, uint32_t *n)
 {
     char **v = calloc(f->n_members + 1, sizeof *v);
     if (v == NULL) {
         LOG_ERROR("NEFF", "out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     *names = v;
     for (size_t i = 0; i < f->n_members; i++) {
@@ -697,23 +697,23 @@ static NRT_STATUS sg_scan(const struct neff_file *f, char ***names, uint32_t *n)
             continue;
         if ((v[*n] = strndup(nm, (size_t)(slash - nm))) == NULL) {
             LOG_ERROR("NEFF", "out of memory");
-            return NRT_RESOURCE;
+            return EMU_RESOURCE;
         }
         (*n)++;
     }
     qsort(v, *n, sizeof *v, sg_name_cmp);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS sg_list(const struct neff_file *f, json_t *nj, char ***names, uint32_t *n)
+static emu_status sg_list(const struct neff_file *f, json_t *nj, char ***names, uint32_t *n)
 {
     struct jw w = {.member = "neff.json", .obj = "top level"};
     json_t *list = NULL;
     *names = NULL;
     *n = 0;
     if (nj != NULL) {
-        NRT_STATUS st = jget_typed(&w, nj, "subgraphs", false, true, &list);
-        if (st != NRT_SUCCESS)
+        emu_status st = jget_typed(&w, nj, "subgraphs", false, true, &list);
+        if (st != EMU_OK)
             return st;
     }
     if (list == NULL)
@@ -721,25 +721,25 @@ static NRT_STATUS sg_list(const struct neff_file *f, json_t *nj, char ***names, 
     return jget_str_array(&w, nj, "subgraphs", names, n);
 }
 
-static NRT_STATUS io_entry(const struct jw *w, json_t *o, bool is_output, struct neff_io *io)
+static emu_status io_entry(const struct jw *w, json_t *o, bool is_output, struct neff_io *io)
 {
     io->is_output = is_output;
-    NRT_STATUS st = jget_str(w, o, "name", true, &io->name);
-    if (st == NRT_SUCCESS)
+    emu_status st = jget_str(w, o, "name", true, &io->name);
+    if (st == EMU_OK)
         st = jget_dtype(w, o, "dtype", true, &io->dtype);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u32_array(w, o, "shape", true, NEFF_IO_MAX_DIMS, &io->shape, &io->ndim);
     uint64_t size = neff_dtype_size(io->dtype);
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < io->ndim; i++)
+    for (uint32_t i = 0; st == EMU_OK && i < io->ndim; i++)
         if (__builtin_mul_overflow(size, (uint64_t)io->shape[i], &size))
             st = jerr(w, "shape", "size overflows 64 bits");
     io->size = size;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = jget_u64(w, o, "size", false, &io->size, NULL);
     return st;
 }
 
-static NRT_STATUS io_list(struct neff_model *m, json_t *arr, bool is_output)
+static emu_status io_list(struct neff_model *m, json_t *arr, bool is_output)
 {
     const char *key = is_output ? "outputs" : "inputs";
     for (size_t i = 0; i < json_array_size(arr); i++) {
@@ -749,22 +749,22 @@ static NRT_STATUS io_list(struct neff_model *m, json_t *arr, bool is_output)
         json_t *o = json_array_get(arr, i);
         if (!json_is_object(o)) {
             LOG_ERROR("NEFF", "neff.json: %s: must be an object", obj);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         struct neff_io io = {0};
-        NRT_STATUS st = io_entry(&w, o, is_output, &io);
-        if (st == NRT_SUCCESS)
+        emu_status st = io_entry(&w, o, is_output, &io);
+        if (st == EMU_OK)
             st = neff_model_push_io(m, &io);
         neff_io_clear(&io);
-        if (st != NRT_SUCCESS)
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Without an I/O list: one uint8 tensor of shape [size] per input (or
  * output) variable name, in subgraph and variable order. */
-static NRT_STATUS io_derive(struct neff_model *m, bool is_output)
+static emu_status io_derive(struct neff_model *m, bool is_output)
 {
     enum neff_var_type want = is_output ? NEFF_VAR_OUTPUT : NEFF_VAR_INPUT;
     for (uint32_t s = 0; s < m->n_sgs; s++) {
@@ -776,30 +776,30 @@ static NRT_STATUS io_derive(struct neff_model *m, bool is_output)
                 LOG_ERROR("NEFF", "%s/def.json: var '%s': %llu bytes is too large to describe "
                           "without neff.json", m->sgs[s]->name, v->name,
                           (unsigned long long)v->size);
-                return NRT_INVALID;
+                return EMU_INVALID;
             }
             uint32_t shape = (uint32_t)v->size;
-            NRT_STATUS st = neff_model_add_io(m, v->name, is_output, NEFF_DTYPE_UINT8, &shape, 1);
-            if (st != NRT_SUCCESS)
+            emu_status st = neff_model_add_io(m, v->name, is_output, NEFF_DTYPE_UINT8, &shape, 1);
+            if (st != EMU_OK)
                 return st;
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS io_load(struct neff_model *m, json_t *nj)
+static emu_status io_load(struct neff_model *m, json_t *nj)
 {
     struct jw w = {.member = "neff.json", .obj = "top level"};
     for (int k = 0; k < 2; k++) {
         json_t *arr = NULL;
-        NRT_STATUS st = nj ? jget_typed(&w, nj, k ? "outputs" : "inputs", false, true, &arr)
-                           : NRT_SUCCESS;
-        if (st == NRT_SUCCESS)
+        emu_status st = nj ? jget_typed(&w, nj, k ? "outputs" : "inputs", false, true, &arr)
+                           : EMU_OK;
+        if (st == EMU_OK)
             st = arr ? io_list(m, arr, k == 1) : io_derive(m, k == 1);
-        if (st != NRT_SUCCESS)
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- the model -------------------------------------------------------- */
@@ -823,64 +823,64 @@ static void info_from_header(struct neff_model_info *i, const struct neff_header
     i->lnc_size = h->lnc_size;
 }
 
-static NRT_STATUS model_build(const struct neff_file *f, struct neff_model *m)
+static emu_status model_build(const struct neff_file *f, struct neff_model *m)
 {
     json_t *nj = NULL;
-    NRT_STATUS st = json_member(f, "neff.json", false, &nj);
+    emu_status st = json_member(f, "neff.json", false, &nj);
     char **names = NULL;
     uint32_t n = 0;
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = sg_list(f, nj, &names, &n);
-    if (st == NRT_SUCCESS && n == 0) {
+    if (st == EMU_OK && n == 0) {
         LOG_ERROR("NEFF", "neff.json: subgraphs: the NEFF has no subgraph (no sgNN/def.json)");
-        st = NRT_INVALID;
+        st = EMU_INVALID;
     }
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < n; i++) {
+    for (uint32_t i = 0; st == EMU_OK && i < n; i++) {
         for (uint32_t j = 0; j < i; j++) {
             if (strcmp(names[i], names[j]) == 0) {
                 LOG_ERROR("NEFF", "neff.json: subgraphs: '%s' is listed twice", names[i]);
-                st = NRT_INVALID;
+                st = EMU_INVALID;
                 break;
             }
         }
-        if (st == NRT_SUCCESS && (names[i][0] == '\0' || strchr(names[i], '/') != NULL ||
+        if (st == EMU_OK && (names[i][0] == '\0' || strchr(names[i], '/') != NULL ||
                                   strlen(names[i]) > 255)) {
             LOG_ERROR("NEFF", "neff.json: subgraphs: '%s' is not a plain directory name",
                       names[i]);
-            st = NRT_INVALID;
+            st = EMU_INVALID;
         }
-        if (st == NRT_SUCCESS)
+        if (st == EMU_OK)
             st = sg_load(f, m, names[i]);
     }
     for (uint32_t i = 0; names != NULL && i <= n; i++)
         free(names[i]);
     free(names);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = io_load(m, nj);
     json_decref(nj);
     return st;
 }
 
-NRT_STATUS neff_model_load(const struct neff_file *f, struct neff_model **out)
+emu_status neff_model_load(const struct neff_file *f, struct neff_model **out)
 {
     if (f == NULL || out == NULL) {
         LOG_ERROR("NEFF", "neff_model_load: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *out = NULL;
     struct neff_model *m = calloc(1, sizeof *m);
     if (m == NULL) {
         LOG_ERROR("NEFF", "out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     info_from_header(&m->info, &f->hdr);
-    NRT_STATUS st = model_build(f, m);
-    if (st == NRT_SUCCESS)
+    emu_status st = model_build(f, m);
+    if (st == EMU_OK)
         st = neff_model_validate(m);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         neff_model_free(m);
         return st;
     }
     *out = m;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

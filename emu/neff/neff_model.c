@@ -282,36 +282,36 @@ static bool grow(void **arr, uint32_t n, uint32_t *cap, size_t elem)
     do {                                                                      \
         if (!grow((void **)&(arr), (n), &(cap), sizeof *(arr))) {             \
             LOG_ERROR("NEFF", "model: out of memory");                        \
-            return NRT_RESOURCE;                                              \
+            return EMU_RESOURCE;                                              \
         }                                                                     \
         (arr)[(n)++] = *(x);                                                  \
         memset((x), 0, sizeof *(x));                                          \
     } while (0)
 
-NRT_STATUS neff_sg_push_var(struct neff_subgraph *sg, struct neff_var *v)
+emu_status neff_sg_push_var(struct neff_subgraph *sg, struct neff_var *v)
 {
     PUSH(sg->vars, sg->n_vars, sg->cap_vars, v);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_sg_push_queue(struct neff_subgraph *sg, struct neff_queue *q)
+emu_status neff_sg_push_queue(struct neff_subgraph *sg, struct neff_queue *q)
 {
     PUSH(sg->queues, sg->n_queues, sg->cap_queues, q);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_sg_push_desc(struct neff_subgraph *sg, enum neff_engine e,
+emu_status neff_sg_push_desc(struct neff_subgraph *sg, enum neff_engine e,
                              struct neff_dma_desc *d)
 {
     struct neff_engine_sec *s = &sg->eng[e];
     PUSH(s->descs, s->n_descs, s->cap_descs, d);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_model_push_io(struct neff_model *m, struct neff_io *io)
+emu_status neff_model_push_io(struct neff_model *m, struct neff_io *io)
 {
     PUSH(m->io, m->n_io, m->cap_io, io);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 struct neff_subgraph *neff_model_push_sg(struct neff_model *m, const char *name)
@@ -374,7 +374,7 @@ static bool io_size(uint32_t dtype, const uint32_t *shape, uint32_t ndim, uint64
     return true;
 }
 
-NRT_STATUS neff_model_add_io(struct neff_model *m, const char *name, bool is_output,
+emu_status neff_model_add_io(struct neff_model *m, const char *name, bool is_output,
                              uint32_t dtype, const uint32_t *shape, uint32_t ndim)
 {
     struct neff_io io = {.is_output = is_output, .dtype = dtype, .ndim = ndim};
@@ -382,22 +382,22 @@ NRT_STATUS neff_model_add_io(struct neff_model *m, const char *name, bool is_out
         (ndim > 0 && shape == NULL) || !io_size(dtype, shape, ndim, &io.size)) {
         LOG_ERROR("NEFF", "model: io '%s': bad name, dtype %u or shape", name ? name : "?",
                   dtype);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (neff_model_find_io(m, name) != NULL) {
         LOG_ERROR("NEFF", "model: io '%s': duplicate name", name);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     io.name = strdup(name);
     io.shape = ndim ? malloc(ndim * sizeof *io.shape) : NULL;
     if (io.name == NULL || (ndim && io.shape == NULL)) {
         neff_io_clear(&io);
         LOG_ERROR("NEFF", "model: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     if (ndim)
         memcpy(io.shape, shape, ndim * sizeof *shape);
-    NRT_STATUS st = neff_model_push_io(m, &io);
+    emu_status st = neff_model_push_io(m, &io);
     neff_io_clear(&io);
     return st;
 }
@@ -428,28 +428,28 @@ static char **str_array_dup(char *const *a, uint32_t n, bool *ok)
     return c;
 }
 
-NRT_STATUS neff_var_set_payload(struct neff_var *v, const char *what)
+emu_status neff_var_set_payload(struct neff_var *v, const char *what)
 {
     size_t n = neff_buf_size(v->file);
     v->data_off = 0;
     v->data_len = n;
     if (v->file == NULL || !neff_is_npy_name(v->file_name))
-        return NRT_SUCCESS;
+        return EMU_OK;
     struct npy_info info;
-    NRT_STATUS st = npy_parse(neff_buf_data(v->file), n, what, &info);
-    if (st != NRT_SUCCESS)
+    emu_status st = npy_parse(neff_buf_data(v->file), n, what, &info);
+    if (st != EMU_OK)
         return st;
     v->data_off = info.data_off;
     v->data_len = info.data_len;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v)
+emu_status neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v)
 {
     if (v == NULL || v->name == NULL || neff_sg_find_var(sg, v->name) != NULL) {
         LOG_ERROR("NEFF", "%s: var '%s': missing or duplicate name", sg->name,
                   v && v->name ? v->name : "?");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     bool ok = true;
     struct neff_var c = *v;
@@ -463,23 +463,23 @@ NRT_STATUS neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v)
     if (!ok) {
         neff_var_clear(&c);
         LOG_ERROR("NEFF", "%s: var '%s': out of memory", sg->name, v->name);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     char what[NEFF_MAX_PATH + 64];
     snprintf(what, sizeof what, "%s/%s", sg->name, v->file_name ? v->file_name : "?");
-    NRT_STATUS st = neff_var_set_payload(&c, what);
-    if (st == NRT_SUCCESS)
+    emu_status st = neff_var_set_payload(&c, what);
+    if (st == EMU_OK)
         st = neff_sg_push_var(sg, &c);
     neff_var_clear(&c);
     return st;
 }
 
-NRT_STATUS neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *q)
+emu_status neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *q)
 {
     if (q == NULL || q->name == NULL || neff_sg_find_queue(sg, q->name) != NULL) {
         LOG_ERROR("NEFF", "%s: dma_queue '%s': missing or duplicate name", sg->name,
                   q && q->name ? q->name : "?");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     bool ok = true;
     struct neff_queue c = *q;
@@ -490,7 +490,7 @@ NRT_STATUS neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *
     c.semaphore_set = u32_dup(q->semaphore_set, q->n_semaphore_set, &ok);
     c.n_semaphore_set = c.semaphore_set ? q->n_semaphore_set : 0;
     c.fabric_path = neff_strdup_opt(q->fabric_path, &ok);
-    NRT_STATUS st = NRT_RESOURCE;
+    emu_status st = EMU_RESOURCE;
     if (ok)
         st = neff_sg_push_queue(sg, &c);
     else
@@ -510,23 +510,23 @@ static bool engine_default_name(struct neff_engine_sec *s, enum neff_engine e, b
     return *slot != NULL;
 }
 
-NRT_STATUS neff_sg_set_code(struct neff_subgraph *sg, enum neff_engine e, const void *code,
+emu_status neff_sg_set_code(struct neff_subgraph *sg, enum neff_engine e, const void *code,
                             size_t size)
 {
     if ((unsigned)e >= NEFF_ENG_COUNT || (code == NULL && size > 0)) {
         LOG_ERROR("NEFF", "%s: set_code: bad engine %d or NULL code", sg->name, (int)e);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct neff_engine_sec *s = &sg->eng[e];
     struct neff_buf *b = neff_buf_copy(code, size);
     if (b == NULL || !engine_default_name(s, e, true)) {
         neff_buf_unref(b);
         LOG_ERROR("NEFF", "%s: %s: out of memory", sg->name, engine_names[e]);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     neff_buf_unref(s->code);
     s->code = b;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool ap_copy(struct neff_dma_ap *dst, const struct neff_dma_ap *src, bool *ok)
@@ -554,12 +554,12 @@ static void desc_normalize(struct neff_dma_desc *d)
         d->to.dtype = NEFF_DTYPE_UINT8;
 }
 
-NRT_STATUS neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
+emu_status neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
                             const struct neff_dma_desc *d)
 {
     if ((unsigned)e >= NEFF_ENG_COUNT || d == NULL || (d->n_from > 0 && d->from == NULL)) {
         LOG_ERROR("NEFF", "%s: add_desc: bad engine %d or descriptor", sg->name, (int)e);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     bool ok = true;
     struct neff_dma_desc c = *d;
@@ -575,7 +575,7 @@ NRT_STATUS neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
         ap_copy(&c.from[i], &d->from[i], &ok);
     ap_copy(&c.to, &d->to, &ok);
     desc_normalize(&c);
-    NRT_STATUS st = NRT_RESOURCE;
+    emu_status st = EMU_RESOURCE;
     if (ok && engine_default_name(&sg->eng[e], e, false))
         st = neff_sg_push_desc(sg, e, &c);
     else
@@ -742,7 +742,7 @@ static const char *first_dup(const struct name_ref *t, size_t n)
     return NULL;
 }
 
-static NRT_STATUS sg_index_build(const struct neff_subgraph *sg, struct sg_index *x)
+static emu_status sg_index_build(const struct neff_subgraph *sg, struct sg_index *x)
 {
     size_t ninst = 0;
     for (uint32_t i = 0; i < sg->n_queues; i++)
@@ -753,7 +753,7 @@ static NRT_STATUS sg_index_build(const struct neff_subgraph *sg, struct sg_index
     x->insts = malloc((ninst + 1) * sizeof *x->insts);
     if (!x->vars || !x->ids || !x->queues || !x->insts) {
         LOG_ERROR("NEFF", "%s: out of memory while validating", sg->name);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     for (uint32_t i = 0; i < sg->n_vars; i++) {
         x->vars[i] = (struct name_ref){sg->vars[i].name, i};
@@ -771,22 +771,22 @@ static NRT_STATUS sg_index_build(const struct neff_subgraph *sg, struct sg_index
     const char *dup = first_dup(x->vars, sg->n_vars);
     if (dup != NULL) {
         LOG_ERROR("NEFF", "%s/def.json: var '%s': duplicate name", sg->name, dup);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     for (uint32_t i = 1; i < sg->n_vars; i++) {
         if (x->ids[i - 1].id == x->ids[i].id) {
             LOG_ERROR("NEFF", "%s/def.json: var '%s': var_id %u is also used by '%s'", sg->name,
                       sg->vars[x->ids[i].index].name, x->ids[i].id,
                       sg->vars[x->ids[i - 1].index].name);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     }
     dup = first_dup(x->queues, sg->n_queues);
     if (dup != NULL) {
         LOG_ERROR("NEFF", "%s/def.json: dma_queue '%s': duplicate name", sg->name, dup);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static bool id_exists(const struct sg_index *x, uint32_t n_vars, uint32_t id)
@@ -795,7 +795,7 @@ static bool id_exists(const struct sg_index *x, uint32_t n_vars, uint32_t id)
     return n_vars > 0 && bsearch(&key, x->ids, n_vars, sizeof *x->ids, id_ref_cmp) != NULL;
 }
 
-static NRT_STATUS var_check(const struct neff_subgraph *sg, const struct sg_index *x,
+static emu_status var_check(const struct neff_subgraph *sg, const struct sg_index *x,
                             const struct neff_var *v)
 {
     const char *why = NULL;
@@ -829,19 +829,19 @@ static NRT_STATUS var_check(const struct neff_subgraph *sg, const struct sg_inde
         }
     }
     if (why == NULL)
-        return NRT_SUCCESS;
+        return EMU_OK;
     LOG_ERROR("NEFF", "%s/def.json: var '%s': %s", sg->name, v->name, why);
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
-static NRT_STATUS queue_check(const struct neff_subgraph *sg, const struct neff_queue *q)
+static emu_status queue_check(const struct neff_subgraph *sg, const struct neff_queue *q)
 {
     if (q->num_queues == 0 || q->num_queues > 16) {
         LOG_ERROR("NEFF", "%s/def.json: dma_queue '%s': num_queues %u is not in 1..16",
                   sg->name, q->name, q->num_queues);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Where a descriptor lives, for log lines. */
@@ -861,7 +861,7 @@ static bool ap_in_json_range(const struct neff_dma_ap *ap)
 }
 
 /* Check one access pattern against its variable; resolve var_index. */
-static NRT_STATUS ap_check(const struct neff_subgraph *sg, const struct sg_index *x,
+static emu_status ap_check(const struct neff_subgraph *sg, const struct sg_index *x,
                            struct neff_dma_ap *ap, const char *side,
                            const struct desc_where *w, bool fill)
 {
@@ -889,11 +889,11 @@ static NRT_STATUS ap_check(const struct neff_subgraph *sg, const struct sg_index
     if (why != NULL) {
         LOG_ERROR("NEFF", "%s/%s: dma[%u]: %s '%s': %s", w->sg, w->json, w->index, side,
                   ap->var ? ap->var : "", why);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (fill)
         ap->var_index = (int32_t)r->index;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static const char *desc_fields_why(const struct neff_dma_desc *d, char *buf, size_t cap)
@@ -925,7 +925,7 @@ static const char *desc_fields_why(const struct neff_dma_desc *d, char *buf, siz
     return NULL;
 }
 
-static NRT_STATUS desc_check(const struct neff_subgraph *sg, const struct sg_index *x,
+static emu_status desc_check(const struct neff_subgraph *sg, const struct sg_index *x,
                              struct neff_dma_desc *d, const struct desc_where *w, bool fill)
 {
     char buf[128];
@@ -941,17 +941,17 @@ static NRT_STATUS desc_check(const struct neff_subgraph *sg, const struct sg_ind
     }
     if (why != NULL) {
         LOG_ERROR("NEFF", "%s/%s: dma[%u]: %s", w->sg, w->json, w->index, why);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     for (uint32_t i = 0; i < d->n_from; i++) {
-        NRT_STATUS st = ap_check(sg, x, &d->from[i], "from", w, fill);
-        if (st != NRT_SUCCESS)
+        emu_status st = ap_check(sg, x, &d->from[i], "from", w, fill);
+        if (st != EMU_OK)
             return st;
     }
     return ap_check(sg, x, &d->to, "to", w, fill);
 }
 
-static NRT_STATUS engine_check(const struct neff_subgraph *sg, const struct sg_index *x,
+static emu_status engine_check(const struct neff_subgraph *sg, const struct sg_index *x,
                                enum neff_engine e, bool fill)
 {
     struct neff_engine_sec *s = (struct neff_engine_sec *)&sg->eng[e];
@@ -959,23 +959,23 @@ static NRT_STATUS engine_check(const struct neff_subgraph *sg, const struct sg_i
         if (s->n_descs > 0 || s->code != NULL) {
             LOG_ERROR("NEFF", "%s/def.json: %s: has code or descriptors but no section",
                       sg->name, engine_names[e]);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     if ((s->code != NULL) != (s->bin_file != NULL) || (s->n_descs > 0 && s->json_file == NULL)) {
         LOG_ERROR("NEFF", "%s/def.json: %s: code without bin_file, bin_file without code, or "
                   "descriptors without json_file", sg->name, engine_names[e]);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct desc_where w = {.sg = sg->name, .json = s->json_file};
     for (uint32_t i = 0; i < s->n_descs; i++) {
         w.index = i;
-        NRT_STATUS st = desc_check(sg, x, &s->descs[i], &w, fill);
-        if (st != NRT_SUCCESS)
+        emu_status st = desc_check(sg, x, &s->descs[i], &w, fill);
+        if (st != EMU_OK)
             return st;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Is `name` a bin_file or a file var's file_name of this subgraph? */
@@ -992,7 +992,7 @@ static bool names_blob(const struct neff_subgraph *sg, const char *name)
 
 /* JSON members are rewritten on store: each engine JSON needs a member of
  * its own, distinct from def.json and from every binary member. */
-static NRT_STATUS sg_members_check(const struct neff_subgraph *sg)
+static emu_status sg_members_check(const struct neff_subgraph *sg)
 {
     for (int e = 0; e < NEFF_ENG_COUNT; e++) {
         const char *j = sg->eng[e].present ? sg->eng[e].json_file : NULL;
@@ -1005,38 +1005,38 @@ static NRT_STATUS sg_members_check(const struct neff_subgraph *sg)
         if (clash) {
             LOG_ERROR("NEFF", "%s/def.json: %s: json_file '%s' is also used by another member "
                       "role", sg->name, engine_names[e], j);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     }
     if (names_blob(sg, "def.json")) {
         LOG_ERROR("NEFF", "%s/def.json: a bin_file or file_name names def.json", sg->name);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS sg_check(const struct neff_model *m, const struct neff_subgraph *sg, bool fill)
+static emu_status sg_check(const struct neff_model *m, const struct neff_subgraph *sg, bool fill)
 {
     if (sg->isa_version > NEFF_TRNEMU_ISA_VERSION) {
         LOG_ERROR("NEFF", "%s/def.json: trnemu_isa: version %u is newer than the supported %u",
                   sg->name, sg->isa_version, NEFF_TRNEMU_ISA_VERSION);
-        return NRT_UNSUPPORTED_NEFF_VERSION;
+        return EMU_NEFF_VERSION;
     }
     if ((sg->isa_version > 0) != ((m->info.feature_bits & NEFF_FEATURE_TRNEMU_ISA) != 0)) {
         LOG_ERROR("NEFF", "%s/def.json: trnemu_isa: %s, but the header's trnemu feature bit is %s",
                   sg->name, sg->isa_version ? "present" : "absent",
                   sg->isa_version ? "clear" : "set");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     struct sg_index x = {0};
-    NRT_STATUS st = sg_index_build(sg, &x);
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < sg->n_vars; i++)
+    emu_status st = sg_index_build(sg, &x);
+    for (uint32_t i = 0; st == EMU_OK && i < sg->n_vars; i++)
         st = var_check(sg, &x, &sg->vars[i]);
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < sg->n_queues; i++)
+    for (uint32_t i = 0; st == EMU_OK && i < sg->n_queues; i++)
         st = queue_check(sg, &sg->queues[i]);
-    for (int e = 0; st == NRT_SUCCESS && e < NEFF_ENG_COUNT; e++)
+    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++)
         st = engine_check(sg, &x, (enum neff_engine)e, fill);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         st = sg_members_check(sg);
     sg_index_free(&x);
     return st;
@@ -1049,7 +1049,7 @@ static bool sg_name_ok(const char *n)
            strcmp(n, "..") != 0 && strlen(n) < 256;
 }
 
-static NRT_STATUS io_check(const struct neff_model *m, const struct neff_io *io)
+static emu_status io_check(const struct neff_model *m, const struct neff_io *io)
 {
     const char *why = NULL;
     uint64_t size = 0;
@@ -1065,15 +1065,15 @@ static NRT_STATUS io_check(const struct neff_model *m, const struct neff_io *io)
              size > INT64_MAX)
         why = "size does not equal the product of shape times the dtype size";
     if (why == NULL)
-        return NRT_SUCCESS;
+        return EMU_OK;
     LOG_ERROR("NEFF", "neff.json: %s '%s': %s", io->is_output ? "outputs" : "inputs",
               io->name ? io->name : "", why);
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
 /* Every I/O tensor appears as an input/output var of matching size in at
  * least one subgraph, and every input/output var is an I/O tensor. */
-static NRT_STATUS io_vars_check(const struct neff_model *m)
+static emu_status io_vars_check(const struct neff_model *m)
 {
     for (uint32_t s = 0; s < m->n_sgs; s++) {
         const struct neff_subgraph *sg = m->sgs[s];
@@ -1087,7 +1087,7 @@ static NRT_STATUS io_vars_check(const struct neff_model *m)
                 LOG_ERROR("NEFF", "%s/def.json: var '%s': %s var matches no %s tensor of %llu "
                           "bytes in neff.json", sg->name, v->name, var_type_names[v->type],
                           var_type_names[v->type], (unsigned long long)v->size);
-                return NRT_INVALID;
+                return EMU_INVALID;
             }
         }
     }
@@ -1098,50 +1098,50 @@ static NRT_STATUS io_vars_check(const struct neff_model *m)
         if (!found) {
             LOG_ERROR("NEFF", "neff.json: %s '%s': no subgraph has this variable",
                       m->io[i].is_output ? "outputs" : "inputs", m->io[i].name);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-static NRT_STATUS model_check(struct neff_model *m, bool fill)
+static emu_status model_check(struct neff_model *m, bool fill)
 {
     if (m == NULL || m->n_sgs == 0) {
         LOG_ERROR("NEFF", "neff.json: subgraphs: the NEFF has no subgraph");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     for (uint32_t s = 0; s < m->n_sgs; s++) {
         if (!sg_name_ok(m->sgs[s]->name)) {
             LOG_ERROR("NEFF", "neff.json: subgraphs: '%s' is not a plain directory name",
                       m->sgs[s]->name ? m->sgs[s]->name : "");
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         for (uint32_t t = 0; t < s; t++) {
             if (strcmp(m->sgs[s]->name, m->sgs[t]->name) == 0) {
                 LOG_ERROR("NEFF", "neff.json: subgraphs: '%s' is listed twice", m->sgs[s]->name);
-                return NRT_INVALID;
+                return EMU_INVALID;
             }
         }
     }
     for (uint32_t i = 0; i < m->n_io; i++) {
-        NRT_STATUS st = io_check(m, &m->io[i]);
-        if (st != NRT_SUCCESS)
+        emu_status st = io_check(m, &m->io[i]);
+        if (st != EMU_OK)
             return st;
     }
     for (uint32_t s = 0; s < m->n_sgs; s++) {
-        NRT_STATUS st = sg_check(m, m->sgs[s], fill);
-        if (st != NRT_SUCCESS)
+        emu_status st = sg_check(m, m->sgs[s], fill);
+        if (st != EMU_OK)
             return st;
     }
     return io_vars_check(m);
 }
 
-NRT_STATUS neff_model_validate(struct neff_model *m)
+emu_status neff_model_validate(struct neff_model *m)
 {
     return model_check(m, true);
 }
 
-NRT_STATUS neff_model_check_const(const struct neff_model *m)
+emu_status neff_model_check_const(const struct neff_model *m)
 {
     return model_check((struct neff_model *)m, false);
 }

@@ -7,7 +7,7 @@
  *
  * The JSON members and keys are described in docs/neff.md. Loading is
  * lenient about keys it does not know and strict about the JSON types of
- * keys it reads; every error is NRT_INVALID with one "NEFF" log line naming
+ * keys it reads; every error is EMU_INVALID with one "NEFF" log line naming
  * the member and key.
  *
  * Ownership: a model owns all its strings and arrays; instruction streams
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "emu/neff/neff_file.h"
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* trnemu ISA versions this build understands (def.json "trnemu_isa"). */
 #define NEFF_TRNEMU_ISA_VERSION 1u
@@ -244,15 +244,15 @@ struct neff_model {
 
 /* Build the model of a parsed file and validate it (neff_model_validate);
  * resolves every access pattern's var_index. */
-NRT_STATUS neff_model_load(const struct neff_file *f, struct neff_model **out);
+emu_status neff_model_load(const struct neff_file *f, struct neff_model **out);
 /* Validate, then produce a container: neff.json, sgNN/def.json, the engine
  * JSONs, the instruction streams and constants, in that order. */
-NRT_STATUS neff_model_store(const struct neff_model *m, struct neff_file **out);
+emu_status neff_model_store(const struct neff_model *m, struct neff_file **out);
 void neff_model_free(struct neff_model *m);
 
 /* Check the cross references and bounds (see docs/neff.md); resolves the
- * access patterns' var_index. NRT_INVALID with one log line. */
-NRT_STATUS neff_model_validate(struct neff_model *m);
+ * access patterns' var_index. EMU_INVALID with one log line. */
+emu_status neff_model_validate(struct neff_model *m);
 
 /* True when the NEFF carries trnemu's ISA: feature bit
  * NEFF_FEATURE_TRNEMU_ISA and "trnemu_isa" in every def.json. */
@@ -271,26 +271,26 @@ struct neff_model *neff_model_new(const char *name);
  * when out of memory. */
 struct neff_subgraph *neff_model_add_subgraph(struct neff_model *m);
 /* Append an I/O tensor; size is computed from dtype and shape. */
-NRT_STATUS neff_model_add_io(struct neff_model *m, const char *name, bool is_output,
+emu_status neff_model_add_io(struct neff_model *m, const char *name, bool is_output,
                              uint32_t dtype, const uint32_t *shape, uint32_t ndim);
 /* Append a deep copy of *v (strings and list copied, a reference taken on
  * v->file). For a file var with a file buffer, data_off/data_len are
  * computed here (the .npy payload when file_name ends in ".npy", else the
- * whole buffer). Duplicate names are NRT_INVALID. */
-NRT_STATUS neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v);
-/* Append a deep copy of *q. Duplicate names are NRT_INVALID. */
-NRT_STATUS neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *q);
+ * whole buffer). Duplicate names are EMU_INVALID. */
+emu_status neff_sg_add_var(struct neff_subgraph *sg, const struct neff_var *v);
+/* Append a deep copy of *q. Duplicate names are EMU_INVALID. */
+emu_status neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *q);
 /* Give an engine its instruction stream (copied once); the section is
  * marked present and gets the default bin_file name ("PE.bin",
  * "Activation.bin", "Pool.bin", "DVE.bin", "SP.bin") when it has none. */
-NRT_STATUS neff_sg_set_code(struct neff_subgraph *sg, enum neff_engine e, const void *code,
+emu_status neff_sg_set_code(struct neff_subgraph *sg, enum neff_engine e, const void *code,
                             size_t size);
 /* Append a deep copy of *d to an engine's descriptor list; the section
  * is marked present and gets the default json_file name ("PE.json", ...)
  * when it has none. Fields its op does not use get their defaults (scale
  * 1.0 unless fma, scale_dtype float32, constant 0 without constant_dtype),
  * an access-pattern dtype of 0 becomes uint8, var_index becomes -1. */
-NRT_STATUS neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
+emu_status neff_sg_add_desc(struct neff_subgraph *sg, enum neff_engine e,
                             const struct neff_dma_desc *d);
 
 /* ---- lookups and names ------------------------------------------------- */

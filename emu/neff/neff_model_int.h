@@ -24,27 +24,27 @@ void neff_ap_clear(struct neff_dma_ap *ap);
 void neff_desc_clear(struct neff_dma_desc *d);
 
 /* Append *x to a list, taking ownership of what it owns (on success *x is
- * zeroed; on failure it is left for the caller to clear). NRT_RESOURCE
+ * zeroed; on failure it is left for the caller to clear). EMU_RESOURCE
  * (logged) when out of memory. No duplicate checks. */
-NRT_STATUS neff_sg_push_var(struct neff_subgraph *sg, struct neff_var *v);
-NRT_STATUS neff_sg_push_queue(struct neff_subgraph *sg, struct neff_queue *q);
-NRT_STATUS neff_sg_push_desc(struct neff_subgraph *sg, enum neff_engine e,
+emu_status neff_sg_push_var(struct neff_subgraph *sg, struct neff_var *v);
+emu_status neff_sg_push_queue(struct neff_subgraph *sg, struct neff_queue *q);
+emu_status neff_sg_push_desc(struct neff_subgraph *sg, enum neff_engine e,
                              struct neff_dma_desc *d);
-NRT_STATUS neff_model_push_io(struct neff_model *m, struct neff_io *io);
+emu_status neff_model_push_io(struct neff_model *m, struct neff_io *io);
 /* Append an empty subgraph with this name; NULL on OOM (logged). */
 struct neff_subgraph *neff_model_push_sg(struct neff_model *m, const char *name);
 
 /* For a file var holding `file`: set data_off/data_len (.npy payload when
  * file_name ends in ".npy", else all of it). `what` names the member in
  * the log line on error. */
-NRT_STATUS neff_var_set_payload(struct neff_var *v, const char *what);
+emu_status neff_var_set_payload(struct neff_var *v, const char *what);
 
 /* Does the name end in ".npy"? */
 bool neff_is_npy_name(const char *name);
 
 /* neff_model_validate without resolving var_index (the model is not
  * changed). */
-NRT_STATUS neff_model_check_const(const struct neff_model *m);
+emu_status neff_model_check_const(const struct neff_model *m);
 
 /* strdup that passes NULL through; *ok cleared on OOM. */
 char *neff_strdup_opt(const char *s, bool *ok);

@@ -55,15 +55,15 @@ static json_t *j_str_array(char *const *a, uint32_t n)
 }
 
 /* Serialize o (consumed) and add it as a member. */
-static NRT_STATUS add_json(struct neff_file *f, const char *name, json_t *o)
+static emu_status add_json(struct neff_file *f, const char *name, json_t *o)
 {
     char *text = o ? json_dumps(o, JSON_INDENT(2) | JSON_REAL_PRECISION(17)) : NULL;
     json_decref(o);
     if (text == NULL) {
         LOG_ERROR("NEFF", "store: %s: out of memory", name);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
-    NRT_STATUS st = neff_file_add_copy(f, name, text, strlen(text));
+    emu_status st = neff_file_add_copy(f, name, text, strlen(text));
     free(text);
     return st;
 }
@@ -292,45 +292,45 @@ static json_t *engine_json(const struct neff_engine_sec *s)
 /* ---- members ----------------------------------------------------------- */
 
 /* Add a blob unless the same name already holds the same bytes. */
-static NRT_STATUS add_blob(struct neff_file *f, const char *sg, const char *rel,
+static emu_status add_blob(struct neff_file *f, const char *sg, const char *rel,
                            struct neff_buf *b)
 {
     char path[NEFF_MAX_PATH + 1];
     if (!member_path(path, sizeof path, sg, rel))
-        return NRT_INVALID;
+        return EMU_INVALID;
     const struct neff_member *old = neff_file_find(f, path);
     if (old != NULL) {
         size_t n = neff_buf_size(b);
         const uint8_t *x = neff_buf_data(old->data), *y = neff_buf_data(b);
         if (old->data == b ||
             (neff_buf_size(old->data) == n && (n == 0 || memcmp(x, y, n) == 0)))
-            return NRT_SUCCESS;
+            return EMU_OK;
         LOG_ERROR("NEFF", "store: member '%s': two different contents for one name", path);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     return neff_file_add(f, path, b);
 }
 
-static NRT_STATUS sg_store(struct neff_file *f, const struct neff_subgraph *sg)
+static emu_status sg_store(struct neff_file *f, const struct neff_subgraph *sg)
 {
     char path[NEFF_MAX_PATH + 1];
     if (!member_path(path, sizeof path, sg->name, "def.json"))
-        return NRT_INVALID;
-    NRT_STATUS st = add_json(f, path, def_json(sg));
-    for (int e = 0; st == NRT_SUCCESS && e < NEFF_ENG_COUNT; e++) {
+        return EMU_INVALID;
+    emu_status st = add_json(f, path, def_json(sg));
+    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++) {
         const struct neff_engine_sec *s = &sg->eng[e];
         if (!s->present || s->json_file == NULL)
             continue;
         if (!member_path(path, sizeof path, sg->name, s->json_file))
-            return NRT_INVALID;
+            return EMU_INVALID;
         st = add_json(f, path, engine_json(s));
     }
-    for (int e = 0; st == NRT_SUCCESS && e < NEFF_ENG_COUNT; e++) {
+    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++) {
         const struct neff_engine_sec *s = &sg->eng[e];
         if (s->present && s->bin_file != NULL)
             st = add_blob(f, sg->name, s->bin_file, s->code);
     }
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < sg->n_vars; i++) {
+    for (uint32_t i = 0; st == EMU_OK && i < sg->n_vars; i++) {
         const struct neff_var *v = &sg->vars[i];
         if (v->file != NULL)
             st = add_blob(f, sg->name, v->file_name, v->file);
@@ -357,29 +357,29 @@ static void header_from_info(struct neff_header *h, const struct neff_model_info
     h->lnc_size = i->lnc_size;
 }
 
-NRT_STATUS neff_model_store(const struct neff_model *m, struct neff_file **out)
+emu_status neff_model_store(const struct neff_model *m, struct neff_file **out)
 {
     if (m == NULL || out == NULL) {
         LOG_ERROR("NEFF", "neff_model_store: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *out = NULL;
-    NRT_STATUS st = neff_model_check_const(m);
-    if (st != NRT_SUCCESS)
+    emu_status st = neff_model_check_const(m);
+    if (st != EMU_OK)
         return st;
     struct neff_file *f = neff_file_new();
     if (f == NULL) {
         LOG_ERROR("NEFF", "store: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     header_from_info(&f->hdr, &m->info);
     st = add_json(f, "neff.json", neff_json(m));
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < m->n_sgs; i++)
+    for (uint32_t i = 0; st == EMU_OK && i < m->n_sgs; i++)
         st = sg_store(f, m->sgs[i]);
-    if (st != NRT_SUCCESS) {
+    if (st != EMU_OK) {
         neff_file_free(f);
         return st;
     }
     *out = f;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

@@ -260,7 +260,7 @@ static bool npy_sizes(struct npy_info *info)
     return true;
 }
 
-NRT_STATUS npy_parse(const void *bytes, size_t size, const char *what, struct npy_info *out)
+emu_status npy_parse(const void *bytes, size_t size, const char *what, struct npy_info *out)
 {
     const uint8_t *b = bytes;
     if (what == NULL)
@@ -268,7 +268,7 @@ NRT_STATUS npy_parse(const void *bytes, size_t size, const char *what, struct np
     memset(out, 0, sizeof *out);
     if (b == NULL || size < 10 || memcmp(b, npy_magic, sizeof npy_magic) != 0) {
         LOG_ERROR("NEFF", "%s: not a .npy file (bad magic or truncated)", what);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     uint8_t major = b[6], minor = b[7];
     size_t hlen, hoff;
@@ -278,34 +278,34 @@ NRT_STATUS npy_parse(const void *bytes, size_t size, const char *what, struct np
     } else if ((major == 2 || major == 3) && minor == 0) {
         if (size < 12) {
             LOG_ERROR("NEFF", "%s: truncated .npy header", what);
-            return NRT_INVALID;
+            return EMU_INVALID;
         }
         hlen = (size_t)b[8] | (size_t)b[9] << 8 | (size_t)b[10] << 16 | (size_t)b[11] << 24;
         hoff = 12;
     } else {
         LOG_ERROR("NEFF", "%s: unsupported .npy version %u.%u", what, major, minor);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (hlen > size - hoff) {
         LOG_ERROR("NEFF", "%s: truncated .npy header (%zu bytes declared)", what, hlen);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     const char *why = NULL;
     if (!dict_parse((const char *)b + hoff, hlen, out, &why)) {
         LOG_ERROR("NEFF", "%s: %s", what, why);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     out->data_off = hoff + hlen;
     if (!npy_sizes(out)) {
         LOG_ERROR("NEFF", "%s: shape overflows the addressable size", what);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     if (size - out->data_off != out->data_len) {
         LOG_ERROR("NEFF", "%s: payload is %zu bytes, shape and dtype need %zu", what,
                   size - out->data_off, out->data_len);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* ---- writing ----------------------------------------------------------- */
@@ -326,7 +326,7 @@ static char *npy_dict_text(const struct npy_info *info)
     return s;
 }
 
-NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, const void *data,
+emu_status npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, const void *data,
                      size_t len, uint8_t **out, size_t *out_len)
 {
     struct npy_info info = {0};
@@ -334,14 +334,14 @@ NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, co
     if (out == NULL || out_len == NULL || descr == NULL || (shape == NULL && ndim > 0) ||
         (data == NULL && len > 0)) {
         LOG_ERROR("NEFF", "npy_write: NULL argument");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     *out = NULL;
     *out_len = 0;
     if (!npy_descr_parse(descr, strlen(descr), &info, &why) || ndim > NPY_MAX_DIMS) {
         LOG_ERROR("NEFF", "npy_write: descr '%s' / %u dims: %s", descr, ndim,
                   why ? why : "too many dimensions");
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     info.ndim = ndim;
     if (ndim > 0)
@@ -349,12 +349,12 @@ NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, co
     if (!npy_sizes(&info) || info.data_len != len) {
         LOG_ERROR("NEFF", "npy_write: %zu data bytes do not match shape and descr '%s'", len,
                   descr);
-        return NRT_INVALID;
+        return EMU_INVALID;
     }
     char *dict = npy_dict_text(&info);
     if (dict == NULL) {
         LOG_ERROR("NEFF", "npy_write: out of memory");
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     size_t dlen = strlen(dict);
     size_t pre = dlen + 1 + 10 <= 65535 + 10 ? 10 : 12;   /* magic, version, length */
@@ -369,7 +369,7 @@ NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, co
     if (f == NULL) {
         free(dict);
         LOG_ERROR("NEFF", "npy_write: out of memory for %zu bytes", len);
-        return NRT_RESOURCE;
+        return EMU_RESOURCE;
     }
     memcpy(f, npy_magic, sizeof npy_magic);
     f[6] = pre == 10 ? 1 : 2;
@@ -384,5 +384,5 @@ NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, co
     free(dict);
     *out = f;
     *out_len = total_hdr + len;
-    return NRT_SUCCESS;
+    return EMU_OK;
 }

@@ -20,7 +20,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 #define NPY_MAX_DIMS 32u                /* most dimensions accepted */
 
@@ -37,15 +37,15 @@ struct npy_info {
 };
 
 /* Parse a whole .npy file in memory. `what` names it in the one log line
- * written on error (NRT_INVALID). The payload must be exactly
+ * written on error (EMU_INVALID). The payload must be exactly
  * count * itemsize bytes. */
-NRT_STATUS npy_parse(const void *bytes, size_t size, const char *what, struct npy_info *out);
+emu_status npy_parse(const void *bytes, size_t size, const char *what, struct npy_info *out);
 
 /* Build a .npy file (version 1.0, or 2.0 when the header needs it) holding
  * data[0..len) with this descr (one of the supported ones) and shape; len
  * must equal the product of shape times the item size. *out is malloc'd.
- * NRT_INVALID (logged) on a bad descr/shape/len, NRT_RESOURCE on OOM. */
-NRT_STATUS npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, const void *data,
+ * EMU_INVALID (logged) on a bad descr/shape/len, EMU_RESOURCE on OOM. */
+emu_status npy_write(const char *descr, const uint64_t *shape, uint32_t ndim, const void *data,
                      size_t len, uint8_t **out, size_t *out_len);
 
 /* The descr used to export an NRT dtype value; NULL for unknown dtypes. */

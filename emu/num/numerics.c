@@ -167,7 +167,7 @@ float num_to_f32(uint32_t dtype, const void *src)
     return x;
 }
 
-NRT_STATUS num_from_f32(uint32_t dtype, void *dst, float x, const struct num_round *rnd,
+emu_status num_from_f32(uint32_t dtype, void *dst, float x, const struct num_round *rnd,
                         uint64_t i)
 {
     if (rnd == NULL)

@@ -21,7 +21,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "nrt/nrt_status.h"
+#include "emu/status.h"
 
 /* ---- data types: the values of nrt_dtype_t ------------------------------ */
 #define NUM_DT_INVALID 0
@@ -84,29 +84,29 @@ uint64_t num_f32_to_uint(uint32_t dtype, float x);
 float num_to_f32(uint32_t dtype, const void *src);
 /* Write x as one element of dtype at dst, rounded as rnd says for element
  * number rnd->index + i (rnd may be NULL). */
-NRT_STATUS num_from_f32(uint32_t dtype, void *dst, float x, const struct num_round *rnd,
+emu_status num_from_f32(uint32_t dtype, void *dst, float x, const struct num_round *rnd,
                         uint64_t i);
 
 /* ---- vector conversions (the hot path) -------------------------------- */
 /* Strides count elements and may be negative; dst and src must not overlap
  * (except a same-dtype contiguous copy). n == 0 is a no-op. Unknown dtypes
- * give NRT_INVALID with one log line. */
+ * give EMU_INVALID with one log line. */
 
 /* dst[i] = src element i (at src + i*stride elements) as fp32. */
-NRT_STATUS num_load_f32(float *dst, const void *src, uint32_t src_dtype,
+emu_status num_load_f32(float *dst, const void *src, uint32_t src_dtype,
                         ptrdiff_t src_stride_elems, size_t n);
 /* dst element i (at dst + i*stride) = src[i], rounded as rnd says. */
-NRT_STATUS num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                          const float *src, size_t n, const struct num_round *rnd);
 /* Cast n contiguous elements: bit copy for equal types (fp32 == fp32r),
  * otherwise src -> fp32 -> dst with RNE. */
-NRT_STATUS num_convert(void *dst, uint32_t dst_dtype, const void *src, uint32_t src_dtype,
+emu_status num_convert(void *dst, uint32_t dst_dtype, const void *src, uint32_t src_dtype,
                        size_t n);
-NRT_STATUS num_convert_strided(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_convert_strided(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                                const void *src, uint32_t src_dtype,
                                ptrdiff_t src_stride_elems, size_t n);
 /* The general form: strided, with a rounding choice for the final store. */
-NRT_STATUS num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                           const void *src, uint32_t src_dtype, ptrdiff_t src_stride_elems,
                           size_t n, const struct num_round *rnd);
 

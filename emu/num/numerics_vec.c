@@ -428,28 +428,28 @@ static bool num_ptrs_ok(const void *dst, const void *src, size_t n)
 
 /* ---- public entry points ----------------------------------------------------- */
 
-NRT_STATUS num_load_f32(float *dst, const void *src, uint32_t src_dtype,
+emu_status num_load_f32(float *dst, const void *src, uint32_t src_dtype,
                         ptrdiff_t src_stride_elems, size_t n)
 {
     if (!num_dtype_ok(src_dtype, "source") || !num_ptrs_ok(dst, src, n))
-        return NRT_INVALID;
+        return EMU_INVALID;
     ptrdiff_t step = src_stride_elems * (ptrdiff_t)num_dtype_size(src_dtype);
     num_load_any(dst, src, src_dtype, step, n);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                          const float *src, size_t n, const struct num_round *rnd)
 {
     if (!num_dtype_ok(dst_dtype, "destination") || !num_round_ok(rnd) ||
         !num_ptrs_ok(dst, src, n))
-        return NRT_INVALID;
+        return EMU_INVALID;
     ptrdiff_t step = dst_stride_elems * (ptrdiff_t)num_dtype_size(dst_dtype);
     if (rnd != NULL && rnd->mode == NUM_ROUND_STOCHASTIC)
         num_store_sr(dst, dst_dtype, step, src, n, rnd);
     else
         num_store_any(dst, dst_dtype, step, src, n, rnd != NULL && rnd->saturate);
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 /* Both dtypes store the same bits (equal, or fp32 and fp32r). */
@@ -479,19 +479,19 @@ static bool num_is_f32_aligned(uint32_t dt, ptrdiff_t stride, const void *p)
            ((uintptr_t)p & (_Alignof(float) - 1)) == 0;
 }
 
-NRT_STATUS num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                           const void *src, uint32_t src_dtype, ptrdiff_t src_stride_elems,
                           size_t n, const struct num_round *rnd)
 {
     if (!num_dtype_ok(dst_dtype, "destination") || !num_dtype_ok(src_dtype, "source") ||
         !num_round_ok(rnd) || !num_ptrs_ok(dst, src, n))
-        return NRT_INVALID;
+        return EMU_INVALID;
     size_t dsz = num_dtype_size(dst_dtype), ssz = num_dtype_size(src_dtype);
     ptrdiff_t dstep = dst_stride_elems * (ptrdiff_t)dsz;
     ptrdiff_t sstep = src_stride_elems * (ptrdiff_t)ssz;
     if (num_same_storage(dst_dtype, src_dtype)) {
         num_copy(dst, dstep, src, sstep, n, dsz);
-        return NRT_SUCCESS;
+        return EMU_OK;
     }
     if (num_is_f32_aligned(src_dtype, src_stride_elems, src))
         return num_store_f32(dst, dst_dtype, dst_stride_elems, src, n, rnd);
@@ -507,16 +507,16 @@ NRT_STATUS num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_el
         r.index = (rnd ? rnd->index : 0) + i;
         num_store_f32(d + (ptrdiff_t)i * dstep, dst_dtype, dst_stride_elems, tmp, k, &r);
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
-NRT_STATUS num_convert(void *dst, uint32_t dst_dtype, const void *src, uint32_t src_dtype,
+emu_status num_convert(void *dst, uint32_t dst_dtype, const void *src, uint32_t src_dtype,
                        size_t n)
 {
     return num_convert_ex(dst, dst_dtype, 1, src, src_dtype, 1, n, NULL);
 }
 
-NRT_STATUS num_convert_strided(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
+emu_status num_convert_strided(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_elems,
                                const void *src, uint32_t src_dtype,
                                ptrdiff_t src_stride_elems, size_t n)
 {

@@ -38,10 +38,10 @@ static void fuzz_check_model(const struct neff_model *m)
     size_t n = 0;
     struct neff_file *f = NULL;
     struct neff_model *back = NULL;
-    if (asm_neff_bytes(m, &bytes, &n) != NRT_SUCCESS)
+    if (asm_neff_bytes(m, &bytes, &n) != EMU_OK)
         abort();
-    if (neff_file_read(bytes, n, true, &f) != NRT_SUCCESS ||
-        neff_model_load(f, &back) != NRT_SUCCESS || !neff_model_equal(m, back))
+    if (neff_file_read(bytes, n, true, &f) != EMU_OK ||
+        neff_model_load(f, &back) != EMU_OK || !neff_model_equal(m, back))
         abort();
     if (neff_model_is_trnemu(back) && !disasm_round_trip(back, NULL))
         abort();
@@ -55,14 +55,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     struct asm_opts o = {.source_name = FUZZ_SOURCE, .no_files = true,
                          .max_const_bytes = 1u << 20, .max_errors = 8};
     struct asm_ctx *a = NULL;
-    if (asm_new(&o, &a) != NRT_SUCCESS)
+    if (asm_new(&o, &a) != EMU_OK)
         return 0;
     asm_text(a, (const char *)data, size);
-    NRT_STATUS st = asm_finish(a);
+    emu_status st = asm_finish(a);
     fuzz_check_errors(a);
-    if (st == NRT_SUCCESS)
+    if (st == EMU_OK)
         fuzz_check_model(asm_model(a));
-    else if (asm_error_count(a) == 0 && st != NRT_RESOURCE)
+    else if (asm_error_count(a) == 0 && st != EMU_RESOURCE)
         abort();  /* a failure must say why */
     asm_free(a);
     return 0;

@@ -22,15 +22,15 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 static const char *const fuzz_vars[] = {"input0", "weights", "out.0"};
 #define FUZZ_NVARS (sizeof(fuzz_vars) / sizeof(fuzz_vars[0]))
 
-static NRT_STATUS fuzz_lookup(void *user, const char *name, size_t len, uint32_t *id)
+static emu_status fuzz_lookup(void *user, const char *name, size_t len, uint32_t *id)
 {
     (void)user;
     for (uint32_t i = 0; i < FUZZ_NVARS; i++)
         if (strlen(fuzz_vars[i]) == len && memcmp(fuzz_vars[i], name, len) == 0) {
             *id = i;
-            return NRT_SUCCESS;
+            return EMU_OK;
         }
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
 static const char *fuzz_name(void *user, uint32_t id)
@@ -49,13 +49,13 @@ static void check_insn(const struct isa_insn *in)
     uint8_t bytes[ISA_INSN_BYTES];
     if (isa_text_print(in, &fuzz_env, buf, sizeof(buf)) >= sizeof(buf))
         abort();
-    if (isa_text_parse_line(buf, &fuzz_env, &again, NULL) != NRT_SUCCESS)
+    if (isa_text_parse_line(buf, &fuzz_env, &again, NULL) != EMU_OK)
         abort();
     if (memcmp(in, &again, sizeof(again)) != 0)
         abort();
-    if (isa_encode(in, bytes) != NRT_SUCCESS)
+    if (isa_encode(in, bytes) != EMU_OK)
         abort();
-    if (isa_decode(bytes, sizeof(bytes), (enum isa_engine)in->engine, &again) != NRT_SUCCESS)
+    if (isa_decode(bytes, sizeof(bytes), (enum isa_engine)in->engine, &again) != EMU_OK)
         abort();
     if (memcmp(in, &again, sizeof(again)) != 0)
         abort();
@@ -70,7 +70,7 @@ static void fuzz_text(const uint8_t *data, size_t size)
     line[size] = '\0';
     struct isa_insn in;
     struct isa_text_error err;
-    if (isa_text_parse_line(line, &fuzz_env, &in, &err) == NRT_SUCCESS)
+    if (isa_text_parse_line(line, &fuzz_env, &in, &err) == EMU_OK)
         check_insn(&in);
     else if (err.column < 1 || err.column > size + 1 || err.message[0] == '\0')
         abort();
@@ -82,13 +82,13 @@ static void fuzz_stream(const uint8_t *data, size_t size)
     enum isa_engine eng = size > 6 && data[6] < ISA_ENG_COUNT ? data[6] : ISA_ENG_PE;
     struct isa_insn *insns;
     size_t count;
-    if (isa_decode_stream(data, size, eng, &insns, &count) != NRT_SUCCESS)
+    if (isa_decode_stream(data, size, eng, &insns, &count) != EMU_OK)
         return;
     for (size_t i = 0; i < count; i++)
         check_insn(&insns[i]);
     uint8_t *again;
     size_t again_size;
-    if (isa_encode_stream(insns, count, eng, &again, &again_size) != NRT_SUCCESS)
+    if (isa_encode_stream(insns, count, eng, &again, &again_size) != EMU_OK)
         abort();
     if (again_size != size || memcmp(again, data, size) != 0)
         abort();
@@ -100,7 +100,7 @@ static void fuzz_one(const uint8_t *data, size_t size)
 {
     struct isa_insn in;
     enum isa_engine eng = size > 0 ? (enum isa_engine)(data[size - 1] % ISA_ENG_COUNT) : ISA_ENG_PE;
-    if (isa_decode(data, size, eng, &in) == NRT_SUCCESS)
+    if (isa_decode(data, size, eng, &in) == EMU_OK)
         check_insn(&in);
 }
 

@@ -20,13 +20,13 @@ static void fuzz_round_trip(const struct neff_model *m)
     struct neff_model *m2 = NULL;
     uint8_t *bytes = NULL;
     size_t n = 0;
-    if (neff_model_store(m, &f) != NRT_SUCCESS)
+    if (neff_model_store(m, &f) != EMU_OK)
         abort();
-    if (neff_file_write(f, &bytes, &n) != NRT_SUCCESS)
+    if (neff_file_write(f, &bytes, &n) != EMU_OK)
         abort();
-    if (neff_file_read(bytes, n, true, &g) != NRT_SUCCESS)
+    if (neff_file_read(bytes, n, true, &g) != EMU_OK)
         abort();
-    if (neff_model_load(g, &m2) != NRT_SUCCESS || !neff_model_equal(m, m2))
+    if (neff_model_load(g, &m2) != EMU_OK || !neff_model_equal(m, m2))
         abort();
     neff_model_free(m2);
     neff_file_free(g);
@@ -38,10 +38,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
     struct neff_file *f = NULL;
     /* No hash check: mutated inputs would almost never get past it. */
-    if (neff_file_read(data, size, false, &f) != NRT_SUCCESS)
+    if (neff_file_read(data, size, false, &f) != EMU_OK)
         return 0;
     struct neff_model *m = NULL;
-    if (neff_model_load(f, &m) == NRT_SUCCESS) {
+    if (neff_model_load(f, &m) == EMU_OK) {
         fuzz_round_trip(m);
         neff_model_free(m);
     }

@@ -102,7 +102,7 @@ static void fz_neff(uint8_t **bytes, size_t *size)
     for (uint32_t i = 0; i < m->n_sgs; i++)
         m->sgs[i]->isa_version = 0;
     struct neff_file *f = NULL;
-    if (neff_model_store(m, &f) != NRT_SUCCESS || neff_file_write(f, bytes, size) != NRT_SUCCESS)
+    if (neff_model_store(m, &f) != EMU_OK || neff_file_write(f, bytes, size) != EMU_OK)
         abort();
     neff_file_free(f);
     neff_model_free(m);

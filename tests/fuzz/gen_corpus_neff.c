@@ -48,7 +48,7 @@ static la_ssize_t gen_write_cb(struct archive *a, void *ctx, const void *buf, si
 static void save_plain(const char *name, const uint8_t *neff, size_t size)
 {
     struct neff_file *f = NULL;
-    if (neff_file_read(neff, size, true, &f) != NRT_SUCCESS)
+    if (neff_file_read(neff, size, true, &f) != EMU_OK)
         exit(1);
     struct gen_out o = {0};
     struct archive *a = archive_write_new();

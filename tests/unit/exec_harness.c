@@ -10,7 +10,7 @@
 struct harness *harness_new(uint32_t gen)
 {
     struct harness *h = calloc(1, sizeof *h);
-    if (h == NULL || core_create(gen, &h->core) != NRT_SUCCESS) {
+    if (h == NULL || core_create(gen, &h->core) != EMU_OK) {
         fprintf(stderr, "harness: out of memory\n");
         abort();
     }
@@ -40,7 +40,7 @@ struct isa_insn *harness_add(struct harness *h, enum isa_engine e, unsigned opco
     if (h->prog.n[e] >= HARNESS_MAX_INSNS)
         abort();
     struct isa_insn *insn = &h->insns[e][h->prog.n[e]++];
-    if (isa_insn_init(insn, e, opcode) != NRT_SUCCESS)
+    if (isa_insn_init(insn, e, opcode) != EMU_OK)
         abort();
     return insn;
 }
@@ -58,7 +58,7 @@ void harness_var(struct harness *h, uint32_t var_id, const char *name, void *mem
     h->prog.nvars++;
 }
 
-NRT_STATUS harness_run(struct harness *h)
+emu_status harness_run(struct harness *h)
 {
     struct core *cores[1] = {h->core};
     const struct core_program *progs[1] = {&h->prog};

@@ -36,7 +36,7 @@ struct isa_insn *harness_add(struct harness *h, enum isa_engine e, unsigned opco
 void harness_var(struct harness *h, uint32_t var_id, const char *name, void *mem, uint64_t size);
 
 /* Run the streams; returns core_run's status (report in h->report). */
-NRT_STATUS harness_run(struct harness *h);
+emu_status harness_run(struct harness *h);
 
 /* Access-pattern builders. dims: pairs {step, count}, outermost first. */
 struct isa_ap harness_sbuf(uint32_t part, uint32_t nparts, uint64_t off, uint32_t dtype,

@@ -30,8 +30,8 @@ static struct neff_model *assemble(const char *src)
 {
     struct asm_opts o = {.source_name = "t.s", .no_files = true};
     struct neff_model *m = NULL;
-    NRT_STATUS st = asm_buffer(src, strlen(src), &o, stderr, &m);
-    if (st != NRT_SUCCESS)
+    emu_status st = asm_buffer(src, strlen(src), &o, stderr, &m);
+    if (st != EMU_OK)
         fail_msg("assembly failed (%d):\n%s", st, src);
     return m;
 }
@@ -41,11 +41,11 @@ static char *first_error(const char *src)
 {
     struct asm_opts o = {.source_name = "t.s", .no_files = true};
     struct asm_ctx *a = NULL;
-    assert_int_equal(asm_new(&o, &a), NRT_SUCCESS);
+    assert_int_equal(asm_new(&o, &a), EMU_OK);
     asm_text(a, src, strlen(src));
-    NRT_STATUS st = asm_finish(a);
+    emu_status st = asm_finish(a);
     char *e = asm_error_count(a) ? strdup(asm_error_text(a, 0)) : NULL;
-    assert_true((st == NRT_SUCCESS) == (e == NULL));
+    assert_true((st == EMU_OK) == (e == NULL));
     asm_free(a);
     return e;
 }
@@ -63,9 +63,9 @@ static struct neff_model *through_file(const struct neff_model *m, uint8_t **byt
 {
     struct neff_file *f = NULL;
     struct neff_model *back = NULL;
-    assert_int_equal(asm_neff_bytes(m, bytes, n), NRT_SUCCESS);
-    assert_int_equal(neff_file_read(*bytes, *n, true, &f), NRT_SUCCESS);
-    assert_int_equal(neff_model_load(f, &back), NRT_SUCCESS);
+    assert_int_equal(asm_neff_bytes(m, bytes, n), EMU_OK);
+    assert_int_equal(neff_file_read(*bytes, *n, true, &f), EMU_OK);
+    assert_int_equal(neff_model_load(f, &back), EMU_OK);
     neff_file_free(f);
     return back;
 }
@@ -76,7 +76,7 @@ static const struct isa_insn *insns_of(const struct neff_subgraph *sg, int e, si
     const struct neff_buf *b = sg->eng[e].code;
     assert_non_null(b);
     assert_int_equal(isa_decode_stream(neff_buf_data(b), neff_buf_size(b), (enum isa_engine)e,
-                                       owned, n), NRT_SUCCESS);
+                                       owned, n), EMU_OK);
     return *owned;
 }
 
@@ -339,15 +339,15 @@ static void test_round_trip_builder_model(void **state)
         struct isa_insn nop[2];
         uint8_t *bytes = NULL;
         size_t size = 0;
-        assert_int_equal(isa_insn_init(&nop[0], (unsigned)e, ISA_OP_nop), NRT_SUCCESS);
+        assert_int_equal(isa_insn_init(&nop[0], (unsigned)e, ISA_OP_nop), EMU_OK);
         nop[1] = nop[0];
         size_t count = e == NEFF_ENG_ACT ? 0 : 2;  /* act: an empty stream */
         assert_int_equal(isa_encode_stream(nop, count, (enum isa_engine)e, &bytes, &size),
-                         NRT_SUCCESS);
-        assert_int_equal(neff_sg_set_code(sg, (enum neff_engine)e, bytes, size), NRT_SUCCESS);
+                         EMU_OK);
+        assert_int_equal(neff_sg_set_code(sg, (enum neff_engine)e, bytes, size), EMU_OK);
         free(bytes);
     }
-    assert_int_equal(neff_model_validate(m), NRT_SUCCESS);
+    assert_int_equal(neff_model_validate(m), EMU_OK);
     assert_round_trip(m);
     uint8_t *bytes = NULL;
     size_t n = 0;
@@ -371,7 +371,7 @@ static void test_foreign_neff(void **state)
     char *text = NULL;
     size_t len = 0;
     FILE *out = open_memstream(&text, &len);
-    assert_int_equal(disasm_model(out, m, NULL, NULL), NRT_SUCCESS);
+    assert_int_equal(disasm_model(out, m, NULL, NULL), EMU_OK);
     fclose(out);
     assert_non_null(strstr(text, "is not trnemu ISA"));
     assert_non_null(strstr(text, ".queue"));
@@ -381,7 +381,7 @@ static void test_foreign_neff(void **state)
     m->info.feature_bits = NEFF_FEATURE_TRNEMU_ISA;
     m->sgs[0]->isa_version = 1;
     out = open_memstream(&text, &len);
-    assert_int_equal(disasm_model(out, m, NULL, NULL), NRT_INVALID);
+    assert_int_equal(disasm_model(out, m, NULL, NULL), EMU_INVALID);
     fclose(out);
     free(text);
     neff_model_free(m);
@@ -394,8 +394,8 @@ static void test_deterministic_bytes(void **state)
     uint8_t *b1 = NULL, *b2 = NULL;
     size_t n1 = 0, n2 = 0;
     struct neff_model *m1 = assemble(every_directive), *m2 = assemble(every_directive);
-    assert_int_equal(asm_neff_bytes(m1, &b1, &n1), NRT_SUCCESS);
-    assert_int_equal(asm_neff_bytes(m2, &b2, &n2), NRT_SUCCESS);
+    assert_int_equal(asm_neff_bytes(m1, &b1, &n1), EMU_OK);
+    assert_int_equal(asm_neff_bytes(m2, &b2, &n2), EMU_OK);
     assert_int_equal(n1, n2);
     assert_memory_equal(b1, b2, n1);
     /* The file's model equals the assembled one, and so does its round trip. */
@@ -419,35 +419,35 @@ static void test_api(void **state)
     struct asm_ctx *a = NULL;
     uint32_t shape[2] = {2, 2};
     float w[4] = {1, 2, 3, 4};
-    assert_int_equal(asm_new(NULL, &a), NRT_SUCCESS);
-    assert_int_equal(asm_declare_io(a, "in", false, ISA_DT_F32, shape, 2), NRT_SUCCESS);
-    assert_int_equal(asm_declare_io(a, "out", true, ISA_DT_F32, shape, 2), NRT_SUCCESS);
-    assert_int_equal(asm_declare_const(a, "w", ISA_DT_F32, shape, 2, w, sizeof w), NRT_SUCCESS);
-    assert_int_equal(asm_declare_scratch(a, "tmp", 64), NRT_SUCCESS);
+    assert_int_equal(asm_new(NULL, &a), EMU_OK);
+    assert_int_equal(asm_declare_io(a, "in", false, ISA_DT_F32, shape, 2), EMU_OK);
+    assert_int_equal(asm_declare_io(a, "out", true, ISA_DT_F32, shape, 2), EMU_OK);
+    assert_int_equal(asm_declare_const(a, "w", ISA_DT_F32, shape, 2, w, sizeof w), EMU_OK);
+    assert_int_equal(asm_declare_scratch(a, "tmp", 64), EMU_OK);
     const char *line = "sp.dma_copy dst=hbm:out[[2,2], 0, [1,2]]:f32 "
                        "src=hbm:w[[2,2], 0, [1,2]]:f32";
-    assert_int_equal(asm_line(a, line, strlen(line)), NRT_SUCCESS);
-    assert_int_equal(asm_finish(a), NRT_SUCCESS);
-    assert_int_equal(asm_finish(a), NRT_SUCCESS);
+    assert_int_equal(asm_line(a, line, strlen(line)), EMU_OK);
+    assert_int_equal(asm_finish(a), EMU_OK);
+    assert_int_equal(asm_finish(a), EMU_OK);
     const struct neff_model *m = asm_model(a);
     assert_non_null(m);
     assert_int_equal(neff_sg_find_var(m->sgs[0], "w")->data_len, 16);
     assert_round_trip(m);
-    assert_int_equal(asm_line(a, "sp.nop", 6), NRT_SUCCESS);
+    assert_int_equal(asm_line(a, "sp.nop", 6), EMU_OK);
     assert_null(asm_model(a));
-    assert_int_equal(asm_finish(a), NRT_SUCCESS);
+    assert_int_equal(asm_finish(a), EMU_OK);
     struct neff_model *taken = asm_take_model(a);
     assert_non_null(taken);
     assert_int_equal(neff_buf_size(taken->sgs[0]->eng[NEFF_ENG_SP].code),
                      ISA_STREAM_HEADER_BYTES + 2 * ISA_INSN_BYTES);
-    assert_int_equal(asm_line(a, "sp.nop", 6), NRT_INVALID);
+    assert_int_equal(asm_line(a, "sp.nop", 6), EMU_INVALID);
     neff_model_free(taken);
     asm_free(a);
     /* bad declarations */
-    assert_int_equal(asm_new(NULL, &a), NRT_SUCCESS);
-    assert_int_equal(asm_declare_const(a, "w", ISA_DT_F32, shape, 2, w, 12), NRT_INVALID);
-    assert_int_equal(asm_declare_io(a, "x", false, 99, shape, 2), NRT_INVALID);
-    assert_int_equal(asm_finish(a), NRT_INVALID);
+    assert_int_equal(asm_new(NULL, &a), EMU_OK);
+    assert_int_equal(asm_declare_const(a, "w", ISA_DT_F32, shape, 2, w, 12), EMU_INVALID);
+    assert_int_equal(asm_declare_io(a, "x", false, 99, shape, 2), EMU_INVALID);
+    assert_int_equal(asm_finish(a), EMU_INVALID);
     assert_int_equal(asm_error_count(a), 2);
     assert_non_null(strstr(asm_error_text(a, 0), "do not match"));
     asm_free(a);
@@ -575,12 +575,12 @@ static void test_many_errors(void **state)
     (void)state;
     struct asm_opts o = {.source_name = "m.s", .max_errors = 3};
     struct asm_ctx *a = NULL;
-    assert_int_equal(asm_new(&o, &a), NRT_SUCCESS);
+    assert_int_equal(asm_new(&o, &a), EMU_OK);
     const char *src = ".a\n.b\nsp.nop\n.c\n.d\n.e\n";
-    assert_int_equal(asm_text(a, src, strlen(src)), NRT_INVALID);
+    assert_int_equal(asm_text(a, src, strlen(src)), EMU_INVALID);
     assert_int_equal(asm_error_count(a), 3);
     assert_string_equal(asm_error_text(a, 2), "m.s:4:1: unknown directive '.c'");
-    assert_int_equal(asm_finish(a), NRT_INVALID);
+    assert_int_equal(asm_finish(a), EMU_INVALID);
     asm_free(a);
 }
 
@@ -606,8 +606,8 @@ static void test_garbage(void **state)
     }
     char nul[8] = {'s', 'p', '.', 'n', 'o', 'p', '\0', 'x'};
     struct asm_ctx *a = NULL;
-    assert_int_equal(asm_new(NULL, &a), NRT_SUCCESS);
-    assert_int_equal(asm_text(a, nul, sizeof nul), NRT_INVALID);
+    assert_int_equal(asm_new(NULL, &a), EMU_OK);
+    assert_int_equal(asm_text(a, nul, sizeof nul), EMU_INVALID);
     asm_free(a);
     tu_quiet(false);
 }

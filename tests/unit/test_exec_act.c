@@ -62,7 +62,7 @@ static void put(struct harness *h, uint8_t mem, uint32_t p, uint64_t off, uint32
 {
     size_t es = num_dtype_size(dt);
     assert_int_equal(num_from_f32(dt, mem_ptr(h, mem, p, off + i * es), v, NULL, 0),
-                     NRT_SUCCESS);
+                     EMU_OK);
 }
 
 static float get(struct harness *h, uint8_t mem, uint32_t p, uint64_t off, uint32_t dt, size_t i)
@@ -74,7 +74,7 @@ static float get(struct harness *h, uint8_t mem, uint32_t p, uint64_t off, uint3
 static float rnd(uint32_t dt, float v)
 {
     uint8_t b[8];
-    assert_int_equal(num_from_f32(dt, b, v, NULL, 0), NRT_SUCCESS);
+    assert_int_equal(num_from_f32(dt, b, v, NULL, 0), EMU_OK);
     return num_to_f32(dt, b);
 }
 
@@ -393,7 +393,7 @@ static void test_activation_scale_bias(void **state)
                 harness_tile(ISA_MEM_SBUF, 0, 128, 0, ISA_DT_F32, N));
     a->fimm[0] = -0.25f;
     a->ap[3] = col(ISA_MEM_SBUF, 0, 128, 8196, ISA_DT_BF16);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < 128; p++) {
         float b = get(h, ISA_MEM_SBUF, p, 8192, ISA_DT_F32, 0);
         float s = get(h, ISA_MEM_SBUF, p, 8196, ISA_DT_BF16, 0);
@@ -426,7 +426,7 @@ static void test_activation_dtypes(void **state)
                                          harness_tile(ISA_MEM_SBUF, 5, P, 0, ins[a], N));
             i->fimm[1] = 1.5f;
             i->fimm[0] = -1.0f;
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t p = 5; p < 5 + P; p++)
                 for (size_t k = 0; k < N; k++) {
                     float x = get(h, ISA_MEM_SBUF, p, 0, ins[a], k);
@@ -460,7 +460,7 @@ static void test_activation_shapes(void **state)
     fill(h, ISA_MEM_PSUM, 0, 128, 64, ISA_DT_F32, 17, -3, 3);
     add_act(h, ISA_ACT_softplus, harness_tile(ISA_MEM_SBUF, 0, 128, 12288, ISA_DT_BF16, 17),
             harness_tile(ISA_MEM_PSUM, 0, 128, 64, ISA_DT_F32, 17));
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_same(get(h, ISA_MEM_SBUF, 77, 4096, ISA_DT_F32, 0),
                 ref_act(ISA_ACT_sigmoid, get(h, ISA_MEM_SBUF, 77, 0, ISA_DT_F32, 0), 1, 0, 0));
     for (uint32_t p = 0; p < 128; p += 2)
@@ -501,7 +501,7 @@ static void test_activation_alias(void **state)
             harness_tile(ISA_MEM_SBUF, 0, 4, 4, ISA_DT_F32, N));
     struct isa_ap t = harness_tile(ISA_MEM_SBUF, 0, 4, 2048, ISA_DT_BF16, N);
     add_act(h, ISA_ACT_erf, t, t);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < 4; p++)
         for (size_t i = 0; i < N; i++) {
             assert_same(get(h, ISA_MEM_SBUF, p, 0, ISA_DT_F32, i),
@@ -514,7 +514,7 @@ static void test_activation_alias(void **state)
     struct isa_ap f = harness_tile(ISA_MEM_SBUF, 0, 4, 0, ISA_DT_F32, N);
     add_act(h, ISA_ACT_square, f, f);
     float before = get(h, ISA_MEM_SBUF, 2, 0, ISA_DT_F32, 7);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_same(get(h, ISA_MEM_SBUF, 2, 0, ISA_DT_F32, 7), before * before);
 }
 
@@ -562,7 +562,7 @@ static void test_activation_accumulator(void **state)
     i->enums[0] = ISA_ACT_relu;
     i->enums[1] = ISA_ALU_add;
     i->ap[4] = col(ISA_MEM_SBUF, 0, 8, 4100, ISA_DT_BF16);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < 8; p++) {
         float first = (float)row_sum(h, p, 0, N, ISA_ACT_exp);
         double both = (double)first + row_sum(h, p, 1024, N, ISA_ACT_exp);
@@ -622,7 +622,7 @@ static void test_activate2(void **state)
         if (c == C - 1)
             i->ap[4] = col(ISA_MEM_SBUF, 0, P, 4096, ISA_DT_F32);
     }
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < P; p++) {
         float best = -INFINITY;
         for (size_t c = 0; c < C; c++) {
@@ -682,7 +682,7 @@ static void test_exponential_reciprocal(void **state)
     add_op(h, ISA_ENG_DVE, ISA_OP_reciprocal,
            harness_tile(ISA_MEM_PSUM, 0, P, 0, ISA_DT_F32, N),
            harness_tile(ISA_MEM_SBUF, 0, P, 5000, ISA_DT_BF16, N));
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < P; p++) {
         float m = get(h, ISA_MEM_SBUF, p, 1024, ISA_DT_F32, 0);
         double s1 = 0, s2 = p;
@@ -703,9 +703,9 @@ static void test_exponential_reciprocal(void **state)
 }
 
 /* Run a one-instruction program expecting status want (line: the caller's). */
-static void expect_status_at(struct harness *h, NRT_STATUS want, int line)
+static void expect_status_at(struct harness *h, emu_status want, int line)
 {
-    NRT_STATUS got = harness_run(h);
+    emu_status got = harness_run(h);
     if (got != want)
         fail_msg("line %d: status %d, want %d (%s)", line, (int)got, (int)want, h->report);
     harness_clear(h);
@@ -720,46 +720,46 @@ static void test_errors(void **state)
     struct isa_ap t11 = harness_tile(ISA_MEM_SBUF, 0, 4, 64, ISA_DT_F32, 11);
     harness_clear(h);
     add_act(h, ISA_ACT_exp, t10, t11);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, t10, harness_tile(ISA_MEM_SBUF, 0, 5, 64, ISA_DT_F32, 10));
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, t10, t10)->ap[2] = harness_tile(ISA_MEM_SBUF, 0, 4, 256, ISA_DT_F32, 2);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, t10, t10)->ap[3] = col(ISA_MEM_SBUF, 0, 3, 256, ISA_DT_F32);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, t10, t10)->ap[4] = harness_tile(ISA_MEM_SBUF, 0, 4, 256, ISA_DT_F32, 2);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, 77, t10, t10);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, t10, t10)->enums[2] = ISA_RCMD_load_reduce;
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     struct isa_insn *i = add_act(h, ISA_ACT_exp, t10, t10);
     i->enums[1] = ISA_ALU_bitwise_and;
     i->enums[2] = ISA_RCMD_reset_reduce;
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     i = add_op(h, ISA_ENG_ACT, ISA_OP_activate2, t10, t10);
     i->enums[1] = ISA_ALU_bitwise_and;
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     add_act(h, ISA_ACT_exp, harness_tile(ISA_MEM_SBUF, 0, 4, 224 * 1024 - 8, ISA_DT_F32, 10), t10);
-    expect_status(h, NRT_EXEC_OOB);
+    expect_status(h, EMU_EXEC_OOB);
     add_act(h, ISA_ACT_exp, t10, harness_tile(ISA_MEM_PSUM, 120, 9, 0, ISA_DT_F32, 10));
-    expect_status(h, NRT_EXEC_OOB);
+    expect_status(h, EMU_EXEC_OOB);
     add_op(h, ISA_ENG_DVE, ISA_OP_reciprocal, t10, t11);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     /* rng ops */
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] = t10; /* fp32: not an integer type */
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     harness_add(h, ISA_ENG_DVE, ISA_OP_rand_get_state)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 1);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     harness_add(h, ISA_ENG_DVE, ISA_OP_set_rng_seed)->ap[1] =
         harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 2);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     harness_add(h, ISA_ENG_POOL, ISA_OP_rand_set_state)->ap[1] =
         harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U16, 6);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
     i = add_op(h, ISA_ENG_DVE, ISA_OP_dropout, t10, t11);
-    expect_status(h, NRT_EXEC_COMPLETED_WITH_ERR);
+    expect_status(h, EMU_EXEC_ERR);
 }
 
 /* ---- random numbers ---------------------------------------------------------------- */
@@ -782,7 +782,7 @@ static void test_rng_bits(void **state)
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] = u32;
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, P, 4096, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     static uint32_t first[P][N];
     size_t ones[32] = {0}, same_as_pool = 0;
     for (uint32_t p = 0; p < P; p++)
@@ -801,12 +801,12 @@ static void test_rng_bits(void **state)
         harness_tile(ISA_MEM_SBUF, 0, P, 8192, ISA_DT_U8, N);
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, P, 12288, ISA_DT_I16, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     harness_clear(h);
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] = u32;
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, P, 16384, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t p = 0; p < P; p++)
         for (size_t i = 0; i < N; i++) {
             assert_int_equal(word(h, p, 0, i), first[p][i]);
@@ -834,7 +834,7 @@ static void test_rand2(void **state)
     i->ap[0] = harness_tile(ISA_MEM_SBUF, 0, P, 4096, ISA_DT_BF16, N);
     i->ap[1] = col(ISA_MEM_SBUF, 0, P, 8192, ISA_DT_F32);
     i->ap[2] = col(ISA_MEM_SBUF, 0, P, 8196, ISA_DT_F32);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     double s = 0, s2 = 0;
     for (uint32_t p = 0; p < P; p++)
         for (size_t k = 0; k < N; k++) {
@@ -876,7 +876,7 @@ static void test_dropout(void **state)
            harness_tile(ISA_MEM_SBUF, 0, P, 40000, ISA_DT_I32, 16))->fimm[0] = 0.5f;
     add_op(h, ISA_ENG_DVE, ISA_OP_dropout, harness_tile(ISA_MEM_SBUF, 0, P, 50000, ISA_DT_F32, N),
            x)->ap[2] = col(ISA_MEM_SBUF, 0, P, 40064, ISA_DT_F32);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     size_t dropped = 0, kept_ints = 0;
     for (uint32_t p = 0; p < P; p++) {
         size_t row_drop = 0;
@@ -916,7 +916,7 @@ static void test_rng_state(void **state)
     harness_add(h, ISA_ENG_POOL, ISA_OP_rand_set_state)->ap[1] = st;
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, 1, 3072, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_int_equal(word(h, 0, 0, 0), N);
     for (size_t k = 1; k < 6; k++)
         assert_int_equal(word(h, 0, 0, k), 0);
@@ -939,7 +939,7 @@ static void test_rng_state(void **state)
     harness_add(h, ISA_ENG_DVE, ISA_OP_set_rng_seed)->ap[1] = s1;
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 3, 1, 2048, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_int_equal(word(h, 3, 64, 0), 0);
     assert_int_equal(word(h, 3, 64, 1), seed);
     for (size_t k = 0; k < N; k++)
@@ -952,7 +952,7 @@ static void test_rng_state(void **state)
         harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 6);
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 0, 1, 4096, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     size_t same = 0;
     for (size_t k = 0; k < N; k++)
         same += word(h, 0, 4096, k) == word(h, 0, 1024, k);

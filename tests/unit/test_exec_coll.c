@@ -33,14 +33,14 @@ static void *fake_scratch(void *user, uint32_t slot, uint64_t bytes)
 
 /* A stand-in for the other ranks: a world of 4 ranks whose inputs all equal
  * this one's, except that the status comes from `fake_status`. */
-static NRT_STATUS fake_status;
+static emu_status fake_status;
 static struct coll_call last_call;
 
-static NRT_STATUS fake_run(void *user, const struct coll_call *call, char *err, size_t cap)
+static emu_status fake_run(void *user, const struct coll_call *call, char *err, size_t cap)
 {
     (void)user;
     last_call = *call;
-    if (fake_status != NRT_SUCCESS) {
+    if (fake_status != EMU_OK) {
         snprintf(err, cap, "rank 3 is gone");
         return fake_status;
     }
@@ -59,7 +59,7 @@ static NRT_STATUS fake_run(void *user, const struct coll_call *call, char *err, 
         memset(d, 0, call->dst_count * 4);
         break;
     }
-    return NRT_SUCCESS;
+    return EMU_OK;
 }
 
 static uint32_t fake_group(void *user, uint32_t group)
@@ -78,7 +78,7 @@ static int setup(void **state)
         p.iface[c] = (struct coll_iface){&p, c, &p.lnc, fake_run, fake_scratch, fake_group};
         p.h[c]->prog.coll = &p.iface[c];
     }
-    fake_status = NRT_SUCCESS;
+    fake_status = EMU_OK;
     *state = &p;
     return 0;
 }
@@ -91,7 +91,7 @@ static int teardown(void **state)
     return 0;
 }
 
-static NRT_STATUS run_pair(struct pair *p, char *report, size_t cap)
+static emu_status run_pair(struct pair *p, char *report, size_t cap)
 {
     struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
     const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
@@ -144,20 +144,20 @@ static void test_sendrecv_swap(void **state)
     fill_tile(p->h[1], 0, 2000);
     add_sendrecv(p->h[0], 1, 1, 0, 0);
     add_sendrecv(p->h[1], 0, 0, 0, 0);
-    NRT_STATUS st0 = run_pair(p, report, sizeof report);
-    if (st0 != NRT_SUCCESS)
+    emu_status st0 = run_pair(p, report, sizeof report);
+    if (st0 != EMU_OK)
         print_message("%s", report);
-    assert_int_equal(st0, NRT_SUCCESS);
+    assert_int_equal(st0, EMU_OK);
     assert_true(tile_is(p->h[0], 0, 2000));
     assert_true(tile_is(p->h[1], 0, 1000));
     /* a core sending to itself gets its own data back */
     harness_clear(p->h[0]);
     harness_clear(p->h[1]);
     add_sendrecv(p->h[0], 0, 0, 4096, 0);
-    NRT_STATUS st = run_pair(p, report, sizeof report);
-    if (st != NRT_SUCCESS)
+    emu_status st = run_pair(p, report, sizeof report);
+    if (st != EMU_OK)
         print_message("%s", report);
-    assert_int_equal(st, NRT_SUCCESS);
+    assert_int_equal(st, EMU_OK);
     assert_true(tile_is(p->h[0], 4096, 2000));
 }
 
@@ -169,10 +169,10 @@ static void test_sendrecv_unmatched(void **state)
     harness_clear(p->h[0]);
     harness_clear(p->h[1]);
     add_sendrecv(p->h[0], 1, 1, 0, 0);
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
     assert_non_null(strstr(report, "deadlock"));
     add_sendrecv(p->h[1], 2, 0, 0, 0);  /* core 2 does not exist */
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
     assert_non_null(strstr(report, "2 physical cores"));
 }
 
@@ -211,7 +211,7 @@ static void test_core_barrier(void **state)
             in = harness_add(p->h[1], ISA_ENG_SP, ISA_OP_core_barrier);
             in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
         }
-        assert_int_equal(run_pair(p, report, sizeof report), NRT_SUCCESS);
+        assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
         assert_true(y[5] == (with ? 5.5f : 0.0f));
     }
     /* a mask naming a core the logical core lacks */
@@ -221,7 +221,7 @@ static void test_core_barrier(void **state)
     struct isa_insn *in = harness_add(p->h[0], ISA_ENG_SP, ISA_OP_core_barrier);
     in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
     in->imm[0].i = 5;
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
 }
 
 /* all_reduce from SBUF rows (staged) into SBUF, through the interface. */
@@ -236,7 +236,7 @@ static void test_cross_staged(void **state)
     struct isa_insn *in = harness_add(h, ISA_ENG_ACT, ISA_OP_all_reduce);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_SUCCESS);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
     assert_int_equal(last_call.kind, COLL_ALL_REDUCE);
     assert_int_equal(last_call.count, 64);
     for (uint32_t r = 0; r < 4; r++) {
@@ -249,21 +249,21 @@ static void test_cross_staged(void **state)
     in = harness_add(h, ISA_ENG_SP, ISA_OP_all_gather);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
     assert_non_null(strstr(report, "ranks x src"));
     /* dtypes must agree */
     harness_clear(h);
     in = harness_add(h, ISA_ENG_SP, ISA_OP_all_reduce);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_BF16, 16);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
     /* a group that does not exist */
     harness_clear(h);
     in = harness_add(h, ISA_ENG_SP, ISA_OP_all_reduce);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
     in->imm[0].i = 7;
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_INVALID);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_INVALID);
 }
 
 /* The interface's failure is the instruction's status, with its cause. */
@@ -279,15 +279,15 @@ static void test_cross_failure(void **state)
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
     in->imm[1].i = 1;
     in->imm[2].i = 3;
-    fake_status = NRT_EXEC_HW_ERR_COLLECTIVES;
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_HW_ERR_COLLECTIVES);
+    fake_status = EMU_COLL_STALL;
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_COLL_STALL);
     assert_non_null(strstr(report, "rank 3 is gone"));
-    fake_status = NRT_SUCCESS;
+    fake_status = EMU_OK;
     assert_int_equal(last_call.send_to, 1);
     assert_int_equal(last_call.recv_from, 3);
     /* no interface at all: the run has nobody to talk to */
     h->prog.coll = NULL;
-    assert_int_equal(run_pair(p, report, sizeof report), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
     h->prog.coll = &p->iface[0];
 }
 

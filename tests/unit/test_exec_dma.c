@@ -68,7 +68,7 @@ static void test_copy_shapes(void **state)
              harness_hbm(1, 0, 1, 0, ISA_DT_I32, 1, one), ISA_DMAOP_copy);
     add_copy(h, harness_hbm(2, 0, 4, 256, ISA_DT_I32, 1, row),
              harness_tile(ISA_MEM_SBUF, 4, 8, 64, ISA_DT_I32, 100), ISA_DMAOP_copy);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int p = 0; p < 8; p++)
         assert_memory_equal(harness_sbuf_ptr(h, 4 + p, 64), &in[p * 100], 400);
     for (int r = 0; r < 4; r++) {
@@ -99,7 +99,7 @@ static void test_copy_casts(void **state)
              harness_tile(ISA_MEM_SBUF, 0, 4, 0, ISA_DT_BF16, 64), ISA_DMAOP_copy);
     add_copy(h, harness_hbm(3, 0, 4, 64, ISA_DT_I32, 1, fwd),
              harness_hbm(1, 0, 4, 64, ISA_DT_F32, 1, fwd), ISA_DMAOP_cast);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int r = 0; r < 4; r++)
         for (int i = 0; i < 64; i++) {
             assert_int_equal(bf[r * 64 + i], num_f32_to_bf16(in[r * 64 + 63 - i]));
@@ -129,7 +129,7 @@ static void test_copy_arith(void **state)
         struct isa_insn *in = add_copy(h, dst, src, ops[o]);
         if (ops[o] == ISA_DMAOP_fma)
             in->fimm[0] = 0.375f;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (int i = 0; i < 64; i++) {
             float want = ops[o] == ISA_DMAOP_add   ? d0[i] + s[i]
                          : ops[o] == ISA_DMAOP_fma ? fmaf(s[i], 0.375f, d0[i])
@@ -144,7 +144,7 @@ static void test_copy_arith(void **state)
     harness_clear(h);
     add_copy(h, harness_tile(ISA_MEM_SBUF, 2, 1, 0, ISA_DT_BF16, 64),
              harness_tile(ISA_MEM_SBUF, 2, 1, 0, ISA_DT_BF16, 64), ISA_DMAOP_add);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int i = 0; i < 64; i++) {
         uint16_t got;
         memcpy(&got, harness_sbuf_ptr(h, 2, 2 * i), 2);
@@ -161,7 +161,7 @@ static void test_copy_int_minmax(void **state)
     memcpy(harness_sbuf_ptr(h, 0, 64), b, sizeof b);
     add_copy(h, harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_I32, 3),
              harness_tile(ISA_MEM_SBUF, 0, 1, 64, ISA_DT_I32, 3), ISA_DMAOP_max);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     int32_t got[3];
     memcpy(got, harness_sbuf_ptr(h, 0, 0), sizeof got);
     assert_int_equal(got[0], 16777219);
@@ -177,19 +177,19 @@ static void test_copy_errors(void **state)
     const int32_t d17[1][2] = {{1, 17}};
     add_copy(h, harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_F32, 17),
              harness_hbm(1, 0, 1, 0, ISA_DT_F32, 1, d17), ISA_DMAOP_copy);
-    assert_int_equal(harness_run(h), NRT_EXEC_OOB);
+    assert_int_equal(harness_run(h), EMU_EXEC_OOB);
     assert_non_null(strstr(h->report, "'small'"));
     harness_clear(h);
     add_copy(h, harness_tile(ISA_MEM_SBUF, 0, 2, 0, ISA_DT_F32, 8),
              harness_tile(ISA_MEM_SBUF, 4, 3, 0, ISA_DT_F32, 5), ISA_DMAOP_copy);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "element counts differ"));
     harness_clear(h);
     struct isa_insn *in = add_copy(h, harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_F32, 8),
                                    harness_tile(ISA_MEM_SBUF, 1, 1, 0, ISA_DT_F32, 8),
                                    ISA_DMAOP_add);
     in->fimm[0] = 2.0f;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "op=fma"));
 }
 
@@ -210,7 +210,7 @@ static void test_transpose(void **state)
              harness_tile(ISA_MEM_SBUF, 10, 7, 32, ISA_DT_BF16, 5), ISA_DMAOP_transpose)
         ->wait[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_CMP_ge, 1, 1};
     in->signal[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_SEMOP_add, 1, 1};
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int r = 0; r < 5; r++)
         for (int c = 0; c < 7; c++) {
             assert_memory_equal(harness_sbuf_ptr(h, 10 + c, 32 + 2 * r), &m[r][c], 2);
@@ -220,12 +220,12 @@ static void test_transpose(void **state)
     in = harness_add(h, ISA_ENG_SP, ISA_OP_dma_transpose);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 10, 7, 32, ISA_DT_F16, 5);
     in->ap[1] = harness_hbm(1, 0, 5, 7, ISA_DT_BF16, 1, d7);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 10, 5, 32, ISA_DT_BF16, 7);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "transposed shape"));
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 10, 7, 32, ISA_DT_BF16, 4); /* 28 of 35 elements */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "elements"));
 }
 
@@ -250,7 +250,7 @@ static void test_compute(void **state)
         in->ap[4] = harness_hbm(2, 0, 2, 20, ISA_DT_F32, 1, d20);
         in->enums[0] = op == 0 ? ISA_ALU_add : ISA_ALU_max;
         in->fimm[0] = 0.5f, in->fimm[1] = -3.0f, in->fimm[3] = 1.25f;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (int i = 0; i < 40; i++) {
             /* source 0 in stream order: partition i/10, element i%10 */
             float a0 = a[(i % 10) * 4 + i / 10];
@@ -271,10 +271,10 @@ static void test_compute(void **state)
     struct isa_insn *in = harness_add(h, ISA_ENG_POOL, ISA_OP_dma_compute);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 20, 2, 0, ISA_DT_F32, 20);
     in->ap[1] = harness_hbm(1, 0, 1, 0, ISA_DT_F32, 1, (const int32_t[1][2]){{1, 39}});
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     in->ap[1] = harness_hbm(1, 0, 1, 0, ISA_DT_F32, 1, d40);
     in->enums[0] = ISA_ALU_multiply;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "reduce_op"));
 }
 
@@ -302,7 +302,7 @@ static void test_indirect(void **state)
                                   ISA_DMAOP_copy);
     s->ap[2] = g->ap[2];
     s->enums[1] = ISA_INDIR_dst;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int p = 0; p < 4; p++) {
         assert_memory_equal(harness_sbuf_ptr(h, p, 0), data[idx[p]], 32);
         assert_memory_equal(back[idx[p]], data[idx[p]], 32);
@@ -311,16 +311,16 @@ static void test_indirect(void **state)
     const uint32_t bad = 10;
     memcpy(harness_sbuf_ptr(h, 41, 0), &bad, 4);
     memset(harness_sbuf_ptr(h, 1, 0), 0, 32);
-    assert_int_equal(harness_run(h), NRT_EXEC_OOB);
+    assert_int_equal(harness_run(h), EMU_EXEC_OOB);
     assert_non_null(strstr(h->report, "index 10"));
     g->enums[2] = ISA_OOB_skip;
     s->enums[2] = ISA_OOB_skip;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     float zero[8] = {0};
     assert_memory_equal(harness_sbuf_ptr(h, 1, 0), zero, 32); /* skipped row untouched */
     assert_memory_equal(harness_sbuf_ptr(h, 2, 0), data[9], 32);
     g->imm[0].i = 1;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "indirect_dim"));
 }
 
@@ -395,7 +395,7 @@ static void test_trigger(void **state)
     struct isa_insn *w = harness_add(h, ISA_ENG_ACT, ISA_OP_nop);
     w->wait[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_CMP_ge, 3, 2};
     w->wait[1] = (struct isa_sync){ISA_SYNC_EVENT, ISA_CMP_ge, 7, 1};
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int p = 0; p < 4; p++)
         assert_memory_equal(harness_sbuf_ptr(h, p, 128), &in[p * 16], 64);
     assert_memory_equal(out, in, sizeof in);
@@ -406,7 +406,7 @@ static void test_trigger(void **state)
     harness_clear(h);
     harness_add(h, ISA_ENG_SP, ISA_OP_dma_trigger)->imm[0].i = 7;
     harness_add(h, ISA_ENG_SP, ISA_OP_dma_trigger)->imm[0].i = 8;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (int i = 0; i < 64; i++) {
         assert_true(out[i] == (in[i] > 0.0f ? in[i] : 0.0f));
         int r = i / 16, c = i % 16; /* element (r, c) lands at c * 4 + r */
@@ -415,15 +415,15 @@ static void test_trigger(void **state)
     /* no descriptor with that id on this engine; an OOB pattern; a strided typed pattern */
     harness_clear(h);
     harness_add(h, ISA_ENG_SP, ISA_OP_dma_trigger)->imm[0].i = 99;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "no DMA descriptor"));
     harness_clear(h);
     harness_add(h, ISA_ENG_SP, ISA_OP_dma_trigger)->imm[0].i = 7;
     d[3].to.off = 4;
-    assert_int_equal(harness_run(h), NRT_EXEC_OOB);
+    assert_int_equal(harness_run(h), EMU_EXEC_OOB);
     d[3].to.off = 0;
     d[3].to.steps[0] = 2, d[3].to.sizes[0] = 128;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "contiguous"));
 }
 
@@ -443,7 +443,7 @@ static void test_transpose_rank(void **state)
     in = harness_add(h, ISA_ENG_SP, ISA_OP_dma_transpose);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 16, 5, 0, ISA_DT_I16, 12);
     in->ap[1] = harness_sbuf(0, 2, 0, ISA_DT_I16, 3, d4);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     int16_t got;
     for (uint32_t p = 0; p < 3; p++)
         for (uint32_t a = 0; a < 2; a++)

@@ -331,13 +331,13 @@ static void tt_case(struct harness *h, enum isa_engine eng, unsigned op, uint32_
     i->ap[1] = tap(&a);
     i->ap[2] = tap(&b);
     i->enums[0] = (uint8_t)op;
-    NRT_STATUS st = harness_run(h);
+    emu_status st = harness_run(h);
     if (!ints && ref_bitvec(op)) {
-        assert_int_equal(st, NRT_EXEC_COMPLETED_WITH_ERR);
+        assert_int_equal(st, EMU_EXEC_ERR);
         assert_non_null(strstr(h->report, "integer"));
         return;
     }
-    assert_int_equal(st, NRT_SUCCESS);
+    assert_int_equal(st, EMU_OK);
     for (uint32_t r = 0; r < NP; r++)
         for (uint32_t e = 0; e < NE; e++) {
             uint64_t want;
@@ -410,7 +410,7 @@ static void test_tt_strided(void **state)
     for (int s = 0; s < 3; s++)
         i->ap[s].part_step = 3;
     i->enums[0] = ISA_ALU_subtract;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t r = 0; r < 5; r++)
         for (int e = 0; e < 35; e++) {
             float want = a[r][34 - e] - b[r][2 * e];
@@ -445,7 +445,7 @@ static void test_tt_aliasing(void **state)
             i->ap[1] = tap(&a);
             i->ap[2] = tap(&b);
             i->enums[0] = ISA_ALU_add;
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t r = 0; r < NP; r++)
                 for (uint32_t e = 0; e < NE; e++)
                     check(dt, tptr(h, &d, r, e), enc_f(dt, x[r][e] + y[r][e]), "alias", e);
@@ -463,8 +463,8 @@ static void test_tt_errors(void **state)
     struct tile oob = {ISA_MEM_SBUF, 0, NP, h->core->sbuf_part_bytes - 8, ISA_DT_F32, NE};
     struct tile psum_oob = {ISA_MEM_PSUM, 0, NP, ISA_PSUM_PART_BYTES - 4, ISA_DT_F32, NE};
     const struct tile *bad[] = {&shorter, &fewer, &oob, &psum_oob};
-    const NRT_STATUS want[] = {NRT_EXEC_COMPLETED_WITH_ERR, NRT_EXEC_COMPLETED_WITH_ERR,
-                               NRT_EXEC_OOB, NRT_EXEC_OOB};
+    const emu_status want[] = {EMU_EXEC_ERR, EMU_EXEC_ERR,
+                               EMU_EXEC_OOB, EMU_EXEC_OOB};
     for (int k = 0; k < 4; k++)
         for (int slot = 0; slot < 3; slot++) {
             harness_clear(h);
@@ -481,7 +481,7 @@ static void test_tt_errors(void **state)
     i->ap[1] = tap(&a);
     i->ap[2] = tap(&a);
     i->enums[0] = 14; /* unassigned ALU value */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "not an ALU operator"));
 }
 
@@ -504,7 +504,7 @@ static void test_tt_step0_broadcast(void **state)
     i->ap[1] = tap(&a);
     i->ap[2] = harness_sbuf(0, NP, 512, ISA_DT_F32, 1, bc);
     i->enums[0] = ISA_ALU_multiply;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t r = 0; r < NP; r++)
         for (uint32_t e = 0; e < NE; e++)
             check(ISA_DT_F32, tptr(h, &d, r, e),
@@ -543,12 +543,12 @@ static void ts_case(struct harness *h, unsigned op0, unsigned op1, bool rev0, bo
     bool ints = is_int(dt) && is_int(dtd) && ref_int_op(op0) && ref_int_op(op1) &&
                 (!kap[0] || is_int(kdt) || ref_unary(op0)) &&
                 (!kap[1] || is_int(kdt) || ref_unary(op1));
-    NRT_STATUS st = harness_run(h);
+    emu_status st = harness_run(h);
     if (!ints && shifts) {
-        assert_int_equal(st, NRT_EXEC_COMPLETED_WITH_ERR);
+        assert_int_equal(st, EMU_EXEC_ERR);
         return;
     }
-    assert_int_equal(st, NRT_SUCCESS);
+    assert_int_equal(st, EMU_OK);
     for (uint32_t r = 0; r < NP; r++)
         for (uint32_t e = 0; e < NE; e++) {
             uint64_t want;
@@ -611,7 +611,7 @@ static void test_ts_errors(void **state)
         i->enums[1] = k == 0 ? ISA_ALU_add : ISA_ALU_bypass;
         if (k > 0)
             i->ap[2] = tap(k == 1 ? &two : &rows);
-        assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+        assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     }
     /* a fractional immediate sends integers through fp32: 5 * 0.5 = 2.5 -> 2 (RNE) */
     int32_t five = 5, out;
@@ -622,7 +622,7 @@ static void test_ts_errors(void **state)
     i->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_I32, 1);
     i->enums[0] = ISA_ALU_multiply;
     i->fimm[0] = 0.5f;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     memcpy(&out, harness_sbuf_ptr(h, 0, 64), 4);
     assert_int_equal(out, 2);
 }
@@ -647,7 +647,7 @@ static void test_ts_large_in_place(void **state)
         i->fimm[0] = 1.5f;
         i->enums[1] = ISA_ALU_add;
         i->fimm[1] = -0.75f;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < 2; r++)
             for (uint32_t e = 0; e < 5000; e++)
                 check(ISA_DT_F32, tptr(h, &x, r, e), enc_f(ISA_DT_F32, v[r][e] * 1.5f + -0.75f),
@@ -686,7 +686,7 @@ static void test_stt(void **state)
             i->enums[0] = (uint8_t)pairs[p][0];
             i->enums[1] = (uint8_t)pairs[p][1];
             i->flags = (uint8_t)(rev0 | rev1 << 1);
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t r = 0; r < NP; r++)
                 for (uint32_t e = 0; e < NE; e++) {
                     float kv = kap ? rd_f(k.dt, tptr(h, &k, r, 0)) : 1.25f;
@@ -701,7 +701,7 @@ static void test_stt(void **state)
     i->ap[0] = i->ap[1] = i->ap[3] = tap(&x);
     i->enums[0] = ISA_ALU_bitwise_or;
     i->enums[1] = ISA_ALU_add;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
 }
 
 /* ---- tensor_copy, tensor_copy_predicated, memset ------------------------------------------- */
@@ -722,7 +722,7 @@ static void test_copy(void **state)
             i->ap[0] = tap(&d);
             i->ap[1] = (s & 1) ? harness_sbuf(5, NP, (NE - 1) * isa_dtype_size(sdt), sdt, 1, back)
                                : tap(&x);
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t r = 0; r < NP; r++)
                 for (uint32_t e = 0; e < NE; e++) {
                     const uint8_t *src = tptr(h, &x, r, (s & 1) ? NE - 1 - e : e);
@@ -752,7 +752,7 @@ static void test_copy_exact_and_overlap(void **state)
     i = harness_add(h, ISA_ENG_DVE, ISA_OP_tensor_copy);
     i->ap[0] = harness_tile(ISA_MEM_SBUF, 1, 1, 8, ISA_DT_I64, 1);
     i->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 1, 8, ISA_DT_I64, 1);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_memory_equal(harness_sbuf_ptr(h, 1, 0), &nan, 4);
     assert_memory_equal(harness_sbuf_ptr(h, 1, 8), &big, 8);
     for (int k = 0; k < 2; k++) {
@@ -765,7 +765,7 @@ static void test_copy_exact_and_overlap(void **state)
         i = harness_add(h, ISA_ENG_DVE, ISA_OP_tensor_copy);
         i->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 1, 104, dt, NE);
         i->ap[1] = tap(&x);
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t e = 0; e < NE; e++) {
             uint64_t want = dt == ISA_DT_I32 ? enc_i(dt, v[e]) : enc_f(dt, (float)v[e]);
             check(dt, harness_sbuf_ptr(h, 0, 104 + e * isa_dtype_size(dt)), want, "overlap", e);
@@ -804,7 +804,7 @@ static void test_copy_predicated(void **state)
                 i->ap[1] = tap(&x);
             i->fimm[0] = -7.5f;
             i->flags = rev;
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t r = 0; r < NP; r++)
                 for (uint32_t e = 0; e < NE; e++) {
                     uint64_t pv = 0, want = 0;
@@ -838,7 +838,7 @@ static void test_memset(void **state)
                                              ISA_OP_memset);
             i->ap[0] = harness_sbuf(7, 1, 0, dt, 1, step2);
             i->imm[0].f = vals[k];
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             uint64_t want = 0;
             double v = vals[k];
             if (is_int(dt)) {
@@ -882,7 +882,7 @@ static void test_iota(void **state)
         i->pattern.dim[2] = (struct isa_dim){1, 4};
         i->imm[0].i = t == 5 ? INT32_MAX - 50 : -20;
         i->imm[1].i = 1000;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < 6; r++)
             for (uint32_t e = 0; e < 24; e++) {
                 uint32_t v = (uint32_t)i->imm[0].i + 1000u * r + 100u * (e / 12) -
@@ -897,7 +897,7 @@ static void test_iota(void **state)
     i->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 2, 0, ISA_DT_I32, 5);
     i->pattern.ndims = 1;
     i->pattern.dim[0] = (struct isa_dim){1, 4};
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
 }
 
 /* ---- reductions --------------------------------------------------------------------------------- */
@@ -954,7 +954,7 @@ static void test_tensor_reduce_f32(void **state)
                 i->enums[0] = (uint8_t)ops[k];
                 i->imm[0].i = axes;
                 i->flags = (uint8_t)(neg | (axes & 1) << 1);
-                assert_int_equal(harness_run(h), NRT_SUCCESS);
+                assert_int_equal(harness_run(h), EMU_OK);
                 for (uint32_t r = 0; r < NP; r++) {
                     float x[40];
                     for (int e = 0; e < 40; e++)
@@ -986,7 +986,7 @@ static void test_tensor_reduce_long_and_int(void **state)
         i->enums[0] = (uint8_t)(op == 0 ? ISA_ALU_add : op == 1 ? ISA_ALU_max
                                 : op == 2 ? ISA_ALU_min : ISA_ALU_multiply);
         i->imm[0].i = 1;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < NP; r++)
             check(ISA_DT_F32, harness_sbuf_ptr(h, r, 8000),
                   enc_f(ISA_DT_F32, ref_reduce(i->enums[0],
@@ -1005,7 +1005,7 @@ static void test_tensor_reduce_long_and_int(void **state)
         i->enums[0] = (uint8_t)iops[k];
         i->imm[0].i = 1;
         i->flags = iops[k] == ISA_ALU_add;
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < NP; r++) {
             int64_t v = rd_i(ISA_DT_I32, tptr(h, &xi, r, 0));
             for (uint32_t e = 1; e < 30; e++)
@@ -1037,7 +1037,7 @@ static void test_tensor_reduce_errors(void **state)
         i->enums[0] = (uint8_t)bad[k].op;
         i->imm[0].i = bad[k].axes;
         i->flags = bad[k].neg;
-        assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+        assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     }
 }
 
@@ -1058,7 +1058,7 @@ static void test_partition_reduce(void **state)
             i->ap[0] = harness_tile(ISA_MEM_SBUF, 64, 1, 1024, dt, 20);
             i->ap[1] = tap(&x);
             i->enums[0] = (uint8_t)ops[k];
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             bool int_path = ints && ops[k] != ISA_ALU_average;
             for (uint32_t e = 0; e < 20; e++) {
                 uint64_t want;
@@ -1082,7 +1082,7 @@ static void test_partition_reduce(void **state)
     i->ap[0] = harness_tile(ISA_MEM_SBUF, 64, 2, 1024, ISA_DT_F32, 20);
     i->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 8, 0, ISA_DT_F32, 20);
     i->enums[0] = ISA_ALU_add;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
 }
 
 /* ---- scans and accumulators ------------------------------------------------------------------- */
@@ -1117,7 +1117,7 @@ static void test_tensor_tensor_scan(void **state)
             i->enums[0] = (uint8_t)pairs[p][0];
             i->enums[1] = (uint8_t)pairs[p][1];
             i->flags = (uint8_t)(rev0 | rev1 << 1);
-            assert_int_equal(harness_run(h), NRT_SUCCESS);
+            assert_int_equal(harness_run(h), EMU_OK);
             for (uint32_t r = 0; r < NP; r++) {
                 float acc = iap ? rd_f(ISA_DT_F32, tptr(h, &init, r, 0)) : 0.5f;
                 for (uint32_t e = 0; e < NE; e++) {
@@ -1163,7 +1163,7 @@ static void test_tensor_scalar_reduce(void **state)
             if (s == 2)
                 i->ap[4] = tap(&init);
         }
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < NP; r++) {
             float red[3], row[NE];
             for (int s = 0; s < 3; s++) {
@@ -1188,7 +1188,7 @@ static void test_tensor_scalar_reduce(void **state)
     i->ap[0] = i->ap[1] = tap(&x);
     i->enums[0] = ISA_ALU_add;
     i->enums[1] = ISA_ALU_divide;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
 }
 
 static void test_tensor_scalar_cumulative(void **state)
@@ -1222,7 +1222,7 @@ static void test_tensor_scalar_cumulative(void **state)
             if (s == 2)
                 i->ap[3] = tap(&k1);
         }
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         for (uint32_t r = 0; r < NP; r++) {
             float id = op1s[k] == ISA_ALU_multiply ? 1.0f : op1s[k] == ISA_ALU_max ? -INFINITY
                        : op1s[k] == ISA_ALU_min ? INFINITY : 0.0f;

@@ -126,7 +126,7 @@ static void check_mm(struct harness *h, uint32_t k, uint32_t m, uint32_t n, uint
     put_tile(h, 0, k, SB_A, sdt, m, 1, seed, ta);
     put_tile(h, 0, k, SB_B, mdt, n, 1, seed + 1, tb);
     add_mm(h, k, m, n, sdt, mdt, 0, 0, false);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(k, m, n, false);
     expect_psum(h, 0, 0, m, n);
 }
@@ -166,7 +166,7 @@ static void test_matmul_accumulate_offsets(void **state)
         put_tile(h, 0, k, SB_A, ISA_DT_BF16, m, 1, 200 + step, ta);
         put_tile(h, 0, k, SB_B, ISA_DT_F16, n, 1, 300 + step, tb);
         add_mm(h, k, m, n, ISA_DT_BF16, ISA_DT_F16, part, off, step > 0);
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         ref_mm(k, m, n, step > 0);
     }
     expect_psum(h, part, off, m, n);
@@ -189,7 +189,7 @@ static void test_matmul_strided(void **state)
     in->ap[1] = harness_sbuf(0, k, SB_A, ISA_DT_F32, 1, sd);
     in->ap[2] = harness_sbuf(0, k, SB_B, ISA_DT_F32, 1, md);
     in->ap[0] = harness_psum(0, m, 0, ISA_DT_F32, 2, dd);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(k, m, n, false);
     /* dst element j of row i sits at float index (j / (n/2)) * n + (j % (n/2)) * 2 */
     for (uint32_t i = 0; i < m; i++)
@@ -224,7 +224,7 @@ static void test_matmul_levels_identical(void **state)
         harness_clear(h);
         memset(h->core->psum, 0, (size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
         add_mm(h, k, m, n, ISA_DT_F32, ISA_DT_F32, 0, 0, false);
-        assert_int_equal(harness_run(h), NRT_SUCCESS);
+        assert_int_equal(harness_run(h), EMU_OK);
         expect_psum(h, 0, 0, m, n);
         for (uint32_t i = 0; i < m; i++) {
             uint8_t *row = harness_psum_ptr(h, i, 0);
@@ -244,7 +244,7 @@ static void test_matmul_tiles(void **state)
     put_tile(h, 0, 64, SB_B, ISA_DT_BF16, 40, 1, 51, tb);
     struct isa_insn *in = add_mm(h, 64, 32, 40, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
     in->imm[0].i = 64, in->imm[1].i = 96, in->imm[2].i = 64, in->imm[3].i = 32;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(64, 32, 40, false);
     expect_psum(h, 0, 0, 32, 40);
     const int64_t bad[][4] = {{0, 0, 32, 128},  /* K = 64 exceeds 32 rows */
@@ -255,7 +255,7 @@ static void test_matmul_tiles(void **state)
         in = add_mm(h, 64, 32, 40, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
         for (int f = 0; f < 4; f++)
             in->imm[f].i = bad[t][f];
-        assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+        assert_int_equal(harness_run(h), EMU_EXEC_ERR);
         assert_non_null(strstr(h->report, "tile"));
     }
 }
@@ -265,7 +265,7 @@ static void test_matmul_tiles_v2(void **state)
     struct harness *h = *state; /* NeuronCore-v2: no 32-row tiles */
     struct isa_insn *in = add_mm(h, 32, 32, 40, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
     in->imm[2].i = 32;
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "32 needs NeuronCore-v3"));
 }
 
@@ -281,20 +281,20 @@ static void test_matmul_onezero(void **state)
     put_tile(h, 0, k, SB_B, ISA_DT_F32, n, 1, 60, tb);
     struct isa_insn *in = add_mm(h, k, m, n, ISA_DT_F32, ISA_DT_F32, 0, 0, false);
     in->flags |= 1u << 2; /* stationary_onezero: true claim */
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(k, m, n, false);
     expect_psum(h, 0, 0, m, n);
     harness_clear(h);
     in = add_mm(h, k, m, n, ISA_DT_F32, ISA_DT_F32, 0, 0, false);
     in->flags |= 1u << 3; /* moving_onezero: false claim on fp32 */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "moving_onezero"));
     harness_clear(h); /* the hint has no effect on bf16 */
     put_tile(h, 0, k, SB_A, ISA_DT_BF16, m, 1, 61, ta);
     put_tile(h, 0, k, SB_B, ISA_DT_BF16, n, 1, 62, tb);
     in = add_mm(h, k, m, n, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
     in->flags |= 3u << 2;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(k, m, n, false);
     expect_psum(h, 0, 0, m, n);
 }
@@ -318,11 +318,11 @@ static void test_matmul_double_row(void **state)
     in->ap[1] = harness_sbuf(0, p, SB_A, ISA_DT_FP8E4, 2, ad);
     in->ap[2] = harness_sbuf(0, p, SB_B, ISA_DT_FP8E5, 2, bd);
     in->enums[0] = ISA_PERF_double_row;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(2 * p, m, n, false);
     expect_psum(h, 0, 0, m, n);
     in->ap[1].dtype = ISA_DT_BF16; /* double_row needs fp8 */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "double_row"));
 }
 
@@ -348,7 +348,7 @@ static void test_matmul_transpose_mode(void **state)
     struct isa_insn *in = add_mm(h, k, m, k, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
     in->ap[0].dtype = ISA_DT_BF16;
     in->flags = 1u << 1;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t p = 0; p < k; p++) {
             uint16_t got;
@@ -356,7 +356,7 @@ static void test_matmul_transpose_mode(void **state)
             assert_int_equal(got, v[p][i]);
         }
     num_from_f32(ISA_DT_BF16, harness_sbuf_ptr(h, 0, SB_B + 2), 0.5f, NULL, 0);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "permutation"));
 }
 
@@ -374,7 +374,7 @@ static void test_matmul_transpose_flag_v2(void **state)
         }
     struct isa_insn *in = add_mm(h, k, m, k, ISA_DT_F32, ISA_DT_F32, 0, 0, false);
     in->flags = 1u << 1;
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     float got;
     memcpy(&got, harness_psum_ptr(h, 2, 0), 4); /* row m=2 meets the NaN in every column */
     assert_true(isnan(got));
@@ -387,16 +387,16 @@ static void test_matmul_errors(void **state)
     struct harness *h = *state;
     struct {
         int what;
-        NRT_STATUS want;
+        emu_status want;
         const char *msg;
     } cases[] = {
-        {0, NRT_EXEC_COMPLETED_WITH_ERR, "writes dst in PSUM"},
-        {1, NRT_EXEC_COMPLETED_WITH_ERR, "writes fp32 PSUM"},
-        {2, NRT_EXEC_COMPLETED_WITH_ERR, "shapes"},
-        {3, NRT_EXEC_COMPLETED_WITH_ERR, "bank"},
-        {4, NRT_EXEC_OOB, "PSUM"},
-        {5, NRT_EXEC_COMPLETED_WITH_ERR, "inputs"},
-        {6, NRT_EXEC_COMPLETED_WITH_ERR, "shapes"},
+        {0, EMU_EXEC_ERR, "writes dst in PSUM"},
+        {1, EMU_EXEC_ERR, "writes fp32 PSUM"},
+        {2, EMU_EXEC_ERR, "shapes"},
+        {3, EMU_EXEC_ERR, "bank"},
+        {4, EMU_EXEC_OOB, "PSUM"},
+        {5, EMU_EXEC_ERR, "inputs"},
+        {6, EMU_EXEC_ERR, "shapes"},
     };
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
         harness_clear(h);
@@ -416,7 +416,7 @@ static void test_matmul_errors(void **state)
     }
     harness_clear(h);
     harness_add(h, ISA_ENG_PE, ISA_OP_nc_matmul_mx);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "NeuronCore-v4"));
 }
 
@@ -433,15 +433,15 @@ static void test_transpose_pe(void **state)
     struct isa_insn *in = harness_add(h, ISA_ENG_PE, ISA_OP_nc_transpose);
     in->ap[0] = harness_tile(ISA_MEM_PSUM, 0, f, 128, ISA_DT_BF16, p);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, p, 0, ISA_DT_BF16, f);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t q = 0; q < p; q++)
         for (uint32_t i = 0; i < f; i++)
             assert_memory_equal(harness_psum_ptr(h, i, 128 + 2 * q),
                                 harness_sbuf_ptr(h, q, 2 * i), 2);
     in->ap[0].dtype = ISA_DT_F16; /* type must match */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, f, 8192, ISA_DT_BF16, p); /* PE writes PSUM */
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "writes PSUM"));
 }
 
@@ -456,7 +456,7 @@ static void test_transpose_pe_v2(void **state)
     struct isa_insn *in = harness_add(h, ISA_ENG_PE, ISA_OP_nc_transpose);
     in->ap[0] = harness_tile(ISA_MEM_PSUM, 0, f, 0, ISA_DT_F32, p);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, p, 0, ISA_DT_F32, f);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     float out[3][3];
     for (uint32_t i = 0; i < f; i++)
         memcpy(out[i], harness_psum_ptr(h, i, 0), sizeof out[i]);
@@ -483,14 +483,14 @@ static void test_transpose_dve(void **state)
     struct isa_insn *in = harness_add(h, ISA_ENG_DVE, ISA_OP_nc_transpose);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 32, 0, ISA_DT_I32, 32);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 32, 0, ISA_DT_I32, 32);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t q = 0; q < 32; q++)
         assert_memory_equal(harness_sbuf_ptr(h, q, 0), want[q], sizeof want[q]);
     harness_clear(h);
     in = harness_add(h, ISA_ENG_DVE, ISA_OP_nc_transpose);
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 33, 4096, ISA_DT_I32, 2);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 2, 0, ISA_DT_I32, 33);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "at most 32 x 32"));
 }
 

@@ -24,7 +24,7 @@
 
 #define SB ISA_MEM_SBUF
 #define PS ISA_MEM_PSUM
-#define ERR NRT_EXEC_COMPLETED_WITH_ERR
+#define ERR EMU_EXEC_ERR
 
 /* ---- helpers ------------------------------------------------------------ */
 
@@ -126,7 +126,7 @@ static struct isa_insn *add(struct harness *h, enum isa_engine e, unsigned op)
     return harness_add(h, e, op);
 }
 
-static NRT_STATUS run(struct harness *h)
+static emu_status run(struct harness *h)
 {
     return harness_run(h);
 }
@@ -166,7 +166,7 @@ static void test_bn_stats(void **state)
         struct isa_insn *in = add(h, ISA_ENG_DVE, ISA_OP_bn_stats);
         in->ap[0] = harness_tile(PS, 0, np, 64, ISA_DT_F32, 6);
         in->ap[1] = harness_tile(SB, 0, np, 0, dt, n);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < np; p++) {
             double want[6];
             ref_half(x[p], n, 0, want);
@@ -201,7 +201,7 @@ static void test_bn_aggr(void **state)
     struct isa_insn *ag2 = harness_add(h, ISA_ENG_DVE, ISA_OP_bn_aggr);
     ag2->ap[0] = harness_tile(SB, 0, NP, 9100, ISA_DT_F32, 2);
     ag2->ap[1] = harness_tile(SB, 0, NP, 8192, ISA_DT_F32, 18);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < NP; p++) {
         double s = 0, m2 = 0;
         for (unsigned i = 0; i < N; i++)
@@ -221,11 +221,11 @@ static void test_bn_aggr(void **state)
     struct isa_insn *in = add(h, ISA_ENG_DVE, ISA_OP_bn_aggr);
     in->ap[0] = harness_tile(SB, 0, 1, 100, ISA_DT_F32, 2);
     in->ap[1] = harness_tile(SB, 0, 1, 0, ISA_DT_F32, 6);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     eq_f(rd_f(h, SB, 0, 100, ISA_DT_F32, 0), 3.0f, "mean", 0, 0);
     eq_f(rd_f(h, SB, 0, 100, ISA_DT_F32, 1), 4.0f, "var", 0, 1);
     in->ap[1] = harness_tile(SB, 0, 1, 0, ISA_DT_F32, 3);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     eq_f(rd_f(h, SB, 0, 100, ISA_DT_F32, 0), 0.0f, "empty mean", 0, 0);
     eq_f(rd_f(h, SB, 0, 100, ISA_DT_F32, 1), 0.0f, "empty var", 0, 1);
 }
@@ -243,7 +243,7 @@ static void test_bn_errors(void **state)
     in->ap[0] = harness_tile(SB, 0, 3, 8192, ISA_DT_F32, 6);
     assert_int_equal(run(h), ERR);
     in->ap[0] = harness_tile(SB, 0, 2, 229376 - 8, ISA_DT_F32, 6);
-    assert_int_equal(run(h), NRT_EXEC_OOB);
+    assert_int_equal(run(h), EMU_EXEC_OOB);
     in = add(h, ISA_ENG_DVE, ISA_OP_bn_aggr);
     in->ap[0] = harness_tile(SB, 0, 2, 8192, ISA_DT_F32, 2);
     in->ap[1] = harness_tile(SB, 0, 2, 0, ISA_DT_F32, 7);
@@ -292,7 +292,7 @@ static void test_max8(void **state)
         struct isa_insn *in = add(h, ISA_ENG_DVE, ISA_OP_max8);
         in->ap[0] = harness_tile(SB, base, np, 100000, ISA_DT_F32, 8);
         in->ap[1] = harness_tile(SB, base, np, 0, dt, n);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < np; p++) {
             for (unsigned i = 0; i < n; i++)
                 x[i] = rd_f(h, SB, base + p, 0, dt, i);
@@ -323,7 +323,7 @@ static void test_max8_strided(void **state)
         struct isa_insn *in = add(h, ISA_ENG_DVE, ISA_OP_max8);
         in->ap[0] = harness_tile(PS, 0, 4, 0, ISA_DT_BF16, 8);
         in->ap[1] = harness_sbuf(0, 4, 40, ISA_DT_F32, 3, dims);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned i = 0; i < 8; i++)
             eq_f(rd_f(h, PS, p, 0, ISA_DT_BF16, i), x[i], "max8 strided", p, i);
     }
@@ -337,7 +337,7 @@ static void test_max8_strided(void **state)
     in->ap[0] = harness_tile(SB, 0, 2, 100000, ISA_DT_F32, 9);
     assert_int_equal(run(h), ERR);
     in->ap[0] = harness_tile(SB, 127, 2, 100000, ISA_DT_F32, 8);
-    assert_int_equal(run(h), NRT_EXEC_OOB);
+    assert_int_equal(run(h), EMU_EXEC_OOB);
     /* HBM operands are refused (the op table allows only SBUF and PSUM). */
     static float hbm[2 * 16];
     const int32_t hd[1][2] = {{1, 16}};
@@ -392,7 +392,7 @@ static void test_find_index8(void **state)
         in->ap[0] = harness_tile(SB, 0, NP, 8192, odt, 8);
         in->ap[1] = harness_tile(SB, 0, NP, 0, ISA_DT_F32, N);
         in->ap[2] = harness_tile(SB, 0, NP, 4096, ISA_DT_BF16, 8);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < NP; p++) {
             int64_t want[8];
             ref_match(d[p], N, v[p], false, want);
@@ -412,7 +412,7 @@ static void test_find_index8(void **state)
     in->ap[0] = harness_tile(SB, 0, 1, 8192, ISA_DT_U32, 8);
     in->ap[1] = harness_tile(SB, 0, 1, 0, ISA_DT_F32, 11);
     in->ap[2] = harness_tile(SB, 0, 1, 4096, ISA_DT_F32, 8);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     static const unsigned want[8] = {2, 4, 5, 6, 7, 8, 9, 10};
     for (unsigned i = 0; i < 8; i++)
         assert_int_equal(rd_u(h, SB, 0, 8192, ISA_DT_U32, i), want[i]);
@@ -441,7 +441,7 @@ static void test_match_replace8(void **state)
     in->ap[2] = harness_tile(SB, 2, 1, 4096, ISA_DT_F32, 8);
     in->ap[3] = harness_tile(SB, 2, 1, 8192, ISA_DT_U32, 8);
     in->fimm[0] = -1.5f;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     static const unsigned want[8] = {2, 10, 9, 8, 7, 6, 5, 4};
     for (unsigned i = 0; i < 8; i++)
         assert_int_equal(rd_u(h, SB, 2, 8192, ISA_DT_U32, i), want[i]);
@@ -459,7 +459,7 @@ static void test_match_replace8(void **state)
     in->ap[2] = harness_tile(SB, 0, NP, 4096, ISA_DT_BF16, 8);
     in->ap[3] = harness_tile(SB, 0, NP, 8192, ISA_DT_U16, 8);
     in->fimm[0] = 100.0f;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < NP; p++) {
         int64_t idx[8];
         ref_match(d[p], N, v[p], true, idx);
@@ -474,7 +474,7 @@ static void test_match_replace8(void **state)
     }
     /* Without dst_idx; then errors. */
     in->ap[3] = (struct isa_ap){0};
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     in->ap[3] = harness_tile(SB, 0, NP, 8192, ISA_DT_I32, 8);
     assert_int_equal(run(h), ERR);
     in->ap[3] = harness_tile(SB, 0, NP, 8192, ISA_DT_U32, 9);
@@ -517,7 +517,7 @@ static void test_select_reduce(void **state)
         in->ap[4] = harness_tile(SB, 0, NP, 2000, ISA_DT_F32, 1);
         in->flags = rev ? 1 : 0;
         in->enums[0] = c == 0 ? ISA_RCMD_idle : c == 1 ? ISA_RCMD_reset_reduce : ISA_RCMD_reduce;
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < NP; p++) {
             float m = -INFINITY;
             for (unsigned i = 0; i < N; i++) {
@@ -543,7 +543,7 @@ static void test_select_reduce(void **state)
     rd->enums[0] = ISA_RCMD_reduce;
     rd->ap[4] = harness_tile(SB, 0, NP, 2000, ISA_DT_BF16, 1);
     rd->fimm[0] = -INFINITY;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < NP; p++) {
         float m = -INFINITY;
         for (unsigned i = 0; i < N; i++)
@@ -559,7 +559,7 @@ static void test_select_errors(void **state)
     in->ap[0] = harness_tile(SB, 0, 2, 1000, ISA_DT_F32, 8);
     in->ap[1] = harness_tile(SB, 0, 2, 0, ISA_DT_U8, 8);
     in->ap[2] = harness_tile(SB, 0, 2, 100, ISA_DT_F32, 8);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     struct isa_insn ok = *in;
     in->ap[1].dtype = ISA_DT_F32;
     assert_int_equal(run(h), ERR);
@@ -587,7 +587,7 @@ static void test_select_errors(void **state)
     assert_int_equal(run(h), ERR);
     *in = ok;
     in->ap[2].offset = 229376 - 16;
-    assert_int_equal(run(h), NRT_EXEC_OOB);
+    assert_int_equal(run(h), EMU_EXEC_OOB);
 }
 
 /* ---- range_select -------------------------------------------------------------------- */
@@ -635,7 +635,7 @@ static void test_range_select(void **state)
         in->enums[1] = (uint8_t)op1;
         in->enums[2] = c == 4 ? ISA_RCMD_reduce : ISA_RCMD_reset_reduce;
         in->imm[0].i = start;
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < NP; p++) {
             float m = -INFINITY;
             for (unsigned j = 0; j < N; j++) {
@@ -702,7 +702,7 @@ static void test_affine_select(void **state)
         in->imm[1].i = cm;
         in->fimm[0] = -9999.0f;
         in->enums[0] = (uint8_t)op;
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < NP; p++)
             for (unsigned a = 0; a < A; a++)
                 for (unsigned b = 0; b < B; b++) {
@@ -723,7 +723,7 @@ static void test_affine_select(void **state)
     in->pattern.ndims = 1;
     in->pattern.dim[0] = (struct isa_dim){1, 2};
     in->fimm[0] = 1.0f;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     assert_int_equal(rd_u(h, SB, 0, 64, ISA_DT_BF16, 0), 0x7fa1);
     eq_f(rd_f(h, SB, 0, 64, ISA_DT_BF16, 1), 1.0f, "false", 0, 1);
     in->pattern.dim[0] = (struct isa_dim){1, 3};
@@ -757,7 +757,7 @@ static void test_local_gather(void **state)
     in->ap[2] = harness_tile(SB, 0, NP, 4096, ISA_DT_U16, COLS);
     in->imm[0].i = E;
     in->imm[1].i = NVI;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < NP; p++) {
         unsigned g = p / 16;
         for (unsigned k = 0; k < NVI; k++) {
@@ -769,11 +769,11 @@ static void test_local_gather(void **state)
     /* num_valid_indices 0: all 64 indices. */
     in->imm[1].i = 0;
     in->ap[0] = harness_tile(SB, 0, NP, 8192, ISA_DT_U16, 64 * E);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     assert_int_equal(rd_u(h, SB, 17, 8192, ISA_DT_U16, 63 * E), 17 * 1000 + idx[31][3]);
     struct isa_insn ok = *in;
     wr_i(h, SB, 20, 4096, ISA_DT_U16, 1, F * E - 3); /* 3 elements left, 4 read */
-    assert_int_equal(run(h), NRT_EXEC_OOB);
+    assert_int_equal(run(h), EMU_EXEC_OOB);
     wr_i(h, SB, 20, 4096, ISA_DT_U16, 1, 0);
     in->imm[0].i = 3;
     assert_int_equal(run(h), ERR);
@@ -819,7 +819,7 @@ static void test_n_gather(void **state)
         in->ap[0] = harness_tile(SB, 0, np, 8192, dt, m);
         in->ap[1] = harness_sbuf(0, np, 0, dt, 2, ddims);
         in->ap[2] = harness_tile(SB, 0, np, 4096, ISA_DT_U32, m);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < np; p++)
             for (unsigned j = 0; j < m; j++) {
                 unsigned e = ix[p][j] / 6 * 10 + ix[p][j] % 6;
@@ -829,7 +829,7 @@ static void test_n_gather(void **state)
     struct isa_insn *in = &h->insns[ISA_ENG_POOL][0];
     struct isa_insn ok = *in;
     wr_i(h, SB, 77, 4096, ISA_DT_U32, 5, 24);
-    assert_int_equal(run(h), NRT_EXEC_OOB);
+    assert_int_equal(run(h), EMU_EXEC_OOB);
     wr_i(h, SB, 77, 4096, ISA_DT_U32, 5, 0);
     in->ap[2].dtype = ISA_DT_I32;
     assert_int_equal(run(h), ERR);
@@ -863,7 +863,7 @@ static void test_stream_shuffle(void **state)
     in->ap[0] = harness_tile(SB, 0, NP, 0, ISA_DT_F32, N);
     in->ap[1] = harness_tile(SB, 0, NP, 0, ISA_DT_F32, N);
     memcpy(in->mask, mask, 32);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < NP; p++) {
         unsigned m = mask[p % 32], s = m == 255 ? p : p / 32 * 32 + m;
         for (unsigned i = 0; i < N; i += 997)
@@ -879,7 +879,7 @@ static void test_stream_shuffle(void **state)
     in->ap[1] = harness_psum(0, 32, 8, ISA_DT_I16, 1, dims);
     for (unsigned i = 0; i < 32; i++)
         in->mask[i] = (uint8_t)(31 - i);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     for (unsigned p = 0; p < 32; p++)
         for (unsigned i = 0; i < 5; i++)
             assert_int_equal(rd_u(h, SB, 96 + p, 200000, ISA_DT_I16, i), (31 - p) * 10 + 4 - i);
@@ -899,7 +899,7 @@ static void test_stream_shuffle(void **state)
     *in = ok;
     in->ap[0] = harness_tile(SB, 64, 64, 0, ISA_DT_I16, 5); /* 64 active: start 0 or 64 */
     in->ap[1] = harness_psum(0, 64, 8, ISA_DT_I16, 1, dims);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     in->ap[0].start_part = 32;
     assert_int_equal(run(h), ERR);
 }
@@ -926,7 +926,7 @@ static void test_sequence_bounds(void **state)
     struct isa_insn *in = add(h, ISA_ENG_POOL, ISA_OP_sequence_bounds);
     in->ap[0] = harness_tile(SB, 0, 1, 64, ISA_DT_I32, 10);
     in->ap[1] = harness_tile(SB, 0, 1, 0, ISA_DT_I32, 5);
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     static const int32_t want[10] = {0, 0, 2, 2, 5, 2, 2, 4, 4, -1};
     for (unsigned i = 0; i < 10; i++)
         assert_int_equal(rd_i32(h, 0, 64, i), want[i]);
@@ -946,7 +946,7 @@ static void test_sequence_bounds(void **state)
         in = add(h, ISA_ENG_POOL, ISA_OP_sequence_bounds);
         in->ap[0] = harness_tile(SB, 3, 1, 4096, odt, 2 * N);
         in->ap[1] = harness_tile(SB, 3, 1, 0, ISA_DT_F32, N);
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned i = 0; i < N; i++) {
             float l = o ? (float)rd_i32(h, 3, 4096, i) : rd_f(h, SB, 3, 4096, odt, i);
             float u = o ? (float)rd_i32(h, 3, 4096, N + i) : rd_f(h, SB, 3, 4096, odt, N + i);
@@ -980,7 +980,7 @@ static void test_nonzero(void **state)
     in->ap[1] = harness_tile(SB, 0, NP, 0, ISA_DT_I32, T);
     in->imm[0].i = 16;
     in->imm[1].i = -1;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     static const int32_t want0[T + 1] = {17, 18, 21, -1, -1, -1, -1, -1, 3};
     static const int32_t want16[T + 1] = {18, 22, 23, -1, -1, -1, -1, -1, 3}; /* 2, 6, 7 */
     for (unsigned p = 0; p < NP; p++)
@@ -996,7 +996,7 @@ static void test_nonzero(void **state)
     in->ap[1] = harness_tile(SB, 0, 1, 2048, ISA_DT_F32, 5);
     in->imm[0].i = -5;
     in->imm[1].i = 7;
-    assert_int_equal(run(h), NRT_SUCCESS);
+    assert_int_equal(run(h), EMU_OK);
     static const int32_t wf[6] = {-4, -3, -1, 7, 7, 3};
     for (unsigned i = 0; i < 6; i++)
         assert_int_equal(rd_i32(h, 0, 3072, i), wf[i]);
@@ -1060,7 +1060,7 @@ static void test_topk(void **state)
         in->ap[1] = harness_tile(SB, 0, NP, 2000, ISA_DT_U32, k);
         in->ap[2] = harness_tile(SB, 0, NP, 0, ISA_DT_BF16, SX);
         in->imm[0].i = N;
-        assert_int_equal(run(h), NRT_SUCCESS);
+        assert_int_equal(run(h), EMU_OK);
         for (unsigned p = 0; p < NP; p++)
             for (unsigned col = 0; col < k; col++) {
                 unsigned j = col * 16 + p % 16;

@@ -28,10 +28,10 @@ struct isa_exec_ctx {
     unsigned calls;  /* how many stubs ran */
 };
 #define ISA_OP(name, code, engines, fields)                                              \
-    NRT_STATUS isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn)    \
+    emu_status isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn)    \
     {                                                                                    \
         ctx->calls++;                                                                    \
-        return insn->opcode == (code) ? NRT_SUCCESS : NRT_FAILURE;                       \
+        return insn->opcode == (code) ? EMU_OK : EMU_FAILURE;                       \
     }
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
@@ -82,17 +82,17 @@ static void good_bytes(uint8_t *b)
 {
     struct isa_insn in;
     good_insn(&in, ISA_ENG_DVE, ISA_OP_tensor_tensor);
-    assert_int_equal(isa_encode(&in, b), NRT_SUCCESS);
+    assert_int_equal(isa_encode(&in, b), EMU_OK);
 }
 
 /* Decode b on eng; expect status st and exactly one log line containing
  * needle. */
-static void expect_decode(const uint8_t *b, size_t size, enum isa_engine eng, NRT_STATUS st,
+static void expect_decode(const uint8_t *b, size_t size, enum isa_engine eng, emu_status st,
                           const char *needle)
 {
     struct isa_insn out;
     int saved = capture_begin();
-    NRT_STATUS got = isa_decode(b, size, eng, &out);
+    emu_status got = isa_decode(b, size, eng, &out);
     capture_end(saved);
     if (got != st || strstr(captured, needle) == NULL || count_lines(captured) != 1)
         fail_msg("decode: status %d (want %d), log '%s' (want '%s')", got, st, captured, needle);
@@ -103,7 +103,7 @@ static void expect_decode(const uint8_t *b, size_t size, enum isa_engine eng, NR
 static void expect_struct_fault(struct isa_insn *in, enum isa_engine eng, const char *needle)
 {
     struct isa_fault f;
-    assert_int_equal(isa_validate(in, &f), NRT_INVALID);
+    assert_int_equal(isa_validate(in, &f), EMU_INVALID);
     if (strstr(f.msg, needle) == NULL)
         fail_msg("validate said '%s', want '%s'", f.msg, needle);
     (void)eng;
@@ -225,11 +225,11 @@ static void roundtrip_one(const struct isa_insn *in)
     uint8_t a[ISA_INSN_BYTES], b[ISA_INSN_BYTES];
     struct isa_insn out;
     struct isa_fault f;
-    if (isa_validate(in, &f) != NRT_SUCCESS)
+    if (isa_validate(in, &f) != EMU_OK)
         fail_msg("%s on %s: %s", isa_op_lookup(in->opcode)->name, isa_engine_name(in->engine), f.msg);
-    assert_int_equal(isa_encode(in, a), NRT_SUCCESS);
-    assert_int_equal(isa_decode(a, sizeof(a), in->engine, &out), NRT_SUCCESS);
-    assert_int_equal(isa_encode(&out, b), NRT_SUCCESS);
+    assert_int_equal(isa_encode(in, a), EMU_OK);
+    assert_int_equal(isa_decode(a, sizeof(a), in->engine, &out), EMU_OK);
+    assert_int_equal(isa_encode(&out, b), EMU_OK);
     assert_memory_equal(a, b, ISA_INSN_BYTES);
     assert_memory_equal(in, &out, sizeof(out));
 }
@@ -254,13 +254,13 @@ static void test_init_defaults(void **state)
 {
     (void)state;
     struct isa_insn in;
-    assert_int_equal(isa_insn_init(&in, ISA_ENG_ACT, ISA_OP_activation), NRT_SUCCESS);
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_ACT, ISA_OP_activation), EMU_OK);
     assert_true(in.fimm[1] == 1.0f);  /* scale */
     assert_int_equal(in.enums[1], ISA_ALU_add);
     assert_int_equal(in.enums[2], ISA_RCMD_idle);
-    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, ISA_OP_nc_matmul), NRT_SUCCESS);
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, ISA_OP_nc_matmul), EMU_OK);
     assert_int_equal(in.imm[2].i, 128);
-    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, 0xff), NRT_INVALID);
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, 0xff), EMU_INVALID);
 }
 
 /* ---- decode errors ---------------------------------------------------------- */
@@ -269,31 +269,31 @@ static void test_decode_header_errors(void **state)
     (void)state;
     uint8_t b[ISA_INSN_BYTES];
     good_bytes(b);
-    expect_decode(b, ISA_INSN_BYTES - 1, ISA_ENG_DVE, NRT_INVALID, "truncated");
+    expect_decode(b, ISA_INSN_BYTES - 1, ISA_ENG_DVE, EMU_INVALID, "truncated");
     b[0] = 0x51;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "bad magic");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "bad magic");
     b[0] = ISA_INSN_MAGIC;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "version 0");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "version 0");
     b[0] = ISA_INSN_MAGIC | 2;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_UNSUPPORTED_NEFF_VERSION, "newer");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_NEFF_VERSION, "newer");
     good_bytes(b);
     b[1] = 0xfe;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "unknown opcode");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "unknown opcode");
     good_bytes(b);
     b[3] = 64;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "length");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "length");
     good_bytes(b);
     b[5] = 1;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "reserved");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "reserved");
     good_bytes(b);
     b[511] = 1;
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "reserved");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "reserved");
     good_bytes(b);
     b[72 + 56 + 6] = 1;  /* reserved byte of ap[1] */
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "reserved");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "reserved");
     good_bytes(b);
     b[470] = 1;  /* aux area of an op without pattern or mask */
-    expect_decode(b, sizeof(b), ISA_ENG_DVE, NRT_INVALID, "aux");
+    expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "aux");
 }
 
 static void test_decode_engine_and_flags(void **state)
@@ -301,8 +301,8 @@ static void test_decode_engine_and_flags(void **state)
     (void)state;
     uint8_t b[ISA_INSN_BYTES];
     good_bytes(b);
-    expect_decode(b, sizeof(b), ISA_ENG_PE, NRT_INVALID, "cannot run on the pe engine");
-    expect_decode(b, sizeof(b), ISA_ENG_ACT, NRT_INVALID, "tensor_tensor on act");
+    expect_decode(b, sizeof(b), ISA_ENG_PE, EMU_INVALID, "cannot run on the pe engine");
+    expect_decode(b, sizeof(b), ISA_ENG_ACT, EMU_INVALID, "tensor_tensor on act");
 }
 
 /* Patch one byte of an encoded valid instruction and expect decode to
@@ -312,9 +312,9 @@ static void expect_patch(unsigned engine, unsigned opcode, size_t off, uint8_t v
     struct isa_insn in;
     uint8_t b[ISA_INSN_BYTES];
     good_insn(&in, engine, opcode);
-    assert_int_equal(isa_encode(&in, b), NRT_SUCCESS);
+    assert_int_equal(isa_encode(&in, b), EMU_OK);
     b[off] = v;
-    expect_decode(b, sizeof(b), (enum isa_engine)engine, NRT_INVALID, needle);
+    expect_decode(b, sizeof(b), (enum isa_engine)engine, EMU_INVALID, needle);
 }
 
 #define AP0 72
@@ -356,9 +356,9 @@ static void test_decode_operand_errors(void **state)
     in.ap[1].mem = ISA_MEM_HBM;
     in.ap[1].start_part = 0;
     in.ap[1].var_id = 2;
-    assert_int_equal(isa_encode(&in, b), NRT_SUCCESS);
+    assert_int_equal(isa_encode(&in, b), EMU_OK);
     b[AP1 + 2] = 4;
-    expect_decode(b, sizeof(b), ISA_ENG_SP, NRT_INVALID, "start partition 4 in HBM");
+    expect_decode(b, sizeof(b), ISA_ENG_SP, EMU_INVALID, "start partition 4 in HBM");
     /* APF: tensor and scalar at once */
     good_insn(&in, ISA_ENG_ACT, ISA_OP_activation);
     in.ap[3] = in.ap[1];  /* scale given as a tensor */
@@ -401,7 +401,7 @@ static void test_decode_sync_errors(void **state)
     in.wait[1] = (struct isa_sync){ISA_SYNC_EVENT, ISA_CMP_eq, 5, 1};
     in.signal[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_SEMOP_add, 4, 1};
     in.signal[1] = (struct isa_sync){ISA_SYNC_EVENT, ISA_SEMOP_set, 5, 0};
-    assert_int_equal(isa_encode(&in, b), NRT_SUCCESS);
+    assert_int_equal(isa_encode(&in, b), EMU_OK);
     static const struct { size_t off; uint8_t v; const char *needle; } cases[] = {
         {8 + 1, 9, "wait 0: bad comparison"},
         {8 + 3, 1, "wait 0: id out of range"},          /* id 259 */
@@ -416,7 +416,7 @@ static void test_decode_sync_errors(void **state)
         uint8_t c[ISA_INSN_BYTES];
         memcpy(c, b, sizeof(c));
         c[cases[i].off] = cases[i].v;
-        expect_decode(c, sizeof(c), ISA_ENG_DVE, NRT_INVALID, cases[i].needle);
+        expect_decode(c, sizeof(c), ISA_ENG_DVE, EMU_INVALID, cases[i].needle);
     }
     /* a hole: wait 0 unused, wait 1 used */
     in.wait[0] = (struct isa_sync){0, 0, 0, 0};
@@ -431,15 +431,15 @@ static void test_encode_refuses_invalid(void **state)
     good_insn(&in, ISA_ENG_DVE, ISA_OP_tensor_tensor);
     in.ap[0].num_part = 0;
     int saved = capture_begin();
-    assert_int_equal(isa_encode(&in, b), NRT_INVALID);
+    assert_int_equal(isa_encode(&in, b), EMU_INVALID);
     capture_end(saved);
     assert_non_null(strstr(captured, "partition count 0"));
     assert_int_equal(count_lines(captured), 1);
     in.opcode = 0xfe;
     struct isa_fault f;
-    assert_int_equal(isa_validate(&in, &f), NRT_INVALID);
+    assert_int_equal(isa_validate(&in, &f), EMU_INVALID);
     assert_non_null(strstr(f.msg, "unknown opcode 0xfe"));
-    assert_int_equal(isa_validate(&in, NULL), NRT_INVALID);
+    assert_int_equal(isa_validate(&in, NULL), EMU_INVALID);
 }
 
 /* ---- streams ------------------------------------------------------------------ */
@@ -454,7 +454,7 @@ static void make_stream(struct isa_insn *v, size_t n, uint8_t **bytes, size_t *s
             i++;
         }
     assert_int_equal(i, n);
-    assert_int_equal(isa_encode_stream(v, n, ISA_ENG_DVE, bytes, size), NRT_SUCCESS);
+    assert_int_equal(isa_encode_stream(v, n, ISA_ENG_DVE, bytes, size), EMU_OK);
     assert_int_equal(*size, ISA_STREAM_HEADER_BYTES + n * ISA_INSN_BYTES);
 }
 
@@ -466,29 +466,29 @@ static void test_stream_roundtrip(void **state)
     size_t size, count, size2;
     make_stream(v, 20, &bytes, &size);
     assert_memory_equal(bytes, "TRNI", 4);
-    assert_int_equal(isa_decode_stream(bytes, size, ISA_ENG_DVE, &out, &count), NRT_SUCCESS);
+    assert_int_equal(isa_decode_stream(bytes, size, ISA_ENG_DVE, &out, &count), EMU_OK);
     assert_int_equal(count, 20);
-    assert_int_equal(isa_encode_stream(out, count, ISA_ENG_DVE, &again, &size2), NRT_SUCCESS);
+    assert_int_equal(isa_encode_stream(out, count, ISA_ENG_DVE, &again, &size2), EMU_OK);
     assert_int_equal(size2, size);
     assert_memory_equal(bytes, again, size);
     free(out);
     free(again);
     free(bytes);
     /* an empty stream */
-    assert_int_equal(isa_encode_stream(NULL, 0, ISA_ENG_SP, &bytes, &size), NRT_SUCCESS);
-    assert_int_equal(isa_decode_stream(bytes, size, ISA_ENG_SP, &out, &count), NRT_SUCCESS);
+    assert_int_equal(isa_encode_stream(NULL, 0, ISA_ENG_SP, &bytes, &size), EMU_OK);
+    assert_int_equal(isa_decode_stream(bytes, size, ISA_ENG_SP, &out, &count), EMU_OK);
     assert_int_equal(count, 0);
     assert_null(out);
     free(bytes);
 }
 
-static void expect_stream(const uint8_t *b, size_t size, enum isa_engine eng, NRT_STATUS st,
+static void expect_stream(const uint8_t *b, size_t size, enum isa_engine eng, emu_status st,
                           const char *needle)
 {
     struct isa_insn *out = (void *)1;
     size_t count = 99;
     int saved = capture_begin();
-    NRT_STATUS got = isa_decode_stream(b, size, eng, &out, &count);
+    emu_status got = isa_decode_stream(b, size, eng, &out, &count);
     capture_end(saved);
     if (got != st || strstr(captured, needle) == NULL || count_lines(captured) != 1)
         fail_msg("stream: status %d (want %d), log '%s' (want '%s')", got, st, captured, needle);
@@ -505,30 +505,30 @@ static void test_stream_errors(void **state)
     make_stream(v, 4, &b, &size);
     uint8_t *c = malloc(size + ISA_INSN_BYTES);
     memcpy(c, b, size);
-    expect_stream(c, 10, ISA_ENG_DVE, NRT_INVALID, "truncated");
-    expect_stream(c, size - 1, ISA_ENG_DVE, NRT_INVALID, "instruction 3 of 4 truncated");
-    expect_stream(c, size - ISA_INSN_BYTES, ISA_ENG_DVE, NRT_INVALID, "instruction 3 of 4 truncated");
-    expect_stream(c, size + 5, ISA_ENG_DVE, NRT_INVALID, "5 stray bytes");
-    expect_stream(c, size, ISA_ENG_ACT, NRT_INVALID, "another engine");
+    expect_stream(c, 10, ISA_ENG_DVE, EMU_INVALID, "truncated");
+    expect_stream(c, size - 1, ISA_ENG_DVE, EMU_INVALID, "instruction 3 of 4 truncated");
+    expect_stream(c, size - ISA_INSN_BYTES, ISA_ENG_DVE, EMU_INVALID, "instruction 3 of 4 truncated");
+    expect_stream(c, size + 5, ISA_ENG_DVE, EMU_INVALID, "5 stray bytes");
+    expect_stream(c, size, ISA_ENG_ACT, EMU_INVALID, "another engine");
     c[0] = 'X';
-    expect_stream(c, size, ISA_ENG_DVE, NRT_INVALID, "magic");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_INVALID, "magic");
     memcpy(c, b, size);
     c[4] = 2;
-    expect_stream(c, size, ISA_ENG_DVE, NRT_UNSUPPORTED_NEFF_VERSION, "version 2");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_NEFF_VERSION, "version 2");
     c[4] = 0;
-    expect_stream(c, size, ISA_ENG_DVE, NRT_INVALID, "version 0");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_INVALID, "version 0");
     memcpy(c, b, size);
     c[13] = 1;
-    expect_stream(c, size, ISA_ENG_DVE, NRT_INVALID, "reserved header");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_INVALID, "reserved header");
     memcpy(c, b, size);
     c[7] = 64;
-    expect_stream(c, size, ISA_ENG_DVE, NRT_INVALID, "128 words");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_INVALID, "128 words");
     memcpy(c, b, size);
     c[ISA_STREAM_HEADER_BYTES + 2 * ISA_INSN_BYTES + 1] = 0xfe;  /* opcode of insn 2 */
-    expect_stream(c, size, ISA_ENG_DVE, NRT_INVALID, "instruction 2 (opcode 0xfe on dve): unknown opcode");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_INVALID, "instruction 2 (opcode 0xfe on dve): unknown opcode");
     memcpy(c, b, size);
     c[ISA_STREAM_HEADER_BYTES + 1 * ISA_INSN_BYTES] = ISA_INSN_MAGIC | 3;
-    expect_stream(c, size, ISA_ENG_DVE, NRT_UNSUPPORTED_NEFF_VERSION, "instruction 1");
+    expect_stream(c, size, ISA_ENG_DVE, EMU_NEFF_VERSION, "instruction 1");
     free(c);
     free(b);
 }
@@ -546,23 +546,23 @@ static void test_stream_targets(void **state)
     v[1].imm[2].i = 0;
     isa_insn_init(&v[2], ISA_ENG_SP, ISA_OP_jump);
     v[2].imm[0].i = 2;
-    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), NRT_SUCCESS);
-    assert_int_equal(isa_decode_stream(b, size, ISA_ENG_SP, &out, &count), NRT_SUCCESS);
+    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), EMU_OK);
+    assert_int_equal(isa_decode_stream(b, size, ISA_ENG_SP, &out, &count), EMU_OK);
     free(out);
     /* patch the jump target beyond the end */
     b[ISA_STREAM_HEADER_BYTES + 2 * ISA_INSN_BYTES + 424] = 3;
-    expect_stream(b, size, ISA_ENG_SP, NRT_INVALID, "instruction 2 (jump on sp): target beyond");
+    expect_stream(b, size, ISA_ENG_SP, EMU_INVALID, "instruction 2 (jump on sp): target beyond");
     free(b);
     v[1].imm[2].i = 7;
     int saved = capture_begin();
-    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), NRT_INVALID);
+    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), EMU_INVALID);
     capture_end(saved);
     assert_non_null(strstr(captured, "instruction 1 (branch on sp)"));
     assert_null(b);
     v[1].imm[2].i = 0;
     v[1].engine = ISA_ENG_ACT;
     saved = capture_begin();
-    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), NRT_INVALID);
+    assert_int_equal(isa_encode_stream(v, 3, ISA_ENG_SP, &b, &size), EMU_INVALID);
     capture_end(saved);
     assert_non_null(strstr(captured, "another engine"));
 }
@@ -581,7 +581,7 @@ static void test_extent(void **state)
     (void)state;
     struct isa_extent e;
     struct isa_ap ap = sbuf_ap(ISA_DT_F32, 32, 32, 1024);
-    assert_int_equal(isa_ap_extent(&ap, &e), NRT_SUCCESS);
+    assert_int_equal(isa_ap_extent(&ap, &e), EMU_OK);
     assert_int_equal(e.part_first, 32);
     assert_int_equal(e.part_last, 63);
     assert_int_equal(e.lo, 1024);
@@ -591,39 +591,39 @@ static void test_extent(void **state)
     ap.ndims = 2;
     ap.dim[0] = (struct isa_dim){-64, 4};
     ap.dim[1] = (struct isa_dim){2, 8};
-    assert_int_equal(isa_ap_extent(&ap, &e), NRT_SUCCESS);
+    assert_int_equal(isa_ap_extent(&ap, &e), EMU_OK);
     assert_int_equal(e.lo, 1024 - 3 * 64 * 4);
     assert_int_equal(e.hi, 1024 + (7 * 2 + 1) * 4);
     assert_int_equal(e.elems, 32);
     /* below byte 0 */
     ap.offset = 10;
-    assert_int_equal(isa_ap_extent(&ap, &e), NRT_INVALID);
+    assert_int_equal(isa_ap_extent(&ap, &e), EMU_INVALID);
     /* HBM: the partition dim is a stride */
     struct isa_ap h = {.mem = ISA_MEM_HBM, .dtype = ISA_DT_BF16, .num_part = 128, .ndims = 1,
                        .part_step = 512, .var_id = 1, .offset = 0};
     h.dim[0] = (struct isa_dim){1, 512};
-    assert_int_equal(isa_ap_extent(&h, &e), NRT_SUCCESS);
+    assert_int_equal(isa_ap_extent(&h, &e), EMU_OK);
     assert_int_equal(e.lo, 0);
     assert_int_equal(e.hi, 128 * 512 * 2);
-    assert_int_equal(isa_ap_check_bounds(&h, 128 * 512 * 2), NRT_SUCCESS);
-    assert_int_equal(isa_ap_check_bounds(&h, 128 * 512 * 2 - 1), NRT_EXEC_OOB);
+    assert_int_equal(isa_ap_check_bounds(&h, 128 * 512 * 2), EMU_OK);
+    assert_int_equal(isa_ap_check_bounds(&h, 128 * 512 * 2 - 1), EMU_EXEC_OOB);
     /* overflow of the byte range and of the element count */
     h.offset = UINT64_MAX - 10;
-    assert_int_equal(isa_ap_extent(&h, &e), NRT_INVALID);
+    assert_int_equal(isa_ap_extent(&h, &e), EMU_INVALID);
     h.offset = 0;
     h.ndims = 4;
     for (int d = 0; d < 4; d++)
         h.dim[d] = (struct isa_dim){0, UINT32_MAX};
-    assert_int_equal(isa_ap_extent(&h, &e), NRT_INVALID);
+    assert_int_equal(isa_ap_extent(&h, &e), EMU_INVALID);
     h.ndims = 2;
     h.dim[0] = (struct isa_dim){INT32_MAX, UINT32_MAX};
     h.dim[1] = (struct isa_dim){INT32_MAX, UINT32_MAX};
     h.dim[2] = h.dim[3] = (struct isa_dim){0, 0};
-    assert_int_equal(isa_ap_extent(&h, &e), NRT_INVALID);  /* about 2^65 bytes */
+    assert_int_equal(isa_ap_extent(&h, &e), EMU_INVALID);  /* about 2^65 bytes */
     h.dim[0] = (struct isa_dim){1, 4};
     h.dim[1] = (struct isa_dim){-INT32_MAX, UINT32_MAX};
     h.offset = (uint64_t)INT32_MAX * (UINT32_MAX - 1ull) * 2;
-    assert_int_equal(isa_ap_extent(&h, &e), NRT_SUCCESS);
+    assert_int_equal(isa_ap_extent(&h, &e), EMU_OK);
     assert_int_equal(e.lo, 0);
 }
 
@@ -631,17 +631,17 @@ static void test_bounds(void **state)
 {
     (void)state;
     struct isa_ap ap = sbuf_ap(ISA_DT_F32, 0, 128, ISA_SBUF_PART_BYTES_V2 - 2048);
-    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), NRT_SUCCESS);
+    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), EMU_OK);
     ap.offset += 4;
-    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), NRT_EXEC_OOB);
+    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), EMU_EXEC_OOB);
     ap = sbuf_ap(ISA_DT_F32, 100, 20, 0);
     ap.part_step = 2;  /* partitions 100..138 */
-    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), NRT_EXEC_OOB);
+    assert_int_equal(isa_ap_check_bounds(&ap, ISA_SBUF_PART_BYTES_V2), EMU_EXEC_OOB);
     ap.mem = ISA_MEM_NONE;
-    assert_int_equal(isa_ap_check_bounds(&ap, 1), NRT_INVALID);
+    assert_int_equal(isa_ap_check_bounds(&ap, 1), EMU_INVALID);
     ap = sbuf_ap(ISA_DT_F32, 0, 1, 0);
     ap.part_step = 0;
-    assert_int_equal(isa_ap_extent(&ap, &(struct isa_extent){0}), NRT_INVALID);
+    assert_int_equal(isa_ap_extent(&ap, &(struct isa_extent){0}), EMU_INVALID);
 }
 
 /* ---- dispatch ------------------------------------------------------------------ */
@@ -657,7 +657,7 @@ static void test_dispatch(void **state)
             continue;
         struct isa_insn in;
         isa_insn_init(&in, ISA_ENG_SP, code);
-        assert_int_equal(isa_dispatch[code](&ctx, &in), NRT_SUCCESS);
+        assert_int_equal(isa_dispatch[code](&ctx, &in), EMU_OK);
         ops++;
     }
     assert_int_equal(ctx.calls, ops);

@@ -23,15 +23,15 @@ void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned en
 static const char *const var_names[] = {"input0", "w.q/k-v", "out_0", NULL, "bad name"};
 #define NVARS (sizeof(var_names) / sizeof(var_names[0]))
 
-static NRT_STATUS lookup(void *user, const char *name, size_t len, uint32_t *id)
+static emu_status lookup(void *user, const char *name, size_t len, uint32_t *id)
 {
     (void)user;
     for (uint32_t i = 0; i < NVARS; i++)
         if (var_names[i] && strlen(var_names[i]) == len && !strncmp(var_names[i], name, len)) {
             *id = i;
-            return NRT_SUCCESS;
+            return EMU_OK;
         }
-    return NRT_INVALID;
+    return EMU_INVALID;
 }
 
 static const char *name_of(void *user, uint32_t id)
@@ -51,7 +51,7 @@ static void roundtrip(const struct isa_insn *in, const struct isa_text_env *e)
     size_t n = isa_text_print(in, e, buf, sizeof(buf));
     assert_true(n < sizeof(buf));
     assert_int_equal(strlen(buf), n);
-    if (isa_text_parse_line(buf, e, &out, &err) != NRT_SUCCESS)
+    if (isa_text_parse_line(buf, e, &out, &err) != EMU_OK)
         fail_msg("'%s': column %u: %s", buf, err.column, err.message);
     if (memcmp(in, &out, sizeof(out)) != 0)
         fail_msg("'%s' read back differently", buf);
@@ -80,7 +80,7 @@ static void expect_canonical(const char *line, const char *canonical)
     struct isa_insn in;
     struct isa_text_error err;
     char buf[2048];
-    if (isa_text_parse_line(line, &env, &in, &err) != NRT_SUCCESS)
+    if (isa_text_parse_line(line, &env, &in, &err) != EMU_OK)
         fail_msg("'%s': column %u: %s", line, err.column, err.message);
     isa_text_print(&in, &env, buf, sizeof(buf));
     if (strcmp(buf, canonical) != 0)
@@ -159,7 +159,7 @@ static void test_doc_examples(void **state)
     for (size_t i = 0; i < sizeof(doc_examples) / sizeof(doc_examples[0]); i++) {
         struct isa_insn in;
         struct isa_text_error err;
-        if (isa_text_parse_line(doc_examples[i], &env, &in, &err) != NRT_SUCCESS)
+        if (isa_text_parse_line(doc_examples[i], &env, &in, &err) != EMU_OK)
             fail_msg("'%s': column %u: %s", doc_examples[i], err.column, err.message);
         roundtrip(&in, &env);
     }
@@ -253,8 +253,8 @@ static void test_errors(void **state)
         const struct bad_line *b = &bad_lines[i];
         struct isa_insn out;
         struct isa_text_error err;
-        NRT_STATUS st = isa_text_parse_line(b->line, &env, &out, &err);
-        if (st != NRT_INVALID || err.column != b->column || !strstr(err.message, b->needle))
+        emu_status st = isa_text_parse_line(b->line, &env, &out, &err);
+        if (st != EMU_INVALID || err.column != b->column || !strstr(err.message, b->needle))
             fail_msg("'%s': status %d column %u '%s'; want column %u '%s'", b->line, st,
                      err.column, err.message, b->column, b->needle);
     }
@@ -266,17 +266,17 @@ static void test_no_variable_table(void **state)
     struct isa_insn out;
     struct isa_text_error err;
     const char *line = "sp.dma_copy dst=sbuf[0:1, 0, [1,1]]:f32 src=hbm:input0[[1,1], 0, [1,1]]:f32";
-    assert_int_equal(isa_text_parse_line(line, NULL, &out, &err), NRT_INVALID);
+    assert_int_equal(isa_text_parse_line(line, NULL, &out, &err), EMU_INVALID);
     assert_int_equal(err.column, 49);
     assert_non_null(strstr(err.message, "no variable table"));
-    assert_int_equal(isa_text_parse_line(line, &env, &out, NULL), NRT_SUCCESS);
+    assert_int_equal(isa_text_parse_line(line, &env, &out, NULL), EMU_OK);
     assert_int_equal(out.ap[1].var_id, 0);
     /* a name the printer cannot write back falls back to $id */
     char buf[256];
     out.ap[1].var_id = 4;
     isa_text_print(&out, &env, buf, sizeof(buf));
     assert_non_null(strstr(buf, "hbm:$4["));
-    assert_int_equal(isa_text_parse_line("pe.bogus", NULL, &out, NULL), NRT_INVALID);
+    assert_int_equal(isa_text_parse_line("pe.bogus", NULL, &out, NULL), EMU_INVALID);
 }
 
 static void test_blank(void **state)
@@ -296,7 +296,7 @@ static void test_print_truncates(void **state)
     struct isa_insn in;
     char big[512], small[10];
     assert_int_equal(isa_text_parse_line("pe.sem_signal sem=7 op=sub value=3", NULL, &in, NULL),
-                     NRT_SUCCESS);
+                     EMU_OK);
     size_t n = isa_text_print(&in, NULL, big, sizeof(big));
     assert_string_equal(big, "pe.sem_signal sem=7 op=sub value=3");
     assert_int_equal(n, strlen(big));
@@ -308,7 +308,7 @@ static void test_print_truncates(void **state)
     in.enums[0] = 60;
     isa_text_print(&in, NULL, big, sizeof(big));
     assert_non_null(strstr(big, "op=?60"));
-    assert_int_equal(isa_text_parse_line(big, NULL, &in, NULL), NRT_INVALID);
+    assert_int_equal(isa_text_parse_line(big, NULL, &in, NULL), EMU_INVALID);
 }
 
 int main(void)

@@ -3,7 +3,7 @@
  * neff_load.c, neff_store.c): round trips of a model using every feature,
  * zero-copy constants, vendor (unmarked) NEFFs, the trnemu marker, and a
  * table of broken JSON members and out-of-range descriptors, each giving
- * NRT_INVALID (or UNSUPPORTED) with one log line naming the cause.
+ * EMU_INVALID (or UNSUPPORTED) with one log line naming the cause.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -26,9 +26,9 @@ static char logbuf[65536];
 static struct neff_model *load_bytes(const uint8_t *b, size_t n, struct neff_file **fout)
 {
     struct neff_file *f = NULL;
-    assert_int_equal(neff_file_read(b, n, true, &f), NRT_SUCCESS);
+    assert_int_equal(neff_file_read(b, n, true, &f), EMU_OK);
     struct neff_model *m = NULL;
-    assert_int_equal(neff_model_load(f, &m), NRT_SUCCESS);
+    assert_int_equal(neff_model_load(f, &m), EMU_OK);
     if (fout)
         *fout = f;
     else
@@ -39,8 +39,8 @@ static struct neff_model *load_bytes(const uint8_t *b, size_t n, struct neff_fil
 static void store_bytes(const struct neff_model *m, uint8_t **b, size_t *n)
 {
     struct neff_file *f = NULL;
-    assert_int_equal(neff_model_store(m, &f), NRT_SUCCESS);
-    assert_int_equal(neff_file_write(f, b, n), NRT_SUCCESS);
+    assert_int_equal(neff_model_store(m, &f), EMU_OK);
+    assert_int_equal(neff_file_write(f, b, n), EMU_OK);
     neff_file_free(f);
 }
 
@@ -154,7 +154,7 @@ static char *replace(const char *text, const char *old, const char *new_)
 /* Build a NEFF of these texts (neff_json may be NULL), load it, and expect
  * `want` with one log line containing `substr` (no line on success). */
 static struct neff_model *run_texts(const char *neff_json, const char *def, const char *sp,
-                                    uint64_t bits, NRT_STATUS want, const char *substr)
+                                    uint64_t bits, emu_status want, const char *substr)
 {
     const char *names[6], *texts[6];
     size_t k = 0;
@@ -175,21 +175,21 @@ static struct neff_model *run_texts(const char *neff_json, const char *def, cons
     size_t n;
     tu_neff_from_texts(names, texts, bits, &b, &n);
     struct neff_file *f = NULL;
-    assert_int_equal(neff_file_read(b, n, true, &f), NRT_SUCCESS);
+    assert_int_equal(neff_file_read(b, n, true, &f), EMU_OK);
     free(b);
     struct neff_model *m = NULL;
     tu_log_begin();
-    NRT_STATUS st = neff_model_load(f, &m);
+    emu_status st = neff_model_load(f, &m);
     int lines = tu_log_end(logbuf, sizeof logbuf);
     neff_file_free(f);
     if (getenv("TU_SHOW_LOG"))
         print_message("%s", logbuf);
-    bool ok = st == want && lines == (want == NRT_SUCCESS ? 0 : 1) &&
+    bool ok = st == want && lines == (want == EMU_OK ? 0 : 1) &&
               (substr == NULL || strstr(logbuf, substr) != NULL);
     if (!ok)
         fail_msg("status %d (want %d), %d lines, want '%s' in: %s", st, want, lines,
                  substr ? substr : "", logbuf);
-    if (want != NRT_SUCCESS)
+    if (want != EMU_OK)
         assert_null(m);
     return m;
 }
@@ -197,7 +197,7 @@ static struct neff_model *run_texts(const char *neff_json, const char *def, cons
 static void test_vendor_neff(void **state)
 {
     (void)state;
-    struct neff_model *m = run_texts(NULL, base_def, base_sp, 0, NRT_SUCCESS, NULL);
+    struct neff_model *m = run_texts(NULL, base_def, base_sp, 0, EMU_OK, NULL);
     assert_false(neff_model_is_trnemu(m));
     assert_int_equal(m->n_io, 2);
     assert_string_equal(m->io[0].name, "in0");
@@ -216,7 +216,7 @@ static void test_vendor_neff(void **state)
     free(b);
     neff_model_free(m2);
     neff_model_free(m);
-    m = run_texts(base_neff, base_def, base_sp, 0, NRT_SUCCESS, NULL);
+    m = run_texts(base_neff, base_def, base_sp, 0, EMU_OK, NULL);
     assert_int_equal(m->io[0].dtype, NEFF_DTYPE_FLOAT32);
     assert_int_equal(m->io[0].ndim, 2);
     assert_int_equal(m->io[1].size, 64);
@@ -227,22 +227,22 @@ static void test_marker(void **state)
 {
     (void)state;
     char *def1 = replace(base_def, "{\"var\"", "{\"trnemu_isa\":{\"version\":1},\"var\"");
-    struct neff_model *m = run_texts(NULL, def1, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_SUCCESS,
+    struct neff_model *m = run_texts(NULL, def1, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_OK,
                                      NULL);
     assert_true(neff_model_is_trnemu(m));
     assert_int_equal(m->sgs[0]->isa_version, 1);
     neff_model_free(m);
-    run_texts(NULL, def1, base_sp, 0, NRT_INVALID, "feature bit");
-    run_texts(NULL, base_def, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_INVALID, "trnemu_isa");
+    run_texts(NULL, def1, base_sp, 0, EMU_INVALID, "feature bit");
+    run_texts(NULL, base_def, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_INVALID, "trnemu_isa");
     char *def2 = replace(base_def, "{\"var\"", "{\"trnemu_isa\":{\"version\":2},\"var\"");
-    run_texts(NULL, def2, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_UNSUPPORTED_NEFF_VERSION,
+    run_texts(NULL, def2, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_NEFF_VERSION,
               "version 2");
     char *def3 = replace(base_def, "{\"var\"", "{\"trnemu_isa\":{\"version\":\"1\"},\"var\"");
-    run_texts(NULL, def3, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_INVALID, "'version'");
+    run_texts(NULL, def3, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_INVALID, "'version'");
     char *def4 = replace(base_def, "{\"var\"", "{\"trnemu_isa\":{\"version\":0},\"var\"");
-    run_texts(NULL, def4, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_INVALID, "'version'");
+    run_texts(NULL, def4, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_INVALID, "'version'");
     char *def5 = replace(base_def, "{\"var\"", "{\"trnemu_isa\":[1],\"var\"");
-    run_texts(NULL, def5, base_sp, NEFF_FEATURE_TRNEMU_ISA, NRT_INVALID, "trnemu_isa");
+    run_texts(NULL, def5, base_sp, NEFF_FEATURE_TRNEMU_ISA, EMU_INVALID, "trnemu_isa");
     free(def1);
     free(def2);
     free(def3);
@@ -255,134 +255,134 @@ struct bad_case {
     int which;                          /* 0: neff.json, 1: def.json, 2: SP.json */
     const char *old;                    /* text to replace */
     const char *new_;                   /* replacement */
-    NRT_STATUS want;                    /* expected status */
+    emu_status want;                    /* expected status */
     const char *substr;                 /* expected in the log line */
 };
 
 static const struct bad_case bad_cases[] = {
     /* def.json: variables */
-    {1, "\"var_id\":1,", "\"var_id\":\"1\",", NRT_INVALID, "'var_id': must be an integer"},
-    {1, "\"type\":\"input\"", "\"type\":\"inputs\"", NRT_INVALID, "var 'in0': key 'type'"},
-    {1, "\"size\":64},\"out0\"", "\"size\":-1},\"out0\"", NRT_INVALID, "'size'"},
-    {1, "\"var_id\":2", "\"var_id\":1", NRT_INVALID, "var_id 1"},
-    {1, "\"referenced_var_id\":3", "\"referenced_var_id\":99", NRT_INVALID, "referenced_var_id"},
-    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"nope.bin\"", NRT_INVALID, "sg00/nope.bin"},
-    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"../c.bin\"", NRT_INVALID, "file_name"},
-    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"/c.bin\"", NRT_INVALID, "file_name"},
-    {1, "\"file_name\":\"c.bin\"", "\"file_name\":7", NRT_INVALID, "'file_name': must be a string"},
-    {1, "\"size\":16", "\"size\":15", NRT_INVALID, "does not fit"},
-    {1, "\"size\":8,", "\"size\":8,\"alignment\":3,", NRT_INVALID, "alignment"},
-    {1, "\"size\":8,", "\"size\":8,\"list\":[3,42],", NRT_INVALID, "list entry 42"},
-    {1, "\"size\":8,", "\"size\":8,\"ops\":{},", NRT_INVALID, "'ops'"},
-    {1, "\"in0\":{", "\"in0\":7,\"zz\":{", NRT_INVALID, "var 'in0': must be an object"},
-    {1, "\"size\":64},\"out0\"", "\"size\":64,\"size\":64},\"out0\"", NRT_INVALID, "bad JSON"},
-    {1, "{\"var\"", "{\"var\" x", NRT_INVALID, "bad JSON"},
-    {1, "\"size\":64},\"out0\"", "\"size\":32},\"out0\"", NRT_INVALID, "in0"},
+    {1, "\"var_id\":1,", "\"var_id\":\"1\",", EMU_INVALID, "'var_id': must be an integer"},
+    {1, "\"type\":\"input\"", "\"type\":\"inputs\"", EMU_INVALID, "var 'in0': key 'type'"},
+    {1, "\"size\":64},\"out0\"", "\"size\":-1},\"out0\"", EMU_INVALID, "'size'"},
+    {1, "\"var_id\":2", "\"var_id\":1", EMU_INVALID, "var_id 1"},
+    {1, "\"referenced_var_id\":3", "\"referenced_var_id\":99", EMU_INVALID, "referenced_var_id"},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"nope.bin\"", EMU_INVALID, "sg00/nope.bin"},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"../c.bin\"", EMU_INVALID, "file_name"},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"/c.bin\"", EMU_INVALID, "file_name"},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":7", EMU_INVALID, "'file_name': must be a string"},
+    {1, "\"size\":16", "\"size\":15", EMU_INVALID, "does not fit"},
+    {1, "\"size\":8,", "\"size\":8,\"alignment\":3,", EMU_INVALID, "alignment"},
+    {1, "\"size\":8,", "\"size\":8,\"list\":[3,42],", EMU_INVALID, "list entry 42"},
+    {1, "\"size\":8,", "\"size\":8,\"ops\":{},", EMU_INVALID, "'ops'"},
+    {1, "\"in0\":{", "\"in0\":7,\"zz\":{", EMU_INVALID, "var 'in0': must be an object"},
+    {1, "\"size\":64},\"out0\"", "\"size\":64,\"size\":64},\"out0\"", EMU_INVALID, "bad JSON"},
+    {1, "{\"var\"", "{\"var\" x", EMU_INVALID, "bad JSON"},
+    {1, "\"size\":64},\"out0\"", "\"size\":32},\"out0\"", EMU_INVALID, "in0"},
     /* def.json: queues */
-    {1, "\"num_queues\":1", "\"num_queues\":0", NRT_INVALID, "num_queues"},
-    {1, "\"num_queues\":1", "\"num_queues\":17", NRT_INVALID, "num_queues"},
-    {1, "\"num_queues\":1", "\"num_queues\":true", NRT_INVALID, "'num_queues'"},
-    {1, "\"type\":\"in\"", "\"type\":\"sideways\"", NRT_INVALID, "dma_queue 'q': key 'type'"},
-    {1, "\"queue_instances\":[\"q_a\"]", "\"queue_instances\":[1]", NRT_INVALID,
+    {1, "\"num_queues\":1", "\"num_queues\":0", EMU_INVALID, "num_queues"},
+    {1, "\"num_queues\":1", "\"num_queues\":17", EMU_INVALID, "num_queues"},
+    {1, "\"num_queues\":1", "\"num_queues\":true", EMU_INVALID, "'num_queues'"},
+    {1, "\"type\":\"in\"", "\"type\":\"sideways\"", EMU_INVALID, "dma_queue 'q': key 'type'"},
+    {1, "\"queue_instances\":[\"q_a\"]", "\"queue_instances\":[1]", EMU_INVALID,
      "queue_instances"},
-    {1, "\"mystery\":true", "\"pinned\":1", NRT_INVALID, "'pinned'"},
+    {1, "\"mystery\":true", "\"pinned\":1", EMU_INVALID, "'pinned'"},
     /* def.json: engine sections */
     {1, "\"sp\":{\"json_file\":\"SP.json\",\"bin_file\":\"SP.bin\"}", "\"sp\":\"SP.json\"",
-     NRT_INVALID, "'sp': must be an object"},
-    {1, "\"bin_file\":\"SP.bin\"", "\"bin_file\":\"missing.bin\"", NRT_INVALID, "missing.bin"},
-    {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"c.bin\"", NRT_INVALID, "sg00/c.bin"},
-    {1, "\"json_file\":\"SP.json\"", "\"json_file\":[]", NRT_INVALID, "json_file"},
-    {1, "{\"var\":{", "{\"var\":[],\"x\":{", NRT_INVALID, "'var': must be an object"},
-    {1, "\"extra_key\"", "\"pe\":{\"json_file\":\"SP.json\"},\"extra_key\"", NRT_INVALID,
+     EMU_INVALID, "'sp': must be an object"},
+    {1, "\"bin_file\":\"SP.bin\"", "\"bin_file\":\"missing.bin\"", EMU_INVALID, "missing.bin"},
+    {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"c.bin\"", EMU_INVALID, "sg00/c.bin"},
+    {1, "\"json_file\":\"SP.json\"", "\"json_file\":[]", EMU_INVALID, "json_file"},
+    {1, "{\"var\":{", "{\"var\":[],\"x\":{", EMU_INVALID, "'var': must be an object"},
+    {1, "\"extra_key\"", "\"pe\":{\"json_file\":\"SP.json\"},\"extra_key\"", EMU_INVALID,
      "json_file 'SP.json'"},
-    {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"def.json\"", NRT_INVALID,
+    {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"def.json\"", EMU_INVALID,
      "json_file 'def.json'"},
-    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"SP.bin\"", NRT_SUCCESS, NULL},
+    {1, "\"file_name\":\"c.bin\"", "\"file_name\":\"SP.bin\"", EMU_OK, NULL},
     /* engine JSON: descriptors */
-    {2, "\"queue\":\"q\"", "\"queue\":\"nope\"", NRT_INVALID, "queue names no dma_queue"},
-    {2, "\"queue\":\"q\"", "\"instance_name\":\"q_a\"", NRT_SUCCESS, NULL},
-    {2, "\"queue\":\"q\"", "\"instance_name\":\"q_b\"", NRT_INVALID, "instance_name"},
-    {2, "\"queue\":\"q\",", "", NRT_INVALID, "neither queue nor instance_name"},
-    {2, "\"to_sizes\":[64]", "\"to_sizes\":[65]", NRT_INVALID, "reaches byte 65 of a 64-byte"},
-    {2, "\"to_off\":0", "\"to_off\":1", NRT_INVALID, "to 'out0'"},
-    {2, "\"to_off\":0", "\"to_off\":18446744073709551615", NRT_INVALID, "bad JSON"},
-    {2, "\"to_off\":0,", "", NRT_INVALID, "'to_off': missing"},
+    {2, "\"queue\":\"q\"", "\"queue\":\"nope\"", EMU_INVALID, "queue names no dma_queue"},
+    {2, "\"queue\":\"q\"", "\"instance_name\":\"q_a\"", EMU_OK, NULL},
+    {2, "\"queue\":\"q\"", "\"instance_name\":\"q_b\"", EMU_INVALID, "instance_name"},
+    {2, "\"queue\":\"q\",", "", EMU_INVALID, "neither queue nor instance_name"},
+    {2, "\"to_sizes\":[64]", "\"to_sizes\":[65]", EMU_INVALID, "reaches byte 65 of a 64-byte"},
+    {2, "\"to_off\":0", "\"to_off\":1", EMU_INVALID, "to 'out0'"},
+    {2, "\"to_off\":0", "\"to_off\":18446744073709551615", EMU_INVALID, "bad JSON"},
+    {2, "\"to_off\":0,", "", EMU_INVALID, "'to_off': missing"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[1,0],\"from_sizes\":[32,2]",
-     NRT_SUCCESS, NULL},
+     EMU_OK, NULL},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[1,32],\"from_sizes\":[32,2]",
-     NRT_SUCCESS, NULL},
+     EMU_OK, NULL},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[1,33],\"from_sizes\":[32,2]",
-     NRT_INVALID, "reaches byte 65"},
-    {2, "\"from_steps\":[1]", "\"from_steps\":[1,1]", NRT_INVALID, "from_steps"},
+     EMU_INVALID, "reaches byte 65"},
+    {2, "\"from_steps\":[1]", "\"from_steps\":[1,1]", EMU_INVALID, "from_steps"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]",
-     "\"from_steps\":[1,0,0,0,0],\"from_sizes\":[64,1,1,1,1]", NRT_INVALID, "from_sizes"},
+     "\"from_steps\":[1,0,0,0,0],\"from_sizes\":[64,1,1,1,1]", EMU_INVALID, "from_sizes"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[],\"from_sizes\":[]",
-     NRT_INVALID, "from_steps"},
+     EMU_INVALID, "from_steps"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]",
-     "\"from_steps\":[1,9223372036854775807],\"from_sizes\":[64,3]", NRT_INVALID, "overflows"},
+     "\"from_steps\":[1,9223372036854775807],\"from_sizes\":[64,3]", EMU_INVALID, "overflows"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]",
      "\"from_steps\":[1,4294967296,4294967296],\"from_sizes\":[64,4294967296,4294967296]",
-     NRT_INVALID, "overflows"},
+     EMU_INVALID, "overflows"},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[-1],\"from_sizes\":[2]",
-     NRT_INVALID, "before the variable"},
-    {2, "\"from_off\":0,\"from_steps\":[1]", "\"from_off\":63,\"from_steps\":[-1]", NRT_SUCCESS,
+     EMU_INVALID, "before the variable"},
+    {2, "\"from_off\":0,\"from_steps\":[1]", "\"from_off\":63,\"from_steps\":[-1]", EMU_OK,
      NULL},
     {2, "\"from_steps\":[1],\"from_sizes\":[64]", "\"from_steps\":[1],\"from_sizes\":[0]",
-     NRT_SUCCESS, NULL},
-    {2, "\"from_steps\":[1]", "\"from_steps\":[1.5]", NRT_INVALID, "from_steps"},
-    {2, "\"from\":\"in0\"", "\"from\":\"ghost\"", NRT_INVALID, "'ghost'"},
-    {2, "\"id\":0", "\"id\":-3", NRT_INVALID, "'id'"},
-    {2, "\"id\":0,", "", NRT_INVALID, "'id': missing"},
-    {2, "\"to\":\"out0\"", "\"to_dtype\":\"float33\",\"to\":\"out0\"", NRT_INVALID, "to_dtype"},
-    {2, "\"to\":\"out0\"", "\"to_dtype\":\"bfloat16\",\"to\":\"out0\"", NRT_SUCCESS, NULL},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"divide\",", NRT_INVALID, "'op'"},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale\":\"2\",", NRT_INVALID, "'scale'"},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale\":2,", NRT_SUCCESS, NULL},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale_dtype\":\"int8\",", NRT_INVALID,
+     EMU_OK, NULL},
+    {2, "\"from_steps\":[1]", "\"from_steps\":[1.5]", EMU_INVALID, "from_steps"},
+    {2, "\"from\":\"in0\"", "\"from\":\"ghost\"", EMU_INVALID, "'ghost'"},
+    {2, "\"id\":0", "\"id\":-3", EMU_INVALID, "'id'"},
+    {2, "\"id\":0,", "", EMU_INVALID, "'id': missing"},
+    {2, "\"to\":\"out0\"", "\"to_dtype\":\"float33\",\"to\":\"out0\"", EMU_INVALID, "to_dtype"},
+    {2, "\"to\":\"out0\"", "\"to_dtype\":\"bfloat16\",\"to\":\"out0\"", EMU_OK, NULL},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"divide\",", EMU_INVALID, "'op'"},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale\":\"2\",", EMU_INVALID, "'scale'"},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale\":2,", EMU_OK, NULL},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"fma\",\"scale_dtype\":\"int8\",", EMU_INVALID,
      "scale_dtype"},
     {2, "\"desc\":{", "\"desc\":{\"op\":\"min\",\"constant_dtype\":\"int32\",\"constant\":1.5,",
-     NRT_INVALID, "constant"},
+     EMU_INVALID, "constant"},
     {2, "\"desc\":{", "\"desc\":{\"op\":\"max\",\"constant_dtype\":\"uint32\",\"constant\":-1,",
-     NRT_INVALID, "constant"},
+     EMU_INVALID, "constant"},
     {2, "\"desc\":{", "\"desc\":{\"op\":\"max\",\"constant_dtype\":\"uint32\",\"constant\":7,",
-     NRT_SUCCESS, NULL},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"min\",\"constant_dtype\":\"int32\",", NRT_INVALID,
+     EMU_OK, NULL},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"min\",\"constant_dtype\":\"int32\",", EMU_INVALID,
      "'constant': missing"},
     {2, "\"desc\":{", "\"desc\":{\"op\":\"min\",\"constant_dtype\":\"float16\",\"constant\":1,",
-     NRT_INVALID, "constant_dtype"},
-    {2, "\"desc\":{", "\"desc\":{\"op\":\"transpose\",\"transpose_shape\":[1,2,3],", NRT_INVALID,
+     EMU_INVALID, "constant_dtype"},
+    {2, "\"desc\":{", "\"desc\":{\"op\":\"transpose\",\"transpose_shape\":[1,2,3],", EMU_INVALID,
      "transpose_shape"},
     {2, "\"desc\":{", "\"desc\":{\"op\":\"transpose\",\"transpose_shape\":[1,2,3,4],",
-     NRT_SUCCESS, NULL},
-    {2, "{\"dma\":", "{\"dma\":5,\"old\":", NRT_INVALID, "'dma': must be an array"},
-    {2, "{\"dma\":[", "{\"dma\":[7,", NRT_INVALID, "dma[0]: must be an object"},
-    {2, "\"desc\":{", "\"desc\":[],\"d\":{", NRT_INVALID, "'desc': must be an object"},
-    {2, "\"id\":0", "\"id\":0,\"remote_semaphores\":[\"a\"]", NRT_INVALID,
+     EMU_OK, NULL},
+    {2, "{\"dma\":", "{\"dma\":5,\"old\":", EMU_INVALID, "'dma': must be an array"},
+    {2, "{\"dma\":[", "{\"dma\":[7,", EMU_INVALID, "dma[0]: must be an object"},
+    {2, "\"desc\":{", "\"desc\":[],\"d\":{", EMU_INVALID, "'desc': must be an object"},
+    {2, "\"id\":0", "\"id\":0,\"remote_semaphores\":[\"a\"]", EMU_INVALID,
      "remote_semaphores"},
     {2, "\"from\":\"in0\",\"from_off\":0,\"from_steps\":[1],\"from_sizes\":[64]",
      "\"from_arr\":[{\"from\":\"in0\",\"from_off\":0,\"from_steps\":[1],\"from_sizes\":[64]},"
      "{\"from\":\"c\",\"from_off\":0,\"from_steps\":[1],\"from_sizes\":[16]}]",
-     NRT_SUCCESS, NULL},
+     EMU_OK, NULL},
     {2, "\"from\":\"in0\",\"from_off\":0,\"from_steps\":[1],\"from_sizes\":[64]",
-     "\"from_arr\":[]", NRT_INVALID, "from_arr"},
+     "\"from_arr\":[]", EMU_INVALID, "from_arr"},
     {2, "\"from\":\"in0\",\"from_off\":0,\"from_steps\":[1],\"from_sizes\":[64]",
      "\"from_arr\":[{\"from\":\"c\",\"from_off\":1,\"from_steps\":[1],\"from_sizes\":[16]}]",
-     NRT_INVALID, "from 'c'"},
-    {2, "\"id\":0", "\"id\":0,\"semaphore\":-1", NRT_INVALID, "'semaphore'"},
-    {2, "\"id\":0", "\"id\":0,\"section_start_desc\":\"yes\"", NRT_INVALID, "section_start_desc"},
+     EMU_INVALID, "from 'c'"},
+    {2, "\"id\":0", "\"id\":0,\"semaphore\":-1", EMU_INVALID, "'semaphore'"},
+    {2, "\"id\":0", "\"id\":0,\"section_start_desc\":\"yes\"", EMU_INVALID, "section_start_desc"},
     /* neff.json */
-    {0, "\"shape\":[4,4]", "\"shape\":[4,5]", NRT_INVALID, "inputs 'in0'"},
-    {0, "\"shape\":[4,4],\"size\":64", "\"shape\":[4,4],\"size\":65", NRT_INVALID, "size"},
-    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":\"sg00\"", NRT_INVALID, "'subgraphs'"},
-    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"sg01\"]", NRT_INVALID, "sg01/def.json"},
-    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"sg00\",\"sg00\"]", NRT_INVALID, "twice"},
-    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"x/sg00\"]", NRT_INVALID, "x/sg00"},
-    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[]", NRT_INVALID, "no subgraph"},
-    {0, "\"dtype\":\"uint8\"", "\"dtype\":\"u8\"", NRT_INVALID, "'dtype'"},
-    {0, "\"name\":\"out0\"", "\"name\":\"out1\"", NRT_INVALID, "out0"},
-    {0, "\"inputs\":[", "\"inputs\":[5,", NRT_INVALID, "inputs[0]"},
-    {0, "\"shape\":[64]", "\"shape\":[-64]", NRT_INVALID, "'shape'"},
-    {0, "{\"subgraphs\"", "[{\"subgraphs\"", NRT_INVALID, "bad JSON"},
+    {0, "\"shape\":[4,4]", "\"shape\":[4,5]", EMU_INVALID, "inputs 'in0'"},
+    {0, "\"shape\":[4,4],\"size\":64", "\"shape\":[4,4],\"size\":65", EMU_INVALID, "size"},
+    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":\"sg00\"", EMU_INVALID, "'subgraphs'"},
+    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"sg01\"]", EMU_INVALID, "sg01/def.json"},
+    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"sg00\",\"sg00\"]", EMU_INVALID, "twice"},
+    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[\"x/sg00\"]", EMU_INVALID, "x/sg00"},
+    {0, "\"subgraphs\":[\"sg00\"]", "\"subgraphs\":[]", EMU_INVALID, "no subgraph"},
+    {0, "\"dtype\":\"uint8\"", "\"dtype\":\"u8\"", EMU_INVALID, "'dtype'"},
+    {0, "\"name\":\"out0\"", "\"name\":\"out1\"", EMU_INVALID, "out0"},
+    {0, "\"inputs\":[", "\"inputs\":[5,", EMU_INVALID, "inputs[0]"},
+    {0, "\"shape\":[64]", "\"shape\":[-64]", EMU_INVALID, "'shape'"},
+    {0, "{\"subgraphs\"", "[{\"subgraphs\"", EMU_INVALID, "bad JSON"},
 };
 
 static void test_bad_json(void **state)
@@ -400,8 +400,8 @@ static void test_bad_json(void **state)
         free(t);
     }
     /* a top level that is not an object */
-    run_texts("[]", base_def, base_sp, 0, NRT_INVALID, "not a JSON object");
-    run_texts(base_neff, base_def, "[\"dma\"]", 0, NRT_INVALID, "not a JSON object");
+    run_texts("[]", base_def, base_sp, 0, EMU_INVALID, "not a JSON object");
+    run_texts(base_neff, base_def, "[\"dma\"]", 0, EMU_INVALID, "not a JSON object");
 }
 
 static void test_no_subgraph(void **state)
@@ -413,10 +413,10 @@ static void test_no_subgraph(void **state)
     size_t n;
     tu_neff_from_texts(names, texts, 0, &b, &n);
     struct neff_file *f = NULL;
-    assert_int_equal(neff_file_read(b, n, true, &f), NRT_SUCCESS);
+    assert_int_equal(neff_file_read(b, n, true, &f), EMU_OK);
     struct neff_model *m = NULL;
     tu_log_begin();
-    assert_int_equal(neff_model_load(f, &m), NRT_INVALID);
+    assert_int_equal(neff_model_load(f, &m), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 1);
     neff_file_free(f);
     free(b);
@@ -451,10 +451,10 @@ static void test_store_validates(void **state)
     struct neff_dma_ap from = {.var = "a", .ndim = 1, .steps = {1}, .sizes = {33}};
     struct neff_dma_desc d = {.id = 9, .queue = "qin", .from = &from, .n_from = 1,
                               .to = {.var = "b", .ndim = 1, .steps = {1}, .sizes = {32}}};
-    assert_int_equal(neff_sg_add_desc(sg, NEFF_ENG_POOL, &d), NRT_SUCCESS);
+    assert_int_equal(neff_sg_add_desc(sg, NEFF_ENG_POOL, &d), EMU_OK);
     struct neff_file *f = NULL;
     tu_log_begin();
-    assert_int_equal(neff_model_store(m, &f), NRT_INVALID);
+    assert_int_equal(neff_model_store(m, &f), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 1);
     assert_non_null(strstr(logbuf, "Pool.json: dma[1]: from 'a'"));
     assert_null(f);
@@ -463,11 +463,11 @@ static void test_store_validates(void **state)
     m = tu_small_model();
     struct neff_var v = {.name = "a", .type = NEFF_VAR_TMP_BUF, .var_id = 77, .size = 1};
     tu_log_begin();
-    assert_int_equal(neff_sg_add_var(m->sgs[0], &v), NRT_INVALID);
+    assert_int_equal(neff_sg_add_var(m->sgs[0], &v), EMU_INVALID);
     v.name = "fresh";
     v.var_id = 0;                   /* already used by "a" */
-    assert_int_equal(neff_sg_add_var(m->sgs[0], &v), NRT_SUCCESS);
-    assert_int_equal(neff_model_store(m, &f), NRT_INVALID);
+    assert_int_equal(neff_sg_add_var(m->sgs[0], &v), EMU_OK);
+    assert_int_equal(neff_model_store(m, &f), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 2);
     assert_non_null(strstr(logbuf, "var_id 0"));
     neff_model_free(m);
@@ -475,10 +475,10 @@ static void test_store_validates(void **state)
     m = tu_small_model();
     uint32_t shape[1] = {8};
     tu_log_begin();
-    assert_int_equal(neff_model_add_io(m, "a", false, NEFF_DTYPE_FLOAT32, shape, 1), NRT_INVALID);
-    assert_int_equal(neff_model_add_io(m, "c", false, 99, shape, 1), NRT_INVALID);
-    assert_int_equal(neff_model_add_io(m, "ghost", false, NEFF_DTYPE_INT8, shape, 1), NRT_SUCCESS);
-    assert_int_equal(neff_model_store(m, &f), NRT_INVALID);
+    assert_int_equal(neff_model_add_io(m, "a", false, NEFF_DTYPE_FLOAT32, shape, 1), EMU_INVALID);
+    assert_int_equal(neff_model_add_io(m, "c", false, 99, shape, 1), EMU_INVALID);
+    assert_int_equal(neff_model_add_io(m, "ghost", false, NEFF_DTYPE_INT8, shape, 1), EMU_OK);
+    assert_int_equal(neff_model_store(m, &f), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 3);
     assert_non_null(strstr(logbuf, "'ghost': no subgraph"));
     neff_model_free(m);
@@ -486,19 +486,19 @@ static void test_store_validates(void **state)
     m = tu_small_model();
     m->info.feature_bits = 0;
     tu_log_begin();
-    assert_int_equal(neff_model_store(m, &f), NRT_INVALID);
+    assert_int_equal(neff_model_store(m, &f), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 1);
     m->sgs[0]->isa_version = 0;
-    assert_int_equal(neff_model_store(m, &f), NRT_SUCCESS);
+    assert_int_equal(neff_model_store(m, &f), EMU_OK);
     neff_file_free(f);
     neff_model_free(m);
 
     m = neff_model_new(NULL);
     tu_log_begin();
-    assert_int_equal(neff_model_store(m, &f), NRT_INVALID);
+    assert_int_equal(neff_model_store(m, &f), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 1);
     assert_non_null(neff_model_add_subgraph(m));
-    assert_int_equal(neff_model_store(m, &f), NRT_SUCCESS);
+    assert_int_equal(neff_model_store(m, &f), EMU_OK);
     neff_file_free(f);
     neff_model_free(m);
 }

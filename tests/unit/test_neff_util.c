@@ -40,7 +40,7 @@ uint64_t tu_get_u64(const uint8_t *p)
 
 static void add_var(struct neff_subgraph *sg, const struct neff_var *v)
 {
-    TU_CHECK(neff_sg_add_var(sg, v) == NRT_SUCCESS);
+    TU_CHECK(neff_sg_add_var(sg, v) == EMU_OK);
 }
 
 static void small_vars(struct neff_subgraph *sg)
@@ -51,7 +51,7 @@ static void small_vars(struct neff_subgraph *sg)
     uint64_t shape[2] = {2, 4};
     uint8_t *npy;
     size_t npy_len;
-    TU_CHECK(npy_write("<f4", shape, 2, w, sizeof w, &npy, &npy_len) == NRT_SUCCESS);
+    TU_CHECK(npy_write("<f4", shape, 2, w, sizeof w, &npy, &npy_len) == EMU_OK);
     struct neff_buf *wb = neff_buf_copy(npy, npy_len);
     free(npy);
     uint8_t raw[16];
@@ -90,13 +90,13 @@ static void small_queues(struct neff_subgraph *sg)
     TU_CHECK(neff_sg_add_queue(sg, &(struct neff_queue){
                  .name = "qin", .type = NEFF_QUEUE_IN, .num_queues = 2, .owner = "sp",
                  .instances = inst, .n_instances = 2, .has_semaphore = true,
-                 .semaphore = 3}) == NRT_SUCCESS);
+                 .semaphore = 3}) == EMU_OK);
     TU_CHECK(neff_sg_add_queue(sg, &(struct neff_queue){
                  .name = "qout", .type = NEFF_QUEUE_OUT, .num_queues = 1,
                  .semaphore_set = sems, .n_semaphore_set = 2, .pinned = true,
-                 .fabric_path = "main"}) == NRT_SUCCESS);
+                 .fabric_path = "main"}) == EMU_OK);
     TU_CHECK(neff_sg_add_queue(sg, &(struct neff_queue){
-                 .name = "qdata", .type = NEFF_QUEUE_DATA, .num_queues = 16}) == NRT_SUCCESS);
+                 .name = "qdata", .type = NEFF_QUEUE_DATA, .num_queues = 16}) == EMU_OK);
 }
 
 static struct neff_dma_ap ap(const char *var, uint64_t off, uint64_t n0, int64_t s1, uint64_t n1,
@@ -108,7 +108,7 @@ static struct neff_dma_ap ap(const char *var, uint64_t off, uint64_t n0, int64_t
 
 static void add_desc(struct neff_subgraph *sg, enum neff_engine e, struct neff_dma_desc *d)
 {
-    TU_CHECK(neff_sg_add_desc(sg, e, d) == NRT_SUCCESS);
+    TU_CHECK(neff_sg_add_desc(sg, e, d) == EMU_OK);
 }
 
 static void small_descs(struct neff_subgraph *sg)
@@ -160,15 +160,15 @@ struct neff_model *tu_small_model(void)
     struct neff_subgraph *sg = neff_model_add_subgraph(m);
     TU_CHECK(sg != NULL);
     uint32_t shape[2] = {2, 4};
-    TU_CHECK(neff_model_add_io(m, "a", false, NEFF_DTYPE_FLOAT32, shape, 2) == NRT_SUCCESS);
-    TU_CHECK(neff_model_add_io(m, "b", true, NEFF_DTYPE_FLOAT32, shape, 2) == NRT_SUCCESS);
+    TU_CHECK(neff_model_add_io(m, "a", false, NEFF_DTYPE_FLOAT32, shape, 2) == EMU_OK);
+    TU_CHECK(neff_model_add_io(m, "b", true, NEFF_DTYPE_FLOAT32, shape, 2) == EMU_OK);
     small_vars(sg);
     small_queues(sg);
     static const uint8_t pe_code[5] = {1, 2, 3, 4, 5};
     static const uint8_t sp_code[3] = {9, 8, 7};
-    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_PE, pe_code, sizeof pe_code) == NRT_SUCCESS);
-    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_SP, sp_code, sizeof sp_code) == NRT_SUCCESS);
-    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_ACT, NULL, 0) == NRT_SUCCESS);
+    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_PE, pe_code, sizeof pe_code) == EMU_OK);
+    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_SP, sp_code, sizeof sp_code) == EMU_OK);
+    TU_CHECK(neff_sg_set_code(sg, NEFF_ENG_ACT, NULL, 0) == EMU_OK);
     small_descs(sg);
     char *sets[2] = {"gelu_and_others", "natural_log_exp_and_others"};
     struct neff_engine_sec *act = &sg->eng[NEFF_ENG_ACT];
@@ -177,7 +177,7 @@ struct neff_model *tu_small_model(void)
     for (int i = 0; i < 2; i++)
         TU_CHECK((act->act_func_sets[i] = strdup(sets[i])) != NULL);
     act->n_act_func_sets = 2;
-    TU_CHECK(neff_model_validate(m) == NRT_SUCCESS);
+    TU_CHECK(neff_model_validate(m) == EMU_OK);
     return m;
 }
 
@@ -185,8 +185,8 @@ void tu_small_neff(uint8_t **bytes, size_t *size)
 {
     struct neff_model *m = tu_small_model();
     struct neff_file *f = NULL;
-    TU_CHECK(neff_model_store(m, &f) == NRT_SUCCESS);
-    TU_CHECK(neff_file_write(f, bytes, size) == NRT_SUCCESS);
+    TU_CHECK(neff_model_store(m, &f) == EMU_OK);
+    TU_CHECK(neff_file_write(f, bytes, size) == EMU_OK);
     neff_file_free(f);
     neff_model_free(m);
 }
@@ -200,8 +200,8 @@ void tu_neff_from_texts(const char *const *names, const char *const *texts,
     TU_CHECK(f != NULL);
     f->hdr.feature_bits = feature_bits;
     for (size_t i = 0; names[i] != NULL; i++)
-        TU_CHECK(neff_file_add_copy(f, names[i], texts[i], strlen(texts[i])) == NRT_SUCCESS);
-    TU_CHECK(neff_file_write(f, bytes, size) == NRT_SUCCESS);
+        TU_CHECK(neff_file_add_copy(f, names[i], texts[i], strlen(texts[i])) == EMU_OK);
+    TU_CHECK(neff_file_write(f, bytes, size) == EMU_OK);
     neff_file_free(f);
 }
 

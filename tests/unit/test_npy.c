@@ -48,9 +48,9 @@ static void expect_bad(const uint8_t *b, size_t n, const char *substr)
 {
     struct npy_info info;
     tu_log_begin();
-    NRT_STATUS st = npy_parse(b, n, "t.npy", &info);
+    emu_status st = npy_parse(b, n, "t.npy", &info);
     int lines = tu_log_end(logbuf, sizeof logbuf);
-    if (st != NRT_INVALID || lines != 1 || (substr && !strstr(logbuf, substr)))
+    if (st != EMU_INVALID || lines != 1 || (substr && !strstr(logbuf, substr)))
         fail_msg("status %d, %d lines, want '%s': %s", st, lines, substr ? substr : "", logbuf);
 }
 
@@ -63,7 +63,7 @@ static void test_parse_versions(void **state)
         uint8_t *b = make_npy(major, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                               data, sizeof data, &n);
         struct npy_info info;
-        assert_int_equal(npy_parse(b, n, "x.npy", &info), NRT_SUCCESS);
+        assert_int_equal(npy_parse(b, n, "x.npy", &info), EMU_OK);
         assert_string_equal(info.descr, "<f4");
         assert_int_equal(info.dtype, 10);
         assert_int_equal(info.itemsize, 4);
@@ -101,7 +101,7 @@ static void test_descrs(void **state)
         size_t n;
         uint8_t *b = make_npy(1, dict, payload, 3 * cases[i].size, &n);
         struct npy_info info;
-        assert_int_equal(npy_parse(b, n, "x.npy", &info), NRT_SUCCESS);
+        assert_int_equal(npy_parse(b, n, "x.npy", &info), EMU_OK);
         assert_string_equal(info.descr, cases[i].norm);
         assert_int_equal(info.dtype, cases[i].dtype);
         assert_int_equal(info.itemsize, cases[i].size);
@@ -129,7 +129,7 @@ static void test_shapes(void **state)
         size_t n;
         uint8_t *b = make_npy(1, dict, payload, cases[i].count, &n);
         struct npy_info info;
-        assert_int_equal(npy_parse(b, n, "x.npy", &info), NRT_SUCCESS);
+        assert_int_equal(npy_parse(b, n, "x.npy", &info), EMU_OK);
         assert_int_equal(info.ndim, cases[i].ndim);
         assert_int_equal(info.count, cases[i].count);
         free(b);
@@ -202,7 +202,7 @@ static void test_write(void **state)
     uint64_t shape[2] = {2, 3};
     uint8_t *out;
     size_t n;
-    assert_int_equal(npy_write("<f4", shape, 2, data, sizeof data, &out, &n), NRT_SUCCESS);
+    assert_int_equal(npy_write("<f4", shape, 2, data, sizeof data, &out, &n), EMU_OK);
     size_t en;
     uint8_t *expect = make_npy(1, "{'descr': '<f4', 'fortran_order': False, 'shape': (2, 3), }",
                                data, sizeof data, &en);
@@ -211,16 +211,16 @@ static void test_write(void **state)
     free(expect);
     free(out);
     uint64_t one = 5;
-    assert_int_equal(npy_write("|u1", &one, 1, "abcde", 5, &out, &n), NRT_SUCCESS);
+    assert_int_equal(npy_write("|u1", &one, 1, "abcde", 5, &out, &n), EMU_OK);
     expect = make_npy(1, "{'descr': '|u1', 'fortran_order': False, 'shape': (5,), }", "abcde", 5,
                       &en);
     assert_int_equal(n, en);
     assert_memory_equal(out, expect, n);
     free(expect);
     free(out);
-    assert_int_equal(npy_write("<i8", NULL, 0, "12345678", 8, &out, &n), NRT_SUCCESS);
+    assert_int_equal(npy_write("<i8", NULL, 0, "12345678", 8, &out, &n), EMU_OK);
     struct npy_info info;
-    assert_int_equal(npy_parse(out, n, "s.npy", &info), NRT_SUCCESS);
+    assert_int_equal(npy_parse(out, n, "s.npy", &info), EMU_OK);
     assert_int_equal(info.ndim, 0);
     assert_int_equal(info.count, 1);
     free(out);
@@ -228,15 +228,15 @@ static void test_write(void **state)
     uint64_t dims[NPY_MAX_DIMS];
     for (unsigned i = 0; i < NPY_MAX_DIMS; i++)
         dims[i] = 1;
-    assert_int_equal(npy_write("<u2", dims, NPY_MAX_DIMS, "xy", 2, &out, &n), NRT_SUCCESS);
+    assert_int_equal(npy_write("<u2", dims, NPY_MAX_DIMS, "xy", 2, &out, &n), EMU_OK);
     assert_int_equal(n % 64, 2);
-    assert_int_equal(npy_parse(out, n, "d.npy", &info), NRT_SUCCESS);
+    assert_int_equal(npy_parse(out, n, "d.npy", &info), EMU_OK);
     assert_int_equal(info.ndim, NPY_MAX_DIMS);
     free(out);
     tu_log_begin();
-    assert_int_equal(npy_write("<f4", shape, 2, data, 20, &out, &n), NRT_INVALID);
-    assert_int_equal(npy_write(">f4", shape, 2, data, 24, &out, &n), NRT_INVALID);
-    assert_int_equal(npy_write("<q9", shape, 2, data, 24, &out, &n), NRT_INVALID);
+    assert_int_equal(npy_write("<f4", shape, 2, data, 20, &out, &n), EMU_INVALID);
+    assert_int_equal(npy_write(">f4", shape, 2, data, 24, &out, &n), EMU_INVALID);
+    assert_int_equal(npy_write("<q9", shape, 2, data, 24, &out, &n), EMU_INVALID);
     assert_int_equal(tu_log_end(logbuf, sizeof logbuf), 3);
 }
 

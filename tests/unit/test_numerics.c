@@ -245,8 +245,8 @@ static void check_all_patterns(uint32_t dtype)
         put_pat(f, pats + h * sz, h);
     for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
         num_set_isa_limit(lvl);
-        assert_int_equal(num_load_f32(vals, pats, dtype, 1, count), NRT_SUCCESS);
-        assert_int_equal(num_store_f32(back, dtype, 1, vals, count, NULL), NRT_SUCCESS);
+        assert_int_equal(num_load_f32(vals, pats, dtype, 1, count), EMU_OK);
+        assert_int_equal(num_store_f32(back, dtype, 1, vals, count, NULL), EMU_OK);
         for (uint32_t h = 0; h < count; h++) {
             double want = ref_decode(f, h);
             float s = num_to_f32(dtype, pats + h * sz);
@@ -385,13 +385,13 @@ static void check_encoder(uint32_t dtype)
         struct num_round rnd = {.mode = NUM_ROUND_RNE, .saturate = sat};
         for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
             num_set_isa_limit(lvl);
-            assert_int_equal(num_store_f32(out, dtype, 1, xs, n, &rnd), NRT_SUCCESS);
+            assert_int_equal(num_store_f32(out, dtype, 1, xs, n, &rnd), EMU_OK);
             for (size_t i = 0; i < n; i++)
                 check_encoded(f, xs[i], get_pat(f, out + i * sz), sat);
         }
         /* the scalar entry points agree */
         for (size_t i = 0; i < n; i += 7) {
-            assert_int_equal(num_from_f32(dtype, out2, xs[i], &rnd, 0), NRT_SUCCESS);
+            assert_int_equal(num_from_f32(dtype, out2, xs[i], &rnd, 0), EMU_OK);
             check_encoded(f, xs[i], get_pat(f, out2), sat);
         }
     }
@@ -767,7 +767,7 @@ static void test_strided(void **state)
     uint16_t c16[2 * N];
     memset(c16, 0, sizeof c16);
     assert_int_equal(num_convert_strided(c16, NUM_DT_FP16, 2, src, NUM_DT_BF16, 3, N),
-                     NRT_SUCCESS);
+                     EMU_OK);
     for (int i = 0; i < N; i++) {
         uint16_t w = num_f32_to_f16(num_bf16_to_f32(src[3 * i]));
         if (isnan(num_bf16_to_f32(src[3 * i])))
@@ -819,7 +819,7 @@ static void test_convert_all_pairs(void **state)
                         num_from_f32(dt, want + i * dsz, num_to_f32(st, src + off + i * ssz),
                                      NULL, 0);
                 }
-                assert_int_equal(num_convert(dst + off, dt, src + off, st, N), NRT_SUCCESS);
+                assert_int_equal(num_convert(dst + off, dt, src + off, st, N), EMU_OK);
                 if (memcmp(dst + off, want, N * dsz) != 0)
                     fail_msg("convert %s -> %s (offset %d) differs", num_dtype_name(st),
                              num_dtype_name(dt), off);
@@ -1032,17 +1032,17 @@ static void test_bad_input(void **state)
     float f[4] = {0};
     uint8_t b[16];
     struct num_round bad = {.mode = 9};
-    assert_int_equal(num_load_f32(f, b, 0, 1, 4), NRT_INVALID);
-    assert_int_equal(num_load_f32(f, b, 16, 1, 4), NRT_INVALID);
-    assert_int_equal(num_store_f32(b, 99, 1, f, 4, NULL), NRT_INVALID);
-    assert_int_equal(num_store_f32(b, NUM_DT_INT8, 1, f, 4, &bad), NRT_INVALID);
-    assert_int_equal(num_convert(b, NUM_DT_INT8, f, 42, 4), NRT_INVALID);
-    assert_int_equal(num_convert(b, 0, f, NUM_DT_FP32, 4), NRT_INVALID);
-    assert_int_equal(num_convert(NULL, NUM_DT_INT8, f, NUM_DT_FP32, 4), NRT_INVALID);
-    assert_int_equal(num_load_f32(NULL, b, NUM_DT_INT8, 1, 4), NRT_INVALID);
-    assert_int_equal(num_from_f32(77, b, 1.0f, NULL, 0), NRT_INVALID);
-    assert_int_equal(num_convert(NULL, NUM_DT_INT8, NULL, NUM_DT_FP32, 0), NRT_SUCCESS);
-    assert_int_equal(num_load_f32(NULL, NULL, NUM_DT_BF16, 1, 0), NRT_SUCCESS);
+    assert_int_equal(num_load_f32(f, b, 0, 1, 4), EMU_INVALID);
+    assert_int_equal(num_load_f32(f, b, 16, 1, 4), EMU_INVALID);
+    assert_int_equal(num_store_f32(b, 99, 1, f, 4, NULL), EMU_INVALID);
+    assert_int_equal(num_store_f32(b, NUM_DT_INT8, 1, f, 4, &bad), EMU_INVALID);
+    assert_int_equal(num_convert(b, NUM_DT_INT8, f, 42, 4), EMU_INVALID);
+    assert_int_equal(num_convert(b, 0, f, NUM_DT_FP32, 4), EMU_INVALID);
+    assert_int_equal(num_convert(NULL, NUM_DT_INT8, f, NUM_DT_FP32, 4), EMU_INVALID);
+    assert_int_equal(num_load_f32(NULL, b, NUM_DT_INT8, 1, 4), EMU_INVALID);
+    assert_int_equal(num_from_f32(77, b, 1.0f, NULL, 0), EMU_INVALID);
+    assert_int_equal(num_convert(NULL, NUM_DT_INT8, NULL, NUM_DT_FP32, 0), EMU_OK);
+    assert_int_equal(num_load_f32(NULL, NULL, NUM_DT_BF16, 1, 0), EMU_OK);
     assert_true(num_to_f32(0, b) == 0.0f);
     assert_true(isnan(num_fp8_to_f32(NUM_DT_BF16, 0)));
     assert_int_equal(num_f32_to_fp8(NUM_DT_INT8, 1.0f), 0);

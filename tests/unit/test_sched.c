@@ -72,7 +72,7 @@ static void test_loop_and_semaphore(void **state)
     i->imm[1].i = 77;
     wait_on(i, 5, 1);
     store_reg(h, ISA_ENG_ACT, 3, 1);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_int_equal(out[0], 10);
     assert_int_equal(out[1], 77);
 }
@@ -85,7 +85,7 @@ static void test_deadlock_report(void **state)
     w->imm[0].i = 8;
     w->imm[1].i = 2;
     signal_on(harness_add(h, ISA_ENG_ACT, ISA_OP_nop), 8, 1);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "deadlock"));
     assert_non_null(strstr(h->report, "pe[0]"));
     assert_non_null(strstr(h->report, "dve[0]"));
@@ -98,7 +98,7 @@ static void test_timeout(void **state)
     struct isa_insn *j = harness_add(h, ISA_ENG_POOL, ISA_OP_jump);
     j->imm[0].i = 0;
     h->opts.timeout_ms = 50;
-    assert_int_equal(harness_run(h), NRT_TIMEOUT);
+    assert_int_equal(harness_run(h), EMU_TIMEOUT);
     assert_non_null(strstr(h->report, "timeout"));
     h->opts.timeout_ms = 0;
 }
@@ -109,7 +109,7 @@ static void test_oob_operand(void **state)
     int32_t out[4] = {0};
     harness_var(h, 1, "out", out, sizeof out);
     store_reg(h, ISA_ENG_SP, 0, 4); /* element 4 of a 4-element variable */
-    assert_int_equal(harness_run(h), NRT_EXEC_OOB);
+    assert_int_equal(harness_run(h), EMU_EXEC_OOB);
     assert_non_null(strstr(h->report, "'out'"));
     assert_int_equal(out[3], 0);
 }
@@ -124,7 +124,7 @@ static void test_halt_stops_engine(void **state)
     i->imm[1].i = 5;
     harness_add(h, ISA_ENG_SP, ISA_OP_halt);
     store_reg(h, ISA_ENG_SP, 1, 0);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     assert_int_equal(out[0], 0);
 }
 
@@ -146,17 +146,17 @@ static void test_racecheck(void **state)
     struct harness *h = *state;
     h->opts.racecheck = true;
     build_race(h, false);
-    assert_int_equal(harness_run(h), NRT_EXEC_COMPLETED_WITH_ERR);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "race"));
     assert_non_null(strstr(h->report, "sp[0]"));
     assert_non_null(strstr(h->report, "act[0]"));
     harness_clear(h);
     build_race(h, true);
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
     harness_clear(h);
     h->opts.racecheck = false;
     build_race(h, false); /* off: the fixed interleaving runs it */
-    assert_int_equal(harness_run(h), NRT_SUCCESS);
+    assert_int_equal(harness_run(h), EMU_OK);
 }
 
 int main(void)
