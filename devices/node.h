@@ -18,6 +18,7 @@
 #include <stdint.h>
 
 #include "devices/profile.h"
+#include "nrt/nrt_status.h"
 
 /* The whole UltraServer an instance type belongs to, as one profile: its
  * us_nodes servers as nodes of 16 chips (chip id = node * 16 + chip of the
@@ -25,5 +26,29 @@
  * of the rings across the servers. A profile that is not an UltraServer
  * member is copied as is. */
 void node_ultraserver_view(const struct dev_profile *p, struct dev_profile *us);
+
+/* ---- node identity (from the environment, docs/nodes.md) ------------------ */
+
+#define NODE_TOKEN_MAX 64   /* longest job token (bytes) */
+#define NODE_HOST_MAX 256   /* longest bootstrap host name */
+
+/* Which node of which job this process is. */
+struct node_job {
+    bool multi;                     /* the job spans more than one node */
+    uint32_t node;                  /* this node's index in the job, 0..nodes-1 */
+    uint32_t nodes;                 /* nodes in the job */
+    uint32_t us_node;               /* this server's position in its UltraServer */
+    char host[NODE_HOST_MAX];       /* bootstrap host of NEURON_RT_ROOT_COMM_ID */
+    char port[8];                   /* its port, decimal */
+    char token[NODE_TOKEN_MAX + 1]; /* TRNEMU_JOB_TOKEN */
+};
+
+/* Read the job's node identity: NEURON_RT_ROOT_COMM_ID (host:port), the
+ * node count and index (TRNEMU_NODES / TRNEMU_NODE, or the launcher's
+ * SLURM_NNODES / SLURM_NODEID, or torchrun's WORLD_SIZE / LOCAL_WORLD_SIZE
+ * and GROUP_RANK / NODE_RANK), TRNEMU_US_NODE and TRNEMU_JOB_TOKEN. A
+ * single-node job gives multi false and NRT_SUCCESS. NRT_INVALID with one
+ * log line for a malformed or missing value of a multi-node job. */
+NRT_STATUS node_job_from_env(const struct dev_profile *p, struct node_job *j);
 
 #endif
