@@ -6,7 +6,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "devices/async.h"
 #include "devices/coll.h"
+#include "devices/log_env.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
@@ -87,7 +89,8 @@ NRT_STATUS rt_init(uint32_t framework)
         LOG_WARN("NRT", "runtime already initialized; keeping the running instance");
         return NRT_SUCCESS;
     }
-    log_reload();
+    log_env_load();
+    async_configure();
     struct machine_config cfg;
     NRT_STATUS st = config_from_env(&cfg);
     struct machine *m = NULL;
@@ -114,8 +117,10 @@ void rt_close(void)
     }
     atomic_store(&rt_close_pending, true);
     pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
+    async_shutdown();                  /* cancels queued requests, waits for running ones */
     atomic_store(&rt_close_pending, false);
     atomic_store(&rt_cur_state, RT_CLOSED);
+    coll_cc_free_all();        /* prepared collectives never scheduled */
     model_destroy_all();
     tensor_destroy_all();
     coll_comm_release_all();   /* no execution is under way any more */

@@ -15,7 +15,6 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/handle.h"
 #include "devices/state.h"
 #include "emu/log.h"
 #include "store/snap_core.h"
