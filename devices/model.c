@@ -518,13 +518,31 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
         memcpy(shape, io->shape, io->ndim * sizeof(uint32_t));
         shape += io->ndim;
     }
+    handle_lock();
+    NRT_STATUS st = handle_add(a, HANDLE_TENSOR_INFO);
+    handle_unlock();
+    if (st != NRT_SUCCESS) {
+        free(a);
+        return st;
+    }
     *out = a;
     return NRT_SUCCESS;
 }
 
-void model_free_tensor_info(nrt_tensor_info_array_t *info)
+NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info)
 {
+    handle_lock();
+    bool live = handle_has(info, HANDLE_TENSOR_INFO);
+    if (live)
+        handle_remove(info);
+    handle_unlock();
+    if (!live) {
+        LOG_ERROR("NRT", "%p is not a tensor info array from nrt_get_model_tensor_info (or was "
+                  "freed already)", (void *)info);
+        return NRT_INVALID;
+    }
     free(info);
+    return NRT_SUCCESS;
 }
 
 /* ---- teardown ---------------------------------------------------------- */
