@@ -2,6 +2,7 @@
  * model.c: loading, describing and unloading models (see model.h).
  */
 #include "devices/model.h"
+#include "devices/env.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -359,9 +360,7 @@ static NRT_STATUS model_pick_vnc(int32_t vnc, int *local, uint32_t *gvnc)
 
 static bool model_validate_hash(void)
 {
-    const char *v = getenv("NEURON_RT_VALIDATE_HASH");
-    return v != NULL && (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 ||
-                         strcasecmp(v, "yes") == 0);
+    return env_bool(getenv("NEURON_RT_VALIDATE_HASH"), 0) == 1;
 }
 
 static NRT_STATUS model_parse(const void *bytes, size_t size, struct neff_model **out)

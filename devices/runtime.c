@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "devices/coll.h"
+#include "devices/env.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
@@ -89,7 +90,9 @@ NRT_STATUS rt_init(uint32_t framework)
     }
     log_reload();
     struct machine_config cfg;
-    NRT_STATUS st = config_from_env(&cfg);
+    NRT_STATUS st = env_load();
+    if (st == NRT_SUCCESS)
+        st = config_from_env(&cfg);
     struct machine *m = NULL;
     if (st == NRT_SUCCESS)
         st = machine_create(&cfg, &m);

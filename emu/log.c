@@ -7,6 +7,8 @@
 #include "emu/log.h"
 
 #include <ctype.h>
+#include <fcntl.h>
+#include <syslog.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
@@ -23,6 +25,10 @@
 static const char *const log_level_names[] = {
     "QUIET", "ERROR", "WARN", "INFO", "DEBUG", "TRACE",
 };
+
+/* Where lines go: a file descriptor (stderr by default), or syslog. */
+static _Atomic int log_fd = STDERR_FILENO;
+static _Atomic bool log_to_syslog;
 
 /* Cached global level; -1 means "read the environment again". */
 static _Atomic int log_global_level = -1;
@@ -107,7 +113,37 @@ void log_write(enum log_level level, const char *subsys, const char *func,
     va_end(ap);
     if (n > 0)
         len += (size_t)n < sizeof line - len - 1 ? (size_t)n : sizeof line - len - 2;
+    if (atomic_load(&log_to_syslog)) {
+        static const int prio[] = {LOG_ERR, LOG_ERR, LOG_WARNING, LOG_INFO, LOG_DEBUG, LOG_DEBUG};
+        syslog(prio[level], "%.*s", (int)len, line);
+        return;
+    }
     line[len++] = '\n';
-    ssize_t w = write(STDERR_FILENO, line, len);
+    ssize_t w = write(atomic_load(&log_fd), line, len);
     (void)w;
+}
+
+int log_set_location(const char *where)
+{
+    int fd = STDERR_FILENO;
+    bool sys = false;
+    if (where != NULL && strcasecmp(where, "syslog") == 0) {
+        openlog("nrt", LOG_PID, LOG_USER);
+        sys = true;
+    } else if (where != NULL && *where != '\0' && strcasecmp(where, "console") != 0) {
+        fd = open(where, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd < 0) {
+            char msg[512];
+            int n = snprintf(msg, sizeof msg, "NEURON_RT_LOG_LOCATION='%s': cannot open the "
+                             "file for appending\n", where);
+            ssize_t w = write(STDERR_FILENO, msg, n > 0 ? (size_t)n : 0);
+            (void)w;
+            return -1;
+        }
+    }
+    int old = atomic_exchange(&log_fd, fd);
+    atomic_store(&log_to_syslog, sys);
+    if (old != STDERR_FILENO && old != fd)
+        close(old);
+    return 0;
 }

@@ -35,6 +35,12 @@ int log_level_parse(const char *name);
 /* Forget cached levels so the environment is read again (tests, nrt_init). */
 void log_reload(void);
 
+/* Where lines go (NEURON_RT_LOG_LOCATION): NULL, "" or "console" for
+ * stderr, "syslog" for syslog(3), anything else is a file path opened for
+ * appending. 0 on success; -1 (one line on stderr) when the file cannot be
+ * opened, and the location stays as it was. */
+int log_set_location(const char *where);
+
 #define LOG_ERROR(sub, ...) log_write(LOG_LVL_ERROR, sub, __func__, __VA_ARGS__)
 #define LOG_WARN(sub, ...)  log_write(LOG_LVL_WARN, sub, __func__, __VA_ARGS__)
 #define LOG_INFO(sub, ...)  log_write(LOG_LVL_INFO, sub, __func__, __VA_ARGS__)
