@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 
 /* Every variable the vendor configuration guide lists, then the NEURON_*
@@ -126,8 +127,12 @@ static NRT_STATUS env_flag(const char *name, bool *out)
 NRT_STATUS env_load(void)
 {
     struct rt_env e = {0};
-    NRT_STATUS st = log_set_location(getenv("NEURON_RT_LOG_LOCATION")) == 0 ? NRT_SUCCESS
-                                                                           : NRT_INVALID;
+    NRT_STATUS st = NRT_SUCCESS;
+    if (log_env_location() != 0) {
+        LOG_ERROR("NRT", "NEURON_RT_LOG_LOCATION='%s': cannot open the file for appending",
+                  getenv("NEURON_RT_LOG_LOCATION"));
+        st = NRT_INVALID;
+    }
     if (st == NRT_SUCCESS)
         st = env_count("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", &e.async_max_inflight);
     if (st == NRT_SUCCESS)

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "devices/log_env.h"
 #include "tools/tool.h"
 
 struct tool_cmd {
@@ -59,6 +60,7 @@ static const struct tool_cmd *tool_vendor_name(const char *argv0)
 
 int main(int argc, char **argv)
 {
+    log_env_load();
     const struct tool_cmd *vendor = argc > 0 ? tool_vendor_name(argv[0]) : NULL;
     if (vendor != NULL)
         return vendor->run(argc, argv);

@@ -16,6 +16,7 @@
 #include <cmocka.h>
 #include <zlib.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/neff_file.h"
 #include "emu/neff/neff_model.h"
@@ -517,7 +518,7 @@ int main(void)
 {
     unsetenv("NEURON_RT_LOG_LEVEL");
     unsetenv("NEURON_RT_LOG_LEVEL_NEFF");
-    log_reload();
+    log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_layout),  cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_many_members),   cmocka_unit_test(test_md5_and_unknown_pkg),

@@ -15,6 +15,7 @@
 
 #include <cmocka.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/neff_file.h"
 #include "emu/neff/neff_model.h"
@@ -605,7 +606,7 @@ int main(void)
 {
     unsetenv("NEURON_RT_LOG_LEVEL");
     unsetenv("NEURON_RT_LOG_LEVEL_NEFF");
-    log_reload();
+    log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_members_and_constants),
         cmocka_unit_test(test_vendor_neff),  cmocka_unit_test(test_vendor_layout),
