@@ -38,8 +38,10 @@ static const struct env_var env_vars[] = {
     {"NEURON_RT_MULTI_INSTANCE_SHARED_WEIGHTS", false, false,
      "ignored: each load already shares its constants with the parsed NEFF (no copy), "
      "and a model's device copy is per VNC as the vendor's default"},
-    {"NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", true, false,
-     "asynchronous executions in flight at most (0: async execution off)"},
+    {"NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", false, false,
+     "ignored (kept in env_get() for the async queue): the implicit async mode it "
+     "enabled is gone from the runtime; nrt_execute blocks and the nrta_* API queues "
+     "(devices/async.c says so with a warning)"},
     {"NEURON_RT_ALLOW_LEGACY_NEFF", false, false,
      "ignored: trnemu's ISA is the same on every emulated instance type, and vendor "
      "streams are never executed, so no NEFF is too old for the machine"},
@@ -105,10 +107,8 @@ static NRT_STATUS env_count(const char *name, uint32_t *out)
     char *end;
     errno = 0;
     long v = strtol(s, &end, 10);
-    if (errno != 0 || *end != '\0' || v < 0 || v > (long)INT32_MAX) {
-        LOG_ERROR("NRT", "%s='%s': not a count from 0 to %d", name, s, INT32_MAX);
-        return NRT_INVALID;
-    }
+    if (errno != 0 || *end != '\0' || v < 0 || v > (long)INT32_MAX)
+        return NRT_INVALID;   /* an ignored variable: the caller keeps 0 */
     *out = (uint32_t)v;
     return NRT_SUCCESS;
 }
@@ -133,8 +133,7 @@ NRT_STATUS env_load(void)
                   getenv("NEURON_RT_LOG_LOCATION"));
         st = NRT_INVALID;
     }
-    if (st == NRT_SUCCESS)
-        st = env_count("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", &e.async_max_inflight);
+    (void)env_count("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", &e.async_max_inflight);
     if (st == NRT_SUCCESS)
         st = env_numerr(getenv("NEURON_RT_NUMERICAL_ERRORS_VERBOSITY"), &e.numerr);
     if (st == NRT_SUCCESS)

@@ -30,7 +30,7 @@ enum env_numerr {
 
 /* What the environment said at nrt_init. */
 struct rt_env {
-    uint32_t async_max_inflight;   /* NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS (0: off) */
+    uint32_t async_max_inflight;   /* NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS (ignored) */
     enum env_numerr numerr;        /* NEURON_RT_NUMERICAL_ERRORS_VERBOSITY */
     bool dump_inputs_on_err;       /* NEURON_RT_DBG_DUMP_INPUTS_ON_ERR */
     bool validate_hash;            /* NEURON_RT_VALIDATE_HASH */
@@ -45,8 +45,9 @@ NRT_STATUS env_load(void);
 /* The values kept by the last env_load (zeros before it). */
 const struct rt_env *env_get(void);
 
-/* NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS as read at nrt_init: how many
- * asynchronous executions may be in flight (0: async execution off). */
+/* NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS as read at nrt_init (0 when
+ * unset or malformed). The variable is ignored: the vendor removed the
+ * implicit async mode it enabled (see devices/async.c). */
 uint32_t env_async_max_inflight(void);
 
 /* Parse a boolean the way the vendor documents it (0/1/true/false/yes/no,

@@ -5,7 +5,7 @@
  * NEURON_RT_NUMERICAL_ERRORS_VERBOSITY decides which non-finite outputs
  * are reported (a bad value fails nrt_init), NEURON_RT_LOG_LOCATION sends
  * the log to a file, NEURON_RT_DBG_DUMP_INPUTS_ON_ERR writes a failed
- * execution's inputs, and malformed counts/booleans fail nrt_init.
+ * execution's inputs, and malformed booleans fail nrt_init.
  */
 #include <dirent.h>
 #include <math.h>
@@ -182,9 +182,7 @@ static void test_log_location_and_dump(void **state)
 static void test_bad_values(void **state)
 {
     (void)state;
-    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "three", 1);
-    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_INVALID);
-    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3", 1);
+    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "three", 1); /* ignored */
     setenv("NEURON_RT_DBG_DUMP_INPUTS_ON_ERR", "maybe", 1);
     assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_INVALID);
     unsetenv("NEURON_RT_DBG_DUMP_INPUTS_ON_ERR");
