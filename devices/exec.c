@@ -115,10 +115,12 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
                   "zero-filled outputs instead)", m->neff->info.name);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
-    if (!atomic_exchange(&m->stand_in_warned, true))
+    if (!atomic_exchange(&m->stand_in_warned, true)) {
+        instance_use_stand_in(rt_machine()->inst, m->gvnc);
         LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
                  "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
                  m->neff->info.name);
+    }
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);
@@ -492,6 +494,7 @@ static void exec_request_done(struct exec_request *r, NRT_STATUS st)
         exec_dump_inputs(m, &r->b);
     if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
         atomic_fetch_add(&m->executions, r->repeat);
+        instance_use_executions(rt_machine()->inst, m->gvnc, r->repeat);
         for (uint32_t i = 0; i < r->b.n; i++)
             if (m->neff->io[i].is_output)
                 tensor_completion_bump(r->b.tensors[i]);

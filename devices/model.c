@@ -272,6 +272,8 @@ void model_bind_program(struct model_sg *ms, uint8_t *const *io_va, const uint64
 static void model_release(struct nrt_model *m)
 {
     struct machine *mach = rt_machine();
+    if (m->use_counted)
+        instance_use_model(mach->inst, m->gvnc, NULL, atomic_load(&m->stand_in_warned));
     for (uint32_t s = 0; m->sgs != NULL && s < m->nsgs; s++) {
         struct model_sg *ms = &m->sgs[s];
         for (uint32_t i = 0; ms->vars != NULL && i < ms->sg->n_vars; i++)
@@ -439,6 +441,8 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
         model_release(m);
         return st;
     }
+    instance_use_model(rt_machine()->inst, m->gvnc, m->neff->info.name, false);
+    m->use_counted = true;
     LOG_INFO("NRT", "loaded '%s' on VNC %d: %u subgraph(s), %" PRIu64 " bytes of device memory%s",
              m->neff->info.name, m->vnc, m->nsgs, m->hbm_bytes,
              m->runnable ? "" : " (foreign NEFF: metadata only)");
