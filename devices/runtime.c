@@ -7,6 +7,7 @@
 #include <stdatomic.h>
 
 #include "devices/coll.h"
+#include "devices/log_env.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
@@ -87,7 +88,7 @@ NRT_STATUS rt_init(uint32_t framework)
         LOG_WARN("NRT", "runtime already initialized; keeping the running instance");
         return NRT_SUCCESS;
     }
-    log_reload();
+    log_env_load();
     struct machine_config cfg;
     NRT_STATUS st = config_from_env(&cfg);
     struct machine *m = NULL;

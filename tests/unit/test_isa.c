@@ -18,6 +18,7 @@
 
 #define ISA_WANT_DISPATCH
 #include "emu/isa/isa.h"
+#include "devices/log_env.h"
 #include "emu/log.h"
 
 void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned engine,
@@ -668,7 +669,7 @@ static void test_dispatch(void **state)
 int main(void)
 {
     setenv("NEURON_RT_LOG_LEVEL", "ERROR", 1);
-    log_reload();
+    log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_table),
         cmocka_unit_test(test_names),

@@ -25,6 +25,7 @@
 #define HAVE_MXCSR 0
 #endif
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 #include "emu/num/mx.h"
@@ -1033,7 +1034,7 @@ static void test_bad_input(void **state)
 {
     (void)state;
     setenv("NEURON_RT_LOG_LEVEL", "QUIET", 1);
-    log_reload();
+    log_env_load();
     float f[4] = {0};
     uint8_t b[16];
     struct num_round bad = {.mode = 9};
@@ -1052,7 +1053,7 @@ static void test_bad_input(void **state)
     assert_true(isnan(num_fp8_to_f32(NUM_DT_BF16, 0)));
     assert_int_equal(num_f32_to_fp8(NUM_DT_INT8, 1.0f), 0);
     unsetenv("NEURON_RT_LOG_LEVEL");
-    log_reload();
+    log_env_load();
 }
 
 static int teardown_all(void **state)
