@@ -19,6 +19,9 @@
 #include <stdatomic.h>
 #include <stdio.h>
 
+#include <poll.h>
+#include <unistd.h>
+
 #include "it_common.h"
 #include "nrt/nrt_async.h"
 #include "trnemu/trnemu_build.h"
@@ -56,6 +59,27 @@ static nrt_tensor_t *ct_tensor(uint32_t r, size_t bytes, const void *data)
     return t;
 }
 
+/* Wait for request seq through its completion descriptor; its status
+ * from the error tracker (NRT_SUCCESS when it recorded nothing). */
+static NRT_STATUS ct_wait(nrta_seq_t seq, nrta_error_tracker_t *trk)
+{
+    int fd = -1;
+    NRT_STATUS st = nrta_get_completion_handle(seq, &fd);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0)
+        ;
+    close(fd);
+    const nrta_error_t *errs = NULL;
+    size_t n = 0;
+    st = nrta_error_tracker_get_list(trk, &errs, &n);
+    for (size_t i = 0; st == NRT_SUCCESS && i < n; i++)
+        if (errs[i].seq_id == seq)
+            st = (NRT_STATUS)errs[i].error_code;
+    return st;
+}
+
 /* One prepared f32 collective of rank r over group g (ng ranks). */
 static NRT_STATUS ct_cc(uint32_t r, nrt_cc_op_type_t cc, const float *in, size_t in_n, float *out,
                         size_t out_n, const uint32_t *g, uint32_t ng)
@@ -68,9 +92,15 @@ static NRT_STATUS ct_cc(uint32_t r, nrt_cc_op_type_t cc, const float *in, size_t
     nrt_tensor_list_t li = {&ti, 1}, lo = {&to, 1};
     nrt_cc_context_t *ctx = NULL;
     nrta_seq_t seq = 0;
+    nrta_error_tracker_t *trk = NULL;
     NRT_STATUS st = nrta_cc_prepare(&comm, &li, &lo, NRT_DTYPE_FLOAT32, NRT_OP_ADD, cc, &ctx);
     if (st == NRT_SUCCESS)
-        st = nrta_cc_schedule(&ctx, 0, NULL, &seq);
+        st = nrta_error_tracker_create(r, &trk);
+    if (st == NRT_SUCCESS)
+        st = nrta_cc_schedule(&ctx, 0, trk, &seq);
+    if (st == NRT_SUCCESS)  /* queued on the LNC's collectives unit: wait, then its status */
+        st = ct_wait(seq, trk);
+    nrta_error_tracker_destroy(trk);
     if (st == NRT_SUCCESS)
         CT_CHECK(r, nrt_tensor_read(to, out, 0, out_n * 4) == NRT_SUCCESS, "nrt_tensor_read");
     nrt_tensor_free(&ti);

@@ -18,6 +18,7 @@
 #include "devices/handle.h"
 #include "emu/log.h"
 #include "devices/hbm_alloc.h"
+#include "devices/log_env.h"
 #include "devices/runtime.h"
 #include "devices/state.h"
 #include "store/chunk.h"
@@ -769,12 +770,12 @@ static void test_verify(void **state)
     ts_init();
     struct snap_handle_map m;
     setenv("NEURON_RT_LOG_LEVEL", "WARN", 1);
-    log_reload();
+    log_env_load();
     tu_log_begin();
     assert_int_equal(ts_restore(p, id, &m), NRT_SUCCESS);
     int lines = tu_log_end(log, sizeof log);
     unsetenv("NEURON_RT_LOG_LEVEL");
-    log_reload();
+    log_env_load();
     assert_int_equal(lines, 1);
     assert_non_null(strstr(log, "predates manifests"));
     snap_handle_map_free(&m);
