@@ -350,6 +350,7 @@ static NRT_STATUS coll_file_make(struct coll_comm *c)
     struct coll_ctl h = {COLL_FILE_MAGIC, COLL_FILE_VERSION, c->world, ring, mesh,
                          c->lay.total, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}};
     coll_mesh_policy(&h.mesh_max, &h.mesh_ranks);
+    h.switched = c->m->cfg.profile->links == DEV_LINKS_SWITCH;
     const char *dm = getenv("TRNEMU_COLL_DIRECT_MIN");
     h.direct_min = dm != NULL && *dm ? strtoull(dm, NULL, 0) : COLL_DIRECT_MIN_DEFAULT;
     if (pwrite(c->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {

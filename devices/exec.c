@@ -52,6 +52,8 @@ static NRT_STATUS exec_bind_one(const struct neff_io *io, const nrt_tensor_set_t
 {
     NRT_STATUS st = tensor_set_get((nrt_tensor_set_t *)set, io->name, t);
     if (st != NRT_SUCCESS) {
+        if (st != NRT_FAILURE)
+            return NRT_INVALID;  /* a freed tensor or a bad set: already logged */
         LOG_ERROR("NRT", "%s tensor '%s' is missing from the %s set",
                   io->is_output ? "output" : "input", io->name,
                   io->is_output ? "output" : "input");
@@ -100,7 +102,7 @@ static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t 
 }
 
 /* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
-static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
+static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
 {
     const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
     if (mode == NULL || strcmp(mode, "zeros") != 0) {
@@ -109,8 +111,10 @@ static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
                   "zero-filled outputs instead)", m->neff->info.name);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
-    LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
-             "not computed (TRNEMU_FOREIGN_NEFF=zeros)", m->neff->info.name);
+    if (!atomic_exchange(&m->stand_in_warned, true))
+        LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
+                 "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
+                 m->neff->info.name);
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);

@@ -175,11 +175,8 @@ static NRT_STATUS model_decode(struct model_sg *ms)
                                           (enum isa_engine)e, &ms->code[e], &ms->ncode[e]);
         if (st == EMU_OK)
             st = model_check_vars(ms, (enum isa_engine)e);
-        if (st != EMU_OK) {
-            LOG_ERROR("NEFF", "%s: the %s instruction stream (%s) is not valid", ms->sg->name,
-                      isa_engine_name((unsigned)e), sec->bin_file ? sec->bin_file : "?");
-            return nrt_status_of(st);
-        }
+        if (st != EMU_OK)
+            return nrt_status_of(st);  /* the decoder or the var check logged the cause */
     }
     return NRT_SUCCESS;
 }

@@ -10,6 +10,7 @@
 #include "devices/coll.h"
 #include "devices/devprof.h"
 #include "devices/inspect.h"
+#include "devices/log_env.h"
 #include "devices/systrace.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
@@ -91,7 +92,7 @@ NRT_STATUS rt_init(uint32_t framework)
         LOG_WARN("NRT", "runtime already initialized; keeping the running instance");
         return NRT_SUCCESS;
     }
-    log_reload();
+    log_env_load();
     async_configure();
     struct machine_config cfg;
     NRT_STATUS st = config_from_env(&cfg);

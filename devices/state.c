@@ -234,3 +234,21 @@ NRT_STATUS state_core_make(struct machine *m, uint32_t gvnc, uint32_t i, struct 
         LOG_ERROR("STORE", "VNC %u has no physical core %u at LNC=%u", gvnc, i, m->cfg.lnc);
     return st;
 }
+
+NRT_STATUS state_enter(void)
+{
+    return rt_enter();
+}
+
+void state_leave(void)
+{
+    rt_leave();
+}
+
+bool state_is_live(const void *obj, enum handle_kind k)
+{
+    handle_lock();
+    bool live = handle_has(obj, k);
+    handle_unlock();
+    return live;
+}

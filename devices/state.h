@@ -7,7 +7,7 @@
  * exist) in a stable order, finds the HBM ranges that may hold bytes, and
  * re-creates objects at recorded places (an HBM block is re-taken exactly,
  * so the allocators end up as they were: their state is fully determined
- * by the set of live blocks). Callers hold rt_enter().
+ * by the set of live blocks). Callers hold state_enter().
  */
 #ifndef TRNEMU_DEVICES_STATE_H
 #define TRNEMU_DEVICES_STATE_H
@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "devices/handle.h"
 #include "devices/machine.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
@@ -46,7 +47,15 @@ struct state_view {
     size_t nmodels;                    /* entries in models */
 };
 
-/* The open machine (between rt_enter and rt_leave). */
+/* Hold the open runtime for a save or a restore (rt_enter: its status,
+ * NRT_UNINITIALIZED before nrt_init), and let go (rt_leave). */
+NRT_STATUS state_enter(void);
+void state_leave(void);
+
+/* Is obj a live object of kind k (a handle the runtime still knows)? */
+bool state_is_live(const void *obj, enum handle_kind k);
+
+/* The open machine (between state_enter and state_leave). */
 struct machine *state_machine(void);
 
 /* Collect the live objects; NRT_RESOURCE when out of host memory. */

@@ -6,15 +6,11 @@
  */
 #include "emu/log.h"
 
-#include <ctype.h>
-#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -24,8 +20,10 @@ static const char *const log_level_names[] = {
     "QUIET", "ERROR", "WARN", "INFO", "DEBUG", "TRACE",
 };
 
-/* Cached global level; -1 means "read the environment again". */
-static _Atomic int log_global_level = -1;
+/* The configuration log_configure gave; ERROR and no stamp before. */
+static _Atomic int log_global_level = LOG_LVL_ERROR;
+static int (*_Atomic log_subsys_fn)(const char *subsys);
+static size_t (*_Atomic log_ident_fn)(char *buf, size_t cap);
 
 int log_level_parse(const char *name)
 {
@@ -39,40 +37,19 @@ int log_level_parse(const char *name)
     return -1;
 }
 
-void log_reload(void)
+void log_configure(const struct log_config *cfg)
 {
-    atomic_store(&log_global_level, -1);
-}
-
-static int log_global(void)
-{
-    int lvl = atomic_load(&log_global_level);
-    if (lvl >= 0)
-        return lvl;
-    lvl = log_level_parse(getenv("NEURON_RT_LOG_LEVEL"));
-    if (lvl < 0)
-        lvl = LOG_LVL_ERROR;
-    atomic_store(&log_global_level, lvl);
-    return lvl;
-}
-
-/* NEURON_RT_LOG_LEVEL_<SUBSYS> overrides the global level for one subsystem. */
-static int log_subsys_level(const char *subsys)
-{
-    char var[64];
-    int n = snprintf(var, sizeof var, "NEURON_RT_LOG_LEVEL_%s", subsys);
-    if (n <= 0 || (size_t)n >= sizeof var)
-        return -1;
-    for (char *p = var; *p; p++)
-        *p = (char)toupper((unsigned char)*p);
-    return log_level_parse(getenv(var));
+    atomic_store(&log_subsys_fn, cfg->subsys_level);
+    atomic_store(&log_ident_fn, cfg->ident);
+    atomic_store(&log_global_level, cfg->level);
 }
 
 bool log_enabled(enum log_level level, const char *subsys)
 {
-    int lvl = log_subsys_level(subsys);
+    int (*fn)(const char *) = atomic_load(&log_subsys_fn);
+    int lvl = fn != NULL ? fn(subsys) : -1;
     if (lvl < 0)
-        lvl = log_global();
+        lvl = atomic_load(&log_global_level);
     return (int)level <= lvl && level != LOG_LVL_QUIET;
 }
 
@@ -85,10 +62,14 @@ static size_t log_prefix(char *buf, size_t cap, enum log_level level,
     struct tm tm;
     clock_gettime(CLOCK_REALTIME, &ts);
     gmtime_r(&ts.tv_sec, &tm);
-    int n = snprintf(buf, cap, "%04d-%s-%02d %02d:%02d:%02d.%06ld %d:%ld %-5s %s:%-24s ",
+    char who[48] = "-";
+    size_t (*ident)(char *, size_t) = atomic_load(&log_ident_fn);
+    if (ident != NULL)
+        ident(who, sizeof who);
+    int n = snprintf(buf, cap, "%04d-%s-%02d %02d:%02d:%02d.%06ld %s %-5s %s:%-24s ",
                      tm.tm_year + 1900, months[tm.tm_mon], tm.tm_mday, tm.tm_hour,
-                     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000L, (int)getpid(),
-                     (long)syscall(SYS_gettid), log_level_names[level], subsys, func);
+                     tm.tm_min, tm.tm_sec, ts.tv_nsec / 1000L, who, log_level_names[level],
+                     subsys, func);
     if (n < 0)
         return 0;
     return (size_t)n < cap ? (size_t)n : cap - 1;

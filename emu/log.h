@@ -3,14 +3,17 @@
  *
  * Lines go to stderr in the spirit of the vendor runtime's format:
  *   2026-Nov-21 23:40:01.123456 4242:4243 ERROR  NRT:nrt_tensor_read  message
- * The level comes from NEURON_RT_LOG_LEVEL (ERROR by default; QUIET turns
- * logging off), refined per subsystem by NEURON_RT_LOG_LEVEL_<SUBSYS>.
+ * emu knows no processes nor environment: the level (ERROR until told
+ * otherwise), the per-subsystem levels and the "pid:tid" stamp are given
+ * by log_configure, which the layer that knows the process calls
+ * (devices/log_env.c reads NEURON_RT_LOG_LEVEL[_<SUBSYS>]).
  * Subsystems: NRT (ABI entry points), TDRV (devices), NEFF, EMU, STORE, TOOL.
  */
 #ifndef TRNEMU_EMU_LOG_H
 #define TRNEMU_EMU_LOG_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 enum log_level {
     LOG_LVL_QUIET = 0,  /* nothing is printed */
@@ -32,8 +35,15 @@ void log_write(enum log_level level, const char *subsys, const char *func,
  * any case); -1 when it is none of them. */
 int log_level_parse(const char *name);
 
-/* Forget cached levels so the environment is read again (tests, nrt_init). */
-void log_reload(void);
+/* What filters and stamps the lines. */
+struct log_config {
+    int level;                               /* global level (enum log_level) */
+    int (*subsys_level)(const char *subsys); /* a subsystem's own level, -1: the global one; NULL: none */
+    size_t (*ident)(char *buf, size_t cap);  /* writes the caller's "pid:tid"; NULL: "-" */
+};
+
+/* Replace the configuration (any thread, any time). */
+void log_configure(const struct log_config *cfg);
 
 #define LOG_ERROR(sub, ...) log_write(LOG_LVL_ERROR, sub, __func__, __VA_ARGS__)
 #define LOG_WARN(sub, ...)  log_write(LOG_LVL_WARN, sub, __func__, __VA_ARGS__)

@@ -5,9 +5,9 @@
 set -eu
 
 PKGS="build-essential meson ninja-build pkg-config
-libcmocka-dev libarchive-dev libjansson-dev libssl-dev libxxhash-dev
+libcmocka-dev libarchive-dev zlib1g-dev libjansson-dev libssl-dev libxxhash-dev
 liblz4-dev libsqlite3-dev libffi-dev libopenblas-dev
-clang libclang-rt-14-dev python3 python3-numpy binutils"
+clang libclang-rt-14-dev python3 python3-numpy python3-pytest binutils tmux"
 
 missing=""
 for p in $PKGS; do

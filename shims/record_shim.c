@@ -13,6 +13,7 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "store/calllog.h"
 
@@ -23,7 +24,9 @@ static _Atomic bool next_reported[CL_FN_COUNT];
 
 __attribute__((constructor)) static void record_shim_init(void)
 {
+    log_env_load();
     cl_set_recorder("libnrt-record.so");
+    cl_set_front_shim();
 }
 
 void (*cl_next_fn(enum cl_fn_id id, void (*missing)(void)))(void)

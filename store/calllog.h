@@ -194,6 +194,11 @@ struct cl_checkpoint_ops {
 void cl_set_checkpoint_ops(const struct cl_checkpoint_ops *ops);
 /* Name of the library doing the recording, stored in the log. */
 void cl_set_recorder(const char *name);
+
+/* This process records through libnrt-record.so in front of the runtime
+ * (record_shim.c says so at load): it marks the process so that a trnemu
+ * libnrt behind it does not record the same calls again. */
+void cl_set_front_shim(void);
 /* Ask for a snapshot at the next ABI call boundary (async-signal-safe). */
 void cl_request_signal_snapshot(void);
 /* Wait until everything recorded is written and committed, and keep the

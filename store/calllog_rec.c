@@ -52,6 +52,7 @@ static char *rec_env_last;           /* environment last written to the log */
 static char *rec_failed_path;        /* a file that could not be opened: not tried again */
 static uint64_t rec_keep_max = CL_KEEP_DEFAULT; /* output bytes kept */
 static const char *rec_recorder = "trnemu libnrt.so.1"; /* stored in log_meta */
+static bool rec_front_shim;  /* this is libnrt-record.so, in front of a runtime */
 static const struct cl_checkpoint_ops *rec_ckpt; /* checkpoints of the library, or NULL */
 static bool rec_handlers;            /* atexit / atfork installed */
 static _Atomic int64_t rec_seq;      /* next sequence number */
@@ -73,6 +74,11 @@ void cl_set_checkpoint_ops(const struct cl_checkpoint_ops *ops)
 void cl_set_recorder(const char *name)
 {
     rec_recorder = name;
+}
+
+void cl_set_front_shim(void)
+{
+    rec_front_shim = true;
 }
 
 void cl_request_signal_snapshot(void)
@@ -161,14 +167,12 @@ static char *rec_expand(const char *pattern)
     return out;
 }
 
-#ifndef CL_RECORD_SHIM
 /* Is libnrt-record.so in front of this library recording already? */
 static bool rec_shim_in_front(void)
 {
     const char *pid = getenv("TRNEMU_RECORD_SHIM_PID");
     return pid != NULL && strtol(pid, NULL, 10) == (long)getpid();
 }
-#endif
 
 static void rec_close_locked(void)
 {
@@ -262,18 +266,14 @@ static void rec_configure_locked(void)
     const char *want = getenv("TRNEMU_RECORD");
     if (want != NULL && *want == '\0')
         want = NULL;
-#ifdef CL_RECORD_SHIM
-    if (want != NULL) {
+    if (want != NULL && rec_front_shim) {
         char pid[24];
         snprintf(pid, sizeof pid, "%ld", (long)getpid());
         setenv("TRNEMU_RECORD_SHIM_PID", pid, 1);
-    }
-#else
-    if (want != NULL && rec_shim_in_front()) {
+    } else if (want != NULL && rec_shim_in_front()) {
         LOG_INFO("STORE", "libnrt-record.so records this process; trnemu's libnrt does not");
         want = NULL;
     }
-#endif
     rec_open_locked(want);
     const char *keep = getenv("TRNEMU_RECORD_OUTPUT_BYTES");
     rec_keep_max = keep != NULL && *keep != '\0' ? strtoull(keep, NULL, 0) : CL_KEEP_DEFAULT;

@@ -9,8 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/handle.h"
-#include "devices/runtime.h"
 #include "devices/state.h"
 #include "emu/log.h"
 #include "store/snapshot.h"
@@ -72,10 +70,10 @@ NRT_STATUS snap_env_restore(void)
     NRT_STATUS st = snap_env_parse(spec, &path, &id);
     if (st != NRT_SUCCESS)
         return st;
-    st = rt_enter();
+    st = state_enter();
     if (st == NRT_SUCCESS) {
         st = snap_env_do_restore(path, id);
-        rt_leave();
+        state_leave();
     }
     if (st == NRT_SUCCESS)
         LOG_INFO("STORE", "started on the machine of %s", spec);
@@ -87,7 +85,7 @@ NRT_STATUS snap_env_restore(void)
 
 NRT_STATUS snap_api_save(const char *path, const char *reason, int64_t *id)
 {
-    NRT_STATUS st = rt_enter();
+    NRT_STATUS st = state_enter();
     if (st != NRT_SUCCESS)
         return st;
     struct snap_db *db;
@@ -96,17 +94,17 @@ NRT_STATUS snap_api_save(const char *path, const char *reason, int64_t *id)
         st = snap_save_quiesced(db, reason && *reason ? reason : "api", -1, id);
         snap_close(db);
     }
-    rt_leave();
+    state_leave();
     return st;
 }
 
 NRT_STATUS snap_api_restore(const char *path, int64_t id)
 {
-    NRT_STATUS st = rt_enter();
+    NRT_STATUS st = state_enter();
     if (st != NRT_SUCCESS)
         return st;
     st = snap_env_do_restore(path, id);
-    rt_leave();
+    state_leave();
     return st;
 }
 
@@ -124,8 +122,5 @@ void *snap_api_lookup(uint64_t old_handle)
     pthread_mutex_unlock(&snap_env_lock);
     if (obj == NULL)
         return NULL;
-    handle_lock();
-    bool live = handle_has(obj, (enum handle_kind)kind);
-    handle_unlock();
-    return live ? obj : NULL;
+    return state_is_live(obj, (enum handle_kind)kind) ? obj : NULL;
 }

@@ -7,6 +7,9 @@
  * put first on LD_LIBRARY_PATH (for programs linked with -lnrt) and in
  * LD_PRELOAD (for programs that dlopen it or carry an rpath), then CMD
  * replaces this process. TRNEMU_* and NEURON_* variables pass through.
+ * The NKI front end (`import nki`, `neuronxcc.nki`) is put first on
+ * PYTHONPATH: <prefix>/python next to an installed tool, else the source
+ * tree's python/ directory the build tree was configured from.
  */
 #include <limits.h>
 #include <stdio.h>
@@ -71,6 +74,31 @@ static int exec_prepend(const char *var, const char *value, char sep)
     return r;
 }
 
+/* The directory holding the nki Python package, or -1 when there is none. */
+static int exec_find_python(char *path, size_t cap)
+{
+    char dir[PATH_MAX];
+    char cand[PATH_MAX + 64];
+    if (exec_self_dir(dir, sizeof dir) == 0) {
+        snprintf(cand, sizeof cand, "%s/../python", dir);
+        char pkg[PATH_MAX + 96];
+        snprintf(pkg, sizeof pkg, "%s/nki/__init__.py", cand);
+        char real[PATH_MAX];
+        if (access(pkg, R_OK) == 0 && realpath(cand, real) != NULL && strlen(real) < cap) {
+            snprintf(path, cap, "%s", real);
+            return 0;
+        }
+    }
+#ifdef TRNEMU_SOURCE_PYTHON
+    snprintf(cand, sizeof cand, "%s/nki/__init__.py", TRNEMU_SOURCE_PYTHON);
+    if (access(cand, R_OK) == 0 && strlen(TRNEMU_SOURCE_PYTHON) < cap) {
+        snprintf(path, cap, "%s", TRNEMU_SOURCE_PYTHON);
+        return 0;
+    }
+#endif
+    return -1;
+}
+
 int cmd_exec(int argc, char **argv)
 {
     int first = 1;
@@ -89,6 +117,11 @@ int cmd_exec(int argc, char **argv)
     *strrchr(libdir, '/') = '\0';
     if (exec_prepend("LD_LIBRARY_PATH", libdir, ':') != 0 ||
         exec_prepend("LD_PRELOAD", lib, ':') != 0) {
+        fprintf(stderr, "trnemu exec: out of memory\n");
+        return 1;
+    }
+    char pydir[PATH_MAX];
+    if (exec_find_python(pydir, sizeof pydir) == 0 && exec_prepend("PYTHONPATH", pydir, ':') != 0) {
         fprintf(stderr, "trnemu exec: out of memory\n");
         return 1;
     }

@@ -83,6 +83,8 @@ static const char *ls_topology_name(const struct dev_profile *p)
         return p->nodes > 1 ? "4x4 2D torus per node, rings across the nodes" : "4x4 2D torus";
     case DEV_LINKS_RING:
         return "ring";
+    case DEV_LINKS_SWITCH:
+        return "NeuronSwitch all-to-all";
     case DEV_LINKS_NONE:
         break;
     }
@@ -111,8 +113,10 @@ static void ls_text(const struct machine_config *cfg)
         uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(p, c, nb);
         size_t len = 0;
         conn[0] = '\0';
-        for (uint32_t i = 0; i < k; i++)
+        for (uint32_t i = 0; i < k && len < sizeof conn; i++)
             len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
+        if (p->links == DEV_LINKS_SWITCH && k > 0)
+            snprintf(conn, sizeof conn, "all %u (switch)", k);
         printf("| %6u | %5u | %-9s | %5.0f GiB | %6u | %-16s | %-17s |\n", c, p->cores_per_chip,
                ids, (double)p->hbm_per_chip / GIB, p->hbm_stacks, n ? vis : "-",
                k ? conn : "-");
@@ -226,6 +230,25 @@ static void ls_draw_ring(const struct dev_profile *p)
     printf("'\n  (the last chip is linked back to the first)\n");
 }
 
+static void ls_draw_switch(const struct dev_profile *p)
+{
+    printf("\n  every chip reaches every other chip in one hop through the switch:\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("[%2u]%s", c, c + 1 < p->chips ? " " : "\n");
+    printf("  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("  |  ");
+    printf("\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("=====");
+    printf("\n  NeuronSwitch\n\nbandwidth per chip by level:\n");
+    struct topo_level lv[4];
+    uint32_t n = topo_levels(p, lv, 4);
+    for (uint32_t i = 0; i < n && i < 4; i++)
+        printf("  %-28s %u links  %4u GB/s%s\n", lv[i].name, lv[i].links, lv[i].gbytes_s,
+               i == 0 ? "  (the chips of this machine)" : "");
+}
+
 static void ls_topology(const struct machine_config *cfg)
 {
     const struct dev_profile *p = cfg->profile;
@@ -235,6 +258,8 @@ static void ls_topology(const struct machine_config *cfg)
         ls_draw_torus(p);
     else if (p->links == DEV_LINKS_RING)
         ls_draw_ring(p);
+    else if (p->links == DEV_LINKS_SWITCH)
+        ls_draw_switch(p);
     else
         printf("a single chip: no links\n");
 }
@@ -352,12 +377,14 @@ static int ls_stats(bool json)
 
 static void ls_profiles(void)
 {
-    printf("%-16s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
+    printf("%-18s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
            "LNC", "NEURONLINK");
     for (size_t i = 0; i < profile_count(); i++) {
         const struct dev_profile *p = profile_at(i);
-        printf("%-16s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
-               p->chips * p->cores_per_chip, p->gen == NC_GEN_V3 ? "v3" : "v2",
+        char gen[8];
+        snprintf(gen, sizeof gen, "v%d", (int)p->gen);
+        printf("%-18s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
+               p->chips * p->cores_per_chip, gen,
                (double)p->hbm_per_chip / GIB, p->lnc_default, ls_topology_name(p));
     }
 }

@@ -2,7 +2,9 @@
  * neff_file.c: reads and writes the NEFF container (see neff_file.h and
  * docs/neff.md): the 1024-byte little-endian header, the md5/sha256 of the
  * data part, and the gzip'd tar of members, read with libarchive from
- * memory under size limits and written deterministically.
+ * memory under size limits and written deterministically. The gzip
+ * trailers (CRC-32 and length of every member) are checked with zlib,
+ * because libarchive's gzip filter does not check them.
  */
 #include "emu/neff/neff_file.h"
 
@@ -14,6 +16,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <zlib.h>
 
 #include "emu/log.h"
 
@@ -564,15 +567,97 @@ static emu_status tar_read_entry(struct tar_reader *t, struct archive_entry *e,
     return st;
 }
 
-static emu_status tar_read_all(const uint8_t *data, size_t size, const struct neff_limits *lim,
-                               struct neff_file *f)
+/* Tar header bytes allowed per member (header, pax record, padding). */
+#define NEFF_TAR_HEADER_ALLOWANCE 16384u
+
+/* Most uncompressed bytes a data part of `size` bytes may hold. */
+static uint64_t tar_total_cap(size_t size, const struct neff_limits *lim)
 {
-    struct tar_reader t = {.lim = lim, .total_cap = lim->max_total_size};
     uint64_t ratio_cap = (uint64_t)size * NEFF_MAX_INFLATE_RATIO + NEFF_INFLATE_SLACK;
     if (size > UINT64_MAX / NEFF_MAX_INFLATE_RATIO / 2)
         ratio_cap = UINT64_MAX;
-    if (ratio_cap < t.total_cap)
-        t.total_cap = ratio_cap;
+    return ratio_cap < lim->max_total_size ? ratio_cap : lim->max_total_size;
+}
+
+/* True when only zero bytes remain (padding after the last gzip member). */
+static bool gz_rest_zero(const uint8_t *p, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (p[i] != 0)
+            return false;
+    return true;
+}
+
+/* Inflate every gzip member of the data part to its end, discarding the
+ * output, so that zlib checks each member's CRC-32 and length trailer. A
+ * data part that is not gzip (a plain tar) has no trailer to check. */
+static emu_status gzip_check(const uint8_t *data, size_t size, uint64_t cap)
+{
+    if (size < 2 || data[0] != 0x1f || data[1] != 0x8b)
+        return EMU_OK;
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    if (inflateInit2(&z, 16 + MAX_WBITS) != Z_OK) {
+        LOG_ERROR("NEFF", "tarball: out of memory for the gzip check");
+        return EMU_RESOURCE;
+    }
+    uint8_t out[16384];
+    size_t pos = 0;
+    uint64_t total = 0;
+    unsigned member = 1;
+    const char *why = NULL;
+    for (;;) {
+        if (z.avail_in == 0 && pos < size) {
+            size_t n = size - pos < (1u << 30) ? size - pos : (1u << 30);
+            z.next_in = (Bytef *)(uintptr_t)(data + pos);
+            z.avail_in = (uInt)n;
+            pos += n;
+        }
+        z.next_out = out;
+        z.avail_out = sizeof out;
+        int r = inflate(&z, Z_NO_FLUSH);
+        total += sizeof out - z.avail_out;
+        if (total > cap) {
+            why = "inflates beyond the size limit";
+            break;
+        }
+        if (r == Z_STREAM_END) {
+            size_t left = z.avail_in + (size - pos);
+            const uint8_t *next = data + (size - left);
+            if (gz_rest_zero(next, left))
+                break;
+            if (left < 2 || next[0] != 0x1f || next[1] != 0x8b) {
+                why = "stray bytes after the last gzip member";
+                break;
+            }
+            member++;
+            inflateReset(&z);
+            continue;
+        }
+        if (r == Z_OK || (r == Z_BUF_ERROR && (z.avail_in > 0 || pos < size)))
+            continue;
+        why = r == Z_BUF_ERROR ? "truncated" : z.msg != NULL ? z.msg : "corrupt data";
+        break;
+    }
+    inflateEnd(&z);
+    if (why == NULL)
+        return EMU_OK;
+    LOG_ERROR("NEFF", "tarball: gzip member %u is corrupt: %s", member, why);
+    return EMU_INVALID;
+}
+
+static emu_status tar_read_all(const uint8_t *data, size_t size, const struct neff_limits *lim,
+                               struct neff_file *f)
+{
+    struct tar_reader t = {.lim = lim, .total_cap = tar_total_cap(size, lim)};
+    /* the tar stream is the members plus headers and padding */
+    uint64_t hdrs = lim->max_members > UINT64_MAX / 4 / NEFF_TAR_HEADER_ALLOWANCE
+                        ? UINT64_MAX / 4 : lim->max_members * NEFF_TAR_HEADER_ALLOWANCE;
+    uint64_t stream_cap = t.total_cap > UINT64_MAX / 2 ? UINT64_MAX : t.total_cap + hdrs +
+                          NEFF_INFLATE_SLACK;
+    emu_status gz = gzip_check(data, size, stream_cap);
+    if (gz != EMU_OK)
+        return gz;
     t.ar = archive_read_new();
     if (t.ar == NULL) {
         LOG_ERROR("NEFF", "tarball: out of memory");

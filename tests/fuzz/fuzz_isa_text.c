@@ -14,6 +14,7 @@
 
 #include "emu/isa/isa.h"
 #include "emu/isa/isa_text.h"
+#include "devices/log_env.h"
 #include "emu/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -109,7 +110,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     (void)argc;
     (void)argv;
     setenv("NEURON_RT_LOG_LEVEL", "QUIET", 1);
-    log_reload();
+    log_env_load();
     return 0;
 }
 

@@ -17,6 +17,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <stdio.h>
+#include <unistd.h>
+
 #include <cmocka.h>
 
 #include "nrt/nrt.h"
@@ -24,6 +27,40 @@
 #include "nrt/nrt_version.h"
 
 #define IT_GIB (1024ull * 1024ull * 1024ull)
+
+/* Log capture: trnemu writes each log line to fd 2 with one write(2);
+ * it_log_begin points fd 2 at a temporary file, it_log_end puts it back
+ * and returns how many lines were written (copied into buf, NUL-ended). */
+static int it_log_saved_fd = -1;
+static FILE *it_log_file;
+
+static inline void it_log_begin(void)
+{
+    fflush(stderr);
+    it_log_file = tmpfile();
+    assert_non_null(it_log_file);
+    it_log_saved_fd = dup(STDERR_FILENO);
+    assert_true(it_log_saved_fd >= 0);
+    assert_true(dup2(fileno(it_log_file), STDERR_FILENO) >= 0);
+}
+
+static inline int it_log_end(char *buf, size_t cap)
+{
+    fflush(stderr);
+    dup2(it_log_saved_fd, STDERR_FILENO);
+    close(it_log_saved_fd);
+    it_log_saved_fd = -1;
+    rewind(it_log_file);
+    size_t n = fread(buf, 1, cap - 1, it_log_file);
+    buf[n] = 0;
+    fclose(it_log_file);
+    int lines = 0;
+    for (size_t i = 0; i < n; i++)
+        lines += buf[i] == '\n';
+    if (n > 0)
+        fputs(buf, stderr); /* keep the lines in the test log */
+    return lines;
+}
 
 /* Forget every variable that decides the emulated machine. */
 static inline void it_env_clear(void)

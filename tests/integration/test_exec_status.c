@@ -272,10 +272,31 @@ static void test_stochastic_rounding(void **state)
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
+/* Executing with a freed input tensor: one line, saying it was freed. */
+static void test_freed_input(void **state)
+{
+    (void)state;
+    const char *lines[] = {load_x, "sp.nop signal=s1+=1", store_y};
+    nrt_model_t *m = ex_build(lines, 3);
+    struct io io;
+    io_make(&io, 1.0f);
+    nrt_tensor_free(&io.x);
+    char buf[4096];
+    it_log_begin();
+    NRT_STATUS st = nrt_execute(m, io.in, io.out);
+    int n = it_log_end(buf, sizeof buf);
+    assert_int_not_equal(st, NRT_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(buf, "freed"));
+    io_free(&io);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nan_output, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_freed_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race, setup, teardown),

@@ -2,7 +2,8 @@
  * test_neff_file.c: unit tests of the NEFF container (emu/neff/neff_file.c):
  * header layout, round trips, determinism, hashes, limits, path sanity,
  * and every error path (truncation at every byte, flipped bytes, bad
- * sizes, corrupt gzip/tar), each giving one log line.
+ * sizes, corrupt gzip/tar, gzip CRC-32 and length trailers that do not
+ * match the data), each giving one log line.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,7 +14,9 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <zlib.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/neff_file.h"
 #include "emu/neff/neff_model.h"
@@ -296,6 +299,88 @@ static void test_corrupt_data(void **state)
     free(t);
 }
 
+/* zlib in one call: gzip (windowBits 31) or gunzip `in`, into a malloc'd buffer. */
+static uint8_t *gz_code(bool pack, const uint8_t *in, size_t n, size_t *out_n)
+{
+    z_stream z;
+    memset(&z, 0, sizeof z);
+    int r = pack ? deflateInit2(&z, 6, Z_DEFLATED, 31, 8, Z_DEFAULT_STRATEGY)
+                 : inflateInit2(&z, 31);
+    assert_int_equal(r, Z_OK);
+    size_t cap = 4u << 20;
+    uint8_t *out = malloc(cap);
+    assert_non_null(out);
+    z.next_in = (Bytef *)(uintptr_t)in;
+    z.avail_in = (uInt)n;
+    z.next_out = out;
+    z.avail_out = (uInt)cap;
+    r = pack ? deflate(&z, Z_FINISH) : inflate(&z, Z_FINISH);
+    assert_int_equal(r, Z_STREAM_END);
+    *out_n = z.total_out;
+    if (pack)
+        deflateEnd(&z);
+    else
+        inflateEnd(&z);
+    return out;
+}
+
+/* A NEFF with a constant .npy member whose gzip data part is rewritten by
+ * `edit`: mode 'c' flips one bit of the constant and recompresses, keeping
+ * the original trailer (a CRC-32 that no longer matches); mode 'l' keeps
+ * the data and changes the length in the trailer. */
+static void crc_case(char mode, uint8_t **bytes, size_t *size)
+{
+    struct neff_file *f = three_members();
+    uint8_t npy[4096];
+    for (size_t i = 0; i < sizeof npy; i++)
+        npy[i] = (uint8_t)(0xA5 ^ (i * 7));
+    memcpy(npy, "PATTERN-OF-THE-CONSTANT", 23);
+    assert_int_equal(neff_file_add_copy(f, "sg00/const.npy", npy, sizeof npy), EMU_OK);
+    uint8_t *b;
+    size_t n;
+    assert_int_equal(neff_file_write(f, &b, &n), EMU_OK);
+    neff_file_free(f);
+    const uint8_t *gz = b + NEFF_HEADER_SIZE;
+    size_t gzn = n - NEFF_HEADER_SIZE, tn, nn;
+    uint8_t *tar = gz_code(false, gz, gzn, &tn);
+    uint8_t *edited;
+    if (mode == 'c') {
+        uint8_t *at = memmem(tar, tn, "PATTERN-OF-THE-CONSTANT", 23);
+        assert_non_null(at);
+        at[30] ^= 0x10;
+        edited = gz_code(true, tar, tn, &nn);
+        memcpy(edited + nn - 8, gz + gzn - 8, 8);
+    } else {
+        edited = malloc(gzn);
+        assert_non_null(edited);
+        memcpy(edited, gz, gzn);
+        nn = gzn;
+        edited[nn - 1] ^= 0x01;
+    }
+    tu_neff_wrap(edited, nn, bytes, size);
+    free(edited);
+    free(tar);
+    free(b);
+}
+
+/* A bad gzip CRC-32 or length is refused with one line, with or without
+ * the header hash check (issue 13: it used to load with wrong data). */
+static void test_gzip_trailer(void **state)
+{
+    (void)state;
+    uint8_t *b;
+    size_t n;
+    crc_case('c', &b, &n);
+    expect_read(b, n, false, EMU_INVALID);
+    assert_non_null(strstr(logbuf, "incorrect data check"));
+    expect_read(b, n, true, EMU_INVALID);
+    free(b);
+    crc_case('l', &b, &n);
+    expect_read(b, n, false, EMU_INVALID);
+    assert_non_null(strstr(logbuf, "incorrect length check"));
+    free(b);
+}
+
 static void test_paths(void **state)
 {
     (void)state;
@@ -433,7 +518,7 @@ int main(void)
 {
     unsetenv("NEURON_RT_LOG_LEVEL");
     unsetenv("NEURON_RT_LOG_LEVEL_NEFF");
-    log_reload();
+    log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_header_layout),  cmocka_unit_test(test_round_trip),
         cmocka_unit_test(test_many_members),   cmocka_unit_test(test_md5_and_unknown_pkg),
@@ -441,7 +526,7 @@ int main(void)
         cmocka_unit_test(test_bad_sizes),      cmocka_unit_test(test_corrupt_data),
         cmocka_unit_test(test_paths),          cmocka_unit_test(test_add_errors),
         cmocka_unit_test(test_limits),         cmocka_unit_test(test_inflate_ratio),
-        cmocka_unit_test(test_buf),
+        cmocka_unit_test(test_buf),            cmocka_unit_test(test_gzip_trailer),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -14,6 +14,7 @@
 
 #include <cmocka.h>
 
+#include "devices/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/npy.h"
 #include "test_neff_util.h"
@@ -257,7 +258,7 @@ int main(void)
 {
     unsetenv("NEURON_RT_LOG_LEVEL");
     unsetenv("NEURON_RT_LOG_LEVEL_NEFF");
-    log_reload();
+    log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_parse_versions), cmocka_unit_test(test_descrs),
         cmocka_unit_test(test_shapes),         cmocka_unit_test(test_rejects),

@@ -1,0 +1,1 @@
+"""neuronxcc: the legacy package name; only neuronxcc.nki exists on trnemu."""

@@ -1,0 +1,13 @@
+"""nki: NKI kernels on trnemu.
+
+`@nki.jit` kernels called with NumPy arrays are traced into a trnemu NEFF,
+run through trnemu's libnrt.so.1 on the emulated device and return NumPy
+arrays. See docs/nki.md for what is supported.
+"""
+from . import language, isa, typing
+from ._core import NKIError
+from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
+                      HostArray, bf16, to_float32)
+
+__all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
+           "typing", "NKIError", "Kernel", "bf16", "to_float32", "HostArray"]

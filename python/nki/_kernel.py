@@ -1,0 +1,407 @@
+"""_kernel.py: nki.jit and the other entry points: trace a kernel with
+proxy tensors, assemble it into a NEFF with trnemu's C kernel builder,
+load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
+are cached by source, argument shapes and dtypes, scalar arguments and
+launch grid, so a second call neither traces nor loads again."""
+import collections
+import hashlib
+import inspect
+import itertools
+import re
+import time
+
+import numpy as np
+
+from . import _core, _dtypes, _runtime
+from ._core import NKIError, NkiTensor
+
+
+class HostArray(np.ndarray):
+    """A host array of a dtype NumPy lacks (bfloat16, fp8): the bit
+    patterns (uint16 / uint8) with the NKI dtype attached."""
+
+    def __array_finalize__(self, obj):
+        self.nki_dtype = getattr(obj, "nki_dtype", None)
+
+
+def bf16(x):
+    """float32 values -> a bfloat16 host array (rounded to nearest even)."""
+    a = _dtypes.f32_to_bf16(np.asarray(x, dtype=np.float32)).view(HostArray)
+    a.nki_dtype = _dtypes.bfloat16
+    return a
+
+
+def to_float32(x):
+    """A host array (bfloat16/fp16/... included) as float32 values."""
+    if getattr(x, "nki_dtype", None) is _dtypes.bfloat16:
+        return _dtypes.bf16_to_f32(np.asarray(x).view(np.uint16))
+    return np.asarray(x, dtype=np.float32)
+
+
+def _arg_dtype(a):
+    dt = getattr(a, "nki_dtype", None)
+    if dt is not None:
+        return _dtypes.info(dt)
+    if a.dtype == np.float64:
+        raise NKIError("%s: a float64 array was passed; NKI has no float64 (pass float32)"
+                       % _core.user_line())
+    return _dtypes.info(a.dtype)
+
+
+_SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
+_cache = collections.OrderedDict()   # key -> Compiled, least recently used first
+CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
+_sigs = {}
+
+
+def _flat_args(func, args, kwargs):
+    """The arguments in the kernel's parameter order (as traced)."""
+    if not kwargs:
+        return list(args)
+    sig = _sigs.get(func)
+    if sig is None:
+        sig = _sigs[func] = inspect.signature(func)
+    return list(sig.bind(*args, **kwargs).arguments.values())
+
+
+class Compiled:
+    """A traced, assembled and loaded kernel."""
+
+    def __init__(self, name, tracer, arg_names, out_specs, ret_shape):
+        self.name = name                # kernel name
+        self.tracer = tracer            # the trace (for error lines)
+        self.arg_names = arg_names      # HBM name per array argument (None: not an array)
+        self.out_specs = out_specs      # [(name, shape, dtype info, argument index or None)]
+        self.ret_shape = ret_shape      # 'none', 'one', 'tuple', 'list'
+        self.ncores = len(tracer.cores)  # physical cores (subgraphs) of the NEFF
+        self.model = None               # the loaded _runtime.Model
+        self.trace_s = 0.0              # seconds spent tracing
+        self.build_s = 0.0              # seconds assembling
+        self.load_s = 0.0               # seconds in nrt_load
+        self.prefill = []               # argument indices written before execution (in/out tensors)
+
+
+_src_keys = {}
+
+
+def _source_key(func):
+    """Source hash and closure values of a kernel function (computed once
+    per function object)."""
+    k = _src_keys.get(func)
+    if k is not None:
+        return k
+    try:
+        src = inspect.getsource(func)
+    except (OSError, TypeError):
+        src = func.__code__.co_code
+    h = hashlib.sha1(src.encode() if isinstance(src, str) else src).hexdigest()
+    cells = []
+    for c in func.__closure__ or ():
+        try:
+            v = c.cell_contents
+        except ValueError:
+            v = None
+        cells.append(repr(v) if isinstance(v, (int, float, str, bool, tuple, type(None))) else id(v))
+    k = (func.__module__, func.__qualname__, h, tuple(cells))
+    _src_keys[func] = k
+    return k
+
+
+def _key(func, args, kwargs, grid):
+    parts = []
+    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
+        if isinstance(a, np.ndarray):
+            parts.append(("A", a.shape, _arg_dtype(a).name))
+        else:
+            parts.append(("S", repr(a)))
+    return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
+
+
+def _trace(func, args, kwargs, grid, shard=None):
+    t0 = time.perf_counter()
+    ncores = 1
+    if shard is not None and _runtime.machine_lnc() >= shard[1]:
+        ncores = shard[1]
+    tr = _core.Tracer(func.__name__, ncores)
+    sig = inspect.signature(func)
+    try:
+        bound = sig.bind(*args, **kwargs)
+    except TypeError as e:
+        raise NKIError("%s: %s" % (_core.user_line(), e)) from None
+    names = list(bound.arguments)
+    prev = getattr(_core._tls, "tracer", None)
+    _core._tls.tracer = tr
+    try:
+        proxies = {}
+        arg_names = {}
+        for i, nm in enumerate(names):
+            a = bound.arguments[nm]
+            if isinstance(a, np.ndarray):
+                di = _arg_dtype(a)
+                t = _core.new_tensor(a.shape, di.public, "input", nm)
+                t.storage.role = "input"
+                t.storage.argpos = i
+                tr.inputs.append(t.storage)
+                proxies[nm] = t
+                arg_names[i] = t.storage.name
+            else:
+                proxies[nm] = a
+        ret = None
+        ranges = [range(n) for n in grid]
+        for pid in itertools.product(*ranges):
+            if ncores > 1:
+                tr.set_core(pid[shard[0]] % ncores)
+            tr.program = pid
+            tr.grid = grid
+            tr.shared_pos = 0
+            r = func(**proxies)
+            if ret is None:
+                ret = r
+            del r
+        tr.flush()
+    finally:
+        _core._tls.tracer = prev
+    # outputs
+    if ret is None:
+        rets, shape = [], "none"
+    elif isinstance(ret, (tuple, list)):
+        rets, shape = list(ret), "tuple" if isinstance(ret, tuple) else "list"
+    else:
+        rets, shape = [ret], "one"
+    outs = []
+    for r in rets:
+        if not isinstance(r, NkiTensor) or r.buffer != "hbm":
+            raise NKIError("%s: a kernel returns HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm)), "
+                           "got %r" % (func.__code__.co_filename + ":" + str(func.__code__.co_firstlineno), r))
+        r.storage.role = "output"
+        outs.append(r.storage)
+    for st in tr.inputs:
+        if st.written:
+            st.role = "output"     # written arguments come back (legacy in/out style)
+    comp = Compiled(func.__name__, tr, arg_names, [], shape)
+    comp.func = func
+    comp.file, comp.first_line = func.__code__.co_filename, func.__code__.co_firstlineno
+    comp.trace_s = time.perf_counter() - t0
+    decls, tensors = [], []
+    for st in tr.inputs:
+        if st.role == "input":
+            decls.append(("input", st.name, st.di.nrt, st.shape, st.nbytes))
+            tensors.append(("input", st.name, st.nbytes))
+    declared_out = set()
+    for st in outs + [s for s in tr.inputs if s.role == "output"]:
+        if st.name in declared_out:
+            continue
+        declared_out.add(st.name)
+        decls.append(("output", st.name, st.di.nrt, st.shape, st.nbytes))
+        tensors.append(("output", st.name, st.nbytes))
+        if hasattr(st, "argpos"):
+            comp.prefill.append((st.argpos, st.name))
+    for st in tr.hbm.values():
+        if st.role == "scratch":
+            decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
+    for name, di, shape, data in tr.consts:
+        decls.append(("const", name, di.nrt, shape, data))
+    comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
+    comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
+    t1 = time.perf_counter()
+    subgraphs = [(decls, ct.lines) for ct in tr.cores]
+    neff, err = _runtime.build_neff(func.__name__, _SEM_LINES, subgraphs)
+    if err is not None:
+        line, cause = err
+        src = [None] * len(_SEM_LINES)
+        for i, ct in enumerate(tr.cores):
+            src += ([None] if i else []) + ct.src
+        idx = line - 1
+        where = src[idx] if 0 <= idx < len(src) and src[idx] else "%s:%d" % (
+            func.__code__.co_filename, func.__code__.co_firstlineno)
+        raise NKIError("%s: %s" % (where, cause))
+    comp.neff = neff
+    comp.build_s = time.perf_counter() - t1
+    t2 = time.perf_counter()
+    comp.model = _runtime.Model(neff, tensors)
+    comp.load_s = time.perf_counter() - t2
+    return comp
+
+
+def _locate(comp, log):
+    """The kernel line of the instruction a failure report names
+    ("core 0 act[3]: ..." is instruction 3 of the Scalar Engine)."""
+    tr = comp.tracer
+    for m in re.finditer(r"(?:core (\d+) )?\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
+        core = int(m.group(1) or 0) % len(tr.cores)
+        eng, idx = m.group(2), int(m.group(3))
+        lines = tr.cores[core].eng_lines.get(eng, [])
+        if 0 <= idx < len(lines):
+            return lines[idx][0]
+    return None
+
+
+def _causes(log):
+    """The report lines without their time stamp and subsystem prefix."""
+    out = []
+    for ln in log.splitlines():
+        ln = re.sub(r"^.*?\b(ERROR|WARN|WARNING|INFO)\s+\S+\s+", "", ln).strip()
+        if ln:
+            out.append(ln)
+    return out
+
+
+def _run(comp, args, kwargs, quiet=False):
+    m = comp.model
+    flat = _flat_args(comp.func, args, kwargs)
+    for i, nm in comp.arg_names.items():
+        if nm in m.tensors:
+            m.write(nm, flat[i])
+    st, log = m.execute(quiet)
+    if st not in (0, 1003):
+        where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
+        cause = _causes(log)
+        raise NKIError("%s: %s: %s" % (where, m.status_text(st),
+                                       "; ".join(cause[1:3] or cause[:1]) if cause else
+                                       "the execution failed"))
+    outs = []
+    for name, shape, di, argpos in comp.out_specs:
+        arr = np.empty(shape, dtype=di.host)
+        m.read(name, arr)
+        if di.name in ("bfloat16",) or not isinstance(di.public, np.dtype):
+            arr = arr.view(HostArray)
+            arr.nki_dtype = di.public
+        outs.append(arr)
+    for argpos, name, shape, di in comp.written_args:
+        a = flat[argpos]
+        tmp = np.empty(shape, dtype=di.host)
+        m.read(name, tmp)
+        np.copyto(a.view(di.host) if a.dtype != di.host else a, tmp)
+    if comp.ret_shape == "none":
+        return None
+    if comp.ret_shape == "one":
+        return outs[0]
+    return tuple(outs) if comp.ret_shape == "tuple" else outs
+
+
+class Kernel:
+    """An NKI kernel: call it with NumPy arrays (kernel[grid](...) for an
+    SPMD launch grid)."""
+
+    def __init__(self, func, grid=(1,), mode="jit", shard=None, **opts):
+        self.func = func          # the Python kernel function
+        self.grid = grid          # SPMD launch grid
+        self.shard = shard        # (grid axis, physical cores) of an nl.nc(n) dimension
+        self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
+        self.opts = opts          # decorator options (benchmark warmup/iters...)
+        self.last = None          # the Compiled of the last call
+        self.benchmark_result = None
+        self.__name__ = getattr(func, "__name__", "kernel")
+        self.__doc__ = getattr(func, "__doc__", None)
+        self.__wrapped__ = func
+
+    def __getitem__(self, grid):
+        if not isinstance(grid, tuple):
+            grid = (grid,)
+        shard = None
+        for i, g in enumerate(grid):
+            if getattr(g, "nc", 1) > 1:
+                if shard is not None:
+                    raise NKIError("%s: only one launch-grid dimension can use nl.nc()"
+                                   % _core.user_line())
+                shard = (i, g.nc)
+        grid = tuple(int(g) for g in grid)
+        if any(g < 1 for g in grid):
+            raise NKIError("launch grid %s must be positive" % (grid,))
+        return Kernel(self.func, grid, self.mode, shard, **self.opts)
+
+    def compile(self, args, kwargs):
+        key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
+        comp = _cache.get(key)
+        if comp is None:
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard)
+            _cache[key] = comp
+            while len(_cache) > CACHE_MODELS:
+                _, old = _cache.popitem(last=False)
+                old.model.unload()
+        else:
+            _cache.move_to_end(key)
+        self.last = comp
+        return comp
+
+    def __call__(self, *args, **kwargs):
+        if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
+            # called from inside another kernel: inline it
+            return self.func(*args, **kwargs)
+        comp = self.compile(args, kwargs)
+        flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
+        for argpos, name in comp.prefill:
+            comp.model.write(name, np.ascontiguousarray(flat[argpos]))
+        if self.mode == "benchmark":
+            return self._benchmark(comp, args, kwargs)
+        return _run(comp, args, kwargs)
+
+    def _benchmark(self, comp, args, kwargs):
+        warmup = int(self.opts.get("warmup", 2))
+        iters = int(self.opts.get("iters", 10))
+        out = None
+        for _ in range(warmup):
+            out = _run(comp, args, kwargs)
+        times = []
+        for _ in range(iters):
+            t = time.perf_counter()
+            out = _run(comp, args, kwargs)
+            times.append((time.perf_counter() - t) * 1e6)
+        self.benchmark_result = BenchmarkResult(times)
+        print("nki.benchmark %s: host wall time per call p50 %.1f us over %d runs; "
+              "device-time estimate: none (trnemu has no cost model yet)"
+              % (self.__name__, self.benchmark_result.nc_latency.get_latency_percentile(50), iters))
+        return out
+
+
+class _Latency:
+    def __init__(self, times):
+        self.times = sorted(times)   # microseconds per call
+
+    def get_latency_percentile(self, p):
+        if not self.times:
+            return 0.0
+        k = min(len(self.times) - 1, int(round(p / 100.0 * (len(self.times) - 1))))
+        return self.times[k]
+
+
+class BenchmarkResult:
+    """What nki.benchmark measured: host wall-clock latency per call. The
+    device-time estimate needs trnemu's cost model, which does not exist yet."""
+
+    def __init__(self, times):
+        self.nc_latency = _Latency(times)   # host microseconds per call
+        self.device_time_estimate = None    # no cost model yet
+
+
+def jit(func=None, **opts):
+    """Decorate an NKI kernel: calls trace, compile, load and run it."""
+    if func is None:
+        return lambda f: Kernel(f, mode="jit", **opts)
+    return Kernel(func, mode="jit", **opts)
+
+
+def baremetal(func=None, **opts):
+    if func is None:
+        return lambda f: Kernel(f, mode="baremetal", **opts)
+    return Kernel(func, mode="baremetal", **opts)
+
+
+def benchmark(func=None, **opts):
+    if func is None:
+        return lambda f: Kernel(f, mode="benchmark", **opts)
+    return Kernel(func, mode="benchmark", **opts)
+
+
+def simulate_kernel(kernel, *args, **kwargs):
+    """Run kernel (a jit kernel or a plain function) on trnemu and return its outputs."""
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+    return k(*args, **kwargs)
+
+
+def simulate(kernel, *args, **kwargs):
+    """nki.simulate(kernel)(*args) or nki.simulate(kernel, *args)."""
+    k = kernel if isinstance(kernel, Kernel) else Kernel(kernel)
+    if not args and not kwargs:
+        return k
+    return k(*args, **kwargs)

@@ -1,0 +1,304 @@
+"""_runtime.py: trnemu's libnrt.so.1 through ctypes, on its public ABI.
+
+Builds a NEFF from assembly lines with the exported C kernel builder
+(trnemu_kernel_*, abi/trnemu/trnemu_build.h), loads it with nrt_load,
+binds NumPy arrays to device tensors and runs nrt_execute. The runtime is
+started on first use (nrt_init) and closed at interpreter exit.
+
+The library is the one already loaded in the process (`trnemu exec`
+preloads it), else TRNEMU_LIBNRT, else one found next to this package:
+<prefix>/python/../lib[/<multiarch>]/libnrt.so.1 (installed) or
+<source>/python/../build/shims/libnrt.so.1 (a source tree).
+"""
+import atexit
+import ctypes
+import os
+import re
+import sys
+import tempfile
+import threading
+
+import numpy as np
+
+NRT_SUCCESS = 0
+_lock = threading.RLock()
+_lib = None
+_started = False
+
+
+class RuntimeFailure(Exception):
+    """A libnrt call failed: status, its name and what the log said."""
+
+    def __init__(self, call, status, text, log):
+        super().__init__("%s failed: %s (%d)%s" % (call, text, status, (": " + log) if log else ""))
+        self.status = status      # NRT_STATUS value
+        self.log = log            # the runtime's log lines for the call
+
+
+def _candidates():
+    env = os.environ.get("TRNEMU_LIBNRT")
+    if env:
+        yield env
+    yield "libnrt.so.1"
+    here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    for rel in ("../lib/x86_64-linux-gnu", "../lib64", "../lib", "../build/shims"):
+        yield os.path.join(here, rel, "libnrt.so.1")
+
+
+def lib():
+    """The loaded libnrt.so.1 (trnemu's), with argument types declared."""
+    global _lib
+    with _lock:
+        if _lib is not None:
+            return _lib
+        tried = []
+        for cand in _candidates():
+            try:
+                cand_lib = ctypes.CDLL(cand)
+            except OSError as e:
+                tried.append("%s (%s)" % (cand, e))
+                continue
+            if not hasattr(cand_lib, "trnemu_kernel_create"):
+                tried.append("%s (not trnemu's libnrt)" % cand)
+                continue
+            _declare(cand_lib)
+            _lib = cand_lib
+            return _lib
+        raise RuntimeError("nki: cannot find trnemu's libnrt.so.1; run under "
+                           "`trnemu exec -- python3 ...` or set TRNEMU_LIBNRT (tried: %s)"
+                           % "; ".join(tried))
+
+
+def _declare(L):
+    P, S, I, U64, U32 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint32
+    PP = ctypes.POINTER(ctypes.c_void_p)
+    sig = {
+        "nrt_init": ([I, ctypes.c_char_p, ctypes.c_char_p], I),
+        "nrt_close": ([], None),
+        "nrt_load": ([P, S, ctypes.c_int32, ctypes.c_int32, PP], I),
+        "nrt_unload": ([P], I),
+        "nrt_execute": ([P, P, P], I),
+        "nrt_tensor_allocate": ([I, I, S, ctypes.c_char_p, PP], I),
+        "nrt_tensor_free": ([PP], None),
+        "nrt_tensor_write": ([P, P, U64, S], I),
+        "nrt_tensor_read": ([P, P, U64, S], I),
+        "nrt_allocate_tensor_set": ([PP], I),
+        "nrt_destroy_tensor_set": ([PP], None),
+        "nrt_add_tensor_to_tensor_set": ([P, ctypes.c_char_p, P], I),
+        "nrt_get_status_as_str": ([I], ctypes.c_char_p),
+        "trnemu_kernel_create": ([ctypes.c_char_p, PP], I),
+        "trnemu_kernel_free": ([P], None),
+        "trnemu_kernel_add_input": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
+        "trnemu_kernel_add_output": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
+        "trnemu_kernel_add_scratch": ([P, ctypes.c_char_p, U64], I),
+        "trnemu_kernel_add_const": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32, ctypes.c_char_p, S], I),
+        "trnemu_kernel_assemble": ([P, ctypes.c_char_p, S], I),
+        "trnemu_kernel_write": ([P, PP, ctypes.POINTER(S)], I),
+        "trnemu_kernel_buffer_free": ([P], None),
+        "trnemu_kernel_error": ([P], ctypes.c_char_p),
+    }
+    for name, (args, res) in sig.items():
+        f = getattr(L, name)
+        f.argtypes = args
+        f.restype = res
+
+
+class _Capture:
+    """Collect what the runtime logs to stderr (fd 2) during one call and
+    pass it on unchanged, so a failure can be tied to a kernel line. One
+    temporary file serves every call."""
+
+    tmp = None
+
+    def __enter__(self):
+        sys.stderr.flush()
+        if _Capture.tmp is None:
+            _Capture.tmp = tempfile.TemporaryFile()
+        self.saved = os.dup(2)
+        os.dup2(_Capture.tmp.fileno(), 2)
+        return self
+
+    def __exit__(self, *exc):
+        os.dup2(self.saved, 2)
+        os.close(self.saved)
+        fd = _Capture.tmp.fileno()
+        n = os.lseek(fd, 0, os.SEEK_CUR)
+        self.text = ""
+        if n:
+            os.lseek(fd, 0, os.SEEK_SET)
+            self.text = os.read(fd, n).decode("utf-8", "replace")
+            os.lseek(fd, 0, os.SEEK_SET)
+            os.ftruncate(fd, 0)
+            sys.stderr.write(self.text)
+            sys.stderr.flush()
+        return False
+
+
+def _status(L, st):
+    s = L.nrt_get_status_as_str(st)
+    return s.decode() if s else "status %d" % st
+
+
+def vnc():
+    """The VNC kernels load on: TRNEMU_NKI_VNC, else the first visible one (0)."""
+    return int(os.environ.get("TRNEMU_NKI_VNC", "0"))
+
+
+def start():
+    global _started
+    L = lib()
+    with _lock:
+        if not _started:
+            with _Capture() as cap:
+                st = L.nrt_init(1, b"", b"")
+            if st != NRT_SUCCESS:
+                raise RuntimeFailure("nrt_init", st, _status(L, st), cap.text.strip())
+            _started = True
+            atexit.register(_stop)
+    return L
+
+
+def _stop():
+    global _started
+    if _started:
+        for m in list(Model.live):
+            m.unload()
+        lib().nrt_close()
+        _started = False
+
+
+class _MachineInfo(ctypes.Structure):
+    _fields_ = [("instance_type", ctypes.c_char * 32), ("chip_name", ctypes.c_char * 32),
+                ("chips", ctypes.c_uint32), ("cores_per_chip", ctypes.c_uint32),
+                ("nc_generation", ctypes.c_uint32), ("lnc", ctypes.c_uint32),
+                ("total_vncs", ctypes.c_uint32), ("visible_vncs", ctypes.c_uint32),
+                ("hbm_stacks", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("hbm_bytes_per_chip", ctypes.c_uint64)]
+
+
+def machine_lnc():
+    """Physical NeuronCores per logical core of the emulated machine (1 if unknown)."""
+    L = lib()
+    info = _MachineInfo()
+    f = L.trnemu_get_machine_info
+    f.argtypes = [ctypes.POINTER(_MachineInfo), ctypes.c_size_t]
+    f.restype = ctypes.c_int
+    with _Capture():
+        st = f(ctypes.byref(info), ctypes.sizeof(info))
+    return info.lnc if st == NRT_SUCCESS and info.lnc else 1
+
+
+def build_neff(name, head, subgraphs):
+    """Assemble a NEFF from the head lines (semaphore names) and one
+    (declarations, lines) pair per subgraph. Returns (bytes, None) or
+    (None, (line number over everything appended, cause))."""
+    L = lib()
+    k = ctypes.c_void_p()
+    st = L.trnemu_kernel_create(name.encode(), ctypes.byref(k))
+    if st != NRT_SUCCESS:
+        raise RuntimeFailure("trnemu_kernel_create", st, _status(L, st), "")
+    try:
+        with _Capture():
+            st = _assemble(L, k, head)
+            for i, (decls, lines) in enumerate(subgraphs):
+                if st == NRT_SUCCESS and i > 0:
+                    st = _assemble(L, k, [".subgraph"])
+                for kind, nm, nrt, shape, nbytes in decls:
+                    if st != NRT_SUCCESS:
+                        break
+                    if kind == "scratch":
+                        st = L.trnemu_kernel_add_scratch(k, nm.encode(), nbytes)
+                    elif kind == "const":
+                        arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
+                        st = L.trnemu_kernel_add_const(k, nm.encode(), nrt, arr, len(shape),
+                                                       nbytes, len(nbytes))
+                    else:
+                        arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
+                        fn = L.trnemu_kernel_add_input if kind == "input" else L.trnemu_kernel_add_output
+                        st = fn(k, nm.encode(), nrt, arr, len(shape))
+                if st == NRT_SUCCESS:
+                    st = _assemble(L, k, lines)
+            buf, size = ctypes.c_void_p(), ctypes.c_size_t()
+            if st == NRT_SUCCESS:
+                st = L.trnemu_kernel_write(k, ctypes.byref(buf), ctypes.byref(size))
+        if st != NRT_SUCCESS:
+            err = (L.trnemu_kernel_error(k) or b"assembly failed").decode()
+            m = re.search(r":(\d+):\d+: (.*)$", err)
+            return None, ((int(m.group(1)), m.group(2)) if m else (0, err))
+        data = ctypes.string_at(buf, size.value)
+        L.trnemu_kernel_buffer_free(buf)
+        return data, None
+    finally:
+        L.trnemu_kernel_free(k)
+
+
+def _assemble(L, k, lines):
+    if not lines:
+        return NRT_SUCCESS
+    text = ("\n".join(lines) + "\n").encode()
+    return L.trnemu_kernel_assemble(k, text, len(text))
+
+
+class Model:
+    """A loaded NEFF with its device tensors, reused by every call."""
+
+    live = set()
+
+    def __init__(self, neff, tensors):
+        L = start()
+        self.L = L
+        self.model = ctypes.c_void_p()
+        with _Capture() as cap:
+            st = L.nrt_load(neff, len(neff), vnc(), 1, ctypes.byref(self.model))
+        if st != NRT_SUCCESS:
+            raise RuntimeFailure("nrt_load", st, _status(L, st), cap.text.strip())
+        Model.live.add(self)
+        self.tensors = {}           # name -> (nrt_tensor_t*, nbytes)
+        self.sets = {}
+        for which in ("input", "output"):
+            s = ctypes.c_void_p()
+            L.nrt_allocate_tensor_set(ctypes.byref(s))
+            self.sets[which] = s
+        for kind, name, nbytes in tensors:
+            t = ctypes.c_void_p()
+            st = L.nrt_tensor_allocate(0, 0, max(1, nbytes), name.encode(), ctypes.byref(t))
+            if st != NRT_SUCCESS:
+                raise RuntimeFailure("nrt_tensor_allocate", st, _status(L, st), "")
+            self.tensors[name] = (t, nbytes)
+            L.nrt_add_tensor_to_tensor_set(self.sets[kind], name.encode(), t)
+
+    def write(self, name, arr):
+        t, n = self.tensors[name]
+        a = np.ascontiguousarray(arr)
+        assert a.nbytes == n
+        st = self.L.nrt_tensor_write(t, a.ctypes.data, 0, n)
+        if st != NRT_SUCCESS:
+            raise RuntimeFailure("nrt_tensor_write", st, _status(self.L, st), "")
+
+    def read(self, name, arr):
+        t, n = self.tensors[name]
+        st = self.L.nrt_tensor_read(t, arr.ctypes.data, 0, n)
+        if st != NRT_SUCCESS:
+            raise RuntimeFailure("nrt_tensor_read", st, _status(self.L, st), "")
+
+    def execute(self, quiet=False):
+        """Run once; returns (status, log text)."""
+        if quiet:
+            st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
+            return st, ""
+        with _Capture() as cap:
+            st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
+        return st, cap.text
+
+    def status_text(self, st):
+        return _status(self.L, st)
+
+    def unload(self):
+        if self.model:
+            for t, _ in self.tensors.values():
+                self.L.nrt_tensor_free(ctypes.byref(t))
+            for s in self.sets.values():
+                self.L.nrt_destroy_tensor_set(ctypes.byref(s))
+            self.L.nrt_unload(self.model)
+            self.model = ctypes.c_void_p()
+        Model.live.discard(self)

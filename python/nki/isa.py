@@ -1,0 +1,543 @@
+"""nki.isa: NKI instruction-level calls on trnemu. Each call is one trnemu
+instruction (docs/isa.md) on its engine. Calls accept the current form
+(dst= given, nothing returned) and the legacy form (a new tile returned)."""
+import numpy as np
+
+from . import _core, _dtypes, language as nl
+from ._core import NkiTensor, fail, current
+
+
+class engine:
+    """Engine choices for ops that run on several engines."""
+    tensor = "pe"
+    scalar = "act"
+    activation = "act"
+    gpsimd = "pool"
+    vector = "dve"
+    sync = "sp"
+    unknown = None
+
+
+class reduce_cmd:
+    idle = "idle"
+    reset = "reset"
+    reduce = "reduce"
+    reset_reduce = "reset_reduce"
+    load_reduce = "load_reduce"
+
+
+nc_version = type("nc_version", (), {"gen2": 2, "gen3": 3, "gen4": 4})
+
+
+def _dst_first(legacy_tensors):
+    """Accept the current positional form f(dst, ...) beside the legacy
+    f(...) that returns a new tile: when the call starts with more tensors
+    than the legacy form can, the first one is dst."""
+    def wrap(fn):
+        def call(*args, **kw):
+            n = 0
+            while n < len(args) and isinstance(args[n], NkiTensor):
+                n += 1
+            if n > legacy_tensors and "dst" not in kw:
+                kw["dst"] = args[0]
+                args = args[1:]
+            if kw.get("mask") is not None and fn.__name__ not in ("activation",):
+                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                     % fn.__name__)
+            return fn(*args, **kw)
+        call.__name__ = fn.__name__
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return call
+    return wrap
+
+
+def get_nc_version():
+    return 2
+
+
+# NumPy functions NKI accepts as operators (np.add, np.exp, ...), by name.
+_NP_ALU = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+           "true_divide": "divide", "maximum": "max", "minimum": "min", "power": "power",
+           "mod": "mod", "fmod": "mod", "remainder": "mod", "equal": "equal",
+           "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
+           "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
+           "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
+           "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "left_shift": "left_shift",
+           "right_shift": "right_shift", "abs": "abs", "absolute": "abs"}
+_NP_ACT = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "sin": "sin",
+           "arctan": "arctan", "square": "square", "abs": "abs", "absolute": "abs", "sign": "sign",
+           "reciprocal": "reciprocal"}
+
+
+def _alu(op):
+    """The ISA ALU name of an nl function (nl.add), a NumPy function or a name."""
+    if op is None:
+        return "bypass"
+    if hasattr(op, "_alu"):
+        return op._alu
+    if isinstance(op, str):
+        return op
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ALU:
+        return _NP_ALU[op.__name__]
+    fail("%r is not an arithmetic operator" % (op,))
+
+
+def _act(op):
+    if hasattr(op, "_act"):
+        return op._act, op._bias
+    if isinstance(op, str):
+        return op, 0.0
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ACT:
+        return _NP_ACT[op.__name__], 0.0
+    fail("%r is not an activation function" % (op,))
+
+
+def _out(dst, shape, dtype, buffer="sbuf"):
+    return dst if dst is not None else nl.ndarray(shape, dtype, buffer)
+
+
+def _ret(dst, out):
+    return None if dst is not None else out
+
+
+def _eng(e, default):
+    return e if e in ("pe", "act", "pool", "dve", "sp") else default
+
+
+def _scalar_arg(nm, v, args, ins):
+    if isinstance(v, NkiTensor):
+        ins[nm] = v
+        args.append((nm, v))
+    elif v is not None:
+        args.append((nm, nl._fmt_value(v)))
+
+
+@_dst_first(2)
+def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
+              is_moving_onezero=False, is_transpose=False, **kw):
+    """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32). Without
+    accumulate=, a PSUM dst that was written before accumulates and a fresh
+    one starts the accumulation group."""
+    tr = current()
+    if dst is None:
+        out = nl._matmul(stationary, moving)
+        acc = False
+    else:
+        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        out = nl._matmul(stationary, moving, dst=dst)
+    insn = tr.pending
+    for flag, on in (("accumulate", acc), ("transpose", is_transpose),
+                     ("stationary_onezero", is_stationary_onezero),
+                     ("moving_onezero", is_moving_onezero)):
+        if on:
+            insn.args.append((flag, None))
+    insn.rmw = acc
+    return out if dst is None else None
+
+
+@_dst_first(1)
+def nc_transpose(data, dst=None, engine=None, **kw):
+    """Transpose a tile: on the Tensor Engine (into PSUM, up to 128x128) or
+    the Vector Engine (up to 32x32)."""
+    tr = current()
+    p, f = data.shape
+    eng = _eng(engine, "pe" if p > 32 or f > 32 else "dve")
+    out = _out(dst, (f, p), data.dtype, "psum" if eng == "pe" else "sbuf")
+    tr.emit(eng, "nc_transpose", {"dst": out}, {"data": data}, [("dst", out), ("data", data)])
+    return _ret(dst, out)
+
+
+@_dst_first(0)
+def activation(op, data, bias=None, scale=1.0, dst=None, reduce_op=None, reduce_res=None,
+               reduce_cmd=None, dtype=None, mask=None, **kw):
+    """dst = op(data * scale + bias) on the Scalar Engine."""
+    func, b0 = _act(op)
+    if bias is None:
+        bias = b0
+    elif b0:
+        fail("%s with a bias is not supported" % func)
+    out = _out(dst, data.shape, dtype or (data.dtype if _dtypes.info(data.dtype).is_float else nl.float32))
+    red = (_alu(reduce_op or nl.add), reduce_res) if reduce_res is not None else None
+    nl._activation(func, data, bias=bias, scale=scale, reduce=red, dst=out, mask=mask)
+    return _ret(dst, out)
+
+
+@_dst_first(0)
+def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, dst=None, dtype=None, **kw):
+    return activation(op, data, bias, scale, dst, reduce_op, reduce_res, dtype=dtype)
+
+
+@_dst_first(2)
+def tensor_tensor(data1, data2, op, dst=None, dtype=None, engine=None, **kw):
+    tr = current()
+    out = _out(dst, data1.shape, dtype or _dtypes.promote(data1.dtype, data2.dtype))
+    if data1.shape != data2.shape:
+        fail("tensor_tensor shapes %s and %s differ" % (data1.shape, data2.shape))
+    eng = _eng(engine, "dve")
+    tr.emit(eng, "tensor_tensor", {"dst": out}, {"data1": data1, "data2": data2},
+            [("dst", out), ("data1", data1), ("data2", data2), ("op", _alu(op))])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, reverse1=False,
+                  dst=None, dtype=None, engine=None, **kw):
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    args, ins = [("dst", out), ("data", data), ("op0", _alu(op0))], {"data": data}
+    _scalar_arg("operand0", operand0, args, ins)
+    if reverse0:
+        args.append(("reverse0", None))
+    if op1 is not None:
+        args.append(("op1", _alu(op1)))
+        _scalar_arg("operand1", operand1, args, ins)
+        if reverse1:
+            args.append(("reverse1", None))
+    tr.emit(_eng(engine, "dve"), "tensor_scalar", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=False,
+                         reverse1=False, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    args, ins = [("dst", out), ("data", data), ("op0", _alu(op0))], {"data": data, "operand1": operand1}
+    _scalar_arg("operand0", operand0, args, ins)
+    args += [("op1", _alu(op1)), ("operand1", operand1)]
+    if reverse0:
+        args.append(("reverse0", None))
+    if reverse1:
+        args.append(("reverse1", None))
+    tr.emit("dve", "scalar_tensor_tensor", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+@_dst_first(0)
+def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, **kw):
+    out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate)
+    if dst is not None:
+        nl._assign(dst, out)
+        return None
+    return out
+
+
+@_dst_first(0)
+def tensor_partition_reduce(op, data, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, (1,) + tuple(data.shape[1:]), dtype or data.dtype)
+    tr.emit("pool", "tensor_partition_reduce", {"dst": out}, {"data": data},
+            [("dst", out), ("data", data), ("op", _alu(op))])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_copy(src, dst=None, dtype=None, engine=None, **kw):
+    tr = current()
+    out = _out(dst, src.shape, dtype or src.dtype)
+    eng = _eng(engine, "dve" if src.buffer == "psum" or out.buffer == "psum" else "act")
+    tr.emit(eng, "tensor_copy", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    return _ret(dst, out)
+
+
+def memset(dst=None, value=0.0, shape=None, dtype=None, engine=None, **kw):
+    """memset(dst, value) or legacy memset(shape, value, dtype)."""
+    if dst is not None and not isinstance(dst, NkiTensor):
+        shape, dst = dst, None
+    out = _out(dst, shape, dtype)
+    current().emit(_eng(engine, "dve"), "memset", {"dst": out}, {},
+                   [("dst", out), ("value", nl._fmt_value(value))])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def reciprocal(data, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    tr.emit("dve", "reciprocal", {"dst": out}, {"data": data}, [("dst", out), ("data", data)])
+    return _ret(dst, out)
+
+
+def iota(expr=None, dtype=None, dst=None, pattern=None, offset=0, channel_multiplier=0, **kw):
+    """Legacy iota(index expression, dtype) or iota(dst, pattern, offset,
+    channel_multiplier): integer patterns generated on GpSimd."""
+    tr = current()
+    if isinstance(expr, _core.IndexExpr):
+        terms = sorted(expr.terms.items())
+        if not terms:
+            fail("iota needs an index expression with nl.arange/mgrid axes")
+        rank = terms[0][0][1]
+        shape = [1] * rank
+        for (pos, _), (c, n) in terms:
+            shape[pos] = n
+        cm = 0
+        pat = []
+        for (pos, _), (c, n) in terms:
+            if pos == 0:
+                cm = c
+            else:
+                pat.append([c, n])
+        if not pat:
+            pat = [[0, 1]]
+        out = nl.ndarray(tuple(shape), dtype or nl.int32, "sbuf")
+        tr.emit("pool", "iota", {"dst": out}, {},
+                [("dst", out), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
+                 ("offset", expr.const), ("channel_multiplier", cm)])
+        return out
+    if isinstance(expr, NkiTensor):
+        dst, expr = expr, None
+    if dst is None or pattern is None:
+        fail("iota(dst=, pattern=[[step, count], ...]) or iota(index expression, dtype)")
+    tr.emit("pool", "iota", {"dst": dst}, {},
+            [("dst", dst), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pattern)),
+             ("offset", offset), ("channel_multiplier", channel_multiplier)])
+    return None
+
+
+def dma_copy(dst, src, **kw):
+    """A DMA from src to dst (HBM, SBUF or PSUM)."""
+    nl._dma(dst, src)
+
+
+@_dst_first(1)
+def dma_transpose(src, dst=None, **kw):
+    tr = current()
+    if len(src.shape) != 2:
+        fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
+    out = _out(dst, src.shape[::-1], src.dtype)
+    tr.emit("sp", "dma_transpose", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def bn_stats(data, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, (data.shape[0], 6), dtype or nl.float32)
+    tr.emit("dve", "bn_stats", {"dst": out}, {"data": data}, [("dst", out), ("data", data)])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def bn_aggr(data, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, (data.shape[0], 2), dtype or nl.float32)
+    tr.emit("dve", "bn_aggr", {"dst": out}, {"data": data}, [("dst", out), ("data", data)])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def max8(src, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, (src.shape[0], 8), dtype or src.dtype)
+    tr.emit("dve", "max8", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    return _ret(dst, out)
+
+
+def affine_select(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw):
+    """Legacy affine_select(pred, on_true, on_false): keep on_true where the
+    affine predicate of the index grids holds (e.g. a causal mask)."""
+    tr = current()
+    if not isinstance(pred, _core.Mask) or len(pred.conds) != 1:
+        fail("affine_select needs one comparison of an affine index expression")
+    e, op = pred.conds[0]
+    cmp = {"lt": "less", "le": "less_equal", "gt": "greater", "ge": "greater_equal"}[op]
+    cm = 0
+    pat = []
+    for (pos, _), (c, n) in sorted(e.terms.items()):
+        if pos == 0:
+            cm = c
+        else:
+            pat.append([c, n])
+    out = _out(dst, on_true_tile.shape, dtype or on_true_tile.dtype)
+    tr.emit("pool", "affine_select", {"dst": out}, {"on_true": on_true_tile},
+            [("dst", out), ("on_true", on_true_tile),
+             ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in (pat or [[0, 1]]))),
+             ("channel_multiplier", cm), ("offset", e.const),
+             ("on_false", nl._fmt_value(on_false_value)), ("cmp_op", cmp)])
+    return _ret(dst, out)
+
+
+def tensor_tensor_scan(data0, data1, initial, op0, op1, dst=None, reverse0=False, reverse1=False,
+                       dtype=None, **kw):
+    tr = current()
+    out = _out(dst, data0.shape, dtype or nl.float32)
+    args, ins = [("dst", out), ("data0", data0), ("data1", data1)], {"data0": data0, "data1": data1}
+    _scalar_arg("initial", initial, args, ins)
+    args += [("op0", _alu(op0)), ("op1", _alu(op1))]
+    if reverse0:
+        args.append(("reverse0", None))
+    if reverse1:
+        args.append(("reverse1", None))
+    tr.emit("dve", "tensor_tensor_scan", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def exponential(src, max_value=0.0, dst=None, dtype=None, **kw):
+    tr = current()
+    out = _out(dst, src.shape, dtype or src.dtype)
+    args, ins = [("dst", out), ("src", src)], {"src": src}
+    _scalar_arg("max_value", max_value, args, ins)
+    tr.emit("dve", "exponential", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_copy_predicated(src, predicate=None, dst=None, reverse_pred=False, **kw):
+    """dst = src where predicate is non-zero (zero with reverse_pred); dst
+    keeps its other elements, so dst is required."""
+    tr = current()
+    if dst is None:
+        fail("tensor_copy_predicated needs dst=")
+    args, ins = [("dst", dst)], {"predicate": predicate}
+    _scalar_arg("src", src, args, ins)
+    args.append(("predicate", predicate))
+    if reverse_pred:
+        args.append(("reverse_pred", None))
+    tr.emit("dve", "tensor_copy_predicated", {"dst": dst}, ins, args, rmw=True)
+
+
+@_dst_first(1)
+def tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, reverse0=False, dst=None,
+                         dtype=None, **kw):
+    """dst = data op0 operand0, reduced with reduce_op per partition into reduce_res."""
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    args, ins = [("dst", out), ("data", data), ("op0", _alu(op0))], {"data": data}
+    _scalar_arg("operand0", operand0, args, ins)
+    args += [("reduce_op", _alu(reduce_op)), ("reduce_res", reduce_res)]
+    if reverse0:
+        args.append(("reverse0", None))
+    tr.emit("dve", "tensor_scalar_reduce", {"dst": out, "reduce_res": reduce_res}, ins, args)
+    return _ret(dst, out)
+
+
+@_dst_first(2)
+def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduce_cmd=None,
+                  reduce_op=None, reverse_pred=False, dtype=None, **kw):
+    """dst = predicate ? on_true : on_false, optionally max-reduced into reduce_res."""
+    tr = current()
+    out = _out(dst, on_true.shape, dtype or on_true.dtype)
+    args, ins = [("dst", out), ("predicate", predicate), ("on_true", on_true)], \
+        {"predicate": predicate, "on_true": on_true}
+    _scalar_arg("on_false", on_false, args, ins)
+    outs = {"dst": out}
+    if reduce_res is not None:
+        outs["reduce_res"] = reduce_res
+        args += [("reduce_res", reduce_res), ("reduce_cmd", reduce_cmd or "reset_reduce")]
+    if reduce_op is not None:
+        args.append(("reduce_op", _alu(reduce_op)))
+    if reverse_pred:
+        args.append(("reverse_pred", None))
+    tr.emit("dve", "select_reduce", outs, ins, args)
+    return _ret(dst, out)
+
+
+def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
+    """Per partition, the index of each of the 8 vals in data."""
+    tr = current()
+    out = _out(dst, (data.shape[0], 8), dtype or nl.uint32)
+    tr.emit("dve", "nc_find_index8", {"dst": out}, {"data": data, "vals": vals},
+            [("dst", out), ("data", data), ("vals", vals)])
+    return _ret(dst, out)
+
+
+def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw):
+    """data with the first occurrence of each of the 8 vals replaced by imm."""
+    tr = current()
+    out = _out(dst, data.shape, dtype or data.dtype)
+    outs = {"dst": out}
+    args = [("dst", out), ("data", data), ("vals", vals), ("imm", nl._fmt_value(imm))]
+    if dst_idx is not None:
+        outs["dst_idx"] = dst_idx
+        args.append(("dst_idx", dst_idx))
+    tr.emit("dve", "nc_match_replace8", outs, {"data": data, "vals": vals}, args)
+    return _ret(dst, out)
+
+
+def dma_compute(dst, srcs, scales=None, reduce_op=None, **kw):
+    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
+    tr = current()
+    srcs = list(srcs)
+    if not 1 <= len(srcs) <= 4:
+        fail("dma_compute takes 1 to 4 sources on trnemu (NKI allows 16)")
+    scales = list(scales) if scales is not None else [1.0] * len(srcs)
+    args, ins = [("dst", dst)], {}
+    for i, sv in enumerate(srcs):
+        ins["src%d" % i] = sv
+        args.append(("src%d" % i, sv))
+    args.append(("reduce_op", _alu(reduce_op or nl.add)))
+    for i, sc in enumerate(scales):
+        args.append(("scale%d" % i, nl._fmt_value(sc)))
+    tr.emit("sp", "dma_compute", {"dst": dst}, ins, args)
+
+
+@_dst_first(1)
+def dropout(data, prob, dst=None, dtype=None, **kw):
+    """Each element becomes 0 with probability prob (a number or a [P, 1] tile)."""
+    out = nl.dropout(data, prob, dtype=dtype)
+    if dst is not None:
+        nl._assign(dst, out)
+        return None
+    return out
+
+
+def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
+                 dtype=None, **kw):
+    """Gather within each group of 16 partitions by the uint16 offsets in index."""
+    tr = current()
+    n_idx = int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1
+    out = _out(dst, (src_buffer.shape[0], n_idx * num_elem_per_idx), dtype or src_buffer.dtype)
+    args = [("dst", out), ("src", src_buffer), ("index", index), ("num_elem_per_idx", num_elem_per_idx)]
+    if num_valid_indices:
+        args.append(("num_valid_indices", num_valid_indices))
+    tr.emit("pool", "local_gather", {"dst": out}, {"src": src_buffer, "index": index}, args)
+    return _ret(dst, out)
+
+
+def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
+    """Within each quadrant of 32 partitions, dst partition i copies src
+    partition shuffle_mask[i] (255 leaves it)."""
+    mask = list(shuffle_mask)
+    if len(mask) != 32:
+        fail("shuffle_mask needs 32 entries")
+    current().emit("dve", "nc_stream_shuffle", {"dst": dst}, {"src": src},
+                   [("dst", dst), ("src", src), ("mask", "[%s]" % ",".join(str(int(m)) for m in mask))],
+                   rmw=True)
+
+
+def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
+    """Start and end index of the segment of each element (one partition)."""
+    tr = current()
+    n = segment_ids.shape[-1]
+    out = _out(dst, (1, 2, n), dtype or segment_ids.dtype)
+    tr.emit("pool", "sequence_bounds", {"dst": out}, {"segment_ids": segment_ids},
+            [("dst", out), ("segment_ids", segment_ids)])
+    return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_scalar_cumulative(src, op0, op1, imm0, imm1=None, reduce_cmd=None, dst=None, reverse0=False,
+                             dtype=None, **kw):
+    """A running value per partition: acc = op1(op0(src[i], imm0), acc); dst[i] = acc
+    (e.g. a cumulative sum with op0=multiply, imm0=1, op1=add)."""
+    tr = current()
+    out = _out(dst, src.shape, dtype or src.dtype)
+    args, ins = [("dst", out), ("src", src), ("op0", _alu(op0)), ("op1", _alu(op1))], {"src": src}
+    _scalar_arg("imm0", imm0, args, ins)
+    if imm1 is not None:
+        _scalar_arg("imm1", imm1, args, ins)
+    if reduce_cmd is not None:
+        args.append(("reduce_cmd", reduce_cmd))
+    if reverse0:
+        args.append(("reverse0", None))
+    tr.emit("dve", "tensor_scalar_cumulative", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+def rand2(dst, min, max, **kw):
+    """Uniform random numbers in [min, max] into dst (Vector Engine generator)."""
+    args, ins = [("dst", dst)], {}
+    _scalar_arg("min", min, args, ins)
+    _scalar_arg("max", max, args, ins)
+    current().emit("dve", "rand2", {"dst": dst}, ins, args)

@@ -1,0 +1,215 @@
+"""test_nki_errors.py: a failing kernel raises nki.NKIError naming the
+kernel source line: trace errors, SBUF/PSUM overflow, shape errors,
+out-of-bounds views, and failures reported by the execution."""
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import nki
+import nki.language as nl
+import nki.isa as nisa
+
+HERE = os.path.basename(__file__)
+
+
+def line_of(text):
+    with open(__file__) as f:
+        for i, ln in enumerate(f, 1):
+            if text in ln and "line_of" not in ln:
+                return i
+    raise AssertionError(text)
+
+
+def raises_at(marker, fn, *args):
+    with pytest.raises(nki.NKIError) as e:
+        fn(*args)
+    msg = str(e.value)
+    assert re.search(r"%s:%d: " % (re.escape(HERE), line_of(marker)), msg), msg
+    return msg
+
+
+@nki.jit
+def sbuf_overflow(a):
+    big = nl.ndarray((128, 60000), dtype=nl.float32, buffer=nl.sbuf)  # MARK-sbuf
+    nl.store(a, big[:, 0:a.shape[1]])
+    return a
+
+
+def test_sbuf_overflow():
+    msg = raises_at("MARK-sbuf", sbuf_overflow, np.zeros((128, 4), np.float32))
+    assert "SBUF overflow" in msg
+
+
+@nki.jit
+def psum_overflow(a):
+    out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+    tiles = []
+    for i in range(9):
+        tiles.append(nl.zeros((128, 512), nl.float32, buffer=nl.psum))  # MARK-psum
+    nl.store(out, tiles[0])
+    return out
+
+
+def test_psum_overflow():
+    assert "PSUM overflow" in raises_at("MARK-psum", psum_overflow, np.zeros((1, 1), np.float32))
+
+
+@nki.jit
+def shape_mismatch(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    c = nl.add(nl.load(a), nl.load(b))  # MARK-shape
+    nl.store(out, c)
+    return out
+
+
+def test_shape_mismatch():
+    msg = raises_at("MARK-shape", shape_mismatch, np.zeros((4, 8), np.float32),
+                    np.zeros((4, 9), np.float32))
+    assert "do not match" in msg
+
+
+@nki.jit
+def too_many_partitions(a):
+    t = nl.load(a)  # MARK-pmax
+    return a
+
+
+def test_partition_limit():
+    assert "pmax" in raises_at("MARK-pmax", too_many_partitions, np.zeros((129, 2), np.float32))
+
+
+@nki.jit
+def oob_slice(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a[0:4, 2:10])  # MARK-oob
+    nl.store(out, t)
+    return out
+
+
+def test_out_of_bounds_slice():
+    assert "out of bounds" in raises_at("MARK-oob", oob_slice, np.zeros((4, 8), np.float32))
+
+
+@nki.jit
+def matmul_mismatch(a, b):
+    out = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.matmul(nl.load(a), nl.load(b), transpose_x=True))  # MARK-mm
+    return out
+
+
+def test_matmul_contraction_mismatch():
+    assert "contraction" in raises_at("MARK-mm", matmul_mismatch, np.zeros((8, 4), np.float32),
+                                      np.zeros((6, 4), np.float32))
+
+
+@nki.jit
+def device_failure(a):
+    out = nl.ndarray((a.shape[0], 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    st = nisa.bn_stats(t)  # MARK-device
+    nl.store(out, st)
+    return out
+
+
+def test_execution_failure_names_line(capfd):
+    msg = raises_at("MARK-device", device_failure, np.zeros((8, 1024), np.float32))
+    assert "bn_stats" in msg
+
+
+def test_float64_refused():
+    @nki.jit
+    def k(a):
+        return a
+    with pytest.raises(nki.NKIError, match="float64"):
+        k(np.zeros((2, 2)))
+
+
+def test_trnemu_exec_makes_nki_importable():
+    tool = os.environ.get("TRNEMU_TOOL")
+    if not tool:
+        pytest.skip("TRNEMU_TOOL not set (meson sets it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRNEMU_LIBNRT")}
+    # an instance of its own: this process holds the cores of the test's one
+    env["TRNEMU_INSTANCE_NAME"] = os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-exec"
+    env["TRNEMU_INSTANCE_NAME"] += "-%d" % os.getpid()
+    code = ("import numpy as np, nki, neuronxcc.nki.language as nl\n"
+            "@nki.jit\n"
+            "def k(a):\n"
+            "    o = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+            "    nl.store(o, nl.load(a) * 2.0)\n"
+            "    return o\n"
+            "print(float(k(np.ones((2, 2), np.float32)).sum()))\n")
+    r = subprocess.run([tool, "exec", "--", sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "8.0"
+
+
+def _tamper(monkeypatch, edit):
+    """Let the tracer's output be edited line by line (to make a kernel
+    wrong on purpose: the front end itself never emits these)."""
+    from nki import _core
+    orig = _core.Tracer.commit
+
+    def commit(self, insn):
+        orig(self, insn)
+        self.lines[-1] = edit(self.lines[-1])
+    monkeypatch.setattr(_core.Tracer, "commit", commit)
+
+
+def test_race_is_reported_with_the_kernel_line(monkeypatch):
+    _tamper(monkeypatch, lambda ln: " ".join(w for w in ln.split() if not w.startswith("wait=")))
+
+    @nki.jit
+    def racy(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, nl.exp(t))  # MARK-race
+        return out
+    with pytest.raises(nki.NKIError) as e:
+        racy(np.ones((8, 8), np.float32))
+    msg = str(e.value)
+    assert "race" in msg.lower(), msg
+    assert re.search(r"%s:%d: " % (re.escape(HERE), line_of("MARK-race")), msg), msg
+
+
+def test_deadlock_is_reported_not_hung(monkeypatch):
+    _tamper(monkeypatch, lambda ln: ln + " wait=pool_done>=7" if ln.startswith("act.") else ln)
+
+    @nki.jit
+    def stuck(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.tanh(nl.load(a)))  # MARK-stuck
+        return out
+    with pytest.raises(nki.NKIError) as e:
+        stuck(np.ones((8, 8), np.float32))
+    assert re.search(r"%s:%d: " % (re.escape(HERE), line_of("MARK-stuck")), str(e.value)), str(e.value)
+
+
+def test_example_runs_under_trnemu_exec():
+    tool = os.environ.get("TRNEMU_TOOL")
+    if not tool:
+        pytest.skip("TRNEMU_TOOL not set (meson sets it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRNEMU_LIBNRT")}
+    env["TRNEMU_INSTANCE_NAME"] = os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-ex-%d" % os.getpid()
+    ex = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "nki_softmax.py")
+    r = subprocess.run([tool, "exec", "--", sys.executable, ex], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "nki_softmax: ok" in r.stdout, r.stdout + r.stderr
+
+
+@nki.jit
+def psum_bank_limit(a, b):
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.matmul(nl.load(a), nl.load(b), transpose_x=True))  # MARK-bank
+    return out
+
+
+def test_matmul_beyond_a_psum_bank():
+    msg = raises_at("MARK-bank", psum_bank_limit, np.zeros((128, 128), np.float32),
+                    np.zeros((128, 513), np.float32))
+    assert "512" in msg
