@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "devices/state.h"
+#include "emu/core/core_state.h"
 #include "emu/log.h"
-#include "store/snap_core.h"
 #include "store/snap_int.h"
 
 /* Largest host storage a restore accepts (snap_set_host_limit). */
@@ -517,7 +517,7 @@ static NRT_STATUS snap_core_one(struct snap_restorer *rs, sqlite3_stmt *s)
     NRT_STATUS st = state_core_make(rs->mach, (uint32_t)vnc, (uint32_t)idx, &c);
     if (st != NRT_SUCCESS)
         return st;
-    if (snap_core_blob_read(c, blob, len) != NRT_SUCCESS)
+    if (core_state_load(c, blob, len) != EMU_OK)
         return snap_bad(rs, "a core's register blob is malformed");
     uint64_t sbuf = (uint64_t)ISA_NUM_PARTITIONS * c->sbuf_part_bytes, psum, have;
     psum = (uint64_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES;

@@ -73,6 +73,8 @@ struct core {
     uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
     float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
     bool stochastic;                          /* float stores round stochastically */
+    uint8_t spare_[7];                        /* explicit: struct core has no implicit padding
+                                                 (core_state.c checks every byte is listed) */
     struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
     struct race_state *race;                  /* race checker, NULL when off */
