@@ -1,7 +1,10 @@
 /*
  * coll_int.h: the insides of the collectives, shared by coll.c (the
- * communicator: shared file, joining, faults) and coll_algo.c (the
- * operations and their progress engine). Not for other modules.
+ * communicator: shared file, joining), coll_algo.c (the operations and
+ * their progress engine), coll_direct.c (the direct all-reduce) and
+ * coll_state.c (faults, waits, accounting). Calls go one way:
+ * coll.c -> coll_algo.c -> coll_direct.c, each -> coll_state.c. Not for
+ * other modules.
  */
 #ifndef TRNEMU_DEVICES_COLL_INT_H
 #define TRNEMU_DEVICES_COLL_INT_H
@@ -143,7 +146,7 @@ struct coll_comm {
     uint32_t spin;                  /* bell polls before sleeping */
 };
 
-/* ---- coll.c, for coll_algo.c ---------------------------------------------- */
+/* ---- coll_state.c, for coll.c, coll_algo.c and coll_direct.c ------------- */
 
 /* Mark the communicator failed for every rank (the first failure wins) and
  * return the status to report. */

@@ -39,7 +39,7 @@ struct core_var {
     uint64_t size;     /* bytes */
 };
 
-struct coll_iface;
+struct core_coll;
 
 /* What one core runs. */
 struct core_program {
@@ -56,7 +56,7 @@ struct core_program {
     size_t ndescs[ISA_ENG_COUNT];              /* entries in descs */
     const struct core_var *var_by_index;       /* one per neff var (va NULL: none) */
     size_t nvar_index;                         /* entries in var_by_index */
-    const struct coll_iface *coll;             /* collectives (emu/core/coll_iface.h), NULL: none */
+    const struct core_coll *coll;             /* collectives (emu/core/core_coll.h), NULL: none */
 };
 
 struct race_state;
