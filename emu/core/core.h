@@ -105,6 +105,11 @@ void core_destroy(struct core *c);
  * as on hardware. */
 void core_reset(struct core *c, uint64_t seed, bool stochastic);
 
+/* The core's invariants: a known generation with its SBUF size, its
+ * memories and scratch mapped, events 0 or 1, rounding streams of a known
+ * mode. O(events); for assert() around every run (core_run). */
+bool core_sane(const struct core *c);
+
 /* Scratch row `slot` of the calling engine (CORE_SCRATCH_ELEMS floats). */
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot);
 
