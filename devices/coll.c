@@ -33,33 +33,12 @@
 #define COLL_RING_CAP_DEFAULT (1u << 20)   /* ring channel r -> r+1 */
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
-#define COLL_DEFAULT_TIMEOUT_S 600.0       /* as executions (exec.c) */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
 static pthread_mutex_t coll_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct coll_comm *coll_reg;          /* every communicator of the process */
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-static double coll_env_seconds(const char *name)
-{
-    const char *t = getenv(name);
-    if (t == NULL || *t == '\0')
-        return 0;
-    char *end;
-    double s = strtod(t, &end);
-    return *end == '\0' && s > 0 && s < 1e7 ? s : 0;
-}
-
-uint64_t coll_deadline(void)
-{
-    double s = coll_env_seconds("TRNEMU_COLL_TIMEOUT");
-    if (s == 0)
-        s = coll_env_seconds("NEURON_RT_EXEC_TIMEOUT");
-    if (s == 0)
-        s = COLL_DEFAULT_TIMEOUT_S;
-    return chan_now_ns() + (uint64_t)(s * 1e9);
-}
 
 uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks)
 {
@@ -133,17 +112,6 @@ static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_ca
     l->mesh = l->rings + (uint64_t)world * l->ring_stride;
     l->mesh_stride = coll_align(chan_shm_bytes(mesh_cap), 4096);
     l->total = l->mesh + (uint64_t)world * world * l->mesh_stride;
-}
-
-/* Shared memory of the channel from rank i to rank j, and its size. */
-static uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
-{
-    if (j == (i + 1) % c->world) {
-        *cap = c->ctl->ring_cap;
-        return c->map + c->lay.rings + (uint64_t)i * c->lay.ring_stride;
-    }
-    *cap = c->ctl->mesh_cap;
-    return c->map + c->lay.mesh + ((uint64_t)i * c->world + j) * c->lay.mesh_stride;
 }
 
 /* ---- the shared file ------------------------------------------------------------ */
@@ -257,6 +225,7 @@ static NRT_STATUS coll_file_make(struct coll_comm *c)
     struct coll_ctl h = {COLL_FILE_MAGIC, COLL_FILE_VERSION, c->world, ring, mesh,
                          c->lay.total, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}};
     coll_mesh_policy(&h.mesh_max, &h.mesh_ranks);
+    h.switched = c->m->cfg.profile->links == DEV_LINKS_SWITCH;
     const char *dm = getenv("TRNEMU_COLL_DIRECT_MIN");
     h.direct_min = dm != NULL && *dm ? strtoull(dm, NULL, 0) : COLL_DIRECT_MIN_DEFAULT;
     if (pwrite(c->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
@@ -301,7 +270,8 @@ static NRT_STATUS coll_file_open(struct coll_comm *c)
 static void coll_try_form(struct coll_comm *c)
 {
     for (uint32_t r = 0; r < c->world; r++)
-        if (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0)
+        if (!coll_net_remote(c, r) &&
+            (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0))
             return;
     uint64_t form = atomic_load(&c->ctl->form) + 1;
     for (uint32_t i = 0; i < c->world; i++) {
@@ -368,7 +338,8 @@ static void coll_log_missing(struct coll_comm *c, double secs)
     size_t len = 0;
     list[0] = '\0';
     for (uint32_t r = 0; r < c->world && len + 16 < sizeof list; r++)
-        if (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0)
+        if (!coll_net_remote(c, r) &&
+            (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0))
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? ", " : "", r);
     LOG_ERROR("NCCL", "rank %u: the %u-rank communicator did not form within %.1f s: rank(s) "
               "%s did not join (NEURON_RT_EXEC_TIMEOUT / TRNEMU_COLL_TIMEOUT)", c->rank,
@@ -443,6 +414,10 @@ static NRT_STATUS coll_attach_channels(struct coll_comm *c)
         c->start_of[r] = c->slots[r].start_time;
         if (r == c->rank)
             continue;
+        if (coll_net_remote(c, r)) {
+            coll_net_attach(c, r);
+            continue;
+        }
         uint64_t cap;
         uint8_t *shm = coll_chan_shm(c, c->rank, r, &cap);
         chan_attach(&c->tx[r], shm, cap, &c->bells[r], &c->bells[c->rank]);
@@ -458,6 +433,7 @@ static void coll_comm_free(struct coll_comm *c)
 {
     if (c == NULL)
         return;
+    coll_net_close(c);  /* hands over what is still to send, then says goodbye */
     if (c->ctl != NULL && c->fd >= 0) {
         coll_flock(c->fd, LOCK_EX);
         coll_leave_slot(c);
@@ -513,11 +489,17 @@ static NRT_STATUS coll_comm_make(struct machine *m, uint32_t gvnc, uint32_t rank
     c->broken = NRT_SUCCESS;
     pthread_mutex_init(&c->lock, NULL);
     coll_job_key(c->key, sizeof c->key);
+    uint64_t ring, mesh;
+    coll_caps(world, &ring, &mesh);
     NRT_STATUS st = coll_comm_open(c);
+    if (st == NRT_SUCCESS)
+        st = coll_net_boot(c, ring, mesh, deadline_ns);
     if (st == NRT_SUCCESS)
         st = coll_join(c, deadline_ns);
     if (st == NRT_SUCCESS)
         st = coll_attach_channels(c);
+    if (st == NRT_SUCCESS && c->net != NULL)
+        st = coll_net_start(c, coll_deadline());
     if (st != NRT_SUCCESS) {
         coll_comm_free(c);
         return st;

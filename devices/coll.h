@@ -101,9 +101,15 @@ NRT_STATUS coll_host_all_gather(int32_t vnc, uint32_t rank, uint32_t world, uint
 NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *in,
                            const nrt_tensor_list_t *out, uint32_t dtype, uint32_t op,
                            uint32_t cc_op, nrt_cc_context_t **ctx);
-/* Run a prepared collective now; *seq gets its (completed) sequence number. */
-NRT_STATUS coll_cc_run(const nrt_cc_context_t *x, uint64_t *seq);
+/* Run a prepared collective now (on an async queue's thread). */
+NRT_STATUS coll_cc_run(const nrt_cc_context_t *x);
+/* The local VNC a prepared collective runs on. */
+int32_t coll_cc_vnc(const nrt_cc_context_t *x);
+/* Is x a prepared context not yet freed? */
+bool coll_cc_is_live(const nrt_cc_context_t *x);
 void coll_cc_free(nrt_cc_context_t *x);
+/* Free every prepared context never scheduled (nrt_close). */
+void coll_cc_free_all(void);
 
 /* ---- point to point between processes (coll_p2p.c) ---------------------------
  * LNCs are machine-wide VNC ids; side 0 sends, 1 receives. Statuses as the

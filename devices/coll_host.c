@@ -10,6 +10,7 @@
  * already complete.
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,9 +35,11 @@ struct nrt_cc_context {
     size_t n;                 /* tensor pairs */
     nrt_tensor_t **in;        /* input tensors */
     nrt_tensor_t **out;       /* output tensors */
+    struct nrt_cc_context *next; /* registry of live contexts */
 };
 
-static _Atomic uint64_t coll_host_seq;  /* sequence numbers of nrta_cc_schedule */
+static pthread_mutex_t coll_cc_lock = PTHREAD_MUTEX_INITIALIZER; /* guards coll_cc_live */
+static struct nrt_cc_context *coll_cc_live;  /* prepared, not yet freed */
 
 /* The communicator of rank of world on local VNC vnc (joining on first use). */
 static NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world,
@@ -144,10 +147,55 @@ static NRT_STATUS coll_cc_sizes(const struct nrt_cc_context *x, size_t i)
     return NRT_SUCCESS;
 }
 
+/* Take x out of the registry; false when it is not there. */
+static bool coll_cc_unlist(const struct nrt_cc_context *x)
+{
+    bool found = false;
+    pthread_mutex_lock(&coll_cc_lock);
+    for (struct nrt_cc_context **p = &coll_cc_live; *p != NULL; p = &(*p)->next)
+        if (*p == x) {
+            *p = x->next;
+            found = true;
+            break;
+        }
+    pthread_mutex_unlock(&coll_cc_lock);
+    return found;
+}
+
+bool coll_cc_is_live(const nrt_cc_context_t *x)
+{
+    pthread_mutex_lock(&coll_cc_lock);
+    const struct nrt_cc_context *p = coll_cc_live;
+    while (p != NULL && p != x)
+        p = p->next;
+    pthread_mutex_unlock(&coll_cc_lock);
+    return p != NULL;
+}
+
+int32_t coll_cc_vnc(const nrt_cc_context_t *x)
+{
+    return x->vnc;
+}
+
+void coll_cc_free_all(void)
+{
+    pthread_mutex_lock(&coll_cc_lock);
+    struct nrt_cc_context *x = coll_cc_live;
+    coll_cc_live = NULL;
+    pthread_mutex_unlock(&coll_cc_lock);
+    while (x != NULL) {
+        struct nrt_cc_context *n = x->next;
+        x->next = NULL;
+        coll_cc_free(x);
+        x = n;
+    }
+}
+
 void coll_cc_free(nrt_cc_context_t *x)
 {
     if (x == NULL)
         return;
+    coll_cc_unlist(x);
     free(x->group);
     free(x->in);
     free(x->out);
@@ -214,6 +262,10 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
         coll_cc_free(x);
         return st;
     }
+    pthread_mutex_lock(&coll_cc_lock);
+    x->next = coll_cc_live;
+    coll_cc_live = x;
+    pthread_mutex_unlock(&coll_cc_lock);
     *ctx = x;
     return NRT_SUCCESS;
 }
@@ -239,13 +291,11 @@ static NRT_STATUS coll_cc_pair(struct coll_comm *c, const struct nrt_cc_context 
     return st;
 }
 
-NRT_STATUS coll_cc_run(const nrt_cc_context_t *x, uint64_t *seq)
+NRT_STATUS coll_cc_run(const nrt_cc_context_t *x)
 {
     struct coll_comm *c;
     NRT_STATUS st = coll_host_comm(x->vnc, x->rank, x->world, &c);
     for (size_t i = 0; st == NRT_SUCCESS && i < x->n; i++)
         st = coll_cc_pair(c, x, i);
-    *seq = ((uint64_t)NRTA_XU_COLLECTIVES << 48) |
-           (atomic_fetch_add(&coll_host_seq, 1) + 1);
     return st;
 }

@@ -2,9 +2,9 @@
  * coll_int.h: the insides of the collectives, shared by coll.c (the
  * communicator: shared file, joining), coll_algo.c (the operations and
  * their progress engine), coll_direct.c (the direct all-reduce) and
- * coll_state.c (faults, waits, accounting). Calls go one way:
- * coll.c -> coll_algo.c -> coll_direct.c, each -> coll_state.c. Not for
- * other modules.
+ * coll_state.c (deadlines, faults, waits, accounting) and coll_net.c (ranks
+ * on other nodes). Calls go one way: coll.c -> coll_algo.c ->
+ * coll_direct.c, each -> coll_state.c -> coll_net.c. Not for other modules.
  */
 #ifndef TRNEMU_DEVICES_COLL_INT_H
 #define TRNEMU_DEVICES_COLL_INT_H
@@ -59,7 +59,7 @@ struct coll_ctl {
     uint64_t file_bytes;            /* size of the file */
     uint64_t mesh_max;              /* largest all-reduce/all-gather sent by mesh (bytes) */
     uint32_t mesh_ranks;            /* most ranks for the mesh algorithms */
-    uint32_t reserved2;             /* zero */
+    uint32_t switched;              /* 1: chips meet through NeuronSwitch (direct algorithms) */
     uint64_t direct_min;            /* smallest all-reduce done directly in HBM (bytes) */
     _Atomic uint64_t form;          /* last formation number */
     _Atomic int32_t abort_status;   /* first failure of the formation (0: none) */
@@ -144,6 +144,7 @@ struct coll_comm {
     uint32_t nxf_cap;               /* entries xf holds */
     uint32_t *all;                  /* world entries: 0..world-1 (the whole group) */
     uint32_t spin;                  /* bell polls before sleeping */
+    struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 
 /* ---- coll_state.c, for coll.c, coll_algo.c and coll_direct.c ------------- */
@@ -166,6 +167,43 @@ void coll_account(struct coll_comm *c, uint32_t peer, uint64_t bytes);
 void coll_account_in(struct coll_comm *c, uint32_t peer, uint64_t bytes);
 /* Scratch of at least bytes (grown, never shrunk); NULL when out of memory. */
 uint8_t *coll_scratch(struct coll_comm *c, uint64_t bytes);
+
+/* Shared memory of the channel from rank i to rank j, and its size (the
+ * file's layout only: inline, so coll.c and coll_net.c share it without
+ * calling each other). */
+static inline uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
+{
+    if (j == (i + 1) % c->world) {
+        *cap = c->ctl->ring_cap;
+        return c->map + c->lay.rings + (uint64_t)i * c->lay.ring_stride;
+    }
+    *cap = c->ctl->mesh_cap;
+    return c->map + c->lay.mesh + ((uint64_t)i * c->world + j) * c->lay.mesh_stride;
+}
+
+/* ---- coll_net.c: ranks on other nodes (docs/nodes.md) --------------------------- */
+
+struct coll_net;
+/* Before joining: when the environment names a job of several nodes, run
+ * the bootstrap (channel sizes ring_cap/mesh_cap announced) and open this
+ * rank's libfabric endpoint; nothing for a job on one node. */
+NRT_STATUS coll_net_boot(struct coll_comm *c, uint64_t ring_cap, uint64_t mesh_cap,
+                         uint64_t deadline_ns);
+/* Is rank r on another node? */
+bool coll_net_remote(const struct coll_comm *c, uint32_t r);
+/* Channel ends to and from remote rank r, through the bridge. */
+void coll_net_attach(struct coll_comm *c, uint32_t r);
+/* After the node's formation: start carrying the remote channels (a dead
+ * node is named before deadline_ns, the operations' collective timeout). */
+NRT_STATUS coll_net_start(struct coll_comm *c, uint64_t deadline_ns);
+/* Is remote rank r still there? */
+bool coll_net_alive(struct coll_comm *c, uint32_t r);
+/* Tell the other nodes that the communicator failed (st, naming rank). */
+void coll_net_abort(struct coll_comm *c, NRT_STATUS st, uint32_t rank);
+/* "pid .., VNC .." of rank r, with its node and state when remote. */
+void coll_net_describe(const struct coll_comm *c, uint32_t r, char *buf, size_t cap);
+/* Stop the bridge, free. */
+void coll_net_close(struct coll_comm *c);
 
 /* ---- coll_direct.c, for coll_algo.c ------------------------------------------ */
 

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/async.h"
 #include "devices/channel.h"
 #include "devices/coll.h"
 #include "devices/model.h"
@@ -99,7 +100,7 @@ static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t 
 }
 
 /* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
-static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
+static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
 {
     const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
     if (mode == NULL || strcmp(mode, "zeros") != 0) {
@@ -108,8 +109,10 @@ static NRT_STATUS exec_foreign(const nrt_model_t *m, struct exec_binding *b)
                   "zero-filled outputs instead)", m->neff->info.name);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
-    LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
-             "not computed (TRNEMU_FOREIGN_NEFF=zeros)", m->neff->info.name);
+    if (!atomic_exchange(&m->stand_in_warned, true))
+        LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
+                 "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
+                 m->neff->info.name);
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);
@@ -362,43 +365,99 @@ static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
     return exec_program(m, b);
 }
 
-/* One submitted execution, run on the chip's worker thread. */
-struct exec_job {
+/* A bound execution, ready to run (exec.h). */
+struct exec_request {
     nrt_model_t *m;            /* the pinned model */
-    struct exec_binding *b;    /* its bound tensors */
+    struct exec_binding b;     /* its bound tensors */
     uint32_t repeat;           /* executions in a row */
 };
 
+/* On the chip's worker. The quiesce lock is taken here, on the worker,
+ * never by a thread that then waits for the worker: a snapshot waiting
+ * for it (writers first) would otherwise block the worker for ever. */
 static NRT_STATUS exec_job_run(void *arg)
 {
-    struct exec_job *j = arg;
+    struct exec_request *r = arg;
+    struct machine *mach = rt_machine();
     NRT_STATUS st = NRT_SUCCESS;
-    for (uint32_t r = 0; r < j->repeat && st == NRT_SUCCESS; r++)
-        st = exec_run(j->m, j->b);
+    machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
+    for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++)
+        st = exec_run(r->m, &r->b);
+    machine_mem_leave(mach);
     return st;
+}
+
+NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
+                            nrt_tensor_set_t *outputs, uint32_t repeat,
+                            struct exec_request **out)
+{
+    struct exec_request *r = calloc(1, sizeof *r);
+    if (r == NULL)
+        return NRT_RESOURCE;
+    NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &r->b);
+    if (st != NRT_SUCCESS) {
+        free(r);
+        return st;
+    }
+    r->m = m;
+    r->repeat = repeat;
+    *out = r;
+    return NRT_SUCCESS;
+}
+
+/* Count a finished execution and bump its outputs' completion counters. */
+static void exec_request_done(struct exec_request *r, NRT_STATUS st)
+{
+    nrt_model_t *m = r->m;
+    if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
+        atomic_fetch_add(&m->executions, r->repeat);
+        for (uint32_t i = 0; i < r->b.n; i++)
+            if (m->neff->io[i].is_output)
+                tensor_completion_bump(r->b.tensors[i]);
+    }
+}
+
+NRT_STATUS exec_request_run(struct exec_request *r)
+{
+    struct machine *mach = rt_machine();
+    struct vnc_info *vi = &mach->vncs[r->m->gvnc];
+    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+    NRT_STATUS st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, r);
+    pthread_mutex_unlock(&vi->exec_lock);
+    exec_request_done(r, st);
+    return st;
+}
+
+struct chip_worker *exec_request_worker(const struct exec_request *r)
+{
+    struct machine *mach = rt_machine();
+    return &mach->chips[mach->vncs[r->m->gvnc].chip].worker;
+}
+
+NRT_STATUS exec_request_run_on_worker(struct exec_request *r)
+{
+    NRT_STATUS st = exec_job_run(r);
+    exec_request_done(r, st);
+    return st;
+}
+
+void exec_request_free(struct exec_request *r)
+{
+    if (r == NULL)
+        return;
+    exec_unbind(&r->b, r->b.n);
+    free(r);
 }
 
 NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,
                       uint32_t repeat)
 {
-    struct exec_binding b;
-    NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &b);
+    struct exec_request *r;
+    NRT_STATUS st = exec_request_new(m, inputs, outputs, repeat, &r);
     if (st != NRT_SUCCESS)
         return st;
-    struct machine *mach = rt_machine();
-    struct vnc_info *vi = &mach->vncs[m->gvnc];
-    struct exec_job job = {m, &b, repeat};
-    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
-    st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, &job);
-    machine_mem_leave(mach);
-    pthread_mutex_unlock(&vi->exec_lock);
-    if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
-        atomic_fetch_add(&m->executions, repeat);
-        for (uint32_t i = 0; i < b.n; i++)
-            if (m->neff->io[i].is_output)
-                tensor_completion_bump(b.tensors[i]);
-    }
-    exec_unbind(&b, b.n);
+    st = exec_request_run(r);
+    exec_request_free(r);
+    async_exec_notify(m, atomic_load(&m->executions), st);
     return st;
 }

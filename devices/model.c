@@ -402,6 +402,8 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
     struct nrt_model *m = calloc(1, sizeof *m);
     if (m == NULL)
         return NRT_RESOURCE;
+    static _Atomic uint32_t model_loads;
+    m->id = atomic_fetch_add(&model_loads, 1) + 1;
     m->gvnc = UINT32_MAX;
     m->plan = plan;
     m->nplan = nplan;

@@ -49,6 +49,7 @@ struct nrt_model {
     uint32_t gvnc;                /* machine-wide VNC */
     struct neff_model *neff;      /* metadata; owns strings and constants */
     bool runnable;                /* carries trnemu's ISA */
+    atomic_bool stand_in_warned;  /* foreign: the stand-in warning was logged */
     struct model_sg *sgs;         /* neff->n_sgs entries */
     uint32_t nsgs;                /* subgraphs */
     bool has_scratch;             /* scratch below is allocated */
@@ -56,6 +57,7 @@ struct nrt_model {
     uint64_t hbm_bytes;           /* device memory the model holds */
     _Atomic uint64_t executions;  /* completed executions */
     _Atomic uint32_t refs;        /* the registry's reference plus pins */
+    uint32_t id;                  /* load number in this process (async callbacks) */
     /* snapshots (devices/state.c): */
     void *neff_bytes;             /* copy of the NEFF it was loaded from */
     size_t neff_size;             /* bytes in neff_bytes */

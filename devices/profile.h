@@ -19,12 +19,15 @@ enum dev_links {
     DEV_LINKS_RING = 1,   /* the chips form one ring (inf2.48xlarge) */
     DEV_LINKS_TORUS = 2,  /* each node of 16 chips is a 4x4 2D torus; nodes > 1:
                              chips with the same coordinates form a ring */
+    DEV_LINKS_SWITCH = 3, /* NeuronSwitch: every chip reaches every other chip
+                             in one hop (Trainium3) */
 };
 
 /* NeuronCore generations; they decide SBUF/PSUM sizes and the ISA flavour. */
 enum nc_gen {
     NC_GEN_V2 = 2,  /* Trainium1 / Inferentia2 */
     NC_GEN_V3 = 3,  /* Trainium2 */
+    NC_GEN_V4 = 4,  /* Trainium3 */
 };
 
 struct dev_profile {
@@ -41,7 +44,10 @@ struct dev_profile {
     uint32_t hbm_stacks;        /* HBM stacks per chip (hbm_index range) */
     uint32_t lnc_default;       /* physical cores per logical core by default */
     uint32_t lnc_allowed;       /* bit n set: LNC size n is accepted */
-    uint32_t nodes;             /* instances joined in one machine (UltraServer: 4) */
+    uint32_t nodes;             /* 16-chip tori emulated in one process's machine (1;
+                                   more only in an UltraServer view, devices/node.h) */
+    uint32_t us_nodes;          /* servers in the UltraServer the instance belongs to
+                                   (trn2u: 4; 1 when not an UltraServer member) */
     enum dev_links links;       /* NeuronLink topology between the chips */
 };
 

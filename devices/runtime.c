@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "devices/async.h"
 #include "devices/coll.h"
 #include "devices/log_env.h"
 #include "devices/model.h"
@@ -89,6 +90,7 @@ NRT_STATUS rt_init(uint32_t framework)
         return NRT_SUCCESS;
     }
     log_env_load();
+    async_configure();
     struct machine_config cfg;
     NRT_STATUS st = config_from_env(&cfg);
     struct machine *m = NULL;
@@ -115,8 +117,10 @@ void rt_close(void)
     }
     atomic_store(&rt_close_pending, true);
     pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
+    async_shutdown();                  /* cancels queued requests, waits for running ones */
     atomic_store(&rt_close_pending, false);
     atomic_store(&rt_cur_state, RT_CLOSED);
+    coll_cc_free_all();        /* prepared collectives never scheduled */
     model_destroy_all();
     tensor_destroy_all();
     coll_comm_release_all();   /* no execution is under way any more */

@@ -359,6 +359,17 @@ static NRT_STATUS tensor_copy_check(const struct tensor_view *s, const struct te
     return NRT_SUCCESS;
 }
 
+NRT_STATUS tensor_view_range(const struct tensor_view *v, const char *what, uint64_t off,
+                             uint64_t size)
+{
+    return tensor_range_check(v, what, off, size, v->name);
+}
+
+NRT_STATUS tensor_view_copy_ok(const struct tensor_view *s, const struct tensor_view *d)
+{
+    return tensor_copy_check(s, d);
+}
+
 NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *dst,
                        size_t dst_off, size_t size)
 {

@@ -75,6 +75,12 @@ void tensor_completion_bump(nrt_tensor_t *t);
 /* Pin a live tensor: its storage stays valid until tensor_unpin. */
 NRT_STATUS tensor_pin(const nrt_tensor_t *t, struct tensor_view *v);
 void tensor_unpin(struct tensor_view *v);
+/* Is [off, off+size) inside the pinned tensor? NRT_INVALID and one log
+ * line naming `what` otherwise. */
+NRT_STATUS tensor_view_range(const struct tensor_view *v, const char *what, uint64_t off,
+                             uint64_t size);
+/* May bytes be copied from s to d (device tensors on one VNC)? */
+NRT_STATUS tensor_view_copy_ok(const struct tensor_view *s, const struct tensor_view *d);
 /* Is t a live tensor right now? */
 bool tensor_is_live(const nrt_tensor_t *t);
 

@@ -7,15 +7,6 @@
 
 #include "emu/log.h"
 
-/* One submitted job; lives on the submitter's stack until done. */
-struct worker_job {
-    NRT_STATUS (*fn)(void *arg);  /* what to run */
-    void *arg;                    /* its argument */
-    NRT_STATUS result;            /* its status, once done */
-    bool done;                    /* set by the worker */
-    struct worker_job *next;      /* queue link */
-};
-
 void worker_init(struct chip_worker *w)
 {
     pthread_mutex_init(&w->lock, NULL);
@@ -47,6 +38,11 @@ static void *worker_main(void *arg)
     for (struct worker_job *j; (j = worker_next(w)) != NULL;) {
         pthread_mutex_unlock(&w->lock);
         NRT_STATUS st = j->fn(j->arg);
+        if (j->on_done != NULL) {  /* posted: the job may be gone after this */
+            j->on_done(j->arg, st);
+            pthread_mutex_lock(&w->lock);
+            continue;
+        }
         pthread_mutex_lock(&w->lock);
         j->result = st;
         j->done = true;
@@ -69,24 +65,41 @@ static bool worker_start(struct chip_worker *w)
     return true;
 }
 
+/* Append j to the queue and wake the worker. Lock held. */
+static void worker_enqueue(struct chip_worker *w, struct worker_job *j)
+{
+    j->next = NULL;
+    if (w->tail != NULL)
+        w->tail->next = j;
+    else
+        w->head = j;
+    w->tail = j;
+    pthread_cond_signal(&w->wake);
+}
+
 NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
 {
-    struct worker_job j = {fn, arg, NRT_SUCCESS, false, NULL};
+    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL};
     pthread_mutex_lock(&w->lock);
     if (!worker_start(w)) {
         pthread_mutex_unlock(&w->lock);
         return fn(arg);
     }
-    if (w->tail != NULL)
-        w->tail->next = &j;
-    else
-        w->head = &j;
-    w->tail = &j;
-    pthread_cond_signal(&w->wake);
+    worker_enqueue(w, &j);
     while (!j.done)
         pthread_cond_wait(&w->done, &w->lock);
     pthread_mutex_unlock(&w->lock);
     return j.result;
+}
+
+bool worker_post(struct chip_worker *w, struct worker_job *j)
+{
+    pthread_mutex_lock(&w->lock);
+    bool ok = worker_start(w);
+    if (ok)
+        worker_enqueue(w, j);
+    pthread_mutex_unlock(&w->lock);
+    return ok;
 }
 
 void worker_fini(struct chip_worker *w)

@@ -12,7 +12,16 @@
 
 #include "nrt/nrt_status.h"
 
-struct worker_job;
+/* One job. worker_run keeps it on the caller's stack; worker_post takes
+ * one the caller owns until its on_done has run. */
+struct worker_job {
+    NRT_STATUS (*fn)(void *arg);  /* what to run */
+    void *arg;                    /* its argument */
+    void (*on_done)(void *arg, NRT_STATUS st); /* posted jobs: called once fn returned */
+    NRT_STATUS result;            /* its status, once done */
+    bool done;                    /* set by the worker (worker_run) */
+    struct worker_job *next;      /* queue link */
+};
 
 struct chip_worker {
     pthread_mutex_t lock;      /* guards every field below */
@@ -32,5 +41,11 @@ void worker_fini(struct chip_worker *w);
 /* Run fn(arg) on the worker and wait for its status. When the thread
  * cannot be started, fn runs on the calling thread (logged once). */
 NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
+
+/* Queue j (fn, arg, on_done set by the caller) and return at once; the
+ * worker runs fn(arg) and then on_done(arg, status), both without any
+ * lock held. false (logged) when the thread cannot be started: nothing
+ * was queued. */
+bool worker_post(struct chip_worker *w, struct worker_job *j);
 
 #endif

@@ -32,7 +32,7 @@ TOOLS_INTERNAL = {
     "emu/log.h", "emu/status.h", "emu/isa/asm.h", "emu/isa/disasm.h",
     "emu/neff/npy.h", "emu/num/numerics.h",
     "devices/config.h", "devices/instance.h", "devices/topology.h",
-    "devices/log_env.h",
+    "devices/log_env.h", "devices/node.h",
     "store/calllog_replay.h", "store/snap_query.h",
 }
 

@@ -10,6 +10,7 @@
  * when shared memory cannot be made; NRT_UNINITIALIZED / NRT_CLOSED
  * outside nrt_init .. nrt_close.
  */
+#include "devices/async.h"
 #include "devices/coll.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
@@ -77,22 +78,21 @@ NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *in
     return st;
 }
 
-/* Runs at once (no asynchronous queues): on return the outputs are ready
- * and *req_sequence is complete. err is not used (no error trackers); the
- * context is freed and *cc_ctx set to NULL whatever the outcome. */
+/* Queued on the COLLECTIVES unit of the communicator's LNC; the context
+ * belongs to the request from here on (*cc_ctx is set to NULL) and is
+ * freed once the collective ran. */
 NRT_EXPORT NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx, int queue,
                                        nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
-    (void)err;
-    SHIM_REQUIRE(cc_ctx != NULL && *cc_ctx != NULL, "cc_ctx is NULL");
-    SHIM_REQUIRE(queue == 0, "queue %d: the collectives unit has only queue 0", queue);
+    SHIM_REQUIRE(cc_ctx != NULL && *cc_ctx != NULL, "cc_ctx or *cc_ctx is NULL");
     SHIM_ENTER();
-    uint64_t seq = 0;
-    NRT_STATUS st = coll_cc_run(*cc_ctx, &seq);
-    coll_cc_free(*cc_ctx);
-    *cc_ctx = NULL;
+    nrta_seq_t seq = 0;
+    bool live = coll_cc_is_live(*cc_ctx);
+    NRT_STATUS st = live ? async_collective(cc_ctx, queue, err, &seq) : NRT_INVALID;
     if (req_sequence != NULL)
         *req_sequence = seq;
     rt_leave();
+    SHIM_REQUIRE(live, "%p is not a prepared collective context (already scheduled?)",
+                 (void *)*cc_ctx);
     return st;
 }

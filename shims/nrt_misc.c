@@ -7,13 +7,20 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "devices/async.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 
 NRT_EXPORT NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_ENTER();
+    uint32_t n = rt_machine()->cfg.visible_count;
+    bool ok = vnc >= 0 && (uint32_t)vnc < n;
+    NRT_STATUS st = ok ? async_drain(vnc) : NRT_INVALID;
+    rt_leave();
+    SHIM_REQUIRE(ok, "VNC %d is not visible to this process (%u VNCs)", (int)vnc, n);
+    return st;
 }
 
 NRT_EXPORT NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len)
@@ -51,7 +58,8 @@ NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t s
 
 NRT_EXPORT NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    async_set_exec_callback(callback, params);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)

@@ -493,11 +493,21 @@ static NRT_STATUS cstore_row(struct cstore *cs, int64_t region, uint64_t size,
     }
     if (!sdb_u64(s, 0, size - 1, &r->off) || !sdb_u64(s, 1, CHUNK_MAX, &r->raw_len) ||
         r->raw_len == 0 || r->raw_len > size - r->off || !sdb_int(s, 2, 0, 16, &codec) ||
-        !sdb_blob(s, 3, &r->data, &r->len) || !sdb_blob(s, 4, &r->hash, &hlen) ||
-        hlen != CHUNK_HASH_LEN || r->len > 2 * (size_t)CHUNK_MAX) {
+        !sdb_blob(s, 3, &r->data, &r->len) || r->len == 0 || !sdb_blob(s, 4, &r->hash, &hlen) ||
+        hlen != CHUNK_HASH_LEN || r->len > 2 * (size_t)CHUNK_MAX ||
+        r->off % cs->chunk_size != 0 || r->raw_len > cs->chunk_size) {
         LOG_ERROR("STORE", "%s: a chunk row of region %" PRId64 " is malformed or does not fit "
-                  "the region (%" PRIu64 " bytes)", cs->db->path, region, size);
+                  "the region (%" PRIu64 " bytes) and its %u-byte chunks", cs->db->path, region,
+                  size, cs->chunk_size);
         return NRT_INVALID;
+    }
+    if (cs->restoring) {
+        if (r->raw_len > cs->budget) {
+            LOG_ERROR("STORE", "%s: the chunks of region %" PRId64 " add up to more than the "
+                      "snapshot's recorded size", cs->db->path, region);
+            return NRT_INVALID;
+        }
+        cs->budget -= r->raw_len;
     }
     r->codec = (int)codec;
     for (size_t i = 0; cs->allow != NULL; i++) {
@@ -647,6 +657,7 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
         cs->b[0]->fd = cs->b[1]->fd = fd;
         st = cstore_query(cs, snap, region, 0, UINT64_MAX);
     }
+    cs->restoring = true;
     int rc = SQLITE_DONE, cur = 0;
     bool running = false;
     while (st == NRT_SUCCESS && (rc = sqlite3_step(cs->get)) == SQLITE_ROW) {
@@ -668,6 +679,7 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
     }
     if (cs->get != NULL)
         sqlite3_reset(cs->get);
+    cs->restoring = false;
     return st != NRT_SUCCESS ? st : st2;
 }
 

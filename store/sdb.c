@@ -9,7 +9,7 @@
 #include "emu/log.h"
 #include "store/snap_int.h"
 
-/* Version 1 of the schema. Tables are WITHOUT ROWID where rows are small
+/* The schema (version 2: version 1 plus the manifest table). Tables are WITHOUT ROWID where rows are small
  * and keyed; chunk and neff keep a rowid (their rows hold large blobs).
  * The call log (store/calllog*) adds its own tables to the same file. */
 static const char sdb_schema_v1[] =
@@ -56,7 +56,19 @@ static const char sdb_schema_v1[] =
     " PRIMARY KEY(snap, model, idx)) WITHOUT ROWID;"
     "CREATE TABLE core(snap INTEGER NOT NULL, vnc INTEGER NOT NULL, idx INTEGER NOT NULL,"
     " gen INTEGER NOT NULL, state BLOB NOT NULL, sbuf INTEGER NOT NULL, psum INTEGER NOT NULL,"
-    " PRIMARY KEY(snap, vnc, idx)) WITHOUT ROWID;";
+    " PRIMARY KEY(snap, vnc, idx)) WITHOUT ROWID;"
+    "CREATE TABLE manifest(snap INTEGER PRIMARY KEY, hash BLOB NOT NULL);";
+
+/* Upgrading a version-1 file: snapshots it already holds keep no manifest
+ * (manifest_from names the first snapshot that must have one). */
+static const char sdb_upgrade_v2[] =
+    "BEGIN IMMEDIATE;"
+    "CREATE TABLE IF NOT EXISTS manifest(snap INTEGER PRIMARY KEY, hash BLOB NOT NULL);"
+    "INSERT OR REPLACE INTO meta VALUES('manifest_from',"
+    " (SELECT coalesce(max(id), 0) + 1 FROM snapshot));"
+    "UPDATE meta SET value='2' WHERE key='schema';"
+    "PRAGMA user_version=2;"
+    "COMMIT;";
 
 NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what)
 {
@@ -78,6 +90,18 @@ NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what)
     default:
         return NRT_FAILURE;
     }
+}
+
+bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st)
+{
+    if (*st != NRT_SUCCESS)
+        return false;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        return true;
+    if (rc != SQLITE_DONE)
+        *st = sdb_fail(db, rc, "reading the snapshot");
+    return false;
 }
 
 NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what)
@@ -112,7 +136,7 @@ NRT_STATUS sdb_create_schema(struct snap_db *db)
     char meta[512];
     snprintf(meta, sizeof meta,
              "INSERT INTO meta VALUES('format','trnemu-snapshot'),('schema','%d'),"
-             "('chunk_hash','xxh3-128'),('created_by','trnemu');"
+             "('chunk_hash','xxh3-128'),('created_by','trnemu'),('manifest_from','0');"
              "PRAGMA user_version=%d;", SNAP_SCHEMA_VERSION, SNAP_SCHEMA_VERSION);
     NRT_STATUS st = sdb_exec(db, "BEGIN IMMEDIATE", "starting the schema");
     if (st != NRT_SUCCESS)
@@ -155,6 +179,12 @@ NRT_STATUS sdb_check_schema(struct snap_db *db)
         LOG_ERROR("STORE", "%s is not a trnemu snapshot file (schema version %" PRId64
                   ", no format row)", db->path, ver);
         return NRT_INVALID;
+    }
+    if (ver == 1 && !db->readonly) {
+        NRT_STATUS st = sdb_exec(db, sdb_upgrade_v2, "upgrading the file to schema 2");
+        if (st != NRT_SUCCESS)
+            sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
+        return st;
     }
     return NRT_SUCCESS;
 }

@@ -28,6 +28,9 @@ struct snap_db {
 /* Map a failed SQLite result code to a status, with one log line naming
  * what was being done and SQLite's message. */
 NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what);
+/* Step a query that reads the snapshot; false at its end or on an error
+ * (then *st is set; nothing is done when *st already holds one). */
+bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st);
 /* Run statements without results. */
 NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what);
 /* Prepare one statement; NULL on failure (logged). */
@@ -36,7 +39,8 @@ sqlite3_stmt *sdb_prepare(struct snap_db *db, const char *sql);
 NRT_STATUS sdb_done(struct snap_db *db, sqlite3_stmt *s, const char *what);
 /* Create the schema in an empty file (inside a transaction). */
 NRT_STATUS sdb_create_schema(struct snap_db *db);
-/* Check an existing file: our format, a schema this build reads. */
+/* Check an existing file: our format, a schema this build reads; a
+ * writable schema-1 file is upgraded (the manifest table added). */
 NRT_STATUS sdb_check_schema(struct snap_db *db);
 
 /* Checked readers of untrusted columns: false (nothing logged) when the
@@ -70,6 +74,8 @@ struct cstore {
     struct cstore_batch *b[2];/* double-buffered batches of chunks */
     const uint64_t *allow;    /* restore: [start, end) pairs a chunk must lie in, or NULL */
     size_t nallow;            /* pairs in allow */
+    uint64_t budget;          /* restore: raw bytes the chunks may still write */
+    bool restoring;           /* inside cstore_restore_region (budget applies) */
     uint64_t logical;         /* raw bytes of the non-zero chunks saved */
     uint64_t stored;          /* encoded bytes of the chunks this pass added */
     uint64_t chunks;          /* non-zero chunks saved */
@@ -96,5 +102,15 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
  * zero), verifying hashes. */
 NRT_STATUS cstore_read(struct cstore *cs, int64_t snap, int64_t region, uint64_t size,
                        uint64_t off, uint64_t len, uint8_t *buf);
+
+/* ---- integrity (snap_verify.c) ----------------------------------------- */
+
+/* The manifest of a snapshot: XXH3-128 over all its rows (docs/snapshot.md). */
+NRT_STATUS snap_manifest_compute(struct snap_db *db, int64_t snap, struct chunk_hash *out);
+/* Compute and store it (the last step of a save). */
+NRT_STATUS snap_manifest_write(struct snap_db *db, int64_t snap);
+/* Check the manifest and every row of a snapshot; decode: also every
+ * chunk against its hash. *legacy: no manifest (older snapshot). */
+NRT_STATUS snap_verify_rows(struct snap_db *db, int64_t snap, bool decode, bool *legacy);
 
 #endif

@@ -306,7 +306,7 @@ NRT_STATUS snapq_remove(struct snap_db *db, int64_t id)
 {
     static const char *const tables[] = {
         "option", "region", "region_chunk", "storage", "tensor", "tensor_set",
-        "tensor_set_entry", "model", "model_block", "model_io", "core",
+        "tensor_set_entry", "model", "model_block", "model_io", "core", "manifest",
     };
     snap_db_lock(db);
     NRT_STATUS st = sdb_exec(db, "BEGIN IMMEDIATE", "removing a snapshot");

@@ -82,17 +82,10 @@ void snap_handle_map_free(struct snap_handle_map *map)
     map->n = 0;
 }
 
-/* Step a query; false at its end or on error (*st set on error). */
+/* Step a query (sdb_next). */
 static bool snap_next(struct snap_restorer *rs, sqlite3_stmt *s, NRT_STATUS *st)
 {
-    if (*st != NRT_SUCCESS)
-        return false;
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        return true;
-    if (rc != SQLITE_DONE)
-        *st = sdb_fail(rs->db, rc, "reading the snapshot");
-    return false;
+    return sdb_next(rs->db, s, st);
 }
 
 /* A query of this snapshot's rows (?1 = snapshot id). */
@@ -139,8 +132,8 @@ static NRT_STATUS snap_check_config(struct snap_restorer *rs, const char *profil
 
 static NRT_STATUS snap_header(struct snap_restorer *rs)
 {
-    sqlite3_stmt *s = snap_query(rs, "SELECT profile, lnc, visible, chunk_size FROM snapshot "
-                                     "WHERE id=?1");
+    sqlite3_stmt *s = snap_query(rs, "SELECT profile, lnc, visible, chunk_size, logical_bytes "
+                                     "FROM snapshot WHERE id=?1");
     if (s == NULL)
         return NRT_INVALID;
     NRT_STATUS st = NRT_SUCCESS;
@@ -150,13 +143,16 @@ static NRT_STATUS snap_header(struct snap_restorer *rs)
     }
     const char *profile = sdb_text(s, 0, 64), *visible = sdb_text(s, 2, CONFIG_MAX_VNCS * 5);
     int64_t lnc, cs;
+    uint64_t logical = 0;
     if (profile == NULL || visible == NULL || !sdb_int(s, 1, 1, MACHINE_MAX_LNC, &lnc) ||
-        !sdb_int(s, 3, 4096, CHUNK_MAX, &cs) || (cs & (cs - 1)) != 0)
+        !sdb_int(s, 3, 4096, CHUNK_MAX, &cs) || (cs & (cs - 1)) != 0 ||
+        !sdb_u64(s, 4, INT64_MAX, &logical))
         st = snap_bad(rs, "the snapshot row is malformed");
     if (st == NRT_SUCCESS)
         st = snap_check_config(rs, profile, lnc, visible);
     if (st == NRT_SUCCESS)
         st = cstore_open(&rs->cs, rs->db, (uint32_t)cs);
+    rs->cs.budget = logical; /* no restore writes more than the save recorded */
     sqlite3_finalize(s);
     return st;
 }
@@ -399,6 +395,8 @@ static NRT_STATUS snap_tensor_one(struct snap_restorer *rs, sqlite3_stmt *s)
         return snap_bad(rs, "a device tensor has no device storage");
     r.placement = (nrt_tensor_placement_t)placement;
     r.vnc = (int)vnc;
+    if (strlen(name) >= sizeof r.name)
+        return snap_bad(rs, "a tensor name is longer than the runtime keeps");
     snprintf(r.name, sizeof r.name, "%s", name);
     nrt_tensor_t *t;
     NRT_STATUS st = tensor_restore(&r, &t);
@@ -444,7 +442,7 @@ static NRT_STATUS snap_set_one(struct snap_restorer *rs, sqlite3_stmt *row, sqli
             st = snap_bad(rs, "a tensor set entry is malformed");
             break;
         }
-        void *t = snap_find_kind(rs, old, HANDLE_TENSOR);
+        void *t = old != 0 ? snap_find_kind(rs, old, HANDLE_TENSOR) : NULL;
         st = tensor_set_restore_entry(set, name, t ? t : (void *)&snap_freed_tensor);
     }
     sqlite3_reset(ent);
@@ -560,7 +558,13 @@ static void snap_undo(struct snap_restorer *rs)
 
 static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
 {
-    NRT_STATUS st = snap_header(rs);
+    bool legacy = false;
+    NRT_STATUS st = snap_verify_rows(rs->db, rs->snap, false, &legacy);
+    if (st == NRT_SUCCESS && legacy)
+        LOG_WARN("STORE", "%s: snapshot %" PRId64 " predates manifests (schema 1): a deleted "
+                 "or swapped row cannot be detected", rs->db->path, rs->snap);
+    if (st == NRT_SUCCESS)
+        st = snap_header(rs);
     if (st == NRT_SUCCESS && !state_is_fresh(rs->mach))
         st = NRT_INVALID;
     if (st == NRT_SUCCESS)

@@ -310,6 +310,24 @@ static NRT_STATUS snap_tensors(struct snap_saver *sv)
     return st;
 }
 
+/* The handle a set entry records: its tensor's, or 0 for a tensor freed
+ * before the save (so that any other handle must name a saved tensor). */
+static uint64_t snap_live_tensor(const struct snap_saver *sv, const nrt_tensor_t *t)
+{
+    size_t lo = 0, hi = sv->v.ntensors; /* the records are sorted by handle */
+    while (lo < hi) {
+        size_t mid = lo + (hi - lo) / 2;
+        uintptr_t h = (uintptr_t)sv->v.tensors[mid].handle;
+        if (h == (uintptr_t)t)
+            return (uint64_t)h;
+        if (h < (uintptr_t)t)
+            lo = mid + 1;
+        else
+            hi = mid;
+    }
+    return 0;
+}
+
 static NRT_STATUS snap_sets(struct snap_saver *sv)
 {
     sqlite3_stmt *a = sdb_prepare(sv->db, "INSERT INTO tensor_set(snap, handle) VALUES(?1,?2)");
@@ -327,7 +345,7 @@ static NRT_STATUS snap_sets(struct snap_saver *sv)
             snap_bind_u64(e, 2, h);
             sqlite3_bind_int64(e, 3, (sqlite3_int64)k);
             sqlite3_bind_text(e, 4, r->names[k], -1, SQLITE_STATIC);
-            snap_bind_u64(e, 5, (uint64_t)(uintptr_t)r->tensors[k]);
+            snap_bind_u64(e, 5, snap_live_tensor(sv, r->tensors[k]));
             st = sdb_done(sv->db, e, "saving a tensor set entry");
         }
     }
@@ -471,6 +489,8 @@ static NRT_STATUS snap_save_all(struct snap_saver *sv, const char *reason, int64
         st = snap_cores(sv);
     if (st == NRT_SUCCESS)
         st = snap_row_sizes(sv);
+    if (st == NRT_SUCCESS)
+        st = snap_manifest_write(sv->db, sv->snap);
     return st;
 }
 

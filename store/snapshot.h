@@ -26,7 +26,7 @@
 
 /* Version of the schema this build writes (PRAGMA user_version). It reads
  * this version and refuses newer ones. */
-#define SNAP_SCHEMA_VERSION 1
+#define SNAP_SCHEMA_VERSION 2
 /* Default chunk size in bytes (from the sweep in bench/bench_store.c). */
 #define SNAP_CHUNK_DEFAULT (64u << 10)
 
@@ -77,6 +77,12 @@ void snap_set_host_limit(uint64_t bytes);
 
 /* Newest snapshot id of the file, -1 when it has none. */
 NRT_STATUS snap_latest(struct snap_db *db, int64_t *id);
+
+/* Check snapshot id without restoring it: its manifest, every row, and
+ * every chunk decoded against its hash (store/snap_verify.c). *legacy is
+ * set for a snapshot saved before manifests (schema 1), which only the
+ * row checks cover. NRT_INVALID with one log line naming the row. */
+NRT_STATUS snap_verify(struct snap_db *db, int64_t id, bool *legacy);
 
 /* ---- the library's triggers (store/snap_env.c) ------------------------- */
 

@@ -27,11 +27,13 @@ struct dis_consts {
 static void disasm_usage(FILE *out)
 {
     fprintf(out, "usage: trnemu disasm FILE.neff [-o FILE.s] [--const-dir DIR] [--no-index] "
-                 "[--check]\n"
+                 "[--check] [--full]\n"
                  "  -o FILE          write the assembly there (default: stdout)\n"
                  "  --const-dir DIR  write constants as files into DIR instead of inline\n"
                  "  --no-index       leave out the instruction index comments\n"
-                 "  --check          assemble the disassembly again and compare the models\n");
+                 "  --check          assemble the disassembly again and compare the models\n"
+                 "  --full           a vendor-compiled NEFF: the whole metadata as assembly\n"
+                 "                   directives instead of its outline\n");
 }
 
 /* Relative path from directory `from` to `to` (both absolute, clean). */
@@ -124,7 +126,8 @@ static int dis_check(const struct neff_model *m)
     return 0;
 }
 
-static int dis_run(const char *in, const char *outp, const char *cdir, bool no_index, bool check)
+static int dis_run(const char *in, const char *outp, const char *cdir, bool no_index, bool check,
+                   bool full)
 {
     uint8_t *bytes = NULL;
     size_t size = 0;
@@ -140,6 +143,13 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
         fprintf(stderr, "trnemu disasm: %s is not a valid NEFF (see the log line above)\n", in);
     } else if (check) {
         rc = dis_check(m);
+    } else if (!neff_model_is_trnemu(m) && !full) {
+        FILE *out = outp ? fopen(outp, "w") : stdout;
+        rc = out != NULL && disasm_outline(out, m, f, in) == EMU_OK ? 0 : 1;
+        if (out == NULL)
+            fprintf(stderr, "trnemu disasm: cannot write %s\n", outp);
+        if (out != NULL && out != stdout && fclose(out) != 0)
+            rc = 1;
     } else {
         struct dis_consts consts = {0};
         char ref[PATH_MAX];
@@ -166,7 +176,7 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
 int cmd_disasm(int argc, char **argv)
 {
     const char *in = NULL, *out = NULL, *cdir = NULL;
-    bool no_index = false, check = false;
+    bool no_index = false, check = false, full = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
             disasm_usage(stdout);
@@ -179,6 +189,8 @@ int cmd_disasm(int argc, char **argv)
             no_index = true;
         } else if (strcmp(argv[i], "--check") == 0) {
             check = true;
+        } else if (strcmp(argv[i], "--full") == 0) {
+            full = true;
         } else if (argv[i][0] == '-' && argv[i][1] != '\0') {
             return tool_usage_error("disasm", "unknown or incomplete option");
         } else if (in == NULL) {
@@ -189,5 +201,5 @@ int cmd_disasm(int argc, char **argv)
     }
     if (in == NULL)
         return tool_usage_error("disasm", "no input file");
-    return dis_run(in, out, cdir, no_index, check);
+    return dis_run(in, out, cdir, no_index, check, full);
 }

@@ -16,6 +16,7 @@
 
 #include "devices/config.h"
 #include "devices/instance.h"
+#include "devices/node.h"
 #include "devices/topology.h"
 #include "tools/tool.h"
 
@@ -80,9 +81,12 @@ static const char *ls_topology_name(const struct dev_profile *p)
 {
     switch (p->links) {
     case DEV_LINKS_TORUS:
-        return p->nodes > 1 ? "4x4 2D torus per node, rings across the nodes" : "4x4 2D torus";
+        return p->us_nodes > 1 ? "4x4 2D torus, rings across the UltraServer's servers"
+                               : "4x4 2D torus";
     case DEV_LINKS_RING:
         return "ring";
+    case DEV_LINKS_SWITCH:
+        return "NeuronSwitch all-to-all";
     case DEV_LINKS_NONE:
         break;
     }
@@ -111,8 +115,10 @@ static void ls_text(const struct machine_config *cfg)
         uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(p, c, nb);
         size_t len = 0;
         conn[0] = '\0';
-        for (uint32_t i = 0; i < k; i++)
+        for (uint32_t i = 0; i < k && len < sizeof conn; i++)
             len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
+        if (p->links == DEV_LINKS_SWITCH && k > 0)
+            snprintf(conn, sizeof conn, "all %u (switch)", k);
         printf("| %6u | %5u | %-9s | %5.0f GiB | %6u | %-16s | %-17s |\n", c, p->cores_per_chip,
                ids, (double)p->hbm_per_chip / GIB, p->hbm_stacks, n ? vis : "-",
                k ? conn : "-");
@@ -168,9 +174,10 @@ static int ls_json(const struct machine_config *cfg)
     for (uint32_t c = 0; c < p->chips; c++)
         json_array_append_new(chips, ls_json_chip(cfg, c));
     return ls_json_print(json_pack(
-        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "instance_type", p->name,
+        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "instance_type", p->name,
         "chip", p->chip_name, "nc_generation", (int)p->gen, "chips", (int)p->chips,
-        "cores_per_chip", (int)p->cores_per_chip, "lnc", (int)cfg->lnc, "total_vncs",
+        "cores_per_chip", (int)p->cores_per_chip, "ultraserver_servers", (int)p->us_nodes,
+        "lnc", (int)cfg->lnc, "total_vncs",
         (int)cfg->total_vncs, "visible_vncs", (int)cfg->visible_count, "topology",
         ls_topology_name(p), "devices", chips, "links", ls_json_links(p)));
 }
@@ -204,15 +211,26 @@ static void ls_draw_torus(const struct dev_profile *p)
         ls_draw_node(n);
     }
     printf("\n'..' and ':' mark the wraparound links: each row and each column is a ring.\n");
-    if (p->nodes <= 1)
+}
+
+/* The rings across the servers of an UltraServer (chip c of every server). */
+static void ls_draw_us_rings(const struct dev_profile *p)
+{
+    struct dev_profile us;
+    node_ultraserver_view(p, &us);
+    if (us.nodes <= 1)
         return;
-    printf("\nrings through the nodes (the same torus position in each node):\n");
+    printf("\nUltraServer: %u servers like this one, each its own node (host and runtime);\n"
+           "NeuronLink rings across the servers join the chips with the same position\n"
+           "(server:chip): %u rings of %u links:\n", us.nodes, TOPO_NODE_CHIPS, us.nodes);
     for (uint32_t c = 0; c < TOPO_NODE_CHIPS; c++) {
         printf("  ");
-        for (uint32_t n = 0; n <= p->nodes; n++)
-            printf("%s%2u", n ? " - " : "", (n % p->nodes) * TOPO_NODE_CHIPS + c);
+        for (uint32_t n = 0; n <= us.nodes; n++)
+            printf("%s%u:%-2u", n ? " - " : "", n % us.nodes, c);
         printf(c % 2 ? "\n" : "    ");
     }
+    printf("An UltraServer job (trnemu launch --nodes %u, docs/nodes.md) carries its\n"
+           "collectives between servers over these rings.\n", us.nodes);
 }
 
 static void ls_draw_ring(const struct dev_profile *p)
@@ -226,15 +244,38 @@ static void ls_draw_ring(const struct dev_profile *p)
     printf("'\n  (the last chip is linked back to the first)\n");
 }
 
+static void ls_draw_switch(const struct dev_profile *p)
+{
+    printf("\n  every chip reaches every other chip in one hop through the switch:\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("[%2u]%s", c, c + 1 < p->chips ? " " : "\n");
+    printf("  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("  |  ");
+    printf("\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("=====");
+    printf("\n  NeuronSwitch\n\nbandwidth per chip by level:\n");
+    struct topo_level lv[4];
+    uint32_t n = topo_levels(p, lv, 4);
+    for (uint32_t i = 0; i < n && i < 4; i++)
+        printf("  %-28s %u links  %4u GB/s%s\n", lv[i].name, lv[i].links, lv[i].gbytes_s,
+               i == 0 ? "  (the chips of this machine)" : "");
+}
+
 static void ls_topology(const struct machine_config *cfg)
 {
     const struct dev_profile *p = cfg->profile;
     printf("%s: %u x %s, NeuronLink %s, %u links\n", p->name, p->chips, p->chip_name,
            ls_topology_name(p), topo_nlinks(p));
-    if (p->links == DEV_LINKS_TORUS)
+    if (p->links == DEV_LINKS_TORUS) {
         ls_draw_torus(p);
+        ls_draw_us_rings(p);
+    }
     else if (p->links == DEV_LINKS_RING)
         ls_draw_ring(p);
+    else if (p->links == DEV_LINKS_SWITCH)
+        ls_draw_switch(p);
     else
         printf("a single chip: no links\n");
 }
@@ -352,12 +393,14 @@ static int ls_stats(bool json)
 
 static void ls_profiles(void)
 {
-    printf("%-16s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
+    printf("%-18s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
            "LNC", "NEURONLINK");
     for (size_t i = 0; i < profile_count(); i++) {
         const struct dev_profile *p = profile_at(i);
-        printf("%-16s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
-               p->chips * p->cores_per_chip, p->gen == NC_GEN_V3 ? "v3" : "v2",
+        char gen[8];
+        snprintf(gen, sizeof gen, "v%d", (int)p->gen);
+        printf("%-18s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
+               p->chips * p->cores_per_chip, gen,
                (double)p->hbm_per_chip / GIB, p->lnc_default, ls_topology_name(p));
     }
 }

@@ -15,6 +15,8 @@ struct tool_cmd {
 
 static const struct tool_cmd tool_cmds[] = {
     {"ls", cmd_ls, "show the emulated machine (--json, --profiles)"},
+    {"run", cmd_run, "execute a NEFF with .npy/.bin inputs, write .npy outputs: trnemu run\n"
+               "           MODEL.neff [--input NAME=FILE]... [--output-dir DIR] [--repeat N] [--vnc K]"},
     {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
     {"asm", cmd_asm, "assemble trnemu assembly into a NEFF: trnemu asm FILE.s [-o FILE.neff]"},
     {"disasm", cmd_disasm, "print a NEFF as trnemu assembly: trnemu disasm FILE.neff"},
@@ -42,9 +44,26 @@ int tool_usage_error(const char *cmd, const char *msg)
     return 2;
 }
 
+/* Called as neuron-ls, neuron-top or neuron-monitor (the links installed
+ * in <prefix>/bin): the subcommand after "neuron-", with every argument. */
+static const struct tool_cmd *tool_vendor_name(const char *argv0)
+{
+    const char *base = strrchr(argv0, '/');
+    base = base ? base + 1 : argv0;
+    if (strncmp(base, "neuron-", 7) != 0)
+        return NULL;
+    for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
+        if (strcmp(base + 7, tool_cmds[i].name) == 0)
+            return &tool_cmds[i];
+    return NULL;
+}
+
 int main(int argc, char **argv)
 {
     log_env_load();
+    const struct tool_cmd *vendor = argc > 0 ? tool_vendor_name(argv[0]) : NULL;
+    if (vendor != NULL)
+        return vendor->run(argc, argv);
     if (argc < 2)
         return tool_help(stderr);
     if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||

@@ -35,7 +35,8 @@ static size_t core_scratch_bytes(void)
 /* Bytes of one SBUF partition of a core of version gen. */
 static uint32_t core_part_bytes(uint32_t gen)
 {
-    return gen >= 3 ? ISA_SBUF_PART_BYTES_V3 : ISA_SBUF_PART_BYTES_V2;
+    return gen >= 4 ? ISA_SBUF_PART_BYTES_V4 : gen >= 3 ? ISA_SBUF_PART_BYTES_V3
+                                                   : ISA_SBUF_PART_BYTES_V2;
 }
 
 emu_status core_create(uint32_t gen, struct core **out)

@@ -748,3 +748,107 @@ bool disasm_round_trip(const struct neff_model *m, FILE *diag)
     free(text);
     return ok;
 }
+
+/* ---- outline of a vendor-compiled NEFF ------------------------------------ */
+
+static void outline_var(FILE *out, const struct neff_var *v)
+{
+    fprintf(out, ";     %-32s %-12s id %-4" PRIu32, v->name, neff_var_type_name(v->type),
+            v->var_id);
+    if (v->no_size)
+        fprintf(out, " (no size)");
+    else
+        fprintf(out, " %" PRIu64 " bytes", v->size);
+    if (v->has_backing_off)
+        fprintf(out, " at scratchpad offset %" PRIu64, v->backing_variable_off);
+    for (uint32_t i = 0; i < v->n_list; i++)
+        fprintf(out, "%s%" PRIu32, i ? "," : " list ", v->list[i]);
+    if (v->file != NULL)
+        fprintf(out, " from %s (%zu payload bytes)", v->file_name, v->data_len);
+    fputc('\n', out);
+}
+
+static void outline_queue(FILE *out, const struct neff_queue *q)
+{
+    fprintf(out, ";     %-20s %-8s owner %-5s %" PRIu32 " queue%s", q->name,
+            neff_queue_type_name(q->type), q->owner ? q->owner : "-", q->num_queues,
+            q->num_queues == 1 ? "" : "s");
+    if (q->n_semaphore_set > 0)
+        fprintf(out, ", semaphores %" PRIu32 "..%" PRIu32, q->semaphore_set[0],
+                q->semaphore_set[q->n_semaphore_set - 1]);
+    if (q->dynamic_dma_json != NULL)
+        fprintf(out, ", dynamic_dma %s", q->dynamic_dma_json);
+    fputc('\n', out);
+}
+
+static bool outline_known(const struct neff_subgraph *sg, const char *rel)
+{
+    if (strcmp(rel, "def.json") == 0 || strcmp(rel, "tensor_map.json") == 0)
+        return true;
+    for (int e = 0; e < NEFF_ENG_COUNT; e++) {
+        const struct neff_engine_sec *s = &sg->eng[e];
+        if ((s->bin_file && strcmp(s->bin_file, rel) == 0) ||
+            (s->json_file && strcmp(s->json_file, rel) == 0))
+            return true;
+    }
+    for (uint32_t i = 0; i < sg->n_vars; i++)
+        if (sg->vars[i].file_name && strcmp(sg->vars[i].file_name, rel) == 0)
+            return true;
+    return false;
+}
+
+/* Members of the subgraph's directory the model does not use (debug
+ * info, activation and DVE tables): counted, not read. */
+static void outline_others(FILE *out, const struct neff_subgraph *sg, const struct neff_file *f)
+{
+    size_t n = 0, bytes = 0, len = strlen(sg->name);
+    for (size_t i = 0; f != NULL && i < f->n_members; i++) {
+        const char *nm = f->members[i].name;
+        if (strncmp(nm, sg->name, len) == 0 && nm[len] == '/' && !outline_known(sg, nm + len + 1)) {
+            n++;
+            bytes += neff_buf_size(f->members[i].data);
+        }
+    }
+    fprintf(out, ";   other members: %zu (%zu bytes; debug info, engine tables: not read)\n", n,
+            bytes);
+}
+
+static void outline_sg(FILE *out, const struct neff_subgraph *sg, const struct neff_file *f)
+{
+    fprintf(out, ";\n; subgraph %s\n;   variables: %" PRIu32 "\n", sg->name, sg->n_vars);
+    for (uint32_t i = 0; i < sg->n_vars; i++)
+        outline_var(out, &sg->vars[i]);
+    fprintf(out, ";   DMA queue sets: %" PRIu32 "\n", sg->n_queues);
+    for (uint32_t i = 0; i < sg->n_queues; i++)
+        outline_queue(out, &sg->queues[i]);
+    fprintf(out, ";   engine streams:\n");
+    for (int e = 0; e < NEFF_ENG_COUNT; e++) {
+        const struct neff_engine_sec *s = &sg->eng[e];
+        if (!s->present)
+            continue;
+        fprintf(out, ";     %-5s %-16s %9zu bytes   engine JSON %s, %" PRIu32 " DMA descriptor%s\n",
+                neff_engine_name((enum neff_engine)e), s->bin_file ? s->bin_file : "(none)",
+                neff_buf_size(s->code), s->json_file ? s->json_file : "(none)", s->n_descs,
+                s->n_descs == 1 ? "" : "s");
+    }
+    outline_others(out, sg, f);
+}
+
+emu_status disasm_outline(FILE *out, const struct neff_model *m, const struct neff_file *f,
+                          const char *source_name)
+{
+    if (out == NULL || m == NULL)
+        return EMU_INVALID;
+    fprintf(out, "; trnemu outline%s%s\n;\n", source_name ? " of " : "",
+            source_name ? source_name : "");
+    fprintf(out, "; A vendor-compiled NEFF: it has no trnemu ISA marker, and the encoding of its\n"
+                 "; instruction streams is not public, so they are shown as byte counts only.\n"
+                 "; nrt_load reads its tensors; executing it needs TRNEMU_FOREIGN_NEFF=zeros\n"
+                 "; (a stand-in that zero-fills the outputs).\n;\n");
+    summary_header(out, m, f ? &f->hdr : NULL);
+    summary_io(out, m);
+    summary_sgs(out, m);
+    for (uint32_t s = 0; s < m->n_sgs; s++)
+        outline_sg(out, m->sgs[s], f);
+    return ferror(out) ? EMU_RESOURCE : EMU_OK;
+}

@@ -37,6 +37,13 @@ struct disasm_opts {
 emu_status disasm_model(FILE *out, const struct neff_model *m, const struct neff_header *hdr,
                         const struct disasm_opts *opts);
 
+/* Write the outline of a NEFF that is not trnemu ISA (vendor-compiled):
+ * header, I/O tensors, and per subgraph its variables, queue sets, engine
+ * streams as byte counts and the members not read. f (may be NULL) gives
+ * the container's fields and members. EMU_RESOURCE on a write error. */
+emu_status disasm_outline(FILE *out, const struct neff_model *m, const struct neff_file *f,
+                          const char *source_name);
+
 /* Disassemble m and assemble the text again; true when the result equals
  * m (neff_model_equal). Only meaningful for trnemu NEFFs. When the check
  * fails and diag is not NULL, the reason is written there. */

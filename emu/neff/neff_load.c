@@ -276,6 +276,19 @@ static const struct neff_member *sg_member(const struct neff_file *f, const char
 
 /* ---- def.json: var ---------------------------------------------------- */
 
+/* "size": vendor compilers leave it out for the state buffer and the DGE
+ * table (their extent is the hardware's, not the NEFF's). */
+static emu_status var_size(const struct jw *w, json_t *o, struct neff_var *v)
+{
+    bool present = false;
+    emu_status st = jget_u64(w, o, "size", false, &v->size, &present);
+    v->no_size = !present;
+    if (st == EMU_OK && !present && v->type != NEFF_VAR_STATE_BUFFER &&
+        v->type != NEFF_VAR_DGE_TABLE)
+        st = jerr(w, "size", "missing (only state-buffer and dge-table variables may omit it)");
+    return st;
+}
+
 static emu_status var_fields(const struct jw *w, json_t *o, struct neff_var *v)
 {
     char *type = NULL;
@@ -286,7 +299,7 @@ static emu_status var_fields(const struct jw *w, json_t *o, struct neff_var *v)
     if (st == EMU_OK)
         st = jget_u32(w, o, "var_id", true, &v->var_id, NULL);
     if (st == EMU_OK)
-        st = jget_u64(w, o, "size", true, &v->size, NULL);
+        st = var_size(w, o, v);
     if (st == EMU_OK)
         st = jget_u64(w, o, "alignment", false, &v->alignment, NULL);
     if (st == EMU_OK)
@@ -374,6 +387,12 @@ static emu_status queue_fields(const struct jw *w, json_t *o, struct neff_queue 
         st = jget_u32(w, o, "semaphore", false, &q->semaphore, &q->has_semaphore);
     if (st == EMU_OK)
         st = jget_str(w, o, "fabric_path", false, &q->fabric_path);
+    json_t *dyn = NULL;
+    if (st == EMU_OK)
+        st = jget_typed(w, o, "dynamic_dma", false, false, &dyn);
+    if (st == EMU_OK && dyn != NULL &&
+        (q->dynamic_dma_json = json_dumps(dyn, JSON_COMPACT | JSON_SORT_KEYS)) == NULL)
+        st = joom(w);
     return st;
 }
 
@@ -563,11 +582,28 @@ static emu_status desc_load(struct neff_subgraph *sg, enum neff_engine e, const 
 
 /* ---- def.json: engine sections ---------------------------------------- */
 
+/* The vendor engine JSON names its stream ("instr"); def.json's
+ * "<engine>_instr" wins, and when both are given they must agree. */
+static emu_status engine_json_instr(const struct jw *wj, json_t *j, struct neff_engine_sec *s)
+{
+    char *instr = NULL;
+    emu_status st = jget_str(wj, j, "instr", false, &instr);
+    if (st == EMU_OK && instr != NULL && s->bin_file != NULL &&
+        strcmp(instr, s->bin_file) != 0)
+        st = jerr(wj, "instr", "names another member than def.json's <engine>_instr");
+    if (st == EMU_OK && instr != NULL && s->bin_file == NULL) {
+        s->bin_file = instr;
+        instr = NULL;
+    }
+    free(instr);
+    return st;
+}
+
 static emu_status engine_json_load(const struct neff_file *f, struct neff_subgraph *sg,
-                                   enum neff_engine e, const struct jw *w)
+                                   enum neff_engine e, const struct jw *w, const char *key)
 {
     struct neff_engine_sec *s = &sg->eng[e];
-    const struct neff_member *mem = sg_member(f, sg->name, s->json_file, w, "json_file");
+    const struct neff_member *mem = sg_member(f, sg->name, s->json_file, w, key);
     if (mem == NULL)
         return EMU_INVALID;
     json_t *j;
@@ -582,30 +618,76 @@ static emu_status engine_json_load(const struct neff_file *f, struct neff_subgra
     if (st == EMU_OK)
         st = jget_str_array(&wj, j, "activation_function_sets", &s->act_func_sets,
                             &s->n_act_func_sets);
+    if (st == EMU_OK && s->by_ref)
+        st = engine_json_instr(&wj, j, s);
     json_decref(j);
     return st;
 }
 
-static emu_status engine_load(const struct neff_file *f, struct neff_subgraph *sg,
-                              const char *member, enum neff_engine e, json_t *o)
+/* The stream member named by bin_file, referenced into the section. */
+static emu_status engine_code(const struct neff_file *f, struct neff_subgraph *sg,
+                              struct neff_engine_sec *s, const struct jw *w, const char *key)
+{
+    if (s->bin_file == NULL)
+        return EMU_OK;
+    const struct neff_member *mem = sg_member(f, sg->name, s->bin_file, w, key);
+    if (mem == NULL)
+        return EMU_INVALID;
+    s->code = neff_buf_ref(mem->data);
+    return EMU_OK;
+}
+
+/* trnemu layout: "pe": {"bin_file": ..., "json_file": ...}. */
+static emu_status engine_load_obj(const struct neff_file *f, struct neff_subgraph *sg,
+                                  enum neff_engine e, const struct jw *w, json_t *o)
 {
     struct neff_engine_sec *s = &sg->eng[e];
-    char obj[32];
-    snprintf(obj, sizeof obj, "section '%s'", neff_engine_name(e));
-    struct jw w = {.member = member, .obj = obj};
-    s->present = true;
-    emu_status st = jget_str(&w, o, "bin_file", false, &s->bin_file);
+    emu_status st = jget_str(w, o, "bin_file", false, &s->bin_file);
     if (st == EMU_OK)
-        st = jget_str(&w, o, "json_file", false, &s->json_file);
-    if (st == EMU_OK && s->bin_file != NULL) {
-        const struct neff_member *mem = sg_member(f, sg->name, s->bin_file, &w, "bin_file");
-        if (mem == NULL)
-            return EMU_INVALID;
-        s->code = neff_buf_ref(mem->data);
-    }
+        st = jget_str(w, o, "json_file", false, &s->json_file);
+    if (st == EMU_OK)
+        st = engine_code(f, sg, s, w, "bin_file");
     if (st == EMU_OK && s->json_file != NULL)
-        st = engine_json_load(f, sg, e, &w);
+        st = engine_json_load(f, sg, e, w, "json_file");
     return st;
+}
+
+/* Vendor layout: "pe": "PE.json" names the engine JSON, "pe_instr":
+ * "PE.bin" the stream (or the engine JSON's "instr" does); the debug
+ * members ("pe_dbg", "pe_asm_dbg") are not read. */
+static emu_status engine_load_ref(const struct neff_file *f, struct neff_subgraph *sg,
+                                  enum neff_engine e, const struct jw *w, json_t *def)
+{
+    struct neff_engine_sec *s = &sg->eng[e];
+    char key[16];
+    snprintf(key, sizeof key, "%s_instr", neff_engine_name(e));
+    s->by_ref = true;
+    s->json_file = strdup(json_string_value(json_object_get(def, neff_engine_name(e))));
+    emu_status st = s->json_file ? jget_str(w, def, key, false, &s->bin_file) : joom(w);
+    if (st == EMU_OK)
+        st = engine_json_load(f, sg, e, w, neff_engine_name(e));
+    if (st == EMU_OK)
+        st = engine_code(f, sg, s, w, key);
+    return st;
+}
+
+static emu_status engine_load(const struct neff_file *f, struct neff_subgraph *sg,
+                              const char *member, enum neff_engine e, json_t *def)
+{
+    const char *name = neff_engine_name(e);
+    json_t *sec = jfind(def, name);
+    struct jw w = {.member = member, .obj = "top level"};
+    if (sec == NULL)
+        return EMU_OK;
+    sg->eng[e].present = true;
+    if (json_is_string(sec))
+        return engine_load_ref(f, sg, e, &w, def);
+    if (!json_is_object(sec))
+        return jerr(&w, name, "must be an object or an engine JSON member name");
+    char obj[32];
+    snprintf(obj, sizeof obj, "section '%s'", name);
+    w.obj = obj;
+    return engine_load_obj(f, sg, e, &w, sec);
 }
 
 /* ---- def.json --------------------------------------------------------- */
@@ -662,12 +744,8 @@ static emu_status sg_load(const struct neff_file *f, struct neff_model *m, const
     st = sg ? def_marker(sg, &w, def) : EMU_RESOURCE;
     if (st == EMU_OK)
         st = def_maps(f, sg, &w, def);
-    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++) {
-        json_t *sec;
-        st = jget_typed(&w, def, neff_engine_name((enum neff_engine)e), false, false, &sec);
-        if (st == EMU_OK && sec != NULL)
-            st = engine_load(f, sg, member, (enum neff_engine)e, sec);
-    }
+    for (int e = 0; st == EMU_OK && e < NEFF_ENG_COUNT; e++)
+        st = engine_load(f, sg, member, (enum neff_engine)e, def);
     json_decref(def);
     return st;
 }
@@ -705,20 +783,97 @@ static emu_status sg_scan(const struct neff_file *f, char ***names, uint32_t *n)
     return EMU_OK;
 }
 
+/* Append a kelf graph's name to *names after checking that its
+ * definition is "<name>/def.json" (the directory is the subgraph). */
+static emu_status kelf_graph(const struct jw *w, json_t *g, char **names, uint32_t *n)
+{
+    char *name = NULL, *def = NULL;
+    emu_status st = json_is_object(g) ? jget_str(w, g, "name", true, &name)
+                                      : jerr(w, "graphs", "entries must be objects");
+    if (st == EMU_OK)
+        st = jget_str(w, g, "definition", true, &def);
+    size_t ln = name ? strlen(name) : 0;
+    if (st == EMU_OK && (strncmp(def, name, ln) != 0 || strcmp(def + ln, "/def.json") != 0))
+        st = jerr(w, "definition", "must be \"<name>/def.json\"");
+    if (st == EMU_OK) {
+        names[(*n)++] = name;
+        name = NULL;
+    }
+    free(name);
+    free(def);
+    return st;
+}
+
+/* Vendor layout: the subgraphs are the "graphs" of a kelf-N.json member. */
+static emu_status kelf_list(const struct neff_file *f, const char *kelf, char ***names,
+                            uint32_t *n)
+{
+    json_t *kj;
+    emu_status st = json_member(f, kelf, true, &kj);
+    if (st != EMU_OK)
+        return st;
+    struct jw w = {.member = kelf, .obj = "top level"};
+    json_t *graphs;
+    st = jget_typed(&w, kj, "graphs", true, true, &graphs);
+    char **v = NULL;
+    if (st == EMU_OK && (v = calloc(json_array_size(graphs) + 1, sizeof *v)) == NULL)
+        st = joom(&w);
+    *names = v;
+    for (size_t i = 0; st == EMU_OK && i < json_array_size(graphs); i++) {
+        char obj[48];
+        snprintf(obj, sizeof obj, "graphs[%zu]", i);
+        struct jw wg = {.member = kelf, .obj = obj};
+        st = kelf_graph(&wg, json_array_get(graphs, i), v, n);
+    }
+    json_decref(kj);
+    return st;
+}
+
+/* The kelf member the neff.json graph's "tvm_op" node names, or NULL. */
+static emu_status kelf_name(json_t *nj, const char **kelf)
+{
+    json_t *nodes = json_object_get(nj, "nodes"), *node;
+    size_t i;
+    *kelf = NULL;
+    if (nodes != NULL && !json_is_array(nodes)) {
+        LOG_ERROR("NEFF", "neff.json: top level: key 'nodes': must be an array");
+        return EMU_INVALID;
+    }
+    json_array_foreach(nodes, i, node) {
+        json_t *k = json_object_get(json_object_get(node, "attrs"), "kelf");
+        if (k == NULL)
+            continue;
+        if (!json_is_string(k) || *kelf != NULL) {
+            LOG_ERROR("NEFF", "neff.json: nodes[%zu]: key 'kelf': %s", i,
+                      *kelf ? "a second kelf (one per NEFF is supported)" : "must be a string");
+            return EMU_INVALID;
+        }
+        *kelf = json_string_value(k);
+    }
+    return EMU_OK;
+}
+
+/* The subgraphs in load order: neff.json "subgraphs" (trnemu layout),
+ * else the kelf its graph names (vendor layout), else a directory scan. */
 static emu_status sg_list(const struct neff_file *f, json_t *nj, char ***names, uint32_t *n)
 {
     struct jw w = {.member = "neff.json", .obj = "top level"};
     json_t *list = NULL;
+    const char *kelf = NULL;
     *names = NULL;
     *n = 0;
     if (nj != NULL) {
         emu_status st = jget_typed(&w, nj, "subgraphs", false, true, &list);
+        if (st == EMU_OK && list == NULL)
+            st = kelf_name(nj, &kelf);
         if (st != EMU_OK)
             return st;
     }
-    if (list == NULL)
-        return sg_scan(f, names, n);
-    return jget_str_array(&w, nj, "subgraphs", names, n);
+    if (list != NULL)
+        return jget_str_array(&w, nj, "subgraphs", names, n);
+    if (kelf != NULL)
+        return kelf_list(f, kelf, names, n);
+    return sg_scan(f, names, n);
 }
 
 static emu_status io_entry(const struct jw *w, json_t *o, bool is_output, struct neff_io *io)
@@ -762,32 +917,95 @@ static emu_status io_list(struct neff_model *m, json_t *arr, bool is_output)
     return EMU_OK;
 }
 
-/* Without an I/O list: one uint8 tensor of shape [size] per input (or
- * output) variable name, in subgraph and variable order. */
-static emu_status io_derive(struct neff_model *m, bool is_output)
+/* The dtype and shape a subgraph's tensor_map.json records for an I/O
+ * variable (vendor layout: "kind", "dtype", "tf_shape"); false when the
+ * map has no entry for it (the caller falls back to uint8 [size]). */
+static emu_status tmap_entry(json_t *tmap, const char *member, const struct neff_var *v,
+                             struct neff_io *io, bool *found)
 {
-    enum neff_var_type want = is_output ? NEFF_VAR_OUTPUT : NEFF_VAR_INPUT;
-    for (uint32_t s = 0; s < m->n_sgs; s++) {
-        for (uint32_t i = 0; i < m->sgs[s]->n_vars; i++) {
-            const struct neff_var *v = &m->sgs[s]->vars[i];
-            if (v->type != want || neff_model_find_io(m, v->name) != NULL)
-                continue;
-            if (v->size > UINT32_MAX) {
-                LOG_ERROR("NEFF", "%s/def.json: var '%s': %llu bytes is too large to describe "
-                          "without neff.json", m->sgs[s]->name, v->name,
-                          (unsigned long long)v->size);
-                return EMU_INVALID;
-            }
-            uint32_t shape = (uint32_t)v->size;
-            emu_status st = neff_model_add_io(m, v->name, is_output, NEFF_DTYPE_UINT8, &shape, 1);
-            if (st != EMU_OK)
-                return st;
-        }
+    json_t *o = tmap ? json_object_get(tmap, v->name) : NULL;
+    *found = o != NULL;
+    if (o == NULL)
+        return EMU_OK;
+    char obj[300];
+    snprintf(obj, sizeof obj, "tensor '%s'", v->name);
+    struct jw w = {.member = member, .obj = obj};
+    if (!json_is_object(o))
+        return jerr(&w, v->name, "must be an object");
+    char *kind = NULL;
+    const char *want = io->is_output ? "output" : "input";
+    emu_status st = jget_str(&w, o, "kind", true, &kind);
+    if (st == EMU_OK && strcmp(kind, want) != 0)
+        st = jerr(&w, "kind", io->is_output ? "must be \"output\" for an output variable"
+                                            : "must be \"input\" for an input variable");
+    free(kind);
+    if (st == EMU_OK)
+        st = jget_dtype(&w, o, "dtype", true, &io->dtype);
+    if (st == EMU_OK)
+        st = jget_u32_array(&w, o, "tf_shape", true, NEFF_IO_MAX_DIMS, &io->shape, &io->ndim);
+    uint64_t size = neff_dtype_size(io->dtype);
+    for (uint32_t i = 0; st == EMU_OK && i < io->ndim; i++)
+        if (__builtin_mul_overflow(size, (uint64_t)io->shape[i], &size))
+            st = jerr(&w, "tf_shape", "size overflows 64 bits");
+    if (st == EMU_OK && size != v->size) {
+        LOG_ERROR("NEFF", "%s: %s: dtype and tf_shape give %llu bytes but def.json's variable "
+                  "has %llu", member, obj, (unsigned long long)size, (unsigned long long)v->size);
+        st = EMU_INVALID;
     }
-    return EMU_OK;
+    io->size = size;
+    return st;
 }
 
-static emu_status io_load(struct neff_model *m, json_t *nj)
+/* One I/O tensor for variable v: from the tensor map when it has v, else
+ * uint8 of shape [size]. */
+static emu_status io_from_var(struct neff_model *m, json_t *tmap, const char *member,
+                              const struct neff_var *v, bool is_output)
+{
+    struct neff_io io = {.is_output = is_output};
+    bool found;
+    emu_status st = tmap_entry(tmap, member, v, &io, &found);
+    if (st == EMU_OK && found) {
+        if ((io.name = strdup(v->name)) == NULL) {
+            LOG_ERROR("NEFF", "out of memory");
+            st = EMU_RESOURCE;
+        } else {
+            st = neff_model_push_io(m, &io);
+        }
+    } else if (st == EMU_OK && v->size > UINT32_MAX) {
+        LOG_ERROR("NEFF", "%s/def.json: var '%s': %llu bytes is too large to describe "
+                  "without neff.json or tensor_map.json", m->sgs[0]->name, v->name,
+                  (unsigned long long)v->size);
+        st = EMU_INVALID;
+    } else if (st == EMU_OK) {
+        uint32_t shape = (uint32_t)v->size;
+        st = neff_model_add_io(m, v->name, is_output, NEFF_DTYPE_UINT8, &shape, 1);
+    }
+    neff_io_clear(&io);
+    return st;
+}
+
+/* Without an I/O list: one tensor per input (or output) variable name, in
+ * subgraph and variable order, typed by the subgraph's tensor_map.json. */
+static emu_status io_derive(const struct neff_file *f, struct neff_model *m, bool is_output)
+{
+    enum neff_var_type want = is_output ? NEFF_VAR_OUTPUT : NEFF_VAR_INPUT;
+    emu_status st = EMU_OK;
+    for (uint32_t s = 0; st == EMU_OK && s < m->n_sgs; s++) {
+        char member[NEFF_MAX_PATH + 24];
+        snprintf(member, sizeof member, "%s/tensor_map.json", m->sgs[s]->name);
+        json_t *tmap = NULL;
+        st = json_member(f, member, false, &tmap);
+        for (uint32_t i = 0; st == EMU_OK && i < m->sgs[s]->n_vars; i++) {
+            const struct neff_var *v = &m->sgs[s]->vars[i];
+            if (v->type == want && neff_model_find_io(m, v->name) == NULL)
+                st = io_from_var(m, tmap, member, v, is_output);
+        }
+        json_decref(tmap);
+    }
+    return st;
+}
+
+static emu_status io_load(const struct neff_file *f, struct neff_model *m, json_t *nj)
 {
     struct jw w = {.member = "neff.json", .obj = "top level"};
     for (int k = 0; k < 2; k++) {
@@ -795,11 +1013,30 @@ static emu_status io_load(struct neff_model *m, json_t *nj)
         emu_status st = nj ? jget_typed(&w, nj, k ? "outputs" : "inputs", false, true, &arr)
                            : EMU_OK;
         if (st == EMU_OK)
-            st = arr ? io_list(m, arr, k == 1) : io_derive(m, k == 1);
+            st = arr ? io_list(m, arr, k == 1) : io_derive(f, m, k == 1);
         if (st != EMU_OK)
             return st;
     }
     return EMU_OK;
+}
+
+/* info.json (vendor): only checked to be an object with the documented
+ * types; the model keeps the header's copies of its counts. */
+static emu_status info_check(const struct neff_file *f)
+{
+    json_t *ij;
+    emu_status st = json_member(f, "info.json", false, &ij);
+    if (st != EMU_OK || ij == NULL)
+        return st;
+    struct jw w = {.member = "info.json", .obj = "top level"};
+    char *tool = NULL;
+    uint32_t num_tpb = 0;
+    st = jget_str(&w, ij, "tool_version", false, &tool);
+    if (st == EMU_OK)
+        st = jget_u32(&w, ij, "num_tpb", false, &num_tpb, NULL);
+    free(tool);
+    json_decref(ij);
+    return st;
 }
 
 /* ---- the model -------------------------------------------------------- */
@@ -856,7 +1093,9 @@ static emu_status model_build(const struct neff_file *f, struct neff_model *m)
         free(names[i]);
     free(names);
     if (st == EMU_OK)
-        st = io_load(m, nj);
+        st = io_load(f, m, nj);
+    if (st == EMU_OK)
+        st = info_check(f);
     json_decref(nj);
     return st;
 }

@@ -196,6 +196,7 @@ void neff_queue_clear(struct neff_queue *q)
     str_array_free(q->instances, q->n_instances);
     free(q->semaphore_set);
     free(q->fabric_path);
+    free(q->dynamic_dma_json);
     memset(q, 0, sizeof *q);
 }
 
@@ -490,6 +491,7 @@ emu_status neff_sg_add_queue(struct neff_subgraph *sg, const struct neff_queue *
     c.semaphore_set = u32_dup(q->semaphore_set, q->n_semaphore_set, &ok);
     c.n_semaphore_set = c.semaphore_set ? q->n_semaphore_set : 0;
     c.fabric_path = neff_strdup_opt(q->fabric_path, &ok);
+    c.dynamic_dma_json = neff_strdup_opt(q->dynamic_dma_json, &ok);
     emu_status st = EMU_RESOURCE;
     if (ok)
         st = neff_sg_push_queue(sg, &c);
@@ -803,6 +805,10 @@ static emu_status var_check(const struct neff_subgraph *sg, const struct sg_inde
     uint64_t end;
     if (v->size > INT64_MAX || v->alignment > INT64_MAX || v->backing_variable_off > INT64_MAX)
         why = "size, alignment or backing_variable_off exceeds the JSON integer range";
+    else if (v->no_size && v->type != NEFF_VAR_STATE_BUFFER && v->type != NEFF_VAR_DGE_TABLE)
+        why = "no size: only state-buffer and dge-table variables may omit it";
+    else if (v->no_size && v->size != 0)
+        why = "a size of a variable marked as having none";
     else if (v->alignment != 0 && (v->alignment & (v->alignment - 1)) != 0)
         why = "alignment is not a power of two";
     else if (v->has_backing_off &&
@@ -966,6 +972,11 @@ static emu_status engine_check(const struct neff_subgraph *sg, const struct sg_i
     if ((s->code != NULL) != (s->bin_file != NULL) || (s->n_descs > 0 && s->json_file == NULL)) {
         LOG_ERROR("NEFF", "%s/def.json: %s: code without bin_file, bin_file without code, or "
                   "descriptors without json_file", sg->name, engine_names[e]);
+        return EMU_INVALID;
+    }
+    if (s->by_ref && s->json_file == NULL) {
+        LOG_ERROR("NEFF", "%s/def.json: %s: a section by reference needs its engine JSON member",
+                  sg->name, engine_names[e]);
         return EMU_INVALID;
     }
     struct desc_where w = {.sg = sg->name, .json = s->json_file};
@@ -1186,7 +1197,7 @@ static bool io_eq(const struct neff_io *a, const struct neff_io *b)
 static bool var_eq(const struct neff_var *a, const struct neff_var *b)
 {
     return str_eq(a->name, b->name) && a->type == b->type && a->var_id == b->var_id &&
-           a->size == b->size && a->alignment == b->alignment &&
+           a->size == b->size && a->no_size == b->no_size && a->alignment == b->alignment &&
            str_eq(a->fabric_path, b->fabric_path) && str_eq(a->file_name, b->file_name) &&
            a->has_backing_off == b->has_backing_off &&
            (!a->has_backing_off || a->backing_variable_off == b->backing_variable_off) &&
@@ -1208,7 +1219,8 @@ static bool queue_eq(const struct neff_queue *a, const struct neff_queue *b)
                   a->n_semaphore_set * sizeof *a->semaphore_set) &&
            a->has_semaphore == b->has_semaphore &&
            (!a->has_semaphore || a->semaphore == b->semaphore) &&
-           str_eq(a->fabric_path, b->fabric_path);
+           str_eq(a->fabric_path, b->fabric_path) &&
+           str_eq(a->dynamic_dma_json, b->dynamic_dma_json);
 }
 
 static bool ap_eq(const struct neff_dma_ap *a, const struct neff_dma_ap *b)
@@ -1248,7 +1260,7 @@ static bool desc_eq(const struct neff_dma_desc *a, const struct neff_dma_desc *b
 
 static bool engine_eq(const struct neff_engine_sec *a, const struct neff_engine_sec *b)
 {
-    if (a->present != b->present || !str_eq(a->bin_file, b->bin_file) ||
+    if (a->present != b->present || a->by_ref != b->by_ref || !str_eq(a->bin_file, b->bin_file) ||
         !str_eq(a->json_file, b->json_file) ||
         !bytes_eq(a->code, 0, neff_buf_size(a->code), b->code, 0, neff_buf_size(b->code)) ||
         a->n_descs != b->n_descs ||

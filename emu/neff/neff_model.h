@@ -115,7 +115,8 @@ struct neff_var {
     char *name;                         /* variable name (map key) */
     enum neff_var_type type;            /* "type" */
     uint32_t var_id;                    /* "var_id", unique in the subgraph */
-    uint64_t size;                      /* "size" in bytes */
+    uint64_t size;                      /* "size" in bytes (0 when no_size) */
+    bool no_size;                       /* "size" absent (vendor state-buffer, dge-table) */
     uint64_t alignment;                 /* "alignment" (0: none; else a power of two) */
     char *fabric_path;                  /* "fabric_path" or NULL (default "main") */
     char *file_name;                    /* "file_name" (relative to the sg dir) or NULL */
@@ -145,6 +146,7 @@ struct neff_queue {
     bool has_semaphore;                 /* "semaphore" present */
     uint32_t semaphore;                 /* "semaphore" */
     char *fabric_path;                  /* "fabric_path" or NULL (default "main") */
+    char *dynamic_dma_json;             /* "dynamic_dma" kept as compact JSON text, or NULL */
 };
 
 /* One side of a transfer: a variable and an access pattern over its bytes.
@@ -192,6 +194,7 @@ struct neff_dma_desc {
 /* One engine's part of a subgraph. */
 struct neff_engine_sec {
     bool present;                       /* def.json has this engine's section */
+    bool by_ref;                        /* vendor layout: "pe": "PE.json", "pe_instr": "PE.bin" */
     char *bin_file;                     /* "bin_file": stream member (sg-relative) or NULL */
     char *json_file;                    /* "json_file": engine JSON member or NULL */
     struct neff_buf *code;              /* the instruction stream bytes (ref) or NULL */

@@ -119,7 +119,7 @@ static json_t *var_json(const struct neff_var *v)
 {
     json_t *o = json_object();
     bool ok = o && jset_str(o, "type", neff_var_type_name(v->type)) &&
-              jset_uint(o, "var_id", v->var_id) && jset_uint(o, "size", v->size) &&
+              jset_uint(o, "var_id", v->var_id) && (v->no_size || jset_uint(o, "size", v->size)) &&
               (v->alignment == 0 || jset_uint(o, "alignment", v->alignment)) &&
               jset_str(o, "fabric_path", v->fabric_path) &&
               jset_str(o, "file_name", v->file_name) &&
@@ -148,6 +148,8 @@ static json_t *queue_json(const struct neff_queue *q)
                jset(o, "semaphore_set", j_u32_array(q->semaphore_set, q->n_semaphore_set))) &&
               (!q->has_semaphore || jset_uint(o, "semaphore", q->semaphore)) &&
               jset_str(o, "fabric_path", q->fabric_path);
+    if (ok && q->dynamic_dma_json != NULL)
+        ok = jset(o, "dynamic_dma", json_loads(q->dynamic_dma_json, 0, NULL));
     if (ok)
         return o;
     json_decref(o);
@@ -161,6 +163,18 @@ static json_t *engine_sec_json(const struct neff_engine_sec *s)
         return o;
     json_decref(o);
     return NULL;
+}
+
+/* trnemu layout: an object; vendor layout (by_ref): "pe": "PE.json" and
+ * "pe_instr": "PE.bin". */
+static bool engine_sec_put(json_t *def, int e, const struct neff_engine_sec *s)
+{
+    const char *name = neff_engine_name((enum neff_engine)e);
+    if (!s->by_ref)
+        return jset(def, name, engine_sec_json(s));
+    char key[16];
+    snprintf(key, sizeof key, "%s_instr", name);
+    return jset_str(def, name, s->json_file) && jset_str(def, key, s->bin_file);
 }
 
 static json_t *def_json(const struct neff_subgraph *sg)
@@ -179,7 +193,7 @@ static json_t *def_json(const struct neff_subgraph *sg)
     ok = ok && jset(o, "var", json_incref(vars)) && jset(o, "dma_queue", json_incref(queues));
     for (int e = 0; ok && e < NEFF_ENG_COUNT; e++)
         if (sg->eng[e].present)
-            ok = jset(o, neff_engine_name((enum neff_engine)e), engine_sec_json(&sg->eng[e]));
+            ok = engine_sec_put(o, e, &sg->eng[e]);
     json_decref(vars);
     json_decref(queues);
     if (ok)
@@ -282,6 +296,8 @@ static json_t *engine_json(const struct neff_engine_sec *s)
     if (ok && s->n_act_func_sets > 0)
         ok = jset(o, "activation_function_sets",
                   j_str_array(s->act_func_sets, s->n_act_func_sets));
+    if (ok && s->by_ref)
+        ok = jset_str(o, "instr", s->bin_file) && jset_str(o, "name", s->json_file);
     json_decref(dma);
     if (ok)
         return o;

@@ -10,4 +10,4 @@ from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kern
                       HostArray, bf16, to_float32)
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
-           "NKIError", "Kernel", "bf16", "to_float32", "HostArray"]
+           "typing", "NKIError", "Kernel", "bf16", "to_float32", "HostArray"]

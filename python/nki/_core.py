@@ -79,12 +79,14 @@ class Storage:
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
         self.written = False      # some instruction wrote it (PSUM accumulation rule)
         self.line = user_line()   # where it was created, for overflow errors
+        self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
+        self.alloc = tracer.alloc  # that core's allocator
 
     def place(self):
         """Give the storage its on-chip bytes (first use)."""
         if self.offset is None and self.kind != "hbm":
-            self.offset, self.base = self.tracer.alloc.take(self)
-            weakref.finalize(self, self.tracer.alloc.give, self.kind, self.offset,
+            self.offset, self.base = self.alloc.take(self)
+            weakref.finalize(self, self.alloc.give, self.kind, self.offset,
                              self.nbytes, self.acc)
         return self
 
@@ -336,7 +338,7 @@ def reshape_tensor(t, shape):
     if n != int(np.prod(t.shape)):
         fail("cannot reshape %s into %s" % (t.shape, shape))
     if t.storage.kind != "hbm":
-        fail("reshape of on-chip tiles is not supported by trnemu's NKI front end yet")
+        return _reshape_tile(t, shape)
     for i in range(len(t.dims) - 1):
         if t.dims[i][0] != t.dims[i + 1][0] * t.dims[i + 1][1]:
             fail("reshape needs a contiguous HBM view")
@@ -347,6 +349,24 @@ def reshape_tensor(t, shape):
         stride //= s
         dims.append([stride, s])
     return NkiTensor(t.storage, t.dtype, dims, None, 0, t.off)
+
+
+def _reshape_tile(t, shape):
+    """Reshape the free dims of an on-chip tile; the partition dim stays first."""
+    p0, ps, pc = partitions(t)
+    if t.pdim != 0 or shape[0] != pc:
+        fail("an on-chip tile reshape must keep its partition dimension (%d) first" % pc)
+    free = free_dims(t)
+    for i in range(len(free) - 1):
+        if free[i][0] != free[i + 1][0] * free[i + 1][1]:
+            fail("reshape needs contiguous free dimensions")
+    if free and free[-1][0] != 1:
+        fail("reshape needs contiguous free dimensions")
+    dims, stride = [list(t.dims[0])], int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    for s in shape[1:]:
+        stride //= s
+        dims.append([stride, s])
+    return NkiTensor(t.storage, t.dtype, dims, 0, t.part, t.off, t.pcount)
 
 
 # --------------------------------------------------------- index grids
@@ -709,17 +729,27 @@ class Insn:
         self.rmw = False          # dst is also read (accumulate, DMA add)
 
 
+class CoreTrace:
+    """What one physical core (one NEFF subgraph) gets: its instructions,
+    their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
+
+    def __init__(self):
+        self.alloc = Allocator()                   # SBUF/PSUM allocator of the core
+        self.lines = []                            # assembly lines
+        self.src = []                              # kernel source line of each
+        self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
+        self.eng_lines = {e: [] for e in ENGINES}  # (source line, op) per engine instruction
+
+
 class Tracer:
     """State of one trace: instructions, HBM tensors, allocator, tracker."""
 
-    def __init__(self, name):
+    def __init__(self, name, ncores=1):
         self.name = name          # kernel (NEFF) name
-        self.alloc = Allocator()  # SBUF/PSUM allocator
-        self.lines = []           # assembly lines of committed instructions
-        self.src = []             # kernel source line of each assembly line
-        self.count = dict.fromkeys(ENGINES, 0)   # instructions per engine
-        self.eng_lines = {e: [] for e in ENGINES}  # source line per engine instruction
+        self.cores = [CoreTrace() for _ in range(ncores)]  # per physical core (subgraph)
+        self.core = 0             # the core programs are being traced for
         self.pending = None       # the last instruction, not yet committed
+        self.set_core(0)
         self.hbm = {}             # name -> Storage of HBM variables
         self.hbm_decl = []        # (kind, name, dtype info, shape)
         self.inputs = []          # names of input tensors in argument order
@@ -729,6 +759,15 @@ class Tracer:
         self.grid = (1,)          # SPMD grid
         self.scratch_n = 0        # counter for generated names
         self.keep = []            # storages kept alive until the end of the trace
+        self.consts = []          # (name, dtype info, shape, bytes) of shared constants
+
+    def set_core(self, c):
+        """Trace the next instructions for physical core c (subgraph c)."""
+        self.flush()
+        self.core = c
+        ct = self.cores[c]
+        self.alloc, self.lines, self.src = ct.alloc, ct.lines, ct.src
+        self.count, self.eng_lines = ct.count, ct.eng_lines
 
     # -- HBM
     def hbm_tensor(self, buffer, name, shape, di, nbytes):
@@ -772,6 +811,7 @@ class Tracer:
 
     def commit(self, insn):
         eng = insn.engine
+        me = (self.core, eng)
         waits = {}
         touched = []
         for name, t in insn.ins.items():
@@ -783,12 +823,14 @@ class Tracer:
         for t, w in touched:
             st = t.storage
             r = rect(t, getattr(t, "_as", None))
+            # only the same core's engines can be waited for: SPMD programs on
+            # other cores are independent by NKI's rules
             for e, n in st.base.items():
-                if e != eng:
-                    waits[e] = max(waits.get(e, 0), n)
+                if e != me and e[0] == self.core:
+                    waits[e[1]] = max(waits.get(e[1], 0), n)
             for (r2, e2, w2), n in st.acc.items():
-                if e2 != eng and (w or w2) and _overlap(r, r2):
-                    waits[e2] = max(waits.get(e2, 0), n)
+                if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
+                    waits[e2[1]] = max(waits.get(e2[1], 0), n)
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
             if v is None:
@@ -809,7 +851,7 @@ class Tracer:
         parts.append("signal=%s_done+=1" % eng)
         for t, w in touched:
             st = t.storage
-            key = (rect(t, getattr(t, "_as", None)), eng, w)
+            key = (rect(t, getattr(t, "_as", None)), me, w)
             st.acc[key] = n
             if w:
                 st.written = True

@@ -3,6 +3,7 @@ proxy tensors, assemble it into a NEFF with trnemu's C kernel builder,
 load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
+import collections
 import hashlib
 import inspect
 import itertools
@@ -48,7 +49,19 @@ def _arg_dtype(a):
 
 
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
-_cache = {}
+_cache = collections.OrderedDict()   # key -> Compiled, least recently used first
+CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
+_sigs = {}
+
+
+def _flat_args(func, args, kwargs):
+    """The arguments in the kernel's parameter order (as traced)."""
+    if not kwargs:
+        return list(args)
+    sig = _sigs.get(func)
+    if sig is None:
+        sig = _sigs[func] = inspect.signature(func)
+    return list(sig.bind(*args, **kwargs).arguments.values())
 
 
 class Compiled:
@@ -60,6 +73,7 @@ class Compiled:
         self.arg_names = arg_names      # HBM name per array argument (None: not an array)
         self.out_specs = out_specs      # [(name, shape, dtype info, argument index or None)]
         self.ret_shape = ret_shape      # 'none', 'one', 'tuple', 'list'
+        self.ncores = len(tracer.cores)  # physical cores (subgraphs) of the NEFF
         self.model = None               # the loaded _runtime.Model
         self.trace_s = 0.0              # seconds spent tracing
         self.build_s = 0.0              # seconds assembling
@@ -103,9 +117,12 @@ def _key(func, args, kwargs, grid):
     return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
-def _trace(func, args, kwargs, grid):
+def _trace(func, args, kwargs, grid, shard=None):
     t0 = time.perf_counter()
-    tr = _core.Tracer(func.__name__)
+    ncores = 1
+    if shard is not None and _runtime.machine_lnc() >= shard[1]:
+        ncores = shard[1]
+    tr = _core.Tracer(func.__name__, ncores)
     sig = inspect.signature(func)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -132,6 +149,8 @@ def _trace(func, args, kwargs, grid):
         ret = None
         ranges = [range(n) for n in grid]
         for pid in itertools.product(*ranges):
+            if ncores > 1:
+                tr.set_core(pid[shard[0]] % ncores)
             tr.program = pid
             tr.grid = grid
             tr.shared_pos = 0
@@ -160,6 +179,7 @@ def _trace(func, args, kwargs, grid):
         if st.written:
             st.role = "output"     # written arguments come back (legacy in/out style)
     comp = Compiled(func.__name__, tr, arg_names, [], shape)
+    comp.func = func
     comp.file, comp.first_line = func.__code__.co_filename, func.__code__.co_firstlineno
     comp.trace_s = time.perf_counter() - t0
     decls, tensors = [], []
@@ -178,15 +198,21 @@ def _trace(func, args, kwargs, grid):
             comp.prefill.append((st.argpos, st.name))
     for st in tr.hbm.values():
         if st.role == "scratch":
-            decls.append(("scratch", st.name, 0, (), st.nbytes))
+            decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
+    for name, di, shape, data in tr.consts:
+        decls.append(("const", name, di.nrt, shape, data))
     comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
     t1 = time.perf_counter()
-    neff, err = _runtime.build_neff(func.__name__, decls, _SEM_LINES + tr.lines)
+    subgraphs = [(decls, ct.lines) for ct in tr.cores]
+    neff, err = _runtime.build_neff(func.__name__, _SEM_LINES, subgraphs)
     if err is not None:
         line, cause = err
-        idx = line - 1 - len(_SEM_LINES)
-        where = tr.src[idx] if 0 <= idx < len(tr.src) else "%s:%d" % (
+        src = [None] * len(_SEM_LINES)
+        for i, ct in enumerate(tr.cores):
+            src += ([None] if i else []) + ct.src
+        idx = line - 1
+        where = src[idx] if 0 <= idx < len(src) and src[idx] else "%s:%d" % (
             func.__code__.co_filename, func.__code__.co_firstlineno)
         raise NKIError("%s: %s" % (where, cause))
     comp.neff = neff
@@ -197,18 +223,14 @@ def _trace(func, args, kwargs, grid):
     return comp
 
 
-_ENG_NAMES = {"pe": "pe", "act": "act", "pool": "pool", "dve": "dve", "sp": "sp",
-              "PE": "pe", "ACT": "act", "POOL": "pool", "DVE": "dve", "SP": "sp",
-              "Activation": "act", "Pool": "pool"}
-
-
 def _locate(comp, log):
     """The kernel line of the instruction a failure report names
     ("core 0 act[3]: ..." is instruction 3 of the Scalar Engine)."""
     tr = comp.tracer
-    for m in re.finditer(r"\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
-        eng, idx = m.group(1), int(m.group(2))
-        lines = tr.eng_lines.get(eng, [])
+    for m in re.finditer(r"(?:core (\d+) )?\b(pe|act|pool|dve|sp)\[(\d+)\]", log):
+        core = int(m.group(1) or 0) % len(tr.cores)
+        eng, idx = m.group(2), int(m.group(3))
+        lines = tr.cores[core].eng_lines.get(eng, [])
         if 0 <= idx < len(lines):
             return lines[idx][0]
     return None
@@ -226,7 +248,7 @@ def _causes(log):
 
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
-    flat = list(args) + [kwargs[k] for k in kwargs]
+    flat = _flat_args(comp.func, args, kwargs)
     for i, nm in comp.arg_names.items():
         if nm in m.tensors:
             m.write(nm, flat[i])
@@ -261,9 +283,10 @@ class Kernel:
     """An NKI kernel: call it with NumPy arrays (kernel[grid](...) for an
     SPMD launch grid)."""
 
-    def __init__(self, func, grid=(1,), mode="jit", **opts):
+    def __init__(self, func, grid=(1,), mode="jit", shard=None, **opts):
         self.func = func          # the Python kernel function
         self.grid = grid          # SPMD launch grid
+        self.shard = shard        # (grid axis, physical cores) of an nl.nc(n) dimension
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
         self.opts = opts          # decorator options (benchmark warmup/iters...)
         self.last = None          # the Compiled of the last call
@@ -275,17 +298,29 @@ class Kernel:
     def __getitem__(self, grid):
         if not isinstance(grid, tuple):
             grid = (grid,)
+        shard = None
+        for i, g in enumerate(grid):
+            if getattr(g, "nc", 1) > 1:
+                if shard is not None:
+                    raise NKIError("%s: only one launch-grid dimension can use nl.nc()"
+                                   % _core.user_line())
+                shard = (i, g.nc)
         grid = tuple(int(g) for g in grid)
         if any(g < 1 for g in grid):
             raise NKIError("launch grid %s must be positive" % (grid,))
-        return Kernel(self.func, grid, self.mode, **self.opts)
+        return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid)
+        key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
         comp = _cache.get(key)
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid)
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard)
             _cache[key] = comp
+            while len(_cache) > CACHE_MODELS:
+                _, old = _cache.popitem(last=False)
+                old.model.unload()
+        else:
+            _cache.move_to_end(key)
         self.last = comp
         return comp
 
@@ -294,8 +329,9 @@ class Kernel:
             # called from inside another kernel: inline it
             return self.func(*args, **kwargs)
         comp = self.compile(args, kwargs)
+        flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
         for argpos, name in comp.prefill:
-            comp.model.write(name, np.ascontiguousarray(list(args + tuple(kwargs.values()))[argpos]))
+            comp.model.write(name, np.ascontiguousarray(flat[argpos]))
         if self.mode == "benchmark":
             return self._benchmark(comp, args, kwargs)
         return _run(comp, args, kwargs)

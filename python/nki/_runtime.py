@@ -91,6 +91,7 @@ def _declare(L):
         "trnemu_kernel_add_input": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
         "trnemu_kernel_add_output": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
         "trnemu_kernel_add_scratch": ([P, ctypes.c_char_p, U64], I),
+        "trnemu_kernel_add_const": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32, ctypes.c_char_p, S], I),
         "trnemu_kernel_assemble": ([P, ctypes.c_char_p, S], I),
         "trnemu_kernel_write": ([P, PP, ctypes.POINTER(S)], I),
         "trnemu_kernel_buffer_free": ([P], None),
@@ -166,26 +167,57 @@ def _stop():
         _started = False
 
 
-def build_neff(name, decls, lines):
-    """Assemble a NEFF; returns (bytes, None) or (None, (line number, cause))."""
+class _MachineInfo(ctypes.Structure):
+    _fields_ = [("instance_type", ctypes.c_char * 32), ("chip_name", ctypes.c_char * 32),
+                ("chips", ctypes.c_uint32), ("cores_per_chip", ctypes.c_uint32),
+                ("nc_generation", ctypes.c_uint32), ("lnc", ctypes.c_uint32),
+                ("total_vncs", ctypes.c_uint32), ("visible_vncs", ctypes.c_uint32),
+                ("hbm_stacks", ctypes.c_uint32), ("reserved", ctypes.c_uint32),
+                ("hbm_bytes_per_chip", ctypes.c_uint64)]
+
+
+def machine_lnc():
+    """Physical NeuronCores per logical core of the emulated machine (1 if unknown)."""
+    L = lib()
+    info = _MachineInfo()
+    f = L.trnemu_get_machine_info
+    f.argtypes = [ctypes.POINTER(_MachineInfo), ctypes.c_size_t]
+    f.restype = ctypes.c_int
+    with _Capture():
+        st = f(ctypes.byref(info), ctypes.sizeof(info))
+    return info.lnc if st == NRT_SUCCESS and info.lnc else 1
+
+
+def build_neff(name, head, subgraphs):
+    """Assemble a NEFF from the head lines (semaphore names) and one
+    (declarations, lines) pair per subgraph. Returns (bytes, None) or
+    (None, (line number over everything appended, cause))."""
     L = lib()
     k = ctypes.c_void_p()
     st = L.trnemu_kernel_create(name.encode(), ctypes.byref(k))
     if st != NRT_SUCCESS:
         raise RuntimeFailure("trnemu_kernel_create", st, _status(L, st), "")
     try:
-        for kind, nm, nrt, shape, nbytes in decls:
-            if kind == "scratch":
-                st = L.trnemu_kernel_add_scratch(k, nm.encode(), nbytes)
-            else:
-                arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
-                fn = L.trnemu_kernel_add_input if kind == "input" else L.trnemu_kernel_add_output
-                st = fn(k, nm.encode(), nrt, arr, len(shape))
-            if st != NRT_SUCCESS:
-                return None, (0, (L.trnemu_kernel_error(k) or b"declaration failed").decode())
-        text = ("\n".join(lines) + "\n").encode()
         with _Capture():
-            st = L.trnemu_kernel_assemble(k, text, len(text))
+            st = _assemble(L, k, head)
+            for i, (decls, lines) in enumerate(subgraphs):
+                if st == NRT_SUCCESS and i > 0:
+                    st = _assemble(L, k, [".subgraph"])
+                for kind, nm, nrt, shape, nbytes in decls:
+                    if st != NRT_SUCCESS:
+                        break
+                    if kind == "scratch":
+                        st = L.trnemu_kernel_add_scratch(k, nm.encode(), nbytes)
+                    elif kind == "const":
+                        arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
+                        st = L.trnemu_kernel_add_const(k, nm.encode(), nrt, arr, len(shape),
+                                                       nbytes, len(nbytes))
+                    else:
+                        arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
+                        fn = L.trnemu_kernel_add_input if kind == "input" else L.trnemu_kernel_add_output
+                        st = fn(k, nm.encode(), nrt, arr, len(shape))
+                if st == NRT_SUCCESS:
+                    st = _assemble(L, k, lines)
             buf, size = ctypes.c_void_p(), ctypes.c_size_t()
             if st == NRT_SUCCESS:
                 st = L.trnemu_kernel_write(k, ctypes.byref(buf), ctypes.byref(size))
@@ -198,6 +230,13 @@ def build_neff(name, decls, lines):
         return data, None
     finally:
         L.trnemu_kernel_free(k)
+
+
+def _assemble(L, k, lines):
+    if not lines:
+        return NRT_SUCCESS
+    text = ("\n".join(lines) + "\n").encode()
+    return L.trnemu_kernel_assemble(k, text, len(text))
 
 
 class Model:

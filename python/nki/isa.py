@@ -41,6 +41,9 @@ def _dst_first(legacy_tensors):
             if n > legacy_tensors and "dst" not in kw:
                 kw["dst"] = args[0]
                 args = args[1:]
+            if kw.get("mask") is not None and fn.__name__ not in ("activation",):
+                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                     % fn.__name__)
             return fn(*args, **kw)
         call.__name__ = fn.__name__
         call.__doc__ = fn.__doc__
@@ -113,16 +116,24 @@ def _scalar_arg(nm, v, args, ins):
 @_dst_first(2)
 def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
               is_moving_onezero=False, is_transpose=False, **kw):
-    """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32)."""
+    """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32). Without
+    accumulate=, a PSUM dst that was written before accumulates and a fresh
+    one starts the accumulation group."""
     tr = current()
     if dst is None:
-        return nl._matmul(stationary, moving)
-    acc = dst.storage.written if accumulate is None else accumulate
-    nl._matmul(stationary, moving, dst=dst)
-    if acc:
-        tr.pending.args.append(("accumulate", None))
-        tr.pending.rmw = True
-    return None
+        out = nl._matmul(stationary, moving)
+        acc = False
+    else:
+        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        out = nl._matmul(stationary, moving, dst=dst)
+    insn = tr.pending
+    for flag, on in (("accumulate", acc), ("transpose", is_transpose),
+                     ("stationary_onezero", is_stationary_onezero),
+                     ("moving_onezero", is_moving_onezero)):
+        if on:
+            insn.args.append((flag, None))
+    insn.rmw = acc
+    return out if dst is None else None
 
 
 @_dst_first(1)
@@ -503,3 +514,30 @@ def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
     tr.emit("pool", "sequence_bounds", {"dst": out}, {"segment_ids": segment_ids},
             [("dst", out), ("segment_ids", segment_ids)])
     return _ret(dst, out)
+
+
+@_dst_first(1)
+def tensor_scalar_cumulative(src, op0, op1, imm0, imm1=None, reduce_cmd=None, dst=None, reverse0=False,
+                             dtype=None, **kw):
+    """A running value per partition: acc = op1(op0(src[i], imm0), acc); dst[i] = acc
+    (e.g. a cumulative sum with op0=multiply, imm0=1, op1=add)."""
+    tr = current()
+    out = _out(dst, src.shape, dtype or src.dtype)
+    args, ins = [("dst", out), ("src", src), ("op0", _alu(op0)), ("op1", _alu(op1))], {"src": src}
+    _scalar_arg("imm0", imm0, args, ins)
+    if imm1 is not None:
+        _scalar_arg("imm1", imm1, args, ins)
+    if reduce_cmd is not None:
+        args.append(("reduce_cmd", reduce_cmd))
+    if reverse0:
+        args.append(("reverse0", None))
+    tr.emit("dve", "tensor_scalar_cumulative", {"dst": out}, ins, args)
+    return _ret(dst, out)
+
+
+def rand2(dst, min, max, **kw):
+    """Uniform random numbers in [min, max] into dst (Vector Engine generator)."""
+    args, ins = [("dst", dst)], {}
+    _scalar_arg("min", min, args, ins)
+    _scalar_arg("max", max, args, ins)
+    current().emit("dve", "rand2", {"dst": dst}, ins, args)

@@ -71,16 +71,23 @@ class nc:
 
 
 class _SpmdDim(int):
-    """A launch-grid dimension of spmd_dim(...): the product of its factors."""
+    """A launch-grid dimension of spmd_dim(...): the product of its factors;
+    nc is the number of physical cores it is sharded over."""
+    nc = 1
 
 
 def spmd_dim(*factors):
     """A launch-grid dimension made of factors (ints and nc(n)); its size is
-    their product. trnemu runs all its programs on one NeuronCore."""
-    n = 1
+    their product. The programs are spread over the nc(n) physical cores of
+    the logical core when the machine's LNC has them (else run on one)."""
+    n, cores = 1, 1
     for f in factors:
         n *= f.n if isinstance(f, nc) else int(f)
-    return _SpmdDim(n)
+        if isinstance(f, nc):
+            cores *= f.n
+    d = _SpmdDim(n)
+    d.nc = cores
+    return d
 
 
 def program_id(axis=0):
@@ -206,6 +213,12 @@ def _fmt_value(v):
 
 # ---------------------------------------------------- loads and stores
 
+def _no_mask(mask, what):
+    """A mask= this call cannot apply is refused rather than ignored."""
+    if mask is not None:
+        fail("mask= is not supported on %s by trnemu's NKI front end yet" % what)
+
+
 def _check_same_elems(a, b, what):
     if int(np.prod(a.shape)) != int(np.prod(b.shape)):
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
@@ -220,7 +233,10 @@ def _dma(dst, src):
     args = [("dst", dst), ("src", src)]
     if _dtypes.info(dst.dtype).name != _dtypes.info(src.dtype).name:
         args.append(("op", "cast"))
-    return tr.emit("sp", "dma_copy", {"dst": dst}, {"src": src}, args)
+    # loads queue on the sync engine, stores on GpSimd: a store waiting for
+    # its compute does not hold up the next tile's loads
+    eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
+    return tr.emit(eng, "dma_copy", {"dst": dst}, {"src": src}, args)
 
 
 def _apply_mask(mask, *views):
@@ -478,6 +494,7 @@ def _retargetable(insn, view):
 
 def copy(x, dtype=None, **kw):
     """A copy of a tile (converted to dtype)."""
+    _no_mask(kw.get("mask"), "copy")
     tr = current()
     out = ndarray(x.shape, dtype or x.dtype, sbuf)
     tr.emit("dve" if x.buffer == "psum" else "act", "tensor_copy", {"dst": out}, {"src": x},
@@ -529,6 +546,7 @@ copy_act = identity
 
 
 def reciprocal(x, dtype=None, mask=None, **kw):
+    _no_mask(mask, "reciprocal")
     tr = current()
     out = ndarray(x.shape, dtype or (x.dtype if _dtypes.info(x.dtype).is_float else float32), sbuf)
     tr.emit("dve", "reciprocal", {"dst": out}, {"data": x}, [("dst", out), ("data", x)])
@@ -539,7 +557,8 @@ reciprocal._act = "reciprocal"
 reciprocal._bias = 0.0
 
 
-def negative(x, dtype=None, **kw):
+def negative(x, dtype=None, mask=None, **kw):
+    _no_mask(mask, "negative")
     return _tensor_scalar(x, "multiply", -1.0, dtype=dtype)
 
 
@@ -615,32 +634,39 @@ def _reduce(alu, x, axis, dtype=None, keepdims=False, negate=False, mask=None):
 
 
 def sum(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("add", x, axis, dtype, keepdims)
 
 
 def max(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("max", x, axis, dtype, keepdims)
 
 
 def min(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("min", x, axis, dtype, keepdims)
 
 
 def mean(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("average", x, axis, dtype, keepdims)
 
 
 def prod(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("multiply", x, axis, dtype, keepdims)
 
 
 def all(x, axis, dtype=None, keepdims=False, mask=None, **kw):
+    _no_mask(mask, "reductions")
     return _reduce("logical_and", x, axis, dtype or float32, keepdims)
 
 
-def softmax(x, axis=-1, dtype=None, **kw):
+def softmax(x, axis=-1, dtype=None, mask=None, **kw):
     """Row softmax along the free axis (composite: max, exp with bias and
     sum on the Scalar Engine, reciprocal, multiply)."""
+    _no_mask(mask, "softmax")
     nd = len(x.shape)
     if nd != 2 or axis % nd != 1:
         fail("softmax is supported along the last axis of a 2-D tile")
@@ -656,6 +682,10 @@ def softmax(x, axis=-1, dtype=None, **kw):
 def _matmul(stationary, moving, dst=None):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine."""
     tr = current()
+    if isinstance(stationary, NkiTensor) and stationary.buffer == "psum":
+        stationary = copy(stationary)     # the Tensor Engine reads SBUF only
+    if isinstance(moving, NkiTensor) and moving.buffer == "psum":
+        moving = copy(moving)
     for nm, t in (("stationary", stationary), ("moving", moving)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
             fail("matmul operand '%s' must be an SBUF tile" % nm)
@@ -677,6 +707,7 @@ def _matmul(stationary, moving, dst=None):
 
 def matmul(x, y, transpose_x=False, mask=None, **kw):
     """x @ y into a new PSUM tile. With transpose_x, x is given as x^T [K, M]."""
+    _no_mask(mask, "matmul")
     if not transpose_x:
         x = _to_sbuf(transpose(x))
     return _matmul(x, y)
@@ -690,6 +721,7 @@ def _to_sbuf(t):
 
 def transpose(x, dtype=None, mask=None, **kw):
     """2-D transpose of a tile on the Tensor Engine (into PSUM)."""
+    _no_mask(mask, "transpose")
     tr = current()
     if len(x.shape) != 2 or not _onchip(x):
         fail("transpose takes a 2-D SBUF tile")
@@ -847,3 +879,18 @@ def static_cast(x, dtype):
     if not isinstance(di.public, np.dtype):
         fail("static_cast to %s on the host is not supported" % di.name)
     return np.asarray(x).astype(di.public)
+
+
+def shared_constant(data, dtype=None, **kw):
+    """An HBM tensor holding data (a NumPy array), stored in the NEFF."""
+    tr = current()
+    arr = np.asarray(data)
+    di = _dtypes.info(dtype if dtype is not None else getattr(data, "nki_dtype", None) or arr.dtype)
+    if di.name == "bfloat16" and getattr(data, "nki_dtype", None) is None:
+        from . import _kernel
+        arr = _kernel.bf16(arr.astype(np.float32))
+    host = np.ascontiguousarray(arr.astype(di.host) if arr.dtype != di.host else arr)
+    t = _core.new_tensor(host.shape, di.public, "const", None)
+    t.storage.role = "const"
+    tr.consts.append((t.storage.name, di, host.shape, host.tobytes()))
+    return t

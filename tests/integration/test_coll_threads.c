@@ -8,6 +8,8 @@
  *   host  nrt_build_global_comm, nrt_barrier, nrt_all_gather, and
  *         nrta_cc_prepare/_schedule: all-reduce small (mesh) and large
  *         (chain), reduce-scatter, all-gather, two replica groups at once
+ *   switch  the same host collectives on a trn3.48xlarge (NeuronSwitch):
+ *         direct all-gather and the sharded switch all-reduce
  *   mismatch  ranks disagree on a size: NRT_INVALID on every rank
  *   neff  a kernel with an all_reduce (directly in HBM) and an all_gather,
  *         loaded with nrt_load_collectives and run twice (on each chip's
@@ -16,6 +18,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
+
+#include <poll.h>
+#include <unistd.h>
 
 #include "it_common.h"
 #include "nrt/nrt_async.h"
@@ -54,6 +59,27 @@ static nrt_tensor_t *ct_tensor(uint32_t r, size_t bytes, const void *data)
     return t;
 }
 
+/* Wait for request seq through its completion descriptor; its status
+ * from the error tracker (NRT_SUCCESS when it recorded nothing). */
+static NRT_STATUS ct_wait(nrta_seq_t seq, nrta_error_tracker_t *trk)
+{
+    int fd = -1;
+    NRT_STATUS st = nrta_get_completion_handle(seq, &fd);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0)
+        ;
+    close(fd);
+    const nrta_error_t *errs = NULL;
+    size_t n = 0;
+    st = nrta_error_tracker_get_list(trk, &errs, &n);
+    for (size_t i = 0; st == NRT_SUCCESS && i < n; i++)
+        if (errs[i].seq_id == seq)
+            st = (NRT_STATUS)errs[i].error_code;
+    return st;
+}
+
 /* One prepared f32 collective of rank r over group g (ng ranks). */
 static NRT_STATUS ct_cc(uint32_t r, nrt_cc_op_type_t cc, const float *in, size_t in_n, float *out,
                         size_t out_n, const uint32_t *g, uint32_t ng)
@@ -66,9 +92,15 @@ static NRT_STATUS ct_cc(uint32_t r, nrt_cc_op_type_t cc, const float *in, size_t
     nrt_tensor_list_t li = {&ti, 1}, lo = {&to, 1};
     nrt_cc_context_t *ctx = NULL;
     nrta_seq_t seq = 0;
+    nrta_error_tracker_t *trk = NULL;
     NRT_STATUS st = nrta_cc_prepare(&comm, &li, &lo, NRT_DTYPE_FLOAT32, NRT_OP_ADD, cc, &ctx);
     if (st == NRT_SUCCESS)
-        st = nrta_cc_schedule(&ctx, 0, NULL, &seq);
+        st = nrta_error_tracker_create(r, &trk);
+    if (st == NRT_SUCCESS)
+        st = nrta_cc_schedule(&ctx, 0, trk, &seq);
+    if (st == NRT_SUCCESS)  /* queued on the LNC's collectives unit: wait, then its status */
+        st = ct_wait(seq, trk);
+    nrta_error_tracker_destroy(trk);
     if (st == NRT_SUCCESS)
         CT_CHECK(r, nrt_tensor_read(to, out, 0, out_n * 4) == NRT_SUCCESS, "nrt_tensor_read");
     nrt_tensor_free(&ti);
@@ -150,7 +182,8 @@ static void *ct_host_rank(void *arg)
         return NULL;
     ct_host_basic(r);
     ct_all_reduce(r, 1000, all, CT_WORLD);    /* mesh */
-    ct_all_reduce(r, 100000, all, CT_WORLD);  /* 400 KB: chain */
+    ct_all_reduce(r, 100000, all, CT_WORLD);  /* 400 KB: chain (switch: shards) */
+    ct_all_reduce(r, 100003, all, CT_WORLD);  /* shards of unequal size */
     ct_scatter_gather(r, all);
     ct_all_reduce(r, 3000, pairs[r / 2], 2);  /* two groups at once */
     CT_CHECK(r, nrt_barrier((int32_t)r, r, CT_WORLD) == NRT_SUCCESS, "final nrt_barrier");
@@ -264,6 +297,14 @@ static int ct_setup(void **state)
     return 0;
 }
 
+/* The same on a Trainium3 machine: four chips behind NeuronSwitch. */
+static int ct_setup_switch(void **state)
+{
+    (void)state;
+    it_init("trn3.48xlarge", "2", "0,4,8,12", NULL);
+    return 0;
+}
+
 static int ct_teardown(void **state)
 {
     (void)state;
@@ -318,6 +359,8 @@ int main(void)
     unsetenv("NEURON_RT_ROOT_COMM_ID");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_host_collectives, ct_setup, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_host_collectives, ct_setup_switch, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup_switch, ct_teardown),
         cmocka_unit_test_setup_teardown(test_mismatch, ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup, ct_teardown),
     };

@@ -26,6 +26,7 @@
  * Exit status 0 when every check held; each failed check prints one line.
  */
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -104,6 +105,27 @@ static nrt_tensor_t *dev_tensor(size_t bytes, const void *data)
     return t;
 }
 
+/* Wait for request seq (poll on its completion descriptor); its status
+ * as the error tracker recorded it. */
+static NRT_STATUS cc_wait(nrta_seq_t seq, nrta_error_tracker_t *trk)
+{
+    int fd = -1;
+    NRT_STATUS st = nrta_get_completion_handle(seq, &fd);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0)
+        ;
+    close(fd);
+    const nrta_error_t *errs = NULL;
+    size_t n = 0;
+    st = nrta_error_tracker_get_list(trk, &errs, &n);
+    for (size_t i = 0; st == NRT_SUCCESS && i < n; i++)
+        if (errs[i].seq_id == seq)
+            st = (NRT_STATUS)errs[i].error_code;
+    return st;
+}
+
 /* One prepared collective over tensors, on group g (NULL: all ranks). */
 static NRT_STATUS cc_run(nrt_cc_op_type_t cc, nrt_dtype_t dt, nrt_op_type_t op, const void *in,
                          size_t in_bytes, void *out, size_t out_bytes, const uint32_t *g,
@@ -124,9 +146,15 @@ static NRT_STATUS cc_run(nrt_cc_op_type_t cc, nrt_dtype_t dt, nrt_op_type_t op, 
     nrt_tensor_list_t li = {&ti, 1}, lo = {&to, 1};
     nrt_cc_context_t *ctx = NULL;
     nrta_seq_t seq = 0;
+    nrta_error_tracker_t *trk = NULL;
     NRT_STATUS st = nrta_cc_prepare(&comm, &li, &lo, dt, op, cc, &ctx);
     if (st == NRT_SUCCESS)
-        st = nrta_cc_schedule(&ctx, 0, NULL, &seq);
+        st = nrta_error_tracker_create(0, &trk);
+    if (st == NRT_SUCCESS)
+        st = nrta_cc_schedule(&ctx, 0, trk, &seq);
+    if (st == NRT_SUCCESS)  /* queued: wait for it, then take its status */
+        st = cc_wait(seq, trk);
+    nrta_error_tracker_destroy(trk);
     if (st == NRT_SUCCESS)
         CHECK(nrt_tensor_read(to, out, 0, out_bytes) == NRT_SUCCESS, "nrt_tensor_read");
     nrt_tensor_free(&ti);

@@ -442,3 +442,94 @@ def test_static_cast_host():
     assert h.nki_dtype is nl.bfloat16
     assert np.array_equal(nki.to_float32(h), nki.to_float32(nki.bf16(x)))
     assert nl.static_cast(x, nl.float16).dtype == np.float16
+
+
+@nki.jit
+def add_two_cores(a, b):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    r = nl.program_id(0) * 128
+    c = nl.program_id(1) * 256
+    t = nl.load(a[r:r + 128, c:c + 256]) + nl.load(b[r:r + 128, c:c + 256])
+    nl.store(out[r:r + 128, c:c + 256], value=t)
+    return out
+
+
+def test_spmd_dim_over_two_cores():
+    a, b = rand(512, 512), rand(512, 512)
+    got = add_two_cores[nl.spmd_dim(2, nl.nc(2)), 2](a, b)
+    assert np.array_equal(got, a + b)
+    comp = add_two_cores[nl.spmd_dim(2, nl.nc(2)), 2].compile((a, b), {})
+    from nki import _runtime
+    assert comp.ncores == (2 if _runtime.machine_lnc() >= 2 else 1)
+
+
+def test_keyword_arguments_in_any_order():
+    @nki.jit
+    def sub(x, y):
+        out = nl.ndarray(x.shape, dtype=x.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(x) - nl.load(y))
+        return out
+    a, b = rand(4, 4), rand(4, 4)
+    assert np.array_equal(sub(y=b, x=a), a - b)
+    assert np.array_equal(sub(a, y=b), a - b)
+
+
+@pytest.mark.parametrize("dt", [nl.float16, nl.bfloat16, nl.float8_e4m3, nl.float8_e5m2, nl.tfloat32,
+                                nl.int8, nl.uint8, nl.int16, nl.int32],
+                         ids=lambda d: getattr(d, "name", str(d)))
+def test_dtype_round_trip_through_tiles(dt):
+    @nki.jit
+    def through(a):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a, dtype=dt)              # DMA cast into a tile of dt
+        u = nl.copy(t, dtype=nl.float32)      # engine conversion back
+        nl.store(out, u)
+        return out
+    a = np.array([[0.5, 1.0, 2.0, -4.0, 0.0, 3.0, -1.5, 8.0]] * 4, dtype=np.float32)
+    if dt in (nl.int8, nl.int16, nl.int32, nl.uint8):
+        a = np.abs(np.round(a))
+    assert np.array_equal(through(a), a)
+
+
+@nki.jit
+def cumsum(a):
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out, nisa.tensor_scalar_cumulative(t, op0=nl.multiply, op1=nl.add, imm0=1.0))
+    return out
+
+
+def test_cumulative_sum():
+    a = rand(16, 50)
+    np.testing.assert_allclose(cumsum(a), np.cumsum(a, axis=1, dtype=np.float32), rtol=1e-5, atol=1e-5)
+
+
+@nki.jit
+def chained_matmul(a, b, c):
+    out = nl.ndarray((a.shape[1], c.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    ab = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)      # [M, N] in PSUM
+    abt = nl.transpose(nl.copy(ab))                               # [N, M] in PSUM
+    nl.store(out, nl.matmul(abt, nl.load(c), transpose_x=True))   # PSUM operand copied to SBUF
+    return out
+
+
+def test_matmul_of_psum_results():
+    a, b, c = rand(32, 16), rand(32, 24), rand(24, 8)
+    ref = (a.T @ b) @ c
+    np.testing.assert_allclose(chained_matmul(a, b, c), ref, rtol=1e-4, atol=1e-4)
+
+
+@nki.jit
+def const_and_reshape(a):
+    out = nl.ndarray((a.shape[0], 4, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+    w = nl.shared_constant(np.arange(32, dtype=np.float32).reshape(1, 32))
+    wt = nl.load(w).broadcast_to((a.shape[0], 32))
+    t = nl.load(a) * wt
+    nl.store(out, t.reshape((a.shape[0], 4, 8)))
+    return out
+
+
+def test_shared_constant_and_tile_reshape():
+    a = rand(16, 32)
+    ref = (a * np.arange(32, dtype=np.float32)).reshape(16, 4, 8)
+    assert np.array_equal(const_and_reshape(a), ref)

@@ -147,3 +147,69 @@ def test_trnemu_exec_makes_nki_importable():
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0, r.stderr
     assert r.stdout.strip() == "8.0"
+
+
+def _tamper(monkeypatch, edit):
+    """Let the tracer's output be edited line by line (to make a kernel
+    wrong on purpose: the front end itself never emits these)."""
+    from nki import _core
+    orig = _core.Tracer.commit
+
+    def commit(self, insn):
+        orig(self, insn)
+        self.lines[-1] = edit(self.lines[-1])
+    monkeypatch.setattr(_core.Tracer, "commit", commit)
+
+
+def test_race_is_reported_with_the_kernel_line(monkeypatch):
+    _tamper(monkeypatch, lambda ln: " ".join(w for w in ln.split() if not w.startswith("wait=")))
+
+    @nki.jit
+    def racy(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, nl.exp(t))  # MARK-race
+        return out
+    with pytest.raises(nki.NKIError) as e:
+        racy(np.ones((8, 8), np.float32))
+    msg = str(e.value)
+    assert "race" in msg.lower(), msg
+    assert re.search(r"%s:%d: " % (re.escape(HERE), line_of("MARK-race")), msg), msg
+
+
+def test_deadlock_is_reported_not_hung(monkeypatch):
+    _tamper(monkeypatch, lambda ln: ln + " wait=pool_done>=7" if ln.startswith("act.") else ln)
+
+    @nki.jit
+    def stuck(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.tanh(nl.load(a)))  # MARK-stuck
+        return out
+    with pytest.raises(nki.NKIError) as e:
+        stuck(np.ones((8, 8), np.float32))
+    assert re.search(r"%s:%d: " % (re.escape(HERE), line_of("MARK-stuck")), str(e.value)), str(e.value)
+
+
+def test_example_runs_under_trnemu_exec():
+    tool = os.environ.get("TRNEMU_TOOL")
+    if not tool:
+        pytest.skip("TRNEMU_TOOL not set (meson sets it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRNEMU_LIBNRT")}
+    env["TRNEMU_INSTANCE_NAME"] = os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-ex-%d" % os.getpid()
+    ex = os.path.join(os.path.dirname(__file__), "..", "..", "examples", "nki_softmax.py")
+    r = subprocess.run([tool, "exec", "--", sys.executable, ex], env=env, capture_output=True,
+                       text=True, timeout=120)
+    assert r.returncode == 0 and "nki_softmax: ok" in r.stdout, r.stdout + r.stderr
+
+
+@nki.jit
+def psum_bank_limit(a, b):
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.matmul(nl.load(a), nl.load(b), transpose_x=True))  # MARK-bank
+    return out
+
+
+def test_matmul_beyond_a_psum_bank():
+    msg = raises_at("MARK-bank", psum_bank_limit, np.zeros((128, 128), np.float32),
+                    np.zeros((128, 513), np.float32))
+    assert "512" in msg

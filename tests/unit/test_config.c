@@ -108,8 +108,8 @@ static void test_profiles(void **state)
         {"trn2.48xlarge", "2", "trn2.48xlarge", 2, 4, 64},
         {"trn2.48xlarge", "1", "trn2.48xlarge", 1, 8, 128},
         {"trn2.48xlarge", "", "trn2.48xlarge", 2, 4, 64},
-        {"trn2u.48xlarge", NULL, "trn2u.48xlarge", 2, 4, 256},
-        {"trn2u.48xlarge", "1", "trn2u.48xlarge", 1, 8, 512},
+        {"trn2u.48xlarge", NULL, "trn2u.48xlarge", 2, 4, 64},
+        {"trn2u.48xlarge", "1", "trn2u.48xlarge", 1, 8, 128},
         {"trn1.2xlarge", NULL, "trn1.2xlarge", 1, 2, 2},
         {"trn1.2xlarge", "1", "trn1.2xlarge", 1, 2, 2},
         {"trn1.32xlarge", NULL, "trn1.32xlarge", 1, 2, 32},
@@ -138,7 +138,7 @@ static void test_profiles(void **state)
 static void test_bad_instance(void **state)
 {
     (void)state;
-    static const char *const bad[] = {"trn3.48xlarge", "TRN1.2XLARGE", "trn1", " trn1.2xlarge", "x"};
+    static const char *const bad[] = {"trn3.49xlarge", "TRN1.2XLARGE", "trn1", " trn1.2xlarge", "x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TRNEMU_INSTANCE", bad[i], 1);
         struct machine_config cfg;

@@ -224,6 +224,45 @@ static void test_vendor_neff(void **state)
     neff_model_free(m);
 }
 
+/* The vendor layout: engine JSON by reference, the stream named by
+ * "<engine>_instr", a state buffer and a DGE table without size, a dynamic
+ * queue set; it stores in the same layout and loads back equal. */
+static void test_vendor_layout(void **state)
+{
+    (void)state;
+    char *d1 = replace(base_def, "\"sp\":{\"json_file\":\"SP.json\",\"bin_file\":\"SP.bin\"}",
+                       "\"sp\":\"SP.json\",\"sp_instr\":\"SP.bin\",\"sp_dbg\":[\"x.dbg\"]");
+    char *d2 = replace(d1, "\"p\":{", "\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},"
+                       "\"T\":{\"type\":\"dge-table\",\"var_id\":9,\"list\":[1,2]},\"p\":{");
+    char *def = replace(d2, "\"mystery\":true", "\"dynamic_dma\":{\"b\":2,\"a\":1}");
+    char *sp = replace(base_sp, "\"engine_meta\"", "\"instr\":\"SP.bin\",\"engine_meta\"");
+    struct neff_model *m = run_texts(NULL, def, sp, 0, EMU_OK, NULL);
+    const struct neff_subgraph *sg = m->sgs[0];
+    assert_true(sg->eng[NEFF_ENG_SP].by_ref);
+    assert_string_equal(sg->eng[NEFF_ENG_SP].bin_file, "SP.bin");
+    assert_int_equal(neff_buf_size(sg->eng[NEFF_ENG_SP].code), 2);
+    assert_true(neff_sg_find_var(sg, "SB")->no_size);
+    assert_true(neff_sg_find_var(sg, "T")->no_size);
+    assert_false(neff_sg_find_var(sg, "in0")->no_size);
+    assert_string_equal(sg->queues[0].dynamic_dma_json, "{\"a\":1,\"b\":2}");
+    uint8_t *b;
+    size_t n;
+    store_bytes(m, &b, &n);
+    struct neff_model *m2 = load_bytes(b, n, NULL);
+    assert_true(neff_model_equal(m, m2));
+    free(b);
+    neff_model_free(m2);
+    neff_model_free(m);
+    /* an engine JSON whose "instr" disagrees with def.json */
+    char *sp2 = replace(base_sp, "\"engine_meta\"", "\"instr\":\"c.bin\",\"engine_meta\"");
+    run_texts(NULL, def, sp2, 0, EMU_INVALID, "key 'instr'");
+    free(sp2);
+    free(sp);
+    free(def);
+    free(d2);
+    free(d1);
+}
+
 static void test_marker(void **state)
 {
     (void)state;
@@ -288,8 +327,10 @@ static const struct bad_case bad_cases[] = {
      "queue_instances"},
     {1, "\"mystery\":true", "\"pinned\":1", EMU_INVALID, "'pinned'"},
     /* def.json: engine sections */
-    {1, "\"sp\":{\"json_file\":\"SP.json\",\"bin_file\":\"SP.bin\"}", "\"sp\":\"SP.json\"",
-     EMU_INVALID, "'sp': must be an object"},
+    {1, "\"sp\":{\"json_file\":\"SP.json\",\"bin_file\":\"SP.bin\"}", "\"sp\":1",
+     EMU_INVALID, "'sp': must be an object or an engine JSON member name"},
+    {1, "\"sp\":{\"json_file\":\"SP.json\",\"bin_file\":\"SP.bin\"}", "\"sp\":\"No.json\"",
+     EMU_INVALID, "member 'sg00/No.json' is missing"},
     {1, "\"bin_file\":\"SP.bin\"", "\"bin_file\":\"missing.bin\"", EMU_INVALID, "missing.bin"},
     {1, "\"json_file\":\"SP.json\"", "\"json_file\":\"c.bin\"", EMU_INVALID, "sg00/c.bin"},
     {1, "\"json_file\":\"SP.json\"", "\"json_file\":[]", EMU_INVALID, "json_file"},
@@ -568,7 +609,8 @@ int main(void)
     log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_members_and_constants),
-        cmocka_unit_test(test_vendor_neff),  cmocka_unit_test(test_marker),
+        cmocka_unit_test(test_vendor_neff),  cmocka_unit_test(test_vendor_layout),
+        cmocka_unit_test(test_marker),
         cmocka_unit_test(test_bad_json),     cmocka_unit_test(test_no_subgraph),
         cmocka_unit_test(test_scan_order),   cmocka_unit_test(test_store_validates),
         cmocka_unit_test(test_ap_range),     cmocka_unit_test(test_names),

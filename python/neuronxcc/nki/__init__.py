@@ -10,3 +10,6 @@ _sys.modules[__name__ + ".language"] = _nki.language
 _sys.modules[__name__ + ".isa"] = _nki.isa
 _sys.modules[__name__ + ".typing"] = _nki.typing
 typing = _nki.typing
+
+__all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
+           "typing", "NKIError", "bf16", "to_float32"]
