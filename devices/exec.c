@@ -312,14 +312,14 @@ static void exec_dump_inputs(const nrt_model_t *m, const struct exec_binding *b)
 
 /* ---- collectives ------------------------------------------------------------ */
 
-/* The collectives of one execution: what its programs' coll_iface points at. */
+/* The collectives of one execution: what its programs' core_coll points at. */
 struct exec_coll {
     nrt_model_t *m;                /* the model running */
     struct machine *mach;          /* its machine */
     uint64_t deadline_ns;          /* when the execution's time is up */
     struct coll_comm *comm;        /* its communicator, found on first use */
-    struct coll_lnc lnc;           /* shared by the cores of the run */
-    struct coll_iface iface[MACHINE_MAX_LNC]; /* one per core */
+    struct core_lnc lnc;           /* shared by the cores of the run */
+    struct core_coll iface[MACHINE_MAX_LNC]; /* one per core */
 };
 
 /* The communicator: the model's (nrt_load_collectives) or the VNC's
@@ -346,7 +346,7 @@ static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
     return st;
 }
 
-static emu_status exec_coll_run(void *user, const struct coll_call *call, char *err, size_t cap)
+static emu_status exec_coll_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
 {
     struct exec_coll *ec = user;
     NRT_STATUS st = exec_coll_comm(ec, err, cap);
@@ -398,7 +398,7 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
     ec->lnc.ncores = m->nsgs;
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
-        ec->iface[s] = (struct coll_iface){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
+        ec->iface[s] = (struct core_coll){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
                                            exec_coll_group_size};
         m->sgs[s].prog.coll = &ec->iface[s];
     }

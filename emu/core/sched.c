@@ -10,6 +10,7 @@
  * the report names each engine's pending instruction and the semaphores it
  * waits on. Nothing depends on threads or time, except the timeout.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -203,6 +204,7 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
         return EMU_INVALID;
     for (uint32_t c = 0; c < ncores; c++) {
         core_reset(cores[c], opts->seed, opts->stochastic);
+        assert(core_sane(cores[c]));
         for (int e = 0; e < ISA_ENG_COUNT; e++)
             es[n++] = (struct sched_eng){cores[c], progs[c], c, (enum isa_engine)e, 0,
                                          progs[c]->n[e] == 0, opts->cost};
@@ -238,5 +240,7 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
         }
     }
     race_destroy(race);
+    for (uint32_t c = 0; c < ncores; c++)
+        assert(core_sane(cores[c]));
     return st;
 }
