@@ -14,6 +14,7 @@
 #include "devices/runtime.h"
 #include "devices/state.h"
 #include "devices/status.h"
+#include "emu/isa/isa_gen.h"
 #include "emu/log.h"
 
 /* ---- HBM placement ----------------------------------------------------- */
@@ -166,6 +167,24 @@ static emu_status model_check_vars(const struct model_sg *ms, enum isa_engine e)
     return EMU_OK;
 }
 
+/* Every instruction must exist on the machine's NeuronCore generation. */
+static emu_status model_check_gen(const struct model_sg *ms, enum isa_engine e)
+{
+    const struct dev_profile *p = rt_machine()->cfg.profile;
+    for (size_t i = 0; i < ms->ncode[e]; i++) {
+        char what[96];
+        unsigned need = isa_insn_min_gen(&ms->code[e][i], what, sizeof what);
+        if (need > (unsigned)p->gen) {
+            LOG_ERROR("NEFF", "%s: %s instruction %zu: %s needs NeuronCore-v%u%s; this machine "
+                      "(%s) has NeuronCore-v%u", ms->sg->name, isa_engine_name(e), i, what, need,
+                      need == NC_GEN_V4 ? " (Trainium3, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" : "",
+                      p->name, (unsigned)p->gen);
+            return EMU_INVALID;
+        }
+    }
+    return EMU_OK;
+}
+
 static NRT_STATUS model_decode(struct model_sg *ms)
 {
     for (int e = 0; e < ISA_ENG_COUNT; e++) {
@@ -176,8 +195,10 @@ static NRT_STATUS model_decode(struct model_sg *ms)
                                           (enum isa_engine)e, &ms->code[e], &ms->ncode[e]);
         if (st == EMU_OK)
             st = model_check_vars(ms, (enum isa_engine)e);
+        if (st == EMU_OK)
+            st = model_check_gen(ms, (enum isa_engine)e);
         if (st != EMU_OK)
-            return nrt_status_of(st);  /* the decoder or the var check logged the cause */
+            return nrt_status_of(st);  /* the decoder or a check logged the cause */
     }
     return NRT_SUCCESS;
 }
@@ -521,13 +542,31 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
         memcpy(shape, io->shape, io->ndim * sizeof(uint32_t));
         shape += io->ndim;
     }
+    handle_lock();
+    NRT_STATUS st = handle_add(a, HANDLE_TENSOR_INFO);
+    handle_unlock();
+    if (st != NRT_SUCCESS) {
+        free(a);
+        return st;
+    }
     *out = a;
     return NRT_SUCCESS;
 }
 
-void model_free_tensor_info(nrt_tensor_info_array_t *info)
+NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info)
 {
+    handle_lock();
+    bool live = handle_has(info, HANDLE_TENSOR_INFO);
+    if (live)
+        handle_remove(info);
+    handle_unlock();
+    if (!live) {
+        LOG_ERROR("NRT", "%p is not a tensor info array from nrt_get_model_tensor_info (or was "
+                  "freed already)", (void *)info);
+        return NRT_INVALID;
+    }
     free(info);
+    return NRT_SUCCESS;
 }
 
 /* ---- teardown ---------------------------------------------------------- */
