@@ -26,8 +26,14 @@
  *    carries 2S bytes, as a ring all-reduce would.
  *  - direct (large all-reduce over the whole communicator, every buffer in
  *    device memory): coll_direct.c.
- * All-gather: mesh (each block straight to every rank) for small data,
- * ring forwarding for large. All-to-all, permute, barrier: direct.
+ *  - switch (large all-reduce on a NeuronSwitch machine, where every chip
+ *    reaches every other in one hop): rank r reduces shard r of the data
+ *    from every rank (sent straight to it, folded in group order), then
+ *    sends the reduced shard straight to every rank; the send streams as
+ *    the fold finishes each byte.
+ * All-gather: mesh (each block straight to every rank) for small data or
+ * on a switch, ring forwarding for large. All-to-all, permute, barrier:
+ * direct.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -52,6 +58,8 @@ enum coll_sink {
 #define COLL_AUX_REDUCE 0u              /* chain all-reduce: partial results */
 #define COLL_AUX_BCAST 1u               /* chain all-reduce: the result */
 #define COLL_AUX_MESH 2u                /* mesh all-reduce */
+#define COLL_AUX_SWITCH_RS 3u          /* switch all-reduce: a shard to reduce */
+#define COLL_AUX_SWITCH_AG 4u          /* switch all-reduce: a reduced shard */
 #define COLL_AUX_RING (1ull << 32)      /* ring all-gather (| origin rank) */
 
 /* One operation under way. */
@@ -415,6 +423,15 @@ static bool coll_use_mesh(const struct coll_job *o, uint64_t bytes)
     return bytes <= o->c->ctl->mesh_max && (o->n <= o->c->ctl->mesh_ranks || o->n == 2);
 }
 
+/* Elements of shard p when count elements are split over n ranks (the
+ * first count % n shards have one more), and where shard p starts. */
+static uint64_t coll_shard(uint64_t count, uint32_t n, uint32_t p, uint64_t *first)
+{
+    uint64_t base = count / n, rem = count % n;
+    *first = p * base + (p < rem ? p : rem);
+    return base + (p < rem);
+}
+
 /* Ordered fold stages: acc = contribution of position 0, then folded with
  * 1..n-1; this rank's own contribution is `mine`, the others arrive from
  * their senders (chunk bytes each). Returns the last stage's index. */
@@ -440,6 +457,36 @@ static NRT_STATUS coll_all_reduce_mesh(struct coll_job *o)
         if (p != o->me)
             (void)coll_send(o, p, o->a->src, s, COLL_AUX_MESH, -1);
     (void)coll_plan_fold(o, o->a->src, acc, s, COLL_AUX_MESH);
+    NRT_STATUS st = coll_engine(o);
+    if (st == NRT_SUCCESS && s > 0)
+        memcpy(o->a->dst, acc, s);
+    return st;
+}
+
+static NRT_STATUS coll_all_reduce_switch(struct coll_job *o)
+{
+    uint64_t s = o->a->count * o->esize, first, mine_first;
+    uint32_t me = o->me, n = o->n, es = o->esize;
+    const uint8_t *x = o->a->src;
+    uint8_t *acc = coll_scratch(o->c, s);
+    if (acc == NULL && s > 0)
+        return NRT_RESOURCE;
+    int rs[COLL_MAX_RANKS];
+    for (uint32_t p = 0; p < n; p++) {
+        uint64_t len = coll_shard(o->a->count, n, p, &first);
+        rs[p] = p == me ? -1 : coll_send(o, p, x + first * es, len * es, COLL_AUX_SWITCH_RS, -1);
+    }
+    uint64_t mine = coll_shard(o->a->count, n, me, &mine_first) * es;
+    int folded = coll_plan_fold(o, x + mine_first * es, acc + mine_first * es, mine,
+                                COLL_AUX_SWITCH_RS);
+    for (uint32_t p = 0; p < n; p++) {
+        if (p == me)
+            continue;
+        int ag = coll_send(o, p, acc + mine_first * es, mine, COLL_AUX_SWITCH_AG, rs[p]);
+        o->xf[ag].ready = &o->xf[folded].done;
+        uint64_t len = coll_shard(o->a->count, n, p, &first);
+        (void)coll_recv(o, p, acc + first * es, len * es, COLL_AUX_SWITCH_AG, SINK_COPY, folded);
+    }
     NRT_STATUS st = coll_engine(o);
     if (st == NRT_SUCCESS && s > 0)
         memcpy(o->a->dst, acc, s);
@@ -505,7 +552,7 @@ static NRT_STATUS coll_all_gather(struct coll_job *o)
     uint8_t *dst = o->a->dst;
     if (blk > 0 && (const uint8_t *)o->a->src != dst + me * blk)
         memmove(dst + me * blk, o->a->src, blk);
-    if (coll_use_mesh(o, blk * n) || n == 2) {
+    if (coll_use_mesh(o, blk * n) || n == 2 || o->c->ctl->switched) {
         for (uint32_t p = 0; p < n; p++) {
             if (p == me)
                 continue;
@@ -635,7 +682,7 @@ NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const u
             if (st != NRT_SUCCESS || done)
                 return st;
         }
-        return coll_all_reduce_chain(&o);
+        return c->ctl->switched ? coll_all_reduce_switch(&o) : coll_all_reduce_chain(&o);
     }
     case COLL_REDUCE_SCATTER: return coll_reduce_scatter(&o);
     case COLL_ALL_GATHER: return coll_all_gather(&o);

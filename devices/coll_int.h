@@ -56,7 +56,7 @@ struct coll_ctl {
     uint64_t file_bytes;            /* size of the file */
     uint64_t mesh_max;              /* largest all-reduce/all-gather sent by mesh (bytes) */
     uint32_t mesh_ranks;            /* most ranks for the mesh algorithms */
-    uint32_t reserved2;             /* zero */
+    uint32_t switched;              /* 1: chips meet through NeuronSwitch (direct algorithms) */
     uint64_t direct_min;            /* smallest all-reduce done directly in HBM (bytes) */
     _Atomic uint64_t form;          /* last formation number */
     _Atomic int32_t abort_status;   /* first failure of the formation (0: none) */

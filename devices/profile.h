@@ -19,12 +19,15 @@ enum dev_links {
     DEV_LINKS_RING = 1,   /* the chips form one ring (inf2.48xlarge) */
     DEV_LINKS_TORUS = 2,  /* each node of 16 chips is a 4x4 2D torus; nodes > 1:
                              chips with the same coordinates form a ring */
+    DEV_LINKS_SWITCH = 3, /* NeuronSwitch: every chip reaches every other chip
+                             in one hop (Trainium3) */
 };
 
 /* NeuronCore generations; they decide SBUF/PSUM sizes and the ISA flavour. */
 enum nc_gen {
     NC_GEN_V2 = 2,  /* Trainium1 / Inferentia2 */
     NC_GEN_V3 = 3,  /* Trainium2 */
+    NC_GEN_V4 = 4,  /* Trainium3 */
 };
 
 struct dev_profile {

@@ -17,6 +17,37 @@ static int topo_is_ring(const struct dev_profile *p)
     return p->links == DEV_LINKS_RING && p->chips >= 3;
 }
 
+static int topo_is_switch(const struct dev_profile *p)
+{
+    return p->links == DEV_LINKS_SWITCH && p->chips >= 2;
+}
+
+/* Switch paths numbered before the first one that leaves chip a (a < n). */
+static uint32_t topo_switch_base(uint32_t n, uint32_t a)
+{
+    return a * (2 * n - a - 1) / 2;
+}
+
+/* The path joining chips a != b of an n-chip switch. */
+static uint32_t topo_switch_link(uint32_t n, uint32_t a, uint32_t b)
+{
+    if (a > b) {
+        uint32_t t = a;
+        a = b;
+        b = t;
+    }
+    return topo_switch_base(n, a) + (b - a - 1);
+}
+
+static void topo_switch_ends(uint32_t n, uint32_t link, uint32_t *a, uint32_t *b)
+{
+    uint32_t x = 0;
+    while (x + 1 < n && topo_switch_base(n, x + 1) <= link)
+        x++;
+    *a = x;
+    *b = x + 1 + (link - topo_switch_base(n, x));
+}
+
 /* Links of the rings that join the nodes (0 with a single node). */
 static uint32_t topo_node_ring_links(const struct dev_profile *p)
 {
@@ -29,6 +60,8 @@ uint32_t topo_nlinks(const struct dev_profile *p)
         return p->nodes * TOPO_NODE_LINKS + topo_node_ring_links(p);
     if (topo_is_ring(p))
         return p->chips;
+    if (topo_is_switch(p))
+        return p->chips * (p->chips - 1) / 2;
     return 0;
 }
 
@@ -61,6 +94,8 @@ void topo_link_ends(const struct dev_profile *p, uint32_t link, uint32_t *a, uin
         return;
     if (topo_is_torus(p)) {
         topo_torus_ends(p, link, a, b);
+    } else if (topo_is_switch(p)) {
+        topo_switch_ends(p->chips, link, a, b);
     } else {
         *a = link;
         *b = (link + 1) % p->chips;
@@ -160,6 +195,11 @@ uint32_t topo_route(const struct dev_profile *p, uint32_t src_chip, uint32_t dst
         return topo_torus_route(p, src_chip, dst_chip, links, max);
     if (topo_is_ring(p))
         return topo_ring_route(p, src_chip, dst_chip, links, max);
+    if (topo_is_switch(p)) {
+        uint32_t n = 0;
+        topo_push(links, max, &n, topo_switch_link(p->chips, src_chip, dst_chip));
+        return n;
+    }
     return 0;
 }
 
@@ -178,5 +218,25 @@ uint32_t topo_neighbors(const struct dev_profile *p, uint32_t chip, uint32_t *ch
         }
         n++;
     }
+    return n;
+}
+
+/* NeuronSwitch-v1 levels of the Trn3 UltraServers (trn3-arch.rst): PCIe
+ * Gen6 x8 links, 64 GB/s each. The emulated machines are one server each,
+ * so their chips meet at the first level; the others are recorded for the
+ * cost model and shown by `trnemu ls --topology`. */
+static const struct topo_level topo_switch_levels[] = {
+    {"within a server", 4, 256},
+    {"between servers of a rack", 5, 320},
+    {"between racks", 2, 128},
+};
+
+uint32_t topo_levels(const struct dev_profile *p, struct topo_level *out, uint32_t max)
+{
+    if (p->links != DEV_LINKS_SWITCH)
+        return 0;
+    uint32_t n = sizeof topo_switch_levels / sizeof topo_switch_levels[0];
+    for (uint32_t i = 0; i < n && i < max; i++)
+        out[i] = topo_switch_levels[i];
     return n;
 }

@@ -10,6 +10,9 @@
  *    joins chip c of node n to chip c of node n+1 (mod nodes): a ring per
  *    coordinate through the nodes.
  *  - ring (DEV_LINKS_RING): link i joins chip i to chip i+1 (mod chips).
+ *  - switch (DEV_LINKS_SWITCH, NeuronSwitch): one path per pair of chips
+ *    a < b, numbered in order (0-1, 0-2, ..., 0-(n-1), 1-2, ...); every
+ *    route is one hop. A "link" here is the pair's path through the switch.
  *  - none: a single chip, no links.
  * A link's first end is `a`, its second `b`; traffic from a to b is its
  * direction 0, from b to a direction 1.
@@ -34,8 +37,20 @@
 #define TOPO_MAX_LINKS 256
 /* Upper bound of the links on any route. */
 #define TOPO_MAX_HOPS 16
-/* Upper bound of the neighbours of a chip. */
-#define TOPO_MAX_DEGREE 8
+/* Upper bound of the neighbours of a chip (a 16-chip switch: 15). */
+#define TOPO_MAX_DEGREE 16
+
+/* One level of a switched fabric: which chip pairs it joins and its
+ * bandwidth per chip (the cost model's figures, docs/instance.md). */
+struct topo_level {
+    const char *name;   /* "within a server", "between servers", ... */
+    uint32_t links;     /* PCIe Gen6 x8 links per chip at this level */
+    uint32_t gbytes_s;  /* bandwidth per chip at this level, GB/s */
+};
+
+/* The levels of the profile's fabric, nearest first; returns how many
+ * (0 for machines that are not switched). At most max are written. */
+uint32_t topo_levels(const struct dev_profile *p, struct topo_level *out, uint32_t max);
 
 /* Number of links in the profile's machine. */
 uint32_t topo_nlinks(const struct dev_profile *p);

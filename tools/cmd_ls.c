@@ -85,6 +85,8 @@ static const char *ls_topology_name(const struct dev_profile *p)
                                : "4x4 2D torus";
     case DEV_LINKS_RING:
         return "ring";
+    case DEV_LINKS_SWITCH:
+        return "NeuronSwitch all-to-all";
     case DEV_LINKS_NONE:
         break;
     }
@@ -113,8 +115,10 @@ static void ls_text(const struct machine_config *cfg)
         uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(p, c, nb);
         size_t len = 0;
         conn[0] = '\0';
-        for (uint32_t i = 0; i < k; i++)
+        for (uint32_t i = 0; i < k && len < sizeof conn; i++)
             len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
+        if (p->links == DEV_LINKS_SWITCH && k > 0)
+            snprintf(conn, sizeof conn, "all %u (switch)", k);
         printf("| %6u | %5u | %-9s | %5.0f GiB | %6u | %-16s | %-17s |\n", c, p->cores_per_chip,
                ids, (double)p->hbm_per_chip / GIB, p->hbm_stacks, n ? vis : "-",
                k ? conn : "-");
@@ -240,6 +244,25 @@ static void ls_draw_ring(const struct dev_profile *p)
     printf("'\n  (the last chip is linked back to the first)\n");
 }
 
+static void ls_draw_switch(const struct dev_profile *p)
+{
+    printf("\n  every chip reaches every other chip in one hop through the switch:\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("[%2u]%s", c, c + 1 < p->chips ? " " : "\n");
+    printf("  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("  |  ");
+    printf("\n  ");
+    for (uint32_t c = 0; c < p->chips; c++)
+        printf("=====");
+    printf("\n  NeuronSwitch\n\nbandwidth per chip by level:\n");
+    struct topo_level lv[4];
+    uint32_t n = topo_levels(p, lv, 4);
+    for (uint32_t i = 0; i < n && i < 4; i++)
+        printf("  %-28s %u links  %4u GB/s%s\n", lv[i].name, lv[i].links, lv[i].gbytes_s,
+               i == 0 ? "  (the chips of this machine)" : "");
+}
+
 static void ls_topology(const struct machine_config *cfg)
 {
     const struct dev_profile *p = cfg->profile;
@@ -251,6 +274,8 @@ static void ls_topology(const struct machine_config *cfg)
     }
     else if (p->links == DEV_LINKS_RING)
         ls_draw_ring(p);
+    else if (p->links == DEV_LINKS_SWITCH)
+        ls_draw_switch(p);
     else
         printf("a single chip: no links\n");
 }
@@ -288,6 +313,21 @@ static void ls_stats_text(const char *dir, const struct instance_ctl *c)
                instance_pid_alive(pr->pid, pr->start_time) ? "" : "(gone)", n, n == 1 ? "" : "s",
                n ? vncs : "-");
     }
+    printf("models (per VNC):\n");
+    uint32_t shown = 0;
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        uint32_t models = atomic_load(&u->models), stand = atomic_load(&u->stand_ins);
+        if (models == 0)
+            continue;
+        shown++;
+        printf("  vnc %-4u %.*s%s (%u loaded), %llu executions%s\n", v,
+               (int)sizeof u->model, u->model, models > 1 ? " and others" : "", models,
+               (unsigned long long)atomic_load(&u->executions),
+               stand ? "  STAND-IN: vendor NEFF, outputs are zeros, not computed" : "");
+    }
+    if (shown == 0)
+        printf("  (none loaded)\n");
     printf("links (bytes and messages; a->b is the direction from the first chip):\n");
     printf("  %4s  %-7s  %14s %10s  %14s %10s\n", "LINK", "CHIPS", "a->b BYTES", "MSGS",
            "b->a BYTES", "MSGS");
@@ -322,6 +362,18 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
                                                instance_pid_alive(pr->pid, pr->start_time),
                                                "vncs", vncs));
     }
+    json_t *models = json_array();
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        char name[INSTANCE_MODEL_NAME + 1];
+        snprintf(name, sizeof name, "%.*s", (int)sizeof u->model, u->model);
+        if (atomic_load(&u->models) > 0)
+            json_array_append_new(models, json_pack(
+                "{s:i, s:s, s:i, s:I, s:b}", "vnc", (int)v, "model", name, "loaded",
+                (int)atomic_load(&u->models), "executions",
+                (json_int_t)atomic_load(&u->executions), "stand_in",
+                atomic_load(&u->stand_ins) > 0));
+    }
     for (uint32_t l = 0; l < c->nlinks; l++) {
         uint32_t a, b;
         topo_link_ends(p, l, &a, &b);
@@ -332,10 +384,10 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
             (json_int_t)atomic_load(&c->links[l][1].bytes), "messages_ba",
             (json_int_t)atomic_load(&c->links[l][1].messages)));
     }
-    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o}", "instance", dir,
+    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o, s:o}", "instance", dir,
                                    "live", 1, "instance_type", c->profile, "lnc", (int)c->lnc,
                                    "total_vncs", (int)c->total_vncs, "processes", procs,
-                                   "links", links));
+                                   "models", models, "links", links));
 }
 
 static int ls_stats(bool json)
@@ -368,12 +420,14 @@ static int ls_stats(bool json)
 
 static void ls_profiles(void)
 {
-    printf("%-16s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
+    printf("%-18s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
            "LNC", "NEURONLINK");
     for (size_t i = 0; i < profile_count(); i++) {
         const struct dev_profile *p = profile_at(i);
-        printf("%-16s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
-               p->chips * p->cores_per_chip, p->gen == NC_GEN_V3 ? "v3" : "v2",
+        char gen[8];
+        snprintf(gen, sizeof gen, "v%d", (int)p->gen);
+        printf("%-18s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,
+               p->chips * p->cores_per_chip, gen,
                (double)p->hbm_per_chip / GIB, p->lnc_default, ls_topology_name(p));
     }
 }

@@ -38,7 +38,9 @@ emu_status core_create(uint32_t gen, struct core **out)
     if (c == NULL)
         return EMU_RESOURCE;
     c->gen = gen;
-    c->sbuf_part_bytes = gen >= 3 ? ISA_SBUF_PART_BYTES_V3 : ISA_SBUF_PART_BYTES_V2;
+    c->sbuf_part_bytes = gen >= 4   ? ISA_SBUF_PART_BYTES_V4
+                         : gen >= 3 ? ISA_SBUF_PART_BYTES_V3
+                                    : ISA_SBUF_PART_BYTES_V2;
     c->sbuf = core_map(core_sbuf_bytes(c));
     c->psum = core_map((size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
     c->scratch = core_map(core_scratch_bytes());

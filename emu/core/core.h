@@ -2,7 +2,7 @@
  * core.h: one emulated NeuronCore and the context its instructions run in.
  *
  * A core owns its on-chip memories (SBUF: 128 partitions of 192 KiB on
- * NeuronCore-v2 or 224 KiB on v3; PSUM: 128 partitions of 16 KiB in 8
+ * NeuronCore-v2, 224 KiB on v3 or 256 KiB on v4; PSUM: 128 partitions of 16 KiB in 8
  * banks), its semaphores and events, each engine's registers, the random
  * state, and per-engine fp32 scratch rows that the instruction semantics
  * use instead of allocating. All of it is allocated once, when the core is
@@ -26,10 +26,10 @@
 #include "emu/status.h"
 
 /* fp32 scratch rows per engine; each holds CORE_SCRATCH_ELEMS floats
- * (enough for one partition of the largest SBUF, 224 KiB of bytes, as
+ * (enough for one partition of the largest SBUF, 256 KiB of bytes, as
  * floats: any operand row fits). */
 #define CORE_SCRATCH_SLOTS 6
-#define CORE_SCRATCH_ELEMS (224u * 1024u)
+#define CORE_SCRATCH_ELEMS (256u * 1024u)
 
 /* An HBM variable a program may name in its access patterns. */
 struct core_var {
@@ -62,7 +62,7 @@ struct core_program {
 struct race_state;
 
 struct core {
-    uint32_t gen;                             /* NeuronCore version: 2 or 3 */
+    uint32_t gen;                             /* NeuronCore version: 2, 3 or 4 */
     uint32_t sbuf_part_bytes;                 /* bytes per SBUF partition */
     uint8_t *sbuf;                            /* 128 * sbuf_part_bytes */
     uint8_t *psum;                            /* 128 * ISA_PSUM_PART_BYTES */
@@ -91,7 +91,7 @@ struct isa_exec_ctx {
     char err[256];                     /* cause, when the semantics fails */
 };
 
-/* Create a core of NeuronCore version gen (2 or 3). EMU_RESOURCE when the
+/* Create a core of NeuronCore version gen (2, 3 or 4). EMU_RESOURCE when the
  * host is out of memory. */
 emu_status core_create(uint32_t gen, struct core **out);
 void core_destroy(struct core *c);

@@ -565,6 +565,12 @@ static bool add_io(struct asm_ctx *a, struct asm_pos p, const char *name, bool i
                 NEFF_IO_MAX_DIMS);
         return false;
     }
+    if (dtype >= ISA_DT_NRT_COUNT) {
+        err_pos(a, p, "I/O tensor '%s': %s has no nrt_dtype_t value; declare the bytes as u8 "
+                "(or u32) and view them with the MX dtype in the instructions", name,
+                isa_dtype_name(dtype));
+        return false;
+    }
     if (io != NULL && (io->is_output != is_output || io->dtype != dtype || io->ndim != ndim ||
                        (ndim && memcmp(io->shape, shape, ndim * sizeof *shape) != 0))) {
         err_pos(a, p, "I/O tensor '%s' was declared differently before", name);
@@ -1411,6 +1417,8 @@ static bool put_float(struct asm_ctx *a, const struct const_fill *f, const char 
     case ISA_DT_FP8E3: case ISA_DT_FP8E4: case ISA_DT_FP8E5:
         *dst = num_f32_to_fp8(f->dtype, v);
         return true;
+    case ISA_DT_FP8E4FN: case ISA_DT_FP8E8M0:
+        return num_from_f32(f->dtype, dst, v, NULL, 0) == EMU_OK;
     default: memcpy(dst, &v, 4); return true;
     }
 }

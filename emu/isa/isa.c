@@ -100,6 +100,9 @@ static const struct {
     [ISA_DT_F32R] = {4, true, "f32r"},  [ISA_DT_I64] = {8, false, "i64"},
     [ISA_DT_FP8E3] = {1, true, "fp8e3"}, [ISA_DT_FP8E4] = {1, true, "fp8e4"},
     [ISA_DT_FP8E5] = {1, true, "fp8e5"},
+    [ISA_DT_FP8E4FN] = {1, true, "fp8e4fn"}, [ISA_DT_FP8E8M0] = {1, true, "fp8e8m0"},
+    [ISA_DT_FP8E5X4] = {4, false, "fp8e5x4"}, [ISA_DT_FP8E4FNX4] = {4, false, "fp8e4fnx4"},
+    [ISA_DT_FP4X4] = {2, false, "fp4x4"},
 };
 
 /* ---- lookups ------------------------------------------------------------- */
@@ -175,6 +178,11 @@ int isa_dtype_from_name(const char *name, size_t len)
 bool isa_dtype_is_float(unsigned dtype)
 {
     return dtype < ISA_DT_COUNT && isa_dtypes[dtype].is_float;
+}
+
+bool isa_dtype_is_packed(unsigned dtype)
+{
+    return dtype == ISA_DT_FP8E5X4 || dtype == ISA_DT_FP8E4FNX4 || dtype == ISA_DT_FP4X4;
 }
 
 const char *isa_mem_name(unsigned mem)
@@ -306,9 +314,13 @@ static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm
         return fault(f, fi, "operand '%s': partition count %u out of 1..128", nm,
                      ap->num_part);
     if (ap->mem == ISA_MEM_HBM) {
+        size_t es = isa_dtype_size(ap->dtype);
         if (ap->start_part != 0)
             return fault(f, fi, "operand '%s': start partition %u in HBM (must be 0)",
                          nm, ap->start_part);
+        if (es > 1 && ap->offset % es != 0)  /* steps count elements from here */
+            return fault(f, fi, "operand '%s': HBM offset %llu is not a multiple of the "
+                         "%zu-byte element size", nm, (unsigned long long)ap->offset, es);
         return EMU_OK;
     }
     if (ap->var_id != 0)
@@ -324,6 +336,17 @@ static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm
         return fault(f, fi, "operand '%s': partitions %u..%llu out of 0..127", nm,
                      ap->start_part, (unsigned long long)last);
     return EMU_OK;
+}
+
+/* May access-pattern slot `slot` of op `opcode` hold a packed x4 dtype? */
+static bool packed_ok(unsigned opcode, unsigned slot)
+{
+    switch (opcode) {
+    case ISA_OP_nc_matmul_mx: return slot == 1 || slot == 2;
+    case ISA_OP_quantize_mx: return slot == 0;
+    case ISA_OP_dma_copy: return slot == 0 || slot == 1;
+    default: return false;
+    }
 }
 
 static emu_status check_ap(const struct isa_insn *insn, const struct isa_field *fd,
@@ -348,6 +371,10 @@ static emu_status check_ap(const struct isa_insn *insn, const struct isa_field *
         return fault(f, fi, "operand '%s': the pool engine cannot access PSUM", fd->name);
     if (isa_dtype_size(ap->dtype) == 0)
         return fault(f, fi, "operand '%s': bad dtype %u", fd->name, ap->dtype);
+    if (isa_dtype_is_packed(ap->dtype) && !packed_ok(insn->opcode, fd->slot))
+        return fault(f, fi, "operand '%s': %s packs four values; only nc_matmul_mx's data, "
+                     "quantize_mx's dst and dma_copy take it", fd->name,
+                     isa_dtype_name(ap->dtype));
     const char *why = dims_problem(ap->ndims, ap->dim);
     if (why != NULL)
         return fault(f, fi, "operand '%s' %s", fd->name, why);

@@ -44,6 +44,7 @@
 #define ISA_NUM_PARTITIONS 128
 #define ISA_SBUF_PART_BYTES_V2 (192u * 1024u) /* NeuronCore-v2: 24 MiB SBUF */
 #define ISA_SBUF_PART_BYTES_V3 (224u * 1024u) /* NeuronCore-v3: 28 MiB SBUF */
+#define ISA_SBUF_PART_BYTES_V4 (256u * 1024u) /* NeuronCore-v4: 32 MiB SBUF */
 #define ISA_PSUM_PART_BYTES (16u * 1024u)     /* 2 MiB PSUM */
 #define ISA_PSUM_BANKS 8
 #define ISA_PSUM_BANK_BYTES (2u * 1024u)      /* 512 fp32 per partition */
@@ -84,8 +85,16 @@ enum isa_dtype {
     ISA_DT_FP8E3 = 13,
     ISA_DT_FP8E4 = 14,
     ISA_DT_FP8E5 = 15,
-    ISA_DT_COUNT = 16,
+    /* NeuronCore-v4 formats (emu/num/mx.h), past the nrt_dtype_t range */
+    ISA_DT_FP8E4FN = 16,    /* float8_e4m3fn */
+    ISA_DT_FP8E8M0 = 17,    /* float8_e8m0fnu */
+    ISA_DT_FP8E5X4 = 18,    /* float8_e5m2_x4: four fp8_e5 in 32 bits */
+    ISA_DT_FP8E4FNX4 = 19,  /* float8_e4m3fn_x4: four fp8_e4m3fn in 32 bits */
+    ISA_DT_FP4X4 = 20,      /* float4_e2m1fn_x4: four fp4 in 16 bits */
+    ISA_DT_COUNT = 21,
 };
+/* dtypes below this are the runtime's nrt_dtype_t values (I/O tensors). */
+#define ISA_DT_NRT_COUNT 16
 
 /* ---- memories ------------------------------------------------------------ */
 enum isa_mem {
@@ -290,6 +299,8 @@ const char *isa_dtype_name(unsigned dtype);
 int isa_dtype_from_name(const char *name, size_t len);
 /* True for the floating-point dtypes (f32, f32r, bf16, f16, fp8*). */
 bool isa_dtype_is_float(unsigned dtype);
+/* True for the packed x4 containers (fp8e5x4, fp8e4fnx4, fp4x4). */
+bool isa_dtype_is_packed(unsigned dtype);
 
 /* "sbuf", "psum", "hbm"; NULL for NONE or a bad value. */
 const char *isa_mem_name(unsigned mem);

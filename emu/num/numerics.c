@@ -28,6 +28,10 @@ static const struct num_type num_types[NUM_DT_COUNT] = {
     [NUM_DT_FP32R] = {4, true, "fp32r"},    [NUM_DT_INT64] = {8, false, "int64"},
     [NUM_DT_FP8_E3] = {1, true, "fp8_e3"},  [NUM_DT_FP8_E4] = {1, true, "fp8_e4"},
     [NUM_DT_FP8_E5] = {1, true, "fp8_e5"},
+    [NUM_DT_FP8_E4M3FN] = {1, true, "fp8_e4m3fn"}, [NUM_DT_FP8_E8M0] = {1, true, "fp8_e8m0"},
+    [NUM_DT_FP8_E5M2_X4] = {4, false, "fp8_e5m2_x4"},
+    [NUM_DT_FP8_E4M3FN_X4] = {4, false, "fp8_e4m3fn_x4"},
+    [NUM_DT_FP4_E2M1_X4] = {2, false, "fp4_e2m1fn_x4"},
 };
 
 /* Another accepted spelling of a dtype name. */
@@ -46,6 +50,10 @@ static const struct num_alias num_aliases[] = {
     {"i8", NUM_DT_INT8},           {"i16", NUM_DT_INT16},       {"i32", NUM_DT_INT32},
     {"i64", NUM_DT_INT64},         {"u8", NUM_DT_UINT8},        {"u16", NUM_DT_UINT16},
     {"u32", NUM_DT_UINT32},        {"u64", NUM_DT_UINT64},
+    {"float8_e4m3fn", NUM_DT_FP8_E4M3FN}, {"e4m3fn", NUM_DT_FP8_E4M3FN},
+    {"float8_e8m0fnu", NUM_DT_FP8_E8M0}, {"e8m0", NUM_DT_FP8_E8M0},
+    {"float8_e5m2_x4", NUM_DT_FP8_E5M2_X4}, {"float8_e4m3fn_x4", NUM_DT_FP8_E4M3FN_X4},
+    {"float4_e2m1fn_x4", NUM_DT_FP4_E2M1_X4},
 };
 
 size_t num_dtype_size(uint32_t dtype)

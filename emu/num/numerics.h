@@ -6,7 +6,8 @@
  * fp32 (and fp32r, stored as fp32), bf16, IEEE fp16, and three IEEE-style
  * 8-bit formats fp8_e3 (e3m4, bias 3), fp8_e4 (e4m3, bias 7, max 240) and
  * fp8_e5 (e5m2, bias 15); all three fp8 formats have infinities and NaNs.
- * Integers: int8..int64, uint8..uint64.
+ * Integers: int8..int64, uint8..uint64. NeuronCore-v4 adds float8_e4m3fn,
+ * float8_e8m0fnu and three packed x4 containers (emu/num/mx.h).
  *
  * Engines compute in fp32: they read any type with num_load_f32() and
  * write with num_store_f32(), which rounds to nearest even (default) or
@@ -40,7 +41,15 @@
 #define NUM_DT_FP8_E3 13
 #define NUM_DT_FP8_E4 14
 #define NUM_DT_FP8_E5 15
-#define NUM_DT_COUNT 16
+/* NeuronCore-v4 formats (emu/num/mx.h); trnemu's own values, after the
+ * runtime's nrt_dtype_t range, which has no names for them. */
+#define NUM_DT_FP8_E4M3FN 16     /* OCP float8_e4m3fn: no infinity */
+#define NUM_DT_FP8_E8M0 17       /* float8_e8m0fnu: a power-of-two scale */
+#define NUM_DT_FP8_E5M2_X4 18    /* four fp8_e5 in 32 bits */
+#define NUM_DT_FP8_E4M3FN_X4 19  /* four fp8_e4m3fn in 32 bits */
+#define NUM_DT_FP4_E2M1_X4 20    /* four fp4 e2m1 in 16 bits */
+#define NUM_DT_NRT_COUNT 16      /* dtypes below this are nrt_dtype_t values */
+#define NUM_DT_COUNT 21
 
 /* Element size in bytes; 0 for an unknown dtype. */
 size_t num_dtype_size(uint32_t dtype);

@@ -16,6 +16,7 @@
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 #include "emu/num/numerics_int.h"
+#include "emu/num/mx.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
 #define NUM_X86 1
@@ -434,6 +435,8 @@ emu_status num_load_f32(float *dst, const void *src, uint32_t src_dtype,
     if (!num_dtype_ok(src_dtype, "source") || !num_ptrs_ok(dst, src, n))
         return EMU_INVALID;
     ptrdiff_t step = src_stride_elems * (ptrdiff_t)num_dtype_size(src_dtype);
+    if (num_dtype_is_mx(src_dtype))
+        return num_mx_load_f32(dst, src, src_dtype, step, n);
     num_load_any(dst, src, src_dtype, step, n);
     return EMU_OK;
 }
@@ -445,6 +448,8 @@ emu_status num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_ele
         !num_ptrs_ok(dst, src, n))
         return EMU_INVALID;
     ptrdiff_t step = dst_stride_elems * (ptrdiff_t)num_dtype_size(dst_dtype);
+    if (num_dtype_is_mx(dst_dtype))
+        return num_mx_store_f32(dst, dst_dtype, step, src, n, rnd);
     if (rnd != NULL && rnd->mode == NUM_ROUND_STOCHASTIC)
         num_store_sr(dst, dst_dtype, step, src, n, rnd);
     else
@@ -503,9 +508,13 @@ emu_status num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_el
     unsigned char *d = dst;
     for (size_t i = 0; i < n; i += NUM_CHUNK) {
         size_t k = n - i < NUM_CHUNK ? n - i : NUM_CHUNK;
-        num_load_any(tmp, s + (ptrdiff_t)i * sstep, src_dtype, sstep, k);
+        emu_status st = num_load_f32(tmp, s + (ptrdiff_t)i * sstep, src_dtype,
+                                     src_stride_elems, k);
         r.index = (rnd ? rnd->index : 0) + i;
-        num_store_f32(d + (ptrdiff_t)i * dstep, dst_dtype, dst_stride_elems, tmp, k, &r);
+        if (st == EMU_OK)
+            st = num_store_f32(d + (ptrdiff_t)i * dstep, dst_dtype, dst_stride_elems, tmp, k, &r);
+        if (st != EMU_OK)
+            return st;
     }
     return EMU_OK;
 }

@@ -8,6 +8,8 @@
  *   host  nrt_build_global_comm, nrt_barrier, nrt_all_gather, and
  *         nrta_cc_prepare/_schedule: all-reduce small (mesh) and large
  *         (chain), reduce-scatter, all-gather, two replica groups at once
+ *   switch  the same host collectives on a trn3.48xlarge (NeuronSwitch):
+ *         direct all-gather and the sharded switch all-reduce
  *   mismatch  ranks disagree on a size: NRT_INVALID on every rank
  *   neff  a kernel with an all_reduce (directly in HBM) and an all_gather,
  *         loaded with nrt_load_collectives and run twice (on each chip's
@@ -180,7 +182,8 @@ static void *ct_host_rank(void *arg)
         return NULL;
     ct_host_basic(r);
     ct_all_reduce(r, 1000, all, CT_WORLD);    /* mesh */
-    ct_all_reduce(r, 100000, all, CT_WORLD);  /* 400 KB: chain */
+    ct_all_reduce(r, 100000, all, CT_WORLD);  /* 400 KB: chain (switch: shards) */
+    ct_all_reduce(r, 100003, all, CT_WORLD);  /* shards of unequal size */
     ct_scatter_gather(r, all);
     ct_all_reduce(r, 3000, pairs[r / 2], 2);  /* two groups at once */
     CT_CHECK(r, nrt_barrier((int32_t)r, r, CT_WORLD) == NRT_SUCCESS, "final nrt_barrier");
@@ -294,6 +297,14 @@ static int ct_setup(void **state)
     return 0;
 }
 
+/* The same on a Trainium3 machine: four chips behind NeuronSwitch. */
+static int ct_setup_switch(void **state)
+{
+    (void)state;
+    it_init("trn3.48xlarge", "2", "0,4,8,12", NULL);
+    return 0;
+}
+
 static int ct_teardown(void **state)
 {
     (void)state;
@@ -348,6 +359,8 @@ int main(void)
     unsetenv("NEURON_RT_ROOT_COMM_ID");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_host_collectives, ct_setup, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_host_collectives, ct_setup_switch, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup_switch, ct_teardown),
         cmocka_unit_test_setup_teardown(test_mismatch, ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup, ct_teardown),
     };

@@ -138,7 +138,7 @@ static void test_profiles(void **state)
 static void test_bad_instance(void **state)
 {
     (void)state;
-    static const char *const bad[] = {"trn3.48xlarge", "TRN1.2XLARGE", "trn1", " trn1.2xlarge", "x"};
+    static const char *const bad[] = {"trn3.49xlarge", "TRN1.2XLARGE", "trn1", " trn1.2xlarge", "x"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         setenv("TRNEMU_INSTANCE", bad[i], 1);
         struct machine_config cfg;

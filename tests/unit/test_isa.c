@@ -215,7 +215,9 @@ static void test_dtypes(void **state)
         assert_int_equal(isa_dtype_is_float(dt[i].v), dt[i].fl);
     }
     assert_int_equal(isa_dtype_size(0), 0);
-    assert_int_equal(isa_dtype_size(16), 0);
+    assert_int_equal(isa_dtype_size(ISA_DT_COUNT), 0);
+    assert_int_equal(isa_dtype_size(ISA_DT_FP8E4FN), 1);
+    assert_int_equal(isa_dtype_size(ISA_DT_FP8E4FNX4), 4);
     assert_null(isa_dtype_name(0));
     assert_int_equal(isa_dtype_from_name("f64", 3), -1);
 }
@@ -325,7 +327,7 @@ static void test_decode_operand_errors(void **state)
     (void)state;
     unsigned dve = ISA_ENG_DVE, tt = ISA_OP_tensor_tensor;
     expect_patch(dve, tt, 2, 0x01, "option bits");
-    expect_patch(dve, tt, AP0 + 1, 16, "bad dtype 16");
+    expect_patch(dve, tt, AP0 + 1, ISA_DT_COUNT, "bad dtype 21");
     expect_patch(dve, tt, AP0 + 1, 0, "bad dtype 0");
     expect_patch(dve, tt, AP0 + 0, 7, "bad memory kind 7");
     expect_patch(dve, tt, AP0 + 0, 0, "missing operand 'dst'");

@@ -37,6 +37,14 @@ static const struct expected_profile expected[] = {
     {"inf2.48xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_48XL, 12, 2, NC_GEN_V2, 32 * GIB, 2, 1},
     {"trn2.48xlarge", NRT_INSTANCE_TRN2, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V3, 96 * GIB, 4, 2},
     {"trn2u.48xlarge", NRT_INSTANCE_TRN2U, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V3, 96 * GIB, 4, 2},
+    {"trn1n.32xlarge", NRT_INSTANCE_TRN1N, NRT_INSTANCE_SIZE_32XL, 16, 2, NC_GEN_V2, 32 * GIB, 2, 1},
+    {"inf2.8xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_8XL, 1, 2, NC_GEN_V2, 32 * GIB, 2, 1},
+    {"inf2.24xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_24XL, 6, 2, NC_GEN_V2, 32 * GIB, 2, 1},
+    {"trn2.3xlarge", NRT_INSTANCE_TRN2, NRT_INSTANCE_SIZE_3XL, 1, 8, NC_GEN_V3, 96 * GIB, 4, 2},
+    {"trn2n.48xlarge", NRT_INSTANCE_TRN2N, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V3, 96 * GIB, 4, 2},
+    {"trn3.48xlarge", NRT_INSTANCE_TRN3, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V4, 144 * GIB, 4, 2},
+    {"trn3pd98.48xlarge", NRT_INSTANCE_TRN3PDS98, NRT_INSTANCE_SIZE_48XL, 4, 8, NC_GEN_V4, 144 * GIB, 4, 2},
+    {"trn3pd98.3xlarge", NRT_INSTANCE_TRN3PDS98, NRT_INSTANCE_SIZE_3XL, 1, 8, NC_GEN_V4, 144 * GIB, 4, 2},
 };
 #define NEXPECTED (sizeof expected / sizeof expected[0])
 
@@ -51,7 +59,7 @@ static void test_find(void **state)
     }
     assert_null(profile_find(NULL));
     assert_null(profile_find(""));
-    assert_null(profile_find("trn3.48xlarge"));
+    assert_null(profile_find("trn3.49xlarge"));
     assert_null(profile_find("TRN2.48XLARGE"));
     assert_null(profile_find("trn2.48xlarge "));
     assert_null(profile_find("trn2"));
@@ -98,6 +106,15 @@ static void test_figures(void **state)
     assert_int_equal(t2u->nodes, 1);
     assert_int_equal(t2u->us_nodes, 4);
     assert_int_equal(t2->us_nodes, 1);
+    /* Trn3 Gen1 UltraServer: 4 servers of 16 chips, 9,216 GiB of HBM in all;
+     * Gen2: 36 servers of 4 chips, 20,736 GiB (trn3-arch.rst). */
+    const struct dev_profile *g1 = profile_find("trn3.48xlarge");
+    const struct dev_profile *g2 = profile_find("trn3pd98.48xlarge");
+    assert_int_equal(4 * g1->chips * g1->hbm_per_chip, 9216 * GIB);
+    assert_int_equal(36 * g2->chips * g2->hbm_per_chip, 20736 * GIB);
+    assert_int_equal(g1->links, DEV_LINKS_SWITCH);
+    assert_int_equal(g2->links, DEV_LINKS_SWITCH);
+    assert_true(profile_lnc_ok(g1, 1) && profile_lnc_ok(g1, 2) && !profile_lnc_ok(g1, 4));
 }
 
 static void test_consistency(void **state)

@@ -197,6 +197,39 @@ static void test_ring_and_none(void **state)
     assert_int_equal(topo_route(prof("trn2.48xlarge"), 99, 0, r, 4), 0);
 }
 
+/* NeuronSwitch: one path per pair, every route one hop, each pair's path
+ * the same both ways; the fabric's levels carry the documented figures. */
+static void test_switch(void **state)
+{
+    (void)state;
+    const struct dev_profile *p = prof("trn3.48xlarge");
+    assert_int_equal(topo_nlinks(p), 16 * 15 / 2);
+    check_links_unique(p);
+    check_degree(p, 15);
+    for (uint32_t a = 0; a < p->chips; a++)
+        for (uint32_t b = 0; b < p->chips; b++)
+            check_route(p, a, b, a == b ? 0 : 1);
+    uint32_t x, y;
+    topo_link_ends(p, 0, &x, &y);
+    assert_true(x == 0 && y == 1);
+    topo_link_ends(p, 15, &x, &y);
+    assert_true(x == 1 && y == 2);
+    topo_link_ends(p, topo_nlinks(p) - 1, &x, &y);
+    assert_true(x == 14 && y == 15);
+    const struct dev_profile *g2 = prof("trn3pd98.48xlarge");
+    assert_int_equal(topo_nlinks(g2), 6);
+    check_links_unique(g2);
+    check_degree(g2, 3);
+    struct topo_level lv[4];
+    assert_int_equal(topo_levels(p, lv, 4), 3);
+    assert_int_equal(lv[0].gbytes_s, 256);
+    assert_int_equal(lv[0].links, 4);
+    assert_int_equal(lv[1].gbytes_s, 320);
+    assert_int_equal(lv[2].gbytes_s, 128);
+    assert_int_equal(topo_levels(prof("trn2.48xlarge"), lv, 4), 0);
+    assert_int_equal(topo_nlinks(prof("trn3pd98.3xlarge")), 0);
+}
+
 /* Every profile's links fit the shared counters and routes fit the bound. */
 static void test_bounds(void **state)
 {
@@ -276,6 +309,7 @@ int main(void)
         cmocka_unit_test(test_ultraserver),
         cmocka_unit_test(test_ring_and_none),
         cmocka_unit_test(test_bounds),
+        cmocka_unit_test(test_switch),
         cmocka_unit_test(test_link_account),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
