@@ -60,6 +60,7 @@ struct core_program {
 };
 
 struct race_state;
+struct cost_run;
 
 struct core {
     uint32_t gen;                             /* NeuronCore version: 2, 3 or 4 */
@@ -124,6 +125,8 @@ struct core_run_opts {
     bool racecheck;        /* report unordered conflicting SBUF/PSUM accesses */
     uint64_t seed;         /* random and stochastic-rounding seed */
     bool stochastic;       /* stochastic rounding of narrowing float stores */
+    struct cost_run *cost; /* device-time schedule to fill (emu/core/cost.h), NULL: none;
+                              the caller runs cost_begin first */
 };
 
 /* Run ncores cores, each its program, to completion: every engine of every

@@ -95,7 +95,7 @@ static emu_status run_pair(struct pair *p, char *report, size_t cap)
 {
     struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
     const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
-    struct core_run_opts opts = {10000, false, 0, false};
+    struct core_run_opts opts = {10000, false, 0, false, NULL};
     memset(&p->lnc, 0, sizeof p->lnc);
     p->lnc.ncores = 2;
     return core_run(cores, progs, 2, &opts, report, cap);
