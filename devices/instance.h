@@ -108,6 +108,11 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
  * line) when it is corrupt. *live: some attached process is alive. */
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
 
+/* Remove this user's stale instances (no live process, nobody attaching)
+ * in the directory holding self_dir, other than self_dir itself; one
+ * warning line names them. Returns how many were removed. */
+size_t instance_sweep(const char *self_dir);
+
 /* Does the process still run (and is it the one that started then)? */
 bool instance_pid_alive(int32_t pid, uint64_t start_time);
 /* Start time of this process (clock ticks since boot); 0 if unknown. */
