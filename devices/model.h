@@ -50,6 +50,7 @@ struct nrt_model {
     struct neff_model *neff;      /* metadata; owns strings and constants */
     bool runnable;                /* carries trnemu's ISA */
     atomic_bool stand_in_warned;  /* foreign: the stand-in warning was logged */
+    bool use_counted;             /* counted in the instance's per-VNC use table */
     struct model_sg *sgs;         /* neff->n_sgs entries */
     uint32_t nsgs;                /* subgraphs */
     bool has_scratch;             /* scratch below is allocated */
