@@ -13,6 +13,7 @@
 #include "devices/devprof.h"
 #include "devices/systrace.h"
 #include "devices/coll.h"
+#include "devices/debugstream.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
 #include "devices/tensor.h"
@@ -142,9 +143,23 @@ static struct core_run_opts exec_opts(void)
     return o;
 }
 
+/* A failed execution's report on its LNC's debug stream (ndebug_stream.h),
+ * as a uint8 "tensor" of text. */
+static _Thread_local int exec_cur_vnc = -1;  /* the VNC of the execution under way */
+
+static void exec_debug_event(const char *name, NRT_STATUS st, const char *report)
+{
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "execution of '%s' failed: %s (%d)", name,
+             exec_status_name(st), (int)st);
+    uint64_t n = strlen(report), shape[1] = {n};
+    dstream_push(exec_cur_vnc, prefix, "uint8", shape, 1, report, n);
+}
+
 /* Log a multi-line report, one log line per line. */
 static void exec_log_report(const char *name, NRT_STATUS st, const char *report)
 {
+    exec_debug_event(name, st, report);
     LOG_ERROR("NRT", "execution of '%s' failed: %s (%d)", name, exec_status_name(st), (int)st);
     const char *p = report;
     while (*p != '\0') {
@@ -353,6 +368,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
     static _Thread_local struct cost_run cost;
     static _Thread_local struct cost_span *spans;
+    exec_cur_vnc = m->vnc;
     bool want = devprof_wanted(m);
     uint64_t t0 = systrace_now_ns();
     if (want && spans == NULL)
