@@ -367,13 +367,11 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
     static _Thread_local struct cost_run cost;
-    static _Thread_local struct cost_span *spans;
     exec_cur_vnc = m->vnc;
-    bool want = devprof_wanted(m);
     uint64_t t0 = systrace_now_ns();
-    if (want && spans == NULL)
-        spans = malloc(DEVPROF_MAX_SPANS * sizeof *spans);
-    cost_begin(&cost, cores[0]->gen, want ? spans : NULL, DEVPROF_MAX_SPANS);
+    /* Only touched as far as the spans go: pages are mapped on first use. */
+    struct cost_span *spans = devprof_wanted(m) ? malloc(DEVPROF_MAX_SPANS * sizeof *spans) : NULL;
+    cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = &cost;
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
     for (uint32_t s = 0; s < m->nsgs; s++)
@@ -385,6 +383,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
     devprof_exec(m, &cost, st);
+    free(spans);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);
     if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)
