@@ -136,7 +136,7 @@ static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_ca
 }
 
 /* Shared memory of the channel from rank i to rank j, and its size. */
-static uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
+uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
 {
     if (j == (i + 1) % c->world) {
         *cap = c->ctl->ring_cap;
@@ -166,6 +166,7 @@ NRT_STATUS coll_fail(struct coll_comm *c, NRT_STATUS st, uint32_t rank)
         atomic_store(&c->ctl->abort_by, (int32_t)c->rank);
         for (uint32_t i = 0; i < c->world; i++)  /* wake every waiting rank */
             chan_bell_ring(&c->bells[i]);
+        coll_net_abort(c, st, rank);
     }
     c->broken = st;
     return st;
@@ -175,6 +176,8 @@ NRT_STATUS coll_fail(struct coll_comm *c, NRT_STATUS st, uint32_t rank)
  * start time when full (a reused pid is another process). */
 bool coll_rank_alive(struct coll_comm *c, uint32_t r, bool full)
 {
+    if (coll_net_remote(c, r))
+        return coll_net_alive(c, r);
     int32_t pid = c->pid_of[r];
     if (atomic_load(&c->slots[r].pid) != pid)
         return false;  /* left the communicator */
@@ -198,9 +201,11 @@ NRT_STATUS coll_abort_check(struct coll_comm *c)
 
 NRT_STATUS coll_missing(struct coll_comm *c, uint32_t r)
 {
-    LOG_ERROR("NCCL", "rank %u: rank %u (pid %d, VNC %u) of the %u-rank communicator is gone "
+    char who[160];
+    coll_net_describe(c, r, who, sizeof who);
+    LOG_ERROR("NCCL", "rank %u: rank %u (%s) of the %u-rank communicator is gone "
               "(it died or left) while this rank still needs it: the collective cannot "
-              "complete", c->rank, r, (int)c->pid_of[r], c->slots[r].gvnc, c->world);
+              "complete", c->rank, r, who, c->world);
     return coll_fail(c, NRT_EXEC_HW_ERR_COLLECTIVES, r);
 }
 
@@ -213,14 +218,14 @@ void coll_waiter(struct coll_comm *c, uint64_t deadline_ns, struct chan_waiter *
 void coll_account(struct coll_comm *c, uint32_t peer, uint64_t bytes)
 {
     uint32_t to = c->chip_of[peer];
-    if (to != c->chip)
+    if (to != c->chip && !coll_net_remote(c, peer))
         machine_link_account(c->m, c->chip, to, bytes);
 }
 
 void coll_account_in(struct coll_comm *c, uint32_t peer, uint64_t bytes)
 {
     uint32_t from = c->chip_of[peer];
-    if (from != c->chip)
+    if (from != c->chip && !coll_net_remote(c, peer))
         machine_link_account(c->m, from, c->chip, bytes);
 }
 
@@ -395,7 +400,8 @@ static NRT_STATUS coll_file_open(struct coll_comm *c)
 static void coll_try_form(struct coll_comm *c)
 {
     for (uint32_t r = 0; r < c->world; r++)
-        if (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0)
+        if (!coll_net_remote(c, r) &&
+            (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0))
             return;
     uint64_t form = atomic_load(&c->ctl->form) + 1;
     for (uint32_t i = 0; i < c->world; i++) {
@@ -462,7 +468,8 @@ static void coll_log_missing(struct coll_comm *c, double secs)
     size_t len = 0;
     list[0] = '\0';
     for (uint32_t r = 0; r < c->world && len + 16 < sizeof list; r++)
-        if (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0)
+        if (!coll_net_remote(c, r) &&
+            (!coll_slot_live(&c->slots[r]) || atomic_load(&c->slots[r].form) != 0))
             len += (size_t)snprintf(list + len, sizeof list - len, "%s%u", len ? ", " : "", r);
     LOG_ERROR("NCCL", "rank %u: the %u-rank communicator did not form within %.1f s: rank(s) "
               "%s did not join (NEURON_RT_EXEC_TIMEOUT / TRNEMU_COLL_TIMEOUT)", c->rank,
@@ -537,6 +544,10 @@ static NRT_STATUS coll_attach_channels(struct coll_comm *c)
         c->start_of[r] = c->slots[r].start_time;
         if (r == c->rank)
             continue;
+        if (coll_net_remote(c, r)) {
+            coll_net_attach(c, r);
+            continue;
+        }
         uint64_t cap;
         uint8_t *shm = coll_chan_shm(c, c->rank, r, &cap);
         chan_attach(&c->tx[r], shm, cap, &c->bells[r], &c->bells[c->rank]);
@@ -552,6 +563,7 @@ static void coll_comm_free(struct coll_comm *c)
 {
     if (c == NULL)
         return;
+    coll_net_close(c);  /* hands over what is still to send, then says goodbye */
     if (c->ctl != NULL && c->fd >= 0) {
         coll_flock(c->fd, LOCK_EX);
         coll_leave_slot(c);
@@ -607,11 +619,17 @@ static NRT_STATUS coll_comm_make(struct machine *m, uint32_t gvnc, uint32_t rank
     c->broken = NRT_SUCCESS;
     pthread_mutex_init(&c->lock, NULL);
     coll_job_key(c->key, sizeof c->key);
+    uint64_t ring, mesh;
+    coll_caps(world, &ring, &mesh);
     NRT_STATUS st = coll_comm_open(c);
+    if (st == NRT_SUCCESS)
+        st = coll_net_boot(c, ring, mesh, deadline_ns);
     if (st == NRT_SUCCESS)
         st = coll_join(c, deadline_ns);
     if (st == NRT_SUCCESS)
         st = coll_attach_channels(c);
+    if (st == NRT_SUCCESS && c->net != NULL)
+        st = coll_net_start(c);
     if (st != NRT_SUCCESS) {
         coll_comm_free(c);
         return st;
@@ -627,6 +645,28 @@ static bool coll_comm_current(const struct coll_comm *c, const struct machine *m
 {
     struct stat sb;
     return c->m == m && stat(c->path, &sb) == 0 && sb.st_dev == c->dev && sb.st_ino == c->ino;
+}
+
+NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t world)
+{
+    char key[64];
+    coll_job_key(key, sizeof key);
+    NRT_STATUS st = NRT_SUCCESS;
+    pthread_mutex_lock(&coll_reg_lock);
+    for (struct coll_comm *c = coll_reg; c != NULL && st == NRT_SUCCESS; c = c->next) {
+        if (c->world != world || c->rank != rank || strcmp(c->key, key) != 0 ||
+            !coll_comm_current(c, m))
+            continue;
+        for (uint32_t r = 0; r < world; r++)
+            if (r != rank && !coll_rank_alive(c, r, true)) {
+                LOG_ERROR("NCCL", "rank %u: rank %u of the communicator has left (its process "
+                          "ended): no collective can run on it", rank, r);
+                st = NRT_EXEC_HW_ERR_COLLECTIVES;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&coll_reg_lock);
+    return st;
 }
 
 NRT_STATUS coll_comm_get(struct machine *m, uint32_t gvnc, uint32_t rank, uint32_t world,

@@ -676,7 +676,7 @@ NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const u
         uint64_t bytes = a->count * esize;
         if (coll_use_mesh(&o, bytes))
             return coll_all_reduce_mesh(&o);
-        if (c->cur_op != 0 && bytes >= c->ctl->direct_min) {
+        if (c->cur_op != 0 && bytes >= c->ctl->direct_min && c->net == NULL) {
             bool done;
             NRT_STATUS st = coll_direct_all_reduce(c, a, c->cur_op, &done);
             if (st != NRT_SUCCESS || done)

@@ -141,6 +141,7 @@ struct coll_comm {
     uint32_t nxf_cap;               /* entries xf holds */
     uint32_t *all;                  /* world entries: 0..world-1 (the whole group) */
     uint32_t spin;                  /* bell polls before sleeping */
+    struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 
 /* ---- coll.c, for coll_algo.c ---------------------------------------------- */
@@ -163,6 +164,32 @@ void coll_account(struct coll_comm *c, uint32_t peer, uint64_t bytes);
 void coll_account_in(struct coll_comm *c, uint32_t peer, uint64_t bytes);
 /* Scratch of at least bytes (grown, never shrunk); NULL when out of memory. */
 uint8_t *coll_scratch(struct coll_comm *c, uint64_t bytes);
+
+/* Shared memory of the channel from rank i to rank j, and its size. */
+uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap);
+
+/* ---- coll_net.c: ranks on other nodes (docs/nodes.md) --------------------------- */
+
+struct coll_net;
+/* Before joining: when the environment names a job of several nodes, run
+ * the bootstrap (channel sizes ring_cap/mesh_cap announced) and open this
+ * rank's libfabric endpoint; nothing for a job on one node. */
+NRT_STATUS coll_net_boot(struct coll_comm *c, uint64_t ring_cap, uint64_t mesh_cap,
+                         uint64_t deadline_ns);
+/* Is rank r on another node? */
+bool coll_net_remote(const struct coll_comm *c, uint32_t r);
+/* Channel ends to and from remote rank r, through the bridge. */
+void coll_net_attach(struct coll_comm *c, uint32_t r);
+/* After the node's formation: start carrying the remote channels. */
+NRT_STATUS coll_net_start(struct coll_comm *c);
+/* Is remote rank r still there? */
+bool coll_net_alive(struct coll_comm *c, uint32_t r);
+/* Tell the other nodes that the communicator failed (st, naming rank). */
+void coll_net_abort(struct coll_comm *c, NRT_STATUS st, uint32_t rank);
+/* "pid .., VNC .." of rank r, with its node and state when remote. */
+void coll_net_describe(const struct coll_comm *c, uint32_t r, char *buf, size_t cap);
+/* Stop the bridge, free. */
+void coll_net_close(struct coll_comm *c);
 
 /* ---- coll_direct.c, for coll_algo.c ------------------------------------------ */
 

@@ -7,7 +7,7 @@
  * HBM is a sparse shared file mapped MAP_SHARED | MAP_NORESERVE, so a page
  * costs host memory only once it is written, in whichever process writes
  * it, and every attached process sees the same bytes. A whole
- * trn2u.48xlarge (6 TiB of HBM) starts with a few hundred KiB resident.
+ * trn2.48xlarge (1.5 TiB of HBM) starts with a few hundred KiB resident.
  * The HBM is split into equal stacks; a VNC allocates from the stack beside
  * its first physical core, from its own slice of it (with LNC=1 on trn2 two
  * VNCs share a stack and each gets one half), with an allocator private to

@@ -4,11 +4,13 @@
  * Figures come from the public instance and chip specifications:
  * Trainium1 and Inferentia2 chips carry 2 NeuronCore-v2 and 32 GiB of HBM
  * (2 stacks); a Trainium2 chip carries 8 NeuronCore-v3 and 96 GiB of HBM in
- * 4 stacks, with LNC=2 the default. The Trn2 UltraServer joins four
- * trn2u.48xlarge (64 chips); trnemu emulates it as one machine.
+ * 4 stacks, with LNC=2 the default. A trn2u.48xlarge is one server of 16
+ * chips, like a trn2.48xlarge; the Trn2 UltraServer joins four of them (64
+ * chips), each its own host and runtime: trnemu emulates each server as a
+ * node and joins the nodes (devices/node.h, docs/nodes.md).
  * NeuronLink: the 16 chips of a trn1.32xlarge or trn2.48xlarge form a 4x4
  * 2D torus; in the UltraServer the chips with the same torus coordinates in
- * the four nodes form a ring; the 12 Inferentia2 chips of an inf2.48xlarge
+ * the four servers form a ring across the servers; the 12 Inferentia2 chips of an inf2.48xlarge
  * form a ring.
  * A Trainium3 chip carries 8 NeuronCore-v4 and 144 GiB of HBM in 4 stacks;
  * its chips reach each other through NeuronSwitch (all to all, one hop).
@@ -35,33 +37,33 @@ enum {
 
 static const struct dev_profile profile_table[] = {
     {"trn1.2xlarge", FAM_TRN1, SZ_2XL, "trn1", "Trainium", "1.0",
-     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_NONE},
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_NONE},
     {"trn1.32xlarge", FAM_TRN1, SZ_32XL, "trn1", "Trainium", "1.0",
-     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_TORUS},
+     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_TORUS},
     {"trn1n.32xlarge", FAM_TRN1N, SZ_32XL, "trn1", "Trainium", "1.0",
-     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_TORUS},
+     16, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_TORUS},
     {"inf2.xlarge", FAM_INF2, SZ_1XL, "inf2", "Inferentia2", "1.0",
-     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_NONE},
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_NONE},
     {"inf2.8xlarge", FAM_INF2, SZ_8XL, "inf2", "Inferentia2", "1.0",
-     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_NONE},
+     1, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_NONE},
     {"inf2.24xlarge", FAM_INF2, SZ_24XL, "inf2", "Inferentia2", "1.0",
-     6, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_RING},
+     6, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_RING},
     {"inf2.48xlarge", FAM_INF2, SZ_48XL, "inf2", "Inferentia2", "1.0",
-     12, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, DEV_LINKS_RING},
+     12, 2, NC_GEN_V2, 32 * GIB, 2, 1, 1u << 1, 1, 1, DEV_LINKS_RING},
     {"trn2.3xlarge", FAM_TRN2, SZ_3XL, "trn2", "Trainium2", "1.0",
-     1, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_NONE},
+     1, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, 1, DEV_LINKS_NONE},
     {"trn2.48xlarge", FAM_TRN2, SZ_48XL, "trn2", "Trainium2", "1.0",
-     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_TORUS},
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, 1, DEV_LINKS_TORUS},
     {"trn2n.48xlarge", FAM_TRN2N, SZ_48XL, "trn2", "Trainium2", "1.0",
-     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_TORUS},
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, 1, DEV_LINKS_TORUS},
     {"trn2u.48xlarge", FAM_TRN2U, SZ_48XL, "trn2", "Trainium2", "1.0",
-     64, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 4, DEV_LINKS_TORUS},
+     16, 8, NC_GEN_V3, 96 * GIB, 4, 2, LNC_1_2, 1, 4, DEV_LINKS_TORUS},
     {"trn3pd98.3xlarge", FAM_TRN3PDS98, SZ_3XL, "trn3", "Trainium3", "1.0",
-     1, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_NONE},
+     1, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, 1, DEV_LINKS_NONE},
     {"trn3pd98.48xlarge", FAM_TRN3PDS98, SZ_48XL, "trn3", "Trainium3", "1.0",
-     4, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_SWITCH},
+     4, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, 36, DEV_LINKS_SWITCH},
     {"trn3.48xlarge", FAM_TRN3, SZ_48XL, "trn3", "Trainium3", "1.0",
-     16, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, DEV_LINKS_SWITCH},
+     16, 8, NC_GEN_V4, 144 * GIB, 4, 2, LNC_1_2, 1, 4, DEV_LINKS_SWITCH},
 };
 
 size_t profile_count(void)

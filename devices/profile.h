@@ -44,7 +44,10 @@ struct dev_profile {
     uint32_t hbm_stacks;        /* HBM stacks per chip (hbm_index range) */
     uint32_t lnc_default;       /* physical cores per logical core by default */
     uint32_t lnc_allowed;       /* bit n set: LNC size n is accepted */
-    uint32_t nodes;             /* instances joined in one machine (UltraServer: 4) */
+    uint32_t nodes;             /* 16-chip tori emulated in one process's machine (1;
+                                   more only in an UltraServer view, devices/node.h) */
+    uint32_t us_nodes;          /* servers in the UltraServer the instance belongs to
+                                   (trn2u: 4; 1 when not an UltraServer member) */
     enum dev_links links;       /* NeuronLink topology between the chips */
 };
 

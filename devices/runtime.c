@@ -10,6 +10,7 @@
 #include "devices/coll.h"
 #include "devices/debugstream.h"
 #include "devices/devprof.h"
+#include "devices/env.h"
 #include "devices/inspect.h"
 #include "devices/log_env.h"
 #include "devices/systrace.h"
@@ -96,7 +97,9 @@ NRT_STATUS rt_init(uint32_t framework)
     log_env_load();
     async_configure();
     struct machine_config cfg;
-    NRT_STATUS st = config_from_env(&cfg);
+    NRT_STATUS st = env_load();
+    if (st == NRT_SUCCESS)
+        st = config_from_env(&cfg);
     struct machine *m = NULL;
     if (st == NRT_SUCCESS)
         st = machine_create(&cfg, &m);

@@ -20,6 +20,16 @@
  *
  * Signals are blocked and taken synchronously with sigtimedwait(), so the
  * launcher has no signal handlers and no races between reaping and waiting.
+ *
+ * Nodes (docs/nodes.md): `--nodes N -n M` starts N emulated nodes of M
+ * ranks each on this host, each node its own instance
+ * (TRNEMU_INSTANCE_NAME=<name>-n<k>), joined over libfabric: rank
+ * RANK=k*M+i has LOCAL_RANK=i, WORLD_SIZE=N*M, LOCAL_WORLD_SIZE=M,
+ * TRNEMU_NODES=N, TRNEMU_NODE=k and GROUP_RANK=k, and the cores of local
+ * rank i. NEURON_RT_ROOT_COMM_ID (default 127.0.0.1 and a free port) and
+ * TRNEMU_JOB_TOKEN (default: 32 random hex digits) are the same for all.
+ * `--node K` starts only node K's ranks: one command per host, with the
+ * bootstrap address and the token given by the caller.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -31,7 +41,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -48,6 +61,8 @@ struct launch_opts {
     uint32_t first_core;   /* --first-core: first VNC of rank 0 */
     double timeout_s;      /* --timeout: seconds, 0 = none */
     bool keep_going;       /* --keep-going: report every failure alike, exit 1 */
+    uint32_t nodes;        /* --nodes: emulated nodes in the job (1: a plain launch) */
+    int32_t node;          /* --node: the only node started here, -1: all of them */
     char **argv;           /* PROG ARGS..., NULL-terminated */
 };
 
@@ -63,6 +78,9 @@ struct launch_job {
     uint32_t running;            /* ranks started and not yet reaped */
     int first_failed;            /* rank that failed first, -1 if none */
     char instance[64];           /* instance name this launcher made, "" if inherited */
+    uint32_t first_node;         /* node of local rank 0 */
+    uint32_t local_nodes;        /* nodes started here */
+    uint32_t total;              /* ranks started here (local_nodes * nranks) */
     sigset_t old_mask;           /* signal mask to restore in the ranks */
 };
 
@@ -114,7 +132,15 @@ static const char *launch_opt_value(int argc, char **argv, int *i, const char *n
 /* Apply one option that takes a value; 0, or the usage error status. */
 static int launch_opt_apply(struct launch_opts *o, const char *name, const char *v)
 {
-    if (strcmp(name, "-n") == 0 || strcmp(name, "--nranks") == 0) {
+    uint32_t k;
+    if (strcmp(name, "--nodes") == 0) {
+        if (launch_parse_u32(v, 1, 256, &o->nodes) != 0)
+            return tool_usage_error("launch", "--nodes needs a node count from 1 to 256");
+    } else if (strcmp(name, "--node") == 0) {
+        if (launch_parse_u32(v, 0, 255, &k) != 0)
+            return tool_usage_error("launch", "--node needs a node index from 0 to 255");
+        o->node = (int32_t)k;
+    } else if (strcmp(name, "-n") == 0 || strcmp(name, "--nranks") == 0) {
         if (launch_parse_u32(v, 1, LAUNCH_MAX_RANKS, &o->nranks) != 0)
             return tool_usage_error("launch", "-n needs a rank count from 1 to 4096");
     } else if (strcmp(name, "--cores-per-rank") == 0) {
@@ -132,8 +158,8 @@ static int launch_opt_apply(struct launch_opts *o, const char *name, const char 
 static int launch_parse(int argc, char **argv, struct launch_opts *o)
 {
     static const char *const valued[] = {"-n", "--nranks", "--cores-per-rank", "--first-core",
-                                         "--timeout"};
-    *o = (struct launch_opts){.cores_per_rank = 1};
+                                         "--timeout", "--nodes", "--node"};
+    *o = (struct launch_opts){.cores_per_rank = 1, .nodes = 1, .node = -1};
     int i = 1;
     for (; i < argc; i++) {
         const char *a = argv[i];
@@ -170,6 +196,10 @@ static int launch_parse(int argc, char **argv, struct launch_opts *o)
         return tool_usage_error("launch", "missing -n N (the number of ranks)");
     if (i >= argc)
         return tool_usage_error("launch", "missing the program to run after '--'");
+    if (o->node >= (int32_t)o->nodes)
+        return tool_usage_error("launch", "--node must be below --nodes");
+    if ((uint64_t)o->nodes * o->nranks > LAUNCH_MAX_RANKS)
+        return tool_usage_error("launch", "--nodes times -n must be at most 4096");
     o->argv = &argv[i];
     return 0;
 }
@@ -183,6 +213,31 @@ static int launch_setenv_u32(const char *var, uint32_t v)
     return setenv(var, buf, 1);
 }
 
+/* The instance name of node k started here ("" when inherited unchanged). */
+static void launch_node_instance(const struct launch_job *job, uint32_t node, char *buf,
+                                 size_t cap)
+{
+    const char *base = job->instance[0] ? job->instance : getenv("TRNEMU_INSTANCE_NAME");
+    if (job->local_nodes > 1)
+        snprintf(buf, cap, "%s-n%u", base, node);
+    else
+        snprintf(buf, cap, "%s", job->instance);
+}
+
+/* In the child: the variables of the rank's node. */
+static int launch_node_env(const struct launch_job *job, uint32_t node)
+{
+    char inst[128];
+    launch_node_instance(job, node, inst, sizeof inst);
+    if (inst[0] != '\0' && setenv("TRNEMU_INSTANCE_NAME", inst, 1) != 0)
+        return -1;
+    if (job->opts.nodes == 1 && job->opts.node < 0)
+        return 0;
+    return launch_setenv_u32("TRNEMU_NODES", job->opts.nodes) |
+           launch_setenv_u32("TRNEMU_NODE", node) | launch_setenv_u32("GROUP_RANK", node) |
+           launch_setenv_u32("LOCAL_WORLD_SIZE", job->opts.nranks);
+}
+
 /* In the child: the rank's environment, then PROG. Never returns. */
 static void launch_rank_exec(const struct launch_job *job, uint32_t rank, pid_t launcher)
 {
@@ -190,16 +245,21 @@ static void launch_rank_exec(const struct launch_job *job, uint32_t rank, pid_t 
     if (prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || getppid() != launcher)
         _exit(127);
     const struct launch_opts *o = &job->opts;
-    uint32_t first = o->first_core + rank * o->cores_per_rank;
+    uint32_t node = job->first_node + rank / o->nranks, local = rank % o->nranks;
+    if (launch_node_env(job, node) != 0) {
+        fprintf(stderr, "trnemu launch: rank %u: cannot set its node's environment\n", rank);
+        _exit(127);
+    }
+    rank = node * o->nranks + local;
+    uint32_t first = o->first_core + local * o->cores_per_rank;
     char cores[32];
     if (o->cores_per_rank == 1)
         snprintf(cores, sizeof cores, "%u", first);
     else
         snprintf(cores, sizeof cores, "%u-%u", first, first + o->cores_per_rank - 1);
     if (setenv("NEURON_RT_VISIBLE_CORES", cores, 1) != 0 ||
-        launch_setenv_u32("RANK", rank) != 0 || launch_setenv_u32("LOCAL_RANK", rank) != 0 ||
-        launch_setenv_u32("WORLD_SIZE", o->nranks) != 0 ||
-        (job->instance[0] != '\0' && setenv("TRNEMU_INSTANCE_NAME", job->instance, 1) != 0)) {
+        launch_setenv_u32("RANK", rank) != 0 || launch_setenv_u32("LOCAL_RANK", local) != 0 ||
+        launch_setenv_u32("WORLD_SIZE", o->nranks * o->nodes) != 0) {
         fprintf(stderr, "trnemu launch: rank %u: cannot set its environment\n", rank);
         _exit(127);
     }
@@ -214,7 +274,7 @@ static int launch_start(struct launch_job *job)
 {
     pid_t self = getpid();
     fflush(NULL);
-    for (uint32_t r = 0; r < job->opts.nranks; r++) {
+    for (uint32_t r = 0; r < job->total; r++) {
         pid_t pid = fork();
         if (pid < 0) {
             fprintf(stderr, "trnemu launch: cannot start rank %u: %s\n", r, strerror(errno));
@@ -230,7 +290,7 @@ static int launch_start(struct launch_job *job)
 
 static void launch_signal_all(struct launch_job *job, int sig)
 {
-    for (uint32_t r = 0; r < job->opts.nranks; r++)
+    for (uint32_t r = 0; r < job->total; r++)
         if (job->ranks[r].pid > 0 && !job->ranks[r].done)
             kill(job->ranks[r].pid, sig);
 }
@@ -253,7 +313,7 @@ static void launch_describe(int status, char *buf, size_t cap)
 
 static int launch_find_rank(const struct launch_job *job, pid_t pid)
 {
-    for (uint32_t r = 0; r < job->opts.nranks; r++)
+    for (uint32_t r = 0; r < job->total; r++)
         if (job->ranks[r].pid == pid)
             return (int)r;
     return -1;
@@ -303,7 +363,7 @@ static double launch_now(void)
 static void launch_kill_all(struct launch_job *job)
 {
     launch_signal_all(job, SIGKILL);
-    for (uint32_t r = 0; r < job->opts.nranks; r++) {
+    for (uint32_t r = 0; r < job->total; r++) {
         struct launch_rank *rk = &job->ranks[r];
         if (rk->pid <= 0 || rk->done)
             continue;
@@ -353,7 +413,7 @@ static int launch_wait(struct launch_job *job, const sigset_t *set)
 static int launch_report(const struct launch_job *job)
 {
     uint32_t failed = 0;
-    for (uint32_t r = 0; r < job->opts.nranks; r++) {
+    for (uint32_t r = 0; r < job->total; r++) {
         const struct launch_rank *rk = &job->ranks[r];
         if (!launch_failed(rk->status))
             continue;
@@ -365,8 +425,8 @@ static int launch_report(const struct launch_job *job)
     }
     if (failed == 0)
         return 0;
-    fprintf(stderr, "trnemu launch: %u of %u rank%s failed\n", failed, job->opts.nranks,
-            job->opts.nranks == 1 ? "" : "s");
+    fprintf(stderr, "trnemu launch: %u of %u rank%s failed\n", failed, job->total,
+            job->total == 1 ? "" : "s");
     if (job->opts.keep_going)
         return 1;
     int st = job->ranks[job->first_failed].status;
@@ -381,7 +441,7 @@ static void launch_report_timeout(const struct launch_job *job)
     fprintf(stderr, "trnemu launch: timeout after %g s; killing rank%s", job->opts.timeout_s,
             job->running == 1 ? "" : "s");
     const char *sep = " ";
-    for (uint32_t r = 0; r < job->opts.nranks; r++) {
+    for (uint32_t r = 0; r < job->total; r++) {
         if (job->ranks[r].pid > 0 && !job->ranks[r].done) {
             fprintf(stderr, "%s%u", sep, r);
             sep = ", ";
@@ -394,15 +454,13 @@ static void launch_report_timeout(const struct launch_job *job)
  * launcher named (a rank killed by the timeout cannot clean up after
  * itself): the regular files of <TRNEMU_SHM_DIR>/trnemu-<name>/ and the
  * directory. Nothing else can be attached, since the name is ours. */
-static void launch_remove_instance(const struct launch_job *job)
+static void launch_remove_one(const char *name)
 {
-    if (job->instance[0] == '\0')
-        return;
     const char *base = getenv("TRNEMU_SHM_DIR");
     if (base == NULL || *base == '\0')
         base = "/dev/shm";
     char dir[PATH_MAX];
-    if (snprintf(dir, sizeof dir, "%s/trnemu-%s", base, job->instance) >= (int)sizeof dir)
+    if (snprintf(dir, sizeof dir, "%s/trnemu-%s", base, name) >= (int)sizeof dir)
         return;
     int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dfd < 0)
@@ -420,6 +478,55 @@ static void launch_remove_instance(const struct launch_job *job)
     rmdir(dir);
 }
 
+static void launch_remove_instance(const struct launch_job *job)
+{
+    if (job->instance[0] == '\0')
+        return;
+    for (uint32_t k = 0; k < job->local_nodes; k++) {
+        char inst[128];
+        launch_node_instance(job, job->first_node + k, inst, sizeof inst);
+        launch_remove_one(inst);
+    }
+}
+
+/* Multi-node defaults: a free port on loopback and a random job token. */
+static int launch_job_defaults(const struct launch_opts *o)
+{
+    if (o->nodes == 1 && o->node < 0)
+        return 0;
+    const char *id = getenv("NEURON_RT_ROOT_COMM_ID");
+    const char *tok = getenv("TRNEMU_JOB_TOKEN");
+    if (o->node >= 0 && (id == NULL || !*id || tok == NULL || !*tok)) {
+        fprintf(stderr, "trnemu launch: --node needs NEURON_RT_ROOT_COMM_ID=host:port and "
+                        "TRNEMU_JOB_TOKEN, the same on every host (docs/nodes.md)\n");
+        return -1;
+    }
+    if (id == NULL || !*id) {
+        int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        struct sockaddr_in sa = {.sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK)};
+        socklen_t sl = sizeof sa;
+        char buf[32];
+        if (fd < 0 || bind(fd, (struct sockaddr *)&sa, sizeof sa) != 0 ||
+            getsockname(fd, (struct sockaddr *)&sa, &sl) != 0)
+            return -1;
+        close(fd);
+        snprintf(buf, sizeof buf, "127.0.0.1:%u", (unsigned)ntohs(sa.sin_port));
+        setenv("NEURON_RT_ROOT_COMM_ID", buf, 1);
+    }
+    if (tok == NULL || !*tok) {
+        unsigned char raw[16];
+        char hex[33];
+        int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+        if (fd < 0 || read(fd, raw, sizeof raw) != (ssize_t)sizeof raw)
+            return -1;
+        close(fd);
+        for (int i = 0; i < 16; i++)
+            snprintf(hex + 2 * i, 3, "%02x", raw[i]);
+        setenv("TRNEMU_JOB_TOKEN", hex, 1);
+    }
+    return 0;
+}
+
 int cmd_launch(int argc, char **argv)
 {
     struct launch_job job = {.first_failed = -1};
@@ -429,7 +536,12 @@ int cmd_launch(int argc, char **argv)
     const char *name = getenv("TRNEMU_INSTANCE_NAME");
     if (name == NULL || *name == '\0')
         snprintf(job.instance, sizeof job.instance, "launch-%d", (int)getpid());
-    job.ranks = calloc(job.opts.nranks, sizeof *job.ranks);
+    job.local_nodes = job.opts.node < 0 ? job.opts.nodes : 1;
+    job.first_node = job.opts.node < 0 ? 0 : (uint32_t)job.opts.node;
+    job.total = job.local_nodes * job.opts.nranks;
+    if (launch_job_defaults(&job.opts) != 0)
+        return 1;
+    job.ranks = calloc(job.total, sizeof *job.ranks);
     if (job.ranks == NULL) {
         fprintf(stderr, "trnemu launch: out of memory\n");
         return 1;

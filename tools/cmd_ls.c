@@ -16,6 +16,7 @@
 
 #include "devices/config.h"
 #include "devices/instance.h"
+#include "devices/node.h"
 #include "devices/topology.h"
 #include "tools/tool.h"
 
@@ -80,7 +81,8 @@ static const char *ls_topology_name(const struct dev_profile *p)
 {
     switch (p->links) {
     case DEV_LINKS_TORUS:
-        return p->nodes > 1 ? "4x4 2D torus per node, rings across the nodes" : "4x4 2D torus";
+        return p->us_nodes > 1 ? "4x4 2D torus, rings across the UltraServer's servers"
+                               : "4x4 2D torus";
     case DEV_LINKS_RING:
         return "ring";
     case DEV_LINKS_SWITCH:
@@ -172,9 +174,10 @@ static int ls_json(const struct machine_config *cfg)
     for (uint32_t c = 0; c < p->chips; c++)
         json_array_append_new(chips, ls_json_chip(cfg, c));
     return ls_json_print(json_pack(
-        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "instance_type", p->name,
+        "{s:s, s:s, s:i, s:i, s:i, s:i, s:i, s:i, s:i, s:s, s:o, s:o}", "instance_type", p->name,
         "chip", p->chip_name, "nc_generation", (int)p->gen, "chips", (int)p->chips,
-        "cores_per_chip", (int)p->cores_per_chip, "lnc", (int)cfg->lnc, "total_vncs",
+        "cores_per_chip", (int)p->cores_per_chip, "ultraserver_servers", (int)p->us_nodes,
+        "lnc", (int)cfg->lnc, "total_vncs",
         (int)cfg->total_vncs, "visible_vncs", (int)cfg->visible_count, "topology",
         ls_topology_name(p), "devices", chips, "links", ls_json_links(p)));
 }
@@ -208,15 +211,26 @@ static void ls_draw_torus(const struct dev_profile *p)
         ls_draw_node(n);
     }
     printf("\n'..' and ':' mark the wraparound links: each row and each column is a ring.\n");
-    if (p->nodes <= 1)
+}
+
+/* The rings across the servers of an UltraServer (chip c of every server). */
+static void ls_draw_us_rings(const struct dev_profile *p)
+{
+    struct dev_profile us;
+    node_ultraserver_view(p, &us);
+    if (us.nodes <= 1)
         return;
-    printf("\nrings through the nodes (the same torus position in each node):\n");
+    printf("\nUltraServer: %u servers like this one, each its own node (host and runtime);\n"
+           "NeuronLink rings across the servers join the chips with the same position\n"
+           "(server:chip): %u rings of %u links:\n", us.nodes, TOPO_NODE_CHIPS, us.nodes);
     for (uint32_t c = 0; c < TOPO_NODE_CHIPS; c++) {
         printf("  ");
-        for (uint32_t n = 0; n <= p->nodes; n++)
-            printf("%s%2u", n ? " - " : "", (n % p->nodes) * TOPO_NODE_CHIPS + c);
+        for (uint32_t n = 0; n <= us.nodes; n++)
+            printf("%s%u:%-2u", n ? " - " : "", n % us.nodes, c);
         printf(c % 2 ? "\n" : "    ");
     }
+    printf("An UltraServer job (trnemu launch --nodes %u, docs/nodes.md) carries its\n"
+           "collectives between servers over these rings.\n", us.nodes);
 }
 
 static void ls_draw_ring(const struct dev_profile *p)
@@ -254,8 +268,10 @@ static void ls_topology(const struct machine_config *cfg)
     const struct dev_profile *p = cfg->profile;
     printf("%s: %u x %s, NeuronLink %s, %u links\n", p->name, p->chips, p->chip_name,
            ls_topology_name(p), topo_nlinks(p));
-    if (p->links == DEV_LINKS_TORUS)
+    if (p->links == DEV_LINKS_TORUS) {
         ls_draw_torus(p);
+        ls_draw_us_rings(p);
+    }
     else if (p->links == DEV_LINKS_RING)
         ls_draw_ring(p);
     else if (p->links == DEV_LINKS_SWITCH)
@@ -297,6 +313,21 @@ static void ls_stats_text(const char *dir, const struct instance_ctl *c)
                instance_pid_alive(pr->pid, pr->start_time) ? "" : "(gone)", n, n == 1 ? "" : "s",
                n ? vncs : "-");
     }
+    printf("models (per VNC):\n");
+    uint32_t shown = 0;
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        uint32_t models = atomic_load(&u->models), stand = atomic_load(&u->stand_ins);
+        if (models == 0)
+            continue;
+        shown++;
+        printf("  vnc %-4u %.*s%s (%u loaded), %llu executions%s\n", v,
+               (int)sizeof u->model, u->model, models > 1 ? " and others" : "", models,
+               (unsigned long long)atomic_load(&u->executions),
+               stand ? "  STAND-IN: vendor NEFF, outputs are zeros, not computed" : "");
+    }
+    if (shown == 0)
+        printf("  (none loaded)\n");
     printf("links (bytes and messages; a->b is the direction from the first chip):\n");
     printf("  %4s  %-7s  %14s %10s  %14s %10s\n", "LINK", "CHIPS", "a->b BYTES", "MSGS",
            "b->a BYTES", "MSGS");
@@ -331,6 +362,18 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
                                                instance_pid_alive(pr->pid, pr->start_time),
                                                "vncs", vncs));
     }
+    json_t *models = json_array();
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        char name[INSTANCE_MODEL_NAME + 1];
+        snprintf(name, sizeof name, "%.*s", (int)sizeof u->model, u->model);
+        if (atomic_load(&u->models) > 0)
+            json_array_append_new(models, json_pack(
+                "{s:i, s:s, s:i, s:I, s:b}", "vnc", (int)v, "model", name, "loaded",
+                (int)atomic_load(&u->models), "executions",
+                (json_int_t)atomic_load(&u->executions), "stand_in",
+                atomic_load(&u->stand_ins) > 0));
+    }
     for (uint32_t l = 0; l < c->nlinks; l++) {
         uint32_t a, b;
         topo_link_ends(p, l, &a, &b);
@@ -341,10 +384,10 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
             (json_int_t)atomic_load(&c->links[l][1].bytes), "messages_ba",
             (json_int_t)atomic_load(&c->links[l][1].messages)));
     }
-    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o}", "instance", dir,
+    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o, s:o}", "instance", dir,
                                    "live", 1, "instance_type", c->profile, "lnc", (int)c->lnc,
                                    "total_vncs", (int)c->total_vncs, "processes", procs,
-                                   "links", links));
+                                   "models", models, "links", links));
 }
 
 static int ls_stats(bool json)

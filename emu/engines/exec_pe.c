@@ -6,8 +6,7 @@
  * both inputs in SBUF with the contraction along partitions; the numerics
  * are those of pe_matmul.h (fmaf in k order, bit-identical everywhere).
  * Transpose mode on NeuronCore-v3 moves data bit-exactly instead; on v2 it
- * is an ordinary matmul, as on hardware. nc_matmul_mx needs NeuronCore-v4
- * and is refused.
+ * is an ordinary matmul, as on hardware. nc_matmul_mx is in exec_mx.c.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -307,13 +306,6 @@ emu_status isa_exec_nc_matmul(struct isa_exec_ctx *ctx, const struct isa_insn *i
                          "is %s", isa_dtype_name(dst.dtype));
     s = pe_check_bank(ctx, insn);
     return s != EMU_OK ? s : pe_multiply(ctx, insn, &dst, &st, &mv, &g);
-}
-
-emu_status isa_exec_nc_matmul_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    (void)insn;
-    return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_mx (MX data types) needs "
-                     "NeuronCore-v4; this core is NeuronCore-v%u", ctx->core->gen);
 }
 
 /* ---- nc_transpose -------------------------------------------------------------- */

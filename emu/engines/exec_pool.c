@@ -3,8 +3,8 @@
  * instructions, after the NKI ISA reference: bn_stats, bn_aggr, max8,
  * nc_find_index8, nc_match_replace8, select_reduce, range_select,
  * affine_select, local_gather, nc_n_gather, nc_stream_shuffle,
- * sequence_bounds, nonzero_with_count and topk; quantize_mx is refused
- * (NeuronCore-v4). docs/isa.md has the table of choices where the
+ * sequence_bounds, nonzero_with_count and topk (quantize_mx is in
+ * exec_mx.c). docs/isa.md has the table of choices where the
  * reference is silent.
  *
  * Rows are partitions, their free elements flattened in pattern order.
@@ -872,13 +872,4 @@ emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
         pool_topk_write(ctx, v, g, rk);
     }
     return EMU_OK;
-}
-
-/* ---- quantize_mx -------------------------------------------------------------------------- */
-
-emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    (void)insn;
-    return core_fail(ctx, POOL_ERR, "quantize_mx (MXFP8 data and scales) needs NeuronCore-v4; "
-                     "this core is NeuronCore-v%u", ctx->core->gen);
 }

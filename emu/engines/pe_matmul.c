@@ -48,8 +48,7 @@ static inline float *pe_panel_row(float *dst, uint32_t panel, uint32_t kt, uint3
     return dst + ((size_t)panel * kt + kk) * wr;
 }
 
-/* Copy w floats of one logical row (index kk of kt) into panels of width wr. */
-static void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
+void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
                            float *dst)
 {
     for (uint32_t j0 = 0, panel = 0; j0 < w; j0 += wr, panel++) {

@@ -46,6 +46,11 @@ size_t pe_pack_b_floats(uint32_t k, uint32_t n);
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 
+/* Copy w floats of one logical contraction row (index kk of kt) into the
+ * panels of width wr (PE_MR: stationary, PE_NR: moving), zero padded. */
+void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
+                    float *dst);
+
 /* c (m x n, row stride ldc) op= a x b with the kernel of the current ISA
  * level (num_isa_level(), at most what this CPU has). */
 void pe_mm_run(const struct pe_mm *mm);

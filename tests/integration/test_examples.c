@@ -331,6 +331,109 @@ static void test_layernorm(void **state)
     ex_unload(&k);
 }
 
+/* ---- mx_matmul (Trainium3) ----------------------------------------------- */
+
+static int setup_trn3(void **state)
+{
+    (void)state;
+    it_env_clear();
+    setenv("TRNEMU_INSTANCE", "trn3pd98.3xlarge", 1);
+    return nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS ? 0 : -1;
+}
+
+static int teardown_trn3(void **state)
+{
+    unsetenv("TRNEMU_INSTANCE");
+    return teardown(state);
+}
+
+enum { MX_K = 128, MX_M = 128, MX_N = 512 };
+
+/* Largest magnitude of the MX group holding element (p, 4c + j) of a
+ * [128 x 4w] interleaved tile: partitions 8*(p/8).., elements 4c..4c+3. */
+static double mx_group_amax(const float *t, uint32_t w, uint32_t p, uint32_t c)
+{
+    double a = 0;
+    for (uint32_t i = 8 * (p / 8); i < 8 * (p / 8) + 8; i++)
+        for (uint32_t j = 0; j < 4; j++)
+            a = fmax(a, fabs(t[(size_t)i * 4 * w + 4 * c + j]));
+    return a;
+}
+
+/* C from X, Y (as bf16-rounded floats) in double, and for each element the
+ * bound on the MX quantisation error: each value moves by at most half an
+ * e4m3fn ulp of its group's top binade, 2^-4 of the group's amax. */
+static void mx_reference(const float *x, const float *y, double *c, double *err)
+{
+    for (uint32_t m = 0; m < MX_M; m++)
+        for (uint32_t n = 0; n < MX_N; n++) {
+            double sum = 0, e = 0;
+            for (uint32_t p = 0; p < MX_K; p++) {
+                double dx = mx_group_amax(x, MX_M, p, m) / 16, dy = mx_group_amax(y, MX_N, p, n) / 16;
+                for (uint32_t j = 0; j < 4; j++) {
+                    double a = x[(size_t)p * 4 * MX_M + 4 * m + j], b = y[(size_t)p * 4 * MX_N + 4 * n + j];
+                    sum += a * b;
+                    e += dx * fabs(b) + fabs(a) * dy + dx * dy;
+                }
+            }
+            c[(size_t)m * MX_N + n] = sum;
+            err[(size_t)m * MX_N + n] = e;
+        }
+}
+
+/* One run of mx_matmul: small integers (quantised exactly: the result is
+ * the exact integer matmul) or random values (within the MX bound). */
+static void mx_run(struct kernel *k, bool ints, uint64_t seed)
+{
+    size_t nx = (size_t)MX_K * 4 * MX_M, ny = (size_t)MX_K * 4 * MX_N, nc = (size_t)MX_M * MX_N;
+    float *x = malloc(nx * 4), *y = malloc(ny * 4), *c = malloc(nc * 4);
+    uint16_t *xb = malloc(nx * 2), *yb = malloc(ny * 2);
+    double *want = malloc(nc * 8), *err = malloc(nc * 8);
+    uint64_t s = seed;
+    for (size_t i = 0; i < nx + ny; i++) {
+        float v = ints ? (float)(int)(ex_rand(&s) * 15.5f) : ex_rand(&s) * (1.0f + (float)(i % 7));
+        uint16_t h = ex_bf16(v);
+        if (i < nx)
+            xb[i] = h, x[i] = ex_bf16_f32(h);
+        else
+            yb[i - nx] = h, y[i - nx] = ex_bf16_f32(h);
+    }
+    ex_write(k, "X", xb, nx * 2);
+    ex_write(k, "Y", yb, ny * 2);
+    ex_exec(k);
+    ex_read(k, "C", c, nc * 4);
+    mx_reference(x, y, want, err);
+    for (size_t i = 0; i < nc; i++) {
+        bool ok = ints ? (double)c[i] == want[i] : fabs(c[i] - want[i]) <= err[i] + 1e-6;
+        if (!ok)
+            fail_msg("mx_matmul C[%zu][%zu] = %.9g, reference %.9g (bound %.3g)", i / MX_N,
+                     i % MX_N, (double)c[i], want[i], err[i]);
+    }
+    free(x), free(y), free(c), free(xb), free(yb), free(want), free(err);
+}
+
+static void test_mx_matmul(void **state)
+{
+    (void)state;
+    struct kernel k;
+    ex_load(&k, "mx_matmul");
+    mx_run(&k, true, 3);
+    mx_run(&k, false, 4);
+    ex_unload(&k);
+}
+
+/* The same NEFF on a Trainium2 machine: refused at load (NRT_INVALID). */
+static void test_mx_matmul_on_trn2(void **state)
+{
+    (void)state;
+    size_t size;
+    void *neff = ex_read_file("mx_matmul.neff", &size);
+    nrt_model_t *m = NULL;
+    assert_int_equal(nrt_load(neff, size, 0, -1, &m), NRT_INVALID);
+    assert_null(m);
+    free(neff);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -339,6 +442,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_512, setup, teardown),
         cmocka_unit_test_setup_teardown(test_softmax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_mx_matmul, setup_trn3, teardown_trn3),
+        cmocka_unit_test_setup_teardown(test_mx_matmul_on_trn2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_4096, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

@@ -308,10 +308,11 @@ static const struct count_case counts[] = {
     {"trn2.48xlarge", "2", "0-3,8", "2", 64, 5},
     {"trn2.48xlarge", NULL, NULL, "0", 64, 64},
     {"trn2.48xlarge", NULL, NULL, "64", 64, 64},
-    {"trn2u.48xlarge", NULL, NULL, NULL, 256, 256},
-    {"trn2u.48xlarge", "1", NULL, NULL, 512, 512},
-    {"trn2u.48xlarge", "1", "511", NULL, 512, 1},
-    {"trn2u.48xlarge", "2", NULL, "100", 256, 100},
+    /* A trn2u.48xlarge is one server of the UltraServer: 16 chips. */
+    {"trn2u.48xlarge", NULL, NULL, NULL, 64, 64},
+    {"trn2u.48xlarge", "1", NULL, NULL, 128, 128},
+    {"trn2u.48xlarge", "1", "127", NULL, 128, 1},
+    {"trn2u.48xlarge", "2", NULL, "40", 64, 40},
 };
 
 static void set_count_env(const struct count_case *c)

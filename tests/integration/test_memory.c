@@ -232,8 +232,8 @@ static void test_hbm_full_lnc2(void **state)
     it_init("trn2u.48xlarge", NULL, NULL, NULL);
     nrt_tensor_t *u[4];
     for (int c = 0; c < 4; c++)
-        u[c] = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 255 - c, 24 * IT_GIB, "u");
-    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 255, 64, "x", &x),
+        u[c] = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 63 - c, 24 * IT_GIB, "u");
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 63, 64, "x", &x),
                      NRT_RESOURCE);
     for (int c = 0; c < 4; c++)
         nrt_tensor_free(&u[c]);

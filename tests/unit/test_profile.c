@@ -36,7 +36,7 @@ static const struct expected_profile expected[] = {
     {"inf2.xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_1XL, 1, 2, NC_GEN_V2, 32 * GIB, 2, 1},
     {"inf2.48xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_48XL, 12, 2, NC_GEN_V2, 32 * GIB, 2, 1},
     {"trn2.48xlarge", NRT_INSTANCE_TRN2, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V3, 96 * GIB, 4, 2},
-    {"trn2u.48xlarge", NRT_INSTANCE_TRN2U, NRT_INSTANCE_SIZE_48XL, 64, 8, NC_GEN_V3, 96 * GIB, 4, 2},
+    {"trn2u.48xlarge", NRT_INSTANCE_TRN2U, NRT_INSTANCE_SIZE_48XL, 16, 8, NC_GEN_V3, 96 * GIB, 4, 2},
     {"trn1n.32xlarge", NRT_INSTANCE_TRN1N, NRT_INSTANCE_SIZE_32XL, 16, 2, NC_GEN_V2, 32 * GIB, 2, 1},
     {"inf2.8xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_8XL, 1, 2, NC_GEN_V2, 32 * GIB, 2, 1},
     {"inf2.24xlarge", NRT_INSTANCE_INF2, NRT_INSTANCE_SIZE_24XL, 6, 2, NC_GEN_V2, 32 * GIB, 2, 1},
@@ -97,12 +97,15 @@ static void test_figures(void **state)
         assert_int_equal(p->hbm_stacks, e->stacks);
         assert_int_equal(p->lnc_default, e->lnc_default);
     }
-    /* trn2.48xlarge carries 1.5 TiB of HBM; the UltraServer is four of them. */
+    /* trn2.48xlarge carries 1.5 TiB of HBM; a trn2u.48xlarge is one such
+     * server, and the UltraServer is four of them, each its own node. */
     const struct dev_profile *t2 = profile_find("trn2.48xlarge");
     const struct dev_profile *t2u = profile_find("trn2u.48xlarge");
     assert_int_equal(t2->chips * t2->hbm_per_chip, 1536 * GIB);
-    assert_int_equal(t2u->nodes, 4);
-    assert_int_equal(t2u->chips, t2->chips * t2u->nodes);
+    assert_int_equal(t2u->chips, t2->chips);
+    assert_int_equal(t2u->nodes, 1);
+    assert_int_equal(t2u->us_nodes, 4);
+    assert_int_equal(t2->us_nodes, 1);
     /* Trn3 Gen1 UltraServer: 4 servers of 16 chips, 9,216 GiB of HBM in all;
      * Gen2: 36 servers of 4 chips, 20,736 GiB (trn3-arch.rst). */
     const struct dev_profile *g1 = profile_find("trn3.48xlarge");

@@ -17,6 +17,7 @@
 
 #include "devices/instance.h"
 #include "devices/machine.h"
+#include "devices/node.h"
 #include "devices/topology.h"
 
 static const struct dev_profile *prof(const char *name)
@@ -141,8 +142,16 @@ static void test_trn1_torus(void **state)
 static void test_ultraserver(void **state)
 {
     (void)state;
-    const struct dev_profile *p = prof("trn2u.48xlarge");
-    /* 4 tori of 32 links, plus 16 rings of 4 links through the nodes. */
+    /* One server alone is a plain 4x4 torus ... */
+    const struct dev_profile *one = prof("trn2u.48xlarge");
+    assert_int_equal(topo_nlinks(one), 32);
+    check_degree(one, 4);
+    /* ... and the UltraServer's view adds the rings across its 4 servers:
+     * 4 tori of 32 links, plus 16 rings of 4 links through the nodes. */
+    struct dev_profile us;
+    node_ultraserver_view(one, &us);
+    const struct dev_profile *p = &us;
+    assert_int_equal(p->chips, 64);
     assert_int_equal(topo_nlinks(p), 4 * 32 + 16 * 4);
     assert_true(topo_nlinks(p) <= TOPO_MAX_LINKS);
     check_links_unique(p);

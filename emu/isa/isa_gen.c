@@ -1,0 +1,69 @@
+/*
+ * isa_gen.c: the generation an instruction needs (see isa_gen.h).
+ */
+#include "emu/isa/isa_gen.h"
+
+#include <stdio.h>
+
+/* A v4-only op, whatever its operands. (rand2 is v4-only in the ISA
+ * reference too, but the NKI front end lowers nl.rand to it on every
+ * machine, so it is not gated yet: docs/isa.md.) */
+static bool gen_v4_op(unsigned opcode)
+{
+    return opcode == ISA_OP_nc_matmul_mx || opcode == ISA_OP_quantize_mx ||
+           opcode == ISA_OP_activate2;
+}
+
+/* An op that v4 added to the Vector engine. */
+static bool gen_v4_on_dve(unsigned opcode)
+{
+    return opcode == ISA_OP_exponential || opcode == ISA_OP_rand_get_state ||
+           opcode == ISA_OP_rand_set_state;
+}
+
+/* An operand or enum of insn that only v4 has; describes it in what. */
+static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what, size_t cap)
+{
+    const struct isa_op_desc *d = isa_op_lookup(insn->opcode);
+    for (int i = 0; d != NULL && i < d->nfields; i++) {
+        const struct isa_field *f = &d->fields[i];
+        if ((f->kind == ISA_FK_AP || f->kind == ISA_FK_APF) &&
+            insn->ap[f->slot].mem != ISA_MEM_NONE && insn->ap[f->slot].dtype >= ISA_DT_NRT_COUNT) {
+            snprintf(what, cap, "%s with %s %s", op, f->name, isa_dtype_name(insn->ap[f->slot].dtype));
+            return true;
+        }
+        if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU &&
+            (insn->enums[f->slot] == ISA_ALU_abs_max || insn->enums[f->slot] == ISA_ALU_abs_min)) {
+            snprintf(what, cap, "%s %s=%s", op, f->name,
+                     isa_enum_name(ISA_ET_ALU, insn->enums[f->slot]));
+            return true;
+        }
+    }
+    if (insn->opcode == ISA_OP_nc_matmul && insn->ap[0].dtype == ISA_DT_BF16) {
+        snprintf(what, cap, "nc_matmul with a bf16 dst");
+        return true;
+    }
+    return false;
+}
+
+unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
+{
+    char buf[96];
+    const struct isa_op_desc *d = isa_op_lookup(insn->opcode);
+    const char *op = d != NULL ? d->name : "?";
+    if (what == NULL) {
+        what = buf;
+        cap = sizeof buf;
+    }
+    snprintf(what, cap, "%s", op);
+    if (gen_v4_op(insn->opcode))
+        return 4;
+    if (gen_v4_on_dve(insn->opcode) && insn->engine == ISA_ENG_DVE) {
+        snprintf(what, cap, "%s on the Vector engine", op);
+        return 4;
+    }
+    if (gen_v4_form(insn, op, what, cap))
+        return 4;
+    snprintf(what, cap, "%s", op);
+    return 2;
+}

@@ -1,0 +1,418 @@
+/*
+ * test_exec_mx.c: quantize_mx and nc_matmul_mx on a NeuronCore-v4
+ * (emu/engines/exec_mx.c) against references written here: the scale
+ * formula and the quadrant placement of scales, all-zero and NaN groups,
+ * and a dequantise-then-multiply reference in double for every pair of
+ * packed types (exact where the sums are exact), bf16 PSUM results and
+ * accumulation, moving sizes beyond one bank, and the refusals (v3 core,
+ * shapes, scale placement, fp4 output).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "emu/num/mx.h"
+#include "exec_harness.h"
+
+#define SB_SRC 0          /* SBUF byte offsets of the operands */
+#define SB_DST 65536
+#define SB_SCALE 98304
+#define SB_ST 131072
+#define SB_MV 139264
+#define SB_STS 200000
+#define SB_MVS 201000
+
+static uint32_t rnd_state;
+
+static uint32_t rnd(void)
+{
+    rnd_state = rnd_state * 1103515245u + 12345u;
+    return rnd_state >> 8;
+}
+
+static int setup_v4(void **state)
+{
+    *state = harness_new(4);
+    return 0;
+}
+
+static int teardown(void **state)
+{
+    harness_free(*state);
+    return 0;
+}
+
+/* ---- quantize_mx --------------------------------------------------------------- */
+
+static uint16_t bf16_of(float x)
+{
+    return num_f32_to_bf16(x);
+}
+
+/* One quantize_mx of a [p x 4f] bf16 tile at partition 0 into dst (same
+ * partitions) and scales at partition sc_part with sc_rows rows. */
+static void add_quantize(struct harness *h, uint32_t p, uint32_t f, uint32_t dst_dt,
+                         uint32_t sc_part, uint32_t sc_rows)
+{
+    struct isa_insn *q = harness_add(h, ISA_ENG_DVE, ISA_OP_quantize_mx);
+    q->ap[0] = harness_tile(ISA_MEM_SBUF, 0, p, SB_DST, dst_dt, f);
+    q->ap[1] = harness_tile(ISA_MEM_SBUF, sc_part, sc_rows, SB_SCALE, ISA_DT_U8, f);
+    q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, p, SB_SRC, ISA_DT_BF16, 4 * f);
+}
+
+/* Reference scale byte of a group with largest magnitude amax. */
+static uint8_t ref_scale(double amax, int emax)
+{
+    if (amax == 0)
+        return 0;
+    int e = (int)floor(log2(amax)) - (emax - 1);
+    return (uint8_t)(e < -127 ? 0 : e + 127);
+}
+
+static void check_quantize(struct harness *h, uint32_t p, uint32_t f, bool e4, uint32_t sc_part,
+                           uint32_t sc_rows)
+{
+    int emax = e4 ? 8 : 15;
+    for (uint32_t g0 = 0; g0 < p; g0 += 8)
+        for (uint32_t c = 0; c < f; c++) {
+            double amax = 0;
+            for (uint32_t i = 0; i < 8; i++)
+                for (uint32_t j = 0; j < 4; j++) {
+                    uint16_t b;
+                    memcpy(&b, harness_sbuf_ptr(h, g0 + i, SB_SRC + 2 * (4 * c + j)), 2);
+                    amax = fmax(amax, fabs((double)num_bf16_to_f32(b)));
+                }
+            uint8_t want = ref_scale(amax, emax);
+            uint32_t row = sc_rows == p ? (g0 / 32) * 32 + (g0 % 32) / 8 : g0 / 8;
+            assert_int_equal(*harness_sbuf_ptr(h, sc_part + row, SB_SCALE + c), want);
+            for (uint32_t i = 0; i < 8; i++)
+                for (uint32_t j = 0; j < 4; j++) {
+                    uint16_t b;
+                    memcpy(&b, harness_sbuf_ptr(h, g0 + i, SB_SRC + 2 * (4 * c + j)), 2);
+                    float x = ldexpf(num_bf16_to_f32(b), 127 - want);
+                    uint8_t code = e4 ? num_f32_to_e4m3fn(x, true)
+                                      : num_f32_to_fp8(NUM_DT_FP8_E5, x);
+                    assert_int_equal(*harness_sbuf_ptr(h, g0 + i, SB_DST + 4 * c + j), code);
+                    /* the MX promise: dequantising gives the value back within half an
+                     * fp8 ulp of the group's largest binade */
+                    float back = ldexpf(e4 ? num_e4m3fn_to_f32(code)
+                                           : num_fp8_to_f32(NUM_DT_FP8_E5, code), want - 127);
+                    assert_true(fabs(back - num_bf16_to_f32(b)) <= (e4 ? 0.0625 : 0.125) * amax);
+                }
+        }
+}
+
+/* Random bf16 values spanning several binades per group, one all-zero group. */
+static void fill_src(struct harness *h, uint32_t p, uint32_t f)
+{
+    for (uint32_t r = 0; r < p; r++)
+        for (uint32_t c = 0; c < 4 * f; c++) {
+            float x = ((float)(rnd() % 2001) - 1000.0f) * ldexpf(1.0f, (int)(rnd() % 12) - 20);
+            if (c / 4 == 1 && r < 8)
+                x = 0.0f; /* group (0, column 1) is all zero */
+            uint16_t b = bf16_of(x);
+            memcpy(harness_sbuf_ptr(h, r, SB_SRC + 2 * c), &b, 2);
+        }
+}
+
+static void test_quantize_formula(void **state)
+{
+    struct harness *h = *state;
+    rnd_state = 1;
+    const struct { uint32_t p, f, dt, sc_part, sc_rows; } cases[] = {
+        {128, 16, ISA_DT_FP8E4FNX4, 0, 128}, {64, 8, ISA_DT_FP8E5X4, 0, 64},
+        {32, 5, ISA_DT_FP8E4FNX4, 8, 4},     {32, 3, ISA_DT_FP8E5X4, 0, 32},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        harness_clear(h);
+        fill_src(h, cases[i].p, cases[i].f);
+        add_quantize(h, cases[i].p, cases[i].f, cases[i].dt, cases[i].sc_part, cases[i].sc_rows);
+        assert_int_equal(harness_run(h), EMU_OK);
+        check_quantize(h, cases[i].p, cases[i].f, cases[i].dt == ISA_DT_FP8E4FNX4,
+                       cases[i].sc_part, cases[i].sc_rows);
+    }
+    /* the all-zero group: scale 2^-127 (0x00) and zero data */
+    assert_int_equal(*harness_sbuf_ptr(h, 0, SB_SCALE + 1), 0x00);
+    assert_int_equal(*harness_sbuf_ptr(h, 3, SB_DST + 4 + 2), 0x00);
+}
+
+/* A group holding inf or NaN gets the NaN scale and NaN data; the largest
+ * bf16 values quantise without saturating (448 is never needed). */
+static void test_quantize_specials(void **state)
+{
+    struct harness *h = *state;
+    harness_clear(h);
+    for (uint32_t r = 0; r < 32; r++)
+        for (uint32_t c = 0; c < 8; c++) {
+            float x = c < 4 ? (r == 3 && c == 2 ? INFINITY : 1.0f) : 3.3895314e38f;
+            uint16_t b = bf16_of(x);
+            memcpy(harness_sbuf_ptr(h, r, SB_SRC + 2 * c), &b, 2);
+        }
+    add_quantize(h, 32, 2, ISA_DT_FP8E4FNX4, 0, 4);
+    assert_int_equal(harness_run(h), EMU_OK);
+    assert_int_equal(*harness_sbuf_ptr(h, 0, SB_SCALE), NUM_E8M0_NAN);
+    assert_int_equal(*harness_sbuf_ptr(h, 5, SB_DST) & 0x7f, 0x7f);
+    uint8_t sc = *harness_sbuf_ptr(h, 0, SB_SCALE + 1);
+    assert_int_equal(sc, 127 + 127 - 7); /* floor(log2 max bf16) = 127 */
+    uint8_t code = *harness_sbuf_ptr(h, 9, SB_DST + 4);
+    assert_int_equal(code, num_f32_to_e4m3fn(ldexpf(3.3895314e38f, 127 - sc), false));
+    assert_true(code < 0x7e);
+}
+
+/* ---- nc_matmul_mx -------------------------------------------------------------- */
+
+/* Packed element type -> the value of lane j. */
+static float lane_value(uint32_t dt, const uint8_t *p, unsigned j)
+{
+    float v[4];
+    num_x4_unpack(dt == ISA_DT_FP8E5X4 ? NUM_DT_FP8_E5M2_X4
+                  : dt == ISA_DT_FP8E4FNX4 ? NUM_DT_FP8_E4M3FN_X4 : NUM_DT_FP4_E2M1_X4, p, v);
+    return v[j];
+}
+
+static uint32_t esize_of(uint32_t dt)
+{
+    return dt == ISA_DT_FP4X4 ? 2 : 4;
+}
+
+/* Random finite codes in SBUF for a [k x w] packed tile at byte off. */
+static void fill_packed(struct harness *h, uint32_t k, uint32_t w, uint32_t dt, uint64_t off,
+                        bool small_ints)
+{
+    for (uint32_t p = 0; p < k; p++)
+        for (uint32_t i = 0; i < w * esize_of(dt); i++) {
+            uint8_t b = (uint8_t)rnd();
+            if (dt == ISA_DT_FP4X4)
+                b &= small_ints ? 0x55 : 0xff;  /* small_ints: 0, 0.5, 1.5 ... */
+            else if (small_ints)
+                b = (uint8_t)((dt == ISA_DT_FP8E5X4 ? 0x3c : 0x38) + (b % 3) * 4) | (b & 0x80);
+            else if ((b & 0x7f) == 0x7f || (dt == ISA_DT_FP8E5X4 && (b & 0x7c) == 0x7c))
+                b = 0x11;                        /* no NaN or inf codes */
+            *harness_sbuf_ptr(h, p, off + i) = b;
+        }
+}
+
+static void fill_scales(struct harness *h, uint32_t k, uint32_t w, uint64_t off, int lo, int span)
+{
+    for (uint32_t r = 0; r < k; r++)
+        for (uint32_t i = 0; i < w; i++)
+            *harness_sbuf_ptr(h, r, off + i) = (uint8_t)(lo + (int)(rnd() % (uint32_t)span));
+}
+
+/* dst[m][n] in double from the SBUF operands (scale rows by the quadrant rule). */
+static double ref_mx(struct harness *h, uint32_t k, uint32_t sdt, uint32_t mdt, uint32_t m,
+                     uint32_t n, double *mag)
+{
+    double sum = 0;
+    *mag = 0;
+    for (uint32_t p = 0; p < k; p++) {
+        uint32_t sr = (p / 32) * 32 + (p % 32) / 8;
+        double ss = ldexp(1.0, *harness_sbuf_ptr(h, sr, SB_STS + m) - 127);
+        double ms = ldexp(1.0, *harness_sbuf_ptr(h, sr, SB_MVS + n) - 127);
+        for (unsigned j = 0; j < 4; j++) {
+            double t = lane_value(sdt, harness_sbuf_ptr(h, p, SB_ST + (uint64_t)m * esize_of(sdt)), j) *
+                       ss * lane_value(mdt, harness_sbuf_ptr(h, p, SB_MV + (uint64_t)n * esize_of(mdt)), j) * ms;
+            sum += t;
+            *mag += fabs(t);
+        }
+    }
+    return sum;
+}
+
+static struct isa_insn *add_mx(struct harness *h, uint32_t k, uint32_t m, uint32_t n, uint32_t sdt,
+                               uint32_t mdt, uint32_t ddt, bool acc)
+{
+    struct isa_insn *q = harness_add(h, ISA_ENG_PE, ISA_OP_nc_matmul_mx);
+    q->ap[0] = harness_tile(ISA_MEM_PSUM, 0, m, 0, ddt, n);
+    q->ap[1] = harness_tile(ISA_MEM_SBUF, 0, k, SB_ST, sdt, m);
+    q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, k, SB_MV, mdt, n);
+    q->ap[3] = harness_tile(ISA_MEM_SBUF, 0, k, SB_STS, ISA_DT_U8, m);
+    q->ap[4] = harness_tile(ISA_MEM_SBUF, 0, k, SB_MVS, ISA_DT_FP8E8M0, n);
+    q->flags = acc ? 1u : 0u;
+    return q;
+}
+
+static float psum_at(struct harness *h, uint32_t r, uint32_t c, uint32_t ddt)
+{
+    if (ddt == ISA_DT_BF16) {
+        uint16_t b;
+        memcpy(&b, harness_psum_ptr(h, r, 2 * (uint64_t)c), 2);
+        return num_bf16_to_f32(b);
+    }
+    float f;
+    memcpy(&f, harness_psum_ptr(h, r, 4 * (uint64_t)c), 4);
+    return f;
+}
+
+static void check_mx(struct harness *h, uint32_t k, uint32_t m, uint32_t n, uint32_t sdt,
+                     uint32_t mdt, uint32_t ddt, bool small_ints)
+{
+    harness_clear(h);
+    fill_packed(h, k, m, sdt, SB_ST, small_ints);
+    fill_packed(h, k, n, mdt, SB_MV, small_ints);
+    fill_scales(h, k, m, SB_STS, small_ints ? 127 : 120, small_ints ? 3 : 14);
+    fill_scales(h, k, n, SB_MVS, small_ints ? 126 : 122, small_ints ? 2 : 10);
+    add_mx(h, k, m, n, sdt, mdt, ddt, false);
+    assert_int_equal(harness_run(h), EMU_OK);
+    double tol = ddt == ISA_DT_BF16 ? 1.0 / 256 : 1e-6;
+    for (uint32_t r = 0; r < m; r++)
+        for (uint32_t c = 0; c < n; c += 1 + c / 64) {
+            double mag, want = ref_mx(h, k, sdt, mdt, r, c, &mag);
+            float got = psum_at(h, r, c, ddt);
+            if (small_ints && ddt == ISA_DT_F32)
+                assert_true((double)got == want);
+            else if (fabs(got - want) > tol * mag + 1e-30)
+                fail_msg("nc_matmul_mx %ux%ux%u [%u][%u] = %.9g, reference %.9g", k, m, n, r, c,
+                         (double)got, want);
+        }
+}
+
+static void test_matmul_mx_reference(void **state)
+{
+    struct harness *h = *state;
+    rnd_state = 7;
+    const uint32_t types[] = {ISA_DT_FP8E5X4, ISA_DT_FP8E4FNX4, ISA_DT_FP4X4};
+    for (int a = 0; a < 3; a++)
+        for (int b = 0; b < 3; b++)
+            check_mx(h, 64, 32, 96, types[a], types[b], ISA_DT_F32, a == b);
+    check_mx(h, 128, 128, 512, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    check_mx(h, 32, 6, 40, ISA_DT_FP4X4, ISA_DT_FP8E5X4, ISA_DT_BF16, false);
+    check_mx(h, 96, 16, 1100, ISA_DT_FP8E5X4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false); /* 3 chunks */
+}
+
+/* Accumulation into a bf16 PSUM tile: fp32 sum of the old value and the
+ * products, rounded once. */
+static void test_matmul_mx_bf16_accumulate(void **state)
+{
+    struct harness *h = *state;
+    rnd_state = 11;
+    harness_clear(h);
+    fill_packed(h, 32, 4, ISA_DT_FP8E4FNX4, SB_ST, true);
+    fill_packed(h, 32, 8, ISA_DT_FP8E4FNX4, SB_MV, true);
+    fill_scales(h, 32, 4, SB_STS, 127, 1);
+    fill_scales(h, 32, 8, SB_MVS, 127, 1);
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t c = 0; c < 8; c++) {
+            uint16_t b = num_f32_to_bf16(0.5f * (float)(r + c));
+            memcpy(harness_psum_ptr(h, r, 2 * c), &b, 2);
+        }
+    add_mx(h, 32, 4, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_BF16, true);
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t c = 0; c < 8; c++) {
+            double mag, want = ref_mx(h, 32, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, r, c, &mag);
+            float exact = (float)(want + 0.5 * (r + c));
+            assert_true(psum_at(h, r, c, ISA_DT_BF16) == num_bf16_to_f32(num_f32_to_bf16(exact)));
+        }
+}
+
+/* Quantise a bf16 tile, multiply the MX result, compare with bf16 x bf16. */
+static void test_quantize_then_matmul(void **state)
+{
+    struct harness *h = *state;
+    rnd_state = 5;
+    harness_clear(h);
+    /* moving: quantised from bf16 [64 x 4*48]; stationary: exact small values */
+    for (uint32_t r = 0; r < 64; r++)
+        for (uint32_t c = 0; c < 192; c++) {
+            uint16_t b = bf16_of(((float)(rnd() % 255) - 127.0f) / 64.0f);
+            memcpy(harness_sbuf_ptr(h, r, SB_SRC + 2 * c), &b, 2);
+        }
+    struct isa_insn *q = harness_add(h, ISA_ENG_DVE, ISA_OP_quantize_mx);
+    q->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 64, SB_MV, ISA_DT_FP8E4FNX4, 48);
+    q->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 64, SB_MVS, ISA_DT_FP8E8M0, 48);
+    q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, 64, SB_SRC, ISA_DT_BF16, 192);
+    q->signal[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_SEMOP_add, 1, 1};
+    fill_packed(h, 64, 8, ISA_DT_FP8E4FNX4, SB_ST, true);
+    fill_scales(h, 64, 8, SB_STS, 127, 1);
+    struct isa_insn *mm = add_mx(h, 64, 8, 48, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32,
+                                 false);
+    mm->wait[0] = (struct isa_sync){ISA_SYNC_SEM, ISA_CMP_ge, 1, 1};
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t r = 0; r < 8; r++)
+        for (uint32_t c = 0; c < 48; c++) {
+            double want = 0, mag = 0;
+            for (uint32_t p = 0; p < 64; p++)
+                for (unsigned j = 0; j < 4; j++) {
+                    uint16_t b;
+                    memcpy(&b, harness_sbuf_ptr(h, p, SB_SRC + 2 * (4 * c + j)), 2);
+                    double t = lane_value(ISA_DT_FP8E4FNX4, harness_sbuf_ptr(h, p, SB_ST + 4 * r), j) *
+                               num_bf16_to_f32(b);
+                    want += t;
+                    mag += fabs(t);
+                }
+            assert_true(fabs(psum_at(h, r, c, ISA_DT_F32) - want) <= mag / 16 + 1e-6);
+        }
+}
+
+/* ---- refusals ------------------------------------------------------------------- */
+
+static void expect_fail(struct harness *h, const char *needle)
+{
+    assert_int_not_equal(harness_run(h), EMU_OK);
+    if (strstr(h->report, needle) == NULL)
+        fail_msg("report lacks '%s': %s", needle, h->report);
+}
+
+static void test_refusals(void **state)
+{
+    struct harness *h = *state;
+    harness_clear(h);
+    add_mx(h, 48, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    expect_fail(h, "multiple of 32");
+    harness_clear(h);
+    add_mx(h, 32, 7, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    expect_fail(h, "M even");
+    harness_clear(h);
+    add_mx(h, 32, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F16, false);
+    expect_fail(h, "writes f32 or bf16");
+    harness_clear(h);
+    struct isa_insn *q = add_mx(h, 64, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    q->ap[4] = harness_tile(ISA_MEM_SBUF, 32, 64, SB_MVS, ISA_DT_U8, 8);
+    expect_fail(h, "quadrant");
+    harness_clear(h);
+    q = add_mx(h, 32, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    q->imm[3].i = 64;
+    expect_fail(h, "row tiling only");
+    harness_clear(h);
+    add_quantize(h, 32, 4, ISA_DT_FP4X4, 0, 4);
+    expect_fail(h, "cannot write fp4");
+    harness_clear(h);
+    add_quantize(h, 40, 4, ISA_DT_FP8E4FNX4, 0, 40);
+    expect_fail(h, "multiple of 32");
+    /* A NeuronCore-v3 core refuses both. */
+    struct harness *v3 = harness_new(3);
+    add_quantize(v3, 32, 4, ISA_DT_FP8E4FNX4, 0, 4);
+    expect_fail(v3, "needs NeuronCore-v4");
+    harness_clear(v3);
+    add_mx(v3, 32, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    expect_fail(v3, "needs NeuronCore-v4");
+    harness_free(v3);
+    /* Packed types are refused by other ops when the instruction is checked. */
+    struct isa_insn bad;
+    struct isa_fault f;
+    assert_int_equal(isa_insn_init(&bad, ISA_ENG_DVE, ISA_OP_tensor_copy), EMU_OK);
+    bad.ap[0] = harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_FP8E4FNX4, 4);
+    bad.ap[1] = harness_tile(ISA_MEM_SBUF, 0, 1, 64, ISA_DT_FP8E4FNX4, 4);
+    assert_int_equal(isa_validate(&bad, &f), EMU_INVALID);
+    assert_non_null(strstr(f.msg, "packs four values"));
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_quantize_formula, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_quantize_specials, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_mx_reference, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_mx_bf16_accumulate, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_quantize_then_matmul, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_refusals, setup_v4, teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
