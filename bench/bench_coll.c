@@ -9,6 +9,11 @@
  *   bench-coll latency    only the small all-reduce latency
  *   bench-coll sweep      mesh against chain all-reduce, 2 and 16 ranks,
  *                         256 B .. 1 MiB (how TRNEMU_COLL_MESH_MAX was chosen)
+ *   bench-coll nodes      2 ranks as 2 emulated nodes joined over libfabric's
+ *                         tcp provider on loopback (docs/nodes.md): all-reduce
+ *                         bus bandwidth as a ratio of a plain libfabric
+ *                         transfer of the same bytes in the same run, and the
+ *                         small all-reduce latency across the nodes
  *
  * The driver forks one process per rank (before it ever calls the runtime),
  * each with its own VNC and the same instance; ranks time their loop with
@@ -29,6 +34,7 @@
 #include <unistd.h>
 
 #include "bench_util.h"
+#include "fabric_base.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"
@@ -48,6 +54,7 @@ struct bench_case {
     uint64_t bytes;     /* per rank */
     int iters;          /* timed repetitions (0: pick from a first timing) */
     const char *mesh;   /* TRNEMU_COLL_MESH_MAX for the ranks, NULL: default */
+    bool nodes;         /* each rank its own node (docs/nodes.md) */
 };
 
 static NRT_STATUS rank_allreduce(nrt_tensor_t *t, uint32_t rank, uint32_t n, uint32_t *group)
@@ -57,7 +64,13 @@ static NRT_STATUS rank_allreduce(nrt_tensor_t *t, uint32_t rank, uint32_t n, uin
     nrt_cc_context_t *ctx;
     NRT_STATUS st = nrta_cc_prepare(&comm, &l, &l, NRT_DTYPE_FLOAT32, NRT_OP_ADD,
                                     NRT_CC_ALLREDUCE, &ctx);
-    return st == NRT_SUCCESS ? nrta_cc_schedule(&ctx, 0, NULL, NULL) : st;
+    nrta_seq_t seq = 0;
+    if (st == NRT_SUCCESS)
+        st = nrta_cc_schedule(&ctx, 0, NULL, &seq);
+    bool done = false;  /* queued (nrt_async.h): wait for it */
+    while (st == NRT_SUCCESS && !done)
+        st = nrta_is_completed(seq, &done);
+    return st;
 }
 
 /* The body of one rank: returns seconds per all-reduce (< 0 on failure). */
@@ -116,6 +129,14 @@ static double run_case(const struct bench_case *bc, const char *instance)
         snprintf(core, sizeof core, "%u", r);
         setenv("NEURON_RT_VISIBLE_CORES", core, 1);
         setenv("TRNEMU_INSTANCE_NAME", instance, 1);
+        if (bc->nodes) {  /* rank r is node r, its own instance */
+            char name[96], node[16];
+            snprintf(name, sizeof name, "%s-n%u", instance, r);
+            snprintf(node, sizeof node, "%u", r);
+            setenv("TRNEMU_INSTANCE_NAME", name, 1);
+            setenv("TRNEMU_NODE", node, 1);
+            setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
+        }
         if (bc->mesh != NULL) {  /* force one algorithm, whatever the CPUs */
             setenv("TRNEMU_COLL_MESH_MAX", bc->mesh, 1);
             setenv("TRNEMU_COLL_MESH_RANKS", "1024", 1);
@@ -153,7 +174,7 @@ static void bandwidth(const char *instance, double mem_gbs, double budget)
     printf("%-6s %-9s %12s %12s %10s\n", "ranks", "size", "ms/op", "busbw GB/s", "x memcpy");
     for (size_t i = 0; i < 3; i++)
         for (size_t j = 0; j < 3; j++) {
-            struct bench_case bc = {ranks[i], sizes[j], 0, NULL};
+            struct bench_case bc = {ranks[i], sizes[j], 0, NULL, false};
             double need = (double)bc.n * (double)bc.bytes;
             printf("%-6u %5.0f MiB ", bc.n, (double)bc.bytes / MIB);
             if (need > budget) {
@@ -176,7 +197,7 @@ static void bandwidth(const char *instance, double mem_gbs, double budget)
 
 static void latency(const char *instance)
 {
-    struct bench_case one = {1, 256, 2000, NULL}, two = {2, 256, 2000, NULL};
+    struct bench_case one = {1, 256, 2000, NULL, false}, two = {2, 256, 2000, NULL, false};
     double t1 = run_case(&one, instance), t2 = run_case(&two, instance);
     printf("small all-reduce (256 B f32, nrta_cc_prepare + nrta_cc_schedule): ");
     if (t1 < 0 || t2 < 0)
@@ -192,14 +213,47 @@ static void sweep(const char *instance)
     static const uint32_t ranks[] = {2, 16};
     for (size_t i = 0; i < 2; i++)
         for (uint64_t b = 256; b <= (1u << 20); b *= 4) {
-            struct bench_case mesh = {ranks[i], b, 200, "1099511627776"};
-            struct bench_case chain = {ranks[i], b, 200, "0"};
+            struct bench_case mesh = {ranks[i], b, 200, "1099511627776", false};
+            struct bench_case chain = {ranks[i], b, 200, "0", false};
             if (b >= (256u << 10))
                 mesh.iters = chain.iters = 20;
             double tm = run_case(&mesh, instance), tc = run_case(&chain, instance);
             printf("%-6u %-9" PRIu64 " %12.1f %12.1f\n", ranks[i], b, tm * 1e6, tc * 1e6);
             fflush(stdout);
         }
+}
+
+/* 2 nodes on this host over tcp: bandwidth against plain libfabric, latency. */
+static void nodes(void)
+{
+    char instance[64], port[64];
+    snprintf(instance, sizeof instance, "bench-nodes-%d", (int)getpid());
+    snprintf(port, sizeof port, "127.0.0.1:%d", 20000 + (int)(getpid() % 20000));
+    setenv("TRNEMU_NODES", "2", 1);
+    setenv("NEURON_RT_ROOT_COMM_ID", port, 1);
+    setenv("TRNEMU_JOB_TOKEN", "bench-nodes-token", 1);
+    printf("2 nodes on this host, libfabric tcp on loopback\n");
+    printf("%-9s %10s %12s %14s %8s\n", "size", "ms/op", "busbw GB/s", "plain GB/s", "ratio");
+    static const uint64_t sizes[] = {1u << 20, 16u << 20, 64u << 20};
+    for (size_t i = 0; i < 3; i++) {
+        struct bench_case bc = {2, sizes[i], 0, NULL, true};
+        double plain = fabric_base_transfer(sizes[i], 5);
+        double t = run_case(&bc, instance);
+        printf("%5.0f MiB ", (double)sizes[i] / MIB);
+        if (t < 0 || plain < 0) {
+            printf("  FAILED\n");
+            continue;
+        }
+        double bus = (double)sizes[i] / t / 1e9, base = (double)sizes[i] / plain / 1e9;
+        printf("%10.2f %12.3f %14.3f %8.2f\n", t * 1e3, bus, base, bus / base);
+        fflush(stdout);
+    }
+    struct bench_case small = {2, 256, 500, NULL, true};
+    double t = run_case(&small, instance);
+    if (t < 0)
+        printf("small all-reduce across 2 nodes: FAILED\n");
+    else
+        printf("small all-reduce (256 B f32) across 2 nodes: %.1f us per operation\n", t * 1e6);
 }
 
 int main(int argc, char **argv)
@@ -213,6 +267,10 @@ int main(int argc, char **argv)
     double budget = (b != NULL ? atof(b) : 6.0) * 1024 * MIB;
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         sweep(instance);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "nodes") == 0) {
+        nodes();
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "latency") == 0) {

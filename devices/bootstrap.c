@@ -175,7 +175,7 @@ struct boot_root {
 
 static void boot_drop(struct boot_pending *p, const char *why)
 {
-    LOG_WARN("NCCL", "bootstrap: rejected a connection from %s: %s", p->peer, why);
+    LOG_ERROR("NCCL", "bootstrap: rejected a connection from %s: %s", p->peer, why);
     close(p->fd);
     p->fd = -1;
 }
@@ -396,35 +396,56 @@ static NRT_STATUS boot_client_reply(int fd, const struct node_job *j, uint32_t w
     return NRT_SUCCESS;
 }
 
+/* The local address this host uses towards the root (a UDP "connect"
+ * sends nothing), so that the endpoint is open before the hello goes. */
+static NRT_STATUS boot_source(const struct node_job *j, char *src, size_t cap)
+{
+    struct addrinfo *ai = boot_resolve(j, false);
+    if (ai == NULL)
+        return NRT_INVALID;
+    int fd = socket(ai->ai_family, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof ss;
+    bool ok = fd >= 0 && connect(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+              getsockname(fd, (struct sockaddr *)&ss, &sl) == 0;
+    if (ok)
+        boot_addr_text((struct sockaddr *)&ss, src, cap);
+    else
+        LOG_ERROR("NCCL", "bootstrap: no route to NEURON_RT_ROOT_COMM_ID %s:%s: %s", j->host,
+                  j->port, strerror(errno));
+    if (fd >= 0)
+        close(fd);
+    freeaddrinfo(ai);
+    return ok ? NRT_SUCCESS : NRT_TIMEOUT;
+}
+
 static NRT_STATUS boot_client(const struct node_job *j, uint32_t world, uint32_t rank,
                               struct boot_entry *me, boot_addr_fn addr_fn, void *arg,
                               uint64_t deadline_ns, struct boot_entry *table)
 {
+    char src[64];
+    NRT_STATUS st = boot_source(j, src, sizeof src);
+    if (st == NRT_SUCCESS)
+        st = addr_fn(arg, src, me);
+    if (st != NRT_SUCCESS)
+        return st;
     int fd = boot_connect(j, deadline_ns);
     if (fd < 0)
         return fd == -2 ? NRT_INVALID : NRT_TIMEOUT;
-    struct sockaddr_storage ss;
-    socklen_t sl = sizeof ss;
-    char src[64];
-    getsockname(fd, (struct sockaddr *)&ss, &sl);
-    boot_addr_text((struct sockaddr *)&ss, src, sizeof src);
-    NRT_STATUS st = addr_fn(arg, src, me);
-    if (st == NRT_SUCCESS) {
-        struct boot_hello h;
-        memset(&h, 0, sizeof h);
-        h.magic = BOOT_MAGIC;
-        h.version = BOOT_VERSION;
-        memcpy(h.token, j->token, strnlen(j->token, NODE_TOKEN_MAX));
-        h.world = world;
-        h.rank = rank;
-        h.e = *me;
-        if (boot_send_all(fd, &h, sizeof h)) {
-            st = boot_client_reply(fd, j, world, deadline_ns, table);
-        } else {
-            LOG_ERROR("NCCL", "bootstrap: cannot send the hello to rank 0 at %s:%s: %s",
-                      j->host, j->port, strerror(errno));
-            st = NRT_EXEC_HW_ERR_COLLECTIVES;
-        }
+    struct boot_hello h;
+    memset(&h, 0, sizeof h);
+    h.magic = BOOT_MAGIC;
+    h.version = BOOT_VERSION;
+    memcpy(h.token, j->token, strnlen(j->token, NODE_TOKEN_MAX));
+    h.world = world;
+    h.rank = rank;
+    h.e = *me;
+    if (boot_send_all(fd, &h, sizeof h)) {
+        st = boot_client_reply(fd, j, world, deadline_ns, table);
+    } else {
+        LOG_ERROR("NCCL", "bootstrap: cannot send the hello to rank 0 at %s:%s: %s", j->host,
+                  j->port, strerror(errno));
+        st = NRT_EXEC_HW_ERR_COLLECTIVES;
     }
     close(fd);
     return st;

@@ -647,6 +647,28 @@ static bool coll_comm_current(const struct coll_comm *c, const struct machine *m
     return c->m == m && stat(c->path, &sb) == 0 && sb.st_dev == c->dev && sb.st_ino == c->ino;
 }
 
+NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t world)
+{
+    char key[64];
+    coll_job_key(key, sizeof key);
+    NRT_STATUS st = NRT_SUCCESS;
+    pthread_mutex_lock(&coll_reg_lock);
+    for (struct coll_comm *c = coll_reg; c != NULL && st == NRT_SUCCESS; c = c->next) {
+        if (c->world != world || c->rank != rank || strcmp(c->key, key) != 0 ||
+            !coll_comm_current(c, m))
+            continue;
+        for (uint32_t r = 0; r < world; r++)
+            if (r != rank && !coll_rank_alive(c, r, true)) {
+                LOG_ERROR("NCCL", "rank %u: rank %u of the communicator has left (its process "
+                          "ended): no collective can run on it", rank, r);
+                st = NRT_EXEC_HW_ERR_COLLECTIVES;
+                break;
+            }
+    }
+    pthread_mutex_unlock(&coll_reg_lock);
+    return st;
+}
+
 NRT_STATUS coll_comm_get(struct machine *m, uint32_t gvnc, uint32_t rank, uint32_t world,
                          uint64_t deadline_ns, struct coll_comm **out)
 {

@@ -71,6 +71,10 @@ uint64_t coll_deadline(void);
  * did not join in time, NRT_INVALID for bad arguments or a rank held by
  * another live process (another job with the same id), NRT_RESOURCE when
  * the shared file cannot be made. Callers hold rt_enter(). */
+/* A communicator this process already joined as (rank, world): is every
+ * other rank's process still there? NRT_EXEC_HW_ERR_COLLECTIVES (one log
+ * line) when one has left; NRT_SUCCESS when all are there or none joined. */
+NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t world);
 NRT_STATUS coll_comm_get(struct machine *m, uint32_t gvnc, uint32_t rank, uint32_t world,
                          uint64_t deadline_ns, struct coll_comm **out);
 /* The communicator a process built on machine-wide VNC gvnc

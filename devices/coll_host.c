@@ -252,6 +252,8 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
     x->rank = comm->ctx_device_id;
     x->world = comm->ctx_device_count;
     x->ngroup = comm->rank_n;
+    if (st == NRT_SUCCESS)  /* a communicator whose peers left cannot run anything */
+        st = coll_comm_peers_check(rt_machine(), x->rank, x->world);
     if (st == NRT_SUCCESS && (x->group = malloc(x->ngroup * sizeof *x->group)) == NULL)
         st = NRT_RESOURCE;
     if (st == NRT_SUCCESS) {

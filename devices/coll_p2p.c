@@ -450,10 +450,14 @@ NRT_STATUS coll_p2p_close(int lnc)
 {
     pthread_mutex_lock(&p2p_lock);
     NRT_STATUS st = NRT_SUCCESS;
-    if (lnc < 0 || lnc >= CONFIG_MAX_VNCS || !p2p_on[lnc]) {
-        LOG_ERROR("NRT", "LNC %d: sendrecv was not initialised", lnc);
+    if (lnc < 0 || lnc >= CONFIG_MAX_VNCS) {
+        LOG_ERROR("NRT", "LNC %d is not a valid LNC (0 to %d)", lnc, CONFIG_MAX_VNCS - 1);
         pthread_mutex_unlock(&p2p_lock);
-        return NRT_FAILURE;
+        return NRT_INVALID;
+    }
+    if (!p2p_on[lnc]) {  /* never initialised or connected: closing is safe */
+        pthread_mutex_unlock(&p2p_lock);
+        return NRT_SUCCESS;
     }
     for (struct nrt_async_sendrecv_comm **pp = &p2p_comms; *pp != NULL;) {
         struct nrt_async_sendrecv_comm *c = *pp;
@@ -461,9 +465,9 @@ NRT_STATUS coll_p2p_close(int lnc)
             pp = &c->next;
             continue;
         }
-        if (c->pending != 0 || !c->connected) {
-            LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that %s", lnc,
-                      c->peer_lnc, c->pending ? "has requests in flight" : "is not connected");
+        if (c->pending != 0) {  /* a communicator never connected closes quietly */
+            LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that has requests in "
+                      "flight", lnc, c->peer_lnc);
             st = NRT_FAILURE;
         }
         for (struct nrt_async_sendrecv_request **rp = &p2p_reqs; *rp != NULL;) {

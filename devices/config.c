@@ -84,20 +84,36 @@ static NRT_STATUS config_profile(struct machine_config *cfg)
     return NRT_SUCCESS;
 }
 
+/* One LNC variable: 0 when unset, else the size (-1 logged when bad). */
+static long config_lnc_var(const struct dev_profile *p, const char *name)
+{
+    const char *s = getenv(name), *orig = s;
+    if (s == NULL || *s == '\0')
+        return 0;
+    long v = config_number(&s);
+    if (v < 0 || *s != '\0' || !profile_lnc_ok(p, (uint32_t)v)) {
+        LOG_ERROR("TDRV", "%s=\"%s\" is not a logical core size %s accepts", name, orig,
+                  p->name);
+        return -1;
+    }
+    return v;
+}
+
+/* NEURON_RT_VIRTUAL_CORE_SIZE (the runtime's name) or NEURON_LOGICAL_NC_CONFIG
+ * (the frameworks'); both set must agree. */
 static NRT_STATUS config_lnc(struct machine_config *cfg)
 {
     const struct dev_profile *p = cfg->profile;
-    const char *s = getenv("NEURON_LOGICAL_NC_CONFIG");
-    cfg->lnc = p->lnc_default;
-    if (s == NULL || *s == '\0')
-        return NRT_SUCCESS;
-    long v = config_number(&s);
-    if (v < 0 || *s != '\0' || !profile_lnc_ok(p, (uint32_t)v)) {
-        LOG_ERROR("TDRV", "NEURON_LOGICAL_NC_CONFIG=\"%s\" is not a logical core size %s accepts",
-                  getenv("NEURON_LOGICAL_NC_CONFIG"), p->name);
+    long a = config_lnc_var(p, "NEURON_RT_VIRTUAL_CORE_SIZE");
+    long b = a < 0 ? 0 : config_lnc_var(p, "NEURON_LOGICAL_NC_CONFIG");
+    if (a < 0 || b < 0)
+        return NRT_INVALID;
+    if (a > 0 && b > 0 && a != b) {
+        LOG_ERROR("TDRV", "NEURON_RT_VIRTUAL_CORE_SIZE=%ld and NEURON_LOGICAL_NC_CONFIG=%ld "
+                  "disagree", a, b);
         return NRT_INVALID;
     }
-    cfg->lnc = (uint32_t)v;
+    cfg->lnc = a > 0 ? (uint32_t)a : b > 0 ? (uint32_t)b : p->lnc_default;
     return NRT_SUCCESS;
 }
 

@@ -3,14 +3,19 @@
  */
 #include "devices/exec.h"
 
+#include <errno.h>
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "devices/async.h"
 #include "devices/channel.h"
 #include "devices/coll.h"
+#include "devices/env.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
 #include "devices/tensor.h"
@@ -18,6 +23,7 @@
 #include "devices/worker.h"
 #include "devices/status.h"
 #include "emu/log.h"
+#include "emu/neff/npy.h"
 #include "emu/num/numerics.h"
 #include "nrt/nrt_status.h"
 
@@ -109,10 +115,12 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
                   "zero-filled outputs instead)", m->neff->info.name);
         return NRT_UNSUPPORTED_NEFF_VERSION;
     }
-    if (!atomic_exchange(&m->stand_in_warned, true))
+    if (!atomic_exchange(&m->stand_in_warned, true)) {
+        instance_use_stand_in(rt_machine()->inst, m->gvnc);
         LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
                  "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
                  m->neff->info.name);
+    }
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);
@@ -212,19 +220,92 @@ static bool exec_nonfinite(const uint8_t *p, uint32_t dtype, uint64_t bytes, uin
     return false;
 }
 
-/* NaN/Inf in a float output: NRT_EXEC_COMPLETED_WITH_NUM_ERR (outputs kept). */
+/* Is there a NaN among the float elements at p (infinities ignored)? */
+static bool exec_has_nan(const uint8_t *p, uint32_t dtype, uint64_t bytes, uint64_t *at)
+{
+    size_t es = num_dtype_size(dtype);
+    if (!num_dtype_is_float(dtype) || es == 0)
+        return false;
+    size_t n = (size_t)(bytes / es);
+    float buf[1024];
+    for (size_t i = 0; i < n; i += 1024) {
+        size_t k = n - i < 1024 ? n - i : 1024;
+        (void)num_load_f32(buf, p + i * es, dtype, 1, k);
+        for (size_t j = 0; j < k; j++) {
+            if (buf[j] != buf[j]) {
+                *at = i + j;
+                return true;
+            }
+        }
+    }
+    return false;
+}
+
+/* A reportable value in a float output: NRT_EXEC_COMPLETED_WITH_NUM_ERR
+ * (outputs kept). What counts follows NEURON_RT_NUMERICAL_ERRORS_VERBOSITY:
+ * none: nothing; critical, debug: NaN; verbose or unset: NaN and Inf. */
 static NRT_STATUS exec_check_numerics(const nrt_model_t *m, const struct exec_binding *b)
 {
+    enum env_numerr v = env_get()->numerr;
+    bool nan_only = v == ENV_NUMERR_CRITICAL || v == ENV_NUMERR_DEBUG;
+    if (v == ENV_NUMERR_NONE)
+        return NRT_SUCCESS;
     for (uint32_t i = 0; i < b->n; i++) {
         const struct neff_io *io = &m->neff->io[i];
         uint64_t at;
-        if (io->is_output && exec_nonfinite(b->views[i].va, io->dtype, b->views[i].size, &at)) {
-            LOG_ERROR("NRT", "execution of '%s' produced NaN/Inf: output '%s' element %" PRIu64,
-                      m->neff->info.name, io->name, at);
+        if (!io->is_output)
+            continue;
+        if (nan_only ? exec_has_nan(b->views[i].va, io->dtype, b->views[i].size, &at)
+                     : exec_nonfinite(b->views[i].va, io->dtype, b->views[i].size, &at)) {
+            LOG_ERROR("NRT", "execution of '%s' produced %s: output '%s' element %" PRIu64,
+                      m->neff->info.name, nan_only ? "NaN" : "NaN/Inf", io->name, at);
             return NRT_EXEC_COMPLETED_WITH_NUM_ERR;
         }
     }
     return NRT_SUCCESS;
+}
+
+/* NEURON_RT_DBG_DUMP_INPUTS_ON_ERR: the inputs of a failed execution as
+ * .npy files in nrt_inputs_<pid>_<model>_<n>/ (one log line saying where). */
+static void exec_dump_inputs(const nrt_model_t *m, const struct exec_binding *b)
+{
+    static _Atomic uint32_t seq;
+    char dir[512];
+    snprintf(dir, sizeof dir, "nrt_inputs_%d_%s_%u", (int)getpid(), m->neff->info.name,
+             atomic_fetch_add(&seq, 1));
+    for (char *c = dir; *c; c++)
+        if (*c == '/')
+            *c = '_';
+    if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
+        LOG_ERROR("NRT", "NEURON_RT_DBG_DUMP_INPUTS_ON_ERR: cannot create %s", dir);
+        return;
+    }
+    uint32_t written = 0;
+    for (uint32_t i = 0; i < b->n; i++) {
+        const struct neff_io *io = &m->neff->io[i];
+        uint64_t shape[NEFF_IO_MAX_DIMS];
+        uint8_t *npy = NULL;
+        size_t len = 0;
+        const char *descr = npy_descr_for_dtype(io->dtype);
+        for (uint32_t d = 0; d < io->ndim; d++)
+            shape[d] = io->shape[d];
+        if (io->is_output || descr == NULL ||
+            npy_write(descr, shape, io->ndim, b->views[i].va, io->size, &npy, &len) != EMU_OK)
+            continue;
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s.npy", dir, io->name);
+        for (char *c = path + strlen(dir) + 1; *c; c++)
+            if (*c == '/')
+                *c = '_';
+        FILE *f = fopen(path, "wb");
+        if (f != NULL && fwrite(npy, 1, len, f) == len)
+            written++;
+        if (f != NULL)
+            fclose(f);
+        free(npy);
+    }
+    LOG_ERROR("NRT", "NEURON_RT_DBG_DUMP_INPUTS_ON_ERR: %u input(s) of '%s' written to %s/",
+              written, m->neff->info.name, dir);
 }
 
 /* ---- collectives ------------------------------------------------------------ */
@@ -409,8 +490,11 @@ NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
 static void exec_request_done(struct exec_request *r, NRT_STATUS st)
 {
     nrt_model_t *m = r->m;
+    if (st != NRT_SUCCESS && env_get()->dump_inputs_on_err)
+        exec_dump_inputs(m, &r->b);
     if (st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR) {
         atomic_fetch_add(&m->executions, r->repeat);
+        instance_use_executions(rt_machine()->inst, m->gvnc, r->repeat);
         for (uint32_t i = 0; i < r->b.n; i++)
             if (m->neff->io[i].is_output)
                 tensor_completion_bump(r->b.tensors[i]);

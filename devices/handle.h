@@ -20,6 +20,7 @@ enum handle_kind {
     HANDLE_TENSOR = 1,
     HANDLE_TENSOR_SET = 2,
     HANDLE_MODEL = 3,
+    HANDLE_TENSOR_INFO = 4,  /* an nrt_tensor_info_array_t handed out */
 };
 
 void handle_lock(void);

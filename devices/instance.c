@@ -507,8 +507,10 @@ static NRT_STATUS instance_claim(struct instance *inst)
                   "VNC %u is owned by pid %d", req, inst->dir, v, (int)c->owner[v].pid);
         return NRT_RESOURCE;
     }
-    for (uint32_t i = 0; i < inst->cfg.visible_count; i++)
+    for (uint32_t i = 0; i < inst->cfg.visible_count; i++) {
         c->owner[inst->cfg.visible[i]] = inst->self;
+        memset(&c->use[inst->cfg.visible[i]], 0, sizeof c->use[0]);
+    }
     return NRT_SUCCESS;
 }
 
@@ -525,7 +527,37 @@ static void instance_release(struct instance *inst, bool punch)
             instance_hbm_discard(inst, s.chip, s.off, s.len);
         }
         memset(&c->owner[v], 0, sizeof c->owner[v]);
+        memset(&c->use[v], 0, sizeof c->use[v]);
     }
+}
+
+void instance_use_model(struct instance *inst, uint32_t vnc, const char *name,
+                        bool was_stand_in)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS)
+        return;
+    struct instance_vnc_use *u = &inst->ctl->use[vnc];
+    if (name != NULL) {
+        snprintf(u->model, sizeof u->model, "%s", name);
+        atomic_fetch_add(&u->models, 1);
+        return;
+    }
+    if (atomic_load(&u->models) > 0 && atomic_fetch_sub(&u->models, 1) == 1)
+        u->model[0] = '\0';
+    if (was_stand_in && atomic_load(&u->stand_ins) > 0)
+        atomic_fetch_sub(&u->stand_ins, 1);
+}
+
+void instance_use_stand_in(struct instance *inst, uint32_t vnc)
+{
+    if (inst != NULL && vnc < CONFIG_MAX_VNCS)
+        atomic_fetch_add(&inst->ctl->use[vnc].stand_ins, 1);
+}
+
+void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n)
+{
+    if (inst != NULL && vnc < CONFIG_MAX_VNCS)
+        atomic_fetch_add(&inst->ctl->use[vnc].executions, n);
 }
 
 static NRT_STATUS instance_register(struct instance *inst)

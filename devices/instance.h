@@ -32,7 +32,7 @@
 #include "nrt/nrt_status.h"
 
 #define INSTANCE_CTL_MAGIC 0x314c54434d454e52ull /* "RNEMCTL1" little-endian */
-#define INSTANCE_CTL_VERSION 1u
+#define INSTANCE_CTL_VERSION 2u
 /* Processes attached at once (each owns at least one VNC). */
 #define INSTANCE_MAX_PROCS CONFIG_MAX_VNCS
 /* Longest instance name accepted. */
@@ -53,6 +53,18 @@ struct instance_link_stat {
     _Atomic uint64_t messages; /* transfers carried */
 };
 
+/* Longest model name kept per VNC (with its NUL). */
+#define INSTANCE_MODEL_NAME 64
+
+/* What runs on one VNC; written only by the process that owns it, reset
+ * when the VNC is claimed or given back. */
+struct instance_vnc_use {
+    char model[INSTANCE_MODEL_NAME]; /* name of the model loaded last, "" when none */
+    _Atomic uint32_t models;         /* models loaded now */
+    _Atomic uint32_t stand_ins;      /* of those, vendor NEFFs run as zero-filling stand-ins */
+    _Atomic uint64_t executions;     /* executions completed since the VNC was claimed */
+};
+
 /* The control block, shared by every attached process. The process table
  * and owners change only under the lock; the link counters are atomics. */
 struct instance_ctl {
@@ -69,6 +81,7 @@ struct instance_ctl {
     struct instance_proc procs[INSTANCE_MAX_PROCS]; /* attached processes */
     struct instance_proc owner[CONFIG_MAX_VNCS];    /* owner of each VNC */
     struct instance_link_stat links[TOPO_MAX_LINKS][2]; /* per link, per direction */
+    struct instance_vnc_use use[CONFIG_MAX_VNCS];        /* per VNC: models and executions */
 };
 
 /* A process's attachment (process-local). */
@@ -107,6 +120,14 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
  * attaching. NRT_UNINITIALIZED when there is none, NRT_INVALID (one log
  * line) when it is corrupt. *live: some attached process is alive. */
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
+
+/* Per-VNC use counters of the owner (vnc machine-wide): a model loaded
+ * (name) or unloaded (name NULL; was_stand_in: it had run as a stand-in),
+ * a model that starts running as a stand-in, executions completed. */
+void instance_use_model(struct instance *inst, uint32_t vnc, const char *name,
+                        bool was_stand_in);
+void instance_use_stand_in(struct instance *inst, uint32_t vnc);
+void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n);
 
 /* Does the process still run (and is it the one that started then)? */
 bool instance_pid_alive(int32_t pid, uint64_t start_time);

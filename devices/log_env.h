@@ -12,4 +12,9 @@
 /* Read the environment again and hand the result to emu/log. */
 void log_env_load(void);
 
+/* NEURON_RT_LOG_LOCATION (at nrt_init): console (stderr, the default),
+ * syslog, or a file path opened for appending; then log_env_load. -1 when
+ * the file cannot be opened (the location stays as it was). */
+int log_env_location(void);
+
 #endif

@@ -2,6 +2,7 @@
  * model.c: loading, describing and unloading models (see model.h).
  */
 #include "devices/model.h"
+#include "devices/env.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -292,6 +293,8 @@ void model_bind_program(struct model_sg *ms, uint8_t *const *io_va, const uint64
 static void model_release(struct nrt_model *m)
 {
     struct machine *mach = rt_machine();
+    if (m->use_counted)
+        instance_use_model(mach->inst, m->gvnc, NULL, atomic_load(&m->stand_in_warned));
     for (uint32_t s = 0; m->sgs != NULL && s < m->nsgs; s++) {
         struct model_sg *ms = &m->sgs[s];
         for (uint32_t i = 0; ms->vars != NULL && i < ms->sg->n_vars; i++)
@@ -380,9 +383,7 @@ static NRT_STATUS model_pick_vnc(int32_t vnc, int *local, uint32_t *gvnc)
 
 static bool model_validate_hash(void)
 {
-    const char *v = getenv("NEURON_RT_VALIDATE_HASH");
-    return v != NULL && (strcasecmp(v, "true") == 0 || strcmp(v, "1") == 0 ||
-                         strcasecmp(v, "yes") == 0);
+    return env_bool(getenv("NEURON_RT_VALIDATE_HASH"), 0) == 1;
 }
 
 static NRT_STATUS model_parse(const void *bytes, size_t size, struct neff_model **out)
@@ -461,6 +462,8 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
         model_release(m);
         return st;
     }
+    instance_use_model(rt_machine()->inst, m->gvnc, m->neff->info.name, false);
+    m->use_counted = true;
     LOG_INFO("NRT", "loaded '%s' on VNC %d: %u subgraph(s), %" PRIu64 " bytes of device memory%s",
              m->neff->info.name, m->vnc, m->nsgs, m->hbm_bytes,
              m->runnable ? "" : " (foreign NEFF: metadata only)");
@@ -539,13 +542,31 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
         memcpy(shape, io->shape, io->ndim * sizeof(uint32_t));
         shape += io->ndim;
     }
+    handle_lock();
+    NRT_STATUS st = handle_add(a, HANDLE_TENSOR_INFO);
+    handle_unlock();
+    if (st != NRT_SUCCESS) {
+        free(a);
+        return st;
+    }
     *out = a;
     return NRT_SUCCESS;
 }
 
-void model_free_tensor_info(nrt_tensor_info_array_t *info)
+NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info)
 {
+    handle_lock();
+    bool live = handle_has(info, HANDLE_TENSOR_INFO);
+    if (live)
+        handle_remove(info);
+    handle_unlock();
+    if (!live) {
+        LOG_ERROR("NRT", "%p is not a tensor info array from nrt_get_model_tensor_info (or was "
+                  "freed already)", (void *)info);
+        return NRT_INVALID;
+    }
     free(info);
+    return NRT_SUCCESS;
 }
 
 /* ---- teardown ---------------------------------------------------------- */

@@ -50,6 +50,7 @@ struct nrt_model {
     struct neff_model *neff;      /* metadata; owns strings and constants */
     bool runnable;                /* carries trnemu's ISA */
     atomic_bool stand_in_warned;  /* foreign: the stand-in warning was logged */
+    bool use_counted;             /* counted in the instance's per-VNC use table */
     struct model_sg *sgs;         /* neff->n_sgs entries */
     uint32_t nsgs;                /* subgraphs */
     bool has_scratch;             /* scratch below is allocated */
@@ -94,7 +95,8 @@ void model_unpin(nrt_model_t *m);
 /* The I/O tensors as the vendor API describes them (one malloc'd block,
  * freed by model_free_tensor_info). */
 NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out);
-void model_free_tensor_info(nrt_tensor_info_array_t *info);
+/* NRT_INVALID (one log line) for a pointer it did not hand out. */
+NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info);
 
 /* Before an execution: point the program's input/output variables at the
  * bound tensors (io_va/io_size by neff io index) and its state-buffer

@@ -8,6 +8,7 @@
 
 #include "devices/async.h"
 #include "devices/coll.h"
+#include "devices/env.h"
 #include "devices/log_env.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
@@ -92,7 +93,9 @@ NRT_STATUS rt_init(uint32_t framework)
     log_env_load();
     async_configure();
     struct machine_config cfg;
-    NRT_STATUS st = config_from_env(&cfg);
+    NRT_STATUS st = env_load();
+    if (st == NRT_SUCCESS)
+        st = config_from_env(&cfg);
     struct machine *m = NULL;
     if (st == NRT_SUCCESS)
         st = machine_create(&cfg, &m);

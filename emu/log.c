@@ -24,6 +24,7 @@ static const char *const log_level_names[] = {
 static _Atomic int log_global_level = LOG_LVL_ERROR;
 static int (*_Atomic log_subsys_fn)(const char *subsys);
 static size_t (*_Atomic log_ident_fn)(char *buf, size_t cap);
+static void (*_Atomic log_sink_fn)(int level, const char *line, size_t len);
 
 int log_level_parse(const char *name)
 {
@@ -41,6 +42,7 @@ void log_configure(const struct log_config *cfg)
 {
     atomic_store(&log_subsys_fn, cfg->subsys_level);
     atomic_store(&log_ident_fn, cfg->ident);
+    atomic_store(&log_sink_fn, cfg->sink);
     atomic_store(&log_global_level, cfg->level);
 }
 
@@ -89,6 +91,11 @@ void log_write(enum log_level level, const char *subsys, const char *func,
     if (n > 0)
         len += (size_t)n < sizeof line - len - 1 ? (size_t)n : sizeof line - len - 2;
     line[len++] = '\n';
+    void (*sink)(int, const char *, size_t) = atomic_load(&log_sink_fn);
+    if (sink != NULL) {
+        sink((int)level, line, len);
+        return;
+    }
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
 }

@@ -40,6 +40,8 @@ struct log_config {
     int level;                               /* global level (enum log_level) */
     int (*subsys_level)(const char *subsys); /* a subsystem's own level, -1: the global one; NULL: none */
     size_t (*ident)(char *buf, size_t cap);  /* writes the caller's "pid:tid"; NULL: "-" */
+    void (*sink)(int level, const char *line, size_t len); /* takes each line (with its
+                                                 newline); NULL: stderr */
 };
 
 /* Replace the configuration (any thread, any time). */

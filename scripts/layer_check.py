@@ -31,8 +31,8 @@ LAYERS = ("emu", "devices", "store", "shims", "tools")
 TOOLS_INTERNAL = {
     "emu/log.h", "emu/status.h", "emu/isa/asm.h", "emu/isa/disasm.h",
     "emu/neff/npy.h", "emu/num/numerics.h",
-    "devices/config.h", "devices/instance.h", "devices/topology.h",
-    "devices/log_env.h", "devices/node.h",
+    "devices/config.h", "devices/instance.h", "devices/node.h", "devices/topology.h",
+    "devices/log_env.h",
     "store/calllog_replay.h", "store/snap_query.h",
 }
 

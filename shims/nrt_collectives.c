@@ -20,6 +20,7 @@
 NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
                                      uint32_t rank_input_size, void *input, void *output)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(rank_input_size == 0 || (input != NULL && output != NULL),
@@ -33,6 +34,7 @@ NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t
 
 NRT_EXPORT NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_ENTER();
@@ -44,6 +46,7 @@ NRT_EXPORT NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_
 NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
                                             uint32_t g_device_count)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_ENTER();
@@ -55,6 +58,7 @@ NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
 NRT_EXPORT NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id,
                                               uint32_t g_device_count)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(vnc <= INT32_MAX, "VNC %u is out of range", vnc);
@@ -69,6 +73,7 @@ NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *in
                                       nrt_op_type_t op, nrt_cc_op_type_t cc_op,
                                       nrt_cc_context_t **cc_ctx)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(comm != NULL && input != NULL && output != NULL && cc_ctx != NULL,
                  "comm, input, output or cc_ctx is NULL");
     SHIM_ENTER();
@@ -84,6 +89,7 @@ NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *in
 NRT_EXPORT NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx, int queue,
                                        nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(cc_ctx != NULL && *cc_ctx != NULL, "cc_ctx or *cc_ctx is NULL");
     SHIM_ENTER();
     nrta_seq_t seq = 0;

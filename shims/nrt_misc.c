@@ -45,6 +45,7 @@ NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_siz
 
 NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE((dest != NULL && src != NULL) || size == 0, "dest or src is NULL");
     SHIM_ENTER();
     bool inside = size == 0 || machine_hbm_contains(rt_machine(), dest, size);

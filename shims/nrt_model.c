@@ -12,6 +12,7 @@
 static NRT_STATUS shim_load(const void *neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
                             nrt_model_t **model)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(neff_bytes != NULL && model != NULL, "neff_bytes or model is NULL");
     SHIM_REQUIRE(size > 0, "the NEFF is 0 bytes long");
     SHIM_REQUIRE(vnc >= -1, "VNC %d: use -1 (first free VNC) or a visible VNC index", (int)vnc);
@@ -33,6 +34,7 @@ NRT_EXPORT NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, 
                                            int32_t vnc_count, uint32_t ctx_device_id,
                                            uint32_t ctx_device_count, nrt_model_t **model)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(ctx_device_count > 0 && ctx_device_id < ctx_device_count,
                  "ctx_device_id %u is not below ctx_device_count %u", ctx_device_id,
                  ctx_device_count);
@@ -44,6 +46,7 @@ NRT_EXPORT NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, 
 
 NRT_EXPORT NRT_STATUS nrt_unload(nrt_model_t *model)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL, "model is NULL");
     SHIM_ENTER();
     NRT_STATUS st = model_unload(model);
@@ -76,6 +79,7 @@ static void shim_model_leave(const nrt_model_t *model)
 NRT_EXPORT NRT_STATUS nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                   nrt_tensor_set_t *output_set)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL && input_set != NULL && output_set != NULL,
                  "model, input_set or output_set is NULL");
     NRT_STATUS st = shim_model_enter(model);
@@ -89,6 +93,7 @@ NRT_EXPORT NRT_STATUS nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *in
 NRT_EXPORT NRT_STATUS nrt_execute_repeat(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                          nrt_tensor_set_t *output_set, int repeat_count)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL && input_set != NULL && output_set != NULL,
                  "model, input_set or output_set is NULL");
     SHIM_REQUIRE(repeat_count >= 1, "repeat_count %d is below 1", repeat_count);
@@ -103,6 +108,7 @@ NRT_EXPORT NRT_STATUS nrt_execute_repeat(nrt_model_t *model, const nrt_tensor_se
 /* A model always occupies exactly one VNC. */
 static NRT_STATUS shim_model_one(const nrt_model_t *model, uint32_t *out, const char *what)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL && out != NULL, "model or %s is NULL", what);
     NRT_STATUS st = shim_model_enter(model);
     if (st != NRT_SUCCESS)
@@ -131,6 +137,7 @@ NRT_EXPORT NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t 
 NRT_EXPORT NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
                                                 nrt_tensor_info_array_t **tensor_info)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL && tensor_info != NULL, "model or tensor_info is NULL");
     NRT_STATUS st = shim_model_enter(model);
     if (st != NRT_SUCCESS)
@@ -143,13 +150,13 @@ NRT_EXPORT NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
 NRT_EXPORT NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info)
 {
     SHIM_REQUIRE(tensor_info != NULL, "tensor_info is NULL");
-    model_free_tensor_info(tensor_info);
-    return NRT_SUCCESS;
+    return model_free_tensor_info(tensor_info);
 }
 
 NRT_EXPORT NRT_STATUS nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info,
                                          size_t info_size_in, size_t *info_size_out)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL && info != NULL && info_size_out != NULL,
                  "model, info or info_size_out is NULL");
     SHIM_REQUIRE(info_size_in > 0, "info_size_in is 0");

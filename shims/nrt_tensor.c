@@ -8,6 +8,7 @@
 NRT_EXPORT NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, int vnc,
                                           size_t size, const char *name, nrt_tensor_t **tensor)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_allocate(tensor_placement, vnc, size, name, tensor);
@@ -17,6 +18,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placemen
 
 NRT_EXPORT NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_allocate_empty(name, tensor);
@@ -28,6 +30,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_sourc
                                                 size_t size, const char *name,
                                                 nrt_tensor_t **tensor_slice)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor_source != NULL && tensor_slice != NULL,
                  "tensor_source or tensor_slice is NULL");
     SHIM_ENTER();
@@ -38,6 +41,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_sourc
 
 NRT_EXPORT NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_attach_buffer(tensor, buffer, size);
@@ -61,6 +65,7 @@ NRT_EXPORT void nrt_tensor_free(nrt_tensor_t **tensor)
 NRT_EXPORT NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset,
                                       size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
     SHIM_ENTER();
@@ -72,6 +77,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, siz
 NRT_EXPORT NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset,
                                        size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
     SHIM_ENTER();
@@ -83,6 +89,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, si
 NRT_EXPORT NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset,
                                       nrt_tensor_t *dst, size_t dst_offset, size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(src != NULL && dst != NULL, "src or dst is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_copy(src, src_offset, dst, dst_offset, size);
@@ -93,6 +100,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset
 NRT_EXPORT NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value,
                                         size_t size)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_memset(tensor, offset, value, size);
@@ -103,6 +111,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, i
 static NRT_STATUS shim_tensor_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches,
                                     bool write)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(batches != NULL || num_batches == 0, "batches is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_batch(batches, num_batches, write);
@@ -145,6 +154,7 @@ NRT_EXPORT void *nrt_tensor_get_va(const nrt_tensor_t *tensor)
 NRT_EXPORT NRT_STATUS nrt_tensor_get_device_allocation_info(
     const nrt_tensor_t *tensor, nrt_tensor_device_allocation_info_t *alloc_info)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL && alloc_info != NULL, "tensor or alloc_info is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_alloc_info(tensor, alloc_info);
@@ -156,6 +166,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *out
                                                          int64_t timeout,
                                                          uint64_t expected_completion_count)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_completion_wait(output_tensor, timeout, expected_completion_count);
@@ -165,6 +176,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *out
 
 NRT_EXPORT NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor)
 {
+    SHIM_GATE_FIRST();
     SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
     SHIM_ENTER();
     NRT_STATUS st = tensor_completion_reset(output_tensor);

@@ -52,6 +52,20 @@ static inline const char *shim_log_name(const char *func)
         }                                                                      \
     } while (0)
 
+/* First thing in a call that needs the runtime: before nrt_init (or after
+ * nrt_close) that is the status, whatever the arguments (the documented
+ * order: NRT_UNINITIALIZED before NRT_INVALID). SHIM_ENTER still decides
+ * under the gate. */
+#define SHIM_GATE_FIRST()                                                      \
+    do {                                                                       \
+        enum rt_state shim_s_ = rt_state();                                    \
+        if (shim_s_ != RT_OPEN) {                                              \
+            LOG_ERROR("NRT", "%s", shim_s_ == RT_UNINITIALIZED                 \
+                      ? "called before nrt_init()" : "called after nrt_close()"); \
+            return shim_s_ == RT_UNINITIALIZED ? NRT_UNINITIALIZED : NRT_CLOSED; \
+        }                                                                      \
+    } while (0)
+
 /* A function trnemu does not emulate (yet): one log line, NRT_FAILURE. */
 #define SHIM_NOT_EMULATED(why)                                                 \
     do {                                                                       \

@@ -25,6 +25,8 @@ static NRT_STATUS kernel_report(const trnemu_kernel_t *k, size_t before, emu_sta
     if (st == EMU_OK)
         return NRT_SUCCESS;
     size_t n = asm_error_count(k->asm_ctx);
+    if (n == before + 1 && strstr(asm_error_text(k->asm_ctx, before), "see the log line above"))
+        return nrt_status_of(st);  /* the validator logged the cause: one line */
     if (n > before + 1)
         LOG_ERROR("NRT", "%s (and %zu more)", asm_error_text(k->asm_ctx, before), n - before - 1);
     else if (n > before)

@@ -27,6 +27,11 @@
 
 /* Buffers from this size on are mmap'd (zero pages cost nothing). */
 #define RP_MMAP_MIN (1u << 20)
+/* Largest output buffer given to a call the recording saw fail: a call
+ * that failed on a huge size (nrt_tensor_read with SIZE_MAX) is re-issued
+ * with this much address space (reserved, never touched unless written),
+ * expecting the same failure. */
+#define RP_FAILED_OUT_CAP (1ull << 30)
 
 /* A recorded handle and the live object it stands for now. */
 struct rp_handle {
@@ -68,6 +73,7 @@ struct rp {
     int64_t calls;                    /* calls re-issued */
     int64_t skipped;                  /* calls skipped (@skip) */
     int64_t failures;                 /* recorded failing statuses reproduced */
+    bool cur_failed;                  /* the call being built failed when recorded */
     bool open;                        /* the runtime is initialised */
 };
 
@@ -447,7 +453,8 @@ static int rp_build_ptr(struct rp *r, int64_t seq, uint32_t i, const struct cl_a
         return rc;
     }
     case CL_R_OUT:
-        x->buf[i] = rp_alloc(mem, (size_t)da->size);
+        x->buf[i] = rp_alloc(mem, (size_t)(r->cur_failed && da->size > RP_FAILED_OUT_CAP
+                                               ? RP_FAILED_OUT_CAP : da->size));
         x->v[i].p = x->buf[i];
         return x->buf[i] != NULL ? 0 : CL_REPLAY_BAD_INPUT;
     default:
@@ -756,6 +763,7 @@ static int rp_one(struct rp *r, const struct cl_read_row *row, int id)
                 r->o->libnrt);
         rc = CL_REPLAY_CANNOT;
     }
+    r->cur_failed = fn->ret == CL_RET_STATUS && row->ret != NRT_SUCCESS;
     if (rc == 0)
         rc = rp_build(r, row->seq, &d, &x);
     if (rc == RP_SKIP) {

@@ -313,6 +313,21 @@ static void ls_stats_text(const char *dir, const struct instance_ctl *c)
                instance_pid_alive(pr->pid, pr->start_time) ? "" : "(gone)", n, n == 1 ? "" : "s",
                n ? vncs : "-");
     }
+    printf("models (per VNC):\n");
+    uint32_t shown = 0;
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        uint32_t models = atomic_load(&u->models), stand = atomic_load(&u->stand_ins);
+        if (models == 0)
+            continue;
+        shown++;
+        printf("  vnc %-4u %.*s%s (%u loaded), %llu executions%s\n", v,
+               (int)sizeof u->model, u->model, models > 1 ? " and others" : "", models,
+               (unsigned long long)atomic_load(&u->executions),
+               stand ? "  STAND-IN: vendor NEFF, outputs are zeros, not computed" : "");
+    }
+    if (shown == 0)
+        printf("  (none loaded)\n");
     printf("links (bytes and messages; a->b is the direction from the first chip):\n");
     printf("  %4s  %-7s  %14s %10s  %14s %10s\n", "LINK", "CHIPS", "a->b BYTES", "MSGS",
            "b->a BYTES", "MSGS");
@@ -347,6 +362,18 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
                                                instance_pid_alive(pr->pid, pr->start_time),
                                                "vncs", vncs));
     }
+    json_t *models = json_array();
+    for (uint32_t v = 0; v < c->total_vncs && v < CONFIG_MAX_VNCS; v++) {
+        const struct instance_vnc_use *u = &c->use[v];
+        char name[INSTANCE_MODEL_NAME + 1];
+        snprintf(name, sizeof name, "%.*s", (int)sizeof u->model, u->model);
+        if (atomic_load(&u->models) > 0)
+            json_array_append_new(models, json_pack(
+                "{s:i, s:s, s:i, s:I, s:b}", "vnc", (int)v, "model", name, "loaded",
+                (int)atomic_load(&u->models), "executions",
+                (json_int_t)atomic_load(&u->executions), "stand_in",
+                atomic_load(&u->stand_ins) > 0));
+    }
     for (uint32_t l = 0; l < c->nlinks; l++) {
         uint32_t a, b;
         topo_link_ends(p, l, &a, &b);
@@ -357,10 +384,10 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
             (json_int_t)atomic_load(&c->links[l][1].bytes), "messages_ba",
             (json_int_t)atomic_load(&c->links[l][1].messages)));
     }
-    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o}", "instance", dir,
+    return ls_json_print(json_pack("{s:s, s:b, s:s, s:i, s:i, s:o, s:o, s:o}", "instance", dir,
                                    "live", 1, "instance_type", c->profile, "lnc", (int)c->lnc,
                                    "total_vncs", (int)c->total_vncs, "processes", procs,
-                                   "links", links));
+                                   "models", models, "links", links));
 }
 
 static int ls_stats(bool json)

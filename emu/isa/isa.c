@@ -314,9 +314,13 @@ static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm
         return fault(f, fi, "operand '%s': partition count %u out of 1..128", nm,
                      ap->num_part);
     if (ap->mem == ISA_MEM_HBM) {
+        size_t es = isa_dtype_size(ap->dtype);
         if (ap->start_part != 0)
             return fault(f, fi, "operand '%s': start partition %u in HBM (must be 0)",
                          nm, ap->start_part);
+        if (es > 1 && ap->offset % es != 0)  /* steps count elements from here */
+            return fault(f, fi, "operand '%s': HBM offset %llu is not a multiple of the "
+                         "%zu-byte element size", nm, (unsigned long long)ap->offset, es);
         return EMU_OK;
     }
     if (ap->var_id != 0)

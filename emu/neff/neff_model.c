@@ -1066,6 +1066,8 @@ static emu_status io_check(const struct neff_model *m, const struct neff_io *io)
     uint64_t size = 0;
     if (io->name == NULL || io->name[0] == '\0')
         why = "empty name";
+    else if (strlen(io->name) >= NEFF_IO_NAME_MAX)
+        why = "name of 256 bytes or more (a tensor name holds at most 255)";
     else if (neff_model_find_io(m, io->name) != io)
         why = "duplicate name";
     else if (neff_dtype_size(io->dtype) == 0)
@@ -1077,7 +1079,7 @@ static emu_status io_check(const struct neff_model *m, const struct neff_io *io)
         why = "size does not equal the product of shape times the dtype size";
     if (why == NULL)
         return EMU_OK;
-    LOG_ERROR("NEFF", "neff.json: %s '%s': %s", io->is_output ? "outputs" : "inputs",
+    LOG_ERROR("NEFF", "neff.json: %s '%.80s': %s", io->is_output ? "outputs" : "inputs",
               io->name ? io->name : "", why);
     return EMU_INVALID;
 }

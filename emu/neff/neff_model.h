@@ -18,6 +18,11 @@
 #ifndef TRNEMU_EMU_NEFF_MODEL_H
 #define TRNEMU_EMU_NEFF_MODEL_H
 
+/* Longest I/O tensor name plus its NUL: nrt_tensor_info_t's name field
+ * holds 256 bytes, so a NEFF with a longer name is refused at build and
+ * load rather than truncated. */
+#define NEFF_IO_NAME_MAX 256
+
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>

@@ -312,6 +312,10 @@ class Kernel:
 
     def compile(self, args, kwargs):
         key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
+        with _runtime._lock:     # one trace per key, even from several threads
+            return self._compile_locked(key, args, kwargs)
+
+    def _compile_locked(self, key, args, kwargs):
         comp = _cache.get(key)
         if comp is None:
             comp = _trace(self.func, args, kwargs, self.grid, self.shard)

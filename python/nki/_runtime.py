@@ -7,7 +7,7 @@ started on first use (nrt_init) and closed at interpreter exit.
 
 The library is the one already loaded in the process (`trnemu exec`
 preloads it), else TRNEMU_LIBNRT, else one found next to this package:
-<prefix>/python/../lib[/<multiarch>]/libnrt.so.1 (installed) or
+<prefix>/python/../lib/libnrt.so.1 (installed) or
 <source>/python/../build/shims/libnrt.so.1 (a source tree).
 """
 import atexit
@@ -41,7 +41,7 @@ def _candidates():
         yield env
     yield "libnrt.so.1"
     here = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    for rel in ("../lib/x86_64-linux-gnu", "../lib64", "../lib", "../build/shims"):
+    for rel in ("../lib", "../lib/x86_64-linux-gnu", "../lib64", "../build/shims"):
         yield os.path.join(here, rel, "libnrt.so.1")
 
 

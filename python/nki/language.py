@@ -894,3 +894,33 @@ def shared_constant(data, dtype=None, **kw):
     t.storage.role = "const"
     tr.consts.append((t.storage.name, di, host.shape, host.tobytes()))
     return t
+
+
+def _arg_extreme(x, axis, negate):
+    """Index of the largest (smallest with negate) element along the free
+    axis of a 2-D tile: max8 then nc_find_index8 (first occurrence)."""
+    tr = current()
+    nd = len(x.shape)
+    if nd != 2 or axis % nd != 1 or x.pdim != 0:
+        fail("argmax/argmin are supported along the last axis of a 2-D tile")
+    if not 8 <= x.shape[1] <= 16384:
+        fail("argmax/argmin need 8 to 16384 elements per partition (max8), got %d" % x.shape[1])
+    data = _tensor_scalar(x, "multiply", -1.0, dtype=float32) if negate else copy(x, dtype=float32)
+    top = ndarray((x.shape[0], 8), float32, sbuf)
+    tr.emit("dve", "max8", {"dst": top}, {"src": data}, [("dst", top), ("src", data)])
+    idx = ndarray((x.shape[0], 8), uint32, sbuf)
+    tr.emit("dve", "nc_find_index8", {"dst": idx}, {"data": data, "vals": top},
+            [("dst", idx), ("data", data), ("vals", top)])
+    return idx[:, 0:1]
+
+
+def argmax(x, axis, keepdims=True, **kw):
+    """Index (uint32, [P, 1]) of the first largest element along the last axis."""
+    _no_mask(kw.get("mask"), "argmax")
+    return _arg_extreme(x, axis, False)
+
+
+def argmin(x, axis, keepdims=True, **kw):
+    """Index (uint32, [P, 1]) of the first smallest element along the last axis."""
+    _no_mask(kw.get("mask"), "argmin")
+    return _arg_extreme(x, axis, True)

@@ -109,6 +109,36 @@ static void vendor(const char *name, const char *def, const char *sp)
     free(b);
 }
 
+/* The layout of neuronx-cc NEFFs: kelf subgraph list, engine JSON by
+ * reference, tensor_map.json, variables without size, a dynamic queue set. */
+static void vendor_kelf(void)
+{
+    const char *names[] = {"neff.json", "kelf-0.json", "info.json", "sg00/def.json",
+                           "sg00/PE.json", "sg00/PE.bin", "sg00/tensor_map.json", NULL};
+    const char *texts[] = {
+        "{\"nodes\":[{\"op\":\"null\",\"name\":\"x\"},{\"op\":\"tvm_op\",\"name\":\"k\","
+        "\"attrs\":{\"kelf\":\"kelf-0.json\"}}]}",
+        "{\"graphs\":[{\"definition\":\"sg00/def.json\",\"name\":\"sg00\"}],\"version\":\"0.5\"}",
+        "{\"tool_version\":\"0\",\"num_tpb\":1}",
+        "{\"var\":{\"SB\":{\"type\":\"state-buffer\",\"var_id\":0},"
+        "\"x\":{\"type\":\"input\",\"var_id\":1,\"size\":16},"
+        "\"y\":{\"type\":\"output\",\"var_id\":2,\"size\":8},"
+        "\"T\":{\"type\":\"dge-table\",\"var_id\":3,\"list\":[1,2]}},"
+        "\"dma_queue\":{\"qD\":{\"type\":\"dynamic\",\"owner\":\"sp\",\"num_queues\":16,"
+        "\"semaphore_set\":[8,9],\"dynamic_dma\":{\"SB_scratch_partition_size\":16384}}},"
+        "\"pe\":\"PE.json\",\"pe_instr\":\"PE.bin\",\"pe_dbg\":[\"d.dbg\"]}",
+        "{\"dma\":[],\"instr\":\"PE.bin\",\"name\":\"PE.json\"}",
+        "0123456789abcdef0123456789abcdef",
+        "{\"x\":{\"kind\":\"input\",\"dtype\":\"float16\",\"tf_shape\":[2,4]},"
+        "\"y\":{\"kind\":\"output\",\"dtype\":\"float32\",\"tf_shape\":[2]}}",
+    };
+    uint8_t *b;
+    size_t n;
+    tu_neff_from_texts(names, texts, 0, &b, &n);
+    save("vendor_kelf.neff", b, n);
+    free(b);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 2) {
@@ -132,6 +162,7 @@ int main(int argc, char **argv)
     vendor("vendor_oob_desc.neff", vendor_def, bad);
     free(bad);
     vendor("vendor_bad_json.neff", "{\"var\":{\"in0\":", vendor_sp);
+    vendor_kelf();
 
     static const char junk[] = "not a gzip'd tarball, just bytes";
     tu_neff_wrap(junk, sizeof junk, &b, &n);

@@ -41,4 +41,14 @@ cc -o "$root/client_v" "$client" "$@" -I"$p/include" -L"$p/lib" -lnrt
 LD_LIBRARY_PATH="$p/lib" "$root/client_v" >/dev/null || fail "client (vendor line) failed"
 "$p/bin/neuron-ls" >"$root/ls.txt" || fail "neuron-ls failed"
 grep -q -i "instance" "$root/ls.txt" || fail "neuron-ls printed: $(cat "$root/ls.txt")"
+# The NKI front end: <prefix>/python, found by the installed `trnemu exec`
+# (plain builds with a NumPy python3 only: a sanitizer-built library cannot
+# be preloaded into an uninstrumented interpreter).
+[ -e "$p/python/nki/__init__.py" ] || fail "missing $prefix/python/nki"
+[ -e "$p/python/neuronxcc/nki/__init__.py" ] || fail "missing $prefix/python/neuronxcc/nki"
+if [ $# -eq 0 ] && /usr/bin/python3 -c 'import numpy' 2>/dev/null; then
+    "$p/bin/trnemu" exec -- /usr/bin/python3 -c 'import nki, neuronxcc.nki; print(nki.__file__)' \
+        >"$root/py.txt" 2>&1 || fail "trnemu exec python3: $(cat "$root/py.txt")"
+    grep -q "^$p/python/nki/" "$root/py.txt" || fail "nki imported from $(cat "$root/py.txt")"
+fi
 echo "install_test: ok ($prefix)"

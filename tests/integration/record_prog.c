@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,6 +204,8 @@ static void scenario_misc(void)
     char big[64];
     expect(nrt_tensor_write(h, big, 4090, sizeof big), NRT_INVALID, "write past the end");
     expect(nrt_tensor_read(NULL, big, 0, 8), NRT_INVALID, "read from NULL");
+    /* a huge size fails; replay must re-issue it and see the same failure */
+    expect(nrt_tensor_read(t, big, 0, SIZE_MAX), NRT_INVALID, "read SIZE_MAX bytes");
     nrt_tensor_free(&s);
     nrt_tensor_free(&h);
     nrt_tensor_free(&t);

@@ -11,6 +11,7 @@
 #include <stdio.h>
 
 #include "it_common.h"
+#include "nrt/nrt_async_sendrecv.h"
 #include "trnemu/trnemu.h"
 
 /* A kernel with input x and output y, both f32 [128, 4], plus body lines. */
@@ -292,11 +293,80 @@ static void test_freed_input(void **state)
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
+/* The builder refuses a DMA whose HBM offset is not a multiple of the
+ * element size (issue 13), with one line naming the operand. */
+static void test_unaligned_hbm_offset(void **state)
+{
+    (void)state;
+    trnemu_kernel_t *k = NULL;
+    const uint32_t shape[2] = {128, 4};
+    assert_int_equal(trnemu_kernel_create("unaligned", &k), NRT_SUCCESS);
+    assert_int_equal(trnemu_kernel_add_input(k, "x", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
+    assert_int_equal(trnemu_kernel_add_output(k, "y", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
+    char buf[4096];
+    it_log_begin();
+    NRT_STATUS st = trnemu_kernel_append(k, "sp.dma_copy dst=sbuf[0:128, 0, [1,4]]:f32 "
+                                            "src=hbm:x[[4,128], 2, [1,4]]:f32");
+    if (st == NRT_SUCCESS) {
+        void *bytes = NULL;
+        size_t size = 0;
+        st = trnemu_kernel_write(k, &bytes, &size);
+        trnemu_kernel_buffer_free(bytes);
+    }
+    int n = it_log_end(buf, sizeof buf);
+    assert_int_not_equal(st, NRT_SUCCESS);
+    assert_int_equal(n, 1);
+    assert_non_null(strstr(trnemu_kernel_error(k), "not a multiple of the 4-byte element size"));
+    trnemu_kernel_free(k);
+}
+
+/* A tensor name of 256 bytes or more cannot fit nrt_tensor_info_t: the
+ * kernel is refused at build time rather than its name truncated. */
+static void test_long_tensor_name(void **state)
+{
+    (void)state;
+    char name[300];
+    memset(name, 'n', sizeof name - 1);
+    name[sizeof name - 1] = '\0';
+    trnemu_kernel_t *k = NULL;
+    const uint32_t shape[2] = {128, 4};
+    assert_int_equal(trnemu_kernel_create("longname", &k), NRT_SUCCESS);
+    char buf[4096];
+    it_log_begin();
+    NRT_STATUS st = trnemu_kernel_add_input(k, name, NRT_DTYPE_FLOAT32, shape, 2);
+    if (st == NRT_SUCCESS) {
+        assert_int_equal(trnemu_kernel_add_output(k, "y", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
+        void *bytes = NULL;
+        size_t size = 0;
+        st = trnemu_kernel_write(k, &bytes, &size);
+        trnemu_kernel_buffer_free(bytes);
+    }
+    int n = it_log_end(buf, sizeof buf);
+    assert_int_not_equal(st, NRT_SUCCESS);
+    assert_int_equal(n, 1);
+    trnemu_kernel_free(k);
+}
+
+/* Closing send/receive on an LNC that never connected is safe. */
+static void test_sendrecv_close_unused(void **state)
+{
+    (void)state;
+    char buf[4096];
+    it_log_begin();
+    NRT_STATUS st = nrt_async_sendrecv_close(0);
+    int n = it_log_end(buf, sizeof buf);
+    assert_int_equal(st, NRT_SUCCESS);
+    assert_int_equal(n, 0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_nan_output, setup, teardown),
         cmocka_unit_test_setup_teardown(test_freed_input, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_unaligned_hbm_offset, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_long_tensor_name, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sendrecv_close_unused, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race, setup, teardown),

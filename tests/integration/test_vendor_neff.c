@@ -174,6 +174,17 @@ static void test_foreign_execution(void **state)
     unsetenv("NEURON_RT_LOG_LEVEL_NRT");
     assert_int_equal(lines, 1);
     assert_non_null(strstr(log, "stand-in"));
+    /* the shared instance marks the model as a stand-in for every tool */
+    char cmd[4200], out[8192] = {0};
+    snprintf(cmd, sizeof cmd, "'%s' ls --stats --json", getenv("TRNEMU_TOOL"));
+    FILE *p = popen(cmd, "r");
+    assert_non_null(p);
+    size_t got = fread(out, 1, sizeof out - 1, p);
+    assert_int_equal(pclose(p), 0);
+    assert_true(got > 0);
+    const char *entry = strstr(out, "\"model\": \"file.neff\"");
+    if (entry == NULL || strstr(entry, "\"stand_in\": true") == NULL)
+        fail_msg("trnemu ls --stats --json does not mark the stand-in: %s", out);
     uint8_t *y = it_read_all(io.t[2]);
     for (int i = 0; i < 16; i++)
         assert_int_equal(y[i], 0);
