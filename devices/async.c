@@ -23,6 +23,7 @@
 #include "devices/exec.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
+#include "devices/systrace.h"
 #include "devices/tensor.h"
 #include "devices/worker.h"
 #include "emu/log.h"
@@ -70,6 +71,7 @@ struct async_req {
     uint64_t off[2];            /* byte offsets into v[0], v[1] */
     void *buf;                  /* READ/WRITE: the host buffer */
     uint64_t size;              /* bytes to move */
+    uint64_t t_sched;           /* host time it was scheduled (system trace) */
     struct async_req *next;     /* pending list link */
 };
 
@@ -385,6 +387,13 @@ static void async_start_next(struct async_queue *q)
     q->running = false;
 }
 
+static const char *async_kind_name(enum async_kind k)
+{
+    static const char *const names[] = {"?", "execute", "tensor_read", "tensor_write",
+                                        "tensor_copy", "collective"};
+    return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
+}
+
 /* On the queue's worker, once r ran. */
 static void async_req_done(void *arg, NRT_STATUS st)
 {
@@ -392,6 +401,10 @@ static void async_req_done(void *arg, NRT_STATUS st)
     struct async_queue *q = r->q;
     if (r->kind == ASYNC_EXEC)  /* told before the request counts as complete */
         async_exec_notify(r->model, r->num, st);
+    uint64_t now = systrace_now_ns();
+    systrace_emit(r->kind == ASYNC_CC ? SYS_CC_RUNNING : SYS_ASYNC_REQUEST, (int)q->lnc,
+                  r->t_sched, now - r->t_sched, r->kind == ASYNC_EXEC ? r->model->neff->info.name
+                  : async_kind_name(r->kind), ((uint64_t)q->xu_id << 48) | r->num, st);
     pthread_mutex_lock(&async_lock);
     async_finish(r, st);
     async_start_next(q);
@@ -460,8 +473,10 @@ static struct async_req *async_req_new(enum async_kind kind)
     struct async_req *r = calloc(1, sizeof *r);
     if (r == NULL)
         LOG_ERROR("NRT", "out of memory for an asynchronous request");
-    else
+    else {
         r->kind = kind;
+        r->t_sched = systrace_now_ns();
+    }
     return r;
 }
 

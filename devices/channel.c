@@ -3,6 +3,7 @@
  */
 #include "devices/channel.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <limits.h>
 #include <linux/futex.h>
@@ -61,11 +62,22 @@ uint64_t chan_space(const struct chan *c, uint8_t **p)
     return free < run ? free : run;
 }
 
+/* A ring end's invariants once head and tail are (to be) as given: the
+ * capacity a power of two of whole messages, and 0 <= head - tail <= cap
+ * (counters only grow; each end moves only its own). O(1), for assert()
+ * at every commit and release. */
+static bool chan_sane(const struct chan *c, uint64_t head, uint64_t tail)
+{
+    return c->cap >= CHAN_MIN_CAP && (c->cap & (c->cap - 1)) == 0 && c->cap % CHAN_ALIGN == 0 &&
+           head >= tail && head - tail <= c->cap;
+}
+
 void chan_commit(struct chan *c, uint64_t n)
 {
     if (n == 0)
         return;
     uint64_t head = atomic_load_explicit(&c->ring->head, memory_order_relaxed);
+    assert(chan_sane(c, head + n, atomic_load_explicit(&c->ring->tail, memory_order_acquire)));
     atomic_store_explicit(&c->ring->head, head + n, memory_order_release);
     chan_bell_ring(c->rx);
 }
@@ -92,6 +104,7 @@ void chan_release(struct chan *c, uint64_t n)
     if (n == 0)
         return;
     uint64_t tail = atomic_load_explicit(&c->ring->tail, memory_order_relaxed);
+    assert(chan_sane(c, atomic_load_explicit(&c->ring->head, memory_order_acquire), tail + n));
     atomic_store_explicit(&c->ring->tail, tail + n, memory_order_release);
     chan_bell_ring(c->tx);
 }

@@ -33,7 +33,6 @@
 #define COLL_RING_CAP_DEFAULT (1u << 20)   /* ring channel r -> r+1 */
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
-#define COLL_DEFAULT_TIMEOUT_S 600.0       /* as executions (exec.c) */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
 static pthread_mutex_t coll_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -41,33 +40,13 @@ static struct coll_comm *coll_reg;          /* every communicator of the process
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-static double coll_env_seconds(const char *name)
-{
-    const char *t = getenv(name);
-    if (t == NULL || *t == '\0')
-        return 0;
-    char *end;
-    double s = strtod(t, &end);
-    return *end == '\0' && s > 0 && s < 1e7 ? s : 0;
-}
-
-uint64_t coll_deadline(void)
-{
-    double s = coll_env_seconds("TRNEMU_COLL_TIMEOUT");
-    if (s == 0)
-        s = coll_env_seconds("NEURON_RT_EXEC_TIMEOUT");
-    if (s == 0)
-        s = COLL_DEFAULT_TIMEOUT_S;
-    return chan_now_ns() + (uint64_t)(s * 1e9);
-}
-
-uint64_t coll_out_count(enum coll_kind kind, uint64_t count, uint32_t nranks)
+uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks)
 {
     switch (kind) {
-    case COLL_ALL_GATHER: return count * nranks;
-    case COLL_REDUCE_SCATTER: return count % nranks == 0 ? count / nranks : 0;
-    case COLL_ALL_TO_ALL: return count % nranks == 0 ? count : 0;
-    case COLL_BARRIER: return 0;
+    case CORE_COLL_ALL_GATHER: return count * nranks;
+    case CORE_COLL_REDUCE_SCATTER: return count % nranks == 0 ? count / nranks : 0;
+    case CORE_COLL_ALL_TO_ALL: return count % nranks == 0 ? count : 0;
+    case CORE_COLL_BARRIER: return 0;
     default: return count;
     }
 }
@@ -133,115 +112,6 @@ static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_ca
     l->mesh = l->rings + (uint64_t)world * l->ring_stride;
     l->mesh_stride = coll_align(chan_shm_bytes(mesh_cap), 4096);
     l->total = l->mesh + (uint64_t)world * world * l->mesh_stride;
-}
-
-/* Shared memory of the channel from rank i to rank j, and its size. */
-uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
-{
-    if (j == (i + 1) % c->world) {
-        *cap = c->ctl->ring_cap;
-        return c->map + c->lay.rings + (uint64_t)i * c->lay.ring_stride;
-    }
-    *cap = c->ctl->mesh_cap;
-    return c->map + c->lay.mesh + ((uint64_t)i * c->world + j) * c->lay.mesh_stride;
-}
-
-/* ---- faults and waiting ------------------------------------------------------ */
-
-static const char *coll_status_text(NRT_STATUS st)
-{
-    switch (st) {
-    case NRT_TIMEOUT: return "a timeout";
-    case NRT_EXEC_HW_ERR_COLLECTIVES: return "a missing rank";
-    case NRT_INVALID: return "mismatched collectives";
-    default: return "a failure";
-    }
-}
-
-NRT_STATUS coll_fail(struct coll_comm *c, NRT_STATUS st, uint32_t rank)
-{
-    int32_t zero = 0;
-    if (atomic_compare_exchange_strong(&c->ctl->abort_status, &zero, (int32_t)st)) {
-        atomic_store(&c->ctl->abort_rank, (int32_t)rank);
-        atomic_store(&c->ctl->abort_by, (int32_t)c->rank);
-        for (uint32_t i = 0; i < c->world; i++)  /* wake every waiting rank */
-            chan_bell_ring(&c->bells[i]);
-        coll_net_abort(c, st, rank);
-    }
-    c->broken = st;
-    return st;
-}
-
-/* Is rank r's holder still there? Cheap kill() every time; the pid's
- * start time when full (a reused pid is another process). */
-bool coll_rank_alive(struct coll_comm *c, uint32_t r, bool full)
-{
-    if (coll_net_remote(c, r))
-        return coll_net_alive(c, r);
-    int32_t pid = c->pid_of[r];
-    if (atomic_load(&c->slots[r].pid) != pid)
-        return false;  /* left the communicator */
-    if (full)
-        return instance_pid_alive(pid, c->start_of[r]);
-    return kill(pid, 0) == 0 || errno != ESRCH;
-}
-
-NRT_STATUS coll_abort_check(struct coll_comm *c)
-{
-    int32_t st = atomic_load(&c->ctl->abort_status);
-    if (st == 0)
-        return NRT_SUCCESS;
-    int32_t by = atomic_load(&c->ctl->abort_by), who = atomic_load(&c->ctl->abort_rank);
-    if (by != (int32_t)c->rank && c->broken == NRT_SUCCESS)
-        LOG_ERROR("NCCL", "rank %u stops: rank %d found %s (rank %d) in the %u-rank "
-                  "communicator", c->rank, (int)by, coll_status_text(st), (int)who, c->world);
-    c->broken = st;
-    return st;
-}
-
-NRT_STATUS coll_missing(struct coll_comm *c, uint32_t r)
-{
-    char who[160];
-    coll_net_describe(c, r, who, sizeof who);
-    LOG_ERROR("NCCL", "rank %u: rank %u (%s) of the %u-rank communicator is gone "
-              "(it died or left) while this rank still needs it: the collective cannot "
-              "complete", c->rank, r, who, c->world);
-    return coll_fail(c, NRT_EXEC_HW_ERR_COLLECTIVES, r);
-}
-
-void coll_waiter(struct coll_comm *c, uint64_t deadline_ns, struct chan_waiter *w)
-{
-    *w = (struct chan_waiter){&c->bells[c->rank], deadline_ns, c->spin, 50, NULL, NULL, 0};
-    w->last_check_ns = chan_now_ns();
-}
-
-void coll_account(struct coll_comm *c, uint32_t peer, uint64_t bytes)
-{
-    uint32_t to = c->chip_of[peer];
-    if (to != c->chip && !coll_net_remote(c, peer))
-        machine_link_account(c->m, c->chip, to, bytes);
-}
-
-void coll_account_in(struct coll_comm *c, uint32_t peer, uint64_t bytes)
-{
-    uint32_t from = c->chip_of[peer];
-    if (from != c->chip && !coll_net_remote(c, peer))
-        machine_link_account(c->m, from, c->chip, bytes);
-}
-
-uint8_t *coll_scratch(struct coll_comm *c, uint64_t bytes)
-{
-    if (bytes <= c->scratch_cap)
-        return c->scratch;
-    uint8_t *p = realloc(c->scratch, bytes);
-    if (p == NULL) {
-        LOG_ERROR("NCCL", "out of host memory for %" PRIu64 " bytes of collective staging",
-                  bytes);
-        return NULL;
-    }
-    c->scratch = p;
-    c->scratch_cap = bytes;
-    return p;
 }
 
 /* ---- the shared file ------------------------------------------------------------ */
@@ -629,7 +499,7 @@ static NRT_STATUS coll_comm_make(struct machine *m, uint32_t gvnc, uint32_t rank
     if (st == NRT_SUCCESS)
         st = coll_attach_channels(c);
     if (st == NRT_SUCCESS && c->net != NULL)
-        st = coll_net_start(c);
+        st = coll_net_start(c, coll_deadline());
     if (st != NRT_SUCCESS) {
         coll_comm_free(c);
         return st;
@@ -794,12 +664,12 @@ static NRT_STATUS coll_group_check(const struct coll_comm *c, const uint32_t *g,
 
 static NRT_STATUS coll_args_check(const struct coll_args *a, uint32_t n, uint32_t me)
 {
-    bool reduce = a->kind == COLL_ALL_REDUCE || a->kind == COLL_REDUCE_SCATTER;
-    if (a->kind < COLL_ALL_REDUCE || a->kind > COLL_BARRIER) {
+    bool reduce = a->kind == CORE_COLL_ALL_REDUCE || a->kind == CORE_COLL_REDUCE_SCATTER;
+    if (a->kind < CORE_COLL_ALL_REDUCE || a->kind > CORE_COLL_BARRIER) {
         LOG_ERROR("NCCL", "unknown collective kind %d", (int)a->kind);
         return NRT_INVALID;
     }
-    if (a->kind == COLL_BARRIER)
+    if (a->kind == CORE_COLL_BARRIER)
         return NRT_SUCCESS;
     if (!coll_dtype_ok(a->dtype) || (reduce && !coll_op_ok(a->op))) {
         LOG_ERROR("NCCL", "%s: dtype %u / op %u: need a known dtype and add, max, min or fma",
@@ -815,12 +685,12 @@ static NRT_STATUS coll_args_check(const struct coll_args *a, uint32_t n, uint32_
                   "evenly", coll_kind_name(a->kind), a->count, n);
         return NRT_INVALID;
     }
-    if (a->kind == COLL_PERMUTE && (a->send_to >= n || a->recv_from >= n)) {
+    if (a->kind == CORE_COLL_PERMUTE && (a->send_to >= n || a->recv_from >= n)) {
         LOG_ERROR("NCCL", "permute to position %u from %u: the group has %u ranks", a->send_to,
                   a->recv_from, n);
         return NRT_INVALID;
     }
-    if (a->kind == COLL_PERMUTE && (a->send_to == me) != (a->recv_from == me)) {
+    if (a->kind == CORE_COLL_PERMUTE && (a->send_to == me) != (a->recv_from == me)) {
         LOG_ERROR("NCCL", "permute sends to position %u but receives from %u: a rank that "
                   "sends to itself must also receive from itself", a->send_to, a->recv_from);
         return NRT_INVALID;

@@ -32,7 +32,7 @@
 
 #include "devices/coll_reduce.h"
 #include "devices/machine.h"
-#include "emu/core/coll_iface.h"
+#include "emu/core/core_coll.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "nrt/nrt_status.h"
@@ -44,7 +44,7 @@ struct coll_comm;
 
 /* One operation as the callers describe it. */
 struct coll_args {
-    enum coll_kind kind;    /* what to do */
+    enum core_coll_kind kind;    /* what to do */
     uint32_t dtype;         /* element type (nrt_dtype_t value) */
     uint32_t op;            /* enum coll_op (reductions only) */
     const void *src;        /* this rank's input */
@@ -59,7 +59,7 @@ struct coll_args {
 
 /* Output elements of an operation given the input's (count) and the group
  * size; 0 when the count does not split evenly as the kind needs. */
-uint64_t coll_out_count(enum coll_kind kind, uint64_t count, uint32_t nranks);
+uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks);
 
 /* Deadline for an operation starting now: NEURON_RT_EXEC_TIMEOUT seconds
  * (600 when unset), or TRNEMU_COLL_TIMEOUT seconds when set. */
@@ -91,7 +91,7 @@ void coll_comm_release_all(void);
 NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a);
 
 /* Name of a kind ("all_reduce", ...) for messages. */
-const char *coll_kind_name(enum coll_kind kind);
+const char *coll_kind_name(enum core_coll_kind kind);
 
 /* ---- from the host, outside any NEFF (coll_host.c) ---------------------------
  * vnc is the caller's local VNC; rank/world its global device id and count.

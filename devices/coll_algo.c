@@ -77,15 +77,15 @@ struct coll_job {
     uint32_t checks;            /* wait checks so far */
 };
 
-const char *coll_kind_name(enum coll_kind kind)
+const char *coll_kind_name(enum core_coll_kind kind)
 {
     switch (kind) {
-    case COLL_ALL_REDUCE: return "all_reduce";
-    case COLL_ALL_GATHER: return "all_gather";
-    case COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case COLL_ALL_TO_ALL: return "all_to_all";
-    case COLL_PERMUTE: return "permute";
-    case COLL_BARRIER: return "barrier";
+    case CORE_COLL_ALL_REDUCE: return "all_reduce";
+    case CORE_COLL_ALL_GATHER: return "all_gather";
+    case CORE_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case CORE_COLL_ALL_TO_ALL: return "all_to_all";
+    case CORE_COLL_PERMUTE: return "permute";
+    case CORE_COLL_BARRIER: return "barrier";
     }
     return "?";
 }
@@ -218,9 +218,9 @@ static NRT_STATUS coll_mismatch(struct coll_job *o, const struct coll_xfer *x,
     LOG_ERROR("NCCL", "rank %u: %s #%u expects from rank %u %" PRIu64 " bytes of %s (%s, "
               "part %" PRIu64 "), but rank %u sent %s #%u of %" PRIu64 " bytes of %s (%s, part "
               "%" PRIu64 "): the ranks disagree on the collective", o->c->rank,
-              coll_kind_name((enum coll_kind)w->kind), w->seq, x->peer, w->bytes, wd ? wd : "?",
+              coll_kind_name((enum core_coll_kind)w->kind), w->seq, x->peer, w->bytes, wd ? wd : "?",
               coll_op_name(w->op), w->aux, got->from,
-              coll_kind_name((enum coll_kind)got->kind), got->seq, got->bytes, gd ? gd : "?",
+              coll_kind_name((enum core_coll_kind)got->kind), got->seq, got->bytes, gd ? gd : "?",
               coll_op_name(got->op), got->aux);
     return coll_fail(o->c, NRT_INVALID, x->peer);
 }
@@ -641,7 +641,7 @@ static NRT_STATUS coll_barrier(struct coll_job *o)
 static NRT_STATUS coll_alone(const struct coll_args *a, uint32_t esize)
 {
     uint64_t s = a->count * esize;
-    if (a->kind != COLL_BARRIER && s > 0 && a->dst != a->src)
+    if (a->kind != CORE_COLL_BARRIER && s > 0 && a->dst != a->src)
         memmove(a->dst, a->src, s);
     return NRT_SUCCESS;
 }
@@ -662,7 +662,7 @@ static bool coll_reserve(struct coll_comm *c, uint32_t n)
 NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const uint32_t *group,
                          uint32_t n, uint32_t me, uint32_t seq)
 {
-    uint32_t esize = a->kind == COLL_BARRIER ? 1 : (uint32_t)num_dtype_size(a->dtype);
+    uint32_t esize = a->kind == CORE_COLL_BARRIER ? 1 : (uint32_t)num_dtype_size(a->dtype);
     if (n == 1)
         return coll_alone(a, esize);
     if (!coll_reserve(c, n))
@@ -672,7 +672,7 @@ NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const u
     o.w.check = coll_op_check;
     o.w.arg = &o;
     switch (a->kind) {
-    case COLL_ALL_REDUCE: {
+    case CORE_COLL_ALL_REDUCE: {
         uint64_t bytes = a->count * esize;
         if (coll_use_mesh(&o, bytes))
             return coll_all_reduce_mesh(&o);
@@ -684,11 +684,11 @@ NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const u
         }
         return c->ctl->switched ? coll_all_reduce_switch(&o) : coll_all_reduce_chain(&o);
     }
-    case COLL_REDUCE_SCATTER: return coll_reduce_scatter(&o);
-    case COLL_ALL_GATHER: return coll_all_gather(&o);
-    case COLL_ALL_TO_ALL: return coll_all_to_all(&o);
-    case COLL_PERMUTE: return coll_permute(&o);
-    case COLL_BARRIER: return coll_barrier(&o);
+    case CORE_COLL_REDUCE_SCATTER: return coll_reduce_scatter(&o);
+    case CORE_COLL_ALL_GATHER: return coll_all_gather(&o);
+    case CORE_COLL_ALL_TO_ALL: return coll_all_to_all(&o);
+    case CORE_COLL_PERMUTE: return coll_permute(&o);
+    case CORE_COLL_BARRIER: return coll_barrier(&o);
     }
     return NRT_INVALID;
 }

@@ -29,7 +29,7 @@ struct nrt_cc_context {
     uint32_t world;           /* ctx_device_count */
     uint32_t *group;          /* replica group: global ranks in group order */
     uint32_t ngroup;          /* its size */
-    enum coll_kind kind;      /* all-gather, all-reduce or reduce-scatter */
+    enum core_coll_kind kind;      /* all-gather, all-reduce or reduce-scatter */
     uint32_t dtype;           /* element type */
     uint32_t op;              /* enum coll_op */
     size_t n;                 /* tensor pairs */
@@ -71,7 +71,7 @@ NRT_STATUS coll_host_barrier(int32_t vnc, uint32_t rank, uint32_t world)
     NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
     if (st != NRT_SUCCESS)
         return st;
-    struct coll_args a = {.kind = COLL_BARRIER};
+    struct coll_args a = {.kind = CORE_COLL_BARRIER};
     return coll_run(c, &a);
 }
 
@@ -82,19 +82,19 @@ NRT_STATUS coll_host_all_gather(int32_t vnc, uint32_t rank, uint32_t world, uint
     NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
     if (st != NRT_SUCCESS)
         return st;
-    struct coll_args a = {.kind = COLL_ALL_GATHER, .dtype = NUM_DT_UINT8, .src = in,
+    struct coll_args a = {.kind = CORE_COLL_ALL_GATHER, .dtype = NUM_DT_UINT8, .src = in,
                           .count = bytes, .dst = out};
     return coll_run(c, &a);
 }
 
 /* ---- prepared collectives ------------------------------------------------------ */
 
-static NRT_STATUS coll_cc_kind(uint32_t cc_op, enum coll_kind *k)
+static NRT_STATUS coll_cc_kind(uint32_t cc_op, enum core_coll_kind *k)
 {
     switch (cc_op) {
-    case NRT_CC_ALLGATHER: *k = COLL_ALL_GATHER; return NRT_SUCCESS;
-    case NRT_CC_ALLREDUCE: *k = COLL_ALL_REDUCE; return NRT_SUCCESS;
-    case NRT_CC_REDUCESCATTER: *k = COLL_REDUCE_SCATTER; return NRT_SUCCESS;
+    case NRT_CC_ALLGATHER: *k = CORE_COLL_ALL_GATHER; return NRT_SUCCESS;
+    case NRT_CC_ALLREDUCE: *k = CORE_COLL_ALL_REDUCE; return NRT_SUCCESS;
+    case NRT_CC_REDUCESCATTER: *k = CORE_COLL_REDUCE_SCATTER; return NRT_SUCCESS;
     }
     LOG_ERROR("NRT", "cc_op %u is not NRT_CC_ALLGATHER, _ALLREDUCE or _REDUCESCATTER", cc_op);
     return NRT_INVALID;
@@ -241,7 +241,7 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
     NRT_STATUS st = coll_cc_comm_check(comm);
     if (st == NRT_SUCCESS)
         st = coll_cc_kind(cc_op, &x->kind);
-    if (st == NRT_SUCCESS && x->kind != COLL_ALL_GATHER)
+    if (st == NRT_SUCCESS && x->kind != CORE_COLL_ALL_GATHER)
         st = coll_cc_op(op, &x->op);
     if (st == NRT_SUCCESS && !coll_dtype_ok(dtype)) {
         LOG_ERROR("NRT", "dtype %u is not a known element type", dtype);

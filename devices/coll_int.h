@@ -1,7 +1,10 @@
 /*
  * coll_int.h: the insides of the collectives, shared by coll.c (the
- * communicator: shared file, joining, faults) and coll_algo.c (the
- * operations and their progress engine). Not for other modules.
+ * communicator: shared file, joining), coll_algo.c (the operations and
+ * their progress engine), coll_direct.c (the direct all-reduce) and
+ * coll_state.c (deadlines, faults, waits, accounting) and coll_net.c (ranks
+ * on other nodes). Calls go one way: coll.c -> coll_algo.c ->
+ * coll_direct.c, each -> coll_state.c -> coll_net.c. Not for other modules.
  */
 #ifndef TRNEMU_DEVICES_COLL_INT_H
 #define TRNEMU_DEVICES_COLL_INT_H
@@ -144,7 +147,7 @@ struct coll_comm {
     struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 
-/* ---- coll.c, for coll_algo.c ---------------------------------------------- */
+/* ---- coll_state.c, for coll.c, coll_algo.c and coll_direct.c ------------- */
 
 /* Mark the communicator failed for every rank (the first failure wins) and
  * return the status to report. */
@@ -165,8 +168,18 @@ void coll_account_in(struct coll_comm *c, uint32_t peer, uint64_t bytes);
 /* Scratch of at least bytes (grown, never shrunk); NULL when out of memory. */
 uint8_t *coll_scratch(struct coll_comm *c, uint64_t bytes);
 
-/* Shared memory of the channel from rank i to rank j, and its size. */
-uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap);
+/* Shared memory of the channel from rank i to rank j, and its size (the
+ * file's layout only: inline, so coll.c and coll_net.c share it without
+ * calling each other). */
+static inline uint8_t *coll_chan_shm(struct coll_comm *c, uint32_t i, uint32_t j, uint64_t *cap)
+{
+    if (j == (i + 1) % c->world) {
+        *cap = c->ctl->ring_cap;
+        return c->map + c->lay.rings + (uint64_t)i * c->lay.ring_stride;
+    }
+    *cap = c->ctl->mesh_cap;
+    return c->map + c->lay.mesh + ((uint64_t)i * c->world + j) * c->lay.mesh_stride;
+}
 
 /* ---- coll_net.c: ranks on other nodes (docs/nodes.md) --------------------------- */
 
@@ -180,8 +193,9 @@ NRT_STATUS coll_net_boot(struct coll_comm *c, uint64_t ring_cap, uint64_t mesh_c
 bool coll_net_remote(const struct coll_comm *c, uint32_t r);
 /* Channel ends to and from remote rank r, through the bridge. */
 void coll_net_attach(struct coll_comm *c, uint32_t r);
-/* After the node's formation: start carrying the remote channels. */
-NRT_STATUS coll_net_start(struct coll_comm *c);
+/* After the node's formation: start carrying the remote channels (a dead
+ * node is named before deadline_ns, the operations' collective timeout). */
+NRT_STATUS coll_net_start(struct coll_comm *c, uint64_t deadline_ns);
 /* Is remote rank r still there? */
 bool coll_net_alive(struct coll_comm *c, uint32_t r);
 /* Tell the other nodes that the communicator failed (st, naming rank). */

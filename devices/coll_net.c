@@ -139,7 +139,7 @@ void coll_net_attach(struct coll_comm *c, uint32_t r)
     c->start_of[r] = 0;
 }
 
-NRT_STATUS coll_net_start(struct coll_comm *c)
+NRT_STATUS coll_net_start(struct coll_comm *c, uint64_t deadline_ns)
 {
     struct coll_net *n = c->net;
     if (c->ctl->ring_cap != n->ring_cap || c->ctl->mesh_cap != n->mesh_cap) {
@@ -153,7 +153,7 @@ NRT_STATUS coll_net_start(struct coll_comm *c)
     const char *v = getenv("TRNEMU_NODE_DEAD_MS");
     if (v != NULL && *v && atof(v) > 0)
         limit_ms = atof(v);
-    uint64_t left = coll_deadline() - chan_now_ns();
+    uint64_t left = deadline_ns - chan_now_ns();
     uint64_t dead_ns = (uint64_t)(limit_ms * 1e6);
     if (dead_ns > left / 2)
         dead_ns = left / 2;  /* a dead node is named before the timeout */

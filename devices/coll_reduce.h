@@ -22,17 +22,24 @@
 #ifndef TRNEMU_DEVICES_COLL_REDUCE_H
 #define TRNEMU_DEVICES_COLL_REDUCE_H
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
-/* Reduction operations: the values of the ISA's collective enum. */
+#include "emu/isa/isa.h"
+
+/* Reduction operations: the values of the ISA's collective enum
+ * (ISA_COLL_*, emu/isa/isa_ops.h), tied by the static_asserts below. */
 enum coll_op {
     COLL_OP_ADD = 0, /* sum */
     COLL_OP_MAX = 1, /* maximum */
     COLL_OP_MIN = 2, /* minimum */
     COLL_OP_FMA = 3, /* multiply-add with multiplier 1 (= add) */
 };
+static_assert(COLL_OP_ADD == (int)ISA_COLL_add && COLL_OP_MAX == (int)ISA_COLL_max &&
+                  COLL_OP_MIN == (int)ISA_COLL_min && COLL_OP_FMA == (int)ISA_COLL_fma,
+              "enum coll_op must keep the ISA's collective reduce values");
 
 /* Can dtype be reduced (every float and integer type)? */
 bool coll_dtype_ok(uint32_t dtype);

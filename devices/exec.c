@@ -14,6 +14,8 @@
 
 #include "devices/async.h"
 #include "devices/channel.h"
+#include "devices/devprof.h"
+#include "devices/systrace.h"
 #include "devices/coll.h"
 #include "devices/env.h"
 #include "devices/model.h"
@@ -131,7 +133,7 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
  * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED. */
 static struct core_run_opts exec_opts(void)
 {
-    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false};
+    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL};
     const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
     if (t != NULL && *t != '\0') {
         char *end;
@@ -310,14 +312,14 @@ static void exec_dump_inputs(const nrt_model_t *m, const struct exec_binding *b)
 
 /* ---- collectives ------------------------------------------------------------ */
 
-/* The collectives of one execution: what its programs' coll_iface points at. */
+/* The collectives of one execution: what its programs' core_coll points at. */
 struct exec_coll {
     nrt_model_t *m;                /* the model running */
     struct machine *mach;          /* its machine */
     uint64_t deadline_ns;          /* when the execution's time is up */
     struct coll_comm *comm;        /* its communicator, found on first use */
-    struct coll_lnc lnc;           /* shared by the cores of the run */
-    struct coll_iface iface[MACHINE_MAX_LNC]; /* one per core */
+    struct core_lnc lnc;           /* shared by the cores of the run */
+    struct core_coll iface[MACHINE_MAX_LNC]; /* one per core */
 };
 
 /* The communicator: the model's (nrt_load_collectives) or the VNC's
@@ -344,7 +346,7 @@ static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
     return st;
 }
 
-static emu_status exec_coll_run(void *user, const struct coll_call *call, char *err, size_t cap)
+static emu_status exec_coll_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
 {
     struct exec_coll *ec = user;
     NRT_STATUS st = exec_coll_comm(ec, err, cap);
@@ -396,7 +398,7 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
     ec->lnc.ncores = m->nsgs;
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
-        ec->iface[s] = (struct coll_iface){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
+        ec->iface[s] = (struct core_coll){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
                                            exec_coll_group_size};
         m->sgs[s].prog.coll = &ec->iface[s];
     }
@@ -429,14 +431,30 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     struct core_run_opts opts = exec_opts();
     struct exec_coll ec;
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
+    /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
+    static _Thread_local struct cost_run cost;
+    static _Thread_local struct cost_span *spans;
+    bool want = devprof_wanted(m);
+    uint64_t t0 = systrace_now_ns();
+    if (want && spans == NULL)
+        spans = malloc(DEVPROF_MAX_SPANS * sizeof *spans);
+    cost_begin(&cost, cores[0]->gen, want ? spans : NULL, DEVPROF_MAX_SPANS);
+    opts.cost = &cost;
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
     for (uint32_t s = 0; s < m->nsgs; s++)
         m->sgs[s].prog.coll = NULL;
-    if (st != NRT_SUCCESS) {
+    if (st == NRT_SUCCESS)
+        st = exec_check_numerics(m, b);
+    else
         exec_log_report(m->neff->info.name, st, report);
-        return st;
-    }
-    return exec_check_numerics(m, b);
+    atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
+    atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
+    devprof_exec(m, &cost, st);
+    systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
+                  atomic_load(&m->executions) + 1, st);
+    if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)
+        systrace_emit(SYS_NUMERICAL_ERR, m->vnc, t0, 0, m->neff->info.name, 0, st);
+    return st;
 }
 
 static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
@@ -537,10 +555,13 @@ NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor
                       uint32_t repeat)
 {
     struct exec_request *r;
+    uint64_t t0 = systrace_now_ns();
     NRT_STATUS st = exec_request_new(m, inputs, outputs, repeat, &r);
     if (st != NRT_SUCCESS)
         return st;
     st = exec_request_run(r);
+    systrace_emit(SYS_NRT_EXECUTE, m->vnc, t0, systrace_now_ns() - t0, m->neff->info.name,
+                  atomic_load(&m->executions), st);
     exec_request_free(r);
     async_exec_notify(m, atomic_load(&m->executions), st);
     return st;

@@ -3,7 +3,9 @@
  */
 #include "devices/handle.h"
 
+#include <assert.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 
@@ -56,6 +58,32 @@ static void handle_put(struct handle_slot *slots, size_t cap, const void *p, enu
     slots[i] = (struct handle_slot){p, k};
 }
 
+/* The registry's invariants: a power-of-two table at most half full,
+ * every member reachable from its home slot without crossing an empty one,
+ * and used counting them. O(table): for assert() where the table is
+ * rebuilt anyway (handle_grow) and from tests; each add and remove asserts
+ * the cheap part (handle_sane_has). Caller holds the lock. */
+static bool handle_sane(void)
+{
+    if (handle_cap & (handle_cap - 1) || handle_used * 2 > handle_cap)
+        return false;
+    size_t n = 0;
+    for (size_t i = 0; i < handle_cap; i++)
+        if (handle_slots[i].p != NULL) {
+            n++;
+            if (handle_find(handle_slots[i].p) != &handle_slots[i])
+                return false;
+        }
+    return n == handle_used;
+}
+
+/* After an add (want true) or a remove (false): p is found, or not; the
+ * table is not over half full. */
+static bool handle_sane_has(const void *p, bool want)
+{
+    return (handle_find(p) != NULL) == want && handle_used * 2 <= handle_cap;
+}
+
 static int handle_grow(void)
 {
     size_t ncap = handle_cap ? handle_cap * 2 : 64;
@@ -68,6 +96,7 @@ static int handle_grow(void)
     free(handle_slots);
     handle_slots = n;
     handle_cap = ncap;
+    assert(handle_sane());
     return 0;
 }
 
@@ -82,6 +111,7 @@ NRT_STATUS handle_add(const void *p, enum handle_kind k)
         return NRT_RESOURCE;
     handle_put(handle_slots, handle_cap, p, k);
     handle_used++;
+    assert(handle_sane_has(p, true));
     return NRT_SUCCESS;
 }
 
@@ -109,6 +139,7 @@ void handle_remove(const void *p)
             i = j;
         }
     }
+    assert(handle_sane_has(p, false));
 }
 
 void handle_each(enum handle_kind k, void (*fn)(void *p, void *arg), void *arg)

@@ -7,6 +7,7 @@
  */
 #include "devices/hbm_alloc.h"
 
+#include <assert.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,6 +33,7 @@ NRT_STATUS hbm_alloc_init(struct hbm_alloc *a, uint64_t size)
 
 void hbm_alloc_fini(struct hbm_alloc *a)
 {
+    assert(hbm_alloc_sane(a) == 0);
     free(a->free);
     a->free = NULL;
     a->nfree = a->cap = 0;
@@ -73,6 +75,25 @@ static void hbm_alloc_remove_at(struct hbm_alloc *a, size_t i)
 }
 
 /* Carve [start, start+len) out of free range i; may split it in two. */
+/* The invariants around free range i (its neighbours included): each
+ * non-empty and inside the region, sorted, disjoint and not touching;
+ * used within size. O(1), for assert() after every change (the lock is
+ * held); hbm_alloc_sane checks the whole list. */
+static bool hbm_alloc_sane_near(const struct hbm_alloc *a, size_t i)
+{
+    if (a->used > a->size || a->nfree > a->cap)
+        return false;
+    size_t lo = i > 0 ? i - 1 : 0, hi = i + 2 < a->nfree ? i + 2 : a->nfree;
+    for (size_t k = lo; k < hi; k++) {
+        const struct hbm_extent *e = &a->free[k];
+        if (e->len == 0 || e->off > a->size || e->len > a->size - e->off)
+            return false;
+        if (k + 1 < a->nfree && e->off + e->len >= a->free[k + 1].off)
+            return false;
+    }
+    return true;
+}
+
 static int hbm_alloc_carve(struct hbm_alloc *a, size_t i, uint64_t start, uint64_t len)
 {
     struct hbm_extent e = a->free[i];
@@ -117,6 +138,7 @@ NRT_STATUS hbm_alloc_take(struct hbm_alloc *a, uint64_t size, uint64_t align,
         a->used += len;
         if (start + len > a->high)
             a->high = start + len;
+        assert(hbm_alloc_sane_near(a, i));
         *off = start;
         *taken = len;
         st = NRT_SUCCESS;
@@ -154,6 +176,7 @@ NRT_STATUS hbm_alloc_take_at(struct hbm_alloc *a, uint64_t off, uint64_t len)
             a->used += len;
             if (off + len > a->high)
                 a->high = off + len;
+            assert(hbm_alloc_sane_near(a, i - 1));
             st = NRT_SUCCESS;
         } else {
             st = NRT_RESOURCE;
@@ -198,6 +221,7 @@ void hbm_alloc_give(struct hbm_alloc *a, uint64_t off, uint64_t taken)
         return;
     }
     a->used -= taken;
+    assert(hbm_alloc_sane_near(a, i > 0 ? i - 1 : 0));
     pthread_mutex_unlock(&a->lock);
 }
 

@@ -66,7 +66,8 @@ uint64_t hbm_alloc_used(struct hbm_alloc *a);
 uint64_t hbm_alloc_largest_free(struct hbm_alloc *a);
 
 /* Check the invariants (sorted, disjoint, non-adjacent, used + free == size);
- * returns 0 when they hold. For tests and assert(). */
+ * returns 0 when they hold. For tests and assert() (hbm_alloc_fini; each
+ * change asserts the same around the ranges it touched). */
 int hbm_alloc_sane(struct hbm_alloc *a);
 
 #endif

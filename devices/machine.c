@@ -195,6 +195,21 @@ bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len)
     return false;
 }
 
+bool machine_hbm_locate(const struct machine *m, const void *p, uint64_t len, uint32_t *chip,
+                        uint64_t *off)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (uint32_t i = 0; i < m->cfg.profile->chips; i++) {
+        uintptr_t lo = (uintptr_t)m->chips[i].hbm;
+        if (a >= lo && a - lo < m->chips[i].hbm_size && len <= m->chips[i].hbm_size - (a - lo)) {
+            *chip = i;
+            *off = a - lo;
+            return true;
+        }
+    }
+    return false;
+}
+
 NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct core **out)
 {
     struct vnc_info *vi = &m->vncs[vnc];

@@ -89,6 +89,10 @@ void machine_destroy(struct machine *m);
 
 /* The i-th physical core of a VNC, created on first use (caller holds the
  * VNC's exec_lock). NRT_RESOURCE when the host is out of memory. */
+/* Which chip's HBM holds [p, p+len), and at what offset; false when none. */
+bool machine_hbm_locate(const struct machine *m, const void *p, uint64_t len, uint32_t *chip,
+                        uint64_t *off);
+
 NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct core **out);
 
 /* Machine-wide VNC id of a process-local VNC index; -1 when not visible. */

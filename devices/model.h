@@ -59,6 +59,8 @@ struct nrt_model {
     _Atomic uint64_t executions;  /* completed executions */
     _Atomic uint32_t refs;        /* the registry's reference plus pins */
     uint32_t id;                  /* load number in this process (async callbacks) */
+    _Atomic uint64_t device_ns_last; /* estimated device time of the last execution (ns) */
+    _Atomic uint64_t device_ns_total; /* and of all of them */
     /* snapshots (devices/state.c): */
     void *neff_bytes;             /* copy of the NEFF it was loaded from */
     size_t neff_size;             /* bytes in neff_bytes */

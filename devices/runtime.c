@@ -8,8 +8,11 @@
 
 #include "devices/async.h"
 #include "devices/coll.h"
+#include "devices/devprof.h"
+#include "devices/inspect.h"
 #include "devices/env.h"
 #include "devices/log_env.h"
+#include "devices/systrace.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
 #include "emu/log.h"
@@ -101,6 +104,8 @@ NRT_STATUS rt_init(uint32_t framework)
         st = machine_create(&cfg, &m);
     if (st == NRT_SUCCESS) {
         rt_mach = m;
+        devprof_env_start();
+        inspect_env_start();
         atomic_store(&rt_cur_state, RT_OPEN);
         LOG_INFO("NRT", "initialized: %s, %u chips, LNC=%u, %u of %u VNCs visible, "
                  "instance %s (framework %u)", cfg.profile->name, cfg.profile->chips, cfg.lnc,
@@ -123,6 +128,11 @@ void rt_close(void)
     async_shutdown();                  /* cancels queued requests, waits for running ones */
     atomic_store(&rt_close_pending, false);
     atomic_store(&rt_cur_state, RT_CLOSED);
+    if (inspect_running())
+        (void)inspect_stop();  /* NEURON_RT_INSPECT_*: the files of the session */
+    systrace_stop();
+    devprof_env_finish();      /* TRNEMU_PROFILE: the trace and its summary */
+    devprof_reset();
     coll_cc_free_all();        /* prepared collectives never scheduled */
     model_destroy_all();
     tensor_destroy_all();

@@ -8,6 +8,7 @@
  * Writes of bytes hold machine_mem_enter (a snapshot waits for them).
  */
 #include "devices/tensor.h"
+#include "devices/systrace.h"
 
 #include <inttypes.h>
 #include <stdio.h>
@@ -308,9 +309,11 @@ NRT_STATUS tensor_read(const nrt_tensor_t *t, void *buf, size_t offset, size_t s
     NRT_STATUS st = tensor_pin(t, &v);
     if (st != NRT_SUCCESS)
         return st;
+    uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "read", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0)
         memcpy(buf, v.va + offset, size);
+    systrace_emit(SYS_TENSOR_READ, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
     return st;
 }
@@ -321,12 +324,14 @@ NRT_STATUS tensor_write(nrt_tensor_t *t, const void *buf, size_t offset, size_t 
     NRT_STATUS st = tensor_pin(t, &v);
     if (st != NRT_SUCCESS)
         return st;
+    uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "write", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0) {
         machine_mem_enter(rt_machine());
         memcpy(v.va + offset, buf, size);
         machine_mem_leave(rt_machine());
     }
+    systrace_emit(SYS_TENSOR_WRITE, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
     return st;
 }
@@ -392,6 +397,7 @@ NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *ds
         memmove(d.va + dst_off, s.va + src_off, size);
         machine_mem_leave(rt_machine());
     }
+    systrace_emit(SYS_TENSOR_COPY, d.vnc, systrace_now_ns(), 0, d.name, size, st);
     tensor_unpin(&d);
     tensor_unpin(&s);
     return st;

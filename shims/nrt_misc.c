@@ -1,13 +1,19 @@
 /*
- * nrt_misc.c: the remaining experimental entry points (tracing, ucode, EFA, dma-buf, async exec callbacks, direct device copies).
- *
- * nrt_memcpy_to_device is emulated; the others are not emulated yet: each
- * logs one line naming itself and returns NRT_FAILURE (see docs/abi.md).
+ * nrt_misc.c: the remaining experimental entry points: the runtime trace
+ * (nrt_trace_*, over the system trace), dma-buf export of device memory,
+ * async exec callbacks and drain, direct device copies, and the three
+ * that name hardware an emulated machine does not have (EFA BDF,
+ * pooling-engine microcode, the NCCL net plugin): those return the
+ * documented failure with one log line saying why (docs/abi.md).
  */
+#include <inttypes.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "devices/async.h"
+#include "devices/state.h"
+#include "devices/systrace.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
@@ -25,21 +31,47 @@ NRT_EXPORT NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc)
 
 NRT_EXPORT NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_REQUIRE(va != NULL && efa_bdf != NULL && len != NULL, "va, efa_bdf or len is NULL");
+    SHIM_ENTER();
+    bool inside = machine_hbm_contains(rt_machine(), va, 1);
+    rt_leave();
+    SHIM_REQUIRE(inside, "%p is not inside mapped device memory", va);
+    /* An emulated device has no PCIe neighbours: there is no EFA to name. */
+    LOG_ERROR("NRT", "no EFA device is attached to the emulated Neuron device (trnemu joins "
+              "nodes over libfabric, not over an attached EFA)");
+    return NRT_FAILURE;
 }
 
 NRT_EXPORT NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int* fd)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_REQUIRE(fd != NULL && va != 0 && size > 0, "fd is NULL, or va or size is 0");
+    SHIM_ENTER();
+    uint32_t chip = 0;
+    uint64_t off = 0;
+    bool inside = machine_hbm_locate(rt_machine(), (const void *)(uintptr_t)va, size, &chip,
+                                     &off);
+    int f = inside ? state_hbm_fd(rt_machine(), chip) : -1;
+    rt_leave();
+    SHIM_REQUIRE(inside, "%" PRIu64 " bytes at 0x%" PRIx64 " are not inside mapped device memory",
+                 size, va);
+    if (f < 0) {
+        LOG_ERROR("NRT", "the device memory of chip %u has no shared file to export", chip);
+        return NRT_FAILURE;
+    }
+    *fd = f;  /* the chip's HBM file: the range starts at file offset `off` */
+    LOG_DEBUG("NRT", "dma-buf of 0x%" PRIx64 ": fd %d, chip %u, offset %" PRIu64, va, f, chip, off);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size)
 {
+    static const char why[] = "no NCCL network plugin: trnemu runs collectives over its own "
+                              "shared-memory and libfabric transports";
     if (err != NULL)
         *err = 1;
     if (err_msg != NULL && err_msg_size > 0)
-        snprintf(err_msg, err_msg_size, "not emulated by trnemu");
-    LOG_ERROR("NRT", "not emulated by trnemu: this function is not emulated yet");
+        snprintf(err_msg, err_msg_size, "%s", why);
+    LOG_ERROR("NRT", "%s", why);
     return NULL;
 }
 
@@ -65,15 +97,42 @@ NRT_EXPORT NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CAL
 
 NRT_EXPORT NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_REQUIRE(ucode_info != NULL, "ucode_info is NULL");
+    SHIM_REQUIRE(rt_state() == RT_UNINITIALIZED, "must be called before nrt_init()");
+    /* The GpSimd engine is emulated by its instruction semantics; there is
+     * no pooling-engine processor to load microcode into. */
+    LOG_ERROR("NRT", "the emulated GpSimd (pooling) engine has no microcode memory: the "
+              "%zu-byte iram and %zu-byte dram images are not loaded", ucode_info->iram.size,
+              ucode_info->dram.size);
+    return NRT_FAILURE;
 }
 
 NRT_EXPORT NRT_STATUS nrt_trace_start(bool trace_mem)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    nrt_sys_trace_config_t c;
+    systrace_config_defaults(&c);
+    if (!trace_mem)  /* memory events: loads, unloads and tensor transfers */
+        c.types &= ~((1u << SYS_NRT_LOAD) | (1u << SYS_NRT_UNLOAD) | (1u << SYS_TENSOR_READ) |
+                     (1u << SYS_TENSOR_WRITE) | (1u << SYS_TENSOR_COPY));
+    return systrace_start(&c);
 }
 
 NRT_EXPORT NRT_STATUS nrt_trace_stop(const char *filename)
 {
-    SHIM_NOT_EMULATED("this function is not emulated yet");
+    SHIM_REQUIRE(filename != NULL && *filename != '\0', "filename is NULL or empty");
+    nrt_sys_trace_fetch_options_t o;
+    systrace_fetch_defaults(&o);
+    char *json = NULL;
+    size_t len = 0;
+    NRT_STATUS st = systrace_fetch(&o, &json, &len);
+    if (st != NRT_SUCCESS)
+        return st;
+    FILE *f = fopen(filename, "w");
+    bool ok = f != NULL && fwrite(json, 1, len, f) == len;
+    if (f != NULL && fclose(f) != 0)
+        ok = false;
+    free(json);
+    systrace_stop();
+    SHIM_REQUIRE(ok, "cannot write the trace to '%s'", filename);
+    return NRT_SUCCESS;
 }

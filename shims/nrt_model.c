@@ -6,6 +6,7 @@
 
 #include "devices/exec.h"
 #include "devices/model.h"
+#include "devices/systrace.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 
@@ -19,7 +20,11 @@ static NRT_STATUS shim_load(const void *neff_bytes, size_t size, int32_t vnc, in
     SHIM_REQUIRE(vnc_count == -1 || vnc_count == 1,
                  "vnc_count is deprecated: pass -1 (got %d)", (int)vnc_count);
     SHIM_ENTER();
+    uint64_t t0 = systrace_now_ns();
     NRT_STATUS st = model_load(neff_bytes, size, vnc, model);
+    systrace_emit(SYS_NRT_LOAD, st == NRT_SUCCESS ? (*model)->vnc : (int)vnc, t0,
+                  systrace_now_ns() - t0, st == NRT_SUCCESS ? (*model)->neff->info.name : "",
+                  size, st);
     rt_leave();
     return st;
 }
@@ -49,6 +54,7 @@ NRT_EXPORT NRT_STATUS nrt_unload(nrt_model_t *model)
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL, "model is NULL");
     SHIM_ENTER();
+    systrace_emit(SYS_NRT_UNLOAD, -1, systrace_now_ns(), 0, "", 0, NRT_SUCCESS);
     NRT_STATUS st = model_unload(model);
     rt_leave();
     return st;

@@ -1,133 +1,233 @@
 /*
- * nrt_profile.c: the device profiling and inspection entry points.
- *
- * Not emulated yet: each call logs one line naming itself and returns
- * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ * nrt_profile.c: device profiles (nrt_profile_*), the continuous profile
+ * and inspect (nrt_inspect_*): argument checks here; the timelines come
+ * from the cost model (devices/devprof.c, docs/profile.md), inspect's
+ * sessions from devices/inspect.c.
  */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/devprof.h"
+#include "devices/inspect.h"
+#include "devices/model.h"
 #include "nrt/nrt_profile.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_inspect_begin(void)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count)
-{
-    LOG_ERROR("NRT", "not emulated by trnemu: device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_types, size_t *count)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options, const char ***activity_types, size_t *count)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options, const char *activity_type, bool enabled)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options, const char *event_type, bool enabled)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options, uint32_t nc_idx, bool enabled)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options, bool enable_inspect)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options, bool enable_inspect_on_fail)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options, uint64_t sys_trace_max_events_per_nc)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_inspect_stop(void)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options, const char *output_dir)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_stop(void)
-{
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
-}
-
 NRT_EXPORT NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename)
 {
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
+    SHIM_REQUIRE(model != NULL && filename != NULL && *filename != '\0',
+                 "model or filename is NULL or empty");
+    SHIM_ENTER();
+    NRT_STATUS st = model_pin(model);
+    if (st == NRT_SUCCESS) {
+        st = devprof_model_start(model, filename);
+        model_unpin(model);
+    }
+    rt_leave();
+    return st;
 }
 
 NRT_EXPORT NRT_STATUS nrt_profile_stop(const char *filename)
 {
-    SHIM_NOT_EMULATED("device profiling is not emulated yet");
+    SHIM_REQUIRE(filename != NULL, "filename is NULL");
+    return devprof_model_stop(filename);
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    *options = calloc(1, sizeof **options);
+    if (*options == NULL)
+        return NRT_RESOURCE;
+    snprintf((*options)->output_dir, sizeof (*options)->output_dir, "./profiles");
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t *options)
+{
+    free(options);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options, const char *output_dir)
+{
+    SHIM_REQUIRE(options != NULL && output_dir != NULL && *output_dir != '\0',
+                 "options or output_dir is NULL or empty");
+    SHIM_REQUIRE(strlen(output_dir) < sizeof options->output_dir, "output_dir is too long");
+    snprintf(options->output_dir, sizeof options->output_dir, "%s", output_dir);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options)
+{
+    return devprof_continuous_save(vnc, options != NULL ? options->output_dir : NULL);
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    return devprof_continuous_start(options->output_dir);
+}
+
+NRT_EXPORT NRT_STATUS nrt_profile_continuous_stop(void)
+{
+    return devprof_continuous_stop();
+}
+
+/* ---- inspect ---------------------------------------------------------------- */
+
+NRT_EXPORT NRT_STATUS nrt_inspect_begin(void)
+{
+    nrt_inspect_config_t c;
+    inspect_config_defaults(&c);
+    return inspect_begin(&c);
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    return inspect_begin(options);
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_stop(void)
+{
+    return inspect_stop();
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    *options = malloc(sizeof **options);
+    if (*options == NULL)
+        return NRT_RESOURCE;
+    inspect_config_defaults(*options);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options)
+{
+    free(options);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    inspect_config_defaults(options);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count)
+{
+    for (size_t i = 0; activity_types != NULL && i < count; i++)
+        free((void *)activity_types[i]);
+    free(activity_types);
+}
+
+/* A new array of the activity names selected by on (NULL: all). */
+static NRT_STATUS shim_activities(const bool *on, const char ***types, size_t *count)
+{
+    const char **a = calloc(INSPECT_ACTIVITY_COUNT, sizeof *a);
+    size_t n = 0;
+    if (a == NULL)
+        return NRT_RESOURCE;
+    for (int i = 0; i < INSPECT_ACTIVITY_COUNT; i++)
+        if (on == NULL || on[i]) {
+            if ((a[n] = strdup(inspect_activity_name((enum inspect_activity)i))) == NULL) {
+                nrt_inspect_config_free_activity_types(a, n);
+                return NRT_RESOURCE;
+            }
+            n++;
+        }
+    *types = a;
+    *count = n;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_types, size_t *count)
+{
+    SHIM_REQUIRE(activity_types != NULL && count != NULL, "activity_types or count is NULL");
+    return shim_activities(NULL, activity_types, count);
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options, const char ***activity_types, size_t *count)
+{
+    SHIM_REQUIRE(options != NULL && activity_types != NULL && count != NULL,
+                 "options, activity_types or count is NULL");
+    return shim_activities(options->activity, activity_types, count);
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options, const char *activity_type, bool enabled)
+{
+    SHIM_REQUIRE(options != NULL && activity_type != NULL, "options or activity_type is NULL");
+    int a = inspect_activity_of(activity_type);
+    if (strcmp(activity_type, "all") == 0) {
+        for (int i = 0; i < INSPECT_ACTIVITY_COUNT; i++)
+            options->activity[i] = enabled;
+        return NRT_SUCCESS;
+    }
+    SHIM_REQUIRE(a >= 0, "'%s' is not an activity type (system_profile, device_profile, all)",
+                 activity_type);
+    options->activity[a] = enabled;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options, const char *event_type, bool enabled)
+{
+    SHIM_REQUIRE(options != NULL && event_type != NULL, "options or event_type is NULL");
+    int t = systrace_type_of(event_type);
+    SHIM_REQUIRE(t >= 0, "'%s' is not an event type (nrt_sys_trace_get_event_types)", event_type);
+    if (enabled)
+        options->trace.types |= 1u << t;
+    else
+        options->trace.types &= ~(1u << t);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options, uint32_t nc_idx, bool enabled)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(nc_idx < SYSTRACE_MAX_NC, "NeuronCore %u is not below %d", nc_idx,
+                 SYSTRACE_MAX_NC);
+    options->trace.nc_on[nc_idx] = enabled;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options, bool enable_inspect)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    options->enable_inspect = enable_inspect;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options, bool enable_inspect_on_fail)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    options->enable_on_fail = enable_inspect_on_fail;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir)
+{
+    SHIM_REQUIRE(options != NULL && output_dir != NULL && *output_dir != '\0',
+                 "options or output_dir is NULL or empty");
+    SHIM_REQUIRE(strlen(output_dir) < sizeof options->output_dir, "output_dir is too long");
+    snprintf(options->output_dir, sizeof options->output_dir, "%s", output_dir);
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    options->session_id = session_id;
+    return NRT_SUCCESS;
+}
+
+NRT_EXPORT NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options, uint64_t sys_trace_max_events_per_nc)
+{
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(sys_trace_max_events_per_nc > 0, "sys_trace_max_events_per_nc is 0");
+    options->trace.max_events_per_nc = sys_trace_max_events_per_nc;
+    return NRT_SUCCESS;
 }

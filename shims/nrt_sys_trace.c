@@ -1,98 +1,176 @@
 /*
- * nrt_sys_trace.c: the system-trace entry points.
- *
- * Not emulated yet: each call logs one line naming itself and returns
- * NRT_FAILURE (void functions only log), as documented in docs/abi.md.
+ * nrt_sys_trace.c: the system-trace entry points: capture options, event
+ * types, start/stop, fetch as JSON (devices/systrace.c). The void setters
+ * ignore a NULL options object with a log line, as they cannot report.
  */
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/systrace.h"
 #include "nrt/nrt_sys_trace.h"
 #include "shims/shim.h"
 
 NRT_EXPORT void nrt_sys_trace_buffer_free(char *buffer)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    free(buffer);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    *options = malloc(sizeof **options);
+    if (*options == NULL)
+        return NRT_RESOURCE;
+    systrace_config_defaults(*options);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    free(options);
+}
+
+/* A new array of the names of the types in mask (all when mask is ~0). */
+static NRT_STATUS shim_type_list(uint32_t mask, const char ***event_types, size_t *count)
+{
+    const char **a = calloc(SYS_TYPE_COUNT, sizeof *a);
+    size_t n = 0;
+    if (a == NULL)
+        return NRT_RESOURCE;
+    for (int t = 0; t < SYS_TYPE_COUNT; t++)
+        if (mask & (1u << t)) {
+            if ((a[n] = strdup(systrace_type_name((enum systrace_type)t))) == NULL) {
+                for (size_t i = 0; i < n; i++)
+                    free((void *)a[i]);
+                free(a);
+                return NRT_RESOURCE;
+            }
+            n++;
+        }
+    *event_types = a;
+    *count = n;
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t *options, const char ***event_types, size_t *count)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(options != NULL && event_types != NULL && count != NULL,
+                 "options, event_types or count is NULL");
+    return shim_type_list(options->types, event_types, count);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t *options, const char *event_type, bool enabled)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(options != NULL && event_type != NULL, "options or event_type is NULL");
+    int t = systrace_type_of(event_type);
+    SHIM_REQUIRE(t >= 0, "'%s' is not an event type (nrt_sys_trace_get_event_types)", event_type);
+    if (enabled)
+        options->types |= 1u << t;
+    else
+        options->types &= ~(1u << t);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *options, uint32_t nc_idx, bool enabled)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL || nc_idx >= SYSTRACE_MAX_NC) {
+        LOG_ERROR("NRT", "options is NULL or NeuronCore %u is not below %d: ignored", nc_idx,
+                  SYSTRACE_MAX_NC);
+        return;
+    }
+    options->nc_on[nc_idx] = enabled;
 }
 
 NRT_EXPORT void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL) {
+        LOG_ERROR("NRT", "options is NULL: ignored");
+        return;
+    }
+    systrace_config_defaults(options);
 }
 
 NRT_EXPORT void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options, uint64_t max_events_per_nc)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL) {
+        LOG_ERROR("NRT", "options is NULL: ignored");
+        return;
+    }
+    options->max_events_per_nc = max_events_per_nc;
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_events(char **buffer, size_t *written_size, const nrt_sys_trace_fetch_options_t *options)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(buffer != NULL && written_size != NULL, "buffer or written_size is NULL");
+    nrt_sys_trace_fetch_options_t dflt;
+    systrace_fetch_defaults(&dflt);
+    return systrace_fetch(options != NULL ? options : &dflt, buffer, written_size);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t **options)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(options != NULL, "options is NULL");
+    *options = malloc(sizeof **options);
+    if (*options == NULL)
+        return NRT_RESOURCE;
+    systrace_fetch_defaults(*options);
+    return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    free(options);
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *options)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL) {
+        LOG_ERROR("NRT", "options is NULL: ignored");
+        return;
+    }
+    systrace_fetch_defaults(options);
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL) {
+        LOG_ERROR("NRT", "options is NULL: ignored");
+        return;
+    }
+    options->max_events_per_nc = max_events_per_nc;
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    if (options == NULL || nc_idx >= SYSTRACE_MAX_NC) {
+        LOG_ERROR("NRT", "options is NULL or NeuronCore %llu is not below %d: ignored",
+                  (unsigned long long)nc_idx, SYSTRACE_MAX_NC);
+        return;
+    }
+    options->nc_idx = (int64_t)nc_idx;
 }
 
 NRT_EXPORT void nrt_sys_trace_free_event_types(const char **event_types, size_t count)
 {
-    LOG_ERROR("NRT", "not emulated by trnemu: system tracing is not emulated yet");
+    for (size_t i = 0; event_types != NULL && i < count; i++)
+        free((void *)event_types[i]);
+    free(event_types);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_get_event_types(const char ***event_types, size_t *count)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    SHIM_REQUIRE(event_types != NULL && count != NULL, "event_types or count is NULL");
+    return shim_type_list(~0u, event_types, count);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    nrt_sys_trace_config_t dflt;
+    systrace_config_defaults(&dflt);
+    return systrace_start(options != NULL ? options : &dflt);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_stop(void)
 {
-    SHIM_NOT_EMULATED("system tracing is not emulated yet");
+    return systrace_stop();
 }

@@ -66,11 +66,4 @@ static inline const char *shim_log_name(const char *func)
         }                                                                      \
     } while (0)
 
-/* A function trnemu does not emulate (yet): one log line, NRT_FAILURE. */
-#define SHIM_NOT_EMULATED(why)                                                 \
-    do {                                                                       \
-        LOG_ERROR("NRT", "not emulated by trnemu: %s", why);                   \
-        return NRT_FAILURE;                                                    \
-    } while (0)
-
 #endif

@@ -429,14 +429,12 @@ static bool dec_arg(struct cur *c, const struct cl_arg *a, struct cl_dec_arg *d)
     if (!d->present)
         return !c->bad;
     switch (a->role) {
-    case CL_R_HOUT:
-    case CL_R_OVAL:
-        d->written = get_flag(c);
-        d->post = get_u64(c);
-        break;
     case CL_R_HINOUT:
     case CL_R_IOVAL:
         d->pre = get_u64(c);
+        __attribute__((fallthrough)); /* then what an out value has */
+    case CL_R_HOUT:
+    case CL_R_OVAL:
         d->written = get_flag(c);
         d->post = get_u64(c);
         break;

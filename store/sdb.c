@@ -92,6 +92,18 @@ NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what)
     }
 }
 
+bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st)
+{
+    if (*st != NRT_SUCCESS)
+        return false;
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW)
+        return true;
+    if (rc != SQLITE_DONE)
+        *st = sdb_fail(db, rc, "reading the snapshot");
+    return false;
+}
+
 NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what)
 {
     int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);

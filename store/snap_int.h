@@ -28,6 +28,9 @@ struct snap_db {
 /* Map a failed SQLite result code to a status, with one log line naming
  * what was being done and SQLite's message. */
 NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what);
+/* Step a query that reads the snapshot; false at its end or on an error
+ * (then *st is set; nothing is done when *st already holds one). */
+bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st);
 /* Run statements without results. */
 NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what);
 /* Prepare one statement; NULL on failure (logged). */

@@ -16,8 +16,8 @@
 #include <unistd.h>
 
 #include "devices/state.h"
+#include "emu/core/core_state.h"
 #include "emu/log.h"
-#include "store/snap_core.h"
 #include "store/snap_int.h"
 
 /* Largest host storage a restore accepts (snap_set_host_limit). */
@@ -82,17 +82,10 @@ void snap_handle_map_free(struct snap_handle_map *map)
     map->n = 0;
 }
 
-/* Step a query; false at its end or on error (*st set on error). */
+/* Step a query (sdb_next). */
 static bool snap_next(struct snap_restorer *rs, sqlite3_stmt *s, NRT_STATUS *st)
 {
-    if (*st != NRT_SUCCESS)
-        return false;
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        return true;
-    if (rc != SQLITE_DONE)
-        *st = sdb_fail(rs->db, rc, "reading the snapshot");
-    return false;
+    return sdb_next(rs->db, s, st);
 }
 
 /* A query of this snapshot's rows (?1 = snapshot id). */
@@ -522,7 +515,7 @@ static NRT_STATUS snap_core_one(struct snap_restorer *rs, sqlite3_stmt *s)
     NRT_STATUS st = state_core_make(rs->mach, (uint32_t)vnc, (uint32_t)idx, &c);
     if (st != NRT_SUCCESS)
         return st;
-    if (snap_core_blob_read(c, blob, len) != NRT_SUCCESS)
+    if (core_state_load(c, blob, len) != EMU_OK)
         return snap_bad(rs, "a core's register blob is malformed");
     uint64_t sbuf = (uint64_t)ISA_NUM_PARTITIONS * c->sbuf_part_bytes, psum, have;
     psum = (uint64_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES;

@@ -11,8 +11,8 @@
 #include <unistd.h>
 
 #include "devices/state.h"
+#include "emu/core/core_state.h"
 #include "emu/log.h"
-#include "store/snap_core.h"
 #include "store/snap_int.h"
 
 /* The execution and configuration options a snapshot records. */
@@ -170,7 +170,7 @@ static NRT_STATUS snap_cores(struct snap_saver *sv)
     struct machine *m = sv->v.mach;
     sqlite3_stmt *s = sdb_prepare(sv->db, "INSERT INTO core(snap, vnc, idx, gen, state, sbuf, psum)"
                                           " VALUES(?1,?2,?3,?4,?5,?6,?7)");
-    uint8_t *blob = malloc(snap_core_blob_size());
+    uint8_t *blob = malloc(core_state_size());
     NRT_STATUS st = s == NULL ? NRT_INVALID : blob == NULL ? NRT_RESOURCE : NRT_SUCCESS;
     for (uint32_t g = 0; st == NRT_SUCCESS && g < m->cfg.total_vncs; g++)
         for (uint32_t i = 0; st == NRT_SUCCESS && i < m->cfg.lnc; i++) {
@@ -189,12 +189,12 @@ static NRT_STATUS snap_cores(struct snap_saver *sv)
                 st = cstore_save_range(&sv->cs, sv->snap, rp, c->psum, psum, 0, psum, true);
             if (st != NRT_SUCCESS)
                 break;
-            snap_core_blob_write(c, blob);
+            core_state_save(c, blob);
             sqlite3_bind_int64(s, 1, sv->snap);
             sqlite3_bind_int64(s, 2, g);
             sqlite3_bind_int64(s, 3, i);
             sqlite3_bind_int64(s, 4, c->gen);
-            sqlite3_bind_blob(s, 5, blob, (int)snap_core_blob_size(), SQLITE_STATIC);
+            sqlite3_bind_blob(s, 5, blob, (int)core_state_size(), SQLITE_STATIC);
             sqlite3_bind_int64(s, 6, rs);
             sqlite3_bind_int64(s, 7, rp);
             st = sdb_done(sv->db, s, "saving a core");

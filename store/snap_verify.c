@@ -171,17 +171,10 @@ static NRT_STATUS vbad(struct verifier *v, const char *fmt, ...)
     return NRT_INVALID;
 }
 
-/* Step s; false at the end or on an error (*st set). */
+/* Step a query (sdb_next). */
 static bool vnext(struct verifier *v, sqlite3_stmt *s, NRT_STATUS *st)
 {
-    if (*st != NRT_SUCCESS)
-        return false;
-    int rc = sqlite3_step(s);
-    if (rc == SQLITE_ROW)
-        return true;
-    if (rc != SQLITE_DONE)
-        *st = sdb_fail(v->db, rc, "reading the snapshot");
-    return false;
+    return sdb_next(v->db, s, st);
 }
 
 /* Run sql (?1 = snapshot) and give each row to fn. */

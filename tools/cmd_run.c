@@ -355,8 +355,7 @@ static int run_main(const struct run_opts *o)
         rc = run_model(&a, o, m);
         a.unload(m);
     } else {
-        fprintf(stderr, "trnemu run: %s: %s (%d)\n", m == NULL && st != NRT_SUCCESS ? o->neff : "",
-                a.status_str(st), (int)st);
+        fprintf(stderr, "trnemu run: %s: %s (%d)\n", o->neff, a.status_str(st), (int)st);
     }
     a.close();
     free(bytes);

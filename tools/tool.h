@@ -12,6 +12,7 @@
 
 int cmd_ls(int argc, char **argv);
 int cmd_exec(int argc, char **argv);
+int cmd_profile(int argc, char **argv);
 int cmd_run(int argc, char **argv);
 int cmd_asm(int argc, char **argv);
 int cmd_disasm(int argc, char **argv);

@@ -18,6 +18,8 @@ static const struct tool_cmd tool_cmds[] = {
     {"run", cmd_run, "execute a NEFF with .npy/.bin inputs, write .npy outputs: trnemu run\n"
                "           MODEL.neff [--input NAME=FILE]... [--output-dir DIR] [--repeat N] [--vnc K]"},
     {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
+    {"profile", cmd_profile, "run a program with every execution profiled: trnemu profile\n"
+                             "           [-o FILE] -- CMD [ARGS] (Perfetto trace + engine summary)"},
     {"asm", cmd_asm, "assemble trnemu assembly into a NEFF: trnemu asm FILE.s [-o FILE.neff]"},
     {"disasm", cmd_disasm, "print a NEFF as trnemu assembly: trnemu disasm FILE.neff"},
     {"launch", cmd_launch, "start N ranks on one instance: trnemu launch -n N [--cores-per-rank K]\n"

@@ -32,15 +32,20 @@ static size_t core_scratch_bytes(void)
     return (size_t)ISA_ENG_COUNT * CORE_SCRATCH_SLOTS * CORE_SCRATCH_ELEMS * sizeof(float);
 }
 
+/* Bytes of one SBUF partition of a core of version gen. */
+static uint32_t core_part_bytes(uint32_t gen)
+{
+    return gen >= 4 ? ISA_SBUF_PART_BYTES_V4 : gen >= 3 ? ISA_SBUF_PART_BYTES_V3
+                                                   : ISA_SBUF_PART_BYTES_V2;
+}
+
 emu_status core_create(uint32_t gen, struct core **out)
 {
     struct core *c = calloc(1, sizeof *c);
     if (c == NULL)
         return EMU_RESOURCE;
     c->gen = gen;
-    c->sbuf_part_bytes = gen >= 4   ? ISA_SBUF_PART_BYTES_V4
-                         : gen >= 3 ? ISA_SBUF_PART_BYTES_V3
-                                    : ISA_SBUF_PART_BYTES_V2;
+    c->sbuf_part_bytes = core_part_bytes(gen);
     c->sbuf = core_map(core_sbuf_bytes(c));
     c->psum = core_map((size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
     c->scratch = core_map(core_scratch_bytes());
@@ -77,6 +82,21 @@ void core_reset(struct core *c, uint64_t seed, bool stochastic)
     for (int e = 0; e < ISA_ENG_COUNT; e++)
         c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,
                                       num_rng_u64(seed, 0x5352000000000000ull + (uint64_t)e), 0};
+}
+
+bool core_sane(const struct core *c)
+{
+    if (c->gen < 2 || c->sbuf == NULL || c->psum == NULL || c->scratch == NULL)
+        return false;
+    if (c->sbuf_part_bytes != core_part_bytes(c->gen))
+        return false;
+    for (size_t i = 0; i < ISA_NUM_EVENTS; i++)
+        if (c->event[i] > 1)
+            return false;
+    for (int e = 0; e < ISA_ENG_COUNT; e++)
+        if (c->sr[e].mode > NUM_ROUND_STOCHASTIC)
+            return false;
+    return true;
 }
 
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot)

@@ -39,7 +39,7 @@ struct core_var {
     uint64_t size;     /* bytes */
 };
 
-struct coll_iface;
+struct core_coll;
 
 /* What one core runs. */
 struct core_program {
@@ -56,10 +56,11 @@ struct core_program {
     size_t ndescs[ISA_ENG_COUNT];              /* entries in descs */
     const struct core_var *var_by_index;       /* one per neff var (va NULL: none) */
     size_t nvar_index;                         /* entries in var_by_index */
-    const struct coll_iface *coll;             /* collectives (emu/core/coll_iface.h), NULL: none */
+    const struct core_coll *coll;             /* collectives (emu/core/core_coll.h), NULL: none */
 };
 
 struct race_state;
+struct cost_run;
 
 struct core {
     uint32_t gen;                             /* NeuronCore version: 2, 3 or 4 */
@@ -73,6 +74,8 @@ struct core {
     uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
     float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
     bool stochastic;                          /* float stores round stochastically */
+    uint8_t spare_[7];                        /* explicit: struct core has no implicit padding
+                                                 (core_state.c checks every byte is listed) */
     struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
     struct race_state *race;                  /* race checker, NULL when off */
@@ -103,6 +106,11 @@ void core_destroy(struct core *c);
  * as on hardware. */
 void core_reset(struct core *c, uint64_t seed, bool stochastic);
 
+/* The core's invariants: a known generation with its SBUF size, its
+ * memories and scratch mapped, events 0 or 1, rounding streams of a known
+ * mode. O(events); for assert() around every run (core_run). */
+bool core_sane(const struct core *c);
+
 /* Scratch row `slot` of the calling engine (CORE_SCRATCH_ELEMS floats). */
 float *core_scratch(struct isa_exec_ctx *ctx, unsigned slot);
 
@@ -124,6 +132,8 @@ struct core_run_opts {
     bool racecheck;        /* report unordered conflicting SBUF/PSUM accesses */
     uint64_t seed;         /* random and stochastic-rounding seed */
     bool stochastic;       /* stochastic rounding of narrowing float stores */
+    struct cost_run *cost; /* device-time schedule to fill (emu/core/cost.h), NULL: none;
+                              the caller runs cost_begin first */
 };
 
 /* Run ncores cores, each its program, to completion: every engine of every

@@ -10,6 +10,7 @@
  * the report names each engine's pending instruction and the semaphores it
  * waits on. Nothing depends on threads or time, except the timeout.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 #define ISA_WANT_DISPATCH
 #include "emu/core/core.h"
 #include "emu/isa/isa_text.h"
+#include "emu/core/cost.h"
 #include "emu/core/race.h"
 
 #define SCHED_SLICE 4096u  /* instructions an engine runs per turn at most */
@@ -31,6 +33,7 @@ struct sched_eng {
     enum isa_engine eng;               /* which engine */
     size_t pc;                         /* next instruction */
     bool done;                         /* halted or ran off the end */
+    struct cost_run *cost;             /* device-time schedule, NULL: none */
 };
 
 static uint32_t *sched_cell(struct core *c, const struct isa_sync *s)
@@ -158,8 +161,11 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool 
         }
         return st;
     }
+    double t_end = e->cost != NULL ? cost_insn(e->cost, e->core_idx, e->eng, e->pc, insn) : 0;
     for (int i = 0; i < ISA_MAX_SIGNAL && insn->signal[i].kind != ISA_SYNC_NONE; i++) {
         sched_signal(e->core, &insn->signal[i]);
+        if (e->cost != NULL)
+            cost_signal(e->cost, e->core_idx, &insn->signal[i], t_end);
         if (race != NULL)
             race_on_signal(race, e->core_idx, e->eng, &insn->signal[i]);
     }
@@ -198,9 +204,10 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
         return EMU_INVALID;
     for (uint32_t c = 0; c < ncores; c++) {
         core_reset(cores[c], opts->seed, opts->stochastic);
+        assert(core_sane(cores[c]));
         for (int e = 0; e < ISA_ENG_COUNT; e++)
             es[n++] = (struct sched_eng){cores[c], progs[c], c, (enum isa_engine)e, 0,
-                                         progs[c]->n[e] == 0};
+                                         progs[c]->n[e] == 0, opts->cost};
     }
     struct race_state *race = NULL;
     if (opts->racecheck && race_create(ncores, &race) != EMU_OK)
@@ -233,5 +240,7 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
         }
     }
     race_destroy(race);
+    for (uint32_t c = 0; c < ncores; c++)
+        assert(core_sane(cores[c]));
     return st;
 }

@@ -92,7 +92,7 @@ static emu_status desc_transpose(struct isa_exec_ctx *ctx, const struct neff_dma
 {
     if (d->has_transpose_shape || d->n_from != 1)
         return core_fail(ctx, EMU_EXEC_ERR, "DMA descriptor %u: a transpose "
-                         "takes one source and no transpose_shape (not emulated)", d->id);
+                         "takes one source and no transpose_shape (trnemu does not run other forms)", d->id);
     uint32_t es = d->transpose_element_size;
     if (es == 0)
         es = (uint32_t)num_dtype_size(d->from[0].dtype);
@@ -128,7 +128,7 @@ static emu_status desc_check(struct isa_exec_ctx *ctx, const struct neff_dma_des
 {
     if (d->n_remote_semaphores != 0)
         return core_fail(ctx, EMU_EXEC_ERR, "DMA descriptor %u: "
-                         "remote_semaphores (peer cores of LNC=2) are not emulated", d->id);
+                         "remote_semaphores (peer cores of LNC=2) are not supported by trnemu", d->id);
     if (d->n_from == 0 || d->n_from > DMA_MAX_SRC)
         return core_fail(ctx, EMU_EXEC_ERR, "DMA descriptor %u has %u sources; "
                          "1..%u", d->id, d->n_from, DMA_MAX_SRC);

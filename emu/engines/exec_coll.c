@@ -6,33 +6,33 @@
  *
  * Collectives bind src and dst, check that they hold the same dtype and
  * the element counts the operation needs for the group's size, stage a
- * non-contiguous operand through contiguous memory (coll_iface scratch),
- * and hand the operation to coll_iface.run, which blocks this engine (and
+ * non-contiguous operand through contiguous memory (core_coll scratch),
+ * and hand the operation to core_coll.run, which blocks this engine (and
  * so the core's scheduler) until the operation is complete on this rank.
  * A failure there (a missing rank, a timeout, ranks that disagree) stops
  * the execution with its status.
  *
  * core_barrier and sendrecv meet the other cores of the run through the
- * shared coll_lnc state: an engine that must wait sets ctx->blocked and
+ * shared core_lnc state: an engine that must wait sets ctx->blocked and
  * is retried on its next turn, so the scheduler stays deterministic, and a
  * core that never arrives shows up as a deadlock report.
  */
 #include <inttypes.h>
 #include <string.h>
 
-#include "emu/core/coll_iface.h"
+#include "emu/core/core_coll.h"
 #include "emu/engines/dma_xfer.h"
 
-#define COLL_SLOT_DST 0
-#define COLL_SLOT_SRC 1
-#define COLL_SCRATCH_DST 0   /* staging of a non-contiguous dst */
-#define COLL_SCRATCH_SRC 1   /* staging of a non-contiguous (or overlapping) src */
-#define COLL_SCRATCH_SEND 2  /* + core index: a posted sendrecv's data */
+#define XCOLL_SLOT_DST 0
+#define XCOLL_SLOT_SRC 1
+#define XCOLL_SCRATCH_DST 0   /* staging of a non-contiguous dst */
+#define XCOLL_SCRATCH_SRC 1   /* staging of a non-contiguous (or overlapping) src */
+#define XCOLL_SCRATCH_SEND 2  /* + core index: a posted sendrecv's data */
 
 /* ---- contiguous staging ------------------------------------------------------ */
 
 /* The bytes of a bound operand when they are one contiguous run, else NULL. */
-static uint8_t *coll_contig(const struct ap_view *v)
+static uint8_t *xcoll_contig(const struct ap_view *v)
 {
     if (!v->flat)
         return NULL;
@@ -42,7 +42,7 @@ static uint8_t *coll_contig(const struct ap_view *v)
 }
 
 /* A stream over n contiguous elements at p. */
-static void coll_flat_stream(struct dma_stream *s, uint8_t *p, uint32_t dtype, uint32_t esize,
+static void xcoll_flat_stream(struct dma_stream *s, uint8_t *p, uint32_t dtype, uint32_t esize,
                              uint64_t n)
 {
     memset(s, 0, sizeof *s);
@@ -56,12 +56,12 @@ static void coll_flat_stream(struct dma_stream *s, uint8_t *p, uint32_t dtype, u
 }
 
 /* Copy a view's elements to contiguous buf (to_view false) or back (true). */
-static emu_status coll_stage(struct isa_exec_ctx *ctx, const struct ap_view *v, uint8_t *buf,
+static emu_status xcoll_stage(struct isa_exec_ctx *ctx, const struct ap_view *v, uint8_t *buf,
                              bool to_view)
 {
     struct dma_stream a, b;
     dma_stream_from_view(&a, v, 0, v->rows);
-    coll_flat_stream(&b, buf, v->dtype, v->esize, (uint64_t)v->rows * v->elems);
+    xcoll_flat_stream(&b, buf, v->dtype, v->esize, (uint64_t)v->rows * v->elems);
     struct dma_job job = {.kind = DMA_K_COPY, .nsrc = 1};
     job.scale[0] = 1.0f;
     job.src[0] = to_view ? &b : &a;
@@ -69,13 +69,13 @@ static emu_status coll_stage(struct isa_exec_ctx *ctx, const struct ap_view *v, 
     return dma_job_run(ctx, &job);
 }
 
-static uint8_t *coll_scratch(struct isa_exec_ctx *ctx, uint32_t slot, uint64_t bytes)
+static uint8_t *xcoll_scratch(struct isa_exec_ctx *ctx, uint32_t slot, uint64_t bytes)
 {
-    const struct coll_iface *ci = ctx->prog->coll;
+    const struct core_coll *ci = ctx->prog->coll;
     return ci->scratch != NULL ? ci->scratch(ci->user, slot, bytes ? bytes : 1) : NULL;
 }
 
-static emu_status coll_no_memory(struct isa_exec_ctx *ctx, uint64_t bytes)
+static emu_status xcoll_no_memory(struct isa_exec_ctx *ctx, uint64_t bytes)
 {
     return core_fail(ctx, EMU_RESOURCE, "no host memory to stage %" PRIu64 " bytes of a "
                      "collective operand", bytes);
@@ -84,17 +84,17 @@ static emu_status coll_no_memory(struct isa_exec_ctx *ctx, uint64_t bytes)
 /* ---- collectives between ranks --------------------------------------------------- */
 
 /* dst elements the operation needs for count src elements over n ranks; 0: none fits. */
-static uint64_t coll_dst_count(enum coll_kind kind, uint64_t count, uint32_t n)
+static uint64_t xcoll_dst_count(enum core_coll_kind kind, uint64_t count, uint32_t n)
 {
     switch (kind) {
-    case COLL_ALL_GATHER: return count * n;
-    case COLL_REDUCE_SCATTER: return count % n == 0 ? count / n : 0;
-    case COLL_ALL_TO_ALL: return count % n == 0 ? count : 0;
+    case CORE_COLL_ALL_GATHER: return count * n;
+    case CORE_COLL_REDUCE_SCATTER: return count % n == 0 ? count / n : 0;
+    case CORE_COLL_ALL_TO_ALL: return count % n == 0 ? count : 0;
     default: return count;
     }
 }
 
-static const char *coll_name(enum coll_kind kind)
+static const char *xcoll_name(enum core_coll_kind kind)
 {
     static const char *const names[] = {"?", "all_reduce", "all_gather", "reduce_scatter",
                                         "all_to_all", "permute", "barrier"};
@@ -102,76 +102,76 @@ static const char *coll_name(enum coll_kind kind)
 }
 
 /* Bind and check both operands; n: ranks in the group. */
-static emu_status coll_bind(struct isa_exec_ctx *ctx, enum coll_kind kind, uint32_t n,
+static emu_status xcoll_bind(struct isa_exec_ctx *ctx, enum core_coll_kind kind, uint32_t n,
                             struct ap_view *dst, struct ap_view *src)
 {
-    emu_status s = ap_bind(ctx, COLL_SLOT_DST, dst);
+    emu_status s = ap_bind(ctx, XCOLL_SLOT_DST, dst);
     if (s == EMU_OK)
-        s = ap_bind(ctx, COLL_SLOT_SRC, src);
+        s = ap_bind(ctx, XCOLL_SLOT_SRC, src);
     if (s != EMU_OK)
         return s;
     if (!dma_same_type(dst->dtype, src->dtype))
         return core_fail(ctx, EMU_EXEC_ERR, "%s: src is %s, dst %s; collectives "
-                         "move elements without converting them", coll_name(kind),
+                         "move elements without converting them", xcoll_name(kind),
                          isa_dtype_name(src->dtype), isa_dtype_name(dst->dtype));
     uint64_t cs = (uint64_t)src->rows * src->elems, cd = (uint64_t)dst->rows * dst->elems;
-    uint64_t want = coll_dst_count(kind, cs, n);
+    uint64_t want = xcoll_dst_count(kind, cs, n);
     if (want == 0 || want != cd)
         return core_fail(ctx, EMU_EXEC_ERR, "%s over %u ranks: src has %" PRIu64
-                         " elements, dst %" PRIu64 "; dst needs %s", coll_name(kind), n, cs, cd,
-                         kind == COLL_ALL_GATHER ? "ranks x src" :
-                         kind == COLL_REDUCE_SCATTER ? "src / ranks (src divisible by ranks)" :
-                         kind == COLL_ALL_TO_ALL ? "as many as src, divisible by ranks"
+                         " elements, dst %" PRIu64 "; dst needs %s", xcoll_name(kind), n, cs, cd,
+                         kind == CORE_COLL_ALL_GATHER ? "ranks x src" :
+                         kind == CORE_COLL_REDUCE_SCATTER ? "src / ranks (src divisible by ranks)" :
+                         kind == CORE_COLL_ALL_TO_ALL ? "as many as src, divisible by ranks"
                                                  : "as many as src");
     return EMU_OK;
 }
 
 /* Does [a, a+an) meet [b, b+bn)? */
-static bool coll_meet(const uint8_t *a, uint64_t an, const uint8_t *b, uint64_t bn)
+static bool xcoll_meet(const uint8_t *a, uint64_t an, const uint8_t *b, uint64_t bn)
 {
     return a < b + bn && b < a + an;
 }
 
 /* Contiguous input: the operand itself, or a staged copy (also when it
  * overlaps the output without being it). */
-static emu_status coll_src_buf(struct isa_exec_ctx *ctx, const struct ap_view *src,
+static emu_status xcoll_src_buf(struct isa_exec_ctx *ctx, const struct ap_view *src,
                                const uint8_t *out, uint64_t out_bytes, const uint8_t **buf)
 {
     uint64_t bytes = (uint64_t)src->rows * src->elems * src->esize;
-    uint8_t *p = coll_contig(src);
-    if (p != NULL && (p == out || !coll_meet(p, bytes, out, out_bytes))) {
+    uint8_t *p = xcoll_contig(src);
+    if (p != NULL && (p == out || !xcoll_meet(p, bytes, out, out_bytes))) {
         *buf = p;
         return EMU_OK;
     }
-    uint8_t *s = coll_scratch(ctx, COLL_SCRATCH_SRC, bytes);
+    uint8_t *s = xcoll_scratch(ctx, XCOLL_SCRATCH_SRC, bytes);
     if (s == NULL)
-        return coll_no_memory(ctx, bytes);
+        return xcoll_no_memory(ctx, bytes);
     *buf = s;
-    return coll_stage(ctx, src, s, false);
+    return xcoll_stage(ctx, src, s, false);
 }
 
-static emu_status coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
-                             enum coll_kind kind)
+static emu_status xcoll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                             enum core_coll_kind kind)
 {
-    const struct coll_iface *ci = ctx->prog->coll;
+    const struct core_coll *ci = ctx->prog->coll;
     uint32_t group = (uint32_t)insn->imm[0].i;
     if (ci == NULL || ci->run == NULL)
         return core_fail(ctx, EMU_EXEC_ERR, "%s: this run has no other ranks to "
-                         "talk to", coll_name(kind));
+                         "talk to", xcoll_name(kind));
     uint32_t n = ci->group_size != NULL ? ci->group_size(ci->user, group) : 0;
     if (n == 0)
         return core_fail(ctx, EMU_INVALID, "%s: replica group %u has no ranks (trnemu NEFFs "
                          "have group 0, every rank; load the model with nrt_load_collectives "
-                         "or call nrt_build_global_comm first)", coll_name(kind), group);
+                         "or call nrt_build_global_comm first)", xcoll_name(kind), group);
     struct ap_view dst, src;
-    emu_status s = coll_bind(ctx, kind, n, &dst, &src);
+    emu_status s = xcoll_bind(ctx, kind, n, &dst, &src);
     if (s != EMU_OK)
         return s;
-    struct coll_call call = {kind, group, src.dtype, 0, NULL, (uint64_t)src.rows * src.elems,
+    struct core_coll_call call = {kind, group, src.dtype, 0, NULL, (uint64_t)src.rows * src.elems,
                              NULL, (uint64_t)dst.rows * dst.elems, 0, 0};
-    if (kind == COLL_ALL_REDUCE || kind == COLL_REDUCE_SCATTER)
+    if (kind == CORE_COLL_ALL_REDUCE || kind == CORE_COLL_REDUCE_SCATTER)
         call.op = insn->enums[0];
-    if (kind == COLL_PERMUTE) {
+    if (kind == CORE_COLL_PERMUTE) {
         call.send_to = (uint32_t)insn->imm[1].i;
         call.recv_from = (uint32_t)insn->imm[2].i;
         if (call.send_to >= n || call.recv_from >= n)
@@ -179,53 +179,53 @@ static emu_status coll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *in
                              "%u: group %u has %u ranks", call.send_to, call.recv_from, group, n);
     }
     uint64_t dbytes = call.dst_count * dst.esize;
-    uint8_t *out = coll_contig(&dst);
-    uint8_t *staged = out == NULL ? coll_scratch(ctx, COLL_SCRATCH_DST, dbytes) : NULL;
+    uint8_t *out = xcoll_contig(&dst);
+    uint8_t *staged = out == NULL ? xcoll_scratch(ctx, XCOLL_SCRATCH_DST, dbytes) : NULL;
     if (out == NULL && staged == NULL)
-        return coll_no_memory(ctx, dbytes);
+        return xcoll_no_memory(ctx, dbytes);
     call.dst = out != NULL ? out : staged;
-    s = coll_src_buf(ctx, &src, call.dst, dbytes, (const uint8_t **)&call.src);
+    s = xcoll_src_buf(ctx, &src, call.dst, dbytes, (const uint8_t **)&call.src);
     if (s != EMU_OK)
         return s;
     char err[200] = "";
     s = ci->run(ci->user, &call, err, sizeof err);
     if (s != EMU_OK)
         return core_fail(ctx, s, "%s", err[0] ? err : "the collective failed");
-    return staged != NULL ? coll_stage(ctx, &dst, staged, true) : EMU_OK;
+    return staged != NULL ? xcoll_stage(ctx, &dst, staged, true) : EMU_OK;
 }
 
 emu_status isa_exec_all_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return coll_cross(ctx, insn, COLL_ALL_REDUCE);
+    return xcoll_cross(ctx, insn, CORE_COLL_ALL_REDUCE);
 }
 
 emu_status isa_exec_all_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return coll_cross(ctx, insn, COLL_ALL_GATHER);
+    return xcoll_cross(ctx, insn, CORE_COLL_ALL_GATHER);
 }
 
 emu_status isa_exec_reduce_scatter(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return coll_cross(ctx, insn, COLL_REDUCE_SCATTER);
+    return xcoll_cross(ctx, insn, CORE_COLL_REDUCE_SCATTER);
 }
 
 emu_status isa_exec_all_to_all(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return coll_cross(ctx, insn, COLL_ALL_TO_ALL);
+    return xcoll_cross(ctx, insn, CORE_COLL_ALL_TO_ALL);
 }
 
 emu_status isa_exec_permute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return coll_cross(ctx, insn, COLL_PERMUTE);
+    return xcoll_cross(ctx, insn, CORE_COLL_PERMUTE);
 }
 
 /* ---- between the cores of one logical core ---------------------------------------- */
 
 /* The shared state, and this core's index in it. A run without one is a
  * single core (index 0). */
-static struct coll_lnc *coll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uint32_t *ncores)
+static struct core_lnc *xcoll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uint32_t *ncores)
 {
-    const struct coll_iface *ci = ctx->prog->coll;
+    const struct core_coll *ci = ctx->prog->coll;
     *me = ci != NULL ? ci->core_index : 0;
     *ncores = ci != NULL && ci->lnc != NULL ? ci->lnc->ncores : 1;
     return ci != NULL ? ci->lnc : NULL;
@@ -234,11 +234,11 @@ static struct coll_lnc *coll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uint
 emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view data;
-    emu_status s = ap_bind(ctx, COLL_SLOT_SRC, &data);  /* only its bounds matter here */
+    emu_status s = ap_bind(ctx, XCOLL_SLOT_SRC, &data);  /* only its bounds matter here */
     if (s != EMU_OK)
         return s;
     uint32_t me, ncores;
-    struct coll_lnc *l = coll_lnc_of(ctx, &me, &ncores);
+    struct core_lnc *l = xcoll_lnc_of(ctx, &me, &ncores);
     uint64_t mask = (uint64_t)insn->imm[0].i;
     if (mask >> ncores != 0 || !(mask >> me & 1))
         return core_fail(ctx, EMU_EXEC_ERR, "core_barrier cores=0x%" PRIx64
@@ -260,23 +260,23 @@ emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn
 
 /* Post this core's half of a sendrecv: its data staged, its destination
  * bound, its partners named. */
-static emu_status coll_post(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
-                            struct coll_lnc_post *p, uint32_t me)
+static emu_status xcoll_post(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                            struct core_lnc_post *p, uint32_t me)
 {
     struct ap_view src, dst;
-    emu_status s = ap_bind(ctx, COLL_SLOT_SRC, &src);
+    emu_status s = ap_bind(ctx, XCOLL_SLOT_SRC, &src);
     if (s == EMU_OK)
-        s = ap_bind(ctx, COLL_SLOT_DST, &dst);
+        s = ap_bind(ctx, XCOLL_SLOT_DST, &dst);
     if (s != EMU_OK)
         return s;
     uint64_t bytes = (uint64_t)src.rows * src.elems * src.esize;
-    uint8_t *stage = coll_scratch(ctx, COLL_SCRATCH_SEND + me, bytes);
+    uint8_t *stage = xcoll_scratch(ctx, XCOLL_SCRATCH_SEND + me, bytes);
     if (stage == NULL)
-        return coll_no_memory(ctx, bytes);
-    s = coll_stage(ctx, &src, stage, false);
+        return xcoll_no_memory(ctx, bytes);
+    s = xcoll_stage(ctx, &src, stage, false);
     if (s != EMU_OK)
         return s;
-    *p = (struct coll_lnc_post){true, false, false, (uint32_t)insn->imm[0].i,
+    *p = (struct core_lnc_post){true, false, false, (uint32_t)insn->imm[0].i,
                                 (uint32_t)insn->imm[1].i, (uint32_t)insn->imm[2].i, src.dtype,
                                 (uint64_t)src.rows * src.elems, stage, (uint32_t)ctx->engine,
                                 dst};
@@ -285,8 +285,8 @@ static emu_status coll_post(struct isa_exec_ctx *ctx, const struct isa_insn *ins
 
 /* Move from's staged data into to's destination, if from sends to core
  * `to_core` and to waits for it. */
-static emu_status coll_deliver(struct isa_exec_ctx *ctx, struct coll_lnc_post *from,
-                               uint32_t from_core, struct coll_lnc_post *to, uint32_t to_core)
+static emu_status xcoll_deliver(struct isa_exec_ctx *ctx, struct core_lnc_post *from,
+                               uint32_t from_core, struct core_lnc_post *to, uint32_t to_core)
 {
     if (!from->active || !to->active || from->sent || to->received ||
         from->send_to != to_core || to->recv_from != from_core)
@@ -298,7 +298,7 @@ static emu_status coll_deliver(struct isa_exec_ctx *ctx, struct coll_lnc_post *f
                          from_core, from->count, isa_dtype_name(from->dtype), from->pipe,
                          to_core, (uint64_t)to->dst.rows * to->dst.elems,
                          isa_dtype_name(to->dst.dtype), to->pipe);
-    emu_status s = coll_stage(ctx, &to->dst, from->stage, true);
+    emu_status s = xcoll_stage(ctx, &to->dst, from->stage, true);
     from->sent = true;
     to->received = true;
     return s;
@@ -307,16 +307,16 @@ static emu_status coll_deliver(struct isa_exec_ctx *ctx, struct coll_lnc_post *f
 emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     uint32_t me, ncores;
-    struct coll_lnc *l = coll_lnc_of(ctx, &me, &ncores);
+    struct core_lnc *l = xcoll_lnc_of(ctx, &me, &ncores);
     uint32_t to = (uint32_t)insn->imm[0].i, from = (uint32_t)insn->imm[1].i;
     if (to >= ncores || from >= ncores)
         return core_fail(ctx, EMU_EXEC_ERR, "sendrecv send_to=%u recv_from=%u: "
                          "this logical core has %u physical cores", to, from, ncores);
     if (l == NULL) {  /* one core alone: its own data comes back */
         struct ap_view dst, src;
-        emu_status s = ap_bind(ctx, COLL_SLOT_DST, &dst);
+        emu_status s = ap_bind(ctx, XCOLL_SLOT_DST, &dst);
         if (s == EMU_OK)
-            s = ap_bind(ctx, COLL_SLOT_SRC, &src);
+            s = ap_bind(ctx, XCOLL_SLOT_SRC, &src);
         if (s == EMU_OK && (!dma_same_type(dst.dtype, src.dtype) ||
                                  (uint64_t)dst.rows * dst.elems != (uint64_t)src.rows * src.elems))
             s = core_fail(ctx, EMU_EXEC_ERR, "sendrecv: dst and src differ in "
@@ -331,18 +331,18 @@ emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *in
         job.src[0] = &a;
         return dma_job_run(ctx, &job);
     }
-    struct coll_lnc_post *p = &l->post[me];
+    struct core_lnc_post *p = &l->post[me];
     if (p->active && p->engine != (uint32_t)ctx->engine)
         return core_fail(ctx, EMU_EXEC_ERR, "sendrecv on engine %s while engine "
                          "%s of the same core has one under way", isa_engine_name(ctx->engine),
                          isa_engine_name((enum isa_engine)p->engine));
     /* Whoever arrives second moves both directions, so that the step that
      * completes the exchange is one that also finishes an instruction. */
-    emu_status s = p->active ? EMU_OK : coll_post(ctx, insn, p, me);
+    emu_status s = p->active ? EMU_OK : xcoll_post(ctx, insn, p, me);
     if (s == EMU_OK)
-        s = coll_deliver(ctx, &l->post[from], from, p, me);
+        s = xcoll_deliver(ctx, &l->post[from], from, p, me);
     if (s == EMU_OK)
-        s = coll_deliver(ctx, p, me, &l->post[to], to);
+        s = xcoll_deliver(ctx, p, me, &l->post[to], to);
     if (s != EMU_OK)
         return s;
     if (p->received && p->sent)

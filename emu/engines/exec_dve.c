@@ -251,6 +251,28 @@ emu_status isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
 
 /* ---- scalar_tensor_tensor ---------------------------------------------------------- */
 
+/* The operands of a two-op instruction over dst and two tensors (slots:
+ * dst, x, y; names x and y for messages) with fp32 ops op0 and op1 and a
+ * scalar (slot kslot, named kname) per row. */
+static emu_status dve_bind_two_ops(struct isa_exec_ctx *ctx, const unsigned slots[3],
+                                   const char *xname, const char *yname, unsigned op0,
+                                   unsigned op1, unsigned kslot, const char *kname,
+                                   struct ap_view v[3], struct dve_scalar *k)
+{
+    emu_status st = dve_bind(ctx, slots, 3, v);
+    if (st == EMU_OK)
+        st = dve_shape(ctx, xname, &v[1], "dst", &v[0]);
+    if (st == EMU_OK)
+        st = dve_shape(ctx, yname, &v[2], "dst", &v[0]);
+    if (st == EMU_OK)
+        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
+    if (st == EMU_OK)
+        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
+    if (st == EMU_OK)
+        st = dve_scalar_bind(ctx, kslot, 0, v[0].rows, kname, k);
+    return st;
+}
+
 /* dst = (data <op0> operand0) <op1> operand1, in fp32 */
 emu_status isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
@@ -259,17 +281,7 @@ emu_status isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct 
     struct dve_scalar k;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1];
     bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    emu_status st = dve_bind(ctx, slots, 3, v);
-    if (st == EMU_OK)
-        st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
-    if (st == EMU_OK)
-        st = dve_shape(ctx, "operand1", &v[2], "dst", &v[0]);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
-    if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &k);
+    emu_status st = dve_bind_two_ops(ctx, slots, "data", "operand1", op0, op1, 2, "operand0", v, &k);
     if (st != EMU_OK)
         return st;
     size_t n = v[0].elems;
@@ -676,17 +688,7 @@ emu_status isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct is
     struct dve_scalar init;
     unsigned op0 = insn->enums[0], op1 = insn->enums[1];
     bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    emu_status st = dve_bind(ctx, slots, 3, v);
-    if (st == EMU_OK)
-        st = dve_shape(ctx, "data0", &v[1], "dst", &v[0]);
-    if (st == EMU_OK)
-        st = dve_shape(ctx, "data1", &v[2], "dst", &v[0]);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
-    if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 3, 0, v[0].rows, "initial", &init);
+    emu_status st = dve_bind_two_ops(ctx, slots, "data0", "data1", op0, op1, 3, "initial", v, &init);
     if (st != EMU_OK)
         return st;
     size_t n = v[0].elems;

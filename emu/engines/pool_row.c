@@ -227,15 +227,15 @@ bool pool_is_cmp(unsigned op)
     return op >= ISA_ALU_equal && op <= ISA_ALU_less_equal;
 }
 
+/* The ALU's comparison operators, each once: name and C operator. */
+#define POOL_CMP_OPS(X) \
+    X(equal, ==) X(not_equal, !=) X(greater, >) X(greater_equal, >=) X(less, <) X(less_equal, <=)
+#define POOL_CMP_CASE(name, cop) case ISA_ALU_##name: return a cop b;
+
 bool pool_cmp_f32(unsigned op, float a, float b)
 {
     switch (op) {
-    case ISA_ALU_equal: return a == b;
-    case ISA_ALU_not_equal: return a != b;
-    case ISA_ALU_greater: return a > b;
-    case ISA_ALU_greater_equal: return a >= b;
-    case ISA_ALU_less: return a < b;
-    case ISA_ALU_less_equal: return a <= b;
+    POOL_CMP_OPS(POOL_CMP_CASE)
     default: return false;
     }
 }
@@ -243,12 +243,7 @@ bool pool_cmp_f32(unsigned op, float a, float b)
 bool pool_cmp_i64(unsigned op, int64_t a, int64_t b)
 {
     switch (op) {
-    case ISA_ALU_equal: return a == b;
-    case ISA_ALU_not_equal: return a != b;
-    case ISA_ALU_greater: return a > b;
-    case ISA_ALU_greater_equal: return a >= b;
-    case ISA_ALU_less: return a < b;
-    case ISA_ALU_less_equal: return a <= b;
+    POOL_CMP_OPS(POOL_CMP_CASE)
     default: return false;
     }
 }

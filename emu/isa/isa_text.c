@@ -462,6 +462,19 @@ static emu_status tok_copy(struct parser *p, size_t at, char *dst, size_t cap,
     return EMU_OK;
 }
 
+/* A decimal float literal: its text into tmp (NUL-terminated), where it
+ * starts (*at), and whether it is "nan" (*nan, tmp then unused). */
+static emu_status float_literal(struct parser *p, char tmp[64], size_t *at, bool *nan)
+{
+    *at = p->pos;
+    const char *s;
+    size_t n = read_floattok(p, &s);
+    *nan = n == 3 && strncmp(s, "nan", 3) == 0;
+    if (*nan)
+        return EMU_OK;
+    return tok_copy(p, *at, tmp, 64, s, n) == EMU_OK ? EMU_OK : EMU_INVALID;
+}
+
 static emu_status parse_f32(struct parser *p, float *out)
 {
     uint64_t bits = 0;
@@ -471,21 +484,18 @@ static emu_status parse_f32(struct parser *p, float *out)
         memcpy(out, &b32, sizeof(*out));
         return st;
     }
-    size_t at = p->pos;
-    const char *s;
-    size_t n = read_floattok(p, &s);
     char tmp[64], *end;
-    if (n == 3 && strncmp(s, "nan", 3) == 0) {
+    size_t at;
+    bool nan;
+    if (float_literal(p, tmp, &at, &nan) != EMU_OK)
+        return EMU_INVALID;
+    if (nan) {
         uint32_t b32 = 0x7fc00000u;
         memcpy(out, &b32, sizeof(*out));
         return EMU_OK;
     }
-    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != EMU_OK)
-        return EMU_INVALID;
     *out = strtof(tmp, &end);
-    if (*end != '\0')
-        return perr(p, at, "bad number '%s'", tmp);
-    return EMU_OK;
+    return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
 }
 
 static emu_status parse_f64(struct parser *p, double *out)
@@ -496,21 +506,18 @@ static emu_status parse_f64(struct parser *p, double *out)
         memcpy(out, &bits, sizeof(*out));
         return st;
     }
-    size_t at = p->pos;
-    const char *s;
-    size_t n = read_floattok(p, &s);
     char tmp[64], *end;
-    if (n == 3 && strncmp(s, "nan", 3) == 0) {
+    size_t at;
+    bool nan;
+    if (float_literal(p, tmp, &at, &nan) != EMU_OK)
+        return EMU_INVALID;
+    if (nan) {
         bits = 0x7ff8000000000000ull;
         memcpy(out, &bits, sizeof(*out));
         return EMU_OK;
     }
-    if (tok_copy(p, at, tmp, sizeof(tmp), s, n) != EMU_OK)
-        return EMU_INVALID;
     *out = strtod(tmp, &end);
-    if (*end != '\0')
-        return perr(p, at, "bad number '%s'", tmp);
-    return EMU_OK;
+    return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
 }
 
 /* ---- parsing: access patterns ---------------------------------------------- */

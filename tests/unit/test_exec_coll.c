@@ -2,7 +2,7 @@
  * test_exec_coll.c: the instructions between cores (emu/engines/exec_coll.c),
  * without processes: sendrecv and core_barrier between the two cores of a
  * logical core run by one core_run, and the cross-rank collectives against
- * a stand-in coll_iface (operand staging, size checks, status passing).
+ * a stand-in core_coll (operand staging, size checks, status passing).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,15 +13,15 @@
 
 #include <cmocka.h>
 
-#include "emu/core/coll_iface.h"
+#include "emu/core/core_coll.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 
 /* Two harnesses run as the two cores of one logical core. */
 struct pair {
     struct harness *h[2];        /* core 0, core 1 */
-    struct coll_lnc lnc;         /* what they share */
-    struct coll_iface iface[2];  /* one per core */
+    struct core_lnc lnc;         /* what they share */
+    struct core_coll iface[2];  /* one per core */
     uint8_t stage[4][1 << 16];   /* scratch slots */
 };
 
@@ -34,9 +34,9 @@ static void *fake_scratch(void *user, uint32_t slot, uint64_t bytes)
 /* A stand-in for the other ranks: a world of 4 ranks whose inputs all equal
  * this one's, except that the status comes from `fake_status`. */
 static emu_status fake_status;
-static struct coll_call last_call;
+static struct core_coll_call last_call;
 
-static emu_status fake_run(void *user, const struct coll_call *call, char *err, size_t cap)
+static emu_status fake_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
 {
     (void)user;
     last_call = *call;
@@ -47,11 +47,11 @@ static emu_status fake_run(void *user, const struct coll_call *call, char *err, 
     const float *s = call->src;
     float *d = call->dst;
     switch (call->kind) {
-    case COLL_ALL_REDUCE:
+    case CORE_COLL_ALL_REDUCE:
         for (uint64_t i = 0; i < call->count; i++)
             d[i] = s[i] * 4;
         break;
-    case COLL_ALL_GATHER:
+    case CORE_COLL_ALL_GATHER:
         for (uint64_t i = 0; i < call->dst_count; i++)
             d[i] = s[i % call->count];
         break;
@@ -75,7 +75,7 @@ static int setup(void **state)
     p.lnc.ncores = 2;
     for (uint32_t c = 0; c < 2; c++) {
         p.h[c] = harness_new(3);
-        p.iface[c] = (struct coll_iface){&p, c, &p.lnc, fake_run, fake_scratch, fake_group};
+        p.iface[c] = (struct core_coll){&p, c, &p.lnc, fake_run, fake_scratch, fake_group};
         p.h[c]->prog.coll = &p.iface[c];
     }
     fake_status = EMU_OK;
@@ -95,7 +95,7 @@ static emu_status run_pair(struct pair *p, char *report, size_t cap)
 {
     struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
     const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
-    struct core_run_opts opts = {10000, false, 0, false};
+    struct core_run_opts opts = {10000, false, 0, false, NULL};
     memset(&p->lnc, 0, sizeof p->lnc);
     p->lnc.ncores = 2;
     return core_run(cores, progs, 2, &opts, report, cap);
@@ -237,7 +237,7 @@ static void test_cross_staged(void **state)
     in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
     in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
     assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
-    assert_int_equal(last_call.kind, COLL_ALL_REDUCE);
+    assert_int_equal(last_call.kind, CORE_COLL_ALL_REDUCE);
     assert_int_equal(last_call.count, 64);
     for (uint32_t r = 0; r < 4; r++) {
         float v;

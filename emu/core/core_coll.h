@@ -1,13 +1,13 @@
 /*
- * coll_iface.h: how the collective instructions of a core reach the other
+ * core_coll.h: how the collective instructions of a core reach the other
  * ranks, without emu knowing anything of processes or shared memory.
  *
- * A program carries a pointer to a coll_iface (core_program.coll), set by
+ * A program carries a pointer to a core_coll (core_program.coll), set by
  * whoever runs it (devices/exec.c). Cross-rank instructions (all_reduce,
- * all_gather, reduce_scatter, all_to_all, permute) hand a coll_call with
+ * all_gather, reduce_scatter, all_to_all, permute) hand a core_coll_call with
  * contiguous buffers to iface->run, which blocks until the operation is
  * complete on this rank or has failed. Instructions between the physical
- * cores of one logical core (core_barrier, sendrecv) use the coll_lnc
+ * cores of one logical core (core_barrier, sendrecv) use the core_lnc
  * state that every core of one run shares; their semantics live in
  * emu/engines/exec_coll.c.
  */
@@ -21,22 +21,22 @@
 #include "emu/core/ap.h"
 #include "emu/status.h"
 
-#define COLL_LNC_MAX_CORES 4  /* physical cores one logical core may have */
-#define COLL_LNC_ENGINES 8    /* engines per core tracked (ISA_ENG_COUNT or more) */
+#define CORE_LNC_MAX_CORES 4  /* physical cores one logical core may have */
+#define CORE_LNC_ENGINES 8    /* engines per core tracked (ISA_ENG_COUNT or more) */
 
 /* A collective operation (values shared with devices/coll.h). */
-enum coll_kind {
-    COLL_ALL_REDUCE = 1,     /* every rank gets the reduction of all inputs */
-    COLL_ALL_GATHER = 2,     /* every rank gets all inputs, in rank order */
-    COLL_REDUCE_SCATTER = 3, /* rank r gets part r of the reduction */
-    COLL_ALL_TO_ALL = 4,     /* part j of rank i goes to part i of rank j */
-    COLL_PERMUTE = 5,        /* send to one rank, receive from another */
-    COLL_BARRIER = 6,        /* no data: every rank has arrived */
+enum core_coll_kind {
+    CORE_COLL_ALL_REDUCE = 1,     /* every rank gets the reduction of all inputs */
+    CORE_COLL_ALL_GATHER = 2,     /* every rank gets all inputs, in rank order */
+    CORE_COLL_REDUCE_SCATTER = 3, /* rank r gets part r of the reduction */
+    CORE_COLL_ALL_TO_ALL = 4,     /* part j of rank i goes to part i of rank j */
+    CORE_COLL_PERMUTE = 5,        /* send to one rank, receive from another */
+    CORE_COLL_BARRIER = 6,        /* no data: every rank has arrived */
 };
 
 /* One cross-rank operation of one rank: contiguous buffers. */
-struct coll_call {
-    enum coll_kind kind; /* what to do */
+struct core_coll_call {
+    enum core_coll_kind kind; /* what to do */
     uint32_t group;      /* replica group (0: every rank) */
     uint32_t dtype;      /* element type (nrt_dtype_t value) */
     uint32_t op;         /* reduction: ISA_COLL_* (add, max, min, fma) */
@@ -49,7 +49,7 @@ struct coll_call {
 };
 
 /* Posted half of a sendrecv between the cores of one logical core. */
-struct coll_lnc_post {
+struct core_lnc_post {
     bool active;         /* a sendrecv of this core is under way */
     bool sent;           /* its data was taken by the receiver */
     bool received;       /* it has its data */
@@ -64,22 +64,22 @@ struct coll_lnc_post {
 };
 
 /* What the cores of one logical core share during one run. */
-struct coll_lnc {
+struct core_lnc {
     uint32_t ncores;                              /* physical cores in the run */
-    uint64_t barrier_arrived[COLL_LNC_MAX_CORES]; /* core_barriers reached per core */
+    uint64_t barrier_arrived[CORE_LNC_MAX_CORES]; /* core_barriers reached per core */
     /* per core and engine: the arrival count its pending barrier waits for (0: none) */
-    uint64_t barrier_ticket[COLL_LNC_MAX_CORES][COLL_LNC_ENGINES];
-    struct coll_lnc_post post[COLL_LNC_MAX_CORES]; /* sendrecv under way per core */
+    uint64_t barrier_ticket[CORE_LNC_MAX_CORES][CORE_LNC_ENGINES];
+    struct core_lnc_post post[CORE_LNC_MAX_CORES]; /* sendrecv under way per core */
 };
 
 /* The link from a program to its collectives. */
-struct coll_iface {
+struct core_coll {
     void *user;              /* the runner's state */
     uint32_t core_index;     /* which physical core of the logical core runs it */
-    struct coll_lnc *lnc;    /* shared by the cores of the run */
+    struct core_lnc *lnc;    /* shared by the cores of the run */
     /* Run one cross-rank operation to completion on this rank. The status
      * is the instruction's; err receives the cause of a failure. */
-    emu_status (*run)(void *user, const struct coll_call *call, char *err, size_t err_cap);
+    emu_status (*run)(void *user, const struct core_coll_call *call, char *err, size_t err_cap);
     /* Reusable staging memory slot (0..7) of at least bytes; NULL when
      * the host is out of memory. Lives until the runner frees it. */
     void *(*scratch)(void *user, uint32_t slot, uint64_t bytes);

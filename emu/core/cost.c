@@ -1,0 +1,235 @@
+/*
+ * cost.c: the per-generation cost tables and the discrete-event schedule
+ * of cost.h.
+ *
+ * Sources (aws-neuron-sdk, the nki/guides/architecture pages and
+ * nki/deep-dives/nki-dma-bandwidth-guide.rst; docs/cost-model.md has the
+ * details and the blind spots):
+ *  - NeuronCore-v2: Tensor 2.8 GHz, Vector 1.12 GHz, Scalar and GpSimd
+ *    1.4 GHz, 128 elements per cycle (one per partition lane); a tensor
+ *    access costs about 60 cycles of static overhead.
+ *  - NeuronCore-v3: Tensor 2.4 GHz, Vector 0.96 GHz (512 bf16/fp16 or 256
+ *    other elements per cycle), Scalar and GpSimd 1.2 GHz.
+ *  - DMA: 16 engines per NeuronCore; 17 (Trn1), 23 (Trn2), 33 (Trn3) bytes
+ *    per ns each; about 1300 ns of fixed cost per transfer.
+ * The sync engine (SP) is modelled at the Scalar clock. NeuronCore-v4
+ * reuses the v3 engine figures with the Trn3 DMA rate.
+ */
+#include "emu/core/cost.h"
+
+#include <string.h>
+
+/* Engine order: PE, ACT, POOL, DVE, SP. */
+static const struct cost_table cost_tables[] = {
+    {2, "NeuronCore-v2", {2.8, 1.4, 1.4, 1.12, 1.4}, {1, 1, 1, 1, 1}, 1.0, 60, 4.0,
+     1300.0, 17.0, 16, 64},
+    {3, "NeuronCore-v3", {2.4, 1.2, 1.2, 0.96, 1.2}, {1, 1, 1, 2, 1}, 2.0, 60, 4.0,
+     1300.0, 23.0, 16, 64},
+    {4, "NeuronCore-v4", {2.4, 1.2, 1.2, 0.96, 1.2}, {1, 1, 1, 2, 1}, 2.0, 60, 4.0,
+     1300.0, 33.0, 16, 64},
+};
+
+const struct cost_table *cost_table_for(uint32_t gen)
+{
+    for (size_t i = 0; i < sizeof cost_tables / sizeof cost_tables[0]; i++)
+        if (cost_tables[i].gen == gen)
+            return &cost_tables[i];
+    return NULL;
+}
+
+void cost_begin(struct cost_run *r, uint32_t gen, struct cost_span *spans, size_t span_cap)
+{
+    memset(r, 0, sizeof *r);
+    r->t = cost_table_for(gen);
+    if (r->t == NULL)
+        r->t = gen < 2 ? &cost_tables[0] : &cost_tables[2];
+    r->spans = spans;
+    r->span_cap = spans != NULL ? span_cap : 0;
+}
+
+static bool cost_is_dma(unsigned op)
+{
+    switch (op) {
+    case ISA_OP_dma_copy:
+    case ISA_OP_dma_transpose:
+    case ISA_OP_dma_compute:
+    case ISA_OP_dma_trigger:
+    case ISA_OP_sendrecv:
+    case ISA_OP_all_reduce:
+    case ISA_OP_all_gather:
+    case ISA_OP_reduce_scatter:
+    case ISA_OP_all_to_all:
+    case ISA_OP_permute:
+        return true;
+    default:
+        return false;
+    }
+}
+
+/* Partitions and elements per partition of access pattern slot i (0 when absent). */
+static void cost_ap_size(const struct isa_insn *insn, int i, uint64_t *parts, uint64_t *elems)
+{
+    struct isa_extent x;
+    *parts = *elems = 0;
+    if (insn->ap[i].mem == ISA_MEM_NONE || isa_ap_extent(&insn->ap[i], &x) != EMU_OK)
+        return;
+    *parts = insn->ap[i].num_part ? insn->ap[i].num_part : 1;
+    *elems = x.elems;
+}
+
+/* Does the innermost free stride exceed 16 bytes (half-rate SBUF access)? */
+static bool cost_wide_stride(const struct isa_ap *ap)
+{
+    if (ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM)
+        return false;
+    int inner = ap->ndims > 0 ? ap->ndims - 1 : 0;
+    int64_t step = ap->dim[inner].step < 0 ? -(int64_t)ap->dim[inner].step : ap->dim[inner].step;
+    return ap->dim[inner].count > 1 && step * (int64_t)isa_dtype_size(ap->dtype) > 16;
+}
+
+/* Cycles of a compute instruction on its engine. */
+static double cost_compute_cycles(const struct cost_table *t, const struct isa_insn *insn)
+{
+    unsigned eng = insn->engine;
+    uint64_t streamed = 0;
+    bool slow = false, narrow = true;
+    for (int i = 1; i < ISA_MAX_AP; i++) {  /* inputs: each streamed once */
+        uint64_t p, e;
+        cost_ap_size(insn, i, &p, &e);
+        streamed += e;
+        if (e > 0) {
+            slow = slow || cost_wide_stride(&insn->ap[i]);
+            narrow = narrow && isa_dtype_size(insn->ap[i].dtype) <= 2;
+        }
+    }
+    uint64_t p0, out;
+    cost_ap_size(insn, 0, &p0, &out);
+    if (streamed == 0)
+        streamed = out;  /* memset, iota, rng: the output is the work */
+    double cycles;
+    if (eng == ISA_ENG_PE && (insn->opcode == ISA_OP_nc_matmul || insn->opcode == ISA_OP_nc_matmul_mx)) {
+        /* The moving tensor streams through the array one column per cycle. */
+        uint64_t mp, moving;
+        cost_ap_size(insn, 2, &mp, &moving);
+        bool fp32 = insn->ap[2].mem != ISA_MEM_NONE && isa_dtype_size(insn->ap[2].dtype) >= 4;
+        cycles = (double)moving * (fp32 ? t->pe_fp32_slowdown : 1.0);
+    } else {
+        double rate = t->elems_per_cycle[eng];
+        if (eng == ISA_ENG_DVE && narrow)
+            rate *= t->dve_16bit_speedup;
+        cycles = (double)streamed / rate;
+    }
+    if (slow)
+        cycles *= 2.0;
+    return cycles + t->access_cycles;
+}
+
+/* Bytes a DMA instruction moves (its destination, else its source). */
+static uint64_t cost_dma_bytes(const struct isa_insn *insn, uint64_t *parts)
+{
+    for (int i = 0; i < 2; i++) {
+        uint64_t p, e;
+        cost_ap_size(insn, i, &p, &e);
+        if (e > 0) {
+            *parts = p;
+            return p * e * isa_dtype_size(insn->ap[i].dtype);
+        }
+    }
+    *parts = 1;
+    return 0;
+}
+
+double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns)
+{
+    double ghz = t->clock_ghz[insn->engine < ISA_ENG_COUNT ? insn->engine : ISA_ENG_SP];
+    *dma_ns = 0;
+    if (cost_is_dma(insn->opcode)) {
+        uint64_t parts;
+        uint64_t bytes = cost_dma_bytes(insn, &parts);
+        /* A transfer is split across the DMA engines by partition rows. */
+        double engines = (double)(parts < t->dma_engines ? (parts ? parts : 1) : t->dma_engines);
+        *dma_ns = t->dma_fixed_ns + (double)bytes / (engines * t->dma_engine_bytes_per_ns);
+        return t->dma_issue_cycles / ghz;
+    }
+    switch (insn->opcode) {
+    case ISA_OP_nop:
+    case ISA_OP_halt:
+    case ISA_OP_sem_wait:
+    case ISA_OP_sem_signal:
+    case ISA_OP_jump:
+    case ISA_OP_branch:
+    case ISA_OP_reg_move:
+    case ISA_OP_reg_alu:
+    case ISA_OP_reg_load:
+    case ISA_OP_reg_store:
+    case ISA_OP_core_barrier:
+        return 1.0 / ghz;  /* sequencer work: one cycle */
+    default:
+        return cost_compute_cycles(t, insn) / ghz;
+    }
+}
+
+static double *cost_cell(struct cost_run *r, uint32_t core, const struct isa_sync *s)
+{
+    return s->kind == ISA_SYNC_EVENT ? &r->event_at[core][s->id % ISA_NUM_EVENTS]
+                                     : &r->sem_at[core][s->id % ISA_NUM_SEMS];
+}
+
+static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, const struct isa_insn *insn,
+                          size_t pc, double start, double end, double wait)
+{
+    r->busy[core][lane] += end - start;
+    if (end > r->end_ns)
+        r->end_ns = end;
+    if (r->nspans < r->span_cap)
+        r->spans[r->nspans++] = (struct cost_span){core, (uint8_t)lane, insn->opcode,
+                                                   (uint32_t)pc, start, end, wait};
+    else if (r->spans != NULL)
+        r->spans_dropped++;
+}
+
+double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
+                 const struct isa_insn *insn)
+{
+    if (core >= COST_MAX_CORES)
+        core = COST_MAX_CORES - 1;
+    double ready = r->eng_free[core][eng], waited = ready;
+    for (int i = 0; i < ISA_MAX_WAIT && insn->wait[i].kind != ISA_SYNC_NONE; i++) {
+        double at = *cost_cell(r, core, &insn->wait[i]);
+        if (at > waited)
+            waited = at;
+    }
+    if (insn->opcode == ISA_OP_sem_wait) {  /* an explicit wait on a semaphore */
+        double at = r->sem_at[core][(uint64_t)insn->imm[0].i % ISA_NUM_SEMS];
+        if (at > waited)
+            waited = at;
+    }
+    double dma_ns;
+    double dur = cost_duration(r->t, insn, &dma_ns);
+    double start = waited, end = start + dur;
+    r->eng_free[core][eng] = end;
+    r->insns++;
+    if (insn->opcode == ISA_OP_sem_signal) {
+        double *cell = &r->sem_at[core][(uint64_t)insn->imm[0].i % ISA_NUM_SEMS];
+        if (end > *cell)
+            *cell = end;
+    }
+    cost_span_add(r, core, eng, insn, pc, start, end, start - ready);
+    if (dma_ns == 0)
+        return end;
+    unsigned q = COST_LANE_DMA(eng);
+    double qstart = end > r->dma_free[core][eng] ? end : r->dma_free[core][eng];
+    double qend = qstart + dma_ns;
+    r->dma_free[core][eng] = qend;
+    cost_span_add(r, core, q, insn, pc, qstart, qend, 0);
+    return qend;
+}
+
+void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t)
+{
+    if (core >= COST_MAX_CORES)
+        core = COST_MAX_CORES - 1;
+    double *cell = cost_cell(r, core, s);
+    if (t > *cell)
+        *cell = t;
+}

@@ -1,0 +1,94 @@
+/*
+ * cost.h: the device-time cost model of trnemu's NeuronCores.
+ *
+ * Every instruction gets an estimated duration on the emulated NeuronCore
+ * generation (one table per generation, cost.c, docs/cost-model.md), and
+ * the program's semaphore graph runs as a discrete-event schedule along
+ * the functional run: an instruction starts when its engine is free and
+ * the semaphores it waits on were signalled, ends after its duration, and
+ * stamps its signals with its end. DMA instructions occupy their issuing
+ * engine for an issue cost only; the transfer runs on the engine's DMA
+ * queue and signals when it lands. The estimate never changes results.
+ *
+ * A run can also record each instruction's span (for profiles): the
+ * caller gives a span buffer; when it fills, later spans are counted but
+ * not kept.
+ */
+#ifndef TRNEMU_EMU_CORE_COST_H
+#define TRNEMU_EMU_CORE_COST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/isa/isa.h"
+
+/* At most this many cores in one run (core_run's limit). */
+#define COST_MAX_CORES 4
+
+/* Lanes of a span: the five engines, then each engine's DMA queue. */
+#define COST_LANE_DMA(eng) (ISA_ENG_COUNT + (eng))
+#define COST_LANES (2 * ISA_ENG_COUNT)
+
+/* One generation's figures (cost.c has the tables and their sources). */
+struct cost_table {
+    uint32_t gen;                        /* NeuronCore version: 2, 3 or 4 */
+    const char *name;                    /* "NeuronCore-v2" ... */
+    double clock_ghz[ISA_ENG_COUNT];     /* engine clocks */
+    double elems_per_cycle[ISA_ENG_COUNT]; /* per partition lane, 32-bit data */
+    double dve_16bit_speedup;            /* Vector: factor for bf16/fp16 operands */
+    uint32_t access_cycles;              /* static overhead of each instruction */
+    double pe_fp32_slowdown;             /* Tensor: cycles per column of fp32 input */
+    double dma_fixed_ns;                 /* set-up cost of one DMA transfer */
+    double dma_engine_bytes_per_ns;      /* one DMA engine's peak */
+    uint32_t dma_engines;                /* DMA engines per NeuronCore */
+    uint32_t dma_issue_cycles;           /* issuing engine's cost of a DMA instruction */
+};
+
+/* The table of a generation (2, 3 or 4); NULL for an unknown one. */
+const struct cost_table *cost_table_for(uint32_t gen);
+
+/* One instruction's span in device time. */
+struct cost_span {
+    uint32_t core;            /* index among the run's cores */
+    uint8_t lane;             /* engine, or COST_LANE_DMA(engine) */
+    uint8_t opcode;           /* enum isa_opcode */
+    uint32_t pc;              /* instruction index in its engine stream */
+    double start_ns;          /* when it started */
+    double end_ns;            /* when it ended */
+    double wait_ns;           /* time its engine sat idle waiting on semaphores before it */
+};
+
+/* The schedule of one execution. */
+struct cost_run {
+    const struct cost_table *t;                          /* the generation's figures */
+    double eng_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* when each engine is next free */
+    double dma_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* when each DMA queue is free */
+    double sem_at[COST_MAX_CORES][ISA_NUM_SEMS];         /* last signal of each semaphore */
+    double event_at[COST_MAX_CORES][ISA_NUM_EVENTS];     /* last signal of each event */
+    double busy[COST_MAX_CORES][COST_LANES];             /* busy time per lane */
+    double end_ns;                                       /* the latest end so far */
+    uint64_t insns;                                      /* instructions costed */
+    struct cost_span *spans;                             /* caller's buffer, or NULL */
+    size_t span_cap;                                     /* its entries */
+    size_t nspans;                                       /* spans recorded (<= span_cap) */
+    uint64_t spans_dropped;                              /* spans beyond span_cap */
+};
+
+/* Start a run on generation gen (an unknown one uses the closest table);
+ * spans may be NULL. */
+void cost_begin(struct cost_run *r, uint32_t gen, struct cost_span *spans, size_t span_cap);
+
+/* Cost one executed instruction of engine eng of core `core`; returns the
+ * device time at which its signals fire. */
+double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
+                 const struct isa_insn *insn);
+
+/* Stamp one signal of an instruction that completes at t. */
+void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t);
+
+/* Estimated duration of one instruction alone (no waits), in ns, and for
+ * DMA instructions the transfer's time on its queue in *dma_ns (0 else). */
+double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns);
+
+#endif

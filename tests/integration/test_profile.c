@@ -1,0 +1,333 @@
+/*
+ * test_profile.c: device profiles, the system trace, the runtime trace,
+ * inspect and the functions naming absent hardware, through the public
+ * API. The profiles of the softmax and matmul examples are parsed back:
+ * the JSON has the shape the Perfetto UI and chrome://tracing load
+ * (traceEvents of "X" and "M" events with numeric ts/dur, pid, tid), every
+ * instruction of the program is there exactly once, engines overlap where
+ * the program lets them, and the execution's device time is the end of
+ * its last span (the cost model's schedule, docs/cost-model.md).
+ */
+#include <jansson.h>
+#include <math.h>
+#include <stdio.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "it_common.h"
+#include "nrt/nrt_profile.h"
+#include "nrt/nrt_sys_trace.h"
+
+static void *slurp(const char *dir, const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    assert_non_null(f);
+    fseek(f, 0, SEEK_END);
+    *size = (size_t)ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *p = malloc(*size + 1);
+    assert_int_equal(fread(p, 1, *size, f), *size);
+    p[*size] = '\0';
+    fclose(f);
+    return p;
+}
+
+/* Instruction lines of an example's assembly (engine.op ...). */
+static size_t count_insns(const char *name)
+{
+    size_t n;
+    char *s = slurp(getenv("TRNEMU_EXAMPLES_SRC"), name, &n);
+    size_t count = 0;
+    for (char *line = strtok(s, "\n"); line != NULL; line = strtok(NULL, "\n")) {
+        while (*line == ' ')
+            line++;
+        static const char *const eng[] = {"pe.", "act.", "pool.", "dve.", "sp."};
+        for (int e = 0; e < 5; e++)
+            count += strncmp(line, eng[e], strlen(eng[e])) == 0;
+    }
+    free(s);
+    return count;
+}
+
+/* Load an example and give every I/O tensor its own device tensor. */
+static nrt_model_t *load_example(const char *name, nrt_tensor_set_t **in, nrt_tensor_set_t **out)
+{
+    size_t size;
+    void *neff = slurp(getenv("TRNEMU_EXAMPLES_DIR"), name, &size);
+    nrt_model_t *m = NULL;
+    assert_int_equal(nrt_load(neff, size, 0, -1, &m), NRT_SUCCESS);
+    free(neff);
+    nrt_tensor_info_array_t *info = NULL;
+    assert_int_equal(nrt_get_model_tensor_info(m, &info), NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(in), NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(out), NRT_SUCCESS);
+    for (uint64_t i = 0; i < info->tensor_count; i++) {
+        const nrt_tensor_info_t *ti = &info->tensor_array[i];
+        nrt_tensor_t *t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name);
+        assert_int_equal(nrt_tensor_memset(t, 0, 0, ti->size), NRT_SUCCESS);
+        assert_int_equal(nrt_add_tensor_to_tensor_set(
+                             ti->usage == NRT_TENSOR_USAGE_INPUT ? *in : *out, ti->name, t),
+                         NRT_SUCCESS);
+    }
+    nrt_free_model_tensor_info(info);
+    return m;
+}
+
+static double num(json_t *o, const char *key)
+{
+    json_t *v = json_object_get(o, key);
+    assert_true(json_is_number(v));
+    return json_number_value(v);
+}
+
+/* Profile one execution of an example and check its trace. */
+static void check_example_profile(const char *neff, const char *src, int want_overlap)
+{
+    nrt_tensor_set_t *in, *out;
+    nrt_model_t *m = load_example(neff, &in, &out);
+    char path[] = "/tmp/trnemu-it-profile-XXXXXX";
+    int fd = mkstemp(path);
+    assert_true(fd >= 0);
+    close(fd);
+    assert_int_equal(nrt_profile_start(m, path), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_stop(path), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_stop(path), NRT_INVALID);  /* stopped already */
+
+    json_error_t jerr;
+    json_t *root = json_load_file(path, 0, &jerr);
+    if (root == NULL)
+        fail_msg("%s: %s", path, jerr.text);
+    unlink(path);
+    json_t *ev = json_object_get(root, "traceEvents");
+    assert_true(json_is_array(ev));
+    size_t n_insn = 0, n_exec = 0, i;
+    double dev_ns = 0, last_end = 0;
+    json_t *e;
+    static unsigned char seen[64][4096];
+    memset(seen, 0, sizeof seen);
+    /* Spans as (tid, start, end) for the overlap check. */
+    double (*spans)[3] = calloc(json_array_size(ev), sizeof *spans);
+    size_t nspans = 0;
+    json_array_foreach(ev, i, e) {
+        const char *ph = json_string_value(json_object_get(e, "ph"));
+        assert_non_null(ph);
+        assert_non_null(json_string_value(json_object_get(e, "name")));
+        assert_true(json_is_integer(json_object_get(e, "pid")));
+        assert_true(json_is_integer(json_object_get(e, "tid")));
+        if (strcmp(ph, "M") == 0)
+            continue;
+        assert_string_equal(ph, "X");
+        double ts = num(e, "ts"), dur = num(e, "dur");
+        assert_true(ts >= 0 && dur >= 0);
+        const char *cat = json_string_value(json_object_get(e, "cat"));
+        assert_non_null(cat);
+        int tid = (int)json_integer_value(json_object_get(e, "tid"));
+        if (strcmp(cat, "execution") == 0) {
+            n_exec++;
+            dev_ns = num(json_object_get(e, "args"), "device_ns");
+            assert_true(fabs(dur * 1000.0 - dev_ns) < 1e-3 * dev_ns + 1e-6);
+        } else if (strcmp(cat, "instruction") == 0) {
+            int pc = (int)json_integer_value(json_object_get(json_object_get(e, "args"), "pc"));
+            assert_true(tid > 0 && tid < 64 && pc >= 0 && pc < 4096);
+            assert_int_equal(seen[tid][pc], 0);  /* once each */
+            seen[tid][pc] = 1;
+            n_insn++;
+        }
+        if (strcmp(cat, "execution") != 0 && strcmp(cat, "wait") != 0) {
+            spans[nspans][0] = tid;
+            spans[nspans][1] = ts * 1000.0;
+            spans[nspans][2] = (ts + dur) * 1000.0;
+            if (spans[nspans][2] > last_end)
+                last_end = spans[nspans][2];
+            nspans++;
+        }
+    }
+    assert_int_equal(n_exec, 1);
+    assert_int_equal(n_insn, count_insns(src));
+    assert_true(dev_ns > 0);
+    assert_true(fabs(last_end - dev_ns) < 1e-3 * dev_ns + 1.0);  /* the last span ends it */
+    int overlaps = 0;
+    for (size_t a = 0; a < nspans; a++)
+        for (size_t b = a + 1; b < nspans; b++)
+            overlaps += spans[a][0] != spans[b][0] && spans[a][1] < spans[b][2] &&
+                        spans[b][1] < spans[a][2];
+    if (want_overlap)
+        assert_true(overlaps > 0);
+    free(spans);
+    json_t *other = json_object_get(root, "otherData");
+    assert_true(fabs(num(other, "device_ns") - dev_ns) < 1e-6 * dev_ns + 1e-6);
+    json_decref(root);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
+static void test_profiles(void **state)
+{
+    (void)state;
+    check_example_profile("softmax.neff", "softmax.s", 0);
+    check_example_profile("matmul_512.neff", "matmul_512.s", 1);
+    /* Bad input. */
+    assert_int_equal(nrt_profile_start(NULL, "x"), NRT_INVALID);
+    assert_int_equal(nrt_profile_stop("/never/started"), NRT_INVALID);
+}
+
+/* System trace: event types, filters, max events, fetch JSON. */
+static void test_sys_trace(void **state)
+{
+    (void)state;
+    const char **types = NULL;
+    size_t ntypes = 0;
+    assert_int_equal(nrt_sys_trace_get_event_types(&types, &ntypes), NRT_SUCCESS);
+    assert_true(ntypes >= 5);
+    nrt_sys_trace_free_event_types(types, ntypes);
+    nrt_sys_trace_config_t *c = NULL;
+    assert_int_equal(nrt_sys_trace_config_allocate(&c), NRT_SUCCESS);
+    assert_int_equal(nrt_sys_trace_config_set_capture_enabled_for_event_type(c, "bogus", true),
+                     NRT_INVALID);
+    assert_int_equal(nrt_sys_trace_config_set_capture_enabled_for_event_type(c, "nrt_tensor_read",
+                                                                             false), NRT_SUCCESS);
+    nrt_sys_trace_config_set_capture_enabled_for_nc(c, 1, false);
+    nrt_sys_trace_config_set_max_events_per_nc(c, 3);
+    assert_int_equal(nrt_sys_trace_config_get_enabled_event_types(c, &types, &ntypes),
+                     NRT_SUCCESS);
+    for (size_t i = 0; i < ntypes; i++)
+        assert_string_not_equal(types[i], "nrt_tensor_read");
+    nrt_sys_trace_free_event_types(types, ntypes);
+    assert_int_equal(nrt_sys_trace_start(c), NRT_SUCCESS);
+    nrt_sys_trace_config_free(c);
+    nrt_tensor_set_t *in, *out;
+    nrt_model_t *m = load_example("softmax.neff", &in, &out);
+    for (int i = 0; i < 5; i++)
+        assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    nrt_tensor_t *t1 = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 1, 64, "on_nc1");
+    char buf[64] = {0};
+    assert_int_equal(nrt_tensor_write(t1, buf, 0, 64), NRT_SUCCESS);  /* NC 1: filtered */
+    char *json = NULL;
+    size_t len = 0;
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
+    json_error_t jerr;
+    json_t *root = json_loadb(json, len, 0, &jerr);
+    assert_non_null(root);
+    nrt_sys_trace_buffer_free(json);
+    assert_int_equal(json_integer_value(json_object_get(root, "data_version")), 2);
+    json_t *ev = json_object_get(root, "events"), *e;
+    assert_int_equal(json_array_size(ev), 3);  /* the ring keeps the last 3 */
+    size_t i;
+    int running = 0;
+    json_array_foreach(ev, i, e) {
+        assert_int_equal(json_integer_value(json_object_get(e, "nc_idx")), 0);
+        const char *type = json_string_value(json_object_get(e, "type"));
+        assert_non_null(type);
+        if (strcmp(type, "nc_exec_running") == 0) {
+            running++;
+            assert_true(json_integer_value(json_object_get(e, "duration")) > 0);
+        }
+    }
+    assert_true(running >= 1);
+    json_decref(root);
+    /* Fetched events are gone. */
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
+    assert_non_null(strstr(json, "\"events\":[]"));
+    nrt_sys_trace_buffer_free(json);
+    assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_INVALID);
+    nrt_tensor_free(&t1);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
+/* nrt_trace_*, inspect, continuous profiles: the files appear. */
+static void test_trace_and_inspect(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/trnemu-it-inspect-XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char path[4200];
+    snprintf(path, sizeof path, "%s/trace.json", dir);
+    nrt_tensor_set_t *in, *out;
+    nrt_model_t *m = load_example("softmax.neff", &in, &out);
+    assert_int_equal(nrt_trace_start(true), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    assert_int_equal(nrt_trace_stop(path), NRT_SUCCESS);
+    struct stat st;
+    assert_int_equal(stat(path, &st), 0);
+    assert_true(st.st_size > 20);
+
+    nrt_inspect_config_t *c = NULL;
+    assert_int_equal(nrt_inspect_config_allocate(&c), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_config_set_output_dir(c, dir), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_config_set_activity(c, "device_profile", true), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_config_set_activity(c, "bogus", true), NRT_INVALID);
+    assert_int_equal(nrt_inspect_begin_with_options(c), NRT_SUCCESS);
+    nrt_inspect_config_free(c);
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_stop(), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_stop(), NRT_INVALID);
+    snprintf(path, sizeof path, "%s/system-trace-0.json", dir);
+    assert_int_equal(stat(path, &st), 0);
+    snprintf(path, sizeof path, "%s/device-profile.json", dir);
+    assert_int_equal(stat(path, &st), 0);
+
+    nrt_profile_continuous_options_t *o = NULL;
+    assert_int_equal(nrt_profile_continuous_options_allocate(&o), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_continuous_options_set_output_dir(o, dir), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_continuous_start(o), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_continuous_save(0, o), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_continuous_stop(), NRT_SUCCESS);
+    assert_int_equal(nrt_profile_continuous_save(0, o), NRT_INVALID);
+    nrt_profile_continuous_options_free(o);
+    snprintf(path, sizeof path, "%s/profile-vnc0-0.json", dir);
+    assert_int_equal(stat(path, &st), 0);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
+/* dma-buf: the HBM file behind a tensor, mapped; absent hardware says so. */
+static void test_dmabuf_and_absent_hardware(void **state)
+{
+    (void)state;
+    nrt_tensor_t *t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 1 << 20, "d");
+    uint8_t pat[4096];
+    it_pattern(pat, sizeof pat, 7);
+    assert_int_equal(nrt_tensor_write(t, pat, 0, sizeof pat), NRT_SUCCESS);
+    void *va = nrt_tensor_get_va(t);
+    assert_non_null(va);
+    int fd = -1;
+    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va, 1 << 20, &fd), NRT_SUCCESS);
+    assert_true(fd >= 0);
+    void *hbm = NULL;
+    size_t hbm_size = 0;
+    assert_int_equal(nrt_get_hbm_mmap_va(0, 0, &hbm, &hbm_size), NRT_SUCCESS);
+    off_t off = (off_t)((uint8_t *)va - (uint8_t *)hbm);  /* stack 0 starts the chip's file */
+    long pg = sysconf(_SC_PAGESIZE);
+    off_t base = off - off % pg;
+    uint8_t *map = mmap(NULL, sizeof pat + (size_t)(off - base), PROT_READ, MAP_SHARED, fd, base);
+    assert_true(map != MAP_FAILED);
+    assert_memory_equal(map + (off - base), pat, sizeof pat);
+    munmap(map, sizeof pat + (size_t)(off - base));
+    close(fd);
+    assert_int_equal(nrt_get_dmabuf_fd(12345, 10, &fd), NRT_INVALID);
+    char bdf[64];
+    size_t len = sizeof bdf;
+    assert_int_equal(nrt_get_attached_efa_bdf(va, bdf, &len), NRT_FAILURE);
+    nrt_ucode_info u = {{NULL, 0}, {NULL, 0}};
+    assert_int_equal(nrt_set_pool_eng_ucode(&u), NRT_INVALID);  /* after nrt_init */
+    nrt_tensor_free(&t);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test_setup_teardown(test_profiles, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_sys_trace, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_trace_and_inspect, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_dmabuf_and_absent_hardware, it_setup_default,
+                                        it_teardown),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
