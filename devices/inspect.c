@@ -92,26 +92,10 @@ NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
 /* Write the system trace into the output directory. */
 static NRT_STATUS inspect_write_trace(void)
 {
-    nrt_sys_trace_fetch_options_t o;
-    systrace_fetch_defaults(&o);
-    char *json = NULL;
-    size_t len = 0;
-    NRT_STATUS st = systrace_fetch(&o, &json, &len);
-    if (st != NRT_SUCCESS)
-        return st;
     char path[4200];
     snprintf(path, sizeof path, "%s/system-trace-%d.json", inspect_cfg.output_dir,
              inspect_cfg.session_id);
-    FILE *f = fopen(path, "w");
-    bool ok = f != NULL && fwrite(json, 1, len, f) == len;
-    if (f != NULL && fclose(f) != 0)
-        ok = false;
-    free(json);
-    if (!ok) {
-        LOG_ERROR("NRT", "cannot write '%s': %s", path, strerror(errno));
-        return NRT_FAILURE;
-    }
-    return NRT_SUCCESS;
+    return systrace_write_file(path);
 }
 
 NRT_STATUS inspect_stop(void)

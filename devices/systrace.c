@@ -3,7 +3,9 @@
  */
 #include "devices/systrace.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <stdio.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -203,5 +205,29 @@ NRT_STATUS systrace_fetch(const nrt_sys_trace_fetch_options_t *o, char **json, s
         return NRT_RESOURCE;
     *json = s;
     *len = strlen(s);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS systrace_write_file(const char *path)
+{
+    nrt_sys_trace_fetch_options_t o;
+    systrace_fetch_defaults(&o);
+    char *json = NULL;
+    size_t len = 0;
+    NRT_STATUS st = systrace_fetch(&o, &json, &len);
+    if (st != NRT_SUCCESS)
+        return st;
+    FILE *f = fopen(path, "w");
+    bool ok = f != NULL && fwrite(json, 1, len, f) == len;
+    int err = errno;
+    if (f != NULL && fclose(f) != 0) {
+        ok = false;
+        err = errno;
+    }
+    free(json);
+    if (!ok) {
+        LOG_ERROR("NRT", "cannot write the system trace to '%s': %s", path, strerror(err));
+        return NRT_FAILURE;
+    }
     return NRT_SUCCESS;
 }

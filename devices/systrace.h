@@ -62,6 +62,10 @@ bool systrace_running(void);
 /* Take the events not fetched yet as a malloc'd JSON string. */
 NRT_STATUS systrace_fetch(const nrt_sys_trace_fetch_options_t *o, char **json, size_t *len);
 
+/* Fetch every event (default options) as JSON into the file at path;
+ * NRT_FAILURE with one log line when it cannot be written. */
+NRT_STATUS systrace_write_file(const char *path);
+
 /* Host monotonic time in ns (event timestamps). */
 uint64_t systrace_now_ns(void);
 /* Record one event if a capture runs and wants it: nc the process-local

@@ -120,19 +120,7 @@ NRT_STATUS nrt_trace_start_impl(bool trace_mem)
 NRT_STATUS nrt_trace_stop_impl(const char *filename)
 {
     SHIM_REQUIRE(filename != NULL && *filename != '\0', "filename is NULL or empty");
-    nrt_sys_trace_fetch_options_t o;
-    systrace_fetch_defaults(&o);
-    char *json = NULL;
-    size_t len = 0;
-    NRT_STATUS st = systrace_fetch(&o, &json, &len);
-    if (st != NRT_SUCCESS)
-        return st;
-    FILE *f = fopen(filename, "w");
-    bool ok = f != NULL && fwrite(json, 1, len, f) == len;
-    if (f != NULL && fclose(f) != 0)
-        ok = false;
-    free(json);
+    NRT_STATUS st = systrace_write_file(filename);
     systrace_stop();
-    SHIM_REQUIRE(ok, "cannot write the trace to '%s'", filename);
-    return NRT_SUCCESS;
+    return st;
 }

@@ -150,32 +150,19 @@ void nrt_inspect_config_free_activity_types_impl(const char **activity_types, si
     free(activity_types);
 }
 
+static const char *shim_activity_name(int i)
+{
+    return inspect_activity_name((enum inspect_activity)i);
+}
+
 /* A new array of the activity names selected by on (NULL: all). */
 static NRT_STATUS shim_activities(const bool *on, const char ***types, size_t *count)
 {
-    const char **a = calloc(INSPECT_ACTIVITY_COUNT, sizeof *a);
-    size_t n = 0;
-    if (a == NULL)
-        return NRT_RESOURCE;
+    uint64_t pick = 0;
     for (int i = 0; i < INSPECT_ACTIVITY_COUNT; i++)
-        if (on == NULL || on[i]) {
-            if ((a[n] = strdup(inspect_activity_name((enum inspect_activity)i))) == NULL) {
-                for (size_t k = 0; k < n; k++)
-                    free((void *)a[k]);
-                free(a);
-                return NRT_RESOURCE;
-            }
-            n++;
-        }
-    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {
-        for (size_t i = 0; i < n; i++)
-            free((void *)a[i]);
-        free(a);
-        return NRT_RESOURCE;
-    }
-    *types = a;
-    *count = n;
-    return NRT_SUCCESS;
+        if (on == NULL || on[i])
+            pick |= 1ull << i;
+    return shim_name_list(pick, INSPECT_ACTIVITY_COUNT, shim_activity_name, types, count);
 }
 
 NRT_STATUS nrt_inspect_config_get_all_activity_types_impl(const char ***activity_types, size_t *count)

@@ -46,32 +46,15 @@ void nrt_sys_trace_config_free_impl(nrt_sys_trace_config_t *options)
     free(options);
 }
 
+static const char *shim_type_name(int t)
+{
+    return systrace_type_name((enum systrace_type)t);
+}
+
 /* A new array of the names of the types in mask (all when mask is ~0). */
 static NRT_STATUS shim_type_list(uint32_t mask, const char ***event_types, size_t *count)
 {
-    const char **a = calloc(SYS_TYPE_COUNT, sizeof *a);
-    size_t n = 0;
-    if (a == NULL)
-        return NRT_RESOURCE;
-    for (int t = 0; t < SYS_TYPE_COUNT; t++)
-        if (mask & (1u << t)) {
-            if ((a[n] = strdup(systrace_type_name((enum systrace_type)t))) == NULL) {
-                for (size_t i = 0; i < n; i++)
-                    free((void *)a[i]);
-                free(a);
-                return NRT_RESOURCE;
-            }
-            n++;
-        }
-    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {
-        for (size_t i = 0; i < n; i++)
-            free((void *)a[i]);
-        free(a);
-        return NRT_RESOURCE;
-    }
-    *event_types = a;
-    *count = n;
-    return NRT_SUCCESS;
+    return shim_name_list(mask, SYS_TYPE_COUNT, shim_type_name, event_types, count);
 }
 
 NRT_STATUS nrt_sys_trace_config_get_enabled_event_types_impl(nrt_sys_trace_config_t *options, const char ***event_types, size_t *count)

@@ -104,4 +104,9 @@ static inline bool shim_obj_take(const void *p, enum handle_kind k)
     return ok;
 }
 
+/* A new registered array of the names name(i) of the bits i < count set in
+ * pick (shim_names.c); NRT_RESOURCE when memory runs out. */
+NRT_STATUS shim_name_list(uint64_t pick, int count, const char *(*name)(int), const char ***out,
+                          size_t *n_out);
+
 #endif
