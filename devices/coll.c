@@ -529,9 +529,10 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
             continue;
         for (uint32_t r = 0; r < world; r++)
             if (r != rank && !coll_rank_alive(c, r, true)) {
-                LOG_ERROR("NCCL", "rank %u: rank %u of the communicator has left (its process "
-                          "ended): no collective can run on it", rank, r);
-                st = NRT_EXEC_HW_ERR_COLLECTIVES;
+                /* break the communicator for every rank, as a collective that
+                 * met the missing rank would, so that none of them goes on to
+                 * a collective the others are not in */
+                st = coll_missing(c, r);
                 break;
             }
     }
