@@ -2,7 +2,8 @@
  * bench_async.c: executions per second of many small executions through
  * the nrta_* queues, on 1 LNC and on 4 LNCs (on 4 chips), as a ratio of
  * the same executions done with nrt_execute one after the other in the
- * same run. The kernel copies a [128, 4] f32 tensor through SBUF: the
+ * same run, and nrt_execute while a device profile records every
+ * execution (the profiling overhead). The kernel copies a [128, 4] f32 tensor through SBUF: the
  * figures measure the runtime's per-execution cost, not the engines.
  */
 #include <stdio.h>
@@ -12,6 +13,7 @@
 
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
+#include "nrt/nrt_profile.h"
 #include "trnemu/trnemu.h"
 
 enum { EXECS = 4000, LNCS = 4 };
@@ -114,12 +116,27 @@ int main(void)
     run_async(u, LNCS, EXECS / LNCS);
     double four = EXECS / (now_s() - t0);
 
+    /* The same nrt_execute loop with a device profile being recorded. */
+    const char *prof = "/tmp/trnemu-bench-async-profile.json";
+    if (nrt_profile_start(u[0].m, prof) != NRT_SUCCESS)
+        die("nrt_profile_start failed");
+    t0 = now_s();
+    for (int i = 0; i < EXECS; i++)
+        if (nrt_execute(u[0].m, u[0].in, u[0].out) != NRT_SUCCESS)
+            die("nrt_execute failed");
+    double profiled = EXECS / (now_s() - t0);
+    if (nrt_profile_stop(prof) != NRT_SUCCESS)
+        die("nrt_profile_stop failed");
+    unlink(prof);
+
     printf("small executions ([128,4] f32 copy kernel), %d each:\n", EXECS);
     printf("  nrt_execute, one after another   %8.0f exec/s  (baseline)\n", sync);
     printf("  nrta_execute_schedule, 1 LNC     %8.0f exec/s  %.2fx nrt_execute\n", one,
            one / sync);
     printf("  nrta_execute_schedule, 4 LNCs    %8.0f exec/s  %.2fx nrt_execute\n", four,
            four / sync);
+    printf("  nrt_execute, profile recording   %8.0f exec/s  %.2fx nrt_execute (overhead %.1f%%)\n",
+           profiled, profiled / sync, 100.0 * (sync / profiled - 1.0));
     printf("  (host: %ld cores online)\n", sysconf(_SC_NPROCESSORS_ONLN));
     trnemu_kernel_buffer_free(neff);
     nrt_close();

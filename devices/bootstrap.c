@@ -180,37 +180,62 @@ static void boot_drop(struct boot_pending *p, const char *why)
     p->fd = -1;
 }
 
+const char *boot_hello_check(const uint8_t *msg, size_t len, const char *token, uint32_t world,
+                             uint32_t nodes, uint32_t *rank, uint32_t *their_world,
+                             struct boot_entry *e)
+{
+    struct boot_hello h;
+    char tok[NODE_TOKEN_MAX] = {0};
+    memcpy(tok, token, strnlen(token, NODE_TOKEN_MAX));
+    *their_world = 0;
+    if (len > BOOT_HELLO_BYTES)
+        return "oversized hello (more than 256 bytes)";
+    if (len < BOOT_HELLO_BYTES)
+        return "closed before a whole hello";
+    memcpy(&h, msg, sizeof h);
+    if (h.magic != BOOT_MAGIC || h.version != BOOT_VERSION)
+        return "not a trnemu bootstrap hello (magic or version)";
+    if (memcmp(h.token, tok, NODE_TOKEN_MAX) != 0)
+        return "wrong job token (TRNEMU_JOB_TOKEN differs)";
+    if (h.e.addrlen == 0 || h.e.addrlen > BOOT_ADDR_MAX || h.e.reserved != 0 || h.e.node >= nodes)
+        return "malformed hello (address length or node index)";
+    *their_world = h.world;
+    *rank = h.rank;
+    if (h.world != world)
+        return "mismatched world sizes";
+    if (h.rank == 0 || h.rank >= world)
+        return "rank out of range";
+    *e = h.e;
+    return NULL;
+}
+
 /* A whole hello from p: check it and take the rank, or drop it. */
 static void boot_root_take(struct boot_root *r, struct boot_pending *p)
 {
-    const struct boot_hello *h = &p->h;
     uint8_t extra;
-    char tok[NODE_TOKEN_MAX] = {0};
-    memcpy(tok, r->j->token, strnlen(r->j->token, NODE_TOKEN_MAX));
+    size_t len = BOOT_HELLO_BYTES;
     if (recv(p->fd, &extra, 1, MSG_PEEK | MSG_DONTWAIT) > 0)
-        return boot_drop(p, "oversized hello (more than 256 bytes)");
-    if (h->magic != BOOT_MAGIC || h->version != BOOT_VERSION)
-        return boot_drop(p, "not a trnemu bootstrap hello (magic or version)");
-    if (memcmp(h->token, tok, NODE_TOKEN_MAX) != 0)
-        return boot_drop(p, "wrong job token (TRNEMU_JOB_TOKEN differs)");
-    if (h->e.addrlen == 0 || h->e.addrlen > BOOT_ADDR_MAX || h->e.reserved != 0 ||
-        h->e.node >= r->j->nodes)
-        return boot_drop(p, "malformed hello (address length or node index)");
-    if (h->world != r->world) {
+        len++;
+    uint32_t rank = 0, their = 0;
+    struct boot_entry e;
+    const char *why = boot_hello_check((const uint8_t *)&p->h, len, r->j->token, r->world,
+                                       r->j->nodes, &rank, &their, &e);
+    if (why != NULL && their != 0 && their != r->world) {
         r->fail = NRT_INVALID;
-        r->about = h->rank;
+        r->about = rank;
         snprintf(r->why, sizeof r->why, "mismatched world sizes: rank %u says %u ranks, rank 0 "
-                 "says %u", h->rank, h->world, r->world);
+                 "says %u", rank, their, r->world);
         LOG_ERROR("NCCL", "bootstrap: %s", r->why);
-        r->fds[0] = p->fd;  /* answered with the failure below, like the others */
+        r->fds[0] = p->fd;  /* slot 0 (rank 0 itself) carries this one's answer */
         p->fd = -1;
         return;
     }
-    if (h->rank == 0 || h->rank >= r->world || r->fds[h->rank] >= 0)
-        return boot_drop(p, h->rank == 0 || h->rank >= r->world ? "rank out of range"
-                                                                 : "rank already taken");
-    r->table[h->rank] = h->e;
-    r->fds[h->rank] = p->fd;
+    if (why == NULL && r->fds[rank] >= 0)
+        why = "rank already taken";
+    if (why != NULL)
+        return boot_drop(p, why);
+    r->table[rank] = e;
+    r->fds[rank] = p->fd;
     r->known++;
     p->fd = -1;
 }

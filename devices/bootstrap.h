@@ -42,6 +42,15 @@ struct boot_entry {
     uint8_t addr[BOOT_ADDR_MAX]; /* libfabric endpoint address */
 };
 
+/* Check one hello of len bytes (more than BOOT_HELLO_BYTES: oversized)
+ * for a job with this token, communicator size and node count. NULL when
+ * it is acceptable (*rank, *e filled); else the reason to reject it.
+ * *their_world is the size it names (a different one, with the reason
+ * "mismatched world sizes", ends the bootstrap). */
+const char *boot_hello_check(const uint8_t *msg, size_t len, const char *token, uint32_t world,
+                             uint32_t nodes, uint32_t *rank, uint32_t *their_world,
+                             struct boot_entry *e);
+
 /* Called once the local IP address this rank talks from is known (src:
  * numeric address); fills me->addr and me->addrlen. */
 typedef NRT_STATUS (*boot_addr_fn)(void *arg, const char *src, struct boot_entry *me);

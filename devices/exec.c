@@ -17,6 +17,7 @@
 #include "devices/devprof.h"
 #include "devices/systrace.h"
 #include "devices/coll.h"
+#include "devices/debugstream.h"
 #include "devices/env.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
@@ -150,9 +151,23 @@ static struct core_run_opts exec_opts(void)
     return o;
 }
 
+/* A failed execution's report on its LNC's debug stream (ndebug_stream.h),
+ * as a uint8 "tensor" of text. */
+static _Thread_local int exec_cur_vnc = -1;  /* the VNC of the execution under way */
+
+static void exec_debug_event(const char *name, NRT_STATUS st, const char *report)
+{
+    char prefix[512];
+    snprintf(prefix, sizeof prefix, "execution of '%s' failed: %s (%d)", name,
+             exec_status_name(st), (int)st);
+    uint64_t n = strlen(report), shape[1] = {n};
+    dstream_push(exec_cur_vnc, prefix, "uint8", shape, 1, report, n);
+}
+
 /* Log a multi-line report, one log line per line. */
 static void exec_log_report(const char *name, NRT_STATUS st, const char *report)
 {
+    exec_debug_event(name, st, report);
     LOG_ERROR("NRT", "execution of '%s' failed: %s (%d)", name, exec_status_name(st), (int)st);
     const char *p = report;
     while (*p != '\0') {
@@ -433,12 +448,11 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
     static _Thread_local struct cost_run cost;
-    static _Thread_local struct cost_span *spans;
-    bool want = devprof_wanted(m);
+    exec_cur_vnc = m->vnc;
     uint64_t t0 = systrace_now_ns();
-    if (want && spans == NULL)
-        spans = malloc(DEVPROF_MAX_SPANS * sizeof *spans);
-    cost_begin(&cost, cores[0]->gen, want ? spans : NULL, DEVPROF_MAX_SPANS);
+    /* Only touched as far as the spans go: pages are mapped on first use. */
+    struct cost_span *spans = devprof_wanted(m) ? malloc(DEVPROF_MAX_SPANS * sizeof *spans) : NULL;
+    cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = &cost;
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
     for (uint32_t s = 0; s < m->nsgs; s++)
@@ -450,6 +464,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
     devprof_exec(m, &cost, st);
+    free(spans);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);
     if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)

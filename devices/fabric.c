@@ -494,7 +494,8 @@ static void fab_check_silence(struct fab_bridge *f)
     uint64_t now = chan_now_ns();
     for (uint32_t s = 0; s < f->world; s++) {
         struct fab_peer *p = &f->peer[s];
-        if (p->remote && atomic_load(&p->state) == 0 && now - atomic_load(&p->heard_ns) > f->dead_ns) {
+        uint64_t heard = atomic_load(&p->heard_ns);  /* 0: its bridge has not started yet */
+        if (p->remote && atomic_load(&p->state) == 0 && heard != 0 && now - heard > f->dead_ns) {
             char why[128];
             snprintf(why, sizeof why, "has not been heard for %.1f s: its node died or is "
                      "unreachable", (double)(now - atomic_load(&p->heard_ns)) / 1e9);
@@ -545,12 +546,11 @@ NRT_STATUS fab_start(struct fab_bridge *f, uint32_t world, uint32_t rank,
     f->peer = calloc(world, sizeof *f->peer);
     if (f->peer == NULL)
         return NRT_RESOURCE;
-    uint64_t now = chan_now_ns();
     for (uint32_t s = 0; s < world; s++) {
         struct fab_peer *p = &f->peer[s];
         p->remote = remote[s];
         p->bye_at = UINT64_MAX;
-        atomic_store(&p->heard_ns, now);
+        atomic_store(&p->heard_ns, 0);
         if (!p->remote)
             continue;
         p->rcap = s == (rank + 1) % world ? table[s].ring_cap : table[s].mesh_cap;

@@ -18,8 +18,9 @@
  * Each bridge has one reliable-datagram endpoint (FI_EP_RDM, ordered
  * sends), two threads (one moves ring bytes out and sends credits and
  * heartbeats, one completes and handles what arrives), a pool of send
- * buffers and posted receive buffers. A peer is dead when nothing has
- * been heard from it for the heartbeat limit (or its endpoint fails); it
+ * buffers and posted receive buffers. A peer is dead when, after its first
+ * message, nothing has been heard from it for the heartbeat limit (or its
+ * endpoint fails; one never heard from is left to the deadline); it
  * has left when it said goodbye. Aborts travel to every remote peer.
  */
 #ifndef TRNEMU_DEVICES_FABRIC_H

@@ -21,6 +21,12 @@ enum handle_kind {
     HANDLE_TENSOR_SET = 2,
     HANDLE_MODEL = 3,
     HANDLE_TENSOR_INFO = 4,  /* an nrt_tensor_info_array_t handed out */
+    HANDLE_SYSTRACE_CONFIG = 5,  /* an nrt_sys_trace_config_t */
+    HANDLE_SYSTRACE_FETCH = 6,   /* an nrt_sys_trace_fetch_options_t */
+    HANDLE_INSPECT_CONFIG = 7,   /* an nrt_inspect_config_t */
+    HANDLE_PROFILE_OPTIONS = 8,  /* an nrt_profile_continuous_options_t */
+    HANDLE_NAME_LIST = 9,        /* an array of names handed out (event/activity types) */
+    HANDLE_TRACE_BUFFER = 10,    /* a JSON buffer from nrt_sys_trace_fetch_events */
 };
 
 void handle_lock(void);

@@ -151,6 +151,15 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap)
         LOG_ERROR("TDRV", "TRNEMU_SHM_DIR=\"%s\": path too long", base);
         return NRT_INVALID;
     }
+    /* Anyone could rename or replace our directory in a world-writable
+     * directory without the sticky bit (/dev/shm and /tmp have it). */
+    struct stat st;
+    if (stat(base, &st) == 0 && S_ISDIR(st.st_mode) && (st.st_mode & S_IWOTH) &&
+        !(st.st_mode & S_ISVTX)) {
+        LOG_ERROR("TDRV", "TRNEMU_SHM_DIR=\"%s\" is world-writable without the sticky bit: "
+                  "others could replace the instance there; not using it", base);
+        return NRT_INVALID;
+    }
     return NRT_SUCCESS;
 }
 
@@ -303,6 +312,13 @@ static NRT_STATUS instance_map_ctl(struct instance *inst)
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size != sizeof *inst->ctl) {
         close(fd);
         instance_corrupt(inst->dir, "wrong file size");
+        return NRT_INVALID;
+    }
+    if (st.st_uid != geteuid() || (st.st_mode & 077) != 0) {
+        close(fd);
+        LOG_ERROR("TDRV", "%s is %s (mode %04o); refusing to attach to an instance others "
+                  "can change", path, st.st_uid != geteuid() ? "another user's" : "open to others",
+                  (unsigned)(st.st_mode & 07777));
         return NRT_INVALID;
     }
     void *p = mmap(NULL, sizeof *inst->ctl, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
@@ -603,40 +619,45 @@ static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool 
 
 /* Remove the instance in dir if no live process uses it and nobody holds
  * its lock right now; a corrupt one is left alone. */
-static void instance_sweep_one(const char *dir)
+static bool instance_sweep_one(const char *dir)
 {
+    bool removed = false;
     char lock[INSTANCE_PATH_MAX + 16];
     instance_path(lock, sizeof lock, dir, "lock");
     int fd = open(lock, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd < 0)
-        return;
+        return false;
     if (flock(fd, LOCK_EX | LOCK_NB) == 0 && instance_same_file(fd, lock)) {
         struct instance_ctl *c = malloc(sizeof *c);
         bool live = true;
         const char *why;
         NRT_STATUS st = c == NULL ? NRT_RESOURCE : instance_load(dir, c, &live, &why);
         if (st == NRT_UNINITIALIZED || (st == NRT_SUCCESS && !live)) {
-            LOG_INFO("TDRV", "removing the stale instance %s", dir);
             instance_clear_dir(dir, true);
+            removed = true;
         }
         free(c);
     }
     close(fd);
+    return removed;
 }
 
 /* Remove this user's stale instances beside ours (left by processes that
- * were killed), so that their HBM pages do not fill the directory. */
-static void instance_sweep(const char *self_dir)
+ * were killed), so that their HBM pages do not fill the directory; one
+ * warning line says which. */
+size_t instance_sweep(const char *self_dir)
 {
     char base[INSTANCE_PATH_MAX], path[INSTANCE_PATH_MAX + 300];
+    char names[160] = "";
+    size_t removed = 0, nl = 0;
     snprintf(base, sizeof base, "%s", self_dir);
     char *slash = strrchr(base, '/');
     if (slash == NULL)
-        return;
+        return 0;
     *slash = '\0';
     DIR *d = opendir(base[0] ? base : "/");
     if (d == NULL)
-        return;
+        return 0;
     struct dirent *e;
     while ((e = readdir(d)) != NULL) {
         if (strncmp(e->d_name, "trnemu-", 7) != 0)
@@ -646,9 +667,17 @@ static void instance_sweep(const char *self_dir)
         if (w < 0 || (size_t)w >= sizeof path || strcmp(path, self_dir) == 0 ||
             lstat(path, &st) != 0 || !S_ISDIR(st.st_mode) || st.st_uid != geteuid())
             continue;
-        instance_sweep_one(path);
+        if (!instance_sweep_one(path))
+            continue;
+        if (removed++ < 4 && nl + strlen(e->d_name) + 3 < sizeof names)
+            nl += (size_t)snprintf(names + nl, sizeof names - nl, "%s%s", nl ? ", " : "",
+                                   e->d_name + 7);
     }
     closedir(d);
+    if (removed > 0)
+        LOG_WARN("TDRV", "removed %zu stale instance%s of this user in %s (every process gone): "
+                 "%s%s", removed, removed == 1 ? "" : "s", base, names, removed > 4 ? ", ..." : "");
+    return removed;
 }
 
 /* ---- attach and detach --------------------------------------------------- */

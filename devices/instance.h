@@ -130,6 +130,11 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
  * line) when it is corrupt. *live: some attached process is alive. */
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
 
+/* Remove this user's stale instances (no live process, nobody attaching)
+ * in the directory holding self_dir, other than self_dir itself; one
+ * warning line names them. Returns how many were removed. */
+size_t instance_sweep(const char *self_dir);
+
 /* Per-VNC use counters of the owner (vnc machine-wide): a model loaded
  * (name) or unloaded (name NULL; was_stand_in: it had run as a stand-in),
  * a model that starts running as a stand-in, executions completed. */

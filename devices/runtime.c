@@ -8,9 +8,10 @@
 
 #include "devices/async.h"
 #include "devices/coll.h"
+#include "devices/debugstream.h"
 #include "devices/devprof.h"
-#include "devices/inspect.h"
 #include "devices/env.h"
+#include "devices/inspect.h"
 #include "devices/log_env.h"
 #include "devices/systrace.h"
 #include "devices/model.h"
@@ -131,6 +132,7 @@ void rt_close(void)
     if (inspect_running())
         (void)inspect_stop();  /* NEURON_RT_INSPECT_*: the files of the session */
     systrace_stop();
+    dstream_close_all();
     devprof_env_finish();      /* TRNEMU_PROFILE: the trace and its summary */
     devprof_reset();
     coll_cc_free_all();        /* prepared collectives never scheduled */

@@ -19,6 +19,7 @@
 #include "nrt/nrt_version.h"
 #include "nrt/nrt_profile.h"
 #include "nrt/nrt_sys_trace.h"
+#include "nrt/ndebug_stream.h"
 #include "ndl/neuron_driver_shared_tensor_batch_op.h"
 
 #define ABI_VALUE(name, value) \
@@ -230,4 +231,22 @@ ABI_OFFSET(nrt_ucode_img, bin, 0);
 ABI_OFFSET(nrt_ucode_img, size, 8);
 ABI_OFFSET(nrt_ucode_info, iram, 0);
 ABI_OFFSET(nrt_ucode_info, dram, 16);
+/* ndebug_stream.h (../shared/abi/abi-facts-debug-stream.json). */
+ABI_VALUE(NDEBUG_STREAM_EVENT_TYPE_INVALID, 0);
+ABI_VALUE(NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ, 1);
+ABI_SIZE(ndebug_stream_event_header_t, 64);
+ABI_ALIGN(ndebug_stream_event_header_t, 8);
+ABI_OFFSET(ndebug_stream_event_header_t, data_size, 0);
+ABI_OFFSET(ndebug_stream_event_header_t, type, 8);
+ABI_OFFSET(ndebug_stream_event_header_t, reserved, 12);
+ABI_SIZE(ndebug_stream_payload_debug_tensor_read_t, 1024);
+ABI_ALIGN(ndebug_stream_payload_debug_tensor_read_t, 8);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, prefix, 0);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, logical_nc_id, 512);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, pipe, 516);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, tensor_dtype, 520);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, tensor_shape, 536);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, tensor_data_size, 600);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, reserved0, 608);
+ABI_OFFSET(ndebug_stream_payload_debug_tensor_read_t, tensor_data, 1024);
 #endif

@@ -37,23 +37,30 @@ NRT_EXPORT NRT_STATUS nrt_profile_stop(const char *filename)
 NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    *options = calloc(1, sizeof **options);
-    if (*options == NULL)
+    nrt_profile_continuous_options_t *o = calloc(1, sizeof *o);
+    if (o == NULL || shim_obj_add(o, HANDLE_PROFILE_OPTIONS) != NRT_SUCCESS) {
+        free(o);
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
-    snprintf((*options)->output_dir, sizeof (*options)->output_dir, "./profiles");
+    }
+    snprintf(o->output_dir, sizeof o->output_dir, "./profiles");
+    *options = o;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t *options)
 {
+    SHIM_REQUIRE(shim_obj_take(options, HANDLE_PROFILE_OPTIONS),
+                 "%p is not a continuous-profile options object", (void *)options);
     free(options);
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options, const char *output_dir)
 {
-    SHIM_REQUIRE(options != NULL && output_dir != NULL && *output_dir != '\0',
-                 "options or output_dir is NULL or empty");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
+                 "%p is not a continuous-profile options object", (void *)options);
+    SHIM_REQUIRE(output_dir != NULL && *output_dir != '\0', "output_dir is NULL or empty");
     SHIM_REQUIRE(strlen(output_dir) < sizeof options->output_dir, "output_dir is too long");
     snprintf(options->output_dir, sizeof options->output_dir, "%s", output_dir);
     return NRT_SUCCESS;
@@ -61,12 +68,15 @@ NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_
 
 NRT_EXPORT NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options)
 {
+    SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
+                 "%p is not a continuous-profile options object", (void *)options);
     return devprof_continuous_save(vnc, options != NULL ? options->output_dir : NULL);
 }
 
 NRT_EXPORT NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
+                 "%p is not a continuous-profile options object", (void *)options);
     return devprof_continuous_start(options->output_dir);
 }
 
@@ -86,7 +96,8 @@ NRT_EXPORT NRT_STATUS nrt_inspect_begin(void)
 
 NRT_EXPORT NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     return inspect_begin(options);
 }
 
@@ -98,29 +109,43 @@ NRT_EXPORT NRT_STATUS nrt_inspect_stop(void)
 NRT_EXPORT NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    *options = malloc(sizeof **options);
-    if (*options == NULL)
+    nrt_inspect_config_t *c = malloc(sizeof *c);
+    if (c == NULL || shim_obj_add(c, HANDLE_INSPECT_CONFIG) != NRT_SUCCESS) {
+        free(c);
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
-    inspect_config_defaults(*options);
+    }
+    inspect_config_defaults(c);
+    *options = c;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options)
 {
+    SHIM_REQUIRE(shim_obj_take(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     free(options);
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     inspect_config_defaults(options);
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count)
 {
-    for (size_t i = 0; activity_types != NULL && i < count; i++)
+    if (activity_types == NULL)
+        return;
+    if (!shim_obj_take(activity_types, HANDLE_NAME_LIST)) {
+        LOG_ERROR("NRT", "%p is not an activity type list from this runtime",
+                  (void *)activity_types);
+        return;
+    }
+    for (size_t i = 0; i < count && i < INSPECT_ACTIVITY_COUNT; i++)
         free((void *)activity_types[i]);
     free(activity_types);
 }
@@ -135,11 +160,19 @@ static NRT_STATUS shim_activities(const bool *on, const char ***types, size_t *c
     for (int i = 0; i < INSPECT_ACTIVITY_COUNT; i++)
         if (on == NULL || on[i]) {
             if ((a[n] = strdup(inspect_activity_name((enum inspect_activity)i))) == NULL) {
-                nrt_inspect_config_free_activity_types(a, n);
+                for (size_t k = 0; k < n; k++)
+                    free((void *)a[k]);
+                free(a);
                 return NRT_RESOURCE;
             }
             n++;
         }
+    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {
+        for (size_t i = 0; i < n; i++)
+            free((void *)a[i]);
+        free(a);
+        return NRT_RESOURCE;
+    }
     *types = a;
     *count = n;
     return NRT_SUCCESS;
@@ -153,14 +186,17 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***ac
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options, const char ***activity_types, size_t *count)
 {
-    SHIM_REQUIRE(options != NULL && activity_types != NULL && count != NULL,
-                 "options, activity_types or count is NULL");
+    SHIM_REQUIRE(activity_types != NULL && count != NULL, "activity_types or count is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     return shim_activities(options->activity, activity_types, count);
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options, const char *activity_type, bool enabled)
 {
-    SHIM_REQUIRE(options != NULL && activity_type != NULL, "options or activity_type is NULL");
+    SHIM_REQUIRE(activity_type != NULL, "activity_type is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     int a = inspect_activity_of(activity_type);
     if (strcmp(activity_type, "all") == 0) {
         for (int i = 0; i < INSPECT_ACTIVITY_COUNT; i++)
@@ -175,7 +211,9 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *opti
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options, const char *event_type, bool enabled)
 {
-    SHIM_REQUIRE(options != NULL && event_type != NULL, "options or event_type is NULL");
+    SHIM_REQUIRE(event_type != NULL, "event_type is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     int t = systrace_type_of(event_type);
     SHIM_REQUIRE(t >= 0, "'%s' is not an event type (nrt_sys_trace_get_event_types)", event_type);
     if (enabled)
@@ -187,7 +225,8 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_stri
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options, uint32_t nc_idx, bool enabled)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     SHIM_REQUIRE(nc_idx < SYSTRACE_MAX_NC, "NeuronCore %u is not below %d", nc_idx,
                  SYSTRACE_MAX_NC);
     options->trace.nc_on[nc_idx] = enabled;
@@ -196,22 +235,25 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options, bool enable_inspect)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     options->enable_inspect = enable_inspect;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options, bool enable_inspect_on_fail)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     options->enable_on_fail = enable_inspect_on_fail;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir)
 {
-    SHIM_REQUIRE(options != NULL && output_dir != NULL && *output_dir != '\0',
-                 "options or output_dir is NULL or empty");
+    SHIM_REQUIRE(output_dir != NULL && *output_dir != '\0', "output_dir is NULL or empty");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     SHIM_REQUIRE(strlen(output_dir) < sizeof options->output_dir, "output_dir is too long");
     snprintf(options->output_dir, sizeof options->output_dir, "%s", output_dir);
     return NRT_SUCCESS;
@@ -219,14 +261,16 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *op
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     options->session_id = session_id;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options, uint64_t sys_trace_max_events_per_nc)
 {
-    SHIM_REQUIRE(options != NULL, "options is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+                 (void *)options);
     SHIM_REQUIRE(sys_trace_max_events_per_nc > 0, "sys_trace_max_events_per_nc is 0");
     options->trace.max_events_per_nc = sys_trace_max_events_per_nc;
     return NRT_SUCCESS;

@@ -12,21 +12,37 @@
 
 NRT_EXPORT void nrt_sys_trace_buffer_free(char *buffer)
 {
+    if (buffer == NULL)
+        return;
+    if (!shim_obj_take(buffer, HANDLE_TRACE_BUFFER)) {
+        LOG_ERROR("NRT", "%p is not a buffer from nrt_sys_trace_fetch_events", (void *)buffer);
+        return;
+    }
     free(buffer);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    *options = malloc(sizeof **options);
-    if (*options == NULL)
+    nrt_sys_trace_config_t *c = malloc(sizeof *c);
+    if (c == NULL || shim_obj_add(c, HANDLE_SYSTRACE_CONFIG) != NRT_SUCCESS) {
+        free(c);
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
-    systrace_config_defaults(*options);
+    }
+    systrace_config_defaults(c);
+    *options = c;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options)
 {
+    if (options == NULL)
+        return;
+    if (!shim_obj_take(options, HANDLE_SYSTRACE_CONFIG)) {
+        LOG_ERROR("NRT", "%p is not a system trace config", (void *)options);
+        return;
+    }
     free(options);
 }
 
@@ -47,6 +63,12 @@ static NRT_STATUS shim_type_list(uint32_t mask, const char ***event_types, size_
             }
             n++;
         }
+    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {
+        for (size_t i = 0; i < n; i++)
+            free((void *)a[i]);
+        free(a);
+        return NRT_RESOURCE;
+    }
     *event_types = a;
     *count = n;
     return NRT_SUCCESS;
@@ -54,14 +76,17 @@ static NRT_STATUS shim_type_list(uint32_t mask, const char ***event_types, size_
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t *options, const char ***event_types, size_t *count)
 {
-    SHIM_REQUIRE(options != NULL && event_types != NULL && count != NULL,
-                 "options, event_types or count is NULL");
+    SHIM_REQUIRE(event_types != NULL && count != NULL, "event_types or count is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG), "%p is not a system trace config",
+                 (void *)options);
     return shim_type_list(options->types, event_types, count);
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t *options, const char *event_type, bool enabled)
 {
-    SHIM_REQUIRE(options != NULL && event_type != NULL, "options or event_type is NULL");
+    SHIM_REQUIRE(event_type != NULL, "event_type is NULL");
+    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG), "%p is not a system trace config",
+                 (void *)options);
     int t = systrace_type_of(event_type);
     SHIM_REQUIRE(t >= 0, "'%s' is not an event type (nrt_sys_trace_get_event_types)", event_type);
     if (enabled)
@@ -73,9 +98,9 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nr
 
 NRT_EXPORT void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *options, uint32_t nc_idx, bool enabled)
 {
-    if (options == NULL || nc_idx >= SYSTRACE_MAX_NC) {
-        LOG_ERROR("NRT", "options is NULL or NeuronCore %u is not below %d: ignored", nc_idx,
-                  SYSTRACE_MAX_NC);
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG) || nc_idx >= SYSTRACE_MAX_NC) {
+        LOG_ERROR("NRT", "%p is not a system trace config or NeuronCore %u is not below %d: "
+                  "ignored", (void *)options, nc_idx, SYSTRACE_MAX_NC);
         return;
     }
     options->nc_on[nc_idx] = enabled;
@@ -83,7 +108,7 @@ NRT_EXPORT void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_co
 
 NRT_EXPORT void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options)
 {
-    if (options == NULL) {
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
         return;
     }
@@ -92,7 +117,7 @@ NRT_EXPORT void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *option
 
 NRT_EXPORT void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options, uint64_t max_events_per_nc)
 {
-    if (options == NULL) {
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
         return;
     }
@@ -102,29 +127,47 @@ NRT_EXPORT void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_
 NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_events(char **buffer, size_t *written_size, const nrt_sys_trace_fetch_options_t *options)
 {
     SHIM_REQUIRE(buffer != NULL && written_size != NULL, "buffer or written_size is NULL");
+    SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_SYSTRACE_FETCH),
+                 "%p is not a fetch options object", (const void *)options);
     nrt_sys_trace_fetch_options_t dflt;
     systrace_fetch_defaults(&dflt);
-    return systrace_fetch(options != NULL ? options : &dflt, buffer, written_size);
+    NRT_STATUS st = systrace_fetch(options != NULL ? options : &dflt, buffer, written_size);
+    if (st == NRT_SUCCESS && shim_obj_add(*buffer, HANDLE_TRACE_BUFFER) != NRT_SUCCESS) {
+        free(*buffer);
+        *buffer = NULL;
+        st = NRT_RESOURCE;
+    }
+    return st;
 }
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    *options = malloc(sizeof **options);
-    if (*options == NULL)
+    nrt_sys_trace_fetch_options_t *o = malloc(sizeof *o);
+    if (o == NULL || shim_obj_add(o, HANDLE_SYSTRACE_FETCH) != NRT_SUCCESS) {
+        free(o);
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
-    systrace_fetch_defaults(*options);
+    }
+    systrace_fetch_defaults(o);
+    *options = o;
     return NRT_SUCCESS;
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options)
 {
+    if (options == NULL)
+        return;
+    if (!shim_obj_take(options, HANDLE_SYSTRACE_FETCH)) {
+        LOG_ERROR("NRT", "%p is not a fetch options object", (void *)options);
+        return;
+    }
     free(options);
 }
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *options)
 {
-    if (options == NULL) {
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
         return;
     }
@@ -133,7 +176,7 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_opt
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc)
 {
-    if (options == NULL) {
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
         return;
     }
@@ -142,8 +185,8 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_
 
 NRT_EXPORT void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx)
 {
-    if (options == NULL || nc_idx >= SYSTRACE_MAX_NC) {
-        LOG_ERROR("NRT", "options is NULL or NeuronCore %llu is not below %d: ignored",
+    if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH) || nc_idx >= SYSTRACE_MAX_NC) {
+        LOG_ERROR("NRT", "options is not a fetch options object or NeuronCore %llu is not below %d: ignored",
                   (unsigned long long)nc_idx, SYSTRACE_MAX_NC);
         return;
     }
@@ -152,7 +195,13 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_optio
 
 NRT_EXPORT void nrt_sys_trace_free_event_types(const char **event_types, size_t count)
 {
-    for (size_t i = 0; event_types != NULL && i < count; i++)
+    if (event_types == NULL)
+        return;
+    if (!shim_obj_take(event_types, HANDLE_NAME_LIST)) {
+        LOG_ERROR("NRT", "%p is not an event type list from this runtime", (void *)event_types);
+        return;
+    }
+    for (size_t i = 0; i < count && i < SYS_TYPE_COUNT; i++)
         free((void *)event_types[i]);
     free(event_types);
 }
@@ -165,6 +214,8 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_get_event_types(const char ***event_types, s
 
 NRT_EXPORT NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options)
 {
+    SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG),
+                 "%p is not a system trace config", (void *)options);
     nrt_sys_trace_config_t dflt;
     systrace_config_defaults(&dflt);
     return systrace_start(options != NULL ? options : &dflt);

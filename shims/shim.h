@@ -8,6 +8,7 @@
 #ifndef TRNEMU_SHIMS_SHIM_H
 #define TRNEMU_SHIMS_SHIM_H
 
+#include "devices/handle.h"
 #include "devices/runtime.h"
 #include "emu/log.h"
 #include "nrt/nrt.h"
@@ -65,5 +66,34 @@ static inline const char *shim_log_name(const char *func)
             return shim_s_ == RT_UNINITIALIZED ? NRT_UNINITIALIZED : NRT_CLOSED; \
         }                                                                      \
     } while (0)
+
+/* Objects the shims hand out (options, name lists, buffers) are registered
+ * (devices/handle.h) so that a foreign pointer is refused, never used. */
+static inline NRT_STATUS shim_obj_add(void *p, enum handle_kind k)
+{
+    handle_lock();
+    NRT_STATUS st = handle_add(p, k);
+    handle_unlock();
+    return st;
+}
+
+static inline bool shim_obj_ok(const void *p, enum handle_kind k)
+{
+    handle_lock();
+    bool ok = p != NULL && handle_has(p, k);
+    handle_unlock();
+    return ok;
+}
+
+/* Forget p; false when it was not a live object of kind k. */
+static inline bool shim_obj_take(const void *p, enum handle_kind k)
+{
+    handle_lock();
+    bool ok = p != NULL && handle_has(p, k);
+    if (ok)
+        handle_remove(p);
+    handle_unlock();
+    return ok;
+}
 
 #endif

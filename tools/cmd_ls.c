@@ -405,6 +405,10 @@ static int ls_stats(bool json)
     struct instance_ctl *c = malloc(sizeof *c);
     if (c == NULL)
         return 1;
+    size_t swept = instance_sweep(dir); /* this user's dead instances beside it */
+    if (swept > 0 && !json)
+        printf("removed %zu stale instance%s of this user (every process gone)\n", swept,
+               swept == 1 ? "" : "s");
     bool live = false;
     NRT_STATUS st = instance_read(dir, c, &live);
     int rc = 0;

@@ -6,7 +6,10 @@
  * both inputs in SBUF with the contraction along partitions; the numerics
  * are those of pe_matmul.h (fmaf in k order, bit-identical everywhere).
  * Transpose mode on NeuronCore-v3 moves data bit-exactly instead; on v2 it
- * is an ordinary matmul, as on hardware. nc_matmul_mx is in exec_mx.c.
+ * is an ordinary matmul, as on hardware. NeuronCore-v4 also writes bf16
+ * PSUM (fp32 sums rounded once, RNE or stochastic; accumulation reads the
+ * bf16 value back) and takes float8_e4m3fn inputs. nc_matmul_mx is in
+ * exec_mx.c.
  */
 #include <inttypes.h>
 #include <math.h>
@@ -139,14 +142,28 @@ static emu_status pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn 
 }
 
 /* Shapes, types and the PSUM bank of one nc_matmul. */
+/* NeuronCore-v4 float8_e4m3fn inputs: both of that type, or with a
+ * non-fp8 operand; never mixed with the legacy fp8 types. */
+static bool pe_e4m3fn_ok(uint32_t gen, uint32_t a, uint32_t b)
+{
+    bool fa = a == ISA_DT_FP8E4FN, fb = b == ISA_DT_FP8E4FN;
+    if (!fa && !fb)
+        return true;
+    return gen >= 4 && !pe_is_fp8(a) && !pe_is_fp8(b) && (fa || pe_input_ok(a)) &&
+           (fb || pe_input_ok(b)) && !pe_is_f32(a) && !pe_is_f32(b);
+}
+
 static emu_status pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                   const struct ap_view *st, const struct ap_view *mv,
                                   struct pe_geom *g)
 {
-    if (!pe_input_ok(st->dtype) || !pe_input_ok(mv->dtype) ||
-        pe_is_f32(st->dtype) != pe_is_f32(mv->dtype))
+    bool v4fn = pe_e4m3fn_ok(ctx->core->gen, st->dtype, mv->dtype) &&
+                (st->dtype == ISA_DT_FP8E4FN || mv->dtype == ISA_DT_FP8E4FN);
+    if (!v4fn && (!pe_input_ok(st->dtype) || !pe_input_ok(mv->dtype) ||
+                  pe_is_f32(st->dtype) != pe_is_f32(mv->dtype)))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul inputs %s x %s: inputs "
-                         "are fp32/fp32r (both), bf16, fp16 or fp8", isa_dtype_name(st->dtype),
+                         "are fp32/fp32r (both), bf16, fp16 or fp8 (fp8e4fn: NeuronCore-v4, "
+                         "not mixed with another fp8)", isa_dtype_name(st->dtype),
                          isa_dtype_name(mv->dtype));
     g->parts = st->rows;
     g->k = g->parts * g->groups;
@@ -301,9 +318,9 @@ emu_status isa_exec_nc_matmul(struct isa_exec_ctx *ctx, const struct isa_insn *i
         return s;
     if (pe_flag(insn, PE_FLAG_TRANSPOSE) && ctx->core->gen >= 3)
         return pe_transpose_mode(ctx, insn, &dst, &st, &mv, &g);
-    if (!pe_is_f32(dst.dtype))
-        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul writes fp32 PSUM; dst "
-                         "is %s", isa_dtype_name(dst.dtype));
+    if (!pe_is_f32(dst.dtype) && !(ctx->core->gen >= 4 && dst.dtype == ISA_DT_BF16))
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul writes fp32 PSUM (or bf16 "
+                         "on NeuronCore-v4); dst is %s", isa_dtype_name(dst.dtype));
     s = pe_check_bank(ctx, insn);
     return s != EMU_OK ? s : pe_multiply(ctx, insn, &dst, &st, &mv, &g);
 }

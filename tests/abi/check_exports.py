@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """check_exports.py: check the dynamic symbols libnrt.so.1 exports.
 
-Usage: check_exports.py LIB FACTS [NM]
+Usage: check_exports.py LIB FACTS[,FACTS...] [NM]
 
 Runs `nm -D --defined-only LIB` and fails unless the defined dynamic
 symbols are exactly the functions of abi-facts.json plus trnemu's own
@@ -55,8 +55,10 @@ def main(argv):
         return 2
     lib, facts_path = argv[1], argv[2]
     nm = argv[3] if len(argv) == 4 else "nm"
-    with open(facts_path, encoding="utf-8") as f:
-        wanted = set(json.load(f)["functions"])
+    wanted = set()
+    for path in facts_path.split(","):  # the main facts and the debug-stream facts
+        with open(path, encoding="utf-8") as f:
+            wanted |= set(json.load(f)["functions"])
     try:
         symbols = defined_symbols(nm, lib)
     except (OSError, RuntimeError) as err:

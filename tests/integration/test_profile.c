@@ -18,6 +18,9 @@
 #include "it_common.h"
 #include "nrt/nrt_profile.h"
 #include "nrt/nrt_sys_trace.h"
+#include "nrt/ndebug_stream.h"
+#include "trnemu/trnemu.h"
+#include <poll.h>
 
 static void *slurp(const char *dir, const char *name, size_t *size)
 {
@@ -320,6 +323,62 @@ static void test_dmabuf_and_absent_hardware(void **state)
     nrt_tensor_free(&t);
 }
 
+/* A failing execution's report arrives on its LNC's debug stream. */
+static void test_debug_stream(void **state)
+{
+    (void)state;
+    int fd = -1, fd2 = -1;
+    assert_int_equal(nrt_debug_client_connect(0, &fd), NRT_SUCCESS);
+    assert_int_equal(nrt_debug_client_connect(0, &fd2), NRT_INVALID);  /* one client */
+    assert_int_equal(nrt_debug_client_connect(9999, &fd2), NRT_INVALID);
+    trnemu_kernel_t *k = NULL;
+    const uint32_t shape[2] = {128, 4};
+    assert_int_equal(trnemu_kernel_create("stuck", &k), NRT_SUCCESS);
+    assert_int_equal(trnemu_kernel_add_input(k, "x", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
+    assert_int_equal(trnemu_kernel_add_output(k, "y", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
+    assert_int_equal(trnemu_kernel_append(k, "sp.dma_copy dst=hbm:y[[4,128], 0, [1,4]]:f32 "
+                                             "src=sbuf[0:128, 16, [1,4]]:f32 wait=s1>=1"),
+                     NRT_SUCCESS);
+    void *bytes = NULL;
+    size_t size = 0;
+    assert_int_equal(trnemu_kernel_write(k, &bytes, &size), NRT_SUCCESS);
+    nrt_model_t *m = NULL;
+    assert_int_equal(nrt_load(bytes, size, 0, -1, &m), NRT_SUCCESS);
+    trnemu_kernel_buffer_free(bytes);
+    trnemu_kernel_free(k);
+    nrt_tensor_t *x = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 2048, "x");
+    nrt_tensor_t *y = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 2048, "y");
+    nrt_tensor_set_t *in, *out;
+    assert_int_equal(nrt_allocate_tensor_set(&in), NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(&out), NRT_SUCCESS);
+    assert_int_equal(nrt_add_tensor_to_tensor_set(in, "x", x), NRT_SUCCESS);
+    assert_int_equal(nrt_add_tensor_to_tensor_set(out, "y", y), NRT_SUCCESS);
+    ndebug_stream_event_header_t h;
+    void *payload = NULL;
+    assert_int_equal(nrt_debug_client_read_one_event(fd, &h, &payload), NRT_QUEUE_EMPTY);
+    assert_int_equal(nrt_execute(m, in, out), NRT_EXEC_COMPLETED_WITH_ERR);
+    struct pollfd p = {fd, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 0), 1);
+    assert_int_equal(nrt_debug_client_read_one_event(fd, &h, &payload), NRT_SUCCESS);
+    assert_int_equal(h.type, NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ);
+    const ndebug_stream_payload_debug_tensor_read_t *ev = payload;
+    assert_true(h.data_size == sizeof *ev + ev->tensor_data_size);
+    assert_non_null(strstr(ev->prefix, "failed"));
+    assert_int_equal(ev->logical_nc_id, 0);
+    assert_true(ev->tensor_data_size > 0 && ev->tensor_shape[0] == ev->tensor_data_size);
+    free(payload);
+    assert_int_equal(poll(&p, 1, 0), 0);  /* nothing left */
+    assert_int_equal(nrt_debug_client_read_one_event(fd + 1000, &h, &payload), NRT_INVALID);
+    nrt_debug_client_connect_close(fd);
+    assert_int_equal(nrt_debug_client_connect(0, &fd), NRT_SUCCESS);  /* free again */
+    nrt_debug_client_connect_close(fd);
+    nrt_tensor_free(&x);
+    nrt_tensor_free(&y);
+    nrt_destroy_tensor_set(&in);
+    nrt_destroy_tensor_set(&out);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -328,6 +387,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_trace_and_inspect, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_dmabuf_and_absent_hardware, it_setup_default,
                                         it_teardown),
+        cmocka_unit_test_setup_teardown(test_debug_stream, it_setup_default, it_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -456,6 +456,63 @@ static void test_bad_env(void **state)
     rmdir(dir);
 }
 
+/* issue 13: `trnemu ls` sweeps this user's dead instances too, saying so. */
+static void test_sweep_ls(void **state)
+{
+    (void)state;
+    char stale[512], name[96], set[128];
+    snprintf(name, sizeof name, "%s-stale2", getenv("TRNEMU_INSTANCE_NAME"));
+    instance_dir(stale, sizeof stale, name);
+    snprintf(set, sizeof set, "TRNEMU_INSTANCE_NAME=%s", name);
+    struct proc a;
+    char vis[] = "NEURON_RT_VISIBLE_CORES=3";
+    const char *args[] = {"hold", "9", NULL};
+    const char *env[] = {set, vis, NULL};
+    spawn(&a, env, args, true);
+    char line[128];
+    assert_non_null(fgets(line, sizeof line, a.out));
+    kill9(&a);
+    assert_true(exists(stale));
+    int st;
+    char *out = tool_output("--stats", &st);
+    assert_non_null(strstr(out, "removed 1 stale instance"));
+    free(out);
+    assert_false(exists(stale));
+}
+
+/* issue 13: a live instance whose control file others can write is not
+ * joined; nor is a world-writable TRNEMU_SHM_DIR without the sticky bit. */
+static void test_open_ctl_and_dir(void **state)
+{
+    (void)state;
+    char dir[512], ctl[600];
+    instance_dir(dir, sizeof dir, getenv("TRNEMU_INSTANCE_NAME"));
+    snprintf(ctl, sizeof ctl, "%s/ctl", dir);
+    struct proc a;
+    int ia;
+    unsigned long long xa;
+    hold(&a, "0", 1, &ia, &xa);
+    assert_int_equal(chmod(ctl, 0644), 0);
+    const char *vis1[] = {"NEURON_RT_VISIBLE_CORES=1", NULL};
+    assert_int_equal(run_expect(vis1, NRT_INVALID), 0);
+    assert_int_equal(chmod(ctl, 0600), 0);
+    assert_int_equal(run_expect(vis1, NRT_SUCCESS), 0);
+    release(&a);
+    char open_dir[400], env_dir[450];
+    snprintf(open_dir, sizeof open_dir, "%s/open", shm_base);
+    assert_int_equal(mkdir(open_dir, 0700), 0);
+    assert_int_equal(chmod(open_dir, 0777), 0);
+    snprintf(env_dir, sizeof env_dir, "TRNEMU_SHM_DIR=%s", open_dir);
+    const char *ww[] = {env_dir, NULL};
+    assert_int_equal(run_expect(ww, NRT_INVALID), 0);
+    assert_int_equal(chmod(open_dir, 01777), 0);  /* sticky: as /dev/shm */
+    assert_int_equal(run_expect(ww, NRT_SUCCESS), 0);
+    char made[600];
+    snprintf(made, sizeof made, "%s/trnemu-%s", open_dir, getenv("TRNEMU_INSTANCE_NAME"));
+    remove_dir(made);
+    rmdir(open_dir);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
@@ -478,6 +535,8 @@ int main(int argc, char **argv)
         cmocka_unit_test_setup_teardown(test_sweep, case_setup, case_teardown),
         cmocka_unit_test_setup_teardown(test_corrupt_ctl, case_setup, case_teardown),
         cmocka_unit_test_setup_teardown(test_bad_env, case_setup, case_teardown),
+        cmocka_unit_test_setup_teardown(test_sweep_ls, case_setup, case_teardown),
+        cmocka_unit_test_setup_teardown(test_open_ctl_and_dir, case_setup, case_teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     DIR *d = opendir(shm_base);

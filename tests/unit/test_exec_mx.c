@@ -351,6 +351,62 @@ static void test_quantize_then_matmul(void **state)
         }
 }
 
+/* nc_matmul on NeuronCore-v4: float8_e4m3fn stationary, bf16 moving,
+ * bf16 PSUM result (fp32 sum rounded once), then accumulating into it. */
+static void test_nc_matmul_v4_forms(void **state)
+{
+    struct harness *h = *state;
+    enum { K = 32, M = 8, N = 16 };
+    harness_clear(h);
+    float a[K][M], b[K][N];
+    for (int k = 0; k < K; k++) {
+        for (int m = 0; m < M; m++) {
+            a[k][m] = (float)((k * 3 + m) % 9) - 4.0f;
+            *harness_sbuf_ptr(h, (uint32_t)k, SB_ST + (uint64_t)m) = num_f32_to_e4m3fn(a[k][m], false);
+        }
+        for (int n = 0; n < N; n++) {
+            b[k][n] = ((float)((k + 5 * n) % 11) - 5.0f) * 1.0078125f; /* sums need rounding */
+            uint16_t hb = num_f32_to_bf16(b[k][n]);
+            b[k][n] = num_bf16_to_f32(hb);
+            memcpy(harness_sbuf_ptr(h, (uint32_t)k, SB_MV + 2 * (uint64_t)n), &hb, 2);
+        }
+    }
+    for (int pass = 0; pass < 2; pass++) {
+        struct isa_insn *q = harness_add(h, ISA_ENG_PE, ISA_OP_nc_matmul);
+        q->ap[0] = harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_BF16, N);
+        q->ap[1] = harness_tile(ISA_MEM_SBUF, 0, K, SB_ST, ISA_DT_FP8E4FN, M);
+        q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_MV, ISA_DT_BF16, N);
+        q->flags = pass ? 1u : 0u;
+    }
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (int m = 0; m < M; m++)
+        for (int n = 0; n < N; n++) {
+            float s = 0;
+            for (int k = 0; k < K; k++)
+                s = fmaf(a[k][m], b[k][n], s);
+            float once = num_bf16_to_f32(num_f32_to_bf16(s));
+            float acc = once;
+            for (int k = 0; k < K; k++)
+                acc = fmaf(a[k][m], b[k][n], acc);
+            assert_true(psum_at(h, (uint32_t)m, (uint32_t)n, ISA_DT_BF16) ==
+                        num_bf16_to_f32(num_f32_to_bf16(acc)));
+        }
+    /* legacy fp8 mixed with e4m3fn, and a bf16 dst on v3, are refused */
+    harness_clear(h);
+    struct isa_insn *q = harness_add(h, ISA_ENG_PE, ISA_OP_nc_matmul);
+    q->ap[0] = harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_F32, N);
+    q->ap[1] = harness_tile(ISA_MEM_SBUF, 0, K, SB_ST, ISA_DT_FP8E4FN, M);
+    q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_MV, ISA_DT_FP8E4, N);
+    assert_int_not_equal(harness_run(h), EMU_OK);
+    struct harness *v3 = harness_new(3);
+    q = harness_add(v3, ISA_ENG_PE, ISA_OP_nc_matmul);
+    q->ap[0] = harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_BF16, N);
+    q->ap[1] = harness_tile(ISA_MEM_SBUF, 0, K, SB_ST, ISA_DT_BF16, M);
+    q->ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_MV, ISA_DT_BF16, N);
+    assert_int_not_equal(harness_run(v3), EMU_OK);
+    harness_free(v3);
+}
+
 /* ---- refusals ------------------------------------------------------------------- */
 
 static void expect_fail(struct harness *h, const char *needle)
@@ -412,6 +468,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_mx_reference, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_mx_bf16_accumulate, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_quantize_then_matmul, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_nc_matmul_v4_forms, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_refusals, setup_v4, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
