@@ -30,7 +30,7 @@ static void top_on_signal(int sig)
 
 static void top_cores(const struct mon_sample *a, const struct mon_sample *b)
 {
-    printf("NeuronCore utilisation (VNC: percent of the last period busy executing)\n");
+    printf("NeuronCore utilisation (VNC: percent of the last period busy executing)\033[K\n");
     for (uint32_t v = 0; v < b->ctl.total_vncs; v++) {
         bool owned = b->ctl.owner[v].pid != 0;
         if (owned)
