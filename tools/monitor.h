@@ -14,6 +14,7 @@
 #include <jansson.h>
 #include <regex.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "devices/config.h"
@@ -78,6 +79,8 @@ struct mon_sample {
 void mon_config_default(struct mon_config *cfg);
 /* Read a configuration file; 0, or -1 with one log line naming the fault. */
 int mon_config_load(const char *path, struct mon_config *cfg);
+/* The same from text in memory (path only names it in the log line). */
+int mon_config_loadb(const char *path, const char *text, size_t len, struct mon_config *cfg);
 void mon_config_free(struct mon_config *cfg);
 
 /* Take a sample; -1 (logged) when the instance cannot be read. */
