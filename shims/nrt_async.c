@@ -8,7 +8,7 @@
 #include "nrt/nrt_async.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrta_error_tracker_create(uint32_t lnc_idx, nrta_error_tracker_t **error_tracker)
+NRT_STATUS nrta_error_tracker_create_impl(uint32_t lnc_idx, nrta_error_tracker_t **error_tracker)
 {
     SHIM_REQUIRE(error_tracker != NULL, "error_tracker is NULL");
     SHIM_ENTER();
@@ -21,7 +21,7 @@ NRT_EXPORT NRT_STATUS nrta_error_tracker_create(uint32_t lnc_idx, nrta_error_tra
     return st;
 }
 
-NRT_EXPORT void nrta_error_tracker_destroy(nrta_error_tracker_t *error_tracker)
+void nrta_error_tracker_destroy_impl(nrta_error_tracker_t *error_tracker)
 {
     if (error_tracker == NULL)
         return;  /* like free(NULL) */
@@ -30,14 +30,14 @@ NRT_EXPORT void nrta_error_tracker_destroy(nrta_error_tracker_t *error_tracker)
                   (void *)error_tracker);
 }
 
-NRT_EXPORT NRT_STATUS nrta_error_tracker_get_list(nrta_error_tracker_t *error_tracker, const nrta_error_t **list, size_t *error_count)
+NRT_STATUS nrta_error_tracker_get_list_impl(nrta_error_tracker_t *error_tracker, const nrta_error_t **list, size_t *error_count)
 {
     SHIM_REQUIRE(error_tracker != NULL && list != NULL && error_count != NULL,
                  "error_tracker, list or error_count is NULL");
     return async_tracker_list(error_tracker, list, error_count);
 }
 
-NRT_EXPORT NRT_STATUS nrta_execute_schedule(nrt_model_t *model, const nrt_tensor_set_t *input, nrt_tensor_set_t *output, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
+NRT_STATUS nrta_execute_schedule_impl(nrt_model_t *model, const nrt_tensor_set_t *input, nrt_tensor_set_t *output, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(model != NULL && input != NULL && output != NULL && req_sequence != NULL,
                  "model, input, output or req_sequence is NULL");
@@ -47,7 +47,7 @@ NRT_EXPORT NRT_STATUS nrta_execute_schedule(nrt_model_t *model, const nrt_tensor
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_get_completion_handle(nrta_seq_t seq, int *fd)
+NRT_STATUS nrta_get_completion_handle_impl(nrta_seq_t seq, int *fd)
 {
     SHIM_REQUIRE(fd != NULL, "fd is NULL");
     SHIM_ENTER();
@@ -56,7 +56,7 @@ NRT_EXPORT NRT_STATUS nrta_get_completion_handle(nrta_seq_t seq, int *fd)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq)
+NRT_STATUS nrta_get_sequence_impl(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq)
 {
     SHIM_REQUIRE(seq != NULL, "seq is NULL");
     SHIM_ENTER();
@@ -65,7 +65,7 @@ NRT_EXPORT NRT_STATUS nrta_get_sequence(uint32_t lnc, nrta_xu_t xu, int queue, n
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool *is_completed)
+NRT_STATUS nrta_is_completed_impl(nrta_seq_t seq, bool *is_completed)
 {
     SHIM_REQUIRE(is_completed != NULL, "is_completed is NULL");
     SHIM_ENTER();
@@ -74,7 +74,7 @@ NRT_EXPORT NRT_STATUS nrta_is_completed(nrta_seq_t seq, bool *is_completed)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src, uint64_t src_offset, nrt_tensor_t *dst, uint64_t dst_offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
+NRT_STATUS nrta_tensor_copy_impl(nrt_tensor_t *src, uint64_t src_offset, nrt_tensor_t *dst, uint64_t dst_offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(src != NULL && dst != NULL && req_sequence != NULL,
                  "src, dst or req_sequence is NULL");
@@ -85,7 +85,7 @@ NRT_EXPORT NRT_STATUS nrta_tensor_copy(nrt_tensor_t *src, uint64_t src_offset, n
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_tensor_read(void *buf, nrt_tensor_t *tensor, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
+NRT_STATUS nrta_tensor_read_impl(void *buf, nrt_tensor_t *tensor, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(tensor != NULL && req_sequence != NULL, "tensor or req_sequence is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
@@ -95,7 +95,7 @@ NRT_EXPORT NRT_STATUS nrta_tensor_read(void *buf, nrt_tensor_t *tensor, uint64_t
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_tensor_write(nrt_tensor_t *tensor, const void *buf, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
+NRT_STATUS nrta_tensor_write_impl(nrt_tensor_t *tensor, const void *buf, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(tensor != NULL && req_sequence != NULL, "tensor or req_sequence is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");

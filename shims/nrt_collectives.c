@@ -17,7 +17,7 @@
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+NRT_STATUS nrt_all_gather_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
                                      uint32_t rank_input_size, void *input, void *output)
 {
     SHIM_GATE_FIRST();
@@ -32,7 +32,7 @@ NRT_EXPORT NRT_STATUS nrt_all_gather(int32_t vnc, uint32_t g_device_id, uint32_t
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
+NRT_STATUS nrt_barrier_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
@@ -43,7 +43,7 @@ NRT_EXPORT NRT_STATUS nrt_barrier(int32_t vnc, uint32_t g_device_id, uint32_t g_
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
+NRT_STATUS nrt_build_global_comm_impl(int32_t vnc, uint32_t g_device_id,
                                             uint32_t g_device_count)
 {
     SHIM_GATE_FIRST();
@@ -55,7 +55,7 @@ NRT_EXPORT NRT_STATUS nrt_build_global_comm(int32_t vnc, uint32_t g_device_id,
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id,
+NRT_STATUS nrt_cc_global_comm_init_impl(uint32_t vnc, uint32_t g_device_id,
                                               uint32_t g_device_count)
 {
     SHIM_GATE_FIRST();
@@ -68,7 +68,7 @@ NRT_EXPORT NRT_STATUS nrt_cc_global_comm_init(uint32_t vnc, uint32_t g_device_id
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
+NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
                                       nrt_tensor_list_t *output, nrt_dtype_t dtype,
                                       nrt_op_type_t op, nrt_cc_op_type_t cc_op,
                                       nrt_cc_context_t **cc_ctx)
@@ -86,7 +86,7 @@ NRT_EXPORT NRT_STATUS nrta_cc_prepare(nrt_cc_comm_t *comm, nrt_tensor_list_t *in
 /* Queued on the COLLECTIVES unit of the communicator's LNC; the context
  * belongs to the request from here on (*cc_ctx is set to NULL) and is
  * freed once the collective ran. */
-NRT_EXPORT NRT_STATUS nrta_cc_schedule(nrt_cc_context_t **cc_ctx, int queue,
+NRT_STATUS nrta_cc_schedule_impl(nrt_cc_context_t **cc_ctx, int queue,
                                        nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_GATE_FIRST();

@@ -18,7 +18,7 @@
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc)
+NRT_STATUS nrt_async_drain_queued_execs_impl(int32_t vnc)
 {
     SHIM_ENTER();
     uint32_t n = rt_machine()->cfg.visible_count;
@@ -29,7 +29,7 @@ NRT_EXPORT NRT_STATUS nrt_async_drain_queued_execs(int32_t vnc)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, size_t *len)
+NRT_STATUS nrt_get_attached_efa_bdf_impl(const void *va, char *efa_bdf, size_t *len)
 {
     SHIM_REQUIRE(va != NULL && efa_bdf != NULL && len != NULL, "va, efa_bdf or len is NULL");
     SHIM_ENTER();
@@ -42,7 +42,7 @@ NRT_EXPORT NRT_STATUS nrt_get_attached_efa_bdf(const void *va, char *efa_bdf, si
     return NRT_FAILURE;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int* fd)
+NRT_STATUS nrt_get_dmabuf_fd_impl(uint64_t va, uint64_t size, int* fd)
 {
     SHIM_REQUIRE(fd != NULL && va != 0 && size > 0, "fd is NULL, or va or size is 0");
     SHIM_ENTER();
@@ -63,7 +63,7 @@ NRT_EXPORT NRT_STATUS nrt_get_dmabuf_fd(uint64_t va, uint64_t size, int* fd)
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_size)
+void *nrt_get_libnccl_net_impl(int *err, char *err_msg, size_t err_msg_size)
 {
     static const char why[] = "no NCCL network plugin: trnemu runs collectives over its own "
                               "shared-memory and libfabric transports";
@@ -75,7 +75,7 @@ NRT_EXPORT void *nrt_get_libnccl_net(int *err, char *err_msg, size_t err_msg_siz
     return NULL;
 }
 
-NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t size)
+NRT_STATUS nrt_memcpy_to_device_impl(void *dest, const void *src, size_t size)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE((dest != NULL && src != NULL) || size == 0, "dest or src is NULL");
@@ -89,13 +89,13 @@ NRT_EXPORT NRT_STATUS nrt_memcpy_to_device(void *dest, const void *src, size_t s
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_register_async_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
+NRT_STATUS nrt_register_async_exec_callback_impl(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
 {
     async_set_exec_callback(callback, params);
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)
+NRT_STATUS nrt_set_pool_eng_ucode_impl(const nrt_ucode_info *ucode_info)
 {
     SHIM_REQUIRE(ucode_info != NULL, "ucode_info is NULL");
     SHIM_REQUIRE(rt_state() == RT_UNINITIALIZED, "must be called before nrt_init()");
@@ -107,7 +107,7 @@ NRT_EXPORT NRT_STATUS nrt_set_pool_eng_ucode(const nrt_ucode_info *ucode_info)
     return NRT_FAILURE;
 }
 
-NRT_EXPORT NRT_STATUS nrt_trace_start(bool trace_mem)
+NRT_STATUS nrt_trace_start_impl(bool trace_mem)
 {
     nrt_sys_trace_config_t c;
     systrace_config_defaults(&c);
@@ -117,7 +117,7 @@ NRT_EXPORT NRT_STATUS nrt_trace_start(bool trace_mem)
     return systrace_start(&c);
 }
 
-NRT_EXPORT NRT_STATUS nrt_trace_stop(const char *filename)
+NRT_STATUS nrt_trace_stop_impl(const char *filename)
 {
     SHIM_REQUIRE(filename != NULL && *filename != '\0', "filename is NULL or empty");
     nrt_sys_trace_fetch_options_t o;

@@ -29,13 +29,13 @@ static NRT_STATUS shim_load(const void *neff_bytes, size_t size, int32_t vnc, in
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_load(const void *neff_bytes, size_t size, int32_t vnc,
+NRT_STATUS nrt_load_impl(const void *neff_bytes, size_t size, int32_t vnc,
                                int32_t vnc_count, nrt_model_t **model)
 {
     return shim_load(neff_bytes, size, vnc, vnc_count, model);
 }
 
-NRT_EXPORT NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, int32_t vnc,
+NRT_STATUS nrt_load_collectives_impl(const void *neff_bytes, size_t size, int32_t vnc,
                                            int32_t vnc_count, uint32_t ctx_device_id,
                                            uint32_t ctx_device_count, nrt_model_t **model)
 {
@@ -49,7 +49,7 @@ NRT_EXPORT NRT_STATUS nrt_load_collectives(const void *neff_bytes, size_t size, 
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_unload(nrt_model_t *model)
+NRT_STATUS nrt_unload_impl(nrt_model_t *model)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(model != NULL, "model is NULL");
@@ -82,7 +82,7 @@ static void shim_model_leave(const nrt_model_t *model)
     rt_leave();
 }
 
-NRT_EXPORT NRT_STATUS nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+NRT_STATUS nrt_execute_impl(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                   nrt_tensor_set_t *output_set)
 {
     SHIM_GATE_FIRST();
@@ -96,7 +96,7 @@ NRT_EXPORT NRT_STATUS nrt_execute(nrt_model_t *model, const nrt_tensor_set_t *in
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_execute_repeat(nrt_model_t *model, const nrt_tensor_set_t *input_set,
+NRT_STATUS nrt_execute_repeat_impl(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                          nrt_tensor_set_t *output_set, int repeat_count)
 {
     SHIM_GATE_FIRST();
@@ -124,23 +124,23 @@ static NRT_STATUS shim_model_one(const nrt_model_t *model, uint32_t *out, const 
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_model_nc_count(const nrt_model_t *model, uint32_t *vnc_count)
+NRT_STATUS nrt_get_model_nc_count_impl(const nrt_model_t *model, uint32_t *vnc_count)
 {
     return shim_model_one(model, vnc_count, "vnc_count");
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_model_vnc_count(const nrt_model_t *model, uint32_t *vnc_count)
+NRT_STATUS nrt_get_model_vnc_count_impl(const nrt_model_t *model, uint32_t *vnc_count)
 {
     return shim_model_one(model, vnc_count, "vnc_count");
 }
 
 /* Executions on one VNC are serialised, so one staged instance per model. */
-NRT_EXPORT NRT_STATUS nrt_get_model_instance_count(nrt_model_t *model, uint32_t *instance_count)
+NRT_STATUS nrt_get_model_instance_count_impl(nrt_model_t *model, uint32_t *instance_count)
 {
     return shim_model_one(model, instance_count, "instance_count");
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
+NRT_STATUS nrt_get_model_tensor_info_impl(nrt_model_t *model,
                                                 nrt_tensor_info_array_t **tensor_info)
 {
     SHIM_GATE_FIRST();
@@ -153,13 +153,13 @@ NRT_EXPORT NRT_STATUS nrt_get_model_tensor_info(nrt_model_t *model,
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_free_model_tensor_info(nrt_tensor_info_array_t *tensor_info)
+NRT_STATUS nrt_free_model_tensor_info_impl(nrt_tensor_info_array_t *tensor_info)
 {
     SHIM_REQUIRE(tensor_info != NULL, "tensor_info is NULL");
     return model_free_tensor_info(tensor_info);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_model_info(const nrt_model_t *model, nrt_model_info_t *info,
+NRT_STATUS nrt_get_model_info_impl(const nrt_model_t *model, nrt_model_info_t *info,
                                          size_t info_size_in, size_t *info_size_out)
 {
     SHIM_GATE_FIRST();

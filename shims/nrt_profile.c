@@ -14,7 +14,7 @@
 #include "nrt/nrt_profile.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename)
+NRT_STATUS nrt_profile_start_impl(nrt_model_t *model, const char *filename)
 {
     SHIM_REQUIRE(model != NULL && filename != NULL && *filename != '\0',
                  "model or filename is NULL or empty");
@@ -28,13 +28,13 @@ NRT_EXPORT NRT_STATUS nrt_profile_start(nrt_model_t *model, const char *filename
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_stop(const char *filename)
+NRT_STATUS nrt_profile_stop_impl(const char *filename)
 {
     SHIM_REQUIRE(filename != NULL, "filename is NULL");
     return devprof_model_stop(filename);
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_continuous_options_t **options)
+NRT_STATUS nrt_profile_continuous_options_allocate_impl(nrt_profile_continuous_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
     nrt_profile_continuous_options_t *o = calloc(1, sizeof *o);
@@ -48,7 +48,7 @@ NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_allocate(nrt_profile_contin
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous_options_t *options)
+NRT_STATUS nrt_profile_continuous_options_free_impl(nrt_profile_continuous_options_t *options)
 {
     SHIM_REQUIRE(shim_obj_take(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
@@ -56,7 +56,7 @@ NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_free(nrt_profile_continuous
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_continuous_options_t *options, const char *output_dir)
+NRT_STATUS nrt_profile_continuous_options_set_output_dir_impl(nrt_profile_continuous_options_t *options, const char *output_dir)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
@@ -66,47 +66,47 @@ NRT_EXPORT NRT_STATUS nrt_profile_continuous_options_set_output_dir(nrt_profile_
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_save(uint32_t vnc, nrt_profile_continuous_options_t *options)
+NRT_STATUS nrt_profile_continuous_save_impl(uint32_t vnc, nrt_profile_continuous_options_t *options)
 {
     SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
     return devprof_continuous_save(vnc, options != NULL ? options->output_dir : NULL);
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_start(nrt_profile_continuous_options_t *options)
+NRT_STATUS nrt_profile_continuous_start_impl(nrt_profile_continuous_options_t *options)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
     return devprof_continuous_start(options->output_dir);
 }
 
-NRT_EXPORT NRT_STATUS nrt_profile_continuous_stop(void)
+NRT_STATUS nrt_profile_continuous_stop_impl(void)
 {
     return devprof_continuous_stop();
 }
 
 /* ---- inspect ---------------------------------------------------------------- */
 
-NRT_EXPORT NRT_STATUS nrt_inspect_begin(void)
+NRT_STATUS nrt_inspect_begin_impl(void)
 {
     nrt_inspect_config_t c;
     inspect_config_defaults(&c);
     return inspect_begin(&c);
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_begin_with_options(nrt_inspect_config_t *options)
+NRT_STATUS nrt_inspect_begin_with_options_impl(nrt_inspect_config_t *options)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
     return inspect_begin(options);
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_stop(void)
+NRT_STATUS nrt_inspect_stop_impl(void)
 {
     return inspect_stop();
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options)
+NRT_STATUS nrt_inspect_config_allocate_impl(nrt_inspect_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
     nrt_inspect_config_t *c = malloc(sizeof *c);
@@ -120,7 +120,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_allocate(nrt_inspect_config_t **options
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options)
+NRT_STATUS nrt_inspect_config_free_impl(nrt_inspect_config_t *options)
 {
     SHIM_REQUIRE(shim_obj_take(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -128,7 +128,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_free(nrt_inspect_config_t *options)
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *options)
+NRT_STATUS nrt_inspect_config_set_defaults_impl(nrt_inspect_config_t *options)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -136,7 +136,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_defaults(nrt_inspect_config_t *opti
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT void nrt_inspect_config_free_activity_types(const char **activity_types, size_t count)
+void nrt_inspect_config_free_activity_types_impl(const char **activity_types, size_t count)
 {
     if (activity_types == NULL)
         return;
@@ -178,13 +178,13 @@ static NRT_STATUS shim_activities(const bool *on, const char ***types, size_t *c
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_get_all_activity_types(const char ***activity_types, size_t *count)
+NRT_STATUS nrt_inspect_config_get_all_activity_types_impl(const char ***activity_types, size_t *count)
 {
     SHIM_REQUIRE(activity_types != NULL && count != NULL, "activity_types or count is NULL");
     return shim_activities(NULL, activity_types, count);
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_config_t *options, const char ***activity_types, size_t *count)
+NRT_STATUS nrt_inspect_config_get_enabled_activity_types_impl(nrt_inspect_config_t *options, const char ***activity_types, size_t *count)
 {
     SHIM_REQUIRE(activity_types != NULL && count != NULL, "activity_types or count is NULL");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
@@ -192,7 +192,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_get_enabled_activity_types(nrt_inspect_
     return shim_activities(options->activity, activity_types, count);
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *options, const char *activity_type, bool enabled)
+NRT_STATUS nrt_inspect_config_set_activity_impl(nrt_inspect_config_t *options, const char *activity_type, bool enabled)
 {
     SHIM_REQUIRE(activity_type != NULL, "activity_type is NULL");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
@@ -209,7 +209,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_activity(nrt_inspect_config_t *opti
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string(nrt_inspect_config_t *options, const char *event_type, bool enabled)
+NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_string_impl(nrt_inspect_config_t *options, const char *event_type, bool enabled)
 {
     SHIM_REQUIRE(event_type != NULL, "event_type is NULL");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
@@ -223,7 +223,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_event_type_stri
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_config_t *options, uint32_t nc_idx, bool enabled)
+NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc_impl(nrt_inspect_config_t *options, uint32_t nc_idx, bool enabled)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -233,7 +233,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_capture_enabled_for_nc(nrt_inspect_
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t *options, bool enable_inspect)
+NRT_STATUS nrt_inspect_config_set_enable_inspect_impl(nrt_inspect_config_t *options, bool enable_inspect)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -241,7 +241,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect(nrt_inspect_config_t
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_config_t *options, bool enable_inspect_on_fail)
+NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail_impl(nrt_inspect_config_t *options, bool enable_inspect_on_fail)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -249,7 +249,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_enable_inspect_on_fail(nrt_inspect_
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *options, const char *output_dir)
+NRT_STATUS nrt_inspect_config_set_output_dir_impl(nrt_inspect_config_t *options, const char *output_dir)
 {
     SHIM_REQUIRE(output_dir != NULL && *output_dir != '\0', "output_dir is NULL or empty");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
@@ -259,7 +259,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_output_dir(nrt_inspect_config_t *op
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *options, int session_id)
+NRT_STATUS nrt_inspect_config_set_session_id_impl(nrt_inspect_config_t *options, int session_id)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
@@ -267,7 +267,7 @@ NRT_EXPORT NRT_STATUS nrt_inspect_config_set_session_id(nrt_inspect_config_t *op
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc(nrt_inspect_config_t *options, uint64_t sys_trace_max_events_per_nc)
+NRT_STATUS nrt_inspect_config_set_sys_trace_max_events_per_nc_impl(nrt_inspect_config_t *options, uint64_t sys_trace_max_events_per_nc)
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);

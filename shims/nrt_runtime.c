@@ -13,7 +13,7 @@
 #include "store/snapshot.h"
 #include "trnemu_config.h"
 
-NRT_EXPORT NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_version,
+NRT_STATUS nrt_init_impl(nrt_framework_type_t framework, const char *fw_version,
                                const char *fal_version)
 {
     (void)fw_version;
@@ -27,12 +27,12 @@ NRT_EXPORT NRT_STATUS nrt_init(nrt_framework_type_t framework, const char *fw_ve
     return st;
 }
 
-NRT_EXPORT void nrt_close(void)
+void nrt_close_impl(void)
 {
     rt_close();
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size)
+NRT_STATUS nrt_get_version_impl(nrt_version_t *ver, size_t size)
 {
     SHIM_REQUIRE(ver != NULL && size > 0, "ver is NULL or size is 0");
     nrt_version_t v;
@@ -49,7 +49,7 @@ NRT_EXPORT NRT_STATUS nrt_get_version(nrt_version_t *ver, size_t size)
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_instance_info(nrt_instance_info_t *info, size_t instance_info_len)
+NRT_STATUS nrt_get_instance_info_impl(nrt_instance_info_t *info, size_t instance_info_len)
 {
     SHIM_REQUIRE(info != NULL && instance_info_len > 0, "info is NULL or its length is 0");
     struct machine_config cfg;
@@ -77,27 +77,27 @@ static NRT_STATUS shim_vnc_count(uint32_t *out, int visible)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_total_nc_count(uint32_t *vnc_count)
+NRT_STATUS nrt_get_total_nc_count_impl(uint32_t *vnc_count)
 {
     return shim_vnc_count(vnc_count, 0);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_total_vnc_count(uint32_t *vnc_count)
+NRT_STATUS nrt_get_total_vnc_count_impl(uint32_t *vnc_count)
 {
     return shim_vnc_count(vnc_count, 0);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_visible_nc_count(uint32_t *vnc_count)
+NRT_STATUS nrt_get_visible_nc_count_impl(uint32_t *vnc_count)
 {
     return shim_vnc_count(vnc_count, 1);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_visible_vnc_count(uint32_t *vnc_count)
+NRT_STATUS nrt_get_visible_vnc_count_impl(uint32_t *vnc_count)
 {
     return shim_vnc_count(vnc_count, 1);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stats_t *stats,
+NRT_STATUS nrt_get_vnc_memory_stats_impl(uint32_t vnc, nrt_vnc_memory_stats_t *stats,
                                                size_t stats_size_in, size_t *stats_size_out)
 {
     SHIM_GATE_FIRST();
@@ -123,7 +123,7 @@ NRT_EXPORT NRT_STATUS nrt_get_vnc_memory_stats(uint32_t vnc, nrt_vnc_memory_stat
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **addr, size_t *size)
+NRT_STATUS nrt_get_hbm_mmap_va_impl(int device_id, int hbm_idx, void **addr, size_t *size)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(addr != NULL && size != NULL, "addr or size is NULL");
@@ -148,7 +148,7 @@ NRT_EXPORT NRT_STATUS nrt_get_hbm_mmap_va(int device_id, int hbm_idx, void **add
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t *host_device_id)
+NRT_STATUS nrt_host_device_id_get_impl(int neuron_dev, uint32_t *host_device_id)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(host_device_id != NULL, "host_device_id is NULL");
@@ -162,7 +162,7 @@ NRT_EXPORT NRT_STATUS nrt_host_device_id_get(int neuron_dev, uint32_t *host_devi
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *host_did_to_rid_map)
+NRT_STATUS nrt_host_device_id_rid_map_get_impl(uint32_t *count, uint32_t *host_did_to_rid_map)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(count != NULL && host_did_to_rid_map != NULL, "count or map is NULL");
@@ -178,7 +178,7 @@ NRT_EXPORT NRT_STATUS nrt_host_device_id_rid_map_get(uint32_t *count, uint32_t *
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT const char *nrt_get_status_as_str(NRT_STATUS status)
+const char *nrt_get_status_as_str_impl(NRT_STATUS status)
 {
     switch (status) {
     case NRT_SUCCESS: return "Success";

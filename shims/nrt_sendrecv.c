@@ -17,21 +17,21 @@
         }                                                                      \
     } while (0)
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc(int *num)
+NRT_STATUS nrt_async_sendrecv_get_max_num_communicators_per_lnc_impl(int *num)
 {
     SR_REQUIRE(num != NULL, "num is NULL");
     *num = coll_p2p_max_comms();
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request(int *num)
+NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request_impl(int *num)
 {
     SR_REQUIRE(num != NULL, "num is NULL");
     *num = coll_p2p_max_pending();
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_init(int lnc)
+NRT_STATUS nrt_async_sendrecv_init_impl(int lnc)
 {
     SHIM_ENTER();
     NRT_STATUS st = coll_p2p_init(lnc);
@@ -39,7 +39,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_init(int lnc)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_close(int lnc)
+NRT_STATUS nrt_async_sendrecv_close_impl(int lnc)
 {
     SHIM_ENTER();
     NRT_STATUS st = coll_p2p_close(lnc);
@@ -47,7 +47,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_close(int lnc)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_flush(int lnc)
+NRT_STATUS nrt_async_sendrecv_flush_impl(int lnc)
 {
     SHIM_ENTER();
     NRT_STATUS st = coll_p2p_flush(lnc);
@@ -55,7 +55,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_flush(int lnc)
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip, int peer_lnc, int lnc,
+NRT_STATUS nrt_async_sendrecv_connect_impl(const char *peer_ip, int peer_lnc, int lnc,
                                                  nrt_async_sendrecv_comm_t **send_comm)
 {
     SR_REQUIRE(send_comm != NULL, "send_comm is NULL");
@@ -65,7 +65,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_connect(const char *peer_ip, int peer_l
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip, int peer_lnc, int lnc,
+NRT_STATUS nrt_async_sendrecv_accept_impl(const char *peer_ip, int peer_lnc, int lnc,
                                                 nrt_async_sendrecv_comm_t **recv_comm)
 {
     SR_REQUIRE(recv_comm != NULL, "recv_comm is NULL");
@@ -75,7 +75,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_accept(const char *peer_ip, int peer_ln
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *comm, bool *done)
+NRT_STATUS nrt_async_sendrecv_test_comm_impl(nrt_async_sendrecv_comm_t *comm, bool *done)
 {
     SR_REQUIRE(done != NULL, "done is NULL");
     SHIM_ENTER();
@@ -84,7 +84,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_comm(nrt_async_sendrecv_comm_t *co
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor, size_t offset,
+NRT_STATUS nrt_async_sendrecv_send_tensor_impl(nrt_tensor_t *tensor, size_t offset,
                                                      size_t length,
                                                      nrt_async_sendrecv_comm_t *send_comm,
                                                      nrt_async_sendrecv_request_t **request)
@@ -96,7 +96,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_send_tensor(nrt_tensor_t *tensor, size_
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor, size_t offset,
+NRT_STATUS nrt_async_sendrecv_recv_tensor_impl(nrt_tensor_t *tensor, size_t offset,
                                                      size_t length,
                                                      nrt_async_sendrecv_comm_t *recv_comm,
                                                      nrt_async_sendrecv_request_t **request)
@@ -108,7 +108,7 @@ NRT_EXPORT NRT_STATUS nrt_async_sendrecv_recv_tensor(nrt_tensor_t *tensor, size_
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_async_sendrecv_test_request(nrt_async_sendrecv_request_t *request,
+NRT_STATUS nrt_async_sendrecv_test_request_impl(nrt_async_sendrecv_request_t *request,
                                                       bool *done, size_t *size)
 {
     SR_REQUIRE(done != NULL, "done is NULL");

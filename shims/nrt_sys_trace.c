@@ -10,7 +10,7 @@
 #include "nrt/nrt_sys_trace.h"
 #include "shims/shim.h"
 
-NRT_EXPORT void nrt_sys_trace_buffer_free(char *buffer)
+void nrt_sys_trace_buffer_free_impl(char *buffer)
 {
     if (buffer == NULL)
         return;
@@ -21,7 +21,7 @@ NRT_EXPORT void nrt_sys_trace_buffer_free(char *buffer)
     free(buffer);
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **options)
+NRT_STATUS nrt_sys_trace_config_allocate_impl(nrt_sys_trace_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
     nrt_sys_trace_config_t *c = malloc(sizeof *c);
@@ -35,7 +35,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_config_allocate(nrt_sys_trace_config_t **opt
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT void nrt_sys_trace_config_free(nrt_sys_trace_config_t *options)
+void nrt_sys_trace_config_free_impl(nrt_sys_trace_config_t *options)
 {
     if (options == NULL)
         return;
@@ -74,7 +74,7 @@ static NRT_STATUS shim_type_list(uint32_t mask, const char ***event_types, size_
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace_config_t *options, const char ***event_types, size_t *count)
+NRT_STATUS nrt_sys_trace_config_get_enabled_event_types_impl(nrt_sys_trace_config_t *options, const char ***event_types, size_t *count)
 {
     SHIM_REQUIRE(event_types != NULL && count != NULL, "event_types or count is NULL");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG), "%p is not a system trace config",
@@ -82,7 +82,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_config_get_enabled_event_types(nrt_sys_trace
     return shim_type_list(options->types, event_types, count);
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nrt_sys_trace_config_t *options, const char *event_type, bool enabled)
+NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type_impl(nrt_sys_trace_config_t *options, const char *event_type, bool enabled)
 {
     SHIM_REQUIRE(event_type != NULL, "event_type is NULL");
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG), "%p is not a system trace config",
@@ -96,7 +96,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_config_set_capture_enabled_for_event_type(nr
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_config_t *options, uint32_t nc_idx, bool enabled)
+void nrt_sys_trace_config_set_capture_enabled_for_nc_impl(nrt_sys_trace_config_t *options, uint32_t nc_idx, bool enabled)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG) || nc_idx >= SYSTRACE_MAX_NC) {
         LOG_ERROR("NRT", "%p is not a system trace config or NeuronCore %u is not below %d: "
@@ -106,7 +106,7 @@ NRT_EXPORT void nrt_sys_trace_config_set_capture_enabled_for_nc(nrt_sys_trace_co
     options->nc_on[nc_idx] = enabled;
 }
 
-NRT_EXPORT void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *options)
+void nrt_sys_trace_config_set_defaults_impl(nrt_sys_trace_config_t *options)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
@@ -115,7 +115,7 @@ NRT_EXPORT void nrt_sys_trace_config_set_defaults(nrt_sys_trace_config_t *option
     systrace_config_defaults(options);
 }
 
-NRT_EXPORT void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_t *options, uint64_t max_events_per_nc)
+void nrt_sys_trace_config_set_max_events_per_nc_impl(nrt_sys_trace_config_t *options, uint64_t max_events_per_nc)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
@@ -124,7 +124,7 @@ NRT_EXPORT void nrt_sys_trace_config_set_max_events_per_nc(nrt_sys_trace_config_
     options->max_events_per_nc = max_events_per_nc;
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_events(char **buffer, size_t *written_size, const nrt_sys_trace_fetch_options_t *options)
+NRT_STATUS nrt_sys_trace_fetch_events_impl(char **buffer, size_t *written_size, const nrt_sys_trace_fetch_options_t *options)
 {
     SHIM_REQUIRE(buffer != NULL && written_size != NULL, "buffer or written_size is NULL");
     SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_SYSTRACE_FETCH),
@@ -140,7 +140,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_events(char **buffer, size_t *written_
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_options_t **options)
+NRT_STATUS nrt_sys_trace_fetch_options_allocate_impl(nrt_sys_trace_fetch_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
     nrt_sys_trace_fetch_options_t *o = malloc(sizeof *o);
@@ -154,7 +154,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_fetch_options_allocate(nrt_sys_trace_fetch_o
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *options)
+void nrt_sys_trace_fetch_options_free_impl(nrt_sys_trace_fetch_options_t *options)
 {
     if (options == NULL)
         return;
@@ -165,7 +165,7 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_free(nrt_sys_trace_fetch_options_t *
     free(options);
 }
 
-NRT_EXPORT void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_options_t *options)
+void nrt_sys_trace_fetch_options_set_defaults_impl(nrt_sys_trace_fetch_options_t *options)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
@@ -174,7 +174,7 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_defaults(nrt_sys_trace_fetch_opt
     systrace_fetch_defaults(options);
 }
 
-NRT_EXPORT void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc)
+void nrt_sys_trace_fetch_options_set_max_events_per_nc_impl(nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
         LOG_ERROR("NRT", "options is NULL: ignored");
@@ -183,7 +183,7 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_max_events_per_nc(nrt_sys_trace_
     options->max_events_per_nc = max_events_per_nc;
 }
 
-NRT_EXPORT void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx)
+void nrt_sys_trace_fetch_options_set_nc_idx_impl(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH) || nc_idx >= SYSTRACE_MAX_NC) {
         LOG_ERROR("NRT", "options is not a fetch options object or NeuronCore %llu is not below %d: ignored",
@@ -193,7 +193,7 @@ NRT_EXPORT void nrt_sys_trace_fetch_options_set_nc_idx(nrt_sys_trace_fetch_optio
     options->nc_idx = (int64_t)nc_idx;
 }
 
-NRT_EXPORT void nrt_sys_trace_free_event_types(const char **event_types, size_t count)
+void nrt_sys_trace_free_event_types_impl(const char **event_types, size_t count)
 {
     if (event_types == NULL)
         return;
@@ -206,13 +206,13 @@ NRT_EXPORT void nrt_sys_trace_free_event_types(const char **event_types, size_t 
     free(event_types);
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_get_event_types(const char ***event_types, size_t *count)
+NRT_STATUS nrt_sys_trace_get_event_types_impl(const char ***event_types, size_t *count)
 {
     SHIM_REQUIRE(event_types != NULL && count != NULL, "event_types or count is NULL");
     return shim_type_list(~0u, event_types, count);
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options)
+NRT_STATUS nrt_sys_trace_start_impl(nrt_sys_trace_config_t *options)
 {
     SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG),
                  "%p is not a system trace config", (void *)options);
@@ -221,7 +221,7 @@ NRT_EXPORT NRT_STATUS nrt_sys_trace_start(nrt_sys_trace_config_t *options)
     return systrace_start(options != NULL ? options : &dflt);
 }
 
-NRT_EXPORT NRT_STATUS nrt_sys_trace_stop(void)
+NRT_STATUS nrt_sys_trace_stop_impl(void)
 {
     return systrace_stop();
 }

@@ -5,7 +5,7 @@
 #include "devices/tensor.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placement, int vnc,
+NRT_STATUS nrt_tensor_allocate_impl(nrt_tensor_placement_t tensor_placement, int vnc,
                                           size_t size, const char *name, nrt_tensor_t **tensor)
 {
     SHIM_GATE_FIRST();
@@ -16,7 +16,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate(nrt_tensor_placement_t tensor_placemen
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t **tensor)
+NRT_STATUS nrt_tensor_allocate_empty_impl(const char *name, nrt_tensor_t **tensor)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
@@ -26,7 +26,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate_empty(const char *name, nrt_tensor_t *
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_source, size_t offset,
+NRT_STATUS nrt_tensor_allocate_slice_impl(const nrt_tensor_t *tensor_source, size_t offset,
                                                 size_t size, const char *name,
                                                 nrt_tensor_t **tensor_slice)
 {
@@ -39,7 +39,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_allocate_slice(const nrt_tensor_t *tensor_sourc
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffer, size_t size)
+NRT_STATUS nrt_tensor_attach_buffer_impl(nrt_tensor_t *tensor, void *buffer, size_t size)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
@@ -49,7 +49,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_attach_buffer(nrt_tensor_t *tensor, void *buffe
     return st;
 }
 
-NRT_EXPORT void nrt_tensor_free(nrt_tensor_t **tensor)
+void nrt_tensor_free_impl(nrt_tensor_t **tensor)
 {
     if (tensor == NULL || *tensor == NULL)
         return;
@@ -62,7 +62,7 @@ NRT_EXPORT void nrt_tensor_free(nrt_tensor_t **tensor)
     *tensor = NULL;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, size_t offset,
+NRT_STATUS nrt_tensor_read_impl(const nrt_tensor_t *tensor, void *buf, size_t offset,
                                       size_t size)
 {
     SHIM_GATE_FIRST();
@@ -74,7 +74,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_read(const nrt_tensor_t *tensor, void *buf, siz
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, size_t offset,
+NRT_STATUS nrt_tensor_write_impl(nrt_tensor_t *tensor, const void *buf, size_t offset,
                                        size_t size)
 {
     SHIM_GATE_FIRST();
@@ -86,7 +86,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_write(nrt_tensor_t *tensor, const void *buf, si
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset,
+NRT_STATUS nrt_tensor_copy_impl(const nrt_tensor_t *src, size_t src_offset,
                                       nrt_tensor_t *dst, size_t dst_offset, size_t size)
 {
     SHIM_GATE_FIRST();
@@ -97,7 +97,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_copy(const nrt_tensor_t *src, size_t src_offset
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_memset(nrt_tensor_t *tensor, uint64_t offset, int value,
+NRT_STATUS nrt_tensor_memset_impl(nrt_tensor_t *tensor, uint64_t offset, int value,
                                         size_t size)
 {
     SHIM_GATE_FIRST();
@@ -119,21 +119,21 @@ static NRT_STATUS shim_tensor_batch(const nrt_tensor_batch_t *batches, uint64_t 
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_read_batch(const nrt_tensor_batch_t *batches,
+NRT_STATUS nrt_tensor_read_batch_impl(const nrt_tensor_batch_t *batches,
                                             uint64_t num_batches, bool unsafe)
 {
     (void)unsafe; /* no in-flight tracking to skip: the emulator is synchronous */
     return shim_tensor_batch(batches, num_batches, false);
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_write_batch(const nrt_tensor_batch_t *batches,
+NRT_STATUS nrt_tensor_write_batch_impl(const nrt_tensor_batch_t *batches,
                                              uint64_t num_batches, bool unsafe)
 {
     (void)unsafe;
     return shim_tensor_batch(batches, num_batches, true);
 }
 
-NRT_EXPORT size_t nrt_tensor_get_size(const nrt_tensor_t *tensor)
+size_t nrt_tensor_get_size_impl(const nrt_tensor_t *tensor)
 {
     if (tensor == NULL || rt_enter() != NRT_SUCCESS)
         return 0;
@@ -142,7 +142,7 @@ NRT_EXPORT size_t nrt_tensor_get_size(const nrt_tensor_t *tensor)
     return s;
 }
 
-NRT_EXPORT void *nrt_tensor_get_va(const nrt_tensor_t *tensor)
+void *nrt_tensor_get_va_impl(const nrt_tensor_t *tensor)
 {
     if (tensor == NULL || rt_enter() != NRT_SUCCESS)
         return NULL;
@@ -151,7 +151,7 @@ NRT_EXPORT void *nrt_tensor_get_va(const nrt_tensor_t *tensor)
     return va;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_get_device_allocation_info(
+NRT_STATUS nrt_tensor_get_device_allocation_info_impl(
     const nrt_tensor_t *tensor, nrt_tensor_device_allocation_info_t *alloc_info)
 {
     SHIM_GATE_FIRST();
@@ -162,7 +162,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_get_device_allocation_info(
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *output_tensor,
+NRT_STATUS nrt_tensor_check_output_completion_impl(const nrt_tensor_t *output_tensor,
                                                          int64_t timeout,
                                                          uint64_t expected_completion_count)
 {
@@ -174,7 +174,7 @@ NRT_EXPORT NRT_STATUS nrt_tensor_check_output_completion(const nrt_tensor_t *out
     return st;
 }
 
-NRT_EXPORT NRT_STATUS nrt_tensor_reset_output_completion(nrt_tensor_t *output_tensor)
+NRT_STATUS nrt_tensor_reset_output_completion_impl(nrt_tensor_t *output_tensor)
 {
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");

@@ -5,13 +5,13 @@
 #include "devices/tensor_set.h"
 #include "shims/shim.h"
 
-NRT_EXPORT NRT_STATUS nrt_allocate_tensor_set(nrt_tensor_set_t **result)
+NRT_STATUS nrt_allocate_tensor_set_impl(nrt_tensor_set_t **result)
 {
     SHIM_REQUIRE(result != NULL, "result is NULL");
     return tensor_set_allocate(result);
 }
 
-NRT_EXPORT void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set)
+void nrt_destroy_tensor_set_impl(nrt_tensor_set_t **tensor_set)
 {
     if (tensor_set == NULL || *tensor_set == NULL)
         return;
@@ -20,7 +20,7 @@ NRT_EXPORT void nrt_destroy_tensor_set(nrt_tensor_set_t **tensor_set)
     *tensor_set = NULL;
 }
 
-NRT_EXPORT NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
+NRT_STATUS nrt_add_tensor_to_tensor_set_impl(nrt_tensor_set_t *tensor_set,
                                                    const char *tensor_name, nrt_tensor_t *tensor)
 {
     SHIM_REQUIRE(tensor_set != NULL && tensor_name != NULL && tensor != NULL,
@@ -28,7 +28,7 @@ NRT_EXPORT NRT_STATUS nrt_add_tensor_to_tensor_set(nrt_tensor_set_t *tensor_set,
     return tensor_set_add(tensor_set, tensor_name, tensor);
 }
 
-NRT_EXPORT NRT_STATUS nrt_get_tensor_from_tensor_set(nrt_tensor_set_t *tensor_set,
+NRT_STATUS nrt_get_tensor_from_tensor_set_impl(nrt_tensor_set_t *tensor_set,
                                                      const char *tensor_name,
                                                      nrt_tensor_t **tensor)
 {

@@ -14,15 +14,23 @@
 #include "nrt/nrt.h"
 
 /* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). The
- * functions of the call log's table (store/calls.def) are compiled as
- * shim_impl_NAME (the force-included calllog_rename.h) behind generated
- * wrappers that export NAME; the version script keeps shim_impl_* local. */
+ * functions of the call log's table (store/calls.def) are written here as
+ * NAME_impl (prototypes in the generated calllog_impl.h); the generated
+ * wrappers export NAME, record when asked, and call NAME_impl. */
 #define NRT_EXPORT __attribute__((visibility("default")))
 
-/* Log lines name the exported function, not its shim_impl_ alias. */
+#include "calllog_impl.h"
+
+/* Log lines name the exported function: "nrt_execute_impl" -> "nrt_execute". */
 static inline const char *shim_log_name(const char *func)
 {
-    return __builtin_strncmp(func, "shim_impl_", 10) == 0 ? func + 10 : func;
+    static _Thread_local char name[96];
+    size_t n = __builtin_strlen(func);
+    if (n <= 5 || n - 5 >= sizeof name || __builtin_strcmp(func + n - 5, "_impl") != 0)
+        return func;
+    __builtin_memcpy(name, func, n - 5);
+    name[n - 5] = '\0';
+    return name;
 }
 #undef LOG_ERROR
 #undef LOG_WARN

@@ -10,7 +10,7 @@
 #include "trnemu/trnemu.h"
 #include "trnemu_config.h"
 
-NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_t size)
+NRT_STATUS trnemu_get_machine_info_impl(trnemu_machine_info_t *info, size_t size)
 {
     SHIM_REQUIRE(info != NULL && size > 0, "info is NULL or size is 0");
     struct machine_config cfg;
@@ -34,7 +34,7 @@ NRT_EXPORT NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_
     return NRT_SUCCESS;
 }
 
-NRT_EXPORT const char *trnemu_version(void)
+const char *trnemu_version_impl(void)
 {
     return TRNEMU_VERSION;
 }

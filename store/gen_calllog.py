@@ -11,9 +11,9 @@ Generated files (OUTDIR):
   calllog_ids.h        enum cl_fn_id: one id per table entry
   calllog_table.c      cl_fns[]: the descriptors `trnemu replay` and the
                        recorder read (names, roles, types, flags)
-  calllog_rename.h     force-included into trnemu's shim sources: renames
-                       each table function to shim_impl_NAME
-  calllog_wrap_impl.c  exported wrappers of libnrt.so.1 calling shim_impl_NAME
+  calllog_impl.h       prototypes of trnemu's implementations, NAME_impl,
+                       which the shim sources define under that name
+  calllog_wrap_impl.c  exported wrappers of libnrt.so.1 calling NAME_impl
   calllog_wrap_next.c  exported wrappers of libnrt-record.so calling the next
                        library's NAME (dlsym RTLD_NEXT)
   libnrt-record.map    version script of libnrt-record.so
@@ -305,11 +305,13 @@ def gen_table(fns):
     return ''.join(out)
 
 
-def gen_rename(fns):
-    out = [HEADER, '/* Force-included into trnemu\'s shim sources: the exported names belong to\n'
-           ' * the recording wrappers (calllog_wrap_impl.c), which call these. */\n']
+def gen_impl_header(fns):
+    out = [HEADER, '/* trnemu\'s implementations of the table\'s functions, defined in shims/\n'
+           ' * as NAME_impl: the exported NAME is the recording wrapper\n'
+           ' * (calllog_wrap_impl.c), which calls NAME_impl. */\n',
+           '#pragma once\n', INCLUDES.replace('#include "store/calllog.h"\n', ''), '\n']
     for fn in fns:
-        out.append(f"#define {fn['name']} shim_impl_{fn['name']}\n")
+        out.append(f"{fn['ret']} {fn['name']}_impl({params(fn)});\n")
     return ''.join(out)
 
 
@@ -318,8 +320,7 @@ def gen_wrapper(fn, mode):
     n = len(fn['args'])
     lines = []
     if mode == 'impl':
-        lines.append(f"{ret} shim_impl_{name}({params(fn)});")
-        target = f'shim_impl_{name}'
+        target = f'{name}_impl'
     else:
         lines.append(f"typedef {ret} (*cl_next_t_{name})({params(fn, names=False)});")
         lines.append(f"static {ret} cl_missing_{name}({params(fn)})")
@@ -364,11 +365,12 @@ def gen_wrapper(fn, mode):
 
 def gen_wrappers(fns, mode):
     what = ('the exported entry points of libnrt.so.1: each calls trnemu\'s\n'
-            ' * implementation (shim_impl_NAME) directly while nothing is recorded, and\n'
+            ' * implementation (NAME_impl) directly while nothing is recorded, and\n'
             ' * records around the call otherwise.' if mode == 'impl' else
             'the exported entry points of libnrt-record.so: each forwards to\n'
             ' * the next library\'s function of the same name and records the call.')
-    out = [HEADER, f'/*\n * {what}\n */\n', INCLUDES, '\n']
+    out = [HEADER, f'/*\n * {what}\n */\n', INCLUDES,
+           '#include "calllog_impl.h"\n' if mode == 'impl' else '', '\n']
     for fn in fns:
         if mode == 'next' and 'notshim' in fn['flags']:
             continue
@@ -432,7 +434,7 @@ def main(argv):
     files = {
         'calllog_ids.h': gen_ids(fns),
         'calllog_table.c': gen_table(fns),
-        'calllog_rename.h': gen_rename(fns),
+        'calllog_impl.h': gen_impl_header(fns),
         'calllog_wrap_impl.c': gen_wrappers(fns, 'impl'),
         'calllog_wrap_next.c': gen_wrappers(fns, 'next'),
         'libnrt-record.map': gen_map(fns),

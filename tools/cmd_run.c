@@ -343,10 +343,11 @@ static int run_main(const struct run_opts *o)
     uint8_t *bytes = run_read_file(o->neff, &size);
     struct run_api a = {0};
     int rc = 1;
+    /* libnrt stays loaded until the process exits: the runtime keeps
+     * process-wide state (worker threads, caches) that dlclose would unmap
+     * under them. */
     if (bytes == NULL || run_api_open(&a) != 0) {
         free(bytes);
-        if (a.lib != NULL)
-            dlclose(a.lib);
         return 1;
     }
     NRT_STATUS st = a.init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
@@ -359,7 +360,6 @@ static int run_main(const struct run_opts *o)
     }
     a.close();
     free(bytes);
-    dlclose(a.lib);
     return rc;
 }
 

@@ -569,6 +569,39 @@ static int run_mismatch(void)
     return 0;
 }
 
+/* Every other rank leaves after a barrier (its process ends): rank 0's
+ * next nrta_cc_prepare on the communicator fails with
+ * NRT_EXEC_HW_ERR_COLLECTIVES instead of preparing work no peer will do. */
+static int run_left(void)
+{
+    CHECK(nrt_build_global_comm(0, rank, world) == NRT_SUCCESS, "nrt_build_global_comm");
+    CHECK(nrt_barrier(0, rank, world) == NRT_SUCCESS, "nrt_barrier");
+    if (rank != 0)
+        return 0;
+    uint32_t all[64];
+    for (uint32_t i = 0; i < world && i < 64; i++)
+        all[i] = i;
+    float x[16] = {0};
+    nrt_tensor_t *ti = dev_tensor(sizeof x, x), *to = dev_tensor(sizeof x, NULL);
+    nrt_cc_comm_t comm = {all, 0, world, rank, world, 0};
+    nrt_tensor_list_t li = {&ti, 1}, lo = {&to, 1};
+    NRT_STATUS st = NRT_SUCCESS;
+    double t0 = now_s();
+    /* contexts prepared while the peers are still exiting are freed by nrt_close */
+    while (st == NRT_SUCCESS && now_s() - t0 < 20) {
+        nrt_cc_context_t *ctx = NULL;
+        st = nrta_cc_prepare(&comm, &li, &lo, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE,
+                             &ctx);
+        if (st == NRT_SUCCESS)
+            usleep(50000);
+    }
+    CHECK(st == NRT_EXEC_HW_ERR_COLLECTIVES, "nrta_cc_prepare after the peers left: status %d, "
+          "want %d", (int)st, (int)NRT_EXEC_HW_ERR_COLLECTIVES);
+    nrt_tensor_free(&ti);
+    nrt_tensor_free(&to);
+    return 0;
+}
+
 /* ---- point to point ------------------------------------------------------------ */
 
 static int run_p2p(void)
@@ -628,7 +661,7 @@ static int run_p2p(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: coll_rank host|neff|kill|late|mismatch|p2p\n");
+        fprintf(stderr, "usage: coll_rank host|neff|kill|late|mismatch|p2p|left\n");
         return 2;
     }
     rank = env_u32("RANK", 0);
@@ -647,6 +680,7 @@ int main(int argc, char **argv)
              : strcmp(c, "late") == 0     ? run_late()
              : strcmp(c, "mismatch") == 0 ? run_mismatch()
              : strcmp(c, "p2p") == 0      ? run_p2p()
+             : strcmp(c, "left") == 0     ? run_left()
                                           : 2;
     nrt_close();
     return rc != 0 ? rc : fails != 0;

@@ -13,6 +13,7 @@
 #   mismatch N       ranks disagree on a size: NRT_INVALID everywhere
 #   twojobs          two 4-rank jobs on disjoint cores of one instance at once
 #   p2p N            nrt_async_sendrecv between rank pairs
+#   left N           the other ranks leave: rank 0's nrta_cc_prepare fails
 set -u
 T=$1
 R=$2
@@ -46,7 +47,7 @@ run() {
 }
 
 case "$CASE" in
-host | neff | mismatch)
+host | neff | mismatch | left)
     run "$CASE $N" 0 -n "$N" -- "$R" "$CASE"
     ;;
 mesh)
