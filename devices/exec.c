@@ -494,10 +494,12 @@ static NRT_STATUS exec_job_run(void *arg)
     struct exec_request *r = arg;
     struct machine *mach = rt_machine();
     NRT_STATUS st = NRT_SUCCESS;
+    uint64_t t0 = systrace_now_ns();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++)
         st = exec_run(r->m, &r->b);
     machine_mem_leave(mach);
+    instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);
     return st;
 }
 

@@ -576,6 +576,21 @@ void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n)
         atomic_fetch_add(&inst->ctl->use[vnc].executions, n);
 }
 
+void instance_use_request(struct instance *inst, uint32_t vnc, uint64_t ns, NRT_STATUS st)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS)
+        return;
+    struct instance_vnc_use *u = &inst->ctl->use[vnc];
+    atomic_fetch_add(&u->busy_ns, ns);
+    if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)
+        atomic_fetch_add(&u->num_errors, 1);
+    else if (st != NRT_SUCCESS)
+        atomic_fetch_add(&u->failed, 1);
+    uint64_t slot = atomic_fetch_add(&u->latencies, 1) % INSTANCE_LATENCIES;
+    uint64_t us = ns / 1000u;
+    atomic_store(&u->latency_us[slot], us > UINT32_MAX ? UINT32_MAX : (uint32_t)us);
+}
+
 static NRT_STATUS instance_register(struct instance *inst)
 {
     struct instance_ctl *c = inst->ctl;

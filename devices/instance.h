@@ -32,7 +32,7 @@
 #include "nrt/nrt_status.h"
 
 #define INSTANCE_CTL_MAGIC 0x314c54434d454e52ull /* "RNEMCTL1" little-endian */
-#define INSTANCE_CTL_VERSION 2u
+#define INSTANCE_CTL_VERSION 3u
 /* Processes attached at once (each owns at least one VNC). */
 #define INSTANCE_MAX_PROCS CONFIG_MAX_VNCS
 /* Longest instance name accepted. */
@@ -56,13 +56,22 @@ struct instance_link_stat {
 /* Longest model name kept per VNC (with its NUL). */
 #define INSTANCE_MODEL_NAME 64
 
+/* Latencies kept per VNC (a ring of the most recent executions). */
+#define INSTANCE_LATENCIES 64
+
 /* What runs on one VNC; written only by the process that owns it, reset
- * when the VNC is claimed or given back. */
+ * when the VNC is claimed or given back. The monitors (trnemu monitor,
+ * top) read differences of these counters over their period. */
 struct instance_vnc_use {
     char model[INSTANCE_MODEL_NAME]; /* name of the model loaded last, "" when none */
     _Atomic uint32_t models;         /* models loaded now */
     _Atomic uint32_t stand_ins;      /* of those, vendor NEFFs run as zero-filling stand-ins */
     _Atomic uint64_t executions;     /* executions completed since the VNC was claimed */
+    _Atomic uint64_t failed;         /* executions that ended in an error (not numerical) */
+    _Atomic uint64_t num_errors;     /* executions completed with a numerical error */
+    _Atomic uint64_t busy_ns;        /* wall time spent executing (CLOCK_MONOTONIC ns) */
+    _Atomic uint64_t latencies;      /* latencies recorded so far (next ring slot mod size) */
+    _Atomic uint32_t latency_us[INSTANCE_LATENCIES]; /* ring: latency of recent executions, us */
 };
 
 /* The control block, shared by every attached process. The process table
@@ -133,6 +142,9 @@ void instance_use_model(struct instance *inst, uint32_t vnc, const char *name,
                         bool was_stand_in);
 void instance_use_stand_in(struct instance *inst, uint32_t vnc);
 void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n);
+/* One request of executions ended on vnc after ns nanoseconds of wall
+ * time, with status st (counted as busy time, a latency, an outcome). */
+void instance_use_request(struct instance *inst, uint32_t vnc, uint64_t ns, NRT_STATUS st);
 
 /* Does the process still run (and is it the one that started then)? */
 bool instance_pid_alive(int32_t pid, uint64_t start_time);

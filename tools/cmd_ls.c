@@ -7,17 +7,24 @@
  *   --topology  the NeuronLink topology drawn in ASCII
  *   --stats     the live shared instance: its processes, which VNCs each
  *               owns, and the byte and message counters of every link
+ * and neuron-ls's own interface (called as neuron-ls, or with its flags):
+ *   -j, --json-output     neuron-ls's JSON: one object per device
+ *   -w, --wide            the device table with the processes using each
+ *   -a, --show-all-procs  also this process (not a runtime user)
+ *   -t, --topology        the device table, then the NeuronLink drawing
  */
 #include <jansson.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "devices/config.h"
 #include "devices/instance.h"
 #include "devices/node.h"
 #include "devices/topology.h"
+#include "tools/live.h"
 #include "tools/tool.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -420,6 +427,211 @@ static int ls_stats(bool json)
     return rc;
 }
 
+/* ---- neuron-ls's interface (-j, -w, -a, -t) ------------------------------- */
+
+/* One process using a device, as neuron-ls lists it. */
+struct ls_proc {
+    int32_t pid;          /* process id */
+    char command[4096];   /* its command line */
+    const char *version;  /* runtime version, LIVE_NO_RUNTIME when not a runtime user */
+};
+
+/* What -w/-a/-j show beyond the machine: the live instance, if any. */
+struct ls_vendor {
+    const struct machine_config *cfg; /* the machine */
+    struct instance_ctl *ctl;         /* the live instance's control block, NULL when none */
+    bool all;                         /* -a: include this process */
+    bool wide;                        /* -w: full command column */
+};
+
+/* The emulated PCI address of a chip (bus 0x10 + chip; no real device). */
+static void ls_bdf(uint32_t chip, char *buf, size_t cap)
+{
+    snprintf(buf, cap, "%02x:00.0", 0x10u + chip);
+}
+
+/* The processes using chip c: live owners of its VNCs, then (with -a) this
+ * one. Returns how many were written to out (at most cap). */
+static uint32_t ls_chip_procs(const struct ls_vendor *v, uint32_t c, struct ls_proc *out,
+                              uint32_t cap)
+{
+    uint32_t n = 0, per = v->cfg->vncs_per_chip;
+    for (uint32_t i = 0; v->ctl != NULL && i < INSTANCE_MAX_PROCS && n < cap; i++) {
+        const struct instance_proc *pr = &v->ctl->procs[i];
+        if (pr->pid == 0 || !instance_pid_alive(pr->pid, pr->start_time) ||
+            !live_owns_any(v->ctl, pr, c * per, per))
+            continue;
+        out[n].pid = pr->pid;
+        live_cmdline(pr->pid, out[n].command, sizeof out[n].command);
+        out[n].version = live_runtime_version;
+        n++;
+    }
+    if (v->all && n < cap) {
+        out[n].pid = (int32_t)getpid();
+        live_cmdline(out[n].pid, out[n].command, sizeof out[n].command);
+        out[n].version = LIVE_NO_RUNTIME;
+        n++;
+    }
+    return n;
+}
+
+static json_t *ls_vendor_json_device(const struct ls_vendor *v, uint32_t c,
+                                     struct ls_proc *procs, uint32_t cap)
+{
+    const struct machine_config *cfg = v->cfg;
+    char bdf[16], cpus[32];
+    ls_bdf(c, bdf, sizeof bdf);
+    live_cpu_range(cpus, sizeof cpus);
+    uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(cfg->profile, c, nb);
+    json_t *conn = k ? json_array() : json_null();
+    for (uint32_t i = 0; i < k; i++)
+        json_array_append_new(conn, json_integer(nb[i]));
+    json_t *ids = json_array();
+    for (uint32_t i = 0; i < cfg->vncs_per_chip; i++)
+        json_array_append_new(ids, json_integer(c * cfg->vncs_per_chip + i));
+    json_t *jp = json_array();
+    uint32_t np = ls_chip_procs(v, c, procs, cap);
+    for (uint32_t i = 0; i < np; i++)
+        json_array_append_new(jp, json_pack("{s:i, s:s, s:s}", "pid", (int)procs[i].pid,
+                                            "command", procs[i].command,
+                                            "neuron_runtime_version", procs[i].version));
+    return json_pack("{s:i, s:s, s:s, s:s, s:o, s:i, s:i, s:I, s:o, s:o, s:s}", "neuron_device",
+                     (int)c, "bdf", bdf, "cpu_affinity", cpus, "numa_node", "-1",
+                     "connected_to", conn, "nc_count", (int)cfg->profile->cores_per_chip,
+                     "logical_neuroncore_config", (int)cfg->lnc, "memory_size",
+                     (json_int_t)cfg->profile->hbm_per_chip, "neuroncore_ids", ids,
+                     "neuron_processes", jp, "instance_type", cfg->profile->name);
+}
+
+static int ls_vendor_json(const struct ls_vendor *v, struct ls_proc *procs, uint32_t cap)
+{
+    json_t *root = json_array();
+    for (uint32_t c = 0; c < v->cfg->profile->chips; c++)
+        json_array_append_new(root, ls_vendor_json_device(v, c, procs, cap));
+    json_dumpf(root, stdout, JSON_INDENT(4));
+    putchar('\n');
+    json_decref(root);
+    return 0;
+}
+
+/* The widths of the device table's columns; the process columns last. */
+static const int ls_w[] = {6, 6, 7, 7, 17, 7, 7, 0, 7};
+
+static void ls_vendor_rule(bool procs, int cmd_w)
+{
+    int n = procs ? 9 : 6;
+    for (int i = 0; i < n; i++) {
+        int w = i == 7 ? cmd_w : ls_w[i];
+        putchar('+');
+        for (int j = 0; j < w + 2; j++)
+            putchar('-');
+    }
+    printf("+\n");
+}
+
+static void ls_vendor_header(bool procs, int cmd_w)
+{
+    static const char *top[] = {"NEURON", "NEURON", "LOGICAL", "NEURON", "CONNECTED",
+                                "PCI", "PID", "COMMAND", "RUNTIME"};
+    static const char *bot[] = {"DEVICE", "CORES", "NC", "MEMORY", "DEVICES", "BDF", "", "",
+                                "VERSION"};
+    int n = procs ? 9 : 6;
+    ls_vendor_rule(procs, cmd_w);
+    for (int r = 0; r < 2; r++) {
+        for (int i = 0; i < n; i++)
+            printf("| %-*s ", i == 7 ? cmd_w : ls_w[i], r ? bot[i] : top[i]);
+        printf("|\n");
+    }
+    ls_vendor_rule(procs, cmd_w);
+}
+
+/* One process cell group: pid, command cut to cmd_w (with "..."), version. */
+static void ls_vendor_proc_cells(const struct ls_proc *p, int cmd_w)
+{
+    char cmd[4096];
+    snprintf(cmd, sizeof cmd, "%s", p ? p->command : "");
+    if ((int)strlen(cmd) > cmd_w && cmd_w > 3)
+        snprintf(cmd + cmd_w - 3, sizeof cmd - (size_t)(cmd_w - 3), "...");
+    char pid[16] = "";
+    if (p)
+        snprintf(pid, sizeof pid, "%d", (int)p->pid);
+    printf("| %-*s | %-*s | %-*s ", ls_w[6], pid, cmd_w, cmd, ls_w[8], p ? p->version : "");
+}
+
+static void ls_vendor_row(const struct ls_vendor *v, uint32_t c, struct ls_proc *procs,
+                          uint32_t cap, bool show_procs, int cmd_w)
+{
+    const struct machine_config *cfg = v->cfg;
+    char mem[16], bdf[16], conn[64] = "";
+    snprintf(mem, sizeof mem, "%.0f GB", (double)cfg->profile->hbm_per_chip / GIB);
+    ls_bdf(c, bdf, sizeof bdf);
+    uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(cfg->profile, c, nb);
+    size_t len = 0;
+    for (uint32_t i = 0; i < k && len < sizeof conn; i++)
+        len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
+    if ((int)strlen(conn) > ls_w[4])
+        snprintf(conn + ls_w[4] - 3, sizeof conn - (size_t)(ls_w[4] - 3), "...");
+    uint32_t np = show_procs ? ls_chip_procs(v, c, procs, cap) : 0;
+    for (uint32_t r = 0; r == 0 || r < np; r++) {
+        if (r == 0)
+            printf("| %-*u | %-*u | %-*u | %-*s | %-*s | %-*s ", ls_w[0], c, ls_w[1],
+                   cfg->profile->cores_per_chip, ls_w[2], cfg->vncs_per_chip, ls_w[3], mem,
+                   ls_w[4], conn, ls_w[5], bdf);
+        else
+            printf("| %-*s | %-*s | %-*s | %-*s | %-*s | %-*s ", ls_w[0], "", ls_w[1], "",
+                   ls_w[2], "", ls_w[3], "", ls_w[4], "", ls_w[5], "");
+        if (show_procs)
+            ls_vendor_proc_cells(r < np ? &procs[r] : NULL, cmd_w);
+        printf("|\n");
+    }
+    if (show_procs && v->all)
+        ls_vendor_rule(true, cmd_w);
+}
+
+static void ls_vendor_table(const struct ls_vendor *v, struct ls_proc *procs, uint32_t cap)
+{
+    bool show_procs = v->wide || v->all;
+    int cmd_w = v->wide ? 80 : 40;
+    ls_vendor_header(show_procs, cmd_w);
+    for (uint32_t c = 0; c < v->cfg->profile->chips; c++)
+        ls_vendor_row(v, c, procs, cap, show_procs, cmd_w);
+    if (!(show_procs && v->all))
+        ls_vendor_rule(show_procs, cmd_w);
+}
+
+/* neuron-ls: the table (or JSON) of the machine and the live instance. */
+static int ls_vendor(const struct machine_config *cfg, bool json, bool wide, bool all,
+                     bool topology)
+{
+    struct ls_vendor v = {.cfg = cfg, .ctl = malloc(sizeof(struct instance_ctl)),
+                          .all = all, .wide = wide};
+    struct ls_proc *procs = calloc(INSTANCE_MAX_PROCS + 1, sizeof *procs);
+    int rc = 1;
+    if (v.ctl == NULL || procs == NULL)
+        goto out;
+    int live = live_read(v.ctl);
+    if (live < 0)
+        goto out;
+    if (live == 0) {
+        free(v.ctl);
+        v.ctl = NULL;
+    }
+    if (json) {
+        rc = ls_vendor_json(&v, procs, INSTANCE_MAX_PROCS + 1);
+        goto out;
+    }
+    ls_vendor_table(&v, procs, INSTANCE_MAX_PROCS + 1);
+    if (topology) {
+        printf("\n\nNeuron Device Topology\n");
+        ls_topology(cfg);
+    }
+    rc = 0;
+out:
+    free(procs);
+    free(v.ctl);
+    return rc;
+}
+
 /* ---- --profiles ----------------------------------------------------------- */
 
 static void ls_profiles(void)
@@ -436,14 +648,30 @@ static void ls_profiles(void)
     }
 }
 
+static bool ls_is(const char *arg, const char *shrt, const char *lng)
+{
+    return strcmp(arg, shrt) == 0 || strcmp(arg, lng) == 0;
+}
+
 int cmd_ls(int argc, char **argv)
 {
     bool json = false, topology = false, stats = false;
+    /* Called as neuron-ls: its table by default. */
+    const char *base = strrchr(argv[0], '/');
+    bool vendor = strcmp(base ? base + 1 : argv[0], "neuron-ls") == 0;
+    bool vjson = false, wide = false, all = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--json") == 0) {
             json = true;
-        } else if (strcmp(argv[i], "--topology") == 0) {
+        } else if (ls_is(argv[i], "-j", "--json-output")) {
+            vjson = vendor = true;
+        } else if (ls_is(argv[i], "-w", "--wide")) {
+            wide = vendor = true;
+        } else if (ls_is(argv[i], "-a", "--show-all-procs")) {
+            all = vendor = true;
+        } else if (ls_is(argv[i], "-t", "--topology")) {
             topology = true;
+            vendor = vendor || strcmp(argv[i], "-t") == 0;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
         } else if (strcmp(argv[i], "--profiles") == 0) {
@@ -458,6 +686,8 @@ int cmd_ls(int argc, char **argv)
     struct machine_config cfg;
     if (config_from_env(&cfg) != NRT_SUCCESS)
         return 1;
+    if (vendor)
+        return ls_vendor(&cfg, vjson, wide, all, topology);
     if (topology) {
         ls_topology(&cfg);
         return 0;

@@ -19,6 +19,8 @@ int cmd_disasm(int argc, char **argv);
 int cmd_launch(int argc, char **argv);
 int cmd_replay(int argc, char **argv);
 int cmd_snapshot(int argc, char **argv);
+int cmd_monitor(int argc, char **argv);
+int cmd_top(int argc, char **argv);
 
 /* Absolute path of trnemu's libnrt.so.1: TRNEMU_LIBNRT when set, else the
  * library next to this executable (build tree ../shims, install prefix

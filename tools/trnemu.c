@@ -14,7 +14,11 @@ struct tool_cmd {
 };
 
 static const struct tool_cmd tool_cmds[] = {
-    {"ls", cmd_ls, "show the emulated machine (--json, --profiles)"},
+    {"ls", cmd_ls, "show the emulated machine (--json, --profiles, --stats); neuron-ls's\n"
+               "           -j/--json-output, -w/--wide, -a/--show-all-procs, -t/--topology"},
+    {"monitor", cmd_monitor, "stream neuron-monitor JSON reports: trnemu monitor [-c CONFIG.json]\n"
+               "           [--count N]"},
+    {"top", cmd_top, "interactive view of the live instance like neuron-top (q quits)"},
     {"run", cmd_run, "execute a NEFF with .npy/.bin inputs, write .npy outputs: trnemu run\n"
                "           MODEL.neff [--input NAME=FILE]... [--output-dir DIR] [--repeat N] [--vnc K]"},
     {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},

@@ -1,0 +1,70 @@
+/*
+ * live.c: reading a live shared instance for the vendor-style tools.
+ */
+#include "tools/live.h"
+
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "trnemu_config.h"
+
+#define LIVE_STR2(x) #x
+#define LIVE_STR(x) LIVE_STR2(x)
+
+const char live_runtime_version[] =
+    LIVE_STR(TRNEMU_NRT_MAJOR) "." LIVE_STR(TRNEMU_NRT_MINOR) "." LIVE_STR(TRNEMU_NRT_PATCH);
+
+int live_read(struct instance_ctl *c)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        return -1;
+    bool live = false;
+    NRT_STATUS st = instance_read(dir, c, &live);
+    if (st == NRT_INVALID)
+        return -1;
+    return st == NRT_SUCCESS && live ? 1 : 0;
+}
+
+void live_cmdline(int32_t pid, char *buf, size_t cap)
+{
+    char path[64];
+    buf[0] = '\0';
+    snprintf(path, sizeof path, "/proc/%d/cmdline", (int)pid);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return;
+    size_t n = fread(buf, 1, cap - 1, f);
+    fclose(f);
+    while (n > 0 && buf[n - 1] == '\0')
+        n--;
+    for (size_t i = 0; i < n; i++)
+        if (buf[i] == '\0')
+            buf[i] = ' ';
+    buf[n] = '\0';
+}
+
+bool live_owns(const struct instance_ctl *c, const struct instance_proc *proc, uint32_t vnc)
+{
+    return vnc < CONFIG_MAX_VNCS && c->owner[vnc].pid == proc->pid &&
+           c->owner[vnc].start_time == proc->start_time;
+}
+
+bool live_owns_any(const struct instance_ctl *c, const struct instance_proc *proc,
+                   uint32_t first, uint32_t n)
+{
+    for (uint32_t v = first; v < first + n; v++)
+        if (live_owns(c, proc, v))
+            return true;
+    return false;
+}
+
+void live_cpu_range(char *buf, size_t cap)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    if (n <= 1)
+        snprintf(buf, cap, "0");
+    else
+        snprintf(buf, cap, "0-%ld", n - 1);
+}

@@ -1,0 +1,40 @@
+/*
+ * live.h: what the vendor-style tools (ls -j/-w/-a, monitor, top) read of
+ * a live shared instance: its control block, the processes attached to it
+ * with their command lines, the VNCs each owns, and the runtime version
+ * they report.
+ */
+#ifndef TRNEMU_TOOLS_LIVE_H
+#define TRNEMU_TOOLS_LIVE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "devices/instance.h"
+
+/* The runtime version attached processes report (nrt_get_version's
+ * rt_major.rt_minor.rt_patch), and what a process that is not a runtime
+ * user reports, as neuron-ls prints them. */
+extern const char live_runtime_version[];
+#define LIVE_NO_RUNTIME "NA"
+
+/* Read the control block of the instance the environment names into c.
+ * 1: a live instance, 0: none (or only dead processes), -1: an error
+ * already logged (bad name, corrupt control file). */
+int live_read(struct instance_ctl *c);
+
+/* The command line of pid, arguments joined by spaces ("" when gone). */
+void live_cmdline(int32_t pid, char *buf, size_t cap);
+
+/* Does proc own vnc in c? */
+bool live_owns(const struct instance_ctl *c, const struct instance_proc *proc, uint32_t vnc);
+
+/* Does proc own some VNC in [first, first+n)? */
+bool live_owns_any(const struct instance_ctl *c, const struct instance_proc *proc,
+                   uint32_t first, uint32_t n);
+
+/* This machine's CPUs as the range "0-N" (neuron-ls's cpu_affinity). */
+void live_cpu_range(char *buf, size_t cap);
+
+#endif
