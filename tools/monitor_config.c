@@ -103,10 +103,48 @@ static int mon_take_groups(const char *path, json_t *arr, bool system, unsigned 
     return 0;
 }
 
+/* Limits on a tag_filter: the C library compiles a repeated repetition
+ * (".+++", "(a{9}){9}{9}") by copying the pattern's tree, which grows
+ * exponentially; a process-tag filter never needs either. */
+enum { MON_FILTER_MAX_LEN = 256, MON_FILTER_MAX_BRACES = 2 };
+
+static bool mon_is_quantifier(char c)
+{
+    return c == '*' || c == '+' || c == '?' || c == '}';
+}
+
+/* A pattern short enough, with no quantifier right after another and at
+ * most MON_FILTER_MAX_BRACES {m,n} counts. */
+static bool mon_filter_sane(const char *re)
+{
+    size_t n = strlen(re);
+    unsigned braces = 0;
+    if (n > MON_FILTER_MAX_LEN)
+        return false;
+    for (size_t i = 0; i < n; i++) {
+        if (re[i] == '\\' && i + 1 < n) {
+            i++;
+            continue;
+        }
+        if (re[i] == '{' && ++braces > MON_FILTER_MAX_BRACES)
+            return false;
+        bool starts = re[i] == '*' || re[i] == '+' || re[i] == '?' || re[i] == '{';
+        if (starts && i > 0 && mon_is_quantifier(re[i - 1]) && (i < 2 || re[i - 2] != '\\'))
+            return false;
+    }
+    return true;
+}
+
 static int mon_take_runtime(const char *path, json_t *r, struct mon_runtime *rt, double *best)
 {
     json_t *filt = json_object_get(r, "tag_filter");
     if (filt != NULL) {
+        if (json_is_string(filt) && !mon_filter_sane(json_string_value(filt))) {
+            fprintf(stderr, "trnemu monitor: %s: tag_filter is longer than %d characters, repeats a "
+                    "repetition or has more than %d {m,n} counts\n", path, MON_FILTER_MAX_LEN,
+                    MON_FILTER_MAX_BRACES);
+            return -1;
+        }
         if (!json_is_string(filt) ||
             regcomp(&rt->filter, json_string_value(filt), REG_EXTENDED | REG_NOSUB) != 0) {
             fprintf(stderr, "trnemu monitor: %s: tag_filter is not a valid regular expression\n", path);

@@ -14,7 +14,6 @@
 
 #include "emu/isa/isa.h"
 #include "emu/isa/isa_text.h"
-#include "devices/log_env.h"
 #include "emu/log.h"
 
 int LLVMFuzzerInitialize(int *argc, char ***argv);
@@ -109,8 +108,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc;
     (void)argv;
-    setenv("NEURON_RT_LOG_LEVEL", "QUIET", 1);
-    log_env_load();
+    /* emu alone: no environment is read, the level is set here. */
+    const struct log_config quiet = {.level = LOG_LVL_QUIET};
+    log_configure(&quiet);
     return 0;
 }
 

@@ -197,8 +197,8 @@ static void test_error_tracker(void **state)
     assert_int_equal(trnemu_kernel_add_output(k, "y", NRT_DTYPE_FLOAT32, shape, 2), NRT_SUCCESS);
     const char *lines[] = {
         "sp.dma_copy dst=sbuf[0:128, 0, [1,4]]:f32 src=hbm:x[[4,128], 0, [1,4]]:f32 signal=s0+=1",
-        "act.activation dst=sbuf[0:128, 16, [1,4]]:f32 data=sbuf[0:128, 0, [1,4]]:f32 "
-        "func=log wait=s0>=1 signal=s1+=1",
+        ("act.activation dst=sbuf[0:128, 16, [1,4]]:f32 data=sbuf[0:128, 0, [1,4]]:f32 "
+         "func=log wait=s0>=1 signal=s1+=1"),
         "sp.dma_copy dst=hbm:y[[4,128], 0, [1,4]]:f32 src=sbuf[0:128, 16, [1,4]]:f32 wait=s1>=1",
     };
     for (int i = 0; i < 3; i++)
