@@ -30,7 +30,8 @@ struct systrace_event {
     uint64_t value;       /* bytes, sequence number or execution count */
     int32_t status;       /* NRT_STATUS */
     int32_t tid;          /* host thread */
-    uint64_t seq;         /* capture-wide event number */
+    uint64_t seq;         /* capture-wide event number (the JSON's tracking_id) */
+    uint64_t dev_t0;      /* nc_exec_running: start on the core's device clock, ns */
     char name[64];        /* model or tensor name */
 };
 
@@ -46,6 +47,9 @@ static atomic_bool systrace_on;               /* a capture runs */
 static nrt_sys_trace_config_t systrace_cfg;   /* its options */
 static struct systrace_ring *systrace_rings;  /* SYSTRACE_MAX_NC, allocated lazily per core */
 static uint64_t systrace_seq;                 /* events recorded */
+/* Each NeuronCore's device clock: the estimated device time of the
+ * executions it ran since the capture started, back to back. */
+static uint64_t systrace_dev_clock[SYSTRACE_MAX_NC];
 
 const char *systrace_type_name(enum systrace_type t)
 {
@@ -107,6 +111,7 @@ NRT_STATUS systrace_start(const nrt_sys_trace_config_t *c)
     systrace_rings = calloc(SYSTRACE_MAX_NC, sizeof *systrace_rings);
     systrace_cfg = *c;
     systrace_seq = 0;
+    memset(systrace_dev_clock, 0, sizeof systrace_dev_clock);
     bool ok = systrace_rings != NULL;
     atomic_store(&systrace_on, ok);
     pthread_mutex_unlock(&systrace_lock);
@@ -151,24 +156,69 @@ void systrace_emit(enum systrace_type t, int nc, uint64_t t0, uint64_t dur, cons
     struct systrace_event *e = &r->ev[(r->head + r->count) % cap];
     r->count++;
     *e = (struct systrace_event){(uint8_t)t, nc, t0, dur, value, (int32_t)st,
-                                 (int32_t)syscall(SYS_gettid), ++systrace_seq, ""};
+                                 (int32_t)syscall(SYS_gettid), ++systrace_seq, 0, ""};
+    if (t == SYS_NC_EXEC_RUNNING) {
+        e->dev_t0 = systrace_dev_clock[slot];
+        systrace_dev_clock[slot] += dur;
+    }
     if (name != NULL)
         snprintf(e->name, sizeof e->name, "%s", name);
     pthread_mutex_unlock(&systrace_lock);
 }
 
-static json_t *systrace_event_json(const struct systrace_event *e)
+/* The fields every JSON event has, for event type `type` and phase. */
+static json_t *systrace_json_base(const struct systrace_event *e, const char *type,
+                                  const char *group, const char *phase, uint64_t ts)
+{
+    return json_pack("{s:s, s:s, s:s, s:I, s:I, s:i, s:i, s:i}",
+                     "event_type", type, "group", group, "phase", phase,
+                     "tracking_id", (json_int_t)e->seq, "timestamp", (json_int_t)ts,
+                     "nc_idx", e->nc, "process_id", (int)getpid(), "thread_id", e->tid);
+}
+
+/* One phase of e: data names the model or tensor, the value (bytes,
+ * sequence number or execution count) and the status; hardware events
+ * also carry their device clock (nc_timestamp_ns). */
+static json_t *systrace_json_phase(const struct systrace_event *e, const char *phase, bool stop)
 {
     enum systrace_type t = (enum systrace_type)e->type;
-    return json_pack("{s:s, s:s, s:i, s:I, s:I, s:i, s:i, s:I, s:s, s:s, s:{s:s, s:I, s:i}}",
-                     "type", systrace_type_name(t), "group", systrace_type_group(t),
-                     "nc_idx", e->nc, "timestamp", (json_int_t)e->t0,
-                     "duration", (json_int_t)e->dur, "process_id", (int)getpid(),
-                     "thread_id", e->tid, "seq", (json_int_t)e->seq,
-                     "phase", "complete",
-                     "time_base", t == SYS_NC_EXEC_RUNNING ? "estimated device time" : "host",
-                     "data", "name", e->name, "value", (json_int_t)e->value,
-                     "status", e->status);
+    uint64_t ts = stop ? e->t0 + e->dur : e->t0;
+    json_t *j = systrace_json_base(e, systrace_type_name(t), systrace_type_group(t), phase, ts);
+    json_t *data = json_pack("{s:s, s:I, s:i}", "name", e->name, "value", (json_int_t)e->value,
+                             "status", e->status);
+    if (t == SYS_NC_EXEC_RUNNING)
+        json_object_set_new(data, "nc_timestamp_ns",
+                            json_integer((json_int_t)(e->dev_t0 + (stop ? e->dur : 0))));
+    json_object_set_new(j, "data", data);
+    return j;
+}
+
+/* The sync point before an execution: the host time at which it started
+ * and the core's device clock then; a hardware event's timestamp is
+ * cpu_timestamp_ns + (its nc_timestamp_ns - this nc_timestamp_ns). */
+static json_t *systrace_json_sync(const struct systrace_event *e)
+{
+    json_t *j = systrace_json_base(e, "timestamp_sync_point", "hardware", "instant", e->t0);
+    json_object_set_new(j, "data", json_pack("{s:I, s:I, s:I}", "cpu_timestamp_ns",
+                                             (json_int_t)e->t0, "nc_timestamp_ns",
+                                             (json_int_t)e->dev_t0, "exec_id",
+                                             (json_int_t)e->value));
+    return j;
+}
+
+/* Append e as the runtime shows it: a start and a stop event sharing a
+ * tracking_id (an execution preceded by its sync point); a numerical
+ * error is one instant event. */
+static void systrace_append_json(json_t *events, const struct systrace_event *e)
+{
+    if (e->type == SYS_NUMERICAL_ERR) {
+        json_array_append_new(events, systrace_json_phase(e, "instant", false));
+        return;
+    }
+    if (e->type == SYS_NC_EXEC_RUNNING)
+        json_array_append_new(events, systrace_json_sync(e));
+    json_array_append_new(events, systrace_json_phase(e, "start", false));
+    json_array_append_new(events, systrace_json_phase(e, "stop", true));
 }
 
 NRT_STATUS systrace_fetch(const nrt_sys_trace_fetch_options_t *o, char **json, size_t *len)
@@ -184,8 +234,7 @@ NRT_STATUS systrace_fetch(const nrt_sys_trace_fetch_options_t *o, char **json, s
         if (o->max_events_per_nc > 0 && take > o->max_events_per_nc)
             take = o->max_events_per_nc;
         for (uint64_t i = 0; i < take; i++)
-            json_array_append_new(events, systrace_event_json(
-                &r->ev[(r->head + i) % systrace_cfg.max_events_per_nc]));
+            systrace_append_json(events, &r->ev[(r->head + i) % systrace_cfg.max_events_per_nc]);
         if (take > 0) {  /* fetched events are gone */
             r->head = (r->head + take) % systrace_cfg.max_events_per_nc;
             r->count -= take;

@@ -217,19 +217,43 @@ static void test_sys_trace(void **state)
     nrt_sys_trace_buffer_free(json);
     assert_int_equal(json_integer_value(json_object_get(root, "data_version")), 2);
     json_t *ev = json_object_get(root, "events"), *e;
-    assert_int_equal(json_array_size(ev), 3);  /* the ring keeps the last 3 */
     size_t i;
-    int running = 0;
+    int running = 0, syncs = 0;
+    json_int_t ids[3], nid = 0, start_ts = -1, start_nc = -1;
     json_array_foreach(ev, i, e) {
         assert_int_equal(json_integer_value(json_object_get(e, "nc_idx")), 0);
-        const char *type = json_string_value(json_object_get(e, "type"));
+        const char *type = json_string_value(json_object_get(e, "event_type"));
+        const char *phase = json_string_value(json_object_get(e, "phase"));
+        json_int_t id = json_integer_value(json_object_get(e, "tracking_id"));
         assert_non_null(type);
-        if (strcmp(type, "nc_exec_running") == 0) {
-            running++;
-            assert_true(json_integer_value(json_object_get(e, "duration")) > 0);
+        assert_non_null(phase);
+        if (nid == 0 || ids[nid - 1] != id) {  /* the ring keeps the last 3 events */
+            assert_true(nid < 3);
+            ids[nid++] = id;
         }
+        json_t *data = json_object_get(e, "data");
+        if (strcmp(type, "timestamp_sync_point") == 0) {
+            syncs++;
+            assert_non_null(json_object_get(data, "cpu_timestamp_ns"));
+            continue;
+        }
+        if (strcmp(type, "nc_exec_running") != 0)
+            continue;
+        json_int_t nc_ts = json_integer_value(json_object_get(data, "nc_timestamp_ns"));
+        json_int_t ts = json_integer_value(json_object_get(e, "timestamp"));
+        if (strcmp(phase, "start") == 0) {
+            start_ts = ts;
+            start_nc = nc_ts;
+            continue;
+        }
+        assert_string_equal(phase, "stop");
+        running++;
+        assert_true(start_nc >= 0 && nc_ts > start_nc);    /* device time passed */
+        assert_true(ts - start_ts == nc_ts - start_nc);      /* host stamps follow it */
     }
+    assert_int_equal(nid, 3);
     assert_true(running >= 1);
+    assert_int_equal(syncs, running);
     json_decref(root);
     /* Fetched events are gone. */
     assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
@@ -238,6 +262,67 @@ static void test_sys_trace(void **state)
     assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
     assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_INVALID);
     nrt_tensor_free(&t1);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+}
+
+/* Device-side timing as a benchmark client reads it (nkipy's spike does):
+ * nc_exec_running start/stop pairs by tracking_id, durations from
+ * data.nc_timestamp_ns; the core's device clock runs back to back. */
+static void test_sys_trace_device_timing(void **state)
+{
+    (void)state;
+    nrt_sys_trace_config_t *c = NULL;
+    const char **types = NULL;
+    size_t ntypes = 0;
+    assert_int_equal(nrt_sys_trace_config_allocate(&c), NRT_SUCCESS);
+    assert_int_equal(nrt_sys_trace_get_event_types(&types, &ntypes), NRT_SUCCESS);
+    for (size_t k = 0; k < ntypes; k++)
+        nrt_sys_trace_config_set_capture_enabled_for_event_type(
+            c, types[k], strcmp(types[k], "nc_exec_running") == 0);
+    nrt_sys_trace_free_event_types(types, ntypes);
+    nrt_sys_trace_config_set_capture_enabled_for_nc(c, 0, true);
+    assert_int_equal(nrt_sys_trace_start(c), NRT_SUCCESS);
+    nrt_sys_trace_config_free(c);
+    nrt_tensor_set_t *in, *out;
+    nrt_model_t *m = load_example("softmax.neff", &in, &out);
+    char *json = NULL;
+    size_t len = 0;
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);  /* warm-up, drained */
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
+    nrt_sys_trace_buffer_free(json);
+    for (int k = 0; k < 4; k++)
+        assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
+    json_t *root = json_loadb(json, len, 0, NULL), *e;
+    nrt_sys_trace_buffer_free(json);
+    assert_non_null(root);
+    json_int_t start_id = -1, start_nc = 0, last_stop = -1, dur[4];
+    int n = 0;
+    size_t i;
+    json_array_foreach(json_object_get(root, "events"), i, e) {
+        const char *type = json_string_value(json_object_get(e, "event_type"));
+        const char *phase = json_string_value(json_object_get(e, "phase"));
+        if (strcmp(type, "nc_exec_running") != 0)
+            continue;
+        json_int_t id = json_integer_value(json_object_get(e, "tracking_id"));
+        json_int_t ts = json_integer_value(json_object_get(json_object_get(e, "data"),
+                                                           "nc_timestamp_ns"));
+        if (strcmp(phase, "start") == 0) {
+            assert_true(last_stop < 0 || ts == last_stop);
+            start_id = id;
+            start_nc = ts;
+        } else {
+            assert_string_equal(phase, "stop");
+            assert_true(id == start_id && n < 4);
+            dur[n++] = ts - start_nc;
+            last_stop = ts;
+        }
+    }
+    assert_int_equal(n, 4);
+    for (int k = 0; k < 4; k++)  /* the cost model is deterministic */
+        assert_true(dur[k] > 0 && dur[k] == dur[0]);
+    json_decref(root);
+    assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
@@ -384,6 +469,8 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_profiles, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_sys_trace, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_sys_trace_device_timing, it_setup_default,
+                                        it_teardown),
         cmocka_unit_test_setup_teardown(test_trace_and_inspect, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_dmabuf_and_absent_hardware, it_setup_default,
                                         it_teardown),
