@@ -79,8 +79,8 @@ struct async_req {
 struct async_queue {
     uint16_t xu_id;             /* top 16 bits of its sequence ids */
     uint32_t lnc;               /* process-local LNC */
-    struct chip_worker own;     /* the thread of a non-COMPUTE queue */
-    struct chip_worker *worker; /* runs its requests: own, or the chip's (COMPUTE) */
+    struct worker own;          /* the thread of a non-COMPUTE queue */
+    struct worker *worker;      /* runs its requests: own, or the VNC's (COMPUTE) */
     uint64_t issued;            /* last sequence number handed out */
     uint64_t completed;         /* last sequence number finished */
     bool running;               /* a request is posted to the worker */
@@ -375,7 +375,7 @@ static void async_start_next(struct async_queue *q)
         if (q->head == NULL)
             q->tail = NULL;
         r->job = (struct worker_job){async_req_run, r, async_req_done, NRT_SUCCESS, false, NULL};
-        struct chip_worker *w = r->kind == ASYNC_EXEC ? exec_request_worker(r->exec) : q->worker;
+        struct worker *w = r->kind == ASYNC_EXEC ? exec_request_worker(r->exec) : q->worker;
         if (worker_post(w, &r->job)) {
             q->running = true;
             return;

@@ -5,9 +5,10 @@
  * with its own queues: TENSOR_READ, TENSOR_WRITE and TENSOR_OP have
  * ASYNC_TENSOR_QUEUES queues, COMPUTE and COLLECTIVES one. A queue runs
  * its requests one at a time, in the order they were scheduled, on a
- * thread of its own (a struct chip_worker, started on first use);
- * different queues and LNCs run at the same time. Executions still run on
- * their chip's worker (exec.c), so they give the bits nrt_execute gives.
+ * thread of its own (a struct worker, started on first use); different
+ * queues and LNCs run at the same time. Executions still run on their
+ * VNC's worker (exec.c), in line with that VNC's nrt_execute calls, so
+ * they give the bits nrt_execute gives.
  *
  * A request is identified by a nrta_seq_t: the top 16 bits name the queue
  * (ASYNC_XU_ID), the low 48 bits count the queue's requests from 1.

@@ -8,6 +8,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "emu/log.h"
 
@@ -140,12 +141,33 @@ static NRT_STATUS config_visible(struct machine_config *cfg)
     return NRT_SUCCESS;
 }
 
+/* TRNEMU_THREADS, or the host's online CPUs when unset. */
+static NRT_STATUS config_threads(struct machine_config *cfg)
+{
+    const char *s = getenv("TRNEMU_THREADS"), *orig = s;
+    if (s == NULL || *s == '\0') {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        cfg->threads = n < 1 ? 1u : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (uint32_t)n;
+        return NRT_SUCCESS;
+    }
+    long v = config_number(&s);
+    if (v < 1 || v > CONFIG_MAX_THREADS || *s != '\0') {
+        LOG_ERROR("TDRV", "TRNEMU_THREADS=\"%s\": expected a thread count from 1 to %d", orig,
+                  CONFIG_MAX_THREADS);
+        return NRT_INVALID;
+    }
+    cfg->threads = (uint32_t)v;
+    return NRT_SUCCESS;
+}
+
 NRT_STATUS config_from_env(struct machine_config *cfg)
 {
     memset(cfg, 0, sizeof *cfg);
     NRT_STATUS st = config_profile(cfg);
     if (st == NRT_SUCCESS)
         st = config_lnc(cfg);
+    if (st == NRT_SUCCESS)
+        st = config_threads(cfg);
     if (st != NRT_SUCCESS)
         return st;
     cfg->vncs_per_chip = cfg->profile->cores_per_chip / cfg->lnc;

@@ -3,7 +3,9 @@
  *
  * Reads TRNEMU_INSTANCE (the profile), NEURON_LOGICAL_NC_CONFIG (LNC size),
  * NEURON_RT_VISIBLE_CORES (a list of ranges such as "0-3,8") and
- * NEURON_RT_NUM_CORES (a count; VISIBLE_CORES wins when both are set).
+ * NEURON_RT_NUM_CORES (a count; VISIBLE_CORES wins when both are set),
+ * and TRNEMU_THREADS (how many executions compute at once: devices/gate.h;
+ * also the thread count an intra-instruction split may use).
  * Pure parsing: it touches no device state, so the VNC-count queries work
  * before nrt_init.
  */
@@ -17,6 +19,8 @@
 
 /* Upper bound of VNCs in any profile (64 chips x 8 cores at LNC=1). */
 #define CONFIG_MAX_VNCS 512
+/* Largest TRNEMU_THREADS accepted. */
+#define CONFIG_MAX_THREADS 1024
 
 struct machine_config {
     const struct dev_profile *profile; /* the emulated instance type */
@@ -25,11 +29,13 @@ struct machine_config {
     uint32_t vncs_per_chip;            /* VNCs on one chip */
     uint32_t visible_count;            /* VNCs this process may use */
     uint16_t visible[CONFIG_MAX_VNCS]; /* machine-wide VNC id of each local VNC */
+    uint32_t threads;                  /* TRNEMU_THREADS: executions computing at once */
 };
 
 /* Fill cfg from the environment. NRT_INVALID (with one log line naming the
  * variable) for an unknown profile, an LNC the profile does not accept,
- * or a core list that is malformed or out of range. */
+ * a core list that is malformed or out of range, or a thread count that
+ * is not 1 to CONFIG_MAX_THREADS. */
 NRT_STATUS config_from_env(struct machine_config *cfg);
 
 /* Parse a NEURON_RT_VISIBLE_CORES value against total VNCs; fills cfg's

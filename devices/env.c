@@ -59,6 +59,8 @@ static const struct env_var env_vars[] = {
     {"TRNEMU_FOREIGN_NEFF", true, true,
      "zeros: run vendor-compiled NEFFs as zero-filling stand-ins (warned once per model)"},
     {"TRNEMU_RACECHECK", true, true, "1: report unordered SBUF/PSUM accesses"},
+    {"TRNEMU_THREADS", true, false,
+     "executions computing at once (1-1024; default: online CPUs); read by config.c"},
 };
 
 static struct rt_env env_cur;

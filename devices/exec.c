@@ -361,12 +361,13 @@ static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
     return st;
 }
 
-static emu_status exec_coll_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
+/* Join the communicator if needed, then run the collective. */
+static NRT_STATUS exec_coll_run_outside(struct exec_coll *ec, const struct core_coll_call *call,
+                                        char *err, size_t cap)
 {
-    struct exec_coll *ec = user;
     NRT_STATUS st = exec_coll_comm(ec, err, cap);
     if (st != NRT_SUCCESS)
-        return emu_status_of(st);
+        return st;
     struct coll_args a = {call->kind, call->dtype, call->op, call->src, call->count, call->dst,
                           NULL, 0, call->send_to, call->recv_from, ec->deadline_ns};
     st = coll_run(ec->comm, &a);
@@ -374,6 +375,17 @@ static emu_status exec_coll_run(void *user, const struct core_coll_call *call, c
         snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
                  coll_kind_name(call->kind), coll_comm_rank(ec->comm),
                  coll_comm_world(ec->comm), (int)st);
+    return st;
+}
+
+/* Runs outside the compute gate (gate.h): the other ranks may be threads
+ * of this process that need a place in it to reach the collective. */
+static emu_status exec_coll_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
+{
+    struct exec_coll *ec = user;
+    gate_leave(&ec->mach->compute);
+    NRT_STATUS st = exec_coll_run_outside(ec, call, err, cap);
+    gate_enter(&ec->mach->compute);
     return emu_status_of(st);
 }
 
@@ -486,9 +498,10 @@ struct exec_request {
     uint32_t repeat;           /* executions in a row */
 };
 
-/* On the chip's worker. The quiesce lock is taken here, on the worker,
+/* On the VNC's worker. The quiesce lock is taken here, on the worker,
  * never by a thread that then waits for the worker: a snapshot waiting
- * for it (writers first) would otherwise block the worker for ever. */
+ * for it (writers first) would otherwise block the worker for ever. The
+ * compute gate is entered inside it (gate.h), once per execution. */
 static NRT_STATUS exec_job_run(void *arg)
 {
     struct exec_request *r = arg;
@@ -496,8 +509,11 @@ static NRT_STATUS exec_job_run(void *arg)
     NRT_STATUS st = NRT_SUCCESS;
     uint64_t t0 = systrace_now_ns();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
-    for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++)
+    for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++) {
+        gate_enter(&mach->compute);
         st = exec_run(r->m, &r->b);
+        gate_leave(&mach->compute);
+    }
     machine_mem_leave(mach);
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);
     return st;
@@ -541,16 +557,15 @@ NRT_STATUS exec_request_run(struct exec_request *r)
     struct machine *mach = rt_machine();
     struct vnc_info *vi = &mach->vncs[r->m->gvnc];
     pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    NRT_STATUS st = worker_run(&mach->chips[vi->chip].worker, exec_job_run, r);
+    NRT_STATUS st = worker_run(&vi->worker, exec_job_run, r);
     pthread_mutex_unlock(&vi->exec_lock);
     exec_request_done(r, st);
     return st;
 }
 
-struct chip_worker *exec_request_worker(const struct exec_request *r)
+struct worker *exec_request_worker(const struct exec_request *r)
 {
-    struct machine *mach = rt_machine();
-    return &mach->chips[mach->vncs[r->m->gvnc].chip].worker;
+    return &rt_machine()->vncs[r->m->gvnc].worker;
 }
 
 NRT_STATUS exec_request_run_on_worker(struct exec_request *r)

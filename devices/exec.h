@@ -26,14 +26,14 @@ struct exec_request;
 NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
                             nrt_tensor_set_t *outputs, uint32_t repeat,
                             struct exec_request **out);
-/* Run it on its chip's worker and wait; callers hold rt_enter() or run
+/* Run it on its VNC's worker and wait; callers hold rt_enter() or run
  * before nrt_close tears the machine down (async queues). */
 NRT_STATUS exec_request_run(struct exec_request *r);
-/* The worker of the request's chip, and the run for a job already on it:
+/* The worker of the request's VNC, and the run for a job already on it:
  * that worker runs one job at a time, so executions on the VNC are
  * serialised without the VNC's exec_lock (which a blocked nrt_execute
  * may hold while its own job waits behind this one). */
-struct chip_worker *exec_request_worker(const struct exec_request *r);
+struct worker *exec_request_worker(const struct exec_request *r);
 NRT_STATUS exec_request_run_on_worker(struct exec_request *r);
 /* Unpin its tensors and free it (the model pin stays the caller's). */
 void exec_request_free(struct exec_request *r);

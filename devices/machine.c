@@ -33,7 +33,6 @@ static void machine_chip_init(struct chip *c, uint32_t index, const struct dev_p
                               uint8_t *hbm)
 {
     c->index = index;
-    worker_init(&c->worker);
     c->hbm = hbm;
     c->hbm_size = p->hbm_per_chip;
     c->nstacks = p->hbm_stacks;
@@ -61,6 +60,7 @@ static NRT_STATUS machine_vncs_init(struct machine *m)
         atomic_store(&vi->used, 0);
         atomic_store(&vi->models, 0);
         pthread_mutex_init(&vi->exec_lock, NULL);
+        worker_init(&vi->worker);
     }
     for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
         struct vnc_info *vi = &m->vncs[v];
@@ -92,6 +92,7 @@ NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out
         return NRT_RESOURCE;
     m->cfg = *cfg;
     machine_quiesce_init(m);
+    gate_init(&m->compute, cfg->threads);
     uint32_t nchips = cfg->profile->chips;
     m->chips = calloc(nchips, sizeof *m->chips);
     m->vncs = calloc(cfg->total_vncs, sizeof *m->vncs);
@@ -119,13 +120,11 @@ void machine_destroy(struct machine *m)
 {
     if (m == NULL)
         return;
-    if (m->chips != NULL && m->inst != NULL)
-        for (uint32_t i = 0; i < m->cfg.profile->chips; i++)
-            worker_fini(&m->chips[i].worker);
     free(m->chips);
     if (m->vncs != NULL && m->inst != NULL)
         for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
             struct vnc_info *vi = &m->vncs[v];
+            worker_fini(&vi->worker);  /* joins the thread, if it was started */
             pthread_mutex_destroy(&vi->exec_lock);
             for (uint32_t i = 0; i < MACHINE_MAX_LNC; i++)
                 core_destroy(vi->cores[i]);
@@ -134,6 +133,7 @@ void machine_destroy(struct machine *m)
         }
     free(m->vncs);
     instance_detach(m->inst);
+    gate_fini(&m->compute);
     pthread_rwlock_destroy(&m->quiesce);
     free(m);
 }

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "devices/config.h"
+#include "devices/gate.h"
 #include "devices/hbm_alloc.h"
 #include "devices/instance.h"
 #include "devices/worker.h"
@@ -36,7 +37,6 @@ struct chip {
     uint64_t hbm_size;                        /* bytes of HBM on the chip */
     uint64_t stack_size;                      /* bytes per HBM stack */
     uint32_t nstacks;                         /* HBM stacks on the chip */
-    struct chip_worker worker;                /* runs the chip's executions */
 };
 
 /* Where a VNC's HBM lies: a slice of one stack of one chip. */
@@ -58,6 +58,7 @@ struct vnc_info {
     _Atomic uint64_t used;  /* HBM bytes currently allocated for this VNC */
     _Atomic uint32_t models; /* models loaded on this VNC */
     pthread_mutex_t exec_lock; /* held for the length of one execution */
+    struct worker worker;   /* runs its executions in order; started by the first */
     struct core *cores[MACHINE_MAX_LNC]; /* its physical cores, made on first use */
 };
 
@@ -67,6 +68,7 @@ struct machine {
     struct vnc_info *vncs;      /* cfg.total_vncs entries, machine-wide ids */
     struct instance *inst;      /* the shared instance this process attached to */
     pthread_rwlock_t quiesce;   /* executions read-lock, a snapshot write-locks */
+    struct gate compute;        /* bounds executions computing at once (cfg.threads) */
 };
 
 /* A range of one chip's HBM held by an owner (tensor, model constant ...). */

@@ -1,5 +1,5 @@
 /*
- * worker.c: the per-chip worker threads (see worker.h).
+ * worker.c: worker threads with a job queue (see worker.h).
  */
 #include "devices/worker.h"
 
@@ -7,7 +7,7 @@
 
 #include "emu/log.h"
 
-void worker_init(struct chip_worker *w)
+void worker_init(struct worker *w)
 {
     pthread_mutex_init(&w->lock, NULL);
     pthread_cond_init(&w->wake, NULL);
@@ -18,7 +18,7 @@ void worker_init(struct chip_worker *w)
 }
 
 /* Take the oldest job, waiting for one; NULL when asked to stop. Lock held. */
-static struct worker_job *worker_next(struct chip_worker *w)
+static struct worker_job *worker_next(struct worker *w)
 {
     while (w->head == NULL && !w->stop)
         pthread_cond_wait(&w->wake, &w->lock);
@@ -33,7 +33,7 @@ static struct worker_job *worker_next(struct chip_worker *w)
 
 static void *worker_main(void *arg)
 {
-    struct chip_worker *w = arg;
+    struct worker *w = arg;
     pthread_mutex_lock(&w->lock);
     for (struct worker_job *j; (j = worker_next(w)) != NULL;) {
         pthread_mutex_unlock(&w->lock);
@@ -53,12 +53,12 @@ static void *worker_main(void *arg)
 }
 
 /* Start the thread if needed; false when it cannot be. Lock held. */
-static bool worker_start(struct chip_worker *w)
+static bool worker_start(struct worker *w)
 {
     if (w->started)
         return true;
     if (pthread_create(&w->thread, NULL, worker_main, w) != 0) {
-        LOG_WARN("TDRV", "cannot start a chip worker thread; executing on the caller's thread");
+        LOG_WARN("TDRV", "cannot start a worker thread; executing on the caller's thread");
         return false;
     }
     w->started = true;
@@ -66,7 +66,7 @@ static bool worker_start(struct chip_worker *w)
 }
 
 /* Append j to the queue and wake the worker. Lock held. */
-static void worker_enqueue(struct chip_worker *w, struct worker_job *j)
+static void worker_enqueue(struct worker *w, struct worker_job *j)
 {
     j->next = NULL;
     if (w->tail != NULL)
@@ -77,7 +77,7 @@ static void worker_enqueue(struct chip_worker *w, struct worker_job *j)
     pthread_cond_signal(&w->wake);
 }
 
-NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
+NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
 {
     struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL};
     pthread_mutex_lock(&w->lock);
@@ -92,7 +92,7 @@ NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *
     return j.result;
 }
 
-bool worker_post(struct chip_worker *w, struct worker_job *j)
+bool worker_post(struct worker *w, struct worker_job *j)
 {
     pthread_mutex_lock(&w->lock);
     bool ok = worker_start(w);
@@ -102,7 +102,7 @@ bool worker_post(struct chip_worker *w, struct worker_job *j)
     return ok;
 }
 
-void worker_fini(struct chip_worker *w)
+void worker_fini(struct worker *w)
 {
     pthread_mutex_lock(&w->lock);
     w->stop = true;

@@ -1,8 +1,10 @@
 /*
- * worker.h: one worker thread per chip. The executions of a chip's VNCs
- * run on it, one at a time and in the order they were submitted; chips
- * run in parallel. The thread starts with the chip's first execution and
- * ends when the machine is torn down.
+ * worker.h: a worker thread with a queue of jobs, run one at a time in
+ * the order they were queued. Each VNC has one (machine.h): the VNC's
+ * executions run on it, in submission order, while the workers of other
+ * VNCs run theirs at the same time. Each non-COMPUTE async queue has one
+ * too (async.c). The thread starts with the first job and ends when its
+ * owner is torn down.
  */
 #ifndef TRNEMU_DEVICES_WORKER_H
 #define TRNEMU_DEVICES_WORKER_H
@@ -23,7 +25,7 @@ struct worker_job {
     struct worker_job *next;      /* queue link */
 };
 
-struct chip_worker {
+struct worker {
     pthread_mutex_t lock;      /* guards every field below */
     pthread_cond_t wake;       /* a job was queued, or stop was asked */
     pthread_cond_t done;       /* a job finished */
@@ -34,18 +36,18 @@ struct chip_worker {
     struct worker_job *tail;   /* last queued job */
 };
 
-void worker_init(struct chip_worker *w);
+void worker_init(struct worker *w);
 /* Ask the worker to end once its queue is empty, and wait for it. */
-void worker_fini(struct chip_worker *w);
+void worker_fini(struct worker *w);
 
 /* Run fn(arg) on the worker and wait for its status. When the thread
  * cannot be started, fn runs on the calling thread (logged once). */
-NRT_STATUS worker_run(struct chip_worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
+NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
 
 /* Queue j (fn, arg, on_done set by the caller) and return at once; the
  * worker runs fn(arg) and then on_done(arg, status), both without any
  * lock held. false (logged) when the thread cannot be started: nothing
  * was queued. */
-bool worker_post(struct chip_worker *w, struct worker_job *j);
+bool worker_post(struct worker *w, struct worker_job *j);
 
 #endif

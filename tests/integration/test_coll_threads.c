@@ -12,8 +12,11 @@
  *         direct all-gather and the sharded switch all-reduce
  *   mismatch  ranks disagree on a size: NRT_INVALID on every rank
  *   neff  a kernel with an all_reduce (directly in HBM) and an all_gather,
- *         loaded with nrt_load_collectives and run twice (on each chip's
- *         worker thread)
+ *         loaded with nrt_load_collectives and run twice (on each VNC's
+ *         worker thread); also with the four ranks on the four VNCs of one
+ *         chip and TRNEMU_THREADS=1: each rank leaves the compute gate
+ *         while it waits for the others (devices/gate.h), so one place is
+ *         enough for four ranks
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -289,7 +292,7 @@ static void *ct_neff_rank(void *arg)
 
 /* ---- the cases ------------------------------------------------------------------ */
 
-/* One VNC on each of four chips: every rank has its own chip worker. */
+/* One VNC on each of four chips. */
 static int ct_setup(void **state)
 {
     (void)state;
@@ -302,6 +305,16 @@ static int ct_setup_switch(void **state)
 {
     (void)state;
     it_init("trn3.48xlarge", "2", "0,4,8,12", NULL);
+    return 0;
+}
+
+/* The four VNCs of one chip, one execution computing at a time. */
+static int ct_setup_one_chip(void **state)
+{
+    (void)state;
+    setenv("TRNEMU_THREADS", "1", 1);
+    it_init("trn2.48xlarge", "2", "0-3", NULL);
+    unsetenv("TRNEMU_THREADS");
     return 0;
 }
 
@@ -363,6 +376,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup_switch, ct_teardown),
         cmocka_unit_test_setup_teardown(test_mismatch, ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup_one_chip, ct_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -3,8 +3,9 @@
  * the public API: four threads run the `add` example, two on VNC 0 (they
  * are serialised) and one each on VNCs 1 and 4, each with
  * its own tensors and inputs, many times; every result is checked. VNCs
- * 0 and 1 share chip 0 (one worker thread), VNC 4 is on chip 1. Runs
- * in the 'threads' suite (under TSan in `make test`).
+ * 0 and 1 share chip 0, VNC 4 is on chip 1; each VNC runs its executions
+ * on a worker thread of its own, so all three compute at once. Runs in
+ * the 'threads' suite (under TSan in `make test`).
  */
 #include <pthread.h>
 #include <stdatomic.h>

@@ -2,7 +2,7 @@
  * test_config.c: unit tests of the environment parsing (devices/config):
  * NEURON_RT_VISIBLE_CORES lists (well-formed and malformed),
  * TRNEMU_INSTANCE, NEURON_LOGICAL_NC_CONFIG per profile and
- * NEURON_RT_NUM_CORES, and which one wins.
+ * NEURON_RT_NUM_CORES, and which one wins; TRNEMU_THREADS.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -12,12 +12,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+#include <unistd.h>
 
 #include "devices/config.h"
 
 static const char *const config_vars[] = {
     "TRNEMU_INSTANCE", "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VISIBLE_CORES",
-    "NEURON_RT_NUM_CORES",
+    "NEURON_RT_NUM_CORES", "TRNEMU_THREADS",
 };
 
 static int env_clear(void **state)
@@ -257,6 +258,34 @@ static void test_visible_wins(void **state)
     assert_int_equal(load(&cfg), NRT_INVALID);
 }
 
+/* TRNEMU_THREADS: the online CPUs when unset, else 1 to CONFIG_MAX_THREADS. */
+static void test_threads(void **state)
+{
+    (void)state;
+    struct machine_config cfg;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    assert_int_equal(config_from_env(&cfg), NRT_SUCCESS);
+    assert_int_equal(cfg.threads, cpus < 1 ? 1 : cpus);
+    static const struct {
+        const char *v;  /* the value */
+        uint32_t want;  /* threads, 0: refused */
+    } cases[] = {
+        {"1", 1}, {"7", 7}, {"1024", 1024}, {" 3 ", 3}, {"0", 0}, {"-2", 0}, {"1025", 0},
+        {"2x", 0}, {"two", 0}, {"1.5", 0}, {"", 0},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        setenv("TRNEMU_THREADS", cases[i].v, 1);
+        NRT_STATUS st = config_from_env(&cfg);
+        if (*cases[i].v == '\0') {  /* empty is unset */
+            assert_int_equal(st, NRT_SUCCESS);
+            continue;
+        }
+        if (cases[i].want == 0 ? st != NRT_INVALID : st != NRT_SUCCESS || cfg.threads != cases[i].want)
+            fail_msg("TRNEMU_THREADS=\"%s\": status %d, threads %u", cases[i].v, (int)st,
+                     cfg.threads);
+    }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -268,6 +297,7 @@ int main(void)
         cmocka_unit_test_setup(test_visible_cores_env, env_clear),
         cmocka_unit_test_setup(test_num_cores, env_clear),
         cmocka_unit_test_setup(test_visible_wins, env_clear),
+        cmocka_unit_test_setup(test_threads, env_clear),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

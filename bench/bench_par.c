@@ -1,0 +1,256 @@
+/*
+ * bench_par.c: executions on several VNCs at once. The softmax example's
+ * executions per second, through the public API, from host threads that
+ * each drive one VNC of a trn2.48xlarge (LNC=2, four VNCs per chip):
+ *   1 VNC, 1 thread               the baseline
+ *   2 VNCs of one chip, 2 threads target: at least 1.8x on 2 host cores
+ *   2 VNCs on 2 chips, 2 threads  for comparison
+ *   2 VNCs of one chip, TRNEMU_THREADS=1  one execution computing at a
+ *                                 time (a second runtime), near what one
+ *                                 thread per chip gave
+ * The cases take turns, round by round (BP_ROUNDS rounds of BP_SECONDS
+ * each), so a change in the host's load touches them alike; the best
+ * round counts, the worst is printed beside it, and so is the CPU time
+ * per execution (every thread of the process), which a loaded host
+ * disturbs less than the rate.
+ *
+ * Usage: bench-par EXAMPLES_DIR
+ */
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
+
+#define BP_ROUNDS 10      /* rounds per case */
+#define BP_SECONDS 0.5    /* length of one round */
+#define BP_MAX_VNCS 2     /* VNCs one case uses at most */
+
+static void *bp_neff;         /* softmax.neff */
+static size_t bp_neff_size;   /* its bytes */
+
+static double bp_now(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *bp_read(const char *dir, const char *name, size_t *size)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = n > 0 ? malloc((size_t)n) : NULL;
+    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* The softmax model on one VNC, with its tensors. */
+struct bp_vnc {
+    int vnc;                      /* where it lives */
+    nrt_model_t *m;               /* the model */
+    nrt_tensor_info_array_t *info; /* its inputs and outputs */
+    nrt_tensor_t *t[8];           /* their device tensors */
+    nrt_tensor_set_t *in, *out;   /* the sets */
+};
+
+static bool bp_setup(struct bp_vnc *b, int vnc)
+{
+    memset(b, 0, sizeof *b);
+    b->vnc = vnc;
+    if (nrt_load(bp_neff, bp_neff_size, vnc, -1, &b->m) != NRT_SUCCESS ||
+        nrt_get_model_tensor_info(b->m, &b->info) != NRT_SUCCESS || b->info->tensor_count > 8 ||
+        nrt_allocate_tensor_set(&b->in) != NRT_SUCCESS ||
+        nrt_allocate_tensor_set(&b->out) != NRT_SUCCESS)
+        return false;
+    for (uint64_t i = 0; i < b->info->tensor_count; i++) {
+        nrt_tensor_info_t *ti = &b->info->tensor_array[i];
+        if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, vnc, ti->size, ti->name, &b->t[i]) !=
+            NRT_SUCCESS)
+            return false;
+        nrt_tensor_memset(b->t[i], 0, 0x3c, ti->size); /* finite, nonzero data */
+        nrt_add_tensor_to_tensor_set(ti->usage == NRT_TENSOR_USAGE_INPUT ? b->in : b->out,
+                                     ti->name, b->t[i]);
+    }
+    return nrt_execute(b->m, b->in, b->out) == NRT_SUCCESS;  /* cores made, pages touched */
+}
+
+static void bp_teardown(struct bp_vnc *b)
+{
+    for (int i = 0; i < 8; i++)
+        nrt_tensor_free(&b->t[i]);
+    nrt_destroy_tensor_set(&b->in);
+    nrt_destroy_tensor_set(&b->out);
+    if (b->info != NULL)
+        nrt_free_model_tensor_info(b->info);
+    if (b->m != NULL)
+        nrt_unload(b->m);
+}
+
+/* One thread of one round: execute until the deadline. */
+struct bp_thread {
+    struct bp_vnc *b;        /* its VNC */
+    double deadline;         /* when to stop */
+    long done;               /* executions finished */
+    bool failed;             /* an execution failed */
+};
+
+static void *bp_loop(void *arg)
+{
+    struct bp_thread *t = arg;
+    while (bp_now() < t->deadline) {
+        if (nrt_execute(t->b->m, t->b->in, t->b->out) != NRT_SUCCESS) {
+            t->failed = true;
+            break;
+        }
+        t->done++;
+    }
+    return NULL;
+}
+
+/* Executions per second of one round over n VNCs, one thread each; < 0
+ * on failure. */
+static double bp_round(struct bp_vnc *bs, int n, long *execs)
+{
+    pthread_t th[BP_MAX_VNCS];
+    struct bp_thread ts[BP_MAX_VNCS];
+    double t0 = bp_now();
+    for (int i = 0; i < n; i++) {
+        ts[i] = (struct bp_thread){&bs[i], t0 + BP_SECONDS, 0, false};
+        if (pthread_create(&th[i], NULL, bp_loop, &ts[i]) != 0)
+            return -1;
+    }
+    long total = 0;
+    bool failed = false;
+    for (int i = 0; i < n; i++) {
+        pthread_join(th[i], NULL);
+        total += ts[i].done;
+        failed |= ts[i].failed;
+    }
+    *execs = total;
+    return failed ? -1 : (double)total / (bp_now() - t0);
+}
+
+/* Seconds of CPU this process used so far (every thread). */
+static double bp_cpu(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* The cases: which of the loaded VNCs (bp_vncs) each drives. */
+#define BP_CASES 3
+static const int bp_vncs[] = {0, 1, 4};  /* chip 0, chip 0, chip 1 */
+static const struct {
+    const char *what;       /* the case */
+    int idx[BP_MAX_VNCS];   /* entries of bp_vncs used */
+    int n;                  /* how many */
+} bp_cases[BP_CASES] = {
+    {"1 VNC, 1 thread", {0, 0}, 1},
+    {"2 VNCs of one chip (0, 1), 2 threads", {0, 1}, 2},
+    {"2 VNCs on two chips (0, 4), 2 threads", {0, 2}, 2},
+};
+
+/* Best and worst rate of a case, and its CPU seconds per execution. */
+struct bp_stat {
+    double best, worst;     /* executions per second */
+    double cpu_per_exec;    /* at the best round */
+};
+
+static void bp_note(struct bp_stat *st, double rate, double cpu_per_exec)
+{
+    if (st->best <= 0 || rate > st->best) {
+        st->best = rate;
+        st->cpu_per_exec = cpu_per_exec;
+    }
+    if (st->worst <= 0 || rate < st->worst)
+        st->worst = rate;
+}
+
+/* A runtime (threads NULL: TRNEMU_THREADS unset), the model on every VNC
+ * of bp_vncs, then BP_ROUNDS rounds of each case in turn (the load of the
+ * host drifts less between cases that alternate). false on a failure. */
+static bool bp_run(const char *threads, int ncases, struct bp_stat *stat)
+{
+    enum { NV = sizeof bp_vncs / sizeof bp_vncs[0] };
+    struct bp_vnc all[NV];
+    bool ok = true;
+    if (threads != NULL)
+        setenv("TRNEMU_THREADS", threads, 1);
+    else
+        unsetenv("TRNEMU_THREADS");
+    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+        return false;
+    for (int v = 0; v < NV; v++)
+        ok &= bp_setup(&all[v], bp_vncs[v]);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int c = 0; ok && c < ncases; c++) {
+            struct bp_vnc bs[BP_MAX_VNCS];
+            for (int i = 0; i < bp_cases[c].n; i++)
+                bs[i] = all[bp_cases[c].idx[i]];
+            double cpu0 = bp_cpu();
+            long execs = 0;
+            double rate = bp_round(bs, bp_cases[c].n, &execs);
+            ok = rate >= 0;
+            if (ok)
+                bp_note(&stat[c], rate, (bp_cpu() - cpu0) / (double)(execs > 0 ? execs : 1));
+        }
+    for (int v = 0; v < NV; v++)
+        bp_teardown(&all[v]);
+    nrt_close();
+    return ok;
+}
+
+static void bp_print(const char *what, const struct bp_stat *st, double base)
+{
+    printf("  %-40s %8.1f /s  %6.1f us CPU/exec  (worst round %3.0f%% of best)  %.2fx\n", what,
+           st->best, st->cpu_per_exec * 1e6, 100 * st->worst / st->best, st->best / base);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: %s EXAMPLES_DIR\n", argv[0]);
+        return 2;
+    }
+    bp_neff = bp_read(argv[1], "softmax.neff", &bp_neff_size);
+    if (bp_neff == NULL) {
+        fprintf(stderr, "cannot read %s/softmax.neff\n", argv[1]);
+        return 1;
+    }
+    setenv("TRNEMU_INSTANCE", "trn2.48xlarge", 1);
+    setenv("NEURON_LOGICAL_NC_CONFIG", "2", 1);
+    unsetenv("NEURON_RT_VISIBLE_CORES");
+    unsetenv("NEURON_RT_NUM_CORES");
+    struct bp_stat stat[BP_CASES] = {{0}}, gate1[BP_CASES] = {{0}};
+    if (!bp_run(NULL, BP_CASES, stat) || !bp_run("1", 2, gate1)) {
+        fprintf(stderr, "an execution failed\n");
+        return 1;
+    }
+    printf("softmax example (128 x 1024 f32), executions per second, best of %d rounds of "
+           "%.1f s (cases alternate round by round)\n", BP_ROUNDS, BP_SECONDS);
+    for (int c = 0; c < BP_CASES; c++)
+        bp_print(bp_cases[c].what, &stat[c], stat[0].best);
+    bp_print("2 VNCs of one chip, TRNEMU_THREADS=1", &gate1[1], stat[0].best);
+    printf("ratio 2 VNCs of one chip / 1 VNC: %.2fx (target 1.8x); 2 chips / 1 VNC: %.2fx\n",
+           stat[1].best / stat[0].best, stat[2].best / stat[0].best);
+    free(bp_neff);
+    return 0;
+}
