@@ -32,6 +32,8 @@
 
 #define COLL_RING_CAP_DEFAULT (1u << 20)   /* ring channel r -> r+1 */
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */
+#define COLL_SPIN_US_DEFAULT 20.0  /* busy-poll window with a CPU per rank, us */
+#define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
@@ -99,6 +101,27 @@ static void coll_mesh_policy(uint64_t *max_bytes, uint32_t *max_ranks)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *max_bytes = v != NULL && *v ? strtoull(v, NULL, 0) : COLL_MESH_MAX_DEFAULT;
     *max_ranks = r != NULL && *r ? (uint32_t)strtoul(r, NULL, 0) : cpus > 2 ? (uint32_t)cpus : 2;
+}
+
+/* The busy-poll window of this process's waits: TRNEMU_COLL_SPIN_US
+ * microseconds (0 .. 10000), else COLL_SPIN_US_DEFAULT when every rank can
+ * have a CPU of its own and COLL_SPIN_US_CROWDED when not (a poller then
+ * holds a CPU a partner needs). Per process: no rank depends on another's. */
+static uint32_t coll_spin_ns(uint32_t world)
+{
+    const char *v = getenv("TRNEMU_COLL_SPIN_US");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double us = (long)world <= cpus ? COLL_SPIN_US_DEFAULT : COLL_SPIN_US_CROWDED;
+    if (v != NULL && *v != '\0') {
+        char *end;
+        double x = strtod(v, &end);
+        if (*end == '\0' && x >= 0 && x <= 10000)
+            us = x;
+        else
+            LOG_WARN("NCCL", "TRNEMU_COLL_SPIN_US=%s is not a number of microseconds in "
+                     "0 .. 10000; using %.0f", v, us);
+    }
+    return (uint32_t)(us * 1000.0);
 }
 
 static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_cap,
@@ -424,8 +447,7 @@ static NRT_STATUS coll_attach_channels(struct coll_comm *c)
         shm = coll_chan_shm(c, r, c->rank, &cap);
         chan_attach(&c->rx[r], shm, cap, &c->bells[c->rank], &c->bells[r]);
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->spin = (long)n <= cpus ? 2000 : 50;  /* spinning only helps with a CPU per rank */
+    c->spin_ns = coll_spin_ns(n);
     return NRT_SUCCESS;
 }
 
@@ -699,6 +721,18 @@ static NRT_STATUS coll_args_check(const struct coll_args *a, uint32_t n, uint32_
     return NRT_SUCCESS;
 }
 
+/* Is the group every rank in rank order (the whole communicator, however
+ * the caller spelled it: NULL, or a list such as nrta_cc_prepare's)? */
+static bool coll_group_whole(const struct coll_comm *c, const uint32_t *g, uint32_t n)
+{
+    if (n != c->world)
+        return false;
+    for (uint32_t i = 0; i < n && g != c->all; i++)
+        if (g[i] != i)
+            return false;
+    return true;
+}
+
 NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a)
 {
     const uint32_t *g = a->group != NULL ? a->group : c->all;
@@ -727,7 +761,7 @@ NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a)
         struct coll_args a2 = *a;
         if (a2.deadline_ns == 0)
             a2.deadline_ns = coll_deadline();
-        c->cur_op = n == c->world && g == c->all ? ++c->all_ops : 0;
+        c->cur_op = coll_group_whole(c, g, n) ? ++c->all_ops : 0;
         st = coll_algo_run(c, &a2, g, n, me, coll_next_seq(c, g, n));
         if (st != NRT_SUCCESS && c->broken == NRT_SUCCESS)
             (void)coll_fail(c, st, c->rank);
