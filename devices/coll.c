@@ -34,6 +34,7 @@
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */
 #define COLL_SPIN_US_DEFAULT 20.0  /* busy-poll window with a CPU per rank, us */
 #define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
+#define COLL_PEERS_FULL_NS 10000000ull /* prepare: /proc read at most every 10 ms */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
@@ -549,8 +550,16 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
         if (c->world != world || c->rank != rank || strcmp(c->key, key) != 0 ||
             !coll_comm_current(c, m))
             continue;
+        /* the full check reads /proc for every peer: at most once per
+         * COLL_PEERS_FULL_NS; in between, the slot and kill(pid, 0) (a peer
+         * that left or whose pid is gone); a collective's own waits catch
+         * the rest (an unreaped process) */
+        uint64_t now = chan_now_ns();
+        bool full = now - c->peers_full_ns >= COLL_PEERS_FULL_NS;
+        if (full)
+            c->peers_full_ns = now;
         for (uint32_t r = 0; r < world; r++)
-            if (r != rank && !coll_rank_alive(c, r, true)) {
+            if (r != rank && !coll_rank_alive(c, r, full)) {
                 /* break the communicator for every rank, as a collective that
                  * met the missing rank would, so that none of them goes on to
                  * a collective the others are not in */
@@ -721,18 +730,6 @@ static NRT_STATUS coll_args_check(const struct coll_args *a, uint32_t n, uint32_
     return NRT_SUCCESS;
 }
 
-/* Is the group every rank in rank order (the whole communicator, however
- * the caller spelled it: NULL, or a list such as nrta_cc_prepare's)? */
-static bool coll_group_whole(const struct coll_comm *c, const uint32_t *g, uint32_t n)
-{
-    if (n != c->world)
-        return false;
-    for (uint32_t i = 0; i < n && g != c->all; i++)
-        if (g[i] != i)
-            return false;
-    return true;
-}
-
 NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a)
 {
     const uint32_t *g = a->group != NULL ? a->group : c->all;
@@ -761,7 +758,7 @@ NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a)
         struct coll_args a2 = *a;
         if (a2.deadline_ns == 0)
             a2.deadline_ns = coll_deadline();
-        c->cur_op = coll_group_whole(c, g, n) ? ++c->all_ops : 0;
+        c->cur_op = n == c->world && g == c->all ? ++c->all_ops : 0;
         st = coll_algo_run(c, &a2, g, n, me, coll_next_seq(c, g, n));
         if (st != NRT_SUCCESS && c->broken == NRT_SUCCESS)
             (void)coll_fail(c, st, c->rank);
