@@ -32,6 +32,7 @@
 
 #define COLL_DIRECT_BLOCK (32u << 10)  /* bytes folded at a time (stays in cache) */
 #define COLL_NO_CHIP UINT32_MAX
+#define COLL_STREAM_MIN 256u  /* smallest copy made with streaming stores */
 
 /* The stage word: operation number and stage. */
 static uint64_t coll_stage(uint64_t op, uint32_t stage)
@@ -191,7 +192,7 @@ static void coll_direct_reduce(struct coll_direct *d, uint8_t *acc, const void *
 static void coll_copy_stream(uint8_t *dst, const uint8_t *src, uint64_t n)
 {
     uint64_t head = (16 - (uintptr_t)dst % 16) % 16;
-    if (n < 4096 || head > n) {
+    if (n < COLL_STREAM_MIN || head > n) {
         memcpy(dst, src, n);
         return;
     }
