@@ -6,7 +6,10 @@
  *                         over 2, 16 and 64 ranks, as a ratio of this
  *                         machine's memcpy bandwidth measured in the same
  *                         run; the latency of a small all-reduce on 2 ranks
- *   bench-coll latency    only the small all-reduce latency
+ *   bench-coll latency    only the small all-reduce latency (median and mean)
+ *   bench-coll one N MIB [RUNS]
+ *                         one bandwidth case (N ranks, MIB per rank) RUNS
+ *                         times (default 3): each run, then the best and spread
  *   bench-coll sweep      mesh against chain all-reduce, 2 and 16 ranks,
  *                         256 B .. 1 MiB (how TRNEMU_COLL_MESH_MAX was chosen)
  *   bench-coll nodes      2 ranks as 2 emulated nodes joined over libfabric's
@@ -18,12 +21,23 @@
  * The driver forks one process per rank (before it ever calls the runtime),
  * each with its own VNC and the same instance; ranks time their loop with
  * the wall clock between two barriers and write the time to a pipe.
- * Bus bandwidth is the usual figure: S * 2 (N-1) / N / time. The all-reduce
+ * Bus bandwidth is the usual figure: S * 2 (N-1) / N / time. Next to it
+ * the memory-traffic bound, as a ratio of memcpy: every rank's input read
+ * once and every output written once, each at memcpy speed, on
+ * min(N, CPUs) cores: time >= 2 N S / (min(N, CPUs) memcpy), so the ratio
+ * is at most (N-1) min(N, CPUs) / N^2 (0.117 for 16 ranks on 2 CPUs),
+ * and "x bound" is the figure over that. On a host busy with other work
+ * the wall clock counts their slices too; "from CPU time" is the same
+ * figure with the time taken as the CPU seconds of all ranks' processes
+ * spread over min(N, CPUs) cores (what the ranks would take with the
+ * cores to themselves). The all-reduce
  * runs in place (one tensor per rank) so that big cases fit in memory; a
  * case that needs more than TRNEMU_BENCH_MEM_GIB (default 6) GiB of tensors
  * is reported as skipped.
  */
+#include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -57,6 +71,32 @@ struct bench_case {
     bool nodes;         /* each rank its own node (docs/nodes.md) */
 };
 
+static double bench_spin_s;  /* BENCH_COLL_SPIN_US: polls of a request before sleeping */
+
+/* Wait for a queued request (nrt_async.h) as an application would: poll
+ * it for up to bench_spin_s, then sleep on its completion descriptor, so
+ * that a rank's waiting thread does not take a CPU from the queue's
+ * worker that runs the collective. */
+static NRT_STATUS wait_done(nrta_seq_t seq)
+{
+    bool done = false;
+    double until = wall_s() + bench_spin_s;
+    NRT_STATUS st;
+    while ((st = nrta_is_completed(seq, &done)) == NRT_SUCCESS && !done && wall_s() < until)
+        ;
+    if (st != NRT_SUCCESS || done)
+        return st;
+    int fd;
+    st = nrta_get_completion_handle(seq, &fd);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct pollfd p = {fd, POLLIN, 0};
+    while (poll(&p, 1, -1) < 0 && errno == EINTR)
+        ;
+    close(fd);
+    return nrta_is_completed(seq, &done) == NRT_SUCCESS && done ? NRT_SUCCESS : NRT_FAILURE;
+}
+
 static NRT_STATUS rank_allreduce(nrt_tensor_t *t, uint32_t rank, uint32_t n, uint32_t *group)
 {
     nrt_cc_comm_t comm = {group, rank, n, rank, n, 0};
@@ -67,26 +107,62 @@ static NRT_STATUS rank_allreduce(nrt_tensor_t *t, uint32_t rank, uint32_t n, uin
     nrta_seq_t seq = 0;
     if (st == NRT_SUCCESS)
         st = nrta_cc_schedule(&ctx, 0, NULL, &seq);
-    bool done = false;  /* queued (nrt_async.h): wait for it */
-    while (st == NRT_SUCCESS && !done)
-        st = nrta_is_completed(seq, &done);
-    return st;
+    return st == NRT_SUCCESS ? wait_done(seq) : st;
 }
 
-/* The body of one rank: returns seconds per all-reduce (< 0 on failure). */
-static double rank_run(const struct bench_case *bc, uint32_t rank)
+/* What one rank measured: seconds per all-reduce, mean and median. */
+struct bench_time {
+    double mean;   /* wall time of the loop over the repetitions (< 0: failed) */
+    double median; /* median of the repetitions timed one by one */
+    double cpu;    /* CPU time of the rank's process per repetition (all threads) */
+};
+
+static double process_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+/* iters all-reduces, each timed; their median into *median. */
+static bool timed_loop(nrt_tensor_t *t, uint32_t rank, uint32_t n, uint32_t *group, int iters,
+                       double *median)
+{
+    double *each = malloc((size_t)iters * sizeof *each);
+    bool ok = each != NULL;
+    for (int i = 0; ok && i < iters; i++) {
+        double t0 = wall_s();
+        ok = rank_allreduce(t, rank, n, group) == NRT_SUCCESS;
+        each[i] = wall_s() - t0;
+    }
+    if (ok) {
+        qsort(each, (size_t)iters, sizeof *each, cmp_double);
+        *median = each[iters / 2];
+    }
+    free(each);
+    return ok;
+}
+
+/* The body of one rank: seconds per all-reduce (< 0 on failure). */
+static struct bench_time rank_run(const struct bench_case *bc, uint32_t rank)
 {
     uint32_t group[64];
     for (uint32_t i = 0; i < bc->n; i++)
         group[i] = i;
     if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS ||
         nrt_build_global_comm(0, rank, bc->n) != NRT_SUCCESS)
-        return -1;
+        return (struct bench_time){-1, -1, -1};
     nrt_tensor_t *t = NULL;
     if (nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, bc->bytes, "x", &t) != NRT_SUCCESS)
-        return -1;
+        return (struct bench_time){-1, -1, -1};
     nrt_tensor_memset(t, 0, 0, bc->bytes);
-    double per = -1;
+    struct bench_time per = {-1, -1, -1};
     if (rank_allreduce(t, rank, bc->n, group) == NRT_SUCCESS) {  /* warm: pages, rings */
         int iters = bc->iters;
         if (iters == 0) {  /* about a second of work, 2 .. 20 repetitions */
@@ -101,19 +177,22 @@ static double rank_run(const struct bench_case *bc, uint32_t rank)
             iters = all[0] < 2 ? 2 : all[0] > 20 ? 20 : (int)all[0];
         }
         bool ok = nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
-        double t0 = wall_s();
-        for (int i = 0; ok && i < iters; i++)
-            ok = rank_allreduce(t, rank, bc->n, group) == NRT_SUCCESS;
+        double t0 = wall_s(), c0 = process_cpu_s(), median = -1;
+        ok = ok && timed_loop(t, rank, bc->n, group, iters, &median);
+        double cpu = process_cpu_s() - c0;
         ok = ok && nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
-        per = ok ? (wall_s() - t0) / iters : -1;
+        if (ok)
+            per = (struct bench_time){(wall_s() - t0) / iters, median, cpu / iters};
     }
     nrt_tensor_free(&t);
     nrt_close();
     return per;
 }
 
-/* Fork the ranks of a case; the slowest rank's seconds per all-reduce. */
-static double run_case(const struct bench_case *bc, const char *instance)
+/* Fork the ranks of a case; the slowest rank's seconds per all-reduce
+ * (mean and median), and the CPU seconds of all ranks together per
+ * all-reduce; negative on failure. */
+static struct bench_time run_case_times(const struct bench_case *bc, const char *instance)
 {
     int fds[2];
     if (pipe(fds) != 0)
@@ -142,23 +221,50 @@ static double run_case(const struct bench_case *bc, const char *instance)
             setenv("TRNEMU_COLL_MESH_RANKS", "1024", 1);
             setenv("TRNEMU_COLL_DIRECT_MIN", "0x7fffffffffff", 1);
         }
-        double per = rank_run(bc, r);
+        struct bench_time per = rank_run(bc, r);
         if (write(fds[1], &per, sizeof per) != (ssize_t)sizeof per)
             _exit(1);
-        _exit(per < 0);
+        _exit(per.mean < 0);
     }
     close(fds[1]);
-    double worst = 0, per;
+    struct bench_time worst = {0, 0, 0}, per;
     bool failed = false;
     while (read(fds[0], &per, sizeof per) == (ssize_t)sizeof per) {
-        failed = failed || per < 0;
-        worst = per > worst ? per : worst;
+        failed = failed || per.mean < 0;
+        worst.mean = per.mean > worst.mean ? per.mean : worst.mean;
+        worst.median = per.median > worst.median ? per.median : worst.median;
+        worst.cpu += per.cpu;
     }
     close(fds[0]);
     int status;
     while (wait(&status) > 0)
         failed = failed || !WIFEXITED(status) || WEXITSTATUS(status) != 0;
-    return failed ? -1 : worst;
+    return failed ? (struct bench_time){-1, -1, -1} : worst;
+}
+
+/* The slowest rank's mean seconds per all-reduce (< 0 on failure). */
+static double run_case(const struct bench_case *bc, const char *instance)
+{
+    return run_case_times(bc, instance).mean;
+}
+
+/* Cores n ranks can run on at once: min(n, CPUs). */
+static double rank_cores(uint32_t n)
+{
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    return (double)(cpus < 1 ? 1 : (long)n < cpus ? (long)n : cpus);
+}
+
+/* The memory-traffic bound on bus bandwidth, as a ratio of memcpy. */
+static double bound_ratio(uint32_t n)
+{
+    return (double)(n - 1) * rank_cores(n) / ((double)n * n);
+}
+
+/* Bus bandwidth of one case in GB/s, from seconds per operation. */
+static double bus_gbs(const struct bench_case *bc, double t)
+{
+    return (double)bc->bytes * 2.0 * (bc->n - 1) / bc->n / t / 1e9;
 }
 
 static double memcpy_gbs(void)
@@ -171,7 +277,8 @@ static void bandwidth(const char *instance, double mem_gbs, double budget)
 {
     static const uint32_t ranks[] = {2, 16, 64};
     static const uint64_t sizes[] = {1u << 20, 64u << 20, 512u << 20};
-    printf("%-6s %-9s %12s %12s %10s\n", "ranks", "size", "ms/op", "busbw GB/s", "x memcpy");
+    printf("%-6s %-9s %12s %12s %10s %8s %8s %10s\n", "ranks", "size", "ms/op", "busbw GB/s",
+           "x memcpy", "bound", "x bound", "cpu xbound");
     for (size_t i = 0; i < 3; i++)
         for (size_t j = 0; j < 3; j++) {
             struct bench_case bc = {ranks[i], sizes[j], 0, NULL, false};
@@ -184,13 +291,15 @@ static void bandwidth(const char *instance, double mem_gbs, double budget)
                 continue;
             }
             fflush(stdout);
-            double t = run_case(&bc, instance);
-            if (t < 0) {
+            struct bench_time t = run_case_times(&bc, instance);
+            if (t.mean < 0) {
                 printf("  FAILED\n");
                 continue;
             }
-            double bus = (double)bc.bytes * 2.0 * (bc.n - 1) / bc.n / t / 1e9;
-            printf("%12.2f %12.3f %10.3f\n", t * 1e3, bus, bus / mem_gbs);
+            double bus = bus_gbs(&bc, t.mean), bound = bound_ratio(bc.n);
+            double bus_cpu = bus_gbs(&bc, t.cpu / rank_cores(bc.n));
+            printf("%12.2f %12.3f %10.3f %8.3f %8.2f %10.2f\n", t.mean * 1e3, bus, bus / mem_gbs,
+                   bound, bus / mem_gbs / bound, bus_cpu / mem_gbs / bound);
             fflush(stdout);
         }
 }
@@ -198,13 +307,41 @@ static void bandwidth(const char *instance, double mem_gbs, double budget)
 static void latency(const char *instance)
 {
     struct bench_case one = {1, 256, 2000, NULL, false}, two = {2, 256, 2000, NULL, false};
-    double t1 = run_case(&one, instance), t2 = run_case(&two, instance);
+    struct bench_time t1 = run_case_times(&one, instance), t2 = run_case_times(&two, instance);
     printf("small all-reduce (256 B f32, nrta_cc_prepare + nrta_cc_schedule): ");
-    if (t1 < 0 || t2 < 0)
+    if (t1.mean < 0 || t2.mean < 0)
         printf("FAILED\n");
     else
-        printf("%.1f us per operation on 2 ranks (target < 50); the calls alone (1 rank) "
-               "%.1f us\n", t2 * 1e6, t1 * 1e6);
+        printf("%.1f us median (mean %.1f) per operation on 2 ranks (target < 25 median); "
+               "the calls alone (1 rank) %.1f us median\n", t2.median * 1e6, t2.mean * 1e6,
+               t1.median * 1e6);
+}
+
+/* One bandwidth case, several runs: each, then the best and the spread. */
+static void one_case(const char *instance, uint32_t n, double mib, int runs)
+{
+    struct bench_case bc = {n, (uint64_t)(mib * MIB), 0, NULL, false};
+    double mem = memcpy_gbs(), bound = bound_ratio(n), best = 0, worst = 1e30;
+    printf("%u ranks, %.0f MiB: memcpy %.2f GB/s, bound %.3f x memcpy\n", n, mib, mem, bound);
+    double best_cpu = 0;
+    for (int i = 0; i < runs; i++) {
+        struct bench_time t = run_case_times(&bc, instance);
+        if (t.mean < 0) {
+            printf("run %d: FAILED\n", i);
+            continue;
+        }
+        double x = bus_gbs(&bc, t.mean) / mem, xc = bus_gbs(&bc, t.cpu / rank_cores(n)) / mem;
+        printf("run %d: %.2f ms/op, %.3f x memcpy, %.2f x bound; CPU %.1f ms/op over all "
+               "ranks: %.3f x memcpy, %.2f x bound\n", i, t.mean * 1e3, x, x / bound,
+               t.cpu * 1e3, xc, xc / bound);
+        fflush(stdout);
+        best = x > best ? x : best;
+        worst = x < worst ? x : worst;
+        best_cpu = xc > best_cpu ? xc : best_cpu;
+    }
+    if (best > 0)
+        printf("best %.3f x memcpy (%.2f x bound), worst %.3f; from CPU time, best %.3f "
+               "(%.2f x bound)\n", best, best / bound, worst, best_cpu, best_cpu / bound);
 }
 
 static void sweep(const char *instance)
@@ -263,7 +400,8 @@ int main(int argc, char **argv)
     setenv("TRNEMU_INSTANCE", "trn2.48xlarge", 1);
     if (getenv("NEURON_RT_EXEC_TIMEOUT") == NULL)
         setenv("NEURON_RT_EXEC_TIMEOUT", "300", 1);
-    const char *b = getenv("TRNEMU_BENCH_MEM_GIB");
+    const char *b = getenv("TRNEMU_BENCH_MEM_GIB"), *spin = getenv("BENCH_COLL_SPIN_US");
+    bench_spin_s = spin != NULL ? atof(spin) * 1e-6 : 0;
     double budget = (b != NULL ? atof(b) : 6.0) * 1024 * MIB;
     if (argc > 1 && strcmp(argv[1], "sweep") == 0) {
         sweep(instance);
@@ -271,6 +409,11 @@ int main(int argc, char **argv)
     }
     if (argc > 1 && strcmp(argv[1], "nodes") == 0) {
         nodes();
+        return 0;
+    }
+    if (argc > 3 && strcmp(argv[1], "one") == 0) {
+        int runs = argc > 4 ? atoi(argv[4]) : 3;
+        one_case(instance, (uint32_t)atoi(argv[2]), atof(argv[3]), runs < 1 ? 1 : runs);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "latency") == 0) {

@@ -17,6 +17,7 @@
 #else
 #define CHAN_PAUSE() ((void)0)
 #endif
+#define CHAN_SPIN_POLLS 16u  /* bell polls between two looks at the clock */
 
 _Static_assert(sizeof(struct chan_msg) == CHAN_ALIGN, "a message header is 64 bytes");
 _Static_assert(sizeof(struct chan_ring) == CHAN_HDR_BYTES, "ring header size");
@@ -241,14 +242,28 @@ static NRT_STATUS chan_wait_check(struct chan_waiter *w, bool quiet, uint64_t sl
     return NRT_SUCCESS;
 }
 
+/* Poll the bell for up to ns nanoseconds; true as soon as it moved past seen.
+ * The clock is read once every CHAN_SPIN_POLLS polls. */
+static bool chan_spin(struct chan_bell *b, uint32_t seen, uint64_t ns)
+{
+    if (ns == 0)
+        return false;
+    uint64_t end = chan_now_ns() + ns;
+    do {
+        for (uint32_t i = 0; i < CHAN_SPIN_POLLS; i++) {
+            if (atomic_load_explicit(&b->seq, memory_order_acquire) != seen)
+                return true;
+            CHAN_PAUSE();
+        }
+    } while (chan_now_ns() < end);
+    return false;
+}
+
 NRT_STATUS chan_wait(struct chan_waiter *w, uint32_t seen)
 {
     uint64_t slice = (uint64_t)(w->slice_ms ? w->slice_ms : 50) * 1000000u;
-    for (uint32_t i = 0; i < w->spin; i++) {
-        if (atomic_load_explicit(&w->bell->seq, memory_order_acquire) != seen)
-            return chan_wait_check(w, false, slice);
-        CHAN_PAUSE();
-    }
+    if (chan_spin(w->bell, seen, w->spin_ns))
+        return chan_wait_check(w, false, slice);
     uint64_t nap = slice;
     if (w->deadline_ns != 0) {
         uint64_t now = chan_now_ns();

@@ -15,8 +15,11 @@
  * commit (for the consumer's bell) and release (for the producer's) bumps,
  * and a futex waiter count, so a ring that nobody sleeps on costs no system
  * call. A waiter reads its bell, looks for work, and sleeps on the bell only
- * if there was none and the bell has not moved since; it spins briefly
- * first, then sleeps with FUTEX_WAIT (process-shared) in bounded slices,
+ * if there was none and the bell has not moved since; it busy-polls the
+ * bell for a bounded window first (spin_ns, with the CPU's pause hint, so
+ * a partner that answers within microseconds costs no system call and no
+ * trip through the scheduler), then sleeps with FUTEX_WAIT
+ * (process-shared) in bounded slices,
  * calling a check function between slices (peer liveness, aborts) until
  * its deadline. One bell can serve many rings: a collective waits on one
  * word for any of its channels.
@@ -129,7 +132,7 @@ uint32_t chan_bell_seen(struct chan_bell *b);
 struct chan_waiter {
     struct chan_bell *bell;      /* the caller's own bell */
     uint64_t deadline_ns;        /* CLOCK_MONOTONIC; 0: none */
-    uint32_t spin;               /* polls of the bell before sleeping */
+    uint32_t spin_ns;            /* busy-poll window before sleeping, ns (0: none) */
     uint32_t slice_ms;           /* longest sleep between checks */
     NRT_STATUS (*check)(void *arg); /* between slices: non-success ends the wait */
     void *arg;                   /* check's argument */

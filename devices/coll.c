@@ -32,6 +32,9 @@
 
 #define COLL_RING_CAP_DEFAULT (1u << 20)   /* ring channel r -> r+1 */
 #define COLL_MESH_MAX_DEFAULT (64u << 10)  /* largest mesh all-reduce / all-gather */
+#define COLL_SPIN_US_DEFAULT 20.0  /* busy-poll window with a CPU per rank, us */
+#define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
+#define COLL_PEERS_FULL_NS 10000000ull /* prepare: /proc read at most every 10 ms */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
@@ -99,6 +102,27 @@ static void coll_mesh_policy(uint64_t *max_bytes, uint32_t *max_ranks)
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     *max_bytes = v != NULL && *v ? strtoull(v, NULL, 0) : COLL_MESH_MAX_DEFAULT;
     *max_ranks = r != NULL && *r ? (uint32_t)strtoul(r, NULL, 0) : cpus > 2 ? (uint32_t)cpus : 2;
+}
+
+/* The busy-poll window of this process's waits: TRNEMU_COLL_SPIN_US
+ * microseconds (0 .. 10000), else COLL_SPIN_US_DEFAULT when every rank can
+ * have a CPU of its own and COLL_SPIN_US_CROWDED when not (a poller then
+ * holds a CPU a partner needs). Per process: no rank depends on another's. */
+static uint32_t coll_spin_ns(uint32_t world)
+{
+    const char *v = getenv("TRNEMU_COLL_SPIN_US");
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    double us = (long)world <= cpus ? COLL_SPIN_US_DEFAULT : COLL_SPIN_US_CROWDED;
+    if (v != NULL && *v != '\0') {
+        char *end;
+        double x = strtod(v, &end);
+        if (*end == '\0' && x >= 0 && x <= 10000)
+            us = x;
+        else
+            LOG_WARN("NCCL", "TRNEMU_COLL_SPIN_US=%s is not a number of microseconds in "
+                     "0 .. 10000; using %.0f", v, us);
+    }
+    return (uint32_t)(us * 1000.0);
 }
 
 static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_cap,
@@ -424,8 +448,7 @@ static NRT_STATUS coll_attach_channels(struct coll_comm *c)
         shm = coll_chan_shm(c, r, c->rank, &cap);
         chan_attach(&c->rx[r], shm, cap, &c->bells[c->rank], &c->bells[r]);
     }
-    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    c->spin = (long)n <= cpus ? 2000 : 50;  /* spinning only helps with a CPU per rank */
+    c->spin_ns = coll_spin_ns(n);
     return NRT_SUCCESS;
 }
 
@@ -527,8 +550,16 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
         if (c->world != world || c->rank != rank || strcmp(c->key, key) != 0 ||
             !coll_comm_current(c, m))
             continue;
+        /* the full check reads /proc for every peer: at most once per
+         * COLL_PEERS_FULL_NS; in between, the slot and kill(pid, 0) (a peer
+         * that left or whose pid is gone); a collective's own waits catch
+         * the rest (an unreaped process) */
+        uint64_t now = chan_now_ns();
+        bool full = now - c->peers_full_ns >= COLL_PEERS_FULL_NS;
+        if (full)
+            c->peers_full_ns = now;
         for (uint32_t r = 0; r < world; r++)
-            if (r != rank && !coll_rank_alive(c, r, true)) {
+            if (r != rank && !coll_rank_alive(c, r, full)) {
                 /* break the communicator for every rank, as a collective that
                  * met the missing rank would, so that none of them goes on to
                  * a collective the others are not in */

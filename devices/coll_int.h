@@ -143,7 +143,8 @@ struct coll_comm {
     struct coll_xfer *xf;           /* the operation's messages */
     uint32_t nxf_cap;               /* entries xf holds */
     uint32_t *all;                  /* world entries: 0..world-1 (the whole group) */
-    uint32_t spin;                  /* bell polls before sleeping */
+    uint32_t spin_ns;               /* busy-poll window of every wait, ns */
+    uint64_t peers_full_ns;         /* when coll_comm_peers_check last read /proc */
     struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 

@@ -131,6 +131,51 @@ COLL_INT_FOLD(coll_fold_u32, uint32_t, uint32_t)
 COLL_INT_FOLD(coll_fold_i64, int64_t, uint64_t)
 COLL_INT_FOLD(coll_fold_u64, uint64_t, uint64_t)
 
+/* One pass over k fp32 inputs: each 16-lane vector summed in rank order in
+ * registers, then stored once. */
+static void coll_add_list_f32(float *out, const float *const *src, uint32_t k, size_t n)
+{
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+        coll_f32x16 acc, v;
+        memcpy(&acc, src[0] + i, sizeof acc);
+        for (uint32_t r = 1; r < k; r++) {
+            memcpy(&v, src[r] + i, sizeof v);
+            acc += v;
+        }
+        memcpy(out + i, &acc, sizeof acc);
+    }
+    for (; i < n; i++) {
+        float acc = src[0][i];
+        for (uint32_t r = 1; r < k; r++)
+            acc += src[r][i];
+        out[i] = acc;
+    }
+}
+
+bool coll_fold_list_one_pass(uint32_t dtype, uint32_t op)
+{
+    return (dtype == NUM_DT_FP32 || dtype == NUM_DT_FP32R) &&
+           (op == COLL_OP_ADD || op == COLL_OP_FMA);
+}
+
+void coll_fold_list(void *out, const void *const *src, uint32_t k, size_t n, uint32_t dtype,
+                    uint32_t op)
+{
+    if (coll_fold_list_one_pass(dtype, op)) {
+        coll_add_list_f32(out, (const float *const *)src, k, n);
+        return;
+    }
+    size_t bytes = n * num_dtype_size(dtype);
+    if (k == 1) {
+        memcpy(out, src[0], bytes);
+        return;
+    }
+    coll_fold(out, src[0], src[1], n, dtype, op);
+    for (uint32_t r = 2; r < k; r++)
+        coll_fold(out, out, src[r], n, dtype, op);
+}
+
 void coll_fold(void *out, const void *a, const void *b, size_t n, uint32_t dtype, uint32_t op)
 {
     switch (dtype) {

@@ -51,4 +51,16 @@ const char *coll_op_name(uint32_t op);
 /* out[i] = a[i] op b[i], i < n (dtype and op checked by the caller). */
 void coll_fold(void *out, const void *a, const void *b, size_t n, uint32_t dtype, uint32_t op);
 
+/* out[i] = src[0][i] op src[1][i] op ... op src[k-1][i], left to right, i < n,
+ * k >= 1: the same bits as k-1 coll_folds, in one pass when the type and op
+ * allow (fp32 add and fma: every input read once, out written once, no
+ * accumulator going back and forth). In one pass out may be one of the src
+ * (the same elements: each is read before it is written); otherwise out
+ * must not overlap any src. */
+void coll_fold_list(void *out, const void *const *src, uint32_t k, size_t n, uint32_t dtype,
+                    uint32_t op);
+/* Does coll_fold_list make one pass (so out may be the destination in
+ * memory, not a buffer in cache)? */
+bool coll_fold_list_one_pass(uint32_t dtype, uint32_t op);
+
 #endif

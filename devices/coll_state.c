@@ -109,7 +109,8 @@ NRT_STATUS coll_missing(struct coll_comm *c, uint32_t r)
 
 void coll_waiter(struct coll_comm *c, uint64_t deadline_ns, struct chan_waiter *w)
 {
-    *w = (struct chan_waiter){&c->bells[c->rank], deadline_ns, c->spin, 50, NULL, NULL, 0};
+    *w = (struct chan_waiter){&c->bells[c->rank], deadline_ns, c->spin_ns, 50, NULL, NULL,
+                              0};
     w->last_check_ns = chan_now_ns();
 }
 

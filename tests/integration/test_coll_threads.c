@@ -353,7 +353,8 @@ static void test_mismatch(void **state)
 }
 
 /* The kernel's all_reduce (1 KiB) directly in HBM: every rank reads the
- * others' tensors in place. */
+ * others' tensors in place (the one-pass fold of fp32 add, and 256-byte
+ * parts gathered with streaming stores). */
 static void test_neff_collectives(void **state)
 {
     (void)state;

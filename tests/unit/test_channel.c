@@ -145,7 +145,7 @@ static void test_stream_fork(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct chan_waiter w = {p.prod, chan_now_ns() + 20000000000ull, 100, 20, no_check, NULL,
+        struct chan_waiter w = {p.prod, chan_now_ns() + 20000000000ull, 5000, 20, no_check, NULL,
                                 0};
         static uint8_t buf[100000];
         uint64_t off = 0;
@@ -159,7 +159,7 @@ static void test_stream_fork(void **state)
         }
         _exit(0);
     }
-    struct chan_waiter w = {p.cons, chan_now_ns() + 20000000000ull, 100, 20, no_check, NULL, 0};
+    struct chan_waiter w = {p.cons, chan_now_ns() + 20000000000ull, 5000, 20, no_check, NULL, 0};
     static uint8_t buf[77777];
     uint64_t off = 0;
     bool ok = true;
@@ -184,7 +184,7 @@ static void test_timeout(void **state)
     struct pipe_mem p;
     pipe_make(&p, 4096);
     uint64_t t0 = chan_now_ns();
-    struct chan_waiter w = {p.cons, t0 + 200000000ull, 10, 50, no_check, NULL, 0};
+    struct chan_waiter w = {p.cons, t0 + 200000000ull, 1000, 50, no_check, NULL, 0};
     uint8_t b[16];
     assert_int_equal(chan_recv(&p.c, b, sizeof b, &w), NRT_TIMEOUT);
     uint64_t dt = chan_now_ns() - t0;
@@ -218,7 +218,7 @@ static void test_dead_peer(void **state)
     }
     dead_pid = pid;
     uint64_t t0 = chan_now_ns();
-    struct chan_waiter w = {p.cons, t0 + 10000000000ull, 10, 20, peer_check, NULL, 0};
+    struct chan_waiter w = {p.cons, t0 + 10000000000ull, 1000, 20, peer_check, NULL, 0};
     uint8_t b[16];
     assert_int_equal(chan_recv(&p.c, b, sizeof b, &w), NRT_EXEC_HW_ERR_COLLECTIVES);
     assert_true(chan_now_ns() - t0 < 2000000000ull);

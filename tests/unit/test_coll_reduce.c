@@ -1,11 +1,14 @@
 /*
  * test_coll_reduce.c: the element-wise reductions of the collectives
  * (devices/coll_reduce.h), for every dtype and op, against references
- * built from the scalar conversions of emu/num/numerics.h.
+ * built from the scalar conversions of emu/num/numerics.h; the fold of a
+ * list (coll_fold_list, the direct all-reduce's one pass) against the
+ * chain of pairwise folds, bit for bit.
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -158,6 +161,50 @@ static void test_bf16_per_step(void **state)
     assert_true(num_bf16_to_f32(acc) == 1.0f);  /* not 1 + 2^-7 as fp32 accumulation gives */
 }
 
+/* coll_fold_list over k inputs gives the bits of k-1 pairwise folds in
+ * order, for every type, op and k (also in place, when it makes one pass). */
+static void check_list(uint32_t dt, uint32_t op, uint32_t k, bool is_float)
+{
+    enum { K = 16 };
+    size_t es = num_dtype_size(dt), bytes = N * es;
+    uint8_t *in[K] = {0}, *want = malloc(bytes), *got = malloc(bytes);
+    const void *src[K] = {0};
+    for (uint32_t r = 0; r < k; r++) {
+        in[r] = malloc(bytes);
+        if (is_float)  /* mixed magnitudes: the order of the steps shows */
+            fill_float(in[r], dt, N, r % 3 == 0 ? 1e4f : 1.0f / (float)(r + 1));
+        for (size_t i = 0; i < bytes && !is_float; i++)
+            in[r][i] = (uint8_t)rnd();
+        src[r] = in[r];
+    }
+    memcpy(want, in[0], bytes);
+    for (uint32_t r = 1; r < k; r++)
+        coll_fold(want, want, in[r], N, dt, op);
+    coll_fold_list(got, src, k, N, dt, op);
+    assert_memory_equal(got, want, bytes);
+    if (coll_fold_list_one_pass(dt, op)) {  /* the output is one of the inputs */
+        coll_fold_list(in[k - 1], src, k, N, dt, op);
+        assert_memory_equal(in[k - 1], want, bytes);
+    }
+    for (uint32_t r = 0; r < k; r++)
+        free(in[r]);
+    free(want);
+    free(got);
+}
+
+static void test_fold_list(void **state)
+{
+    (void)state;
+    static const uint32_t ks[] = {1, 2, 3, 16};
+    for (size_t t = 0; t < sizeof float_types / sizeof float_types[0]; t++)
+        for (uint32_t op = 0; op <= COLL_OP_FMA; op++)
+            for (size_t j = 0; j < 4; j++)
+                check_list(float_types[t], op, ks[j], true);
+    for (size_t t = 0; t < sizeof int_types / sizeof int_types[0]; t++)
+        for (uint32_t op = 0; op <= COLL_OP_FMA; op++)
+            check_list(int_types[t], op, 5, false);
+}
+
 static void test_names(void **state)
 {
     (void)state;
@@ -176,6 +223,7 @@ int main(void)
         cmocka_unit_test(test_ints),
         cmocka_unit_test(test_specials),
         cmocka_unit_test(test_bf16_per_step),
+        cmocka_unit_test(test_fold_list),
         cmocka_unit_test(test_names),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
