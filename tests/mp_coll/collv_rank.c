@@ -18,6 +18,9 @@
  *                     input; outputs and metadata checked, run twice; then
  *                     a send count larger than its receiver's slot: the
  *                     execution fails on every rank
+ *   collv_rank example NEFF
+ *                     the same checks on examples/moe_a2av.s (4 ranks),
+ *                     whose metadata goes through SBUF
  * Exit status 0 when every check held; each failed check prints one line.
  */
 #include <inttypes.h>
@@ -304,15 +307,42 @@ static void reset_outputs(nrt_tensor_t *ta, nrt_tensor_t *tg)
     free(f);
 }
 
-static int run_neff(void)
+/* The bytes of file path (malloc'd), or NULL. */
+static void *read_file(const char *path, size_t *size)
 {
-    void *neff;
+    FILE *f = fopen(path, "rb");
+    void *p = NULL;
+    long n = -1;
+    if (f != NULL && fseek(f, 0, SEEK_END) == 0 && (n = ftell(f)) > 0 && fseek(f, 0, SEEK_SET) == 0)
+        p = malloc((size_t)n);
+    if (p != NULL && fread(p, 1, (size_t)n, f) != (size_t)n) {
+        free(p);
+        p = NULL;
+    }
+    if (f != NULL)
+        fclose(f);
+    *size = p != NULL ? (size_t)n : 0;
+    CHECK(p != NULL, "cannot read %s", path);
+    return p;
+}
+
+/* The kernel built here (path NULL) or the NEFF at path. */
+static int run_neff(const char *path)
+{
+    void *neff = NULL;
     size_t size;
-    if (build_kernel(&neff, &size) != NRT_SUCCESS)
+    if (path == NULL && build_kernel(&neff, &size) != NRT_SUCCESS)
         return 1;
+    if (path != NULL && (world != 4 || (neff = read_file(path, &size)) == NULL)) {
+        CHECK(world == 4, "the example NEFF is for 4 ranks");
+        return 1;
+    }
     nrt_model_t *m = NULL;
     NRT_STATUS st = nrt_load_collectives(neff, size, 0, -1, rank, world, &m);
-    trnemu_kernel_buffer_free(neff);
+    if (path == NULL)
+        trnemu_kernel_buffer_free(neff);
+    else
+        free(neff);
     CHECK(st == NRT_SUCCESS, "nrt_load_collectives: %d", (int)st);
     if (st != NRT_SUCCESS)
         return 1;
@@ -355,7 +385,7 @@ static int run_neff(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: collv_rank host|neff\n");
+        fprintf(stderr, "usage: collv_rank host|neff|example NEFF\n");
         return 2;
     }
     rank = env_u32("RANK", 0);
@@ -365,9 +395,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "collv_rank %u: nrt_init: %d\n", rank, (int)st);
         return 1;
     }
-    int rc = strcmp(argv[1], "host") == 0   ? run_host()
-             : strcmp(argv[1], "neff") == 0 ? run_neff()
-                                            : 2;
+    const char *c = argv[1];
+    int rc = strcmp(c, "host") == 0                 ? run_host()
+             : strcmp(c, "neff") == 0               ? run_neff(NULL)
+             : strcmp(c, "example") == 0 && argc > 2 ? run_neff(argv[2])
+                                                     : 2;
     nrt_close();
     return rc != 0 ? rc : fails != 0;
 }
