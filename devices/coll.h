@@ -144,6 +144,9 @@ struct coll_vargs {
 NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a);
 /* The same from the host (trnemu_all_to_all_v, trnemu_all_gather_v). */
 NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a);
+/* Free the staging memory kept for the communicators (nrt_close, after
+ * coll_comm_release_all). */
+void coll_v_release_all(void);
 
 /* ---- point to point between processes (coll_p2p.c) ---------------------------
  * LNCs are machine-wide VNC ids; side 0 sends, 1 receives. Statuses as the

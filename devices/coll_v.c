@@ -18,11 +18,16 @@
  *     elements), moved by one all-to-all (n x M per rank) or all-gather (M
  *     per rank) of bytes, then each received chunk copied to its place. The
  *     padding costs link traffic and host memory; the result is exact, and
- *     the step is skipped when every count is zero.
+ *     the step is skipped when every count is zero. When every chunk has
+ *     the same size and sits in equal slots on both sides, the operation
+ *     runs on the caller's buffers instead, with no staging.
  * The input is packed before any output is written, so input and output
- * may overlap.
+ * may overlap. The staging memory of a communicator is kept from one
+ * operation to the next (a fresh allocation of megabytes would cost a page
+ * fault per 4 KiB every time) and freed at nrt_close (coll_v_release_all).
  */
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -32,6 +37,19 @@
 
 #define COLLV_TAG 0x564c4f43u  /* "COLV": a v-collective's record */
 #define COLLV_HEAD 4u          /* words before the arrays: tag, kind/dtype, ok, ranks */
+
+#define COLLV_STAGES 16u       /* communicators whose staging memory is kept */
+
+/* Staging memory kept for one communicator. */
+struct collv_stage {
+    const struct coll_comm *c; /* its communicator, NULL: free entry */
+    uint8_t *buf;              /* the memory */
+    uint64_t cap;              /* its bytes */
+    bool busy;                 /* lent to an operation under way */
+};
+
+static pthread_mutex_t collv_lock = PTHREAD_MUTEX_INITIALIZER; /* guards collv_stages */
+static struct collv_stage collv_stages[COLLV_STAGES];
 
 /* What one rank runs, as the verdict needs it. */
 struct collv_plan {
@@ -207,6 +225,66 @@ static uint64_t collv_chunk(const struct collv_plan *p, uint32_t s, uint32_t r)
     return p->table[s * p->words + COLLV_HEAD + r];
 }
 
+/* The entry kept for c (taken, busy) or a free one (claimed); NULL when
+ * all are taken or c's is lent already. Caller holds collv_lock. */
+static struct collv_stage *collv_stage_find(const struct coll_comm *c)
+{
+    struct collv_stage *spare = NULL;
+    for (uint32_t i = 0; i < COLLV_STAGES; i++) {
+        if (collv_stages[i].c == c)
+            return collv_stages[i].busy ? NULL : &collv_stages[i];
+        if (collv_stages[i].c == NULL && spare == NULL)
+            spare = &collv_stages[i];
+    }
+    if (spare != NULL)
+        spare->c = c;
+    return spare;
+}
+
+/* Staging memory of at least bytes for an operation on c (*kept: it is the
+ * communicator's kept memory, give it back with collv_stage_put), or NULL. */
+static uint8_t *collv_stage_get(const struct coll_comm *c, uint64_t bytes, bool *kept)
+{
+    pthread_mutex_lock(&collv_lock);
+    struct collv_stage *e = collv_stage_find(c);
+    if (e != NULL && e->cap < bytes) {
+        uint8_t *p = realloc(e->buf, bytes);
+        if (p != NULL) {
+            e->buf = p;
+            e->cap = bytes;
+        }
+    }
+    uint8_t *buf = e != NULL && e->cap >= bytes ? e->buf : NULL;
+    if (buf != NULL)
+        e->busy = true;
+    pthread_mutex_unlock(&collv_lock);
+    *kept = buf != NULL;
+    return buf != NULL ? buf : malloc(bytes);
+}
+
+static void collv_stage_put(const struct coll_comm *c, uint8_t *buf, bool kept)
+{
+    if (!kept) {
+        free(buf);
+        return;
+    }
+    pthread_mutex_lock(&collv_lock);
+    for (uint32_t i = 0; i < COLLV_STAGES; i++)
+        if (collv_stages[i].c == c)
+            collv_stages[i].busy = false;
+    pthread_mutex_unlock(&collv_lock);
+}
+
+void coll_v_release_all(void)
+{
+    pthread_mutex_lock(&collv_lock);
+    for (uint32_t i = 0; i < COLLV_STAGES; i++) {
+        free(collv_stages[i].buf);
+        collv_stages[i] = (struct collv_stage){NULL, NULL, 0, false};
+    }
+    pthread_mutex_unlock(&collv_lock);
+}
+
 /* Step 2: pack this rank's chunks into slots of max_chunk elements (one per
  * destination for all_to_all_v, one for all_gather_v), move them, unpack. */
 static NRT_STATUS collv_move(struct coll_comm *c, const struct collv_plan *p)
@@ -214,19 +292,18 @@ static NRT_STATUS collv_move(struct coll_comm *c, const struct collv_plan *p)
     const struct coll_vargs *a = p->a;
     bool a2a = a->kind == CORE_COLL_V_ALL_TO_ALL;
     uint64_t slot = p->max_chunk * p->esize, nout = a2a ? p->n : 1;
-    uint8_t *send = malloc(slot * nout), *recv = malloc(slot * p->n);
-    if (send == NULL || recv == NULL) {
-        free(send);
-        free(recv);
+    bool kept;
+    uint8_t *send = collv_stage_get(c, slot * (nout + p->n), &kept);
+    if (send == NULL) {
         LOG_ERROR("NCCL", "rank %u: no host memory to stage %" PRIu64 " bytes of %s", p->me,
                   slot * (nout + p->n), collv_name(a->kind));
         return NRT_RESOURCE;
     }
-    for (uint32_t r = 0; r < nout; r++) {
+    uint8_t *recv = send + slot * nout;
+    for (uint32_t r = 0; r < nout; r++) {  /* the padding after each chunk is never read */
         uint64_t k = collv_send_count(p, r) * p->esize;
         if (k > 0)
             memcpy(send + r * slot, (const uint8_t *)a->src + collv_send_displ(p, r) * p->esize, k);
-        memset(send + r * slot + k, 0, slot - k);
     }
     struct coll_args m = {.kind = a2a ? CORE_COLL_ALL_TO_ALL : CORE_COLL_ALL_GATHER,
                           .dtype = NUM_DT_UINT8, .src = send, .count = slot * nout, .dst = recv,
@@ -237,9 +314,53 @@ static NRT_STATUS collv_move(struct coll_comm *c, const struct collv_plan *p)
         if (k > 0)
             memcpy((uint8_t *)a->dst + collv_recv_displ(p, s) * p->esize, recv + s * slot, k);
     }
-    free(send);
-    free(recv);
+    collv_stage_put(c, send, kept);
     return st;
+}
+
+/* Does [a, a + an) meet [b, b + bn)? */
+static bool collv_meet(const uint8_t *a, uint64_t an, const uint8_t *b, uint64_t bn)
+{
+    return an > 0 && bn > 0 && a < b + bn && b < a + an;
+}
+
+/* Every chunk max_chunk long, at r * max_chunk on both sides (this rank's
+ * sends and receives: the verdict made every sender's count max_chunk)?
+ * Then the data need no staging: the ordinary operation runs on the
+ * caller's buffers. Every rank decides the same, since every count is known
+ * to all. */
+static bool collv_uniform(const struct collv_plan *p)
+{
+    uint64_t m = p->max_chunk;
+    for (uint32_t s = 0; s < p->n; s++)
+        for (uint32_t r = 0; r < p->n; r++)
+            if (collv_chunk(p, s, r) != m)
+                return false;
+    bool a2a = p->a->kind == CORE_COLL_V_ALL_TO_ALL;
+    for (uint32_t r = 0; r < p->n; r++)
+        if ((a2a && collv_send_displ(p, r) != r * m) || collv_recv_displ(p, r) != r * m)
+            return false;
+    return true;
+}
+
+/* The uniform case: one all-to-all (src to dst as they are) or all-gather
+ * (this rank's chunk into dst), unless the all-gather's input overlaps the
+ * output other than at its own slot. NRT_SUCCESS with *done false: stage. */
+static NRT_STATUS collv_direct(struct coll_comm *c, const struct collv_plan *p, bool *done)
+{
+    const struct coll_vargs *a = p->a;
+    uint64_t m = p->max_chunk * p->esize;
+    const uint8_t *src = (const uint8_t *)a->src + collv_send_displ(p, 0) * p->esize;
+    uint8_t *dst = a->dst;
+    bool a2a = a->kind == CORE_COLL_V_ALL_TO_ALL;
+    *done = collv_uniform(p) &&
+            (a2a || src == dst + p->me * m || !collv_meet(src, m, dst, m * p->n));
+    if (!*done)
+        return NRT_SUCCESS;
+    struct coll_args g = {.kind = a2a ? CORE_COLL_ALL_TO_ALL : CORE_COLL_ALL_GATHER,
+                          .dtype = NUM_DT_UINT8, .src = src, .count = a2a ? m * p->n : m,
+                          .dst = dst, .deadline_ns = a->deadline_ns};
+    return coll_run(c, &g);
 }
 
 /* The own chunk when no other rank sends anything (no data step). */
@@ -261,9 +382,12 @@ NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a)
     }
     p.words = COLLV_HEAD + 3ull * p.n;
     NRT_STATUS st = collv_agree(c, &p);
+    bool done = false;
     if (st == NRT_SUCCESS && p.cross)
+        st = collv_direct(c, &p, &done);
+    if (st == NRT_SUCCESS && p.cross && !done)
         st = collv_move(c, &p);
-    else if (st == NRT_SUCCESS)
+    else if (st == NRT_SUCCESS && !p.cross)
         collv_self(&p);
     for (uint32_t s = 0; st == NRT_SUCCESS && a->recv_counts_out != NULL && s < p.n; s++)
         a->recv_counts_out[s] = collv_chunk(&p, s, p.me);

@@ -11,7 +11,8 @@
  *                     scattered offsets; results against a reference
  *                     computed here; then sizes that disagree between two
  *                     ranks: NRT_INVALID on every rank, and the next
- *                     collective still works
+ *                     collective still works; equal sizes in equal slots
+ *                     (no staging), the all-gather in place
  *   collv_rank neff   a kernel with all_to_all_v (equal slots, received
  *                     counts written back) and all_gather_v (receive
  *                     displacements, counts known) whose metadata is an
@@ -157,6 +158,39 @@ static NRT_STATUS host_ag(void)
     return st;
 }
 
+/* Equal sizes in equal slots (the unstaged path): both operations, the
+ * all-gather with its input in its own slot of the output. */
+static void host_uniform(void)
+{
+    enum { M = 1000 };
+    uint32_t n = world;
+    uint64_t *l = calloc(2 * n, 8);
+    for (uint32_t r = 0; r < n; r++) {
+        l[r] = M;
+        l[n + r] = (uint64_t)r * M;
+    }
+    uint8_t *in = malloc((size_t)M * n), *out = malloc((size_t)M * n);
+    for (uint32_t i = 0; i < M * n; i++)
+        in[i] = in_byte(rank, i);
+    NRT_STATUS st = trnemu_all_to_all_v(0, rank, n, in, l, out, l);
+    uint64_t bad = 0;
+    for (uint32_t i = 0; st == NRT_SUCCESS && i < M * n; i++)  /* slot s: sender s's block `rank` */
+        bad += out[i] != in_byte(i / M, (uint64_t)rank * M + i % M);
+    CHECK(st == NRT_SUCCESS && bad == 0, "uniform trnemu_all_to_all_v: status %d, %" PRIu64
+          " bytes wrong", (int)st, bad);
+    for (uint32_t i = 0; i < M; i++)
+        out[(size_t)rank * M + i] = in_byte(rank, i);
+    st = trnemu_all_gather_v(0, rank, n, out + (size_t)rank * M, M, out, l);
+    bad = 0;
+    for (uint32_t i = 0; st == NRT_SUCCESS && i < M * n; i++)
+        bad += out[i] != in_byte(i / M, i % M);
+    CHECK(st == NRT_SUCCESS && bad == 0, "uniform in-place trnemu_all_gather_v: status %d, %"
+          PRIu64 " bytes wrong", (int)st, bad);
+    free(in);
+    free(out);
+    free(l);
+}
+
 static int run_host(void)
 {
     CHECK(nrt_build_global_comm(0, rank, world) == NRT_SUCCESS, "nrt_build_global_comm");
@@ -165,6 +199,7 @@ static int run_host(void)
         CHECK(st == NRT_SUCCESS, "trnemu_all_to_all_v #%d: %d", round, (int)st);
         st = host_ag();
         CHECK(st == NRT_SUCCESS, "trnemu_all_gather_v #%d: %d", round, (int)st);
+        host_uniform();
     }
     /* rank 0 expects one byte more from the last rank than it sends */
     NRT_STATUS st = host_a2a(rank == 0 ? (int32_t)world - 1 : -1);
