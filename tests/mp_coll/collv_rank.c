@@ -12,7 +12,8 @@
  *                     computed here; then sizes that disagree between two
  *                     ranks: NRT_INVALID on every rank, and the next
  *                     collective still works; equal sizes in equal slots
- *                     (no staging), the all-gather in place
+ *                     (no staging), the all-gather in place;
+ *                     every size zero; each rank sending only to itself
  *   collv_rank neff   a kernel with all_to_all_v (equal slots, received
  *                     counts written back) and all_gather_v (receive
  *                     displacements, counts known) whose metadata is an
@@ -191,6 +192,39 @@ static void host_uniform(void)
     free(l);
 }
 
+/* Every size zero (nothing moves, the output keeps its bytes), then each
+ * rank sending only to itself (no data step: a local copy). */
+static void host_zero_and_self(void)
+{
+    uint32_t n = world;
+    uint64_t *l = calloc(2 * n, 8);
+    uint8_t in[64], out[64];
+    for (uint32_t i = 0; i < 64; i++)
+        in[i] = in_byte(rank, i);
+    memset(out, 0xee, sizeof out);
+    NRT_STATUS st = trnemu_all_to_all_v(0, rank, n, in, l, out, l);
+    uint32_t bad = 0;
+    for (uint32_t i = 0; i < 64; i++)
+        bad += out[i] != 0xee;
+    CHECK(st == NRT_SUCCESS && bad == 0, "all-zero trnemu_all_to_all_v: status %d, %u bytes "
+          "changed", (int)st, bad);
+    st = trnemu_all_gather_v(0, rank, n, NULL, 0, out, l);
+    CHECK(st == NRT_SUCCESS, "all-zero trnemu_all_gather_v: status %d", (int)st);
+    l[rank] = 17;  /* 17 bytes to itself, from offset 5, landing at offset 40 */
+    l[n + rank] = 5;
+    uint64_t *rl = calloc(2 * n, 8);
+    rl[rank] = 17;
+    rl[n + rank] = 40;
+    st = trnemu_all_to_all_v(0, rank, n, in, l, out, rl);
+    bad = 0;
+    for (uint32_t i = 0; i < 64; i++)
+        bad += out[i] != (i >= 40 && i < 57 ? in_byte(rank, i - 35) : 0xee);
+    CHECK(st == NRT_SUCCESS && bad == 0, "self-only trnemu_all_to_all_v: status %d, %u bytes "
+          "wrong", (int)st, bad);
+    free(l);
+    free(rl);
+}
+
 static int run_host(void)
 {
     CHECK(nrt_build_global_comm(0, rank, world) == NRT_SUCCESS, "nrt_build_global_comm");
@@ -200,6 +234,7 @@ static int run_host(void)
         st = host_ag();
         CHECK(st == NRT_SUCCESS, "trnemu_all_gather_v #%d: %d", round, (int)st);
         host_uniform();
+        host_zero_and_self();
     }
     /* rank 0 expects one byte more from the last rank than it sends */
     NRT_STATUS st = host_a2a(rank == 0 ? (int32_t)world - 1 : -1);
