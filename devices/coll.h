@@ -96,6 +96,8 @@ const char *coll_kind_name(enum core_coll_kind kind);
 /* ---- from the host, outside any NEFF (coll_host.c) ---------------------------
  * vnc is the caller's local VNC; rank/world its global device id and count.
  * Callers hold rt_enter(). */
+/* The communicator of rank of world on local VNC vnc (joined on first use). */
+NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world, struct coll_comm **out);
 NRT_STATUS coll_host_join(int32_t vnc, uint32_t rank, uint32_t world);
 NRT_STATUS coll_host_barrier(int32_t vnc, uint32_t rank, uint32_t world);
 NRT_STATUS coll_host_all_gather(int32_t vnc, uint32_t rank, uint32_t world, uint64_t bytes,
@@ -114,6 +116,37 @@ bool coll_cc_is_live(const nrt_cc_context_t *x);
 void coll_cc_free(nrt_cc_context_t *x);
 /* Free every prepared context never scheduled (nrt_close). */
 void coll_cc_free_all(void);
+
+/* ---- variable-count collectives (coll_v.c) ----------------------------------
+ * all_to_all_v and all_gather_v over every rank of a communicator. Counts and
+ * offsets are in elements of dtype; arrays have one entry per rank, except
+ * all_gather_v's send_counts and send_displs (one entry: the chunk every
+ * rank gets). Statuses as coll_run's; ranks whose counts disagree (a sender's
+ * count against the receiver's expected count or room) fail with
+ * NRT_INVALID on every rank, one log line each, before any data moves. */
+struct coll_vargs {
+    enum core_coll_vkind kind;    /* all_to_all_v or all_gather_v */
+    uint32_t dtype;               /* element type (nrt_dtype_t value) */
+    const void *src;              /* this rank's input */
+    uint64_t src_count;           /* elements in src */
+    void *dst;                    /* output; elements no chunk lands on keep their value */
+    uint64_t dst_count;           /* elements in dst */
+    const uint64_t *send_counts;  /* elements sent to each rank */
+    const uint64_t *send_displs;  /* their offsets in src; NULL: rank r's at r * (src_count / n)
+                                     (all_gather_v: 0) */
+    const uint64_t *recv_counts;  /* elements expected from each rank; NULL: any that fits */
+    const uint64_t *recv_displs;  /* offsets in dst; NULL: rank s's at s * (dst_count / n),
+                                     with dst_count / n elements of room */
+    uint64_t *recv_counts_out;    /* out: elements received from each rank; NULL: not wanted */
+    uint64_t deadline_ns;         /* CLOCK_MONOTONIC deadline; 0: coll_deadline() */
+};
+/* Run one on this rank (two operations of the communicator: coll_v.c). */
+NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a);
+/* The same from the host (trnemu_all_to_all_v, trnemu_all_gather_v). */
+NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a);
+/* Free the staging memory kept for the communicators (nrt_close, after
+ * coll_comm_release_all). */
+void coll_v_release_all(void);
 
 /* ---- point to point between processes (coll_p2p.c) ---------------------------
  * LNCs are machine-wide VNC ids; side 0 sends, 1 receives. Statuses as the

@@ -41,9 +41,7 @@ struct nrt_cc_context {
 static pthread_mutex_t coll_cc_lock = PTHREAD_MUTEX_INITIALIZER; /* guards coll_cc_live */
 static struct nrt_cc_context *coll_cc_live;  /* prepared, not yet freed */
 
-/* The communicator of rank of world on local VNC vnc (joining on first use). */
-static NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world,
-                                 struct coll_comm **out)
+NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world, struct coll_comm **out)
 {
     struct machine *m = rt_machine();
     int g = machine_vnc_global(m, vnc);

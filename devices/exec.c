@@ -389,6 +389,24 @@ static emu_status exec_coll_run(void *user, const struct core_coll_call *call, c
     return emu_status_of(st);
 }
 
+static emu_status exec_coll_run_v(void *user, const struct core_coll_vcall *call, char *err,
+                                  size_t cap)
+{
+    struct exec_coll *ec = user;
+    NRT_STATUS st = exec_coll_comm(ec, err, cap);
+    if (st != NRT_SUCCESS)
+        return emu_status_of(st);
+    struct coll_vargs a = {call->kind, call->dtype, call->src, call->src_count, call->dst,
+                           call->dst_count, call->send_counts, call->send_displs, NULL,
+                           call->recv_displs, call->recv_counts, ec->deadline_ns};
+    st = coll_v_run(ec->comm, &a);
+    if (st != NRT_SUCCESS)
+        snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
+                 call->kind == CORE_COLL_V_ALL_TO_ALL ? "all_to_all_v" : "all_gather_v",
+                 coll_comm_rank(ec->comm), coll_comm_world(ec->comm), (int)st);
+    return emu_status_of(st);
+}
+
 static uint32_t exec_coll_group_size(void *user, uint32_t group)
 {
     struct exec_coll *ec = user;
@@ -426,7 +444,7 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     ec->lnc.ncores = m->nsgs;
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
         ec->iface[s] = (struct core_coll){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
-                                           exec_coll_group_size};
+                                           exec_coll_group_size, exec_coll_run_v};
         m->sgs[s].prog.coll = &ec->iface[s];
     }
 }

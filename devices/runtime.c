@@ -139,6 +139,7 @@ void rt_close(void)
     model_destroy_all();
     tensor_destroy_all();
     coll_comm_release_all();   /* no execution is under way any more */
+    coll_v_release_all();
     machine_destroy(rt_mach);
     rt_mach = NULL;
     pthread_rwlock_unlock(&rt_gate);

@@ -1,7 +1,9 @@
 /*
  * nrt_collectives.c: the collective-communication entry points: global
- * communicators, barrier, all-gather, prepared collectives. The work is in
- * devices/coll_host.c; docs/collectives.md describes the behaviour.
+ * communicators, barrier, all-gather, prepared collectives, and trnemu's
+ * variable-size all-to-all and all-gather. The work is in
+ * devices/coll_host.c and devices/coll_v.c; docs/collectives.md describes
+ * the behaviour.
  *
  * Statuses: NRT_SUCCESS; NRT_INVALID for bad arguments (one log line) or
  * ranks that disagree on the operation; NRT_TIMEOUT when a rank does not
@@ -16,6 +18,7 @@
 #include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
+#include "trnemu/trnemu.h"
 
 NRT_STATUS nrt_all_gather_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
                                      uint32_t rank_input_size, void *input, void *output)
@@ -28,6 +31,43 @@ NRT_STATUS nrt_all_gather_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_dev
     SHIM_ENTER();
     NRT_STATUS st = coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
                                          input, output);
+    rt_leave();
+    return st;
+}
+
+NRT_STATUS trnemu_all_to_all_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                                    const void *input, const uint64_t *send_layout,
+                                    void *output, const uint64_t *recv_layout)
+{
+    SHIM_GATE_FIRST();
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_REQUIRE(send_layout != NULL && recv_layout != NULL, "send_layout or recv_layout is NULL");
+    SHIM_ENTER();
+    uint32_t n = g_device_count;
+    struct coll_vargs a = {CORE_COLL_V_ALL_TO_ALL, NRT_DTYPE_UINT8, input,
+                           trnemu_coll_v_extent(send_layout, n), output,
+                           trnemu_coll_v_extent(recv_layout, n), send_layout, send_layout + n,
+                           recv_layout, recv_layout + n, NULL, 0};
+    NRT_STATUS st = coll_host_v(vnc, g_device_id, n, &a);
+    rt_leave();
+    return st;
+}
+
+NRT_STATUS trnemu_all_gather_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                                    const void *input, uint64_t input_size, void *output,
+                                    const uint64_t *recv_layout)
+{
+    SHIM_GATE_FIRST();
+    SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
+                 "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
+    SHIM_REQUIRE(recv_layout != NULL, "recv_layout is NULL");
+    SHIM_ENTER();
+    uint32_t n = g_device_count;
+    struct coll_vargs a = {CORE_COLL_V_ALL_GATHER, NRT_DTYPE_UINT8, input, input_size, output,
+                           trnemu_coll_v_extent(recv_layout, n), &input_size, NULL, recv_layout,
+                           recv_layout + n, NULL, 0};
+    NRT_STATUS st = coll_host_v(vnc, g_device_id, n, &a);
     rt_leave();
     return st;
 }

@@ -60,6 +60,46 @@ NRT_STATUS trnemu_snapshot_restore(const char *path, int64_t id);
  * process; NULL when there is none (or it has been freed since). */
 void *trnemu_snapshot_lookup(uint64_t old_handle);
 
+/* Variable-size collectives from the host, outside any NEFF (the vendor
+ * runtime runs AllToAllV / AllGatherV inside compiled models, but has no
+ * host entry point or nrt_cc_op_type_t value for them). Arguments as
+ * nrt_all_gather's: vnc the caller's VNC, g_device_id / g_device_count its
+ * rank and the number of ranks; every rank calls.
+ *
+ * A layout is 2 x g_device_count uint64 entries: block sizes in bytes
+ * (entry r for rank r), then block offsets in bytes. A buffer must hold
+ * every block of its layout (trnemu_coll_v_extent bytes).
+ *
+ * trnemu_all_to_all_v: block r of send_layout (in input) goes to rank r;
+ * block s of recv_layout (in output) receives rank s's block.
+ * trnemu_all_gather_v: the whole input (input_size bytes) goes to every
+ * rank; block s of recv_layout receives rank s's.
+ * A receive block's size must equal what its sender sends. Output bytes no
+ * block covers keep their value; input and output may overlap.
+ * NRT_INVALID with one log line on every rank when a sender's size differs
+ * from its receiver's (no data moves then, and the ranks may go on); other
+ * statuses as nrt_all_gather's. */
+NRT_STATUS trnemu_all_to_all_v(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                               const void *input, const uint64_t *send_layout, void *output,
+                               const uint64_t *recv_layout);
+NRT_STATUS trnemu_all_gather_v(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
+                               const void *input, uint64_t input_size, void *output,
+                               const uint64_t *recv_layout);
+
+/* Bytes a buffer needs for a layout of n blocks: the largest offset + size
+ * (0 for NULL; UINT64_MAX when one overflows). */
+static inline uint64_t trnemu_coll_v_extent(const uint64_t *layout, uint32_t n)
+{
+    uint64_t end = 0;
+    for (uint32_t r = 0; layout != NULL && r < n; r++) {
+        uint64_t e = layout[n + r] + layout[r];
+        if (e < layout[r])
+            return UINT64_MAX;
+        end = e > end ? e : end;
+    }
+    return end;
+}
+
 #ifdef __cplusplus
 }
 #endif

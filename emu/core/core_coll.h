@@ -9,7 +9,8 @@
  * complete on this rank or has failed. Instructions between the physical
  * cores of one logical core (core_barrier, sendrecv) use the core_lnc
  * state that every core of one run shares; their semantics live in
- * emu/engines/exec_coll.c.
+ * emu/engines/exec_coll.c. The variable-count collectives (all_to_all_v,
+ * all_gather_v) hand a core_coll_vcall to iface->run_v instead.
  */
 #ifndef TRNEMU_EMU_COLL_IFACE_H
 #define TRNEMU_EMU_COLL_IFACE_H
@@ -46,6 +47,30 @@ struct core_coll_call {
     uint64_t dst_count;  /* elements dst holds */
     uint32_t send_to;    /* permute: rank in the group to send to */
     uint32_t recv_from;  /* permute: rank in the group to receive from */
+};
+
+/* A variable-count collective (values shared with devices/coll.h). */
+enum core_coll_vkind {
+    CORE_COLL_V_ALL_TO_ALL = 1,  /* send_counts[r] elements from send_displs[r] go to rank r */
+    CORE_COLL_V_ALL_GATHER = 2,  /* one chunk of send_counts[0] elements goes to every rank */
+};
+
+/* One variable-count operation of one rank: contiguous buffers, counts and
+ * offsets in elements, arrays of one entry per rank of the group (all_gather_v:
+ * send_counts and send_displs have one entry). */
+struct core_coll_vcall {
+    enum core_coll_vkind kind;   /* what to do */
+    uint32_t group;              /* replica group (0: every rank) */
+    uint32_t dtype;              /* element type (nrt_dtype_t value) */
+    const void *src;             /* this rank's input */
+    uint64_t src_count;          /* elements in src */
+    void *dst;                   /* output; elements no chunk lands on keep their value */
+    uint64_t dst_count;          /* elements in dst */
+    const uint64_t *send_counts; /* elements sent to each rank */
+    const uint64_t *send_displs; /* where in src each of those chunks starts */
+    const uint64_t *recv_displs; /* where in dst the chunk of each rank lands; NULL: rank s
+                                    at s * (dst_count / ranks) */
+    uint64_t *recv_counts;       /* out: elements received from each rank; NULL: not wanted */
 };
 
 /* Posted half of a sendrecv between the cores of one logical core. */
@@ -85,6 +110,10 @@ struct core_coll {
     void *(*scratch)(void *user, uint32_t slot, uint64_t bytes);
     /* Ranks in replica group `group`, 0 for a group that does not exist. */
     uint32_t (*group_size)(void *user, uint32_t group);
+    /* Run one variable-count operation to completion on this rank (as run;
+     * NULL: the runner has none). */
+    emu_status (*run_v)(void *user, const struct core_coll_vcall *call, char *err,
+                        size_t err_cap);
 };
 
 #endif

@@ -60,6 +60,8 @@ static bool cost_is_dma(unsigned op)
     case ISA_OP_reduce_scatter:
     case ISA_OP_all_to_all:
     case ISA_OP_permute:
+    case ISA_OP_all_to_all_v:
+    case ISA_OP_all_gather_v:
         return true;
     default:
         return false;

@@ -2,7 +2,8 @@
  * exec_coll.c: semantics of the instructions between cores: sendrecv and
  * core_barrier between the physical cores of one logical core, and the
  * collectives between ranks (all_reduce, all_gather, reduce_scatter,
- * all_to_all, permute).
+ * all_to_all, permute, and the variable-count all_to_all_v and
+ * all_gather_v).
  *
  * Collectives bind src and dst, check that they hold the same dtype and
  * the element counts the operation needs for the group's size, stage a
@@ -22,12 +23,15 @@
 
 #include "emu/core/core_coll.h"
 #include "emu/engines/dma_xfer.h"
+#include "emu/num/numerics.h"
 
 #define XCOLL_SLOT_DST 0
 #define XCOLL_SLOT_SRC 1
 #define XCOLL_SCRATCH_DST 0   /* staging of a non-contiguous dst */
 #define XCOLL_SCRATCH_SRC 1   /* staging of a non-contiguous (or overlapping) src */
 #define XCOLL_SCRATCH_SEND 2  /* + core index: a posted sendrecv's data */
+#define XCOLL_SLOT_META 2
+#define XCOLL_SCRATCH_META 6  /* a v-collective's metadata, and its counts widened */
 
 /* ---- contiguous staging ------------------------------------------------------ */
 
@@ -217,6 +221,171 @@ emu_status isa_exec_all_to_all(struct isa_exec_ctx *ctx, const struct isa_insn *
 emu_status isa_exec_permute(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     return xcoll_cross(ctx, insn, CORE_COLL_PERMUTE);
+}
+
+/* ---- variable-count collectives ------------------------------------------------ */
+
+/* The v-collectives' metadata is a uint32 (or int32) tensor of `rows` rows of
+ * one entry per rank: send counts, send displacements, receive counts
+ * (written back unless recv_counts_known), and with has_rdispls receive
+ * displacements. Counts and displacements are in elements of src / dst. */
+#define XCOLL_V_SEND_COUNTS 0
+#define XCOLL_V_SEND_DISPLS 1
+#define XCOLL_V_RECV_COUNTS 2
+#define XCOLL_V_RECV_DISPLS 3
+
+static const char *xcoll_v_name(enum core_coll_vkind kind)
+{
+    return kind == CORE_COLL_V_ALL_TO_ALL ? "all_to_all_v" : "all_gather_v";
+}
+
+/* Is the machine one the operation exists on? NeuronCore-v3 and later
+ * (Trn2, Trn3); receive displacements for all_to_all_v on NeuronCore-v4 only. */
+static emu_status xcoll_v_gen(struct isa_exec_ctx *ctx, enum core_coll_vkind kind, bool rdispls)
+{
+    uint32_t gen = ctx->core->gen;
+    if (gen < 3)
+        return core_fail(ctx, EMU_EXEC_ERR, "%s needs NeuronCore-v3 or later (Trn2, Trn3); "
+                         "this core is NeuronCore-v%u", xcoll_v_name(kind), gen);
+    if (kind == CORE_COLL_V_ALL_TO_ALL && rdispls && gen < 4)
+        return core_fail(ctx, EMU_EXEC_ERR, "all_to_all_v has_rdispls needs NeuronCore-v4 "
+                         "(NeuronSwitch machines); this core is NeuronCore-v%u", gen);
+    return EMU_OK;
+}
+
+/* Bind dst, src and metadata; check the types and the metadata's shape. */
+static emu_status xcoll_v_bind(struct isa_exec_ctx *ctx, enum core_coll_vkind kind, uint32_t n,
+                              uint32_t rows, struct ap_view *dst, struct ap_view *src,
+                              struct ap_view *meta)
+{
+    emu_status s = ap_bind(ctx, XCOLL_SLOT_DST, dst);
+    if (s == EMU_OK)
+        s = ap_bind(ctx, XCOLL_SLOT_SRC, src);
+    if (s == EMU_OK)
+        s = ap_bind(ctx, XCOLL_SLOT_META, meta);
+    if (s != EMU_OK)
+        return s;
+    if (!dma_same_type(dst->dtype, src->dtype))
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: src is %s, dst %s; collectives move elements "
+                         "without converting them", xcoll_v_name(kind),
+                         isa_dtype_name(src->dtype), isa_dtype_name(dst->dtype));
+    uint64_t have = (uint64_t)meta->rows * meta->elems;
+    if ((meta->dtype != NUM_DT_UINT32 && meta->dtype != NUM_DT_INT32) ||
+        have != (uint64_t)rows * n)
+        return core_fail(ctx, EMU_EXEC_ERR, "%s over %u ranks: metadata is %" PRIu64 " %s; "
+                         "it needs %u rows of %u u32 (%s)", xcoll_v_name(kind), n, have,
+                         isa_dtype_name(meta->dtype), rows, n,
+                         rows == 4 ? "has_rdispls" : "no has_rdispls");
+    return EMU_OK;
+}
+
+/* The metadata words, contiguous in scratch, followed by four arrays of n
+ * widened entries (send counts, send displacements, receive displacements,
+ * receive counts). */
+static emu_status xcoll_v_meta(struct isa_exec_ctx *ctx, const struct ap_view *meta, uint32_t n,
+                              uint32_t rows, uint32_t **words, uint64_t **wide)
+{
+    uint64_t wbytes = ((uint64_t)rows * n * 4 + 7) / 8 * 8;
+    uint64_t bytes = wbytes + 4ull * n * 8;
+    uint8_t *p = xcoll_scratch(ctx, XCOLL_SCRATCH_META, bytes);
+    if (p == NULL)
+        return xcoll_no_memory(ctx, bytes);
+    *words = (uint32_t *)p;
+    *wide = (uint64_t *)(p + wbytes);
+    emu_status s = xcoll_stage(ctx, meta, p, false);
+    if (s != EMU_OK)
+        return s;
+    for (uint32_t r = 0; r < n; r++) {
+        (*wide)[r] = (*words)[XCOLL_V_SEND_COUNTS * n + r];
+        (*wide)[n + r] = (*words)[XCOLL_V_SEND_DISPLS * n + r];
+        (*wide)[2 * n + r] = rows > XCOLL_V_RECV_DISPLS ? (*words)[XCOLL_V_RECV_DISPLS * n + r] : 0;
+        (*wide)[3 * n + r] = 0;
+    }
+    return EMU_OK;
+}
+
+/* Contiguous output holding dst's current elements (a chunk covers only
+ * part of it): dst itself, or a staged copy (*staged set). */
+static emu_status xcoll_v_dst(struct isa_exec_ctx *ctx, const struct ap_view *dst, uint8_t **out,
+                             bool *staged)
+{
+    uint64_t bytes = (uint64_t)dst->rows * dst->elems * dst->esize;
+    *out = xcoll_contig(dst);
+    *staged = *out == NULL;
+    if (!*staged)
+        return EMU_OK;
+    *out = xcoll_scratch(ctx, XCOLL_SCRATCH_DST, bytes);
+    if (*out == NULL)
+        return xcoll_no_memory(ctx, bytes);
+    return xcoll_stage(ctx, dst, *out, false);
+}
+
+/* Write the received counts into row 2 of the metadata. */
+static emu_status xcoll_v_counts_back(struct isa_exec_ctx *ctx, const struct ap_view *meta,
+                                     uint32_t *words, const uint64_t *counts, uint32_t n)
+{
+    for (uint32_t r = 0; r < n; r++)
+        words[XCOLL_V_RECV_COUNTS * n + r] =
+            counts[r] > UINT32_MAX ? UINT32_MAX : (uint32_t)counts[r];
+    return xcoll_stage(ctx, meta, (uint8_t *)words, true);
+}
+
+static emu_status xcoll_v(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                         enum core_coll_vkind kind)
+{
+    const struct core_coll *ci = ctx->prog->coll;
+    uint32_t group = (uint32_t)insn->imm[0].i;
+    bool known = insn->flags & 1u, rdispls = insn->flags >> 1 & 1u;
+    emu_status s = xcoll_v_gen(ctx, kind, rdispls);
+    if (s != EMU_OK)
+        return s;
+    if (ci == NULL || ci->run_v == NULL)
+        return core_fail(ctx, EMU_EXEC_ERR, "%s: this run has no other ranks to talk to",
+                         xcoll_v_name(kind));
+    uint32_t n = ci->group_size != NULL ? ci->group_size(ci->user, group) : 0;
+    if (n == 0)
+        return core_fail(ctx, EMU_INVALID, "%s: replica group %u has no ranks (load the model "
+                         "with nrt_load_collectives or call nrt_build_global_comm first)",
+                         xcoll_v_name(kind), group);
+    uint32_t rows = rdispls ? 4 : 3;
+    struct ap_view dst, src, meta;
+    uint32_t *words = NULL;
+    uint64_t *w = NULL;
+    s = xcoll_v_bind(ctx, kind, n, rows, &dst, &src, &meta);
+    if (s == EMU_OK)
+        s = xcoll_v_meta(ctx, &meta, n, rows, &words, &w);
+    if (s != EMU_OK)
+        return s;
+    uint8_t *out;
+    bool staged;
+    s = xcoll_v_dst(ctx, &dst, &out, &staged);
+    if (s != EMU_OK)
+        return s;
+    struct core_coll_vcall call = {kind, group, src.dtype, NULL, (uint64_t)src.rows * src.elems,
+                                   out, (uint64_t)dst.rows * dst.elems, w, w + n,
+                                   rdispls ? w + 2 * n : NULL, w + 3 * n};
+    s = xcoll_src_buf(ctx, &src, out, call.dst_count * dst.esize, (const uint8_t **)&call.src);
+    if (s != EMU_OK)
+        return s;
+    char err[200] = "";
+    s = ci->run_v(ci->user, &call, err, sizeof err);
+    if (s != EMU_OK)
+        return core_fail(ctx, s, "%s", err[0] ? err : "the collective failed");
+    if (staged)
+        s = xcoll_stage(ctx, &dst, out, true);
+    if (s == EMU_OK && !known)
+        s = xcoll_v_counts_back(ctx, &meta, words, w + 3 * n, n);
+    return s;
+}
+
+emu_status isa_exec_all_to_all_v(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    return xcoll_v(ctx, insn, CORE_COLL_V_ALL_TO_ALL);
+}
+
+emu_status isa_exec_all_gather_v(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    return xcoll_v(ctx, insn, CORE_COLL_V_ALL_GATHER);
 }
 
 /* ---- between the cores of one logical core ---------------------------------------- */

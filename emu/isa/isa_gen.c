@@ -46,6 +46,17 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
     return false;
 }
 
+/* The variable-count collectives: Trn2 and Trn3 (NeuronCore-v3 and later);
+ * all_to_all_v's receive displacements on NeuronSwitch machines (v4) only. */
+static unsigned gen_coll_v(const struct isa_insn *insn, char *what, size_t cap)
+{
+    if (insn->opcode == ISA_OP_all_to_all_v && (insn->flags & 2u) != 0) {
+        snprintf(what, cap, "all_to_all_v has_rdispls");
+        return 4;
+    }
+    return insn->opcode == ISA_OP_all_to_all_v || insn->opcode == ISA_OP_all_gather_v ? 3 : 2;
+}
+
 unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
 {
     char buf[96];
@@ -65,5 +76,5 @@ unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
     if (gen_v4_form(insn, op, what, cap))
         return 4;
     snprintf(what, cap, "%s", op);
-    return 2;
+    return gen_coll_v(insn, what, cap);
 }

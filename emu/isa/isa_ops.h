@@ -234,6 +234,8 @@ ISA_OP(all_gather, 0x89, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1
 ISA_OP(reduce_scatter, 0x8a, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_INT(group, 0, 0, 65535, 0), ISA_ENUM(op, 0, COLL, add)))
 ISA_OP(all_to_all, 0x8b, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_INT(group, 0, 0, 65535, 0)))
 ISA_OP(permute, 0x8c, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_INT(group, 0, 0, 65535, 0), ISA_INT_REQ(send_to, 1, 0, 65535), ISA_INT_REQ(recv_from, 2, 0, 65535)))
+ISA_OP(all_to_all_v, 0x8d, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_AP(metadata, 2, ISA_DMA_OUT), ISA_INT(group, 0, 0, 65535, 0), ISA_FLAG(recv_counts_known, 0), ISA_FLAG(has_rdispls, 1)))
+ISA_OP(all_gather_v, 0x8e, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_AP(metadata, 2, ISA_DMA_OUT), ISA_INT(group, 0, 0, 65535, 0), ISA_FLAG(recv_counts_known, 0), ISA_FLAG(has_rdispls, 1)))
 
 #ifdef ISA_OPS_UNDEF_ENUM_TYPE
 #undef ISA_ENUM_TYPE

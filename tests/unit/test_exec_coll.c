@@ -2,7 +2,9 @@
  * test_exec_coll.c: the instructions between cores (emu/engines/exec_coll.c),
  * without processes: sendrecv and core_barrier between the two cores of a
  * logical core run by one core_run, and the cross-rank collectives against
- * a stand-in core_coll (operand staging, size checks, status passing).
+ * a stand-in core_coll (operand staging, size checks, status passing), and
+ * the variable-count all_to_all_v / all_gather_v (metadata rows, received
+ * counts written back, generation gates).
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -14,6 +16,7 @@
 #include <cmocka.h>
 
 #include "emu/core/core_coll.h"
+#include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 
@@ -22,13 +25,13 @@ struct pair {
     struct harness *h[2];        /* core 0, core 1 */
     struct core_lnc lnc;         /* what they share */
     struct core_coll iface[2];  /* one per core */
-    uint8_t stage[4][1 << 16];   /* scratch slots */
+    uint8_t stage[8][1 << 16];   /* scratch slots */
 };
 
 static void *fake_scratch(void *user, uint32_t slot, uint64_t bytes)
 {
     struct pair *p = user;
-    return slot < 4 && bytes <= sizeof p->stage[0] ? p->stage[slot] : NULL;
+    return slot < 8 && bytes <= sizeof p->stage[0] ? p->stage[slot] : NULL;
 }
 
 /* A stand-in for the other ranks: a world of 4 ranks whose inputs all equal
@@ -62,6 +65,29 @@ static emu_status fake_run(void *user, const struct core_coll_call *call, char *
     return EMU_OK;
 }
 
+/* The v-collectives in a world of 4 ranks whose inputs and metadata all
+ * equal this one's, this one being rank 0: every rank sends rank 0 the
+ * chunk that this rank's metadata sends to rank 0. */
+static struct core_coll_vcall last_vcall;
+
+static emu_status fake_run_v(void *user, const struct core_coll_vcall *call, char *err,
+                             size_t cap)
+{
+    (void)user;
+    (void)err;
+    (void)cap;
+    last_vcall = *call;
+    const float *s = call->src;
+    float *d = call->dst;
+    uint64_t k = call->send_counts[0], from = call->send_displs[0];
+    for (uint32_t r = 0; r < 4; r++) {
+        uint64_t at = call->recv_displs != NULL ? call->recv_displs[r] : r * (call->dst_count / 4);
+        memcpy(d + at, s + from, k * 4);
+        call->recv_counts[r] = k;
+    }
+    return EMU_OK;
+}
+
 static uint32_t fake_group(void *user, uint32_t group)
 {
     (void)user;
@@ -75,7 +101,8 @@ static int setup(void **state)
     p.lnc.ncores = 2;
     for (uint32_t c = 0; c < 2; c++) {
         p.h[c] = harness_new(3);
-        p.iface[c] = (struct core_coll){&p, c, &p.lnc, fake_run, fake_scratch, fake_group};
+        p.iface[c] = (struct core_coll){&p, c, &p.lnc, fake_run, fake_scratch, fake_group,
+                                        fake_run_v};
         p.h[c]->prog.coll = &p.iface[c];
     }
     fake_status = EMU_OK;
@@ -291,6 +318,116 @@ static void test_cross_failure(void **state)
     h->prog.coll = &p->iface[0];
 }
 
+/* Metadata rows of 4 u32 in SBUF partition 0 at off. */
+static void put_meta(struct harness *h, uint64_t off, const uint32_t *w, uint32_t n)
+{
+    memcpy(harness_sbuf_ptr(h, 0, off), w, n * 4);
+}
+
+static struct isa_insn *add_v(struct harness *h, unsigned op, uint32_t rows, bool known,
+                              bool rdispls)
+{
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, op);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    in->ap[2] = harness_tile(ISA_MEM_SBUF, 0, 1, 16384, NUM_DT_UINT32, rows * 4);
+    in->flags = (uint8_t)((known ? 1u : 0u) | (rdispls ? 2u : 0u));
+    return in;
+}
+
+/* all_to_all_v from staged SBUF rows: chunks land in equal slots, the rest
+ * of dst keeps its value, row 2 receives the counts unless they are known. */
+static void test_v_all_to_all(void **state)
+{
+    struct pair *p = *state;
+    struct harness *h = p->h[0];
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    fill_tile(h, 0, 10);
+    fill_tile(h, 8192, -100);
+    const uint32_t meta[12] = {5, 0, 3, 7, 2, 7, 7, 9, 99, 99, 99, 99};
+    put_meta(h, 16384, meta, 12);
+    add_v(h, ISA_OP_all_to_all_v, 3, false, false);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
+    assert_int_equal(last_vcall.kind, CORE_COLL_V_ALL_TO_ALL);
+    assert_int_equal(last_vcall.src_count, 64);
+    assert_int_equal(last_vcall.dst_count, 64);
+    assert_null(last_vcall.recv_displs);
+    assert_int_equal(last_vcall.send_displs[3], 9);
+    for (uint32_t r = 0; r < 4; r++)  /* slot r = partition r: src elements 2..6 then untouched */
+        for (uint32_t i = 0; i < 16; i++) {
+            float v;
+            memcpy(&v, harness_sbuf_ptr(h, r, 8192 + i * 4), 4);
+            assert_true(v == (i < 5 ? 10 + (float)(2 + i) : -100 + (float)(r * 16 + i)));
+        }
+    uint32_t got[12];
+    memcpy(got, harness_sbuf_ptr(h, 0, 16384), sizeof got);
+    for (uint32_t r = 0; r < 4; r++)
+        assert_int_equal(got[8 + r], 5);
+    /* recv_counts_known: row 2 left alone */
+    put_meta(h, 16384, meta, 12);
+    harness_clear(h);
+    add_v(h, ISA_OP_all_to_all_v, 3, true, false);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
+    memcpy(got, harness_sbuf_ptr(h, 0, 16384), sizeof got);
+    assert_int_equal(got[8], 99);
+    /* metadata of the wrong shape, or of a float type */
+    harness_clear(h);
+    add_v(h, ISA_OP_all_to_all_v, 4, false, false);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
+    assert_non_null(strstr(report, "3 rows of 4"));
+    harness_clear(h);
+    struct isa_insn *in = add_v(h, ISA_OP_all_to_all_v, 3, false, false);
+    in->ap[2].dtype = NUM_DT_FP32;
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
+    /* receive displacements are NeuronCore-v4 only (this core is v3) */
+    harness_clear(h);
+    add_v(h, ISA_OP_all_to_all_v, 4, false, true);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
+    assert_non_null(strstr(report, "NeuronCore-v4"));
+    /* and the loader's gate: v3 for the op, v4 with receive displacements */
+    struct isa_insn *v = add_v(h, ISA_OP_all_to_all_v, 3, false, false);
+    assert_int_equal(isa_insn_min_gen(v, NULL, 0), 3);
+    v->flags = 2;
+    assert_int_equal(isa_insn_min_gen(v, NULL, 0), 4);
+    v = add_v(h, ISA_OP_all_gather_v, 4, false, true);
+    assert_int_equal(isa_insn_min_gen(v, NULL, 0), 3);
+}
+
+/* all_gather_v with receive displacements: one chunk, placed per rank. */
+static void test_v_all_gather(void **state)
+{
+    struct pair *p = *state;
+    struct harness *h = p->h[0];
+    char report[4096];
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    fill_tile(h, 0, 10);
+    fill_tile(h, 8192, -100);
+    const uint32_t meta[16] = {3, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 60, 40, 20, 0};
+    put_meta(h, 16384, meta, 16);
+    add_v(h, ISA_OP_all_gather_v, 4, false, true);
+    assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
+    assert_int_equal(last_vcall.kind, CORE_COLL_V_ALL_GATHER);
+    assert_non_null(last_vcall.recv_displs);
+    float want[64];  /* rank r's chunk (src elements 20..22) at 60 - 20 r, the rest untouched */
+    for (uint32_t j = 0; j < 64; j++)
+        want[j] = -100 + (float)j;
+    for (uint32_t r = 0; r < 4; r++)
+        for (uint32_t t = 0; t < 3; t++)
+            want[60 - 20 * r + t] = 10 + (float)(20 + t);
+    for (uint32_t j = 0; j < 64; j++) {
+        float v;
+        memcpy(&v, harness_sbuf_ptr(h, j / 16, 8192 + (j % 16) * 4), 4);
+        assert_true(v == want[j]);
+    }
+    uint32_t got[16];
+    memcpy(got, harness_sbuf_ptr(h, 0, 16384), sizeof got);
+    assert_int_equal(got[8], 3);
+    assert_int_equal(got[12], 60);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -299,6 +436,8 @@ int main(void)
         cmocka_unit_test(test_core_barrier),
         cmocka_unit_test(test_cross_staged),
         cmocka_unit_test(test_cross_failure),
+        cmocka_unit_test(test_v_all_to_all),
+        cmocka_unit_test(test_v_all_gather),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }
