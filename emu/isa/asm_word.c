@@ -8,6 +8,7 @@
 
 #include <jansson.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 /* ---- typed values of words ----------------------------------------------- */
