@@ -28,94 +28,15 @@
 
 #include <sqlite3.h>
 
-#include "devices/handle.h"
-#include "devices/runtime.h"
-#include "devices/state.h"
-#include "store/snapshot.h"
-#include "../unit/test_neff_util.h"
+#include "fuzz_snap_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char fz_dir[256];       /* per-process directory */
-static char fz_base[300];      /* the valid file */
-static char fz_in[300];        /* the file under test */
-
-/* A table, the key that picks one of its rows, and its columns. */
-struct fz_table {
-    const char *name;          /* table */
-    const char *key;           /* primary key columns */
-    const char *cols[10];      /* columns a record may change (NULL-ended) */
-};
-
 static const struct fz_table fz_tables[] = {
-    {"snapshot", "id", {"created", "reason", "call_seq", "profile", "lnc", "visible", "chunk_size",
-                        "logical_bytes", "stored_bytes", NULL}},
-    {"chunk", "id", {"hash", "raw_len", "codec", "data", "id", NULL}},
-    {"neff", "id", {"hash", "size", "data", "id", NULL}},
-    {"region", "snap, id", {"id", "kind", "chip", "vnc", "core", "size", "snap", NULL}},
-    {"region_chunk", "snap, region, off", {"off", "chunk", "region", NULL}},
-    {"storage", "snap, id", {"id", "kind", "size", "chip", "stack", "vnc", "off", "len", "region",
-                             NULL}},
-    {"tensor", "snap, handle", {"handle", "name", "placement", "vnc", "size", "storage", "off",
-                                "completions", NULL}},
-    {"tensor_set", "snap, handle", {"handle", NULL}},
-    {"tensor_set_entry", "snap, set_handle, pos", {"set_handle", "pos", "name", "tensor", NULL}},
-    {"model", "snap, handle", {"handle", "name", "vnc", "gvnc", "neff", "executions", "cc_rank",
-                               "cc_world", NULL}},
-    {"model_block", "snap, model, seq", {"seq", "chip", "stack", "vnc", "off", "len", "model",
-                                         NULL}},
-    {"model_io", "snap, model, idx", {"name", "is_output", "dtype", "size", "shape", NULL}},
-    {"core", "snap, vnc, idx", {"vnc", "idx", "gen", "state", "sbuf", "psum", NULL}},
-    {"option", "snap, name", {"name", "value", NULL}},
-    {"meta", "key", {"value", "key", NULL}},
+    FZ_SNAPSHOT_TABLES,
     {"manifest", "snap", {"hash", "snap", NULL}},
 };
 #define FZ_NTABLES (sizeof fz_tables / sizeof *fz_tables)
-
-/* Integers worth trying; a record's value picks one, or is used as is. */
-static const int64_t fz_ints[] = {
-    0, 1, -1, 2, 3, 7, 63, 64, 65, 4095, 4096, 65536, 1 << 20, 16 << 20, (16 << 20) + 1,
-    INT32_MAX, (int64_t)1 << 32, (int64_t)32 << 30, ((int64_t)32 << 30) - 64, (int64_t)1 << 40,
-    (int64_t)1 << 62, INT64_MAX, INT64_MIN,
-};
-
-static void fz_rm(const char *path)
-{
-    char b[400];
-    unlink(path);
-    snprintf(b, sizeof b, "%s-wal", path);
-    unlink(b);
-    snprintf(b, sizeof b, "%s-shm", path);
-    unlink(b);
-}
-
-static void fz_copy(const char *from, const char *to)
-{
-    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
-    char buf[65536];
-    size_t n;
-    while (f && g && (n = fread(buf, 1, sizeof buf, f)) > 0)
-        fwrite(buf, 1, n, g);
-    if (f)
-        fclose(f);
-    if (g)
-        fclose(g);
-}
-
-/* tu_small_model as a foreign NEFF (its variables are placed, its fake
- * code never decoded). */
-static void fz_neff(uint8_t **bytes, size_t *size)
-{
-    struct neff_model *m = tu_small_model();
-    m->info.feature_bits &= ~(uint64_t)NEFF_FEATURE_TRNEMU_ISA;
-    for (uint32_t i = 0; i < m->n_sgs; i++)
-        m->sgs[i]->isa_version = 0;
-    struct neff_file *f = NULL;
-    if (neff_model_store(m, &f) != EMU_OK || neff_file_write(f, bytes, size) != EMU_OK)
-        abort();
-    neff_file_free(f);
-    neff_model_free(m);
-}
 
 /* What the valid file holds, to compare a successful restore with. */
 static uint64_t fz_old_a, fz_old_h, fz_old_s;  /* saved tensor handles */
@@ -172,29 +93,9 @@ static void fz_make_base(void)
     rt_close();
 }
 
-static void fz_cleanup(void)
-{
-    fz_rm(fz_in);
-    fz_rm(fz_base);
-    rmdir(fz_dir);
-}
-
 static void fz_init(void)
 {
-    snprintf(fz_dir, sizeof fz_dir, "/tmp/trnemu-fuzz-snapcorrupt-%d", (int)getpid());
-    mkdir(fz_dir, 0700);
-    snprintf(fz_base, sizeof fz_base, "%s/base.db", fz_dir);
-    snprintf(fz_in, sizeof fz_in, "%s/in.db", fz_dir);
-    char name[64];
-    snprintf(name, sizeof name, "fuzz-snapcorrupt-%d", (int)getpid());
-    setenv("TRNEMU_INSTANCE_NAME", name, 1);
-    setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
-    unsetenv("NEURON_RT_VISIBLE_CORES");
-    unsetenv("NEURON_LOGICAL_NC_CONFIG");
-    unsetenv("NEURON_RT_NUM_CORES");
-    snap_set_host_limit(64u << 20);
-    fz_rm(fz_base);
-    atexit(fz_cleanup);
+    fz_setup("snapcorrupt");
     fz_make_base();
     /* one file, no WAL beside it: page damage hits the real pages */
     sqlite3 *db;
@@ -217,7 +118,7 @@ static void fz_run(sqlite3 *db, const char *sql, const uint8_t *r, bool text)
     if (text)
         sqlite3_bind_text(s, 1, (const char *)r + 4, (int)(r[3] % 9), SQLITE_TRANSIENT);
     else
-        sqlite3_bind_int64(s, 1, (v & 1) ? v : fz_ints[(uint64_t)v % (sizeof fz_ints / sizeof *fz_ints)]);
+        sqlite3_bind_int64(s, 1, fz_int_value(v));
     sqlite3_bind_int64(s, 2, r[3] % 8);
     sqlite3_bind_int64(s, 3, r[2] % 8);
     sqlite3_step(s);
