@@ -9,6 +9,7 @@
 #ifndef TRNEMU_FUZZ_SNAP_COMMON_H
 #define TRNEMU_FUZZ_SNAP_COMMON_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,8 +36,8 @@ struct fz_table {
 
 /* The snapshot tables both targets change (a target may add rows). */
 #define FZ_SNAPSHOT_TABLES                                                                      \
-    {"snapshot", "id", {"created", "reason", "call_seq", "profile", "lnc", "visible", "chunk_size", \
-                        "logical_bytes", "stored_bytes", NULL}},                                \
+    {"snapshot", "id", {"created", "reason", "call_seq", "profile", "lnc", "visible",           \
+                        "chunk_size", "logical_bytes", "stored_bytes", NULL}},                  \
     {"chunk", "id", {"hash", "raw_len", "codec", "data", "id", NULL}},                          \
     {"neff", "id", {"hash", "size", "data", "id", NULL}},                                       \
     {"region", "snap, id", {"id", "kind", "chip", "vnc", "core", "size", "snap", NULL}},        \
@@ -55,6 +56,17 @@ struct fz_table {
     {"core", "snap, vnc, idx", {"vnc", "idx", "gen", "state", "sbuf", "psum", NULL}},           \
     {"option", "snap, name", {"name", "value", NULL}},                                          \
     {"meta", "key", {"value", "key", NULL}}
+
+/* The table (by r[1]) and the column of it (by r[2]) a record names. */
+static inline const char *fz_pick(const struct fz_table *tables, size_t ntables, const uint8_t *r,
+                                  const struct fz_table **t)
+{
+    *t = &tables[r[1] % ntables];
+    size_t ncols = 0;
+    while ((*t)->cols[ncols] != NULL)
+        ncols++;
+    return (*t)->cols[r[2] % ncols];
+}
 
 /* Integers worth trying; a record's value picks one, or is used as is. */
 static const int64_t fz_ints[] = {
@@ -133,6 +145,104 @@ static inline void fz_setup(const char *tag)
     snap_set_host_limit(64u << 20);
     fz_rm(fz_base);
     atexit(fz_cleanup);
+}
+
+/* The valid file under construction: a runtime entered, pattern bytes,
+ * device tensor a, host tensor h, slice s (4096 bytes at 64 of a), an
+ * empty tensor e and a set holding a and s. */
+struct fz_base {
+    nrt_tensor_t *a, *h, *s, *e;   /* the tensors */
+    nrt_tensor_set_t *set;         /* {"a": a, "b": s} */
+    uint8_t buf[8192];             /* pattern bytes to write */
+};
+
+static inline void fz_base_begin(struct fz_base *b, size_t a_size, size_t h_size)
+{
+    if (rt_init(0) != NRT_SUCCESS || rt_enter() != NRT_SUCCESS)
+        abort();
+    for (size_t i = 0; i < sizeof b->buf; i++)
+        b->buf[i] = (uint8_t)(i * 7 + i / 100);
+    if (tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, a_size, "a", &b->a) != NRT_SUCCESS ||
+        tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, h_size, "h", &b->h) != NRT_SUCCESS ||
+        tensor_allocate_slice(b->a, 64, 4096, "s", &b->s) != NRT_SUCCESS ||
+        tensor_allocate_empty("e", &b->e) != NRT_SUCCESS ||
+        tensor_set_allocate(&b->set) != NRT_SUCCESS)
+        abort();
+}
+
+/* Add a model and core 0 (sbuf_n bytes of sbuf at SBUF offset 1000,
+ * semaphore 3 at 9), save the file fz_base and close the runtime. */
+static inline void fz_base_save(struct fz_base *b, const uint8_t *sbuf, size_t sbuf_n)
+{
+    tensor_set_add(b->set, "a", b->a);
+    tensor_set_add(b->set, "b", b->s);
+    nrt_model_t *m;
+    uint8_t *neff;
+    size_t n;
+    fz_neff(&neff, &n);
+    if (model_load(neff, n, 1, &m) != NRT_SUCCESS)
+        abort();
+    free(neff);
+    struct core *c;
+    if (state_core_make(rt_machine(), 0, 0, &c) != NRT_SUCCESS)
+        abort();
+    memcpy(c->sbuf + 1000, sbuf, sbuf_n);
+    c->sem[3] = 9;
+    struct snap_db *db;
+    if (snap_open(fz_base, true, &db) != NRT_SUCCESS ||
+        snap_set_chunk_size(db, 4096) != NRT_SUCCESS ||
+        snap_save(db, "fuzz", 3, NULL) != NRT_SUCCESS)
+        abort();
+    snap_close(db);
+    tensor_set_destroy(b->set);
+    rt_leave();
+    rt_close();
+}
+
+/* What a target checks after a restore: its status and handle map. */
+typedef void (*fz_check_fn)(NRT_STATUS st, const struct snap_handle_map *map, void *user);
+
+/* Restore snapshot id (-1: the newest) into a fresh runtime; abort when
+ * must and it fails; check (may be NULL) sees the outcome. The restored
+ * tensor sets, which outlive nrt_close, are freed. */
+static inline void fz_restore_run(struct snap_db *db, int64_t id, bool must, fz_check_fn check,
+                                  void *user)
+{
+    if (rt_init(0) != NRT_SUCCESS)
+        abort();
+    if (rt_enter() == NRT_SUCCESS) {
+        struct snap_handle_map map;
+        NRT_STATUS st = snap_restore(db, id, &map);
+        if (must && st != NRT_SUCCESS)
+            abort();
+        if (check != NULL)
+            check(st, &map, user);
+        for (size_t i = 0; i < map.n; i++)
+            if (map.v[i].kind == HANDLE_TENSOR_SET)
+                tensor_set_destroy(map.v[i].obj);
+        snap_handle_map_free(&map);
+        rt_leave();
+    }
+    rt_close();
+}
+
+/* Each target defines these: its one-time set-up, and the file under
+ * test made from the input. */
+static void fz_init(void);
+static void fz_make_input(const uint8_t *data, size_t size);
+
+/* Set up on first use, make the file under test and open it (NULL when
+ * it does not open). */
+static inline struct snap_db *fz_open_input(const uint8_t *data, size_t size)
+{
+    static bool ready;
+    if (!ready) {
+        fz_init();
+        ready = true;
+    }
+    fz_make_input(data, size);
+    struct snap_db *db;
+    return snap_open(fz_in, false, &db) == NRT_SUCCESS ? db : NULL;
 }
 
 #endif

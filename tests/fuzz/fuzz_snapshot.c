@@ -32,42 +32,11 @@ static const struct fz_table fz_tables[] = {
 /* Build the valid file once: a little of everything. */
 static void fz_make_base(void)
 {
-    if (rt_init(0) != NRT_SUCCESS || rt_enter() != NRT_SUCCESS)
-        abort();
-    nrt_tensor_t *a, *h, *s, *e;
-    nrt_tensor_set_t *set;
-    nrt_model_t *m;
-    uint8_t buf[8192];
-    for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)(i * 7 + i / 100);
-    if (tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, 200000, "a", &a) != NRT_SUCCESS ||
-        tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, 5000, "h", &h) != NRT_SUCCESS ||
-        tensor_allocate_slice(a, 64, 4096, "s", &s) != NRT_SUCCESS ||
-        tensor_allocate_empty("e", &e) != NRT_SUCCESS || tensor_set_allocate(&set) != NRT_SUCCESS)
-        abort();
-    tensor_write(a, buf, 70000, sizeof buf);
-    tensor_write(h, buf, 0, 5000);
-    tensor_set_add(set, "a", a);
-    tensor_set_add(set, "b", s);
-    uint8_t *neff;
-    size_t n;
-    fz_neff(&neff, &n);
-    if (model_load(neff, n, 1, &m) != NRT_SUCCESS)
-        abort();
-    free(neff);
-    struct core *c;
-    if (state_core_make(rt_machine(), 0, 0, &c) != NRT_SUCCESS)
-        abort();
-    memcpy(c->sbuf + 1000, buf, 3000);
-    c->sem[3] = 9;
-    struct snap_db *db;
-    if (snap_open(fz_base, true, &db) != NRT_SUCCESS || snap_set_chunk_size(db, 4096) != NRT_SUCCESS ||
-        snap_save(db, "fuzz", 3, NULL) != NRT_SUCCESS)
-        abort();
-    snap_close(db);
-    tensor_set_destroy(set);
-    rt_leave();
-    rt_close();
+    struct fz_base b;
+    fz_base_begin(&b, 200000, 5000);
+    tensor_write(b.a, b.buf, 70000, sizeof b.buf);
+    tensor_write(b.h, b.buf, 0, 5000);
+    fz_base_save(&b, b.buf, 3000);
 }
 
 static void fz_init(void)
@@ -81,11 +50,8 @@ static void fz_init(void)
 /* Apply one 12-byte record to the open file. */
 static void fz_mutate(sqlite3 *db, const uint8_t *r)
 {
-    const struct fz_table *t = &fz_tables[r[1] % FZ_NTABLES];
-    size_t ncols = 0;
-    while (t->cols[ncols] != NULL)
-        ncols++;
-    const char *col = t->cols[r[2] % ncols];
+    const struct fz_table *t;
+    const char *col = fz_pick(fz_tables, FZ_NTABLES, r, &t);
     int64_t v;
     memcpy(&v, r + 4, 8);
     char sql[1024];
@@ -183,33 +149,13 @@ static void fz_query(struct snap_db *db)
 
 static void fz_restore(struct snap_db *db, bool must)
 {
-    if (rt_init(0) != NRT_SUCCESS)
-        abort();
-    if (rt_enter() == NRT_SUCCESS) {
-        struct snap_handle_map map;
-        NRT_STATUS st = snap_restore(db, -1, &map);
-        if (must && st != NRT_SUCCESS)
-            abort();
-        /* Sets outlive nrt_close: free the restored ones. */
-        for (size_t i = 0; i < map.n; i++)
-            if (map.v[i].kind == HANDLE_TENSOR_SET)
-                tensor_set_destroy(map.v[i].obj);
-        snap_handle_map_free(&map);
-        rt_leave();
-    }
-    rt_close();
+    fz_restore_run(db, -1, must, NULL, NULL);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool ready;
-    if (!ready) {
-        fz_init();
-        ready = true;
-    }
-    fz_make_input(data, size);
-    struct snap_db *db;
-    if (snap_open(fz_in, false, &db) == NRT_SUCCESS) {
+    struct snap_db *db = fz_open_input(data, size);
+    if (db != NULL) {
         fz_query(db);
         fz_restore(db, size <= 1 && (size == 0 || (data[0] & 1) == 1));
         snap_close(db);

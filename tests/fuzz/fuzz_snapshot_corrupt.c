@@ -47,50 +47,19 @@ static uint8_t fz_want_sbuf[3000];              /* core 0 SBUF bytes at 1000 */
 /* Build the valid file once: a little of everything, bytes remembered. */
 static void fz_make_base(void)
 {
-    if (rt_init(0) != NRT_SUCCESS || rt_enter() != NRT_SUCCESS)
+    struct fz_base b;
+    fz_base_begin(&b, sizeof fz_want_a, sizeof fz_want_h);
+    tensor_write(b.a, b.buf, 70000, sizeof b.buf);
+    tensor_write(b.a, b.buf, 0, 4096);
+    tensor_write(b.h, b.buf + 100, 0, sizeof fz_want_h);
+    if (tensor_read(b.a, fz_want_a, 0, sizeof fz_want_a) != NRT_SUCCESS ||
+        tensor_read(b.h, fz_want_h, 0, sizeof fz_want_h) != NRT_SUCCESS)
         abort();
-    nrt_tensor_t *a, *h, *s, *e;
-    nrt_tensor_set_t *set;
-    nrt_model_t *m;
-    uint8_t buf[8192];
-    for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)(i * 7 + i / 100);
-    if (tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof fz_want_a, "a", &a) != NRT_SUCCESS ||
-        tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, sizeof fz_want_h, "h", &h) != NRT_SUCCESS ||
-        tensor_allocate_slice(a, 64, 4096, "s", &s) != NRT_SUCCESS ||
-        tensor_allocate_empty("e", &e) != NRT_SUCCESS || tensor_set_allocate(&set) != NRT_SUCCESS)
-        abort();
-    tensor_write(a, buf, 70000, sizeof buf);
-    tensor_write(a, buf, 0, 4096);
-    tensor_write(h, buf + 100, 0, sizeof fz_want_h);
-    tensor_set_add(set, "a", a);
-    tensor_set_add(set, "b", s);
-    if (tensor_read(a, fz_want_a, 0, sizeof fz_want_a) != NRT_SUCCESS ||
-        tensor_read(h, fz_want_h, 0, sizeof fz_want_h) != NRT_SUCCESS)
-        abort();
-    fz_old_a = (uint64_t)(uintptr_t)a;
-    fz_old_h = (uint64_t)(uintptr_t)h;
-    fz_old_s = (uint64_t)(uintptr_t)s;
-    uint8_t *neff;
-    size_t n;
-    fz_neff(&neff, &n);
-    if (model_load(neff, n, 1, &m) != NRT_SUCCESS)
-        abort();
-    free(neff);
-    struct core *c;
-    if (state_core_make(rt_machine(), 0, 0, &c) != NRT_SUCCESS)
-        abort();
-    memcpy(c->sbuf + 1000, buf + 7, sizeof fz_want_sbuf);
-    memcpy(fz_want_sbuf, buf + 7, sizeof fz_want_sbuf);
-    c->sem[3] = 9;
-    struct snap_db *db;
-    if (snap_open(fz_base, true, &db) != NRT_SUCCESS || snap_set_chunk_size(db, 4096) != NRT_SUCCESS ||
-        snap_save(db, "fuzz", 3, NULL) != NRT_SUCCESS)
-        abort();
-    snap_close(db);
-    tensor_set_destroy(set);
-    rt_leave();
-    rt_close();
+    fz_old_a = (uint64_t)(uintptr_t)b.a;
+    fz_old_h = (uint64_t)(uintptr_t)b.h;
+    fz_old_s = (uint64_t)(uintptr_t)b.s;
+    memcpy(fz_want_sbuf, b.buf + 7, sizeof fz_want_sbuf);
+    fz_base_save(&b, fz_want_sbuf, sizeof fz_want_sbuf);
 }
 
 static void fz_init(void)
@@ -128,11 +97,8 @@ static void fz_run(sqlite3 *db, const char *sql, const uint8_t *r, bool text)
 /* Apply one row-level record to the open file. */
 static void fz_mutate(sqlite3 *db, const uint8_t *r)
 {
-    const struct fz_table *t = &fz_tables[r[1] % FZ_NTABLES];
-    size_t ncols = 0;
-    while (t->cols[ncols] != NULL)
-        ncols++;
-    const char *col = t->cols[r[2] % ncols];
+    const struct fz_table *t;
+    const char *col = fz_pick(fz_tables, FZ_NTABLES, r, &t);
     char sql[2048], where[400], where2[400];
     const char *pick = "WHERE (%s) IN (SELECT %s FROM %s ORDER BY %s LIMIT 1 OFFSET ?%d)";
     snprintf(where, sizeof where, pick, t->key, t->key, t->name, t->key, 2);
@@ -244,43 +210,37 @@ static void fz_check(const struct snap_handle_map *m)
         abort();
 }
 
+/* What snap_verify said of the snapshot being restored. */
+struct fz_verdict {
+    bool verified;             /* it verified */
+    bool legacy;               /* it predates manifests */
+};
+
+/* A successful restore must agree with verify and (unless legacy) give
+ * back the saved bytes. */
+static void fz_restore_check(NRT_STATUS st, const struct snap_handle_map *map, void *user)
+{
+    const struct fz_verdict *v = user;
+    if (st == NRT_SUCCESS && !v->verified)
+        abort(); /* verify and restore disagree */
+    if (st == NRT_SUCCESS && !v->legacy)
+        fz_check(map);
+}
+
 static void fz_restore(struct snap_db *db, bool must)
 {
-    bool legacy = false;
+    struct fz_verdict v = {.legacy = false};
     int64_t id = -1;
     if (snap_latest(db, &id) != NRT_SUCCESS || id < 0)
         return;
-    bool verified = snap_verify(db, id, &legacy) == NRT_SUCCESS;
-    if (rt_init(0) != NRT_SUCCESS)
-        abort();
-    if (rt_enter() == NRT_SUCCESS) {
-        struct snap_handle_map map;
-        NRT_STATUS st = snap_restore(db, id, &map);
-        if (must && st != NRT_SUCCESS)
-            abort();
-        if (st == NRT_SUCCESS && !verified)
-            abort(); /* verify and restore disagree */
-        if (st == NRT_SUCCESS && !legacy)
-            fz_check(&map);
-        for (size_t i = 0; i < map.n; i++)
-            if (map.v[i].kind == HANDLE_TENSOR_SET)
-                tensor_set_destroy(map.v[i].obj);
-        snap_handle_map_free(&map);
-        rt_leave();
-    }
-    rt_close();
+    v.verified = snap_verify(db, id, &v.legacy) == NRT_SUCCESS;
+    fz_restore_run(db, id, must, fz_restore_check, &v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool ready;
-    if (!ready) {
-        fz_init();
-        ready = true;
-    }
-    fz_make_input(data, size);
-    struct snap_db *db;
-    if (snap_open(fz_in, false, &db) == NRT_SUCCESS) {
+    struct snap_db *db = fz_open_input(data, size);
+    if (db != NULL) {
         fz_restore(db, size < 12);
         snap_close(db);
     }
