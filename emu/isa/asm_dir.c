@@ -280,7 +280,7 @@ static bool dir_var(struct asm_ctx *a, struct asm_dir *d)
     return ok;
 }
 
-/* ---- directives: semaphores, queues, engines, descriptors ---------------- */
+/* ---- directives: semaphores and events ----------------------------------- */
 
 const struct asm_sym *asm_sym_find(const struct asm_ctx *a, const char *s, size_t n)
 {
