@@ -6,7 +6,6 @@
 
 #include <string.h>
 
-
 /* ---- deep comparison --------------------------------------------------- */
 
 static bool str_eq(const char *a, const char *b)
