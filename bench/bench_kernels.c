@@ -12,6 +12,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "../examples/example_file.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 
@@ -22,33 +23,13 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void *read_file(const char *dir, const char *name, size_t *size)
-{
-    char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 /* Seconds per nrt_execute of dir/name.neff (best of 5 rounds). */
 static double time_kernel(const char *dir, const char *name)
 {
-    char file[256];
+    char path[4096];
     size_t size;
-    snprintf(file, sizeof file, "%s.neff", name);
-    void *neff = read_file(dir, file, &size);
+    snprintf(path, sizeof path, "%s/%s.neff", dir, name);
+    void *neff = example_read_file(path, &size);
     nrt_model_t *m = NULL;
     nrt_tensor_info_array_t *info = NULL;
     nrt_tensor_set_t *in = NULL, *out = NULL;

@@ -22,6 +22,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../examples/example_file.h"
 #include "nrt/nrt.h"
 
 #define N 4096
@@ -46,24 +47,6 @@ static void die(const char *what)
 {
     fprintf(stderr, "bench-record: %s\n", what);
     exit(1);
-}
-
-static void *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc((size_t)n);
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
 }
 
 static void check(NRT_STATUS st, const char *what)
@@ -154,7 +137,7 @@ int main(int argc, char **argv)
     snprintf(path, sizeof path, "%s/matmul_4096.neff", argv[1]);
     snprintf(db, sizeof db, "/tmp/bench-record-%ld.db", (long)getpid());
     size_t neff_size = 0;
-    void *neff = read_file(path, &neff_size);
+    void *neff = example_read_file(path, &neff_size);
     if (neff == NULL)
         die("cannot read matmul_4096.neff");
     uint16_t *a = malloc((size_t)N * N * 2), *b = malloc((size_t)N * N * 2);

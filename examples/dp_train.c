@@ -31,6 +31,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "example_file.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 
@@ -257,23 +258,6 @@ static int env_int(const char *name, int dflt)
     return v != NULL && *v != '\0' ? atoi(v) : dflt;
 }
 
-static void *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    void *buf = NULL;
-    long n = fseek(f, 0, SEEK_END) == 0 ? ftell(f) : -1;
-    if (n > 0 && fseek(f, 0, SEEK_SET) == 0 && (buf = malloc((size_t)n)) != NULL &&
-        fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = n > 0 ? (size_t)n : 0;
-    return buf;
-}
-
 /* The NEFF next to this program (build/examples/mlp_train.neff). */
 static int default_neff(char *path, size_t cap)
 {
@@ -291,7 +275,7 @@ static int default_neff(char *path, size_t cap)
 static int load_model(struct dp_rank *dp, const char *neff_path)
 {
     size_t size;
-    void *neff = read_file(neff_path, &size);
+    void *neff = example_read_file(neff_path, &size);
     if (neff == NULL) {
         fprintf(stderr, "dp_train rank %d: cannot read %s\n", dp->rank, neff_path);
         return 0;

@@ -11,26 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "example_file.h"
 #include "trnemu/trnemu.h"
-
-/* The NEFF made by the assembler, to compare with. */
-static void *read_file(const char *path, size_t *size)
-{
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return NULL;
-    fseek(fp, 0, SEEK_END);
-    long n = ftell(fp);
-    fseek(fp, 0, SEEK_SET);
-    void *b = n > 0 ? malloc((size_t)n) : NULL;
-    if (b != NULL && fread(b, 1, (size_t)n, fp) != (size_t)n) {
-        free(b);
-        b = NULL;
-    }
-    fclose(fp);
-    *size = b ? (size_t)n : 0;
-    return b;
-}
 
 /* c = a + b, [128 x 512] f32, as in examples/add.s. */
 static trnemu_kernel_t *build_add(void)
@@ -89,7 +71,7 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t want_size = 0, size = 0;
-    void *want = read_file(argv[1], &want_size), *bytes = NULL;
+    void *want = example_read_file(argv[1], &want_size), *bytes = NULL;
     trnemu_kernel_t *k = build_add();
     int rc = 1;
     if (want == NULL)

@@ -11,26 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "example_file.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
-
-static void *read_file(const char *path, size_t *size)
-{
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = n > 0 ? malloc((size_t)n) : NULL;
-    if (buf != NULL && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
 
 static const char *dtype_name(nrt_dtype_t d)
 {
@@ -109,7 +92,7 @@ int main(int argc, char **argv)
         return 2;
     }
     size_t size;
-    void *neff = read_file(argv[1], &size);
+    void *neff = example_read_file(argv[1], &size);
     if (neff == NULL || nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS) {
         fprintf(stderr, "kernel_demo: cannot read %s or start the runtime\n", argv[1]);
         return 1;

@@ -215,20 +215,25 @@ static void enc_batch(struct cl_bytes *b, struct buf_list *bl, uint32_t i, const
     }
 }
 
+/* Roles whose argument is recorded as its 64-bit value alone (a plain
+ * value, an input handle, raw bits, an opaque pointer, a callback). */
+static bool cl_role_is_word(unsigned role)
+{
+    return role == CL_R_VAL || role == CL_R_HIN || role == CL_R_RAW || role == CL_R_OPAQUE ||
+           role == CL_R_CB;
+}
+
 /* One argument. done: the outputs may be read (the call succeeded). */
 static void enc_arg(struct cl_bytes *b, struct buf_list *bl, const struct cl_call *c,
                     const struct cl_arg *a, uint32_t i, bool done, uint64_t keep_max)
 {
     uint64_t v = c->argv[i];
     const void *p = (const void *)(uintptr_t)v;
-    switch (a->role) {
-    case CL_R_VAL:
-    case CL_R_HIN:
-    case CL_R_RAW:
-    case CL_R_OPAQUE:
-    case CL_R_CB:
+    if (cl_role_is_word(a->role)) {
         put_u64(b, v);
         return;
+    }
+    switch (a->role) {
     case CL_R_STR:
         enc_str(b, p);
         return;
@@ -410,15 +415,12 @@ static bool dec_batch(struct cur *c, struct cl_dec_arg *d)
 
 static bool dec_arg(struct cur *c, const struct cl_arg *a, struct cl_dec_arg *d)
 {
-    switch (a->role) {
-    case CL_R_VAL:
-    case CL_R_HIN:
-    case CL_R_RAW:
-    case CL_R_OPAQUE:
-    case CL_R_CB:
+    if (cl_role_is_word(a->role)) {
         d->value = get_u64(c);
         d->present = d->value != 0;
         return !c->bad;
+    }
+    switch (a->role) {
     case CL_R_STR:
         get_str(c, &d->present, &d->str, &d->len);
         return !c->bad;

@@ -251,54 +251,79 @@ emu_status isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
 
 /* ---- scalar_tensor_tensor ---------------------------------------------------------- */
 
-/* The operands of a two-op instruction over dst and two tensors (slots:
- * dst, x, y; names x and y for messages) with fp32 ops op0 and op1 and a
- * scalar (slot kslot, named kname) per row. */
-static emu_status dve_bind_two_ops(struct isa_exec_ctx *ctx, const unsigned slots[3],
-                                   const char *xname, const char *yname, unsigned op0,
-                                   unsigned op1, unsigned kslot, const char *kname,
-                                   struct ap_view v[3], struct dve_scalar *k)
+/* The operands of a two-op fp32 instruction (scalar_tensor_tensor,
+ * tensor_tensor_scan): dst and two tensors, two ops and a scalar per row. */
+struct dve_two_ops {
+    struct ap_view v[3];     /* dst, x, y */
+    struct dve_scalar k;     /* the per-row scalar */
+    unsigned op0, op1;       /* the ops, from enums[0] and enums[1] */
+    bool rev0, rev1;         /* their operands swapped (flags 0 and 1) */
+};
+
+/* One row of a two-op instruction: its output and inputs. */
+struct dve_two_row {
+    float *o;                /* dst row in place, or NULL */
+    const float *x, *y;      /* the two input rows */
+    float *w;                /* where to write: o, or scratch to store */
+};
+
+/* Bind a two-op instruction (slots: dst, x, y; names x and y for
+ * messages; the scalar in slot kslot, named kname) into *t. */
+static emu_status dve_bind_two_ops(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                   const unsigned slots[3], const char *xname,
+                                   const char *yname, unsigned kslot, const char *kname,
+                                   struct dve_two_ops *t)
 {
-    emu_status st = dve_bind(ctx, slots, 3, v);
+    t->op0 = insn->enums[0];
+    t->op1 = insn->enums[1];
+    t->rev0 = dve_flag(insn, 0);
+    t->rev1 = dve_flag(insn, 1);
+    emu_status st = dve_bind(ctx, slots, 3, t->v);
     if (st == EMU_OK)
-        st = dve_shape(ctx, xname, &v[1], "dst", &v[0]);
+        st = dve_shape(ctx, xname, &t->v[1], "dst", &t->v[0]);
     if (st == EMU_OK)
-        st = dve_shape(ctx, yname, &v[2], "dst", &v[0]);
+        st = dve_shape(ctx, yname, &t->v[2], "dst", &t->v[0]);
     if (st == EMU_OK)
-        st = dve_op_check(ctx, "op0", op0, DVE_OP_F32);
+        st = dve_op_check(ctx, "op0", t->op0, DVE_OP_F32);
     if (st == EMU_OK)
-        st = dve_op_check(ctx, "op1", op1, DVE_OP_F32);
+        st = dve_op_check(ctx, "op1", t->op1, DVE_OP_F32);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, kslot, 0, v[0].rows, kname, k);
+        st = dve_scalar_bind(ctx, kslot, 0, t->v[0].rows, kname, &t->k);
     return st;
+}
+
+/* Row r of a bound two-op instruction. */
+static void dve_two_row_get(struct isa_exec_ctx *ctx, struct dve_two_ops *t, uint32_t r,
+                            struct dve_two_row *row)
+{
+    size_t n = t->v[0].elems;
+    row->o = ap_row_f32(&t->v[0], r);
+    row->x = dve_in_f32(ctx, 0, &t->v[1], r, row->o, n);
+    row->y = dve_in_f32(ctx, 1, &t->v[2], r, row->o, n);
+    row->w = row->o != NULL ? row->o : core_scratch(ctx, 2);
 }
 
 /* dst = (data <op0> operand0) <op1> operand1, in fp32 */
 emu_status isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 3};
-    struct ap_view v[3];
-    struct dve_scalar k;
-    unsigned op0 = insn->enums[0], op1 = insn->enums[1];
-    bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    emu_status st = dve_bind_two_ops(ctx, slots, "data", "operand1", op0, op1, 2, "operand0", v, &k);
+    struct dve_two_ops t;
+    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data", "operand1", 2, "operand0", &t);
     if (st != EMU_OK)
         return st;
-    size_t n = v[0].elems;
+    size_t n = t.v[0].elems;
     float *tmp = core_scratch(ctx, 3);
-    for (uint32_t r = 0; r < v[0].rows; r++) {
-        float k0 = dve_scalar_f32(&k, r);
-        float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
-        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
-        float *w = o != NULL ? o : core_scratch(ctx, 2);
+    for (uint32_t r = 0; r < t.v[0].rows; r++) {
+        float k0 = dve_scalar_f32(&t.k, r);
+        struct dve_two_row row;
+        dve_two_row_get(ctx, &t, r, &row);
         for (size_t c = 0; c < n; c += DVE_CHUNK) {
             size_t m = dve_min(DVE_CHUNK, n - c);
-            dve_f32_vk(op0, tmp, x + c, k0, rev0, m);
-            dve_f32_vv(op1, w + c, tmp, y + c, rev1, m);
+            dve_f32_vk(t.op0, tmp, row.x + c, k0, t.rev0, m);
+            dve_f32_vv(t.op1, row.w + c, tmp, row.y + c, t.rev1, m);
         }
-        if (o == NULL)
-            ap_row_store(&v[0], r, w);
+        if (row.o == NULL)
+            ap_row_store(&t.v[0], r, row.w);
     }
     return EMU_OK;
 }
@@ -684,26 +709,21 @@ emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const stru
 emu_status isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     static const unsigned slots[3] = {0, 1, 2};
-    struct ap_view v[3];
-    struct dve_scalar init;
-    unsigned op0 = insn->enums[0], op1 = insn->enums[1];
-    bool rev0 = dve_flag(insn, 0), rev1 = dve_flag(insn, 1);
-    emu_status st = dve_bind_two_ops(ctx, slots, "data0", "data1", op0, op1, 3, "initial", v, &init);
+    struct dve_two_ops t;
+    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data0", "data1", 3, "initial", &t);
     if (st != EMU_OK)
         return st;
-    size_t n = v[0].elems;
-    for (uint32_t r = 0; r < v[0].rows; r++) {
-        float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
-        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
-        float *w = o != NULL ? o : core_scratch(ctx, 2);
-        float acc = dve_scalar_f32(&init, r);
+    size_t n = t.v[0].elems;
+    for (uint32_t r = 0; r < t.v[0].rows; r++) {
+        struct dve_two_row row;
+        dve_two_row_get(ctx, &t, r, &row);
+        float acc = dve_scalar_f32(&t.k, r);
         for (size_t i = 0; i < n; i++) {
-            float t = dve_f32_one(op0, x[i], acc, rev0);
-            w[i] = acc = dve_f32_one(op1, t, y[i], rev1);
+            float u = dve_f32_one(t.op0, row.x[i], acc, t.rev0);
+            row.w[i] = acc = dve_f32_one(t.op1, u, row.y[i], t.rev1);
         }
-        if (o == NULL)
-            ap_row_store(&v[0], r, w);
+        if (row.o == NULL)
+            ap_row_store(&t.v[0], r, row.w);
     }
     return EMU_OK;
 }

@@ -475,49 +475,57 @@ static emu_status float_literal(struct parser *p, char tmp[64], size_t *at, bool
     return tok_copy(p, *at, tmp, 64, s, n) == EMU_OK ? EMU_OK : EMU_INVALID;
 }
 
-static emu_status parse_f32(struct parser *p, float *out)
+/* A float of nbits (32 or 64) as its bits: "bits:0x...", "nan" (the quiet
+ * NaN) or a literal (rounded by strtof or strtod). *set says whether *bits
+ * holds a value, also when the status is an error. */
+static emu_status parse_float(struct parser *p, unsigned nbits, uint64_t *bits, bool *set)
 {
-    uint64_t bits = 0;
-    if (at_bits(p)) {
-        emu_status st = parse_bits(p, 32, &bits);
-        uint32_t b32 = (uint32_t)bits;
-        memcpy(out, &b32, sizeof(*out));
-        return st;
-    }
+    *bits = 0;
+    *set = true;
+    if (at_bits(p))
+        return parse_bits(p, nbits, bits);
     char tmp[64], *end;
     size_t at;
     bool nan;
-    if (float_literal(p, tmp, &at, &nan) != EMU_OK)
+    if (float_literal(p, tmp, &at, &nan) != EMU_OK) {
+        *set = false;
         return EMU_INVALID;
+    }
     if (nan) {
-        uint32_t b32 = 0x7fc00000u;
-        memcpy(out, &b32, sizeof(*out));
+        *bits = nbits == 32 ? 0x7fc00000u : 0x7ff8000000000000ull;
         return EMU_OK;
     }
-    *out = strtof(tmp, &end);
+    if (nbits == 32) {
+        float f = strtof(tmp, &end);
+        uint32_t b32;
+        memcpy(&b32, &f, sizeof b32);
+        *bits = b32;
+    } else {
+        double d = strtod(tmp, &end);
+        memcpy(bits, &d, sizeof d);
+    }
     return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
+}
+
+static emu_status parse_f32(struct parser *p, float *out)
+{
+    uint64_t bits;
+    bool set;
+    emu_status st = parse_float(p, 32, &bits, &set);
+    uint32_t b32 = (uint32_t)bits;
+    if (set)
+        memcpy(out, &b32, sizeof(*out));
+    return st;
 }
 
 static emu_status parse_f64(struct parser *p, double *out)
 {
-    uint64_t bits = 0;
-    if (at_bits(p)) {
-        emu_status st = parse_bits(p, 64, &bits);
+    uint64_t bits;
+    bool set;
+    emu_status st = parse_float(p, 64, &bits, &set);
+    if (set)
         memcpy(out, &bits, sizeof(*out));
-        return st;
-    }
-    char tmp[64], *end;
-    size_t at;
-    bool nan;
-    if (float_literal(p, tmp, &at, &nan) != EMU_OK)
-        return EMU_INVALID;
-    if (nan) {
-        bits = 0x7ff8000000000000ull;
-        memcpy(out, &bits, sizeof(*out));
-        return EMU_OK;
-    }
-    *out = strtod(tmp, &end);
-    return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
+    return st;
 }
 
 /* ---- parsing: access patterns ---------------------------------------------- */

@@ -1,6 +1,7 @@
 /*
  * neff_model_int.h: helpers shared by the NEFF model files (neff_model.c,
- * neff_load.c, neff_store.c); not for use outside emu/neff_*.c.
+ * neff_build.c, neff_validate.c, neff_load*.c, neff_store.c); not for use
+ * outside emu/neff/.
  */
 #ifndef TRNEMU_EMU_NEFF_MODEL_INT_H
 #define TRNEMU_EMU_NEFF_MODEL_INT_H
@@ -45,6 +46,9 @@ bool neff_is_npy_name(const char *name);
 /* neff_model_validate without resolving var_index (the model is not
  * changed). */
 emu_status neff_model_check_const(const struct neff_model *m);
+
+/* prod(shape) * dtype size, false on overflow or an unknown dtype. */
+bool neff_io_size(uint32_t dtype, const uint32_t *shape, uint32_t ndim, uint64_t *size);
 
 /* strdup that passes NULL through; *ok cleared on OOM. */
 char *neff_strdup_opt(const char *s, bool *ok);

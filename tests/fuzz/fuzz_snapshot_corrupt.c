@@ -28,94 +28,15 @@
 
 #include <sqlite3.h>
 
-#include "devices/handle.h"
-#include "devices/runtime.h"
-#include "devices/state.h"
-#include "store/snapshot.h"
-#include "../unit/test_neff_util.h"
+#include "fuzz_snap_common.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static char fz_dir[256];       /* per-process directory */
-static char fz_base[300];      /* the valid file */
-static char fz_in[300];        /* the file under test */
-
-/* A table, the key that picks one of its rows, and its columns. */
-struct fz_table {
-    const char *name;          /* table */
-    const char *key;           /* primary key columns */
-    const char *cols[10];      /* columns a record may change (NULL-ended) */
-};
-
 static const struct fz_table fz_tables[] = {
-    {"snapshot", "id", {"created", "reason", "call_seq", "profile", "lnc", "visible", "chunk_size",
-                        "logical_bytes", "stored_bytes", NULL}},
-    {"chunk", "id", {"hash", "raw_len", "codec", "data", "id", NULL}},
-    {"neff", "id", {"hash", "size", "data", "id", NULL}},
-    {"region", "snap, id", {"id", "kind", "chip", "vnc", "core", "size", "snap", NULL}},
-    {"region_chunk", "snap, region, off", {"off", "chunk", "region", NULL}},
-    {"storage", "snap, id", {"id", "kind", "size", "chip", "stack", "vnc", "off", "len", "region",
-                             NULL}},
-    {"tensor", "snap, handle", {"handle", "name", "placement", "vnc", "size", "storage", "off",
-                                "completions", NULL}},
-    {"tensor_set", "snap, handle", {"handle", NULL}},
-    {"tensor_set_entry", "snap, set_handle, pos", {"set_handle", "pos", "name", "tensor", NULL}},
-    {"model", "snap, handle", {"handle", "name", "vnc", "gvnc", "neff", "executions", "cc_rank",
-                               "cc_world", NULL}},
-    {"model_block", "snap, model, seq", {"seq", "chip", "stack", "vnc", "off", "len", "model",
-                                         NULL}},
-    {"model_io", "snap, model, idx", {"name", "is_output", "dtype", "size", "shape", NULL}},
-    {"core", "snap, vnc, idx", {"vnc", "idx", "gen", "state", "sbuf", "psum", NULL}},
-    {"option", "snap, name", {"name", "value", NULL}},
-    {"meta", "key", {"value", "key", NULL}},
+    FZ_SNAPSHOT_TABLES,
     {"manifest", "snap", {"hash", "snap", NULL}},
 };
 #define FZ_NTABLES (sizeof fz_tables / sizeof *fz_tables)
-
-/* Integers worth trying; a record's value picks one, or is used as is. */
-static const int64_t fz_ints[] = {
-    0, 1, -1, 2, 3, 7, 63, 64, 65, 4095, 4096, 65536, 1 << 20, 16 << 20, (16 << 20) + 1,
-    INT32_MAX, (int64_t)1 << 32, (int64_t)32 << 30, ((int64_t)32 << 30) - 64, (int64_t)1 << 40,
-    (int64_t)1 << 62, INT64_MAX, INT64_MIN,
-};
-
-static void fz_rm(const char *path)
-{
-    char b[400];
-    unlink(path);
-    snprintf(b, sizeof b, "%s-wal", path);
-    unlink(b);
-    snprintf(b, sizeof b, "%s-shm", path);
-    unlink(b);
-}
-
-static void fz_copy(const char *from, const char *to)
-{
-    FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
-    char buf[65536];
-    size_t n;
-    while (f && g && (n = fread(buf, 1, sizeof buf, f)) > 0)
-        fwrite(buf, 1, n, g);
-    if (f)
-        fclose(f);
-    if (g)
-        fclose(g);
-}
-
-/* tu_small_model as a foreign NEFF (its variables are placed, its fake
- * code never decoded). */
-static void fz_neff(uint8_t **bytes, size_t *size)
-{
-    struct neff_model *m = tu_small_model();
-    m->info.feature_bits &= ~(uint64_t)NEFF_FEATURE_TRNEMU_ISA;
-    for (uint32_t i = 0; i < m->n_sgs; i++)
-        m->sgs[i]->isa_version = 0;
-    struct neff_file *f = NULL;
-    if (neff_model_store(m, &f) != EMU_OK || neff_file_write(f, bytes, size) != EMU_OK)
-        abort();
-    neff_file_free(f);
-    neff_model_free(m);
-}
 
 /* What the valid file holds, to compare a successful restore with. */
 static uint64_t fz_old_a, fz_old_h, fz_old_s;  /* saved tensor handles */
@@ -126,75 +47,24 @@ static uint8_t fz_want_sbuf[3000];              /* core 0 SBUF bytes at 1000 */
 /* Build the valid file once: a little of everything, bytes remembered. */
 static void fz_make_base(void)
 {
-    if (rt_init(0) != NRT_SUCCESS || rt_enter() != NRT_SUCCESS)
+    struct fz_base b;
+    fz_base_begin(&b, sizeof fz_want_a, sizeof fz_want_h);
+    tensor_write(b.a, b.buf, 70000, sizeof b.buf);
+    tensor_write(b.a, b.buf, 0, 4096);
+    tensor_write(b.h, b.buf + 100, 0, sizeof fz_want_h);
+    if (tensor_read(b.a, fz_want_a, 0, sizeof fz_want_a) != NRT_SUCCESS ||
+        tensor_read(b.h, fz_want_h, 0, sizeof fz_want_h) != NRT_SUCCESS)
         abort();
-    nrt_tensor_t *a, *h, *s, *e;
-    nrt_tensor_set_t *set;
-    nrt_model_t *m;
-    uint8_t buf[8192];
-    for (size_t i = 0; i < sizeof buf; i++)
-        buf[i] = (uint8_t)(i * 7 + i / 100);
-    if (tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, sizeof fz_want_a, "a", &a) != NRT_SUCCESS ||
-        tensor_allocate(NRT_TENSOR_PLACEMENT_HOST, -1, sizeof fz_want_h, "h", &h) != NRT_SUCCESS ||
-        tensor_allocate_slice(a, 64, 4096, "s", &s) != NRT_SUCCESS ||
-        tensor_allocate_empty("e", &e) != NRT_SUCCESS || tensor_set_allocate(&set) != NRT_SUCCESS)
-        abort();
-    tensor_write(a, buf, 70000, sizeof buf);
-    tensor_write(a, buf, 0, 4096);
-    tensor_write(h, buf + 100, 0, sizeof fz_want_h);
-    tensor_set_add(set, "a", a);
-    tensor_set_add(set, "b", s);
-    if (tensor_read(a, fz_want_a, 0, sizeof fz_want_a) != NRT_SUCCESS ||
-        tensor_read(h, fz_want_h, 0, sizeof fz_want_h) != NRT_SUCCESS)
-        abort();
-    fz_old_a = (uint64_t)(uintptr_t)a;
-    fz_old_h = (uint64_t)(uintptr_t)h;
-    fz_old_s = (uint64_t)(uintptr_t)s;
-    uint8_t *neff;
-    size_t n;
-    fz_neff(&neff, &n);
-    if (model_load(neff, n, 1, &m) != NRT_SUCCESS)
-        abort();
-    free(neff);
-    struct core *c;
-    if (state_core_make(rt_machine(), 0, 0, &c) != NRT_SUCCESS)
-        abort();
-    memcpy(c->sbuf + 1000, buf + 7, sizeof fz_want_sbuf);
-    memcpy(fz_want_sbuf, buf + 7, sizeof fz_want_sbuf);
-    c->sem[3] = 9;
-    struct snap_db *db;
-    if (snap_open(fz_base, true, &db) != NRT_SUCCESS || snap_set_chunk_size(db, 4096) != NRT_SUCCESS ||
-        snap_save(db, "fuzz", 3, NULL) != NRT_SUCCESS)
-        abort();
-    snap_close(db);
-    tensor_set_destroy(set);
-    rt_leave();
-    rt_close();
-}
-
-static void fz_cleanup(void)
-{
-    fz_rm(fz_in);
-    fz_rm(fz_base);
-    rmdir(fz_dir);
+    fz_old_a = (uint64_t)(uintptr_t)b.a;
+    fz_old_h = (uint64_t)(uintptr_t)b.h;
+    fz_old_s = (uint64_t)(uintptr_t)b.s;
+    memcpy(fz_want_sbuf, b.buf + 7, sizeof fz_want_sbuf);
+    fz_base_save(&b, fz_want_sbuf, sizeof fz_want_sbuf);
 }
 
 static void fz_init(void)
 {
-    snprintf(fz_dir, sizeof fz_dir, "/tmp/trnemu-fuzz-snapcorrupt-%d", (int)getpid());
-    mkdir(fz_dir, 0700);
-    snprintf(fz_base, sizeof fz_base, "%s/base.db", fz_dir);
-    snprintf(fz_in, sizeof fz_in, "%s/in.db", fz_dir);
-    char name[64];
-    snprintf(name, sizeof name, "fuzz-snapcorrupt-%d", (int)getpid());
-    setenv("TRNEMU_INSTANCE_NAME", name, 1);
-    setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
-    unsetenv("NEURON_RT_VISIBLE_CORES");
-    unsetenv("NEURON_LOGICAL_NC_CONFIG");
-    unsetenv("NEURON_RT_NUM_CORES");
-    snap_set_host_limit(64u << 20);
-    fz_rm(fz_base);
-    atexit(fz_cleanup);
+    fz_setup("snapcorrupt");
     fz_make_base();
     /* one file, no WAL beside it: page damage hits the real pages */
     sqlite3 *db;
@@ -217,7 +87,7 @@ static void fz_run(sqlite3 *db, const char *sql, const uint8_t *r, bool text)
     if (text)
         sqlite3_bind_text(s, 1, (const char *)r + 4, (int)(r[3] % 9), SQLITE_TRANSIENT);
     else
-        sqlite3_bind_int64(s, 1, (v & 1) ? v : fz_ints[(uint64_t)v % (sizeof fz_ints / sizeof *fz_ints)]);
+        sqlite3_bind_int64(s, 1, fz_int_value(v));
     sqlite3_bind_int64(s, 2, r[3] % 8);
     sqlite3_bind_int64(s, 3, r[2] % 8);
     sqlite3_step(s);
@@ -227,11 +97,8 @@ static void fz_run(sqlite3 *db, const char *sql, const uint8_t *r, bool text)
 /* Apply one row-level record to the open file. */
 static void fz_mutate(sqlite3 *db, const uint8_t *r)
 {
-    const struct fz_table *t = &fz_tables[r[1] % FZ_NTABLES];
-    size_t ncols = 0;
-    while (t->cols[ncols] != NULL)
-        ncols++;
-    const char *col = t->cols[r[2] % ncols];
+    const struct fz_table *t;
+    const char *col = fz_pick(fz_tables, FZ_NTABLES, r, &t);
     char sql[2048], where[400], where2[400];
     const char *pick = "WHERE (%s) IN (SELECT %s FROM %s ORDER BY %s LIMIT 1 OFFSET ?%d)";
     snprintf(where, sizeof where, pick, t->key, t->key, t->name, t->key, 2);
@@ -343,43 +210,37 @@ static void fz_check(const struct snap_handle_map *m)
         abort();
 }
 
+/* What snap_verify said of the snapshot being restored. */
+struct fz_verdict {
+    bool verified;             /* it verified */
+    bool legacy;               /* it predates manifests */
+};
+
+/* A successful restore must agree with verify and (unless legacy) give
+ * back the saved bytes. */
+static void fz_restore_check(NRT_STATUS st, const struct snap_handle_map *map, void *user)
+{
+    const struct fz_verdict *v = user;
+    if (st == NRT_SUCCESS && !v->verified)
+        abort(); /* verify and restore disagree */
+    if (st == NRT_SUCCESS && !v->legacy)
+        fz_check(map);
+}
+
 static void fz_restore(struct snap_db *db, bool must)
 {
-    bool legacy = false;
+    struct fz_verdict v = {.legacy = false};
     int64_t id = -1;
     if (snap_latest(db, &id) != NRT_SUCCESS || id < 0)
         return;
-    bool verified = snap_verify(db, id, &legacy) == NRT_SUCCESS;
-    if (rt_init(0) != NRT_SUCCESS)
-        abort();
-    if (rt_enter() == NRT_SUCCESS) {
-        struct snap_handle_map map;
-        NRT_STATUS st = snap_restore(db, id, &map);
-        if (must && st != NRT_SUCCESS)
-            abort();
-        if (st == NRT_SUCCESS && !verified)
-            abort(); /* verify and restore disagree */
-        if (st == NRT_SUCCESS && !legacy)
-            fz_check(&map);
-        for (size_t i = 0; i < map.n; i++)
-            if (map.v[i].kind == HANDLE_TENSOR_SET)
-                tensor_set_destroy(map.v[i].obj);
-        snap_handle_map_free(&map);
-        rt_leave();
-    }
-    rt_close();
+    v.verified = snap_verify(db, id, &v.legacy) == NRT_SUCCESS;
+    fz_restore_run(db, id, must, fz_restore_check, &v);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-    static bool ready;
-    if (!ready) {
-        fz_init();
-        ready = true;
-    }
-    fz_make_input(data, size);
-    struct snap_db *db;
-    if (snap_open(fz_in, false, &db) == NRT_SUCCESS) {
+    struct snap_db *db = fz_open_input(data, size);
+    if (db != NULL) {
         fz_restore(db, size < 12);
         snap_close(db);
     }
