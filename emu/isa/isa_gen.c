@@ -21,6 +21,13 @@ static bool gen_v4_on_dve(unsigned opcode)
            opcode == ISA_OP_rand_set_state;
 }
 
+/* An ALU operator that only NeuronCore-v4 has. */
+static bool gen_v4_alu(unsigned op)
+{
+    return op == ISA_ALU_abs_max || op == ISA_ALU_abs_min || op == ISA_ALU_square ||
+           op == ISA_ALU_relu;
+}
+
 /* An operand or enum of insn that only v4 has; describes it in what. */
 static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what, size_t cap)
 {
@@ -32,8 +39,7 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             snprintf(what, cap, "%s with %s %s", op, f->name, isa_dtype_name(insn->ap[f->slot].dtype));
             return true;
         }
-        if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU &&
-            (insn->enums[f->slot] == ISA_ALU_abs_max || insn->enums[f->slot] == ISA_ALU_abs_min)) {
+        if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU && gen_v4_alu(insn->enums[f->slot])) {
             snprintf(what, cap, "%s %s=%s", op, f->name,
                      isa_enum_name(ISA_ET_ALU, insn->enums[f->slot]));
             return true;

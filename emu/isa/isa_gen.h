@@ -4,7 +4,7 @@
  * Some ops and forms exist only from a given generation on (the NKI ISA
  * reference marks them "NeuronCore-v4 and newer"): the MX instructions,
  * the v4 number formats, activate2, the Vector engine's exponential and
- * random-state access, the abs_max/abs_min ALU operators, and
+ * random-state access, the abs_max/abs_min/square/relu ALU operators, and
  * nc_matmul's bf16 PSUM results and float8_e4m3fn inputs. A loader checks
  * every instruction against the machine's generation and refuses the
  * program, naming the op and the instruction; the same program runs on a
