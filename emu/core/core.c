@@ -71,13 +71,34 @@ void core_destroy(struct core *c)
     free(c);
 }
 
+/* Keys that keep the two engines' generators apart. */
+#define XW_DVE_TAG 0x58573044564500ull
+#define XW_POOL_TAG 0x585731504f4f4cull
+
+void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed)
+{
+    for (uint32_t l = 0; l < ISA_NUM_PARTITIONS; l++)
+        for (uint32_t j = 0; j < CORE_XW_STATES; j++) {
+            uint32_t *w = c->xorwow[xe][l][j];
+            uint64_t base = ((uint64_t)l * CORE_XW_STATES + j) * CORE_XW_WORDS;
+            uint32_t any = 0;
+            for (uint32_t k = 0; k < CORE_XW_WORDS; k++) {
+                w[k] = (uint32_t)num_rng_u64(seed, base + k);
+                any |= k < CORE_XW_WORDS - 1 ? w[k] : 0u;
+            }
+            if (any == 0)
+                w[0] = 1;
+        }
+}
+
 void core_reset(struct core *c, uint64_t seed, bool stochastic)
 {
     memset(c->sem, 0, sizeof c->sem);
     memset(c->event, 0, sizeof c->event);
     memset(c->reg, 0, sizeof c->reg);
-    memset(c->rng_counter, 0, sizeof c->rng_counter);
     c->rng_seed = seed;
+    core_xorwow_seed(c, 0, seed ^ XW_DVE_TAG);
+    core_xorwow_seed(c, 1, seed ^ XW_POOL_TAG);
     c->stochastic = stochastic;
     for (int e = 0; e < ISA_ENG_COUNT; e++)
         c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,
