@@ -89,6 +89,14 @@ void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed)
             if (any == 0)
                 w[0] = 1;
         }
+    c->xw_seeded[xe] = 1;
+}
+
+uint32_t (*core_xorwow(struct core *c, unsigned xe))[CORE_XW_STATES][CORE_XW_WORDS]
+{
+    if (!c->xw_seeded[xe])
+        core_xorwow_seed(c, xe, c->rng_seed ^ (xe == 0 ? XW_DVE_TAG : XW_POOL_TAG));
+    return c->xorwow[xe];
 }
 
 void core_reset(struct core *c, uint64_t seed, bool stochastic)
@@ -97,8 +105,7 @@ void core_reset(struct core *c, uint64_t seed, bool stochastic)
     memset(c->event, 0, sizeof c->event);
     memset(c->reg, 0, sizeof c->reg);
     c->rng_seed = seed;
-    core_xorwow_seed(c, 0, seed ^ XW_DVE_TAG);
-    core_xorwow_seed(c, 1, seed ^ XW_POOL_TAG);
+    memset(c->xw_seeded, 0, sizeof c->xw_seeded);
     c->stochastic = stochastic;
     for (int e = 0; e < ISA_ENG_COUNT; e++)
         c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,

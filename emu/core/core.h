@@ -82,7 +82,8 @@ struct core {
     uint32_t xorwow[CORE_XW_ENGINES][ISA_NUM_PARTITIONS][CORE_XW_STATES][CORE_XW_WORDS]; /* random generator states */
     float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
     bool stochastic;                          /* float stores round stochastically */
-    uint8_t spare_[7];                        /* explicit: struct core has no implicit padding
+    uint8_t xw_seeded[CORE_XW_ENGINES];       /* xorwow[e] seeded in this execution */
+    uint8_t spare_[5];                        /* explicit: struct core has no implicit padding
                                                  (core_state.c checks every byte is listed) */
     struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
@@ -107,9 +108,9 @@ struct isa_exec_ctx {
 emu_status core_create(uint32_t gen, struct core **out);
 void core_destroy(struct core *c);
 
-/* Start of an execution: semaphores, events and registers to zero; seed
- * the random generators (Vector from seed ^ XW_DVE_TAG, GpSimd from seed ^
- * XW_POOL_TAG, core.c) and the rounding streams. stochastic: float stores that
+/* Start of an execution: semaphores, events and registers to zero; the
+ * random generators unseeded (core_xorwow seeds them from seed on first
+ * use); seed the rounding streams. stochastic: float stores that
  * narrow (to bf16, fp16, fp8) round stochastically instead of to nearest
  * even (NEURON_RT_STOCHASTIC_ROUNDING_EN). SBUF and PSUM keep their bytes,
  * as on hardware. */
@@ -118,6 +119,9 @@ void core_reset(struct core *c, uint64_t seed, bool stochastic);
  * seed: state j of lane l gets words num_rng_u64(seed, (l * 4 + j) * 6 + k)
  * (low 32 bits), k = 0..5; an all-zero x0..x4 gets x0 = 1. */
 void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed);
+/* The generators of engine slot xe, seeded first (from the execution's
+ * seed xor a per-engine key) when this execution has not seeded them. */
+uint32_t (*core_xorwow(struct core *c, unsigned xe))[CORE_XW_STATES][CORE_XW_WORDS];
 
 /* The core's invariants: a known generation with its SBUF size, its
  * memories and scratch mapped, events 0 or 1, rounding streams of a known

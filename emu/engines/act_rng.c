@@ -10,8 +10,8 @@
  * d += 362437, and yields x4 + d. An instruction that draws takes one value
  * per element: element i of row r comes from the generators of the row's
  * lane (its partition), generator i mod the engine's state count, in
- * element order. core_reset seeds every generator from the execution's
- * seed, so runs repeat bit for bit. rand_get_state / rand_set_state move a
+ * element order. An engine's generators are seeded from the execution's
+ * seed when it first uses them (core_xorwow), so runs repeat bit for bit. rand_get_state / rand_set_state move a
  * lane's states to and from a row of 6 (GpSimd) or 24 (Vector) uint32;
  * set_rng_seed(v) re-seeds every Vector generator from v
  * (core_xorwow_seed).
@@ -49,7 +49,7 @@ struct xw_gen {
 static struct xw_gen rng_gen(struct isa_exec_ctx *ctx)
 {
     bool dve = ctx->engine == ISA_ENG_DVE;
-    return (struct xw_gen){ctx->core->xorwow[dve ? 0 : 1], dve ? CORE_XW_STATES : 1u};
+    return (struct xw_gen){core_xorwow(ctx->core, dve ? 0 : 1), dve ? CORE_XW_STATES : 1u};
 }
 
 /* The compute lane (partition) of row r of operand slot. */
