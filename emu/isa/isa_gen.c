@@ -28,6 +28,22 @@ static bool gen_v4_alu(unsigned op)
            op == ISA_ALU_relu;
 }
 
+/* Elements per partition of access pattern ap. */
+static uint64_t gen_ap_elems(const struct isa_ap *ap)
+{
+    uint64_t n = 1;
+    for (unsigned d = 0; d < ap->ndims && d < ISA_MAX_DIMS; d++)
+        n *= ap->dim[d].count;
+    return n;
+}
+
+/* nc_matmul's moving free size N (columns per contraction row). */
+static uint64_t gen_matmul_n(const struct isa_insn *insn)
+{
+    uint64_t n = gen_ap_elems(&insn->ap[2]);
+    return insn->enums[0] == ISA_PERF_double_row ? n / 2 : n;
+}
+
 /* An operand or enum of insn that only v4 has; describes it in what. */
 static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what, size_t cap)
 {
@@ -47,6 +63,11 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
     }
     if (insn->opcode == ISA_OP_nc_matmul && insn->ap[0].dtype == ISA_DT_BF16) {
         snprintf(what, cap, "nc_matmul with a bf16 dst");
+        return true;
+    }
+    if (insn->opcode == ISA_OP_nc_matmul && gen_matmul_n(insn) > ISA_PE_MAX_N_V2) {
+        snprintf(what, cap, "nc_matmul with %llu moving columns (over %u)",
+                 (unsigned long long)gen_matmul_n(insn), ISA_PE_MAX_N_V2);
         return true;
     }
     return false;

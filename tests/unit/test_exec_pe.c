@@ -4,7 +4,8 @@
  * type, edge shapes, accumulation chains, PSUM partition and bank offsets,
  * strided operands, tiles, onezero hints, double-row fp8, transpose mode,
  * every kernel level giving the same bits; nc_transpose on PE and DVE;
- * nc_matmul_mx refused; shape, type and bound errors.
+ * nc_matmul_mx refused; shape, type and bound errors; NeuronCore-v4's wide
+ * moving operands (4096 fp32 / 8192 bf16 dst columns) and their gating.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,13 +18,14 @@
 
 #include <cmocka.h>
 
+#include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
 #include "exec_harness.h"
 
 #define MAXK 256
 #define MAXM 128
-#define MAXN 512
+#define MAXN 8192 /* NeuronCore-v4: a bf16 dst row of the whole PSUM partition */
 #define SB_A 0u        /* SBUF offset of the stationary operand */
 #define SB_B 4096u     /* SBUF offset of the moving operand */
 
@@ -494,6 +496,64 @@ static void test_transpose_dve(void **state)
     assert_non_null(strstr(h->report, "at most 32 x 32"));
 }
 
+/* NeuronCore-v4: moving operands up to a whole PSUM partition of dst
+ * (4096 fp32, 8192 bf16 columns), rows across banks; the old limit before
+ * v4 and in the loader's generation check. */
+static void test_matmul_wide_v4(void **state)
+{
+    (void)state;
+    enum { K = 24, M = 20 };
+    struct harness *h = harness_new(4);
+    /* fp32 dst of 4096 columns, then accumulate onto it */
+    put_tile(h, 0, K, SB_A, ISA_DT_BF16, M, 1, 41, ta);
+    put_tile(h, 0, K, SB_B, ISA_DT_BF16, 4096, 1, 42, tb);
+    add_mm(h, K, M, 4096, ISA_DT_BF16, ISA_DT_BF16, 3, 0, false);
+    add_mm(h, K, M, 4096, ISA_DT_BF16, ISA_DT_BF16, 3, 0, true);
+    assert_int_equal(harness_run(h), EMU_OK);
+    ref_mm(K, M, 4096, false);
+    ref_mm(K, M, 4096, true);
+    expect_psum(h, 3, 0, M, 4096);
+    /* bf16 dst of 8192 columns: fp32 sums rounded once (RNE) */
+    harness_clear(h);
+    put_tile(h, 0, K, SB_A, ISA_DT_BF16, M, 1, 43, ta);
+    put_tile(h, 0, K, SB_B, ISA_DT_BF16, 8192, 1, 44, tb);
+    add_mm(h, K, M, 8192, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false)->ap[0].dtype = ISA_DT_BF16;
+    assert_int_equal(harness_run(h), EMU_OK);
+    ref_mm(K, M, 8192, false);
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t j = 0; j < 8192; j++) {
+            uint16_t got, want;
+            memcpy(&got, harness_psum_ptr(h, i, 2 * j), 2);
+            num_from_f32(ISA_DT_BF16, &want, tc[(size_t)i * 8192 + j], NULL, 0);
+            if (got != want)
+                fail_msg("bf16 psum[%u][%u] = %04x, want %04x", i, j, got, want);
+        }
+    /* past the partition: refused */
+    harness_clear(h);
+    add_mm(h, K, M, 4097, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false)->ap[0] =
+        harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_F32, 4097);
+    assert_int_not_equal(harness_run(h), EMU_OK);
+    harness_free(h);
+    /* before v4: 512 columns in one bank */
+    h = harness_new(3);
+    add_mm(h, K, M, 1024, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "N <= 512"));
+    harness_clear(h);
+    add_mm(h, K, M, 512, ISA_DT_BF16, ISA_DT_BF16, 0, 1024, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "bank"));
+    harness_free(h);
+    struct isa_insn in;
+    char what[96];
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, ISA_OP_nc_matmul), EMU_OK);
+    in.ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_B, ISA_DT_BF16, 1024);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    assert_non_null(strstr(what, "1024 moving columns"));
+    in.ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_B, ISA_DT_BF16, 512);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +569,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_transpose_mode, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_flag_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_errors, setup3, teardown),
+        cmocka_unit_test(test_matmul_wide_v4),
         cmocka_unit_test_setup_teardown(test_transpose_pe, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_transpose_pe_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_transpose_dve, setup3, teardown),
