@@ -92,5 +92,5 @@ unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
     if (gen_v4_form(insn, op, what, cap))
         return 4;
     snprintf(what, cap, "%s", op);
-    return 2;
+    return insn->opcode == ISA_OP_nc_matmul_sparse ? 3 : 2;
 }

@@ -5,10 +5,11 @@
  * reference marks them "NeuronCore-v4 and newer"): the MX instructions,
  * the v4 number formats, activate2, the Vector engine's exponential and
  * random-state access, the abs_max/abs_min/square/relu ALU operators, and
- * nc_matmul's bf16 PSUM results and float8_e4m3fn inputs. A loader checks
- * every instruction against the machine's generation and refuses the
- * program, naming the op and the instruction; the same program runs on a
- * generation that has it. docs/isa.md lists the rules.
+ * nc_matmul's bf16 PSUM results, float8_e4m3fn inputs and moving operands
+ * wider than 512 columns; the structured-sparse matmul needs v3. A loader
+ * checks every instruction against the machine's generation and refuses
+ * the program, naming the op and the instruction; the same program runs on
+ * a generation that has it. docs/isa.md lists the rules.
  */
 #ifndef TRNEMU_EMU_ISA_GEN_H
 #define TRNEMU_EMU_ISA_GEN_H

@@ -171,6 +171,7 @@ ISA_OP(reg_store, 0x09, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_INT_REQ(rs
 ISA_OP(nc_matmul, 0x10, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_FLAG(accumulate, 0), ISA_FLAG(transpose, 1), ISA_FLAG(stationary_onezero, 2), ISA_FLAG(moving_onezero, 3), ISA_ENUM(perf, 0, PERF, none), ISA_INT(tile_row, 0, 0, 127, 0), ISA_INT(tile_col, 1, 0, 127, 0), ISA_INT(tile_rows, 2, 1, 128, 128), ISA_INT(tile_cols, 3, 1, 128, 128)))
 ISA_OP(nc_matmul_mx, 0x11, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_AP(stationary_scale, 3, ISA_SB_IN), ISA_AP(moving_scale, 4, ISA_SB_IN), ISA_FLAG(accumulate, 0), ISA_INT(tile_row, 0, 0, 127, 0), ISA_INT(tile_col, 1, 0, 127, 0), ISA_INT(tile_rows, 2, 1, 128, 128), ISA_INT(tile_cols, 3, 1, 128, 128)))
 ISA_OP(nc_transpose, 0x12, ISA_EM_PE | ISA_EM_DVE, (ISA_AP(dst, 0, ISA_OUT), ISA_AP(data, 1, ISA_IN)))
+ISA_OP(nc_matmul_sparse, 0x13, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_AP(tag, 3, ISA_SB_IN), ISA_INT_REQ(keep, 0, 1, 4), ISA_INT_REQ(group, 1, 2, 16), ISA_FLAG(accumulate, 0)))
 
 /* Scalar Engine (ACT). */
 ISA_OP(activation, 0x20, ISA_EM_ACT, (ISA_AP(dst, 0, ISA_OUT), ISA_AP(data, 1, ISA_IN), ISA_ENUM_REQ(func, 0, ACT), ISA_APF(bias, 2, 0, ISA_OPT_IN, 0.0), ISA_APF(scale, 3, 1, ISA_OPT_IN, 1.0), ISA_ENUM(reduce_op, 1, ALU, add), ISA_ENUM(reduce_cmd, 2, RCMD, idle), ISA_AP(reduce_res, 4, ISA_OPT_OUT)))
