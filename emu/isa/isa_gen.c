@@ -65,6 +65,16 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
         snprintf(what, cap, "nc_matmul with a bf16 dst");
         return true;
     }
+    if (insn->opcode == ISA_OP_dma_copy && insn->enums[0] == ISA_DMAOP_accumulate) {
+        snprintf(what, cap, "dma_copy op=accumulate (SBUF read-add-write)");
+        return true;
+    }
+    if ((insn->opcode == ISA_OP_dma_copy && insn->imm[1].i != 0) ||
+        (insn->opcode == ISA_OP_dma_transpose && insn->imm[0].i != 0)) {
+        snprintf(what, cap, "%s priority=%lld", op,
+                 (long long)insn->imm[insn->opcode == ISA_OP_dma_copy ? 1 : 0].i);
+        return true;
+    }
     if (insn->opcode == ISA_OP_nc_matmul && gen_matmul_n(insn) > ISA_PE_MAX_N_V2) {
         snprintf(what, cap, "nc_matmul with %llu moving columns (over %u)",
                  (unsigned long long)gen_matmul_n(insn), ISA_PE_MAX_N_V2);

@@ -135,6 +135,7 @@ ISA_ENUM_ITEM(DMAOP, fma, 3)
 ISA_ENUM_ITEM(DMAOP, min, 4)
 ISA_ENUM_ITEM(DMAOP, max, 5)
 ISA_ENUM_ITEM(DMAOP, transpose, 6)
+ISA_ENUM_ITEM(DMAOP, accumulate, 7)
 
 ISA_ENUM_ITEM(OOB, error, 0)
 ISA_ENUM_ITEM(OOB, skip, 1)
@@ -224,8 +225,8 @@ ISA_OP(rand_get_state, 0x63, ISA_EM_POOL | ISA_EM_DVE, (ISA_AP(dst, 0, ISA_OUT))
 ISA_OP(set_rng_seed, 0x64, ISA_EM_DVE, (ISA_AP(src_seeds, 1, ISA_IN)))
 
 /* DMA: any engine's queue can start one. */
-ISA_OP(dma_copy, 0x70, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_ENUM(op, 0, DMAOP, copy), ISA_F32(scale, 0, 1.0), ISA_AP(index, 2, ISA_SB_OPT_IN), ISA_ENUM(indirect, 1, INDIR, none), ISA_INT(indirect_dim, 0, 0, 4, 0), ISA_ENUM(oob, 2, OOB, error)))
-ISA_OP(dma_transpose, 0x71, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN)))
+ISA_OP(dma_copy, 0x70, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_ENUM(op, 0, DMAOP, copy), ISA_F32(scale, 0, 1.0), ISA_AP(index, 2, ISA_SB_OPT_IN), ISA_ENUM(indirect, 1, INDIR, none), ISA_INT(indirect_dim, 0, 0, 4, 0), ISA_ENUM(oob, 2, OOB, error), ISA_INT(priority, 1, 0, 3, 0)))
+ISA_OP(dma_transpose, 0x71, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_INT(priority, 0, 0, 3, 0)))
 ISA_OP(dma_compute, 0x72, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src0, 1, ISA_DMA_IN), ISA_AP(src1, 2, ISA_DMA_OPT_IN), ISA_AP(src2, 3, ISA_DMA_OPT_IN), ISA_AP(src3, 4, ISA_DMA_OPT_IN), ISA_ENUM(reduce_op, 0, ALU, add), ISA_F32(scale0, 0, 1.0), ISA_F32(scale1, 1, 1.0), ISA_F32(scale2, 2, 1.0), ISA_F32(scale3, 3, 1.0), ISA_ENUM(oob, 1, OOB, error)))
 ISA_OP(dma_trigger, 0x73, ISA_EM_ALL, (ISA_INT_REQ(queue, 0, 0, 65535)))
 
