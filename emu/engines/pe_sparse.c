@@ -18,7 +18,6 @@
  * stored as 0x7fc00000, as nc_matmul does.
  */
 #include <inttypes.h>
-#include <math.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
@@ -29,6 +28,7 @@
 #define SP_MAX_F 512     /* dst free size: one PSUM bank of fp32 */
 #define SP_TAGS_PER_WORD 4
 #define SP_FLAG_ACCUMULATE 0
+_Static_assert(CORE_SCRATCH_SLOTS >= 6, "pe_sparse.c uses six scratch rows");
 
 /* The M:N patterns of the NeuronCore-v3/v4 Tensor engine (keep, group). */
 static const uint8_t sp_patterns[][2] = {{4, 8}, {4, 12}, {4, 16}, {2, 8},
@@ -155,22 +155,26 @@ static emu_status sp_column(struct isa_exec_ctx *ctx, const float *tag, const st
     return EMU_OK;
 }
 
-/* acc[0..f) of one output row from its column's kept values. */
+/* acc[0..f) op= the kept values of column m times their moving rows: the
+ * kept rows become a P-long contraction packed for the Tensor-engine
+ * kernel (pe_matmul.h: fmaf in increasing k, canonical NaN), so the
+ * result is the definition's, at SIMD speed. panels: room for the moving
+ * panels, then PE_MR x P floats for the stationary one. */
 static void sp_row(const struct sp_geom *g, const struct sp_entry *col, const float *st,
-                   const float *mv, uint32_t m, float *acc)
+                   const float *mv, uint32_t m, bool accumulate, float *acc, float *panels)
 {
     size_t mv_w = (size_t)g->ratio * g->f;
+    float *a = panels + pe_pack_b_floats(g->parts, g->f);
+    memset(a, 0, (size_t)PE_MR * g->parts * sizeof(float));
     for (uint32_t j = 0; j < g->parts; j++) {
-        float s = st[(size_t)col[j].p * g->m + m];
-        const float *row = mv + (size_t)(col[j].k / g->ratio) * mv_w + (size_t)(col[j].k % g->ratio) * g->f;
-        for (uint32_t f = 0; f < g->f; f++)
-            acc[f] = fmaf(s, row[f], acc[f]);
+        const float *row = mv + (size_t)(col[j].k / g->ratio) * mv_w +
+                           (size_t)(col[j].k % g->ratio) * g->f;
+        pe_scatter_row(row, g->f, PE_NR, g->parts, j, panels);
+        a[(size_t)j * PE_MR] = st[(size_t)col[j].p * g->m + m];
     }
-    for (uint32_t f = 0; f < g->f; f++)
-        if (isnan(acc[f])) {
-            uint32_t nan = PE_CANON_NAN;
-            memcpy(&acc[f], &nan, sizeof nan);
-        }
+    struct pe_mm mm = {.k = g->parts, .m = 1, .n = g->f, .a = a, .b = panels, .c = acc,
+                       .ldc = (ptrdiff_t)g->f, .accumulate = accumulate};
+    pe_mm_run(&mm);
 }
 
 /* Load stationary, moving and tag rows into scratch, then each dst row. */
@@ -178,7 +182,7 @@ static emu_status sp_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
                               const struct ap_view v[4], const struct sp_geom *g)
 {
     float *st = core_scratch(ctx, 0), *mv = core_scratch(ctx, 1), *tag = core_scratch(ctx, 2);
-    float *acc = core_scratch(ctx, 3);
+    float *acc = core_scratch(ctx, 3), *panels = core_scratch(ctx, 5);
     struct sp_entry *col = (struct sp_entry *)(void *)core_scratch(ctx, 4);
     for (uint32_t p = 0; p < g->parts; p++) {
         ap_row_load(&v[1], p, st + (size_t)p * g->m);
@@ -192,9 +196,7 @@ static emu_status sp_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
             return s;
         if (accumulate)
             ap_row_load(&v[0], m, acc);
-        else
-            memset(acc, 0, (size_t)g->f * sizeof(float));
-        sp_row(g, col, st, mv, m, acc);
+        sp_row(g, col, st, mv, m, accumulate, acc, panels);
         ap_row_store(&v[0], m, acc);
     }
     return EMU_OK;
