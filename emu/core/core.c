@@ -80,13 +80,13 @@ void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed)
     for (uint32_t l = 0; l < ISA_NUM_PARTITIONS; l++)
         for (uint32_t j = 0; j < CORE_XW_STATES; j++) {
             uint32_t *w = c->xorwow[xe][l][j];
-            uint64_t base = ((uint64_t)l * CORE_XW_STATES + j) * CORE_XW_WORDS;
-            uint32_t any = 0;
-            for (uint32_t k = 0; k < CORE_XW_WORDS; k++) {
-                w[k] = (uint32_t)num_rng_u64(seed, base + k);
-                any |= k < CORE_XW_WORDS - 1 ? w[k] : 0u;
+            uint64_t base = ((uint64_t)l * CORE_XW_STATES + j) * (CORE_XW_WORDS / 2);
+            for (uint32_t i = 0; i < CORE_XW_WORDS / 2; i++) {
+                uint64_t r = num_rng_u64(seed, base + i);
+                w[2 * i] = (uint32_t)r;
+                w[2 * i + 1] = (uint32_t)(r >> 32);
             }
-            if (any == 0)
+            if ((w[0] | w[1] | w[2] | w[3] | w[4]) == 0)
                 w[0] = 1;
         }
     c->xw_seeded[xe] = 1;

@@ -116,8 +116,9 @@ void core_destroy(struct core *c);
  * as on hardware. */
 void core_reset(struct core *c, uint64_t seed, bool stochastic);
 /* Seed every XORWOW generator of engine slot xe (0 Vector, 1 GpSimd) from
- * seed: state j of lane l gets words num_rng_u64(seed, (l * 4 + j) * 6 + k)
- * (low 32 bits), k = 0..5; an all-zero x0..x4 gets x0 = 1. */
+ * seed: words 2i, 2i+1 of state j of lane l are the low and high halves of
+ * num_rng_u64(seed, (l * 4 + j) * 3 + i), i = 0..2; an all-zero x0..x4
+ * gets x0 = 1. */
 void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed);
 /* The generators of engine slot xe, seeded first (from the execution's
  * seed xor a per-engine key) when this execution has not seeded them. */
