@@ -71,13 +71,41 @@ void core_destroy(struct core *c)
     free(c);
 }
 
+/* Keys that keep the two engines' generators apart. */
+#define XW_DVE_TAG 0x58573044564500ull
+#define XW_POOL_TAG 0x585731504f4f4cull
+
+void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed)
+{
+    for (uint32_t l = 0; l < ISA_NUM_PARTITIONS; l++)
+        for (uint32_t j = 0; j < CORE_XW_STATES; j++) {
+            uint32_t *w = c->xorwow[xe][l][j];
+            uint64_t base = ((uint64_t)l * CORE_XW_STATES + j) * (CORE_XW_WORDS / 2);
+            for (uint32_t i = 0; i < CORE_XW_WORDS / 2; i++) {
+                uint64_t r = num_rng_u64(seed, base + i);
+                w[2 * i] = (uint32_t)r;
+                w[2 * i + 1] = (uint32_t)(r >> 32);
+            }
+            if ((w[0] | w[1] | w[2] | w[3] | w[4]) == 0)
+                w[0] = 1;
+        }
+    c->xw_seeded[xe] = 1;
+}
+
+uint32_t (*core_xorwow(struct core *c, unsigned xe))[CORE_XW_STATES][CORE_XW_WORDS]
+{
+    if (!c->xw_seeded[xe])
+        core_xorwow_seed(c, xe, c->rng_seed ^ (xe == 0 ? XW_DVE_TAG : XW_POOL_TAG));
+    return c->xorwow[xe];
+}
+
 void core_reset(struct core *c, uint64_t seed, bool stochastic)
 {
     memset(c->sem, 0, sizeof c->sem);
     memset(c->event, 0, sizeof c->event);
     memset(c->reg, 0, sizeof c->reg);
-    memset(c->rng_counter, 0, sizeof c->rng_counter);
     c->rng_seed = seed;
+    memset(c->xw_seeded, 0, sizeof c->xw_seeded);
     c->stochastic = stochastic;
     for (int e = 0; e < ISA_ENG_COUNT; e++)
         c->sr[e] = (struct num_round){NUM_ROUND_STOCHASTIC, false,

@@ -62,6 +62,14 @@ struct core_program {
 struct race_state;
 struct cost_run;
 
+/* XORWOW random generators (act_rng.c): the Vector and the GpSimd engine
+ * each keep CORE_XW_STATES generators per compute lane (GpSimd uses the
+ * first), each CORE_XW_WORDS uint32: x0..x4 (xorshift words), d (Weyl
+ * counter). */
+#define CORE_XW_ENGINES 2 /* index 0: Vector, 1: GpSimd */
+#define CORE_XW_STATES 4
+#define CORE_XW_WORDS 6
+
 struct core {
     uint32_t gen;                             /* NeuronCore version: 2, 3 or 4 */
     uint32_t sbuf_part_bytes;                 /* bytes per SBUF partition */
@@ -71,10 +79,11 @@ struct core {
     uint32_t event[ISA_NUM_EVENTS];           /* event values (0 or 1) */
     int64_t reg[ISA_ENG_COUNT][ISA_NUM_REGS]; /* engine sequencer registers */
     uint64_t rng_seed;                        /* seed of the random streams */
-    uint64_t rng_counter[ISA_ENG_COUNT];      /* elements drawn per engine */
+    uint32_t xorwow[CORE_XW_ENGINES][ISA_NUM_PARTITIONS][CORE_XW_STATES][CORE_XW_WORDS]; /* random generator states */
     float acc[ISA_ENG_COUNT][ISA_NUM_PARTITIONS]; /* engine accumulator registers (act_acc.h) */
     bool stochastic;                          /* float stores round stochastically */
-    uint8_t spare_[7];                        /* explicit: struct core has no implicit padding
+    uint8_t xw_seeded[CORE_XW_ENGINES];       /* xorwow[e] seeded in this execution */
+    uint8_t spare_[5];                        /* explicit: struct core has no implicit padding
                                                  (core_state.c checks every byte is listed) */
     struct num_round sr[ISA_ENG_COUNT];       /* per-engine stochastic rounding stream */
     float *scratch;                           /* ISA_ENG_COUNT * SLOTS * ELEMS floats */
@@ -99,12 +108,21 @@ struct isa_exec_ctx {
 emu_status core_create(uint32_t gen, struct core **out);
 void core_destroy(struct core *c);
 
-/* Start of an execution: semaphores, events, registers and random
- * counters to zero; seed the random streams. stochastic: float stores that
+/* Start of an execution: semaphores, events and registers to zero; the
+ * random generators unseeded (core_xorwow seeds them from seed on first
+ * use); seed the rounding streams. stochastic: float stores that
  * narrow (to bf16, fp16, fp8) round stochastically instead of to nearest
  * even (NEURON_RT_STOCHASTIC_ROUNDING_EN). SBUF and PSUM keep their bytes,
  * as on hardware. */
 void core_reset(struct core *c, uint64_t seed, bool stochastic);
+/* Seed every XORWOW generator of engine slot xe (0 Vector, 1 GpSimd) from
+ * seed: words 2i, 2i+1 of state j of lane l are the low and high halves of
+ * num_rng_u64(seed, (l * 4 + j) * 3 + i), i = 0..2; an all-zero x0..x4
+ * gets x0 = 1. */
+void core_xorwow_seed(struct core *c, unsigned xe, uint64_t seed);
+/* The generators of engine slot xe, seeded first (from the execution's
+ * seed xor a per-engine key) when this execution has not seeded them. */
+uint32_t (*core_xorwow(struct core *c, unsigned xe))[CORE_XW_STATES][CORE_XW_WORDS];
 
 /* The core's invariants: a known generation with its SBUF size, its
  * memories and scratch mapped, events 0 or 1, rounding streams of a known

@@ -7,7 +7,7 @@
 #include <assert.h>
 #include <string.h>
 
-#define CORE_STATE_MAGIC "TCS1"
+#define CORE_STATE_MAGIC "TCS2"
 
 /* Every field of struct core, in order, with what a snapshot does with it:
  * STATE: in core_state_save; MEMORY: saved by the caller as a memory
@@ -18,7 +18,7 @@
 #define CORE_FIELDS(X)                                                       \
     X(gen, FIXED) X(sbuf_part_bytes, FIXED) X(sbuf, MEMORY) X(psum, MEMORY)  \
     X(sem, STATE) X(event, STATE) X(reg, STATE) X(rng_seed, STATE)           \
-    X(rng_counter, STATE) X(acc, STATE) X(stochastic, STATE)                 \
+    X(xorwow, STATE) X(acc, STATE) X(stochastic, STATE) X(xw_seeded, STATE)                 \
     X(spare_, FIXED) X(sr, STATE) X(scratch, HOST) X(race, HOST)
 
 #define CORE_FIELD_BYTES(f, kind) +sizeof(((struct core *)0)->f)
@@ -65,7 +65,7 @@ size_t core_state_size(void)
 {
     const struct core *c = NULL;
     return 4 + 5 * 4 + sizeof c->sem + sizeof c->event + sizeof c->reg + 8 +
-           sizeof c->rng_counter + sizeof c->acc + 1 + ISA_ENG_COUNT * CORE_STATE_SR_BYTES;
+           sizeof c->xorwow + sizeof c->acc + 1 + sizeof c->xw_seeded + ISA_ENG_COUNT * CORE_STATE_SR_BYTES;
 }
 
 void core_state_save(const struct core *c, uint8_t *out)
@@ -79,10 +79,11 @@ void core_state_save(const struct core *c, uint8_t *out)
     cs_put(&k, c->event, sizeof c->event);
     cs_put(&k, c->reg, sizeof c->reg);
     cs_put(&k, &c->rng_seed, 8);
-    cs_put(&k, c->rng_counter, sizeof c->rng_counter);
+    cs_put(&k, c->xorwow, sizeof c->xorwow);
     cs_put(&k, c->acc, sizeof c->acc);
     uint8_t sto = c->stochastic;
     cs_put(&k, &sto, 1);
+    cs_put(&k, c->xw_seeded, sizeof c->xw_seeded);
     for (int e = 0; e < ISA_ENG_COUNT; e++) {
         uint8_t sat = c->sr[e].saturate;
         cs_put(&k, &c->sr[e].mode, 4);
@@ -107,11 +108,15 @@ emu_status core_state_load(struct core *dst, const uint8_t *p, size_t len)
     cs_get(&k, c->event, sizeof c->event);
     cs_get(&k, c->reg, sizeof c->reg);
     cs_get(&k, &c->rng_seed, 8);
-    cs_get(&k, c->rng_counter, sizeof c->rng_counter);
+    cs_get(&k, c->xorwow, sizeof c->xorwow);
     cs_get(&k, c->acc, sizeof c->acc);
     uint8_t sto;
     cs_get(&k, &sto, 1);
     c->stochastic = sto != 0;
+    cs_get(&k, c->xw_seeded, sizeof c->xw_seeded);
+    for (int e = 0; e < CORE_XW_ENGINES; e++)
+        if (c->xw_seeded[e] > 1)
+            return EMU_INVALID;
     for (int e = 0; e < ISA_ENG_COUNT; e++) {
         uint8_t sat;
         cs_get(&k, &c->sr[e].mode, 4);

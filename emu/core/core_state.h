@@ -5,13 +5,14 @@
  * likes (core->sbuf, core->psum); what is fixed at creation (gen, sizes)
  * or host-side (scratch rows, race checker) is not state.
  *
- * emu owns the layout; the store keeps the bytes opaque. Version 1
- * (little-endian): "TCS1" (the version is the magic's last byte), then u32
+ * emu owns the layout; the store keeps the bytes opaque. Version 2
+ * (little-endian): "TCS2" (the version is the magic's last byte), then u32
  * counts (semaphores, events, engines, registers per engine, partitions),
  * then the arrays in that order: sem u32, event u32, reg i64
- * [engine][reg], rng_seed u64, rng_counter u64 [engine], acc f32
- * [engine][partition], stochastic u8, and per engine the rounding stream:
- * mode u32, saturate u8, seed u64, index u64.
+ * [engine][reg], rng_seed u64, the XORWOW states u32 [2 engines: Vector,
+ * GpSimd][partition][4][6], acc f32
+ * [engine][partition], stochastic u8, XORWOW seeded u8 [2], and per
+ * engine the rounding stream: mode u32, saturate u8, seed u64, index u64.
  *
  * core_state.c lists every field of struct core with what a snapshot does
  * with it; a static_assert fails the build when a field is added to the

@@ -109,7 +109,8 @@ static double cost_compute_cycles(const struct cost_table *t, const struct isa_i
     if (streamed == 0)
         streamed = out;  /* memset, iota, rng: the output is the work */
     double cycles;
-    if (eng == ISA_ENG_PE && (insn->opcode == ISA_OP_nc_matmul || insn->opcode == ISA_OP_nc_matmul_mx)) {
+    if (eng == ISA_ENG_PE && (insn->opcode == ISA_OP_nc_matmul || insn->opcode == ISA_OP_nc_matmul_mx ||
+                              insn->opcode == ISA_OP_nc_matmul_sparse)) {
         /* The moving tensor streams through the array one column per cycle. */
         uint64_t mp, moving;
         cost_ap_size(insn, 2, &mp, &moving);

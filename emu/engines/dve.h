@@ -13,8 +13,8 @@
  * operands. The accumulator registers are act_acc.h's, shared with the
  * other engines' reducing instructions.
  *
- * Unary operators (bypass, abs, rsqrt, invert, logical_not) act on the
- * "stream" argument of a kernel (the tensor flowing through the
+ * Unary operators (bypass, abs, rsqrt, square, relu, invert, logical_not)
+ * act on the "stream" argument of a kernel (the tensor flowing through the
  * instruction) and ignore the other operand and any reverse flag.
  */
 #ifndef TRNEMU_EMU_DVE_H

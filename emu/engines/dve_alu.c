@@ -65,6 +65,12 @@ static inline float dve_fmod(float x, float y)
     return (r != 0.0f && ((r < 0.0f) != (y < 0.0f))) ? r + y : r;
 }
 
+/* relu: x for x > 0, +0 otherwise (also for -0); NaN stays NaN. */
+static inline float dve_frelu(float x)
+{
+    return x != x ? x : (x > 0.0f ? x : 0.0f);
+}
+
 static inline float dve_b2f(bool b)
 {
     return b ? 1.0f : 0.0f;
@@ -98,6 +104,8 @@ static inline float dve_b2f(bool b)
     X(bypass, x)                      \
     X(abs, fabsf(x))                  \
     X(rsqrt, 1.0f / sqrtf(x))         \
+    X(square, x * x)                  \
+    X(relu, dve_frelu(x))             \
     X(logical_not, dve_b2f(x == 0.0f))
 
 #define DVE_GEN_F32_BIN(name, expr)                                                        \
@@ -209,6 +217,8 @@ static inline uint64_t dve_mag(int64_t x)
     X(bypass, x)                                 \
     X(abs, dve_wrap(dve_mag(x)))                 \
     X(invert, ~x)                                \
+    X(square, dve_wrap((uint64_t)x * (uint64_t)x)) \
+    X(relu, x > 0 ? x : 0)                       \
     X(logical_not, x == 0)
 
 #define DVE_GEN_I64_BIN(name, expr)                                                          \
@@ -284,6 +294,8 @@ const uint8_t dve_op_table[ISA_ENUM_SPACE] = {
     [ISA_ALU_abs] = P_ARITH | DVE_OP_UNARY,
     [ISA_ALU_rsqrt] = DVE_OP_F32 | DVE_OP_UNARY,
     [ISA_ALU_average] = DVE_OP_F32 | P_RED,
+    [ISA_ALU_square] = P_ARITH | DVE_OP_UNARY,
+    [ISA_ALU_relu] = P_ARITH | DVE_OP_UNARY,
     [ISA_ALU_bitwise_and] = DVE_OP_INT | DVE_OP_BITVEC | P_RED,
     [ISA_ALU_bitwise_or] = DVE_OP_INT | DVE_OP_BITVEC | P_RED,
     [ISA_ALU_bitwise_xor] = DVE_OP_INT | DVE_OP_BITVEC | P_RED,

@@ -6,8 +6,11 @@
  *
  * dma_copy op: copy/cast dst = src (bit copy for equal types, else through
  * fp32 with RNE); add dst += src; fma dst = fmaf(src, scale, dst); min/max
- * dst = min/max(dst, src); transpose as dma_transpose. Source and
- * destination hold the same number of elements, in any shapes.
+ * dst = min/max(dst, src); transpose as dma_transpose; accumulate is
+ * NeuronCore-v4's SBUF read-add-write, dst += src into SBUF with src and
+ * dst both bf16 or both fp32. Source and destination hold the same number
+ * of elements, in any shapes. The priority field (v4 DMA quality of
+ * service) is recorded in the instruction and changes nothing here.
  * Indirect (indirect=src|dst, indirect_dim=0): row r of the indexed HBM
  * operand is row index[r] (one integer per partition of the SBUF index);
  * an index reaching outside the variable is EMU_EXEC_OOB (oob=error) or
@@ -30,6 +33,24 @@ static emu_status dma_bind2(struct isa_exec_ctx *ctx, struct ap_view *dst, struc
     return s != EMU_OK ? s : ap_bind(ctx, DMA_SLOT_SRC, src);
 }
 
+/* SBUF read-add-write (op=accumulate): NeuronCore-v4, dst in SBUF, src
+ * and dst of one type, bf16 or fp32 (the Trainium3 guide). */
+static emu_status dma_check_accumulate(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    const struct isa_ap *dst = &insn->ap[DMA_SLOT_DST], *src = &insn->ap[DMA_SLOT_SRC];
+    bool type_ok = dst->dtype == src->dtype &&
+                   (dst->dtype == ISA_DT_BF16 || dst->dtype == ISA_DT_F32);
+    if (ctx->core->gen < 4)
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy op=accumulate (SBUF read-add-write) "
+                         "needs NeuronCore-v4 (this core is NeuronCore-v%u)", ctx->core->gen);
+    if (dst->mem != ISA_MEM_SBUF || !type_ok)
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy op=accumulate adds into SBUF with src "
+                         "and dst both bf16 or both f32 (dst %s %s, src %s)",
+                         isa_mem_name(dst->mem), isa_dtype_name(dst->dtype),
+                         isa_dtype_name(src->dtype));
+    return EMU_OK;
+}
+
 /* The job of a dma_copy op (not transpose) with one source. */
 static emu_status dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct dma_job *job)
@@ -43,6 +64,13 @@ static emu_status dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *
     switch (op) {
     case ISA_DMAOP_copy: case ISA_DMAOP_cast: job->kind = DMA_K_COPY; break;
     case ISA_DMAOP_add: job->kind = DMA_K_ADD; break;
+    case ISA_DMAOP_accumulate: {
+        emu_status s = dma_check_accumulate(ctx, insn);
+        if (s != EMU_OK)
+            return s;
+        job->kind = DMA_K_ADD;
+        break;
+    }
     case ISA_DMAOP_fma: job->kind = DMA_K_ADD; job->scale[0] = scale; break;
     case ISA_DMAOP_min: job->kind = DMA_K_MIN; break;
     case ISA_DMAOP_max: job->kind = DMA_K_MAX; break;

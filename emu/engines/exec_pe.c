@@ -8,11 +8,13 @@
  * Transpose mode on NeuronCore-v3 moves data bit-exactly instead; on v2 it
  * is an ordinary matmul, as on hardware. NeuronCore-v4 also writes bf16
  * PSUM (fp32 sums rounded once, RNE or stochastic; accumulation reads the
- * bf16 value back) and takes float8_e4m3fn inputs. nc_matmul_mx is in
- * exec_mx.c.
+ * bf16 value back), takes float8_e4m3fn inputs and moving operands of up
+ * to 4096 (fp32 dst) or 8192 (bf16 dst) columns, a dst row that may span
+ * PSUM banks. nc_matmul_mx is in exec_mx.c.
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
@@ -23,7 +25,8 @@
 #define PE_FLAG_STAT_ONEZERO 2
 #define PE_FLAG_MOV_ONEZERO 3
 #define PE_MAX_M 128               /* stationary free size (PE columns) */
-#define PE_MAX_N 512               /* moving free size (fp32 per PSUM bank) */
+#define PE_MAX_N ISA_PE_MAX_N_V2    /* moving free size before v4 (fp32 per PSUM bank) */
+#define PE_MAX_N_V4_BYTES ISA_PSUM_PART_BYTES /* v4: a dst row may fill its partition */
 #define PE_DVE_TRANSPOSE_MAX 32    /* Vector-engine transpose: at most 32 x 32 */
 
 /* The geometry of one nc_matmul. */
@@ -153,6 +156,13 @@ static bool pe_e4m3fn_ok(uint32_t gen, uint32_t a, uint32_t b)
            (fb || pe_input_ok(b)) && !pe_is_f32(a) && !pe_is_f32(b);
 }
 
+/* The largest moving free size: 512 before NeuronCore-v4; from v4 as
+ * many dst elements as one PSUM partition holds (4096 fp32, 8192 bf16). */
+static uint32_t pe_max_n(uint32_t gen, uint32_t dst_esize)
+{
+    return gen >= 4 && dst_esize > 0 ? PE_MAX_N_V4_BYTES / dst_esize : PE_MAX_N;
+}
+
 static emu_status pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                   const struct ap_view *st, const struct ap_view *mv,
                                   struct pe_geom *g)
@@ -169,19 +179,24 @@ static emu_status pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view
     g->k = g->parts * g->groups;
     g->m = (uint32_t)(st->elems / g->groups);
     g->n = (uint32_t)(mv->elems / g->groups);
-    if (mv->rows != st->rows || g->m > PE_MAX_M || g->n > PE_MAX_N || dst->rows != g->m ||
+    uint32_t max_n = pe_max_n(ctx->core->gen, dst->esize);
+    if (mv->rows != st->rows || g->m > PE_MAX_M || g->n > max_n || dst->rows != g->m ||
         dst->elems != g->n)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul shapes: stationary %u x %"
                          PRIu64 ", moving %u x %" PRIu64 ", dst %u x %" PRIu64 "; need [K x M]"
-                         ", [K x N], [M x N] with M <= %u, N <= %u", st->rows, st->elems,
-                         mv->rows, mv->elems, dst->rows, dst->elems, PE_MAX_M, PE_MAX_N);
+                         ", [K x N], [M x N] with M <= %u, N <= %u%s", st->rows, st->elems,
+                         mv->rows, mv->elems, dst->rows, dst->elems, PE_MAX_M, max_n,
+                         ctx->core->gen >= 4 ? "" : " (4096 fp32 / 8192 bf16 from NeuronCore-v4)");
     return EMU_OK;
 }
 
-/* A matmul dst row stays inside one 2 KiB PSUM bank. */
+/* Before NeuronCore-v4 a matmul dst row stays inside one 2 KiB PSUM bank
+ * (from v4 it may fill the partition: ap_bind keeps it inside). */
 static emu_status pe_check_bank(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct isa_extent ext;
+    if (ctx->core->gen >= 4)
+        return EMU_OK;
     if (isa_ap_extent(&insn->ap[0], &ext) != EMU_OK || ext.hi <= ext.lo)
         return EMU_OK; /* ap_bind already judged the pattern */
     if (ext.lo / ISA_PSUM_BANK_BYTES != (ext.hi - 1) / ISA_PSUM_BANK_BYTES)
@@ -206,12 +221,49 @@ static emu_status pe_check_onezero(struct isa_exec_ctx *ctx, const char *what, u
 
 /* ---- matmul ------------------------------------------------------------------- */
 
-/* Pack both operands and multiply into dst. */
-static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
-                              const struct ap_view *dst, const struct ap_view *st,
-                              const struct ap_view *mv, const struct pe_geom *g)
+/* Scratch row slot when n floats fit it, else a heap block the caller
+ * frees (*owned); NULL when the host is out of memory. */
+static float *pe_buffer(struct isa_exec_ctx *ctx, unsigned slot, size_t n, float **owned)
 {
-    float *a = core_scratch(ctx, 0), *b = core_scratch(ctx, 1), *tmp = core_scratch(ctx, 2);
+    *owned = NULL;
+    if (n <= CORE_SCRATCH_ELEMS)
+        return core_scratch(ctx, slot);
+    *owned = malloc(n * sizeof(float));
+    return *owned;
+}
+
+static emu_status pe_no_memory(struct isa_exec_ctx *ctx, const struct pe_geom *g)
+{
+    return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a %u x %u x %u "
+                     "product", g->k, g->m, g->n);
+}
+
+/* c = the product through an M x N staging block (dst not fp32 rows the
+ * kernel can write in place): loaded first when accumulating, stored after. */
+static emu_status pe_run_staged(struct isa_exec_ctx *ctx, struct pe_mm *mm,
+                                const struct ap_view *dst)
+{
+    float *own;
+    mm->c = pe_buffer(ctx, 3, (size_t)mm->m * mm->n, &own);
+    if (mm->c == NULL)
+        return EMU_RESOURCE;
+    mm->ldc = mm->n;
+    for (uint32_t r = 0; r < mm->m && mm->accumulate; r++)
+        ap_row_load(dst, r, mm->c + (size_t)r * mm->n);
+    pe_mm_run(mm);
+    for (uint32_t r = 0; r < mm->m; r++)
+        ap_row_store(dst, r, mm->c + (size_t)r * mm->n);
+    free(own);
+    return EMU_OK;
+}
+
+/* Pack both operands (b: the moving panels, sized for g) and multiply
+ * into dst. */
+static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                   const struct ap_view *dst, const struct ap_view *st,
+                                   const struct ap_view *mv, const struct pe_geom *g, float *b)
+{
+    float *a = core_scratch(ctx, 0), *tmp = core_scratch(ctx, 2);
     pe_pack_a(st, g->groups, g->m, a, tmp);
     pe_pack_b(mv, g->groups, g->n, b, tmp);
     emu_status s = EMU_OK;
@@ -230,14 +282,22 @@ static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
         pe_mm_run(&mm);
         return EMU_OK;
     }
-    mm.c = core_scratch(ctx, 3);
-    mm.ldc = g->n;
-    for (uint32_t r = 0; r < g->m && mm.accumulate; r++)
-        ap_row_load(dst, r, mm.c + (size_t)r * g->n);
-    pe_mm_run(&mm);
-    for (uint32_t r = 0; r < g->m; r++)
-        ap_row_store(dst, r, mm.c + (size_t)r * g->n);
-    return EMU_OK;
+    s = pe_run_staged(ctx, &mm, dst);
+    return s == EMU_RESOURCE ? pe_no_memory(ctx, g) : s;
+}
+
+/* The moving panels of a v4 matmul wider than a scratch row live on the heap. */
+static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                              const struct ap_view *dst, const struct ap_view *st,
+                              const struct ap_view *mv, const struct pe_geom *g)
+{
+    float *own;
+    float *b = pe_buffer(ctx, 1, pe_pack_b_floats(g->k, g->n), &own);
+    if (b == NULL)
+        return pe_no_memory(ctx, g);
+    emu_status s = pe_multiply_with(ctx, insn, dst, st, mv, g, b);
+    free(own);
+    return s;
 }
 
 /* For each column n of the moving operand, the row k holding its one 1.0. */

@@ -48,6 +48,7 @@
 #define ISA_PSUM_PART_BYTES (16u * 1024u)     /* 2 MiB PSUM */
 #define ISA_PSUM_BANKS 8
 #define ISA_PSUM_BANK_BYTES (2u * 1024u)      /* 512 fp32 per partition */
+#define ISA_PE_MAX_N_V2 512u                  /* nc_matmul moving columns before v4 */
 
 /* ---- engines ----------------------------------------------------------- */
 enum isa_engine {

@@ -21,6 +21,29 @@ static bool gen_v4_on_dve(unsigned opcode)
            opcode == ISA_OP_rand_set_state;
 }
 
+/* An ALU operator that only NeuronCore-v4 has. */
+static bool gen_v4_alu(unsigned op)
+{
+    return op == ISA_ALU_abs_max || op == ISA_ALU_abs_min || op == ISA_ALU_square ||
+           op == ISA_ALU_relu;
+}
+
+/* Elements per partition of access pattern ap. */
+static uint64_t gen_ap_elems(const struct isa_ap *ap)
+{
+    uint64_t n = 1;
+    for (unsigned d = 0; d < ap->ndims && d < ISA_MAX_DIMS; d++)
+        n *= ap->dim[d].count;
+    return n;
+}
+
+/* nc_matmul's moving free size N (columns per contraction row). */
+static uint64_t gen_matmul_n(const struct isa_insn *insn)
+{
+    uint64_t n = gen_ap_elems(&insn->ap[2]);
+    return insn->enums[0] == ISA_PERF_double_row ? n / 2 : n;
+}
+
 /* An operand or enum of insn that only v4 has; describes it in what. */
 static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what, size_t cap)
 {
@@ -32,8 +55,7 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             snprintf(what, cap, "%s with %s %s", op, f->name, isa_dtype_name(insn->ap[f->slot].dtype));
             return true;
         }
-        if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU &&
-            (insn->enums[f->slot] == ISA_ALU_abs_max || insn->enums[f->slot] == ISA_ALU_abs_min)) {
+        if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU && gen_v4_alu(insn->enums[f->slot])) {
             snprintf(what, cap, "%s %s=%s", op, f->name,
                      isa_enum_name(ISA_ET_ALU, insn->enums[f->slot]));
             return true;
@@ -41,6 +63,21 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
     }
     if (insn->opcode == ISA_OP_nc_matmul && insn->ap[0].dtype == ISA_DT_BF16) {
         snprintf(what, cap, "nc_matmul with a bf16 dst");
+        return true;
+    }
+    if (insn->opcode == ISA_OP_dma_copy && insn->enums[0] == ISA_DMAOP_accumulate) {
+        snprintf(what, cap, "dma_copy op=accumulate (SBUF read-add-write)");
+        return true;
+    }
+    if ((insn->opcode == ISA_OP_dma_copy && insn->imm[1].i != 0) ||
+        (insn->opcode == ISA_OP_dma_transpose && insn->imm[0].i != 0)) {
+        snprintf(what, cap, "%s priority=%lld", op,
+                 (long long)insn->imm[insn->opcode == ISA_OP_dma_copy ? 1 : 0].i);
+        return true;
+    }
+    if (insn->opcode == ISA_OP_nc_matmul && gen_matmul_n(insn) > ISA_PE_MAX_N_V2) {
+        snprintf(what, cap, "nc_matmul with %llu moving columns (over %u)",
+                 (unsigned long long)gen_matmul_n(insn), ISA_PE_MAX_N_V2);
         return true;
     }
     return false;
@@ -76,5 +113,7 @@ unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
     if (gen_v4_form(insn, op, what, cap))
         return 4;
     snprintf(what, cap, "%s", op);
+    if (insn->opcode == ISA_OP_nc_matmul_sparse)
+        return 3;
     return gen_coll_v(insn, what, cap);
 }

@@ -87,6 +87,8 @@ ISA_ENUM_ITEM(ALU, mod, 10)
 ISA_ENUM_ITEM(ALU, abs, 11)
 ISA_ENUM_ITEM(ALU, rsqrt, 12)
 ISA_ENUM_ITEM(ALU, average, 13)
+ISA_ENUM_ITEM(ALU, square, 14)
+ISA_ENUM_ITEM(ALU, relu, 15)
 ISA_ENUM_ITEM(ALU, bitwise_and, 16)
 ISA_ENUM_ITEM(ALU, bitwise_or, 17)
 ISA_ENUM_ITEM(ALU, bitwise_xor, 18)
@@ -133,6 +135,7 @@ ISA_ENUM_ITEM(DMAOP, fma, 3)
 ISA_ENUM_ITEM(DMAOP, min, 4)
 ISA_ENUM_ITEM(DMAOP, max, 5)
 ISA_ENUM_ITEM(DMAOP, transpose, 6)
+ISA_ENUM_ITEM(DMAOP, accumulate, 7)
 
 ISA_ENUM_ITEM(OOB, error, 0)
 ISA_ENUM_ITEM(OOB, skip, 1)
@@ -169,6 +172,7 @@ ISA_OP(reg_store, 0x09, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_INT_REQ(rs
 ISA_OP(nc_matmul, 0x10, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_FLAG(accumulate, 0), ISA_FLAG(transpose, 1), ISA_FLAG(stationary_onezero, 2), ISA_FLAG(moving_onezero, 3), ISA_ENUM(perf, 0, PERF, none), ISA_INT(tile_row, 0, 0, 127, 0), ISA_INT(tile_col, 1, 0, 127, 0), ISA_INT(tile_rows, 2, 1, 128, 128), ISA_INT(tile_cols, 3, 1, 128, 128)))
 ISA_OP(nc_matmul_mx, 0x11, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_AP(stationary_scale, 3, ISA_SB_IN), ISA_AP(moving_scale, 4, ISA_SB_IN), ISA_FLAG(accumulate, 0), ISA_INT(tile_row, 0, 0, 127, 0), ISA_INT(tile_col, 1, 0, 127, 0), ISA_INT(tile_rows, 2, 1, 128, 128), ISA_INT(tile_cols, 3, 1, 128, 128)))
 ISA_OP(nc_transpose, 0x12, ISA_EM_PE | ISA_EM_DVE, (ISA_AP(dst, 0, ISA_OUT), ISA_AP(data, 1, ISA_IN)))
+ISA_OP(nc_matmul_sparse, 0x13, ISA_EM_PE, (ISA_AP(dst, 0, ISA_PS_OUT), ISA_AP(stationary, 1, ISA_SB_IN), ISA_AP(moving, 2, ISA_SB_IN), ISA_AP(tag, 3, ISA_SB_IN), ISA_INT_REQ(keep, 0, 1, 4), ISA_INT_REQ(group, 1, 2, 16), ISA_FLAG(accumulate, 0)))
 
 /* Scalar Engine (ACT). */
 ISA_OP(activation, 0x20, ISA_EM_ACT, (ISA_AP(dst, 0, ISA_OUT), ISA_AP(data, 1, ISA_IN), ISA_ENUM_REQ(func, 0, ACT), ISA_APF(bias, 2, 0, ISA_OPT_IN, 0.0), ISA_APF(scale, 3, 1, ISA_OPT_IN, 1.0), ISA_ENUM(reduce_op, 1, ALU, add), ISA_ENUM(reduce_cmd, 2, RCMD, idle), ISA_AP(reduce_res, 4, ISA_OPT_OUT)))
@@ -221,8 +225,8 @@ ISA_OP(rand_get_state, 0x63, ISA_EM_POOL | ISA_EM_DVE, (ISA_AP(dst, 0, ISA_OUT))
 ISA_OP(set_rng_seed, 0x64, ISA_EM_DVE, (ISA_AP(src_seeds, 1, ISA_IN)))
 
 /* DMA: any engine's queue can start one. */
-ISA_OP(dma_copy, 0x70, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_ENUM(op, 0, DMAOP, copy), ISA_F32(scale, 0, 1.0), ISA_AP(index, 2, ISA_SB_OPT_IN), ISA_ENUM(indirect, 1, INDIR, none), ISA_INT(indirect_dim, 0, 0, 4, 0), ISA_ENUM(oob, 2, OOB, error)))
-ISA_OP(dma_transpose, 0x71, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN)))
+ISA_OP(dma_copy, 0x70, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_ENUM(op, 0, DMAOP, copy), ISA_F32(scale, 0, 1.0), ISA_AP(index, 2, ISA_SB_OPT_IN), ISA_ENUM(indirect, 1, INDIR, none), ISA_INT(indirect_dim, 0, 0, 4, 0), ISA_ENUM(oob, 2, OOB, error), ISA_INT(priority, 1, 0, 3, 0)))
+ISA_OP(dma_transpose, 0x71, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src, 1, ISA_DMA_IN), ISA_INT(priority, 0, 0, 3, 0)))
 ISA_OP(dma_compute, 0x72, ISA_EM_ALL, (ISA_AP(dst, 0, ISA_DMA_OUT), ISA_AP(src0, 1, ISA_DMA_IN), ISA_AP(src1, 2, ISA_DMA_OPT_IN), ISA_AP(src2, 3, ISA_DMA_OPT_IN), ISA_AP(src3, 4, ISA_DMA_OPT_IN), ISA_ENUM(reduce_op, 0, ALU, add), ISA_F32(scale0, 0, 1.0), ISA_F32(scale1, 1, 1.0), ISA_F32(scale2, 2, 1.0), ISA_F32(scale3, 3, 1.0), ISA_ENUM(oob, 1, OOB, error)))
 ISA_OP(dma_trigger, 0x73, ISA_EM_ALL, (ISA_INT_REQ(queue, 0, 0, 65535)))
 

@@ -2,7 +2,8 @@
  * test_examples.c: the example kernels (examples/NAME.s, assembled at build
  * time) executed end to end through the public API only, each checked
  * against a reference computed here: add, the 512^3 and 4096^3 bf16
- * matmuls, softmax and layernorm. Also: every execution gives the same
+ * matmuls, softmax, layernorm, the MX matmul (Trainium3) and the 4:16
+ * structured-sparse matmul. Also: every execution gives the same
  * bits, a model's tensor info matches its source, and bad executions
  * (missing or wrongly sized tensors) fail before anything runs.
  *
@@ -434,6 +435,95 @@ static void test_mx_matmul_on_trn2(void **state)
     free(neff);
 }
 
+/* ---- sparse_matmul (NeuronCore-v3 and later) ------------------------------- */
+
+enum { SPX_P = 128, SPX_M = 128, SPX_F = 512, SPX_R = 4, SPX_K = SPX_P * SPX_R };
+
+/* A random 4:16 W (kept marks in kept[k][m]), compressed into S and T. */
+static void spx_make(uint64_t seed, float *w, bool *kept, uint16_t *sb, uint16_t *tag)
+{
+    uint64_t s = seed;
+    memset(w, 0, sizeof(float) * SPX_K * SPX_M);
+    memset(kept, 0, sizeof(bool) * SPX_K * SPX_M);
+    memset(tag, 0, sizeof(uint16_t) * SPX_P * (SPX_M / 4));
+    for (uint32_t g = 0; g < SPX_P / 4; g++)
+        for (uint32_t m = 0; m < SPX_M; m++) {
+            uint32_t pos[16];
+            for (uint32_t i = 0; i < 16; i++)
+                pos[i] = i;
+            for (uint32_t i = 0; i < 4; i++) {
+                uint32_t j = i + (uint32_t)((ex_rand(&s) + 1.0f) * 0.5f * (float)(16 - i)) % (16 - i);
+                uint32_t t = pos[i];
+                pos[i] = pos[j], pos[j] = t;
+            }
+            for (uint32_t i = 0; i < 4; i++) {
+                uint32_t p = 4 * g + i, k = 16 * g + pos[i];
+                uint16_t h = ex_bf16(ex_rand(&s));
+                sb[(size_t)p * SPX_M + m] = h;
+                w[(size_t)k * SPX_M + m] = ex_bf16_f32(h);
+                kept[(size_t)k * SPX_M + m] = true;
+                tag[(size_t)p * (SPX_M / 4) + m / 4] |= (uint16_t)(pos[i] << (4 * (m % 4)));
+            }
+        }
+}
+
+/* C = W^T X through the public API, bit for bit against the decompressed
+ * W multiplied here (fmaf over the kept rows in increasing k). */
+static void test_sparse_matmul(void **state)
+{
+    (void)state;
+    float *w = malloc(sizeof(float) * SPX_K * SPX_M), *x = malloc(sizeof(float) * SPX_K * SPX_F);
+    bool *kept = malloc(sizeof(bool) * SPX_K * SPX_M);
+    uint16_t *sb = malloc(2 * SPX_P * SPX_M), *tag = malloc(2 * SPX_P * (SPX_M / 4));
+    uint16_t *xb = malloc(2 * (size_t)SPX_P * SPX_R * SPX_F);
+    float *c = malloc(sizeof(float) * SPX_M * SPX_F);
+    spx_make(11, w, kept, sb, tag);
+    uint64_t s = 12;
+    for (size_t i = 0; i < (size_t)SPX_P * SPX_R * SPX_F; i++) { /* row k = i / F */
+        xb[i] = ex_bf16(ex_rand(&s));
+        x[i] = ex_bf16_f32(xb[i]);
+    }
+    struct kernel k;
+    ex_load(&k, "sparse_matmul");
+    ex_write(&k, "S", sb, 2 * SPX_P * SPX_M);
+    ex_write(&k, "T", tag, 2 * SPX_P * (SPX_M / 4));
+    ex_write(&k, "X", xb, 2 * (size_t)SPX_P * SPX_R * SPX_F);
+    ex_exec(&k);
+    ex_read(&k, "C", c, sizeof(float) * SPX_M * SPX_F);
+    for (uint32_t m = 0; m < SPX_M; m++)
+        for (uint32_t f = 0; f < SPX_F; f++) {
+            float acc = 0.0f;
+            for (uint32_t kk = 0; kk < SPX_K; kk++)
+                if (kept[(size_t)kk * SPX_M + m])
+                    acc = fmaf(w[(size_t)kk * SPX_M + m], x[(size_t)kk * SPX_F + f], acc);
+            if (memcmp(&acc, &c[(size_t)m * SPX_F + f], 4) != 0)
+                fail_msg("sparse_matmul C[%u][%u] = %.9g, reference %.9g", m, f,
+                         (double)c[(size_t)m * SPX_F + f], (double)acc);
+        }
+    ex_unload(&k);
+    free(w), free(x), free(kept), free(sb), free(tag), free(xb), free(c);
+}
+
+static int setup_trn1(void **state)
+{
+    (void)state;
+    it_env_clear();
+    setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
+    return nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS ? 0 : -1;
+}
+
+/* NeuronCore-v2 has no sparse matmul: refused at load (NRT_INVALID). */
+static void test_sparse_matmul_on_trn1(void **state)
+{
+    (void)state;
+    size_t size;
+    void *neff = ex_read_file("sparse_matmul.neff", &size);
+    nrt_model_t *m = NULL;
+    assert_int_equal(nrt_load(neff, size, 0, -1, &m), NRT_INVALID);
+    assert_null(m);
+    free(neff);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -444,6 +534,9 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_layernorm, setup, teardown),
         cmocka_unit_test_setup_teardown(test_mx_matmul, setup_trn3, teardown_trn3),
         cmocka_unit_test_setup_teardown(test_mx_matmul_on_trn2, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sparse_matmul, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_sparse_matmul, setup_trn3, teardown_trn3),
+        cmocka_unit_test_setup_teardown(test_sparse_matmul_on_trn1, setup_trn1, teardown_trn3),
         cmocka_unit_test_setup_teardown(test_matmul_4096, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);

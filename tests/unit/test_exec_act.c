@@ -902,60 +902,130 @@ static void test_dropout(void **state)
     assert_true(kept_ints > 900 && kept_ints < 1148);
 }
 
-/* rand_get_state / rand_set_state round trip, set_rng_seed, seed words. */
+/* Reference XORWOW (Marsaglia 2003, xorshift plus a Weyl counter), written
+ * here from the algorithm: w = x0..x4, d; returns the next output. */
+static uint32_t ref_xorwow(uint32_t w[6])
+{
+    uint32_t t = w[0] ^ (w[0] >> 2);
+    memmove(w, w + 1, 4 * sizeof w[0]);
+    w[4] = w[4] ^ (w[4] << 4) ^ t ^ (t << 1);
+    w[5] += 362437u;
+    return w[4] + w[5];
+}
+
+/* State words of lane p, generator j, known to the test. */
+static uint32_t xw_word(uint32_t p, uint32_t j, uint32_t k)
+{
+    return 0x9E3779B9u * (p * 24u + j * 6u + k + 1u) ^ (k == 5 ? 0u : 0x5bd1e995u);
+}
+
+/* rand_set_state loads lanes' states, rng then draws the XORWOW sequence
+ * of each (element i from generator i mod 1 on GpSimd, i mod 4 on the
+ * Vector engine), rand_get_state stores the advanced states. */
+static void xw_check_engine(struct harness *h, unsigned engine, uint32_t nst)
+{
+    enum { P = 5, N = 11 };
+    uint32_t words = nst * 6;
+    harness_clear(h);
+    for (uint32_t p = 0; p < P; p++)
+        for (uint32_t k = 0; k < words; k++) {
+            uint32_t w = xw_word(p + 2, k / 6, k % 6);
+            memcpy(harness_sbuf_ptr(h, p + 2, 4 * k), &w, 4);
+        }
+    harness_add(h, engine, ISA_OP_rand_set_state)->ap[1] =
+        harness_tile(ISA_MEM_SBUF, 2, P, 0, ISA_DT_U32, words);
+    harness_add(h, engine, ISA_OP_rng)->ap[0] = harness_tile(ISA_MEM_SBUF, 2, P, 1024, ISA_DT_U32, N);
+    harness_add(h, engine, ISA_OP_rand_get_state)->ap[0] =
+        harness_tile(ISA_MEM_SBUF, 2, P, 2048, ISA_DT_U32, words);
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t p = 2; p < 2 + P; p++) {
+        uint32_t ref[4][6];
+        for (uint32_t j = 0; j < nst; j++)
+            for (uint32_t k = 0; k < 6; k++)
+                ref[j][k] = xw_word(p, j, k);
+        for (uint32_t i = 0; i < N; i++)
+            assert_int_equal(word(h, p, 1024, i), ref_xorwow(ref[i % nst]));
+        for (uint32_t k = 0; k < words; k++)
+            assert_int_equal(word(h, p, 2048, k), ref[k / 6][k % 6]);
+    }
+}
+
+static void test_xorwow_reference(void **state)
+{
+    (void)state;
+    struct harness *h = harness_new(4);
+    xw_check_engine(h, ISA_ENG_POOL, 1);
+    xw_check_engine(h, ISA_ENG_DVE, 4);
+    /* rand2 and dropout use the same draws: u = (bits >> 8) * 2^-24 */
+    harness_clear(h);
+    uint32_t st[24];
+    for (uint32_t k = 0; k < 24; k++) {
+        st[k] = xw_word(0, k / 6, k % 6);
+        memcpy(harness_sbuf_ptr(h, 0, 4 * k), &st[k], 4);
+    }
+    harness_add(h, ISA_ENG_DVE, ISA_OP_rand_set_state)->ap[1] =
+        harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 24);
+    struct isa_insn *r2 = harness_add(h, ISA_ENG_DVE, ISA_OP_rand2);
+    r2->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 1, 1024, ISA_DT_F32, 9);
+    r2->fimm[0] = 0.0f;
+    r2->fimm[1] = 1.0f;
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t i = 0; i < 9; i++)
+        assert_same(get(h, ISA_MEM_SBUF, 0, 1024, ISA_DT_F32, i),
+                    (float)(ref_xorwow(&st[6 * (i % 4)]) >> 8) * 0x1p-24f);
+    harness_free(h);
+}
+
+/* Save, draw, restore, draw again: the same values; the documented sizes;
+ * set_rng_seed repeats a stream and differs from the reset seeding. */
 static void test_rng_state(void **state)
 {
     struct harness *h = *state;
     enum { N = 100 };
     struct isa_ap st = harness_tile(ISA_MEM_SBUF, 0, 2, 0, ISA_DT_U32, 6);
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
-        harness_tile(ISA_MEM_SBUF, 0, 1, 1024, ISA_DT_U32, N);
+        harness_tile(ISA_MEM_SBUF, 0, 2, 1024, ISA_DT_U32, N);
     harness_add(h, ISA_ENG_POOL, ISA_OP_rand_get_state)->ap[0] = st;
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
-        harness_tile(ISA_MEM_SBUF, 0, 1, 2048, ISA_DT_U32, N);
+        harness_tile(ISA_MEM_SBUF, 0, 2, 2048, ISA_DT_U32, N);
     harness_add(h, ISA_ENG_POOL, ISA_OP_rand_set_state)->ap[1] = st;
     harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
-        harness_tile(ISA_MEM_SBUF, 0, 1, 3072, ISA_DT_U32, N);
+        harness_tile(ISA_MEM_SBUF, 0, 2, 3072, ISA_DT_U32, N);
     assert_int_equal(harness_run(h), EMU_OK);
-    assert_int_equal(word(h, 0, 0, 0), N);
-    for (size_t k = 1; k < 6; k++)
-        assert_int_equal(word(h, 0, 0, k), 0);
-    for (size_t k = 0; k < 6; k++)
-        assert_int_equal(word(h, 1, 0, k), 0);
-    for (size_t k = 0; k < N; k++) {
-        assert_int_equal(word(h, 0, 2048, k), word(h, 0, 3072, k));
-        assert_int_not_equal(word(h, 0, 1024, k), word(h, 0, 2048, k));
-    }
-    /* set_rng_seed: the counter becomes seed << 32; the same seed repeats */
+    for (uint32_t p = 0; p < 2; p++)
+        for (size_t k = 0; k < N; k++) {
+            assert_int_equal(word(h, p, 2048, k), word(h, p, 3072, k));
+            assert_int_not_equal(word(h, p, 1024, k), word(h, p, 2048, k));
+        }
+    /* 24 words on the Vector engine, 6 on GpSimd; nothing else */
+    harness_clear(h);
+    harness_add(h, ISA_ENG_DVE, ISA_OP_rand_get_state)->ap[0] =
+        harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 6);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "24 values"));
+    harness_clear(h);
+    harness_add(h, ISA_ENG_POOL, ISA_OP_rand_set_state)->ap[1] =
+        harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 24);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    /* set_rng_seed: the same seed repeats */
     harness_clear(h);
     uint32_t seed = 0xC0FFEE;
     memcpy(harness_sbuf_ptr(h, 3, 0), &seed, 4);
     struct isa_ap s1 = harness_tile(ISA_MEM_SBUF, 3, 1, 0, ISA_DT_U32, 1);
+    harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
+        harness_tile(ISA_MEM_SBUF, 3, 1, 512, ISA_DT_U32, N);
     harness_add(h, ISA_ENG_DVE, ISA_OP_set_rng_seed)->ap[1] = s1;
-    harness_add(h, ISA_ENG_DVE, ISA_OP_rand_get_state)->ap[0] =
-        harness_tile(ISA_MEM_SBUF, 3, 1, 64, ISA_DT_U32, 24);
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 3, 1, 1024, ISA_DT_U32, N);
     harness_add(h, ISA_ENG_DVE, ISA_OP_set_rng_seed)->ap[1] = s1;
     harness_add(h, ISA_ENG_DVE, ISA_OP_rng)->ap[0] =
         harness_tile(ISA_MEM_SBUF, 3, 1, 2048, ISA_DT_U32, N);
     assert_int_equal(harness_run(h), EMU_OK);
-    assert_int_equal(word(h, 3, 64, 0), 0);
-    assert_int_equal(word(h, 3, 64, 1), seed);
-    for (size_t k = 0; k < N; k++)
-        assert_int_equal(word(h, 3, 1024, k), word(h, 3, 2048, k));
-    /* extra seed words change the stream */
-    harness_clear(h);
-    uint32_t words[6] = {0, 0, 0, 0, 0, 9};
-    memcpy(harness_sbuf_ptr(h, 0, 0), words, sizeof words);
-    harness_add(h, ISA_ENG_POOL, ISA_OP_rand_set_state)->ap[1] =
-        harness_tile(ISA_MEM_SBUF, 0, 1, 0, ISA_DT_U32, 6);
-    harness_add(h, ISA_ENG_POOL, ISA_OP_rng)->ap[0] =
-        harness_tile(ISA_MEM_SBUF, 0, 1, 4096, ISA_DT_U32, N);
-    assert_int_equal(harness_run(h), EMU_OK);
     size_t same = 0;
-    for (size_t k = 0; k < N; k++)
-        same += word(h, 0, 4096, k) == word(h, 0, 1024, k);
+    for (size_t k = 0; k < N; k++) {
+        assert_int_equal(word(h, 3, 1024, k), word(h, 3, 2048, k));
+        same += word(h, 3, 512, k) == word(h, 3, 1024, k);
+    }
     assert_true(same < 3);
 }
 
@@ -978,6 +1048,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_rand2, setup, teardown),
         cmocka_unit_test_setup_teardown(test_dropout, setup, teardown),
         cmocka_unit_test_setup_teardown(test_rng_state, setup, teardown),
+        cmocka_unit_test(test_xorwow_reference),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -4,8 +4,9 @@
  * shapes and strides, casts, add/fma/min/max (float and exact integer),
  * in-place operands, transposes, dma_compute reductions, indirect
  * gather/scatter with oob error/skip, dma_trigger over a hand-built
- * descriptor list (semaphores, events, CCE sources, constants), and the
- * error and out-of-bounds cases.
+ * descriptor list (semaphores, events, CCE sources, constants), the
+ * error and out-of-bounds cases, NeuronCore-v4's SBUF read-add-write
+ * (op=accumulate) and DMA priority.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -16,6 +17,7 @@
 
 #include <cmocka.h>
 
+#include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 
@@ -460,6 +462,87 @@ static void test_transpose_rank(void **state)
                 }
 }
 
+/* NeuronCore-v4 SBUF read-add-write: dst += src into SBUF, bf16 + bf16
+ * (fp32 sum rounded once, RNE) and f32 + f32, from HBM or SBUF; other
+ * types, a non-SBUF dst and older cores refused; priority is recorded,
+ * gated to v4 and changes no result. */
+static void test_accumulate_v4(void **state)
+{
+    (void)state;
+    enum { P = 6, N = 33 };
+    struct harness *h = harness_new(4);
+    static uint16_t hb[P * N];
+    static float hf[P * N];
+    for (int i = 0; i < P * N; i++) {
+        hb[i] = num_f32_to_bf16(rnd(5, i));
+        hf[i] = rnd(6, i);
+    }
+    harness_var(h, 1, "b", hb, sizeof hb);
+    harness_var(h, 2, "f", hf, sizeof hf);
+    const int32_t rowb[1][2] = {{1, N}};
+    for (uint32_t p = 0; p < P; p++)
+        for (uint32_t i = 0; i < N; i++) {
+            uint16_t b = num_f32_to_bf16(rnd(7, p * N + i));
+            float f = rnd(8, p * N + i);
+            memcpy(harness_sbuf_ptr(h, p, 2 * i), &b, 2);
+            memcpy(harness_sbuf_ptr(h, p, 1024 + 4 * i), &f, 4);
+            memcpy(harness_sbuf_ptr(h, p, 4096 + 4 * i), &f, 4);
+        }
+    add_copy(h, harness_tile(ISA_MEM_SBUF, 0, P, 0, ISA_DT_BF16, N),
+             harness_hbm(1, 0, P, N, ISA_DT_BF16, 1, rowb), ISA_DMAOP_accumulate)->imm[1].i = 2;
+    add_copy(h, harness_tile(ISA_MEM_SBUF, 0, P, 1024, ISA_DT_F32, N),
+             harness_hbm(2, 0, P, N, ISA_DT_F32, 1, rowb), ISA_DMAOP_accumulate);
+    add_copy(h, harness_tile(ISA_MEM_SBUF, 0, P, 1024, ISA_DT_F32, N),
+             harness_tile(ISA_MEM_SBUF, 0, P, 4096, ISA_DT_F32, N), ISA_DMAOP_accumulate);
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t p = 0; p < P; p++)
+        for (uint32_t i = 0; i < N; i++) {
+            uint16_t got_b;
+            float got_f;
+            memcpy(&got_b, harness_sbuf_ptr(h, p, 2 * i), 2);
+            memcpy(&got_f, harness_sbuf_ptr(h, p, 1024 + 4 * i), 4);
+            float b0 = num_bf16_to_f32(num_f32_to_bf16(rnd(7, p * N + i)));
+            float sum_b = b0 + num_bf16_to_f32(hb[p * N + i]);
+            float f0 = rnd(8, p * N + i), sum_f = (f0 + hf[p * N + i]) + f0;
+            assert_int_equal(got_b, num_f32_to_bf16(sum_b));
+            assert_int_equal(f32_bits(got_f), f32_bits(sum_f));
+        }
+    /* mixed or integer types, a PSUM dst: refused */
+    static const struct { uint32_t dt_dst, dt_src; uint8_t mem; } bad[] = {
+        {ISA_DT_F32, ISA_DT_BF16, ISA_MEM_SBUF},
+        {ISA_DT_I32, ISA_DT_I32, ISA_MEM_SBUF},
+        {ISA_DT_F32, ISA_DT_F32, ISA_MEM_PSUM},
+    };
+    for (size_t k = 0; k < sizeof bad / sizeof bad[0]; k++) {
+        harness_clear(h);
+        add_copy(h, harness_tile(bad[k].mem, 0, P, 0, bad[k].dt_dst, N),
+                 harness_tile(ISA_MEM_SBUF, 0, P, 4096, bad[k].dt_src, N), ISA_DMAOP_accumulate);
+        assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+        assert_non_null(strstr(h->report, "accumulate"));
+    }
+    harness_free(h);
+    h = harness_new(3);
+    add_copy(h, harness_tile(ISA_MEM_SBUF, 0, P, 0, ISA_DT_F32, N),
+             harness_tile(ISA_MEM_SBUF, 0, P, 4096, ISA_DT_F32, N), ISA_DMAOP_accumulate);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "NeuronCore-v4"));
+    harness_free(h);
+    /* the loader's generation check */
+    struct isa_insn in;
+    char what[96];
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_SP, ISA_OP_dma_copy), EMU_OK);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
+    in.imm[1].i = 3;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    assert_non_null(strstr(what, "priority=3"));
+    in.imm[1].i = 0;
+    in.enums[0] = ISA_DMAOP_accumulate;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_ACT, ISA_OP_dma_transpose), EMU_OK);
+    in.imm[0].i = 1;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -473,6 +556,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_compute, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indirect, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trigger, setup, teardown),
+        cmocka_unit_test(test_accumulate_v4),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

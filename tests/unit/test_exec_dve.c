@@ -16,6 +16,7 @@
 
 #include <cmocka.h>
 
+#include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 
@@ -208,7 +209,8 @@ static bool ref_bitvec(unsigned op)
 static bool ref_unary(unsigned op)
 {
     return op == ISA_ALU_bypass || op == ISA_ALU_abs || op == ISA_ALU_rsqrt ||
-           op == ISA_ALU_invert || op == ISA_ALU_logical_not;
+           op == ISA_ALU_square || op == ISA_ALU_relu || op == ISA_ALU_invert ||
+           op == ISA_ALU_logical_not;
 }
 
 static const unsigned all_ops[] = {
@@ -218,7 +220,8 @@ static const unsigned all_ops[] = {
     ISA_ALU_bitwise_xor, ISA_ALU_invert, ISA_ALU_left_shift, ISA_ALU_right_shift,
     ISA_ALU_arith_shift_right, ISA_ALU_equal, ISA_ALU_not_equal, ISA_ALU_greater,
     ISA_ALU_greater_equal, ISA_ALU_less, ISA_ALU_less_equal, ISA_ALU_logical_and,
-    ISA_ALU_logical_or, ISA_ALU_logical_xor, ISA_ALU_logical_not,
+    ISA_ALU_logical_or, ISA_ALU_logical_xor, ISA_ALU_logical_not, ISA_ALU_square,
+    ISA_ALU_relu,
 };
 #define N_OPS (sizeof all_ops / sizeof all_ops[0])
 
@@ -241,6 +244,8 @@ static float ref_f(unsigned op, float x, float y)
     }
     case ISA_ALU_abs: return fabsf(x);
     case ISA_ALU_rsqrt: return 1.0f / sqrtf(x);
+    case ISA_ALU_square: return x * x;
+    case ISA_ALU_relu: return isnan(x) ? x : x > 0.0f ? x : 0.0f;
     case ISA_ALU_average: return (x + y) / 2.0f;
     case ISA_ALU_equal: return x == y;
     case ISA_ALU_not_equal: return x != y;
@@ -278,6 +283,8 @@ static int64_t ref_i(unsigned op, int64_t x, int64_t y, unsigned bits)
     case ISA_ALU_abs_max: return mag(x) > mag(y) ? x : y;
     case ISA_ALU_abs_min: return mag(x) < mag(y) ? x : y;
     case ISA_ALU_abs: return (int64_t)mag(x);
+    case ISA_ALU_square: return (int64_t)(ux * ux);
+    case ISA_ALU_relu: return x > 0 ? x : 0;
     case ISA_ALU_bitwise_and: return x & y;
     case ISA_ALU_bitwise_or: return x | y;
     case ISA_ALU_bitwise_xor: return x ^ y;
@@ -480,7 +487,7 @@ static void test_tt_errors(void **state)
     i->ap[0] = tap(&d);
     i->ap[1] = tap(&a);
     i->ap[2] = tap(&a);
-    i->enums[0] = 14; /* unassigned ALU value */
+    i->enums[0] = 23; /* unassigned ALU value */
     assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "not an ALU operator"));
 }
@@ -1241,10 +1248,32 @@ static void test_tensor_scalar_cumulative(void **state)
     }
 }
 
+/* square and relu (like abs_max and abs_min) are NeuronCore-v4 operators:
+ * a loader asks for generation 4 and names the operator. */
+static void test_v4_alu_gating(void **state)
+{
+    (void)state;
+    static const unsigned v4_ops[] = {ISA_ALU_square, ISA_ALU_relu, ISA_ALU_abs_max};
+    struct isa_insn in;
+    char what[96];
+    for (size_t i = 0; i < sizeof v4_ops / sizeof v4_ops[0]; i++) {
+        assert_int_equal(isa_insn_init(&in, ISA_ENG_DVE, ISA_OP_tensor_scalar), EMU_OK);
+        in.enums[1] = (uint8_t)v4_ops[i];
+        assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+        assert_non_null(strstr(what, isa_enum_name(ISA_ET_ALU, v4_ops[i])));
+    }
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_POOL, ISA_OP_tensor_tensor), EMU_OK);
+    in.enums[0] = ISA_ALU_relu;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    in.enums[0] = ISA_ALU_multiply;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tt_every_op_f32, setup, teardown),
+        cmocka_unit_test(test_v4_alu_gating),
         cmocka_unit_test_setup_teardown(test_tt_every_op_int, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tt_dtype_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tt_strided, setup, teardown),

@@ -4,7 +4,9 @@
  * type, edge shapes, accumulation chains, PSUM partition and bank offsets,
  * strided operands, tiles, onezero hints, double-row fp8, transpose mode,
  * every kernel level giving the same bits; nc_transpose on PE and DVE;
- * nc_matmul_mx refused; shape, type and bound errors.
+ * nc_matmul_mx refused; shape, type and bound errors; NeuronCore-v4's wide
+ * moving operands (4096 fp32 / 8192 bf16 dst columns) and their gating;
+ * nc_matmul_sparse against decompress-then-multiply for every M:N pattern.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,13 +19,14 @@
 
 #include <cmocka.h>
 
+#include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
 #include "exec_harness.h"
 
 #define MAXK 256
 #define MAXM 128
-#define MAXN 512
+#define MAXN 8192 /* NeuronCore-v4: a bf16 dst row of the whole PSUM partition */
 #define SB_A 0u        /* SBUF offset of the stationary operand */
 #define SB_B 4096u     /* SBUF offset of the moving operand */
 
@@ -494,6 +497,182 @@ static void test_transpose_dve(void **state)
     assert_non_null(strstr(h->report, "at most 32 x 32"));
 }
 
+/* NeuronCore-v4: moving operands up to a whole PSUM partition of dst
+ * (4096 fp32, 8192 bf16 columns), rows across banks; the old limit before
+ * v4 and in the loader's generation check. */
+static void test_matmul_wide_v4(void **state)
+{
+    (void)state;
+    enum { K = 24, M = 20 };
+    struct harness *h = harness_new(4);
+    /* fp32 dst of 4096 columns, then accumulate onto it */
+    put_tile(h, 0, K, SB_A, ISA_DT_BF16, M, 1, 41, ta);
+    put_tile(h, 0, K, SB_B, ISA_DT_BF16, 4096, 1, 42, tb);
+    add_mm(h, K, M, 4096, ISA_DT_BF16, ISA_DT_BF16, 3, 0, false);
+    add_mm(h, K, M, 4096, ISA_DT_BF16, ISA_DT_BF16, 3, 0, true);
+    assert_int_equal(harness_run(h), EMU_OK);
+    ref_mm(K, M, 4096, false);
+    ref_mm(K, M, 4096, true);
+    expect_psum(h, 3, 0, M, 4096);
+    /* bf16 dst of 8192 columns: fp32 sums rounded once (RNE) */
+    harness_clear(h);
+    put_tile(h, 0, K, SB_A, ISA_DT_BF16, M, 1, 43, ta);
+    put_tile(h, 0, K, SB_B, ISA_DT_BF16, 8192, 1, 44, tb);
+    add_mm(h, K, M, 8192, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false)->ap[0].dtype = ISA_DT_BF16;
+    assert_int_equal(harness_run(h), EMU_OK);
+    ref_mm(K, M, 8192, false);
+    for (uint32_t i = 0; i < M; i++)
+        for (uint32_t j = 0; j < 8192; j++) {
+            uint16_t got, want;
+            memcpy(&got, harness_psum_ptr(h, i, 2 * j), 2);
+            num_from_f32(ISA_DT_BF16, &want, tc[(size_t)i * 8192 + j], NULL, 0);
+            if (got != want)
+                fail_msg("bf16 psum[%u][%u] = %04x, want %04x", i, j, got, want);
+        }
+    /* past the partition: refused */
+    harness_clear(h);
+    add_mm(h, K, M, 4097, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false)->ap[0] =
+        harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_F32, 4097);
+    assert_int_not_equal(harness_run(h), EMU_OK);
+    harness_free(h);
+    /* before v4: 512 columns in one bank */
+    h = harness_new(3);
+    add_mm(h, K, M, 1024, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "N <= 512"));
+    harness_clear(h);
+    add_mm(h, K, M, 512, ISA_DT_BF16, ISA_DT_BF16, 0, 1024, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "bank"));
+    harness_free(h);
+    struct isa_insn in;
+    char what[96];
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, ISA_OP_nc_matmul), EMU_OK);
+    in.ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_B, ISA_DT_BF16, 1024);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    assert_non_null(strstr(what, "1024 moving columns"));
+    in.ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_B, ISA_DT_BF16, 512);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
+}
+
+/* ---- nc_matmul_sparse ------------------------------------------------------- */
+
+#define SB_TAG 8192u /* SBUF offset of the tag operand */
+enum { SPP = 32, SPM = 10, SPF = 37 };
+
+static uint64_t sp_rng = 0x243f6a8885a308d3u;
+static uint32_t sp_rand(uint32_t n)
+{
+    sp_rng ^= sp_rng << 13;
+    sp_rng ^= sp_rng >> 7;
+    sp_rng ^= sp_rng << 17;
+    return (uint32_t)(sp_rng % n);
+}
+
+/* Compress a random keep:group stationary into SBUF (values, packed tags),
+ * and return its decompressed form in full[k][m] with kept[k][m] marks. */
+static void sp_put(struct harness *h, uint32_t keep, uint32_t group, float *full, bool *kept)
+{
+    uint32_t k_all = SPP / keep * group;
+    memset(full, 0, sizeof(float) * k_all * SPM);
+    memset(kept, 0, sizeof(bool) * k_all * SPM);
+    uint16_t tags[SPP][3] = {{0}};
+    for (uint32_t g = 0; g < SPP / keep; g++)
+        for (uint32_t m = 0; m < SPM; m++) {
+            uint32_t pos[16];
+            for (uint32_t i = 0; i < group; i++)
+                pos[i] = i;
+            for (uint32_t i = 0; i < keep; i++) { /* keep distinct rows, in random order */
+                uint32_t j = i + sp_rand(group - i), t = pos[i];
+                pos[i] = pos[j], pos[j] = t;
+            }
+            for (uint32_t i = 0; i < keep; i++) {
+                uint32_t p = g * keep + i, k = g * group + pos[i];
+                uint8_t *q = harness_sbuf_ptr(h, p, SB_A + 2u * m);
+                num_from_f32(ISA_DT_BF16, q, rnd_val(77, (uint64_t)p * SPM + m), NULL, 0);
+                full[(size_t)k * SPM + m] = num_to_f32(ISA_DT_BF16, q);
+                kept[(size_t)k * SPM + m] = true;
+                tags[p][m / 4] |= (uint16_t)(pos[i] << (4 * (m % 4)));
+            }
+        }
+    for (uint32_t p = 0; p < SPP; p++)
+        memcpy(harness_sbuf_ptr(h, p, SB_TAG), tags[p], sizeof tags[p]);
+}
+
+static struct isa_insn *add_sparse(struct harness *h, uint32_t keep, uint32_t group, bool acc)
+{
+    struct isa_insn *in = harness_add(h, ISA_ENG_PE, ISA_OP_nc_matmul_sparse);
+    in->ap[0] = harness_tile(ISA_MEM_PSUM, 2, SPM, 64, ISA_DT_F32, SPF);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, SPP, SB_A, ISA_DT_BF16, SPM);
+    in->ap[2] = harness_tile(ISA_MEM_SBUF, 0, SPP, SB_B, ISA_DT_BF16, group / keep * SPF);
+    in->ap[3] = harness_tile(ISA_MEM_SBUF, 0, SPP, SB_TAG, ISA_DT_U16, (SPM + 3) / 4);
+    in->imm[0].i = keep;
+    in->imm[1].i = group;
+    in->flags = acc ? 1u : 0u;
+    return in;
+}
+
+/* Every pattern: the product of the decompressed stationary and the dense
+ * moving matrix (logical row k = partition k / ratio, slot k % ratio),
+ * fmaf over the kept rows in increasing k, then accumulated once more. */
+static void test_matmul_sparse(void **state)
+{
+    struct harness *h = *state;
+    static const uint32_t pats[][2] = {{4, 8}, {4, 12}, {4, 16}, {2, 8}, {2, 4}, {1, 4}, {1, 2}};
+    static float full[SPP * 16 * SPM];
+    static bool kept[SPP * 16 * SPM];
+    for (size_t t = 0; t < sizeof pats / sizeof pats[0]; t++) {
+        uint32_t keep = pats[t][0], group = pats[t][1], ratio = group / keep;
+        harness_clear(h);
+        sp_put(h, keep, group, full, kept);
+        put_tile(h, 0, SPP, SB_B, ISA_DT_BF16, ratio * SPF, 1, 90 + t, tb);
+        add_sparse(h, keep, group, false);
+        add_sparse(h, keep, group, true);
+        assert_int_equal(harness_run(h), EMU_OK);
+        for (uint32_t m = 0; m < SPM; m++)
+            for (uint32_t f = 0; f < SPF; f++) {
+                float acc = 0.0f;
+                for (int pass = 0; pass < 2; pass++)
+                    for (uint32_t k = 0; k < SPP * ratio; k++)
+                        if (kept[(size_t)k * SPM + m])
+                            acc = fmaf(full[(size_t)k * SPM + m],
+                                       tb[(size_t)(k / ratio) * ratio * SPF + (k % ratio) * SPF + f], acc);
+                uint32_t got;
+                memcpy(&got, harness_psum_ptr(h, 2 + m, 64 + 4 * f), 4);
+                if (got != f32_bits(acc))
+                    fail_msg("%u:%u dst[%u][%u] = %08x, want %08x", keep, group, m, f, got,
+                             f32_bits(acc));
+            }
+    }
+    /* a pattern the engine lacks, a repeated tag, a tag past its group */
+    harness_clear(h);
+    add_sparse(h, 3, 12, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "pattern 3:12"));
+    harness_clear(h);
+    memset(harness_sbuf_ptr(h, 0, SB_TAG), 0, 6);
+    memset(harness_sbuf_ptr(h, 1, SB_TAG), 0, 6);
+    add_sparse(h, 2, 8, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "both tag"));
+    harness_clear(h);
+    uint16_t far = 13;
+    for (uint32_t p = 0; p < SPP; p++)
+        memcpy(harness_sbuf_ptr(h, p, SB_TAG), &far, 2);
+    add_sparse(h, 4, 12, false);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "outside its group"));
+    /* NeuronCore-v2 has no sparse matmul; the loader asks for v3 */
+    struct harness *v2 = harness_new(2);
+    add_sparse(v2, 4, 8, false);
+    assert_int_equal(harness_run(v2), EMU_EXEC_ERR);
+    assert_non_null(strstr(v2->report, "NeuronCore-v3"));
+    harness_free(v2);
+    struct isa_insn in;
+    assert_int_equal(isa_insn_init(&in, ISA_ENG_PE, ISA_OP_nc_matmul_sparse), EMU_OK);
+    assert_int_equal(isa_insn_min_gen(&in, NULL, 0), 3);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -509,6 +688,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_transpose_mode, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_flag_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_errors, setup3, teardown),
+        cmocka_unit_test(test_matmul_wide_v4),
+        cmocka_unit_test_setup_teardown(test_matmul_sparse, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_transpose_pe, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_transpose_pe_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_transpose_dve, setup3, teardown),

@@ -193,7 +193,7 @@ static void test_names(void **state)
     assert_string_equal(isa_enum_name(ISA_ET_ACT, ISA_ACT_exp), "exp");
     assert_int_equal(isa_enum_from_name(ISA_ET_ALU, "bitwise_xor", 11), ISA_ALU_bitwise_xor);
     assert_int_equal(isa_enum_from_name(ISA_ET_ALU, "exp", 3), -1);
-    assert_null(isa_enum_name(ISA_ET_ALU, 14));
+    assert_null(isa_enum_name(ISA_ET_ALU, 23));
     assert_null(isa_enum_name(ISA_ET_COUNT, 0));
     assert_string_equal(isa_mem_name(ISA_MEM_PSUM), "psum");
     assert_null(isa_mem_name(ISA_MEM_NONE));
@@ -346,7 +346,7 @@ static void test_decode_operand_errors(void **state)
     expect_patch(dve, tt, 408, 1, "unused float immediate 0");
     expect_patch(dve, tt, 424 + 8, 1, "unused immediate 1");
     expect_patch(dve, tt, 456 + 3, 1, "unused enum 3");
-    expect_patch(dve, tt, 456 + 0, 14, "not a known ALU operator");
+    expect_patch(dve, tt, 456 + 0, 23, "not a known ALU operator");
     /* nc_matmul: dst must be PSUM, tile_rows in 1..128 */
     expect_patch(ISA_ENG_PE, ISA_OP_nc_matmul, AP0 + 0, ISA_MEM_SBUF, "cannot be in sbuf");
     expect_patch(ISA_ENG_PE, ISA_OP_nc_matmul, 424 + 16, 0, "'tile_rows' = 0 out of 1..128");
