@@ -5,6 +5,8 @@
  * nc_matmul: dst[M x N] (PSUM, fp32) = stationary[K x M]^T x moving[K x N],
  * both inputs in SBUF with the contraction along partitions; the numerics
  * are those of pe_matmul.h (fmaf in k order, bit-identical everywhere).
+ * A large one is packed and multiplied by several host threads at once
+ * (emu/core/par.h), in parts fixed by its shape, with the same bits.
  * Transpose mode on NeuronCore-v3 moves data bit-exactly instead; on v2 it
  * is an ordinary matmul, as on hardware. NeuronCore-v4 also writes bf16
  * PSUM (fp32 sums rounded once, RNE or stochastic; accumulation reads the
@@ -13,9 +15,11 @@
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
+#include "emu/core/par.h"
 #include "emu/engines/pe_matmul.h"
 
 #define PE_FLAG_ACCUMULATE 0       /* flag bits of nc_matmul (isa_ops.h) */
@@ -206,14 +210,53 @@ static emu_status pe_check_onezero(struct isa_exec_ctx *ctx, const char *what, u
 
 /* ---- matmul ------------------------------------------------------------------- */
 
-/* Pack both operands and multiply into dst. */
+/* A large nc_matmul split across host threads: each part packs its own
+ * PE_PAR_COLS columns of the moving operand and multiplies them. */
+struct pe_split {
+    const struct ap_view *mv;  /* moving operand */
+    uint32_t groups;           /* contraction rows per partition */
+    struct pe_mm mm;           /* the product (b: where the moving panels go) */
+    atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
+};
+
+static void pe_split_part(void *arg, size_t part)
+{
+    struct pe_split *j = arg;
+    uint32_t c0 = (uint32_t)part * PE_PAR_COLS, c1 = c0 + PE_PAR_COLS;
+    float *tmp = par_scratch(0); /* this thread's own: parts run at once */
+    if (tmp == NULL) {
+        atomic_store(&j->no_scratch, true);
+        return;
+    }
+    pe_pack_window(j->mv, j->groups, j->mm.n, PE_NR, c0, c1, (float *)j->mm.b, tmp);
+    pe_mm_run_cols(&j->mm, c0, c1);
+}
+
+static emu_status pe_split_run(struct isa_exec_ctx *ctx, const struct ap_view *mv,
+                               uint32_t groups, const struct pe_mm *mm)
+{
+    struct pe_split j = {.mv = mv, .groups = groups, .mm = *mm};
+    atomic_init(&j.no_scratch, false);
+    par_for((mm->n + PE_PAR_COLS - 1) / PE_PAR_COLS, pe_split_part, &j);
+    if (atomic_load(&j.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a "
+                         "helper thread's scratch rows");
+    return EMU_OK;
+}
+
+/* Pack both operands and multiply into dst. A large product without
+ * onezero hints packs the moving operand inside its split parts. */
 static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                               const struct ap_view *dst, const struct ap_view *st,
                               const struct ap_view *mv, const struct pe_geom *g)
 {
     float *a = core_scratch(ctx, 0), *b = core_scratch(ctx, 1), *tmp = core_scratch(ctx, 2);
+    bool hints = pe_flag(insn, PE_FLAG_STAT_ONEZERO) || pe_flag(insn, PE_FLAG_MOV_ONEZERO);
+    bool split = !hints && (uint64_t)g->k * g->m * g->n >= PE_PAR_MIN_FMAS &&
+                 pe_pack_cheap_window(mv);
     pe_pack_a(st, g->groups, g->m, a, tmp);
-    pe_pack_b(mv, g->groups, g->n, b, tmp);
+    if (!split)
+        pe_pack_b(mv, g->groups, g->n, b, tmp);
     emu_status s = EMU_OK;
     if (pe_flag(insn, PE_FLAG_STAT_ONEZERO))
         s = pe_check_onezero(ctx, "stationary", st->dtype, a, pe_pack_a_floats(g->k, g->m));
@@ -224,20 +267,18 @@ static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
     struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b = b,
                        .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
     float *direct = ap_row_f32(dst, 0);
-    if (direct != NULL && dst->row_stride % (int64_t)sizeof(float) == 0) {
-        mm.c = direct;
-        mm.ldc = dst->row_stride / (int64_t)sizeof(float);
-        pe_mm_run(&mm);
-        return EMU_OK;
-    }
-    mm.c = core_scratch(ctx, 3);
-    mm.ldc = g->n;
-    for (uint32_t r = 0; r < g->m && mm.accumulate; r++)
+    bool staged = direct == NULL || dst->row_stride % (int64_t)sizeof(float) != 0;
+    mm.c = staged ? core_scratch(ctx, 3) : direct;
+    mm.ldc = staged ? (ptrdiff_t)g->n : dst->row_stride / (int64_t)sizeof(float);
+    for (uint32_t r = 0; staged && mm.accumulate && r < g->m; r++)
         ap_row_load(dst, r, mm.c + (size_t)r * g->n);
-    pe_mm_run(&mm);
-    for (uint32_t r = 0; r < g->m; r++)
+    if (split)
+        s = pe_split_run(ctx, mv, g->groups, &mm);
+    else
+        pe_mm_run(&mm);
+    for (uint32_t r = 0; s == EMU_OK && staged && r < g->m; r++)
         ap_row_store(dst, r, mm.c + (size_t)r * g->n);
-    return EMU_OK;
+    return s;
 }
 
 /* For each column n of the moving operand, the row k holding its one 1.0. */

@@ -23,6 +23,13 @@
 #define PE_NR 32  /* output columns (n) per register block */
 #define PE_CANON_NAN 0x7fc00000u /* the NaN a matmul stores */
 
+/* Splitting one multiplication across host threads (emu/core/par.h): a
+ * product of at least PE_PAR_MIN_FMAS multiply-adds is cut into parts of
+ * PE_PAR_COLS output columns (a multiple of PE_NR, so every part runs the
+ * same blocks as an unsplit run); both depend on the shape only. */
+#define PE_PAR_MIN_FMAS (1u << 20)
+#define PE_PAR_COLS 64u
+
 /* One multiplication over packed panels. */
 struct pe_mm {
     uint32_t k;          /* contraction length */
@@ -46,14 +53,30 @@ size_t pe_pack_b_floats(uint32_t k, uint32_t n);
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 
+/* Pack only columns [c0, c1) of each group of v (c0 a multiple of wr, c1
+ * too unless it is w) into the panels they belong to, panels of width wr
+ * (PE_MR: stationary, PE_NR: moving); pe_pack_a/b are the window [0, w).
+ * Windows that do not overlap write disjoint floats of dst. */
+void pe_pack_window(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                    uint32_t c0, uint32_t c1, float *dst, float *tmp);
+
+/* Does packing a window of v cost only that window (bf16 or fp32 rows
+ * read in place), rather than converting whole rows every time? */
+bool pe_pack_cheap_window(const struct ap_view *v);
+
 /* Copy w floats of one logical contraction row (index kk of kt) into the
  * panels of width wr (PE_MR: stationary, PE_NR: moving), zero padded. */
 void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
                     float *dst);
 
 /* c (m x n, row stride ldc) op= a x b with the kernel of the current ISA
- * level (num_isa_level(), at most what this CPU has). */
+ * level (num_isa_level(), at most what this CPU has); split across host
+ * threads when large (PE_PAR_MIN_FMAS), same bits either way. */
 void pe_mm_run(const struct pe_mm *mm);
+
+/* pe_mm_run for output columns [n_lo, n_hi) only, on the calling thread;
+ * n_lo is a multiple of PE_NR. */
+void pe_mm_run_cols(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi);
 
 /* Name of the kernel pe_mm_run uses now: "portable", "avx2" or "avx512". */
 const char *pe_mm_impl_name(void);
