@@ -28,8 +28,8 @@
 
 #include "emu/log.h"
 
-#define PAR_SPIN_NS 100000     /* how long an idle helper spins before it sleeps */
-#define PAR_WAIT_SPIN_NS 50000 /* how long a caller spins for its helpers to finish */
+#define PAR_SPIN_NS 30000      /* how long an idle helper spins before it sleeps */
+#define PAR_WAIT_SPIN_NS 30000 /* how long a caller spins for its helpers to finish */
 
 /* One par_for call, open to helpers while it has unclaimed parts. */
 struct par_job {

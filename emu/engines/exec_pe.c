@@ -210,55 +210,61 @@ static emu_status pe_check_onezero(struct isa_exec_ctx *ctx, const char *what, u
 
 /* ---- matmul ------------------------------------------------------------------- */
 
-/* A large nc_matmul split across host threads: each part packs its own
- * PE_PAR_COLS columns of the moving operand and multiplies them. */
-struct pe_split {
+/* Packing both operands of a large nc_matmul, split across host threads
+ * in parts of PE_PAR_ROWS partitions (whole rows: the cheapest access). */
+struct pe_pack_job {
+    const struct ap_view *st;  /* stationary operand */
     const struct ap_view *mv;  /* moving operand */
-    uint32_t groups;           /* contraction rows per partition */
-    struct pe_mm mm;           /* the product (b: where the moving panels go) */
+    const struct pe_geom *g;   /* the shapes */
+    float *a;                  /* packed stationary panels */
+    float *b;                  /* packed moving panels */
     atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
 };
 
-static void pe_split_part(void *arg, size_t part)
+static void pe_pack_part(void *arg, size_t part)
 {
-    struct pe_split *j = arg;
-    uint32_t c0 = (uint32_t)part * PE_PAR_COLS, c1 = c0 + PE_PAR_COLS;
+    struct pe_pack_job *j = arg;
+    uint32_t p0 = (uint32_t)part * PE_PAR_ROWS, p1 = p0 + PE_PAR_ROWS;
     float *tmp = par_scratch(0); /* this thread's own: parts run at once */
     if (tmp == NULL) {
         atomic_store(&j->no_scratch, true);
         return;
     }
-    pe_pack_window(j->mv, j->groups, j->mm.n, PE_NR, c0, c1, (float *)j->mm.b, tmp);
-    pe_mm_run_cols(&j->mm, c0, c1);
+    pe_pack_rows(j->st, j->g->groups, j->g->m, PE_MR, p0, p1, j->a, tmp);
+    pe_pack_rows(j->mv, j->g->groups, j->g->n, PE_NR, p0, p1, j->b, tmp);
 }
 
-static emu_status pe_split_run(struct isa_exec_ctx *ctx, const struct ap_view *mv,
-                               uint32_t groups, const struct pe_mm *mm)
+/* Pack both operands into a and b: on this thread, or split when the
+ * product is large enough for pe_mm_run to split it too. */
+static emu_status pe_pack_both(struct isa_exec_ctx *ctx, const struct ap_view *st,
+                               const struct ap_view *mv, const struct pe_geom *g, float *a,
+                               float *b)
 {
-    struct pe_split j = {.mv = mv, .groups = groups, .mm = *mm};
+    bool big = (uint64_t)g->k * g->m * g->n >= PE_PAR_MIN_FMAS;
+    size_t parts = big ? (g->parts + PE_PAR_ROWS - 1) / PE_PAR_ROWS : 1;
+    if (parts <= 1) {
+        pe_pack_a(st, g->groups, g->m, a, core_scratch(ctx, 2));
+        pe_pack_b(mv, g->groups, g->n, b, core_scratch(ctx, 2));
+        return EMU_OK;
+    }
+    struct pe_pack_job j = {.st = st, .mv = mv, .g = g, .a = a, .b = b};
     atomic_init(&j.no_scratch, false);
-    par_for((mm->n + PE_PAR_COLS - 1) / PE_PAR_COLS, pe_split_part, &j);
+    par_for(parts, pe_pack_part, &j);
     if (atomic_load(&j.no_scratch))
         return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a "
                          "helper thread's scratch rows");
     return EMU_OK;
 }
 
-/* Pack both operands and multiply into dst. A large product without
- * onezero hints packs the moving operand inside its split parts. */
+/* Pack both operands and multiply into dst (pe_mm_run splits a large
+ * product across host threads). */
 static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                               const struct ap_view *dst, const struct ap_view *st,
                               const struct ap_view *mv, const struct pe_geom *g)
 {
-    float *a = core_scratch(ctx, 0), *b = core_scratch(ctx, 1), *tmp = core_scratch(ctx, 2);
-    bool hints = pe_flag(insn, PE_FLAG_STAT_ONEZERO) || pe_flag(insn, PE_FLAG_MOV_ONEZERO);
-    bool split = !hints && (uint64_t)g->k * g->m * g->n >= PE_PAR_MIN_FMAS &&
-                 pe_pack_cheap_window(mv);
-    pe_pack_a(st, g->groups, g->m, a, tmp);
-    if (!split)
-        pe_pack_b(mv, g->groups, g->n, b, tmp);
-    emu_status s = EMU_OK;
-    if (pe_flag(insn, PE_FLAG_STAT_ONEZERO))
+    float *a = core_scratch(ctx, 0), *b = core_scratch(ctx, 1);
+    emu_status s = pe_pack_both(ctx, st, mv, g, a, b);
+    if (s == EMU_OK && pe_flag(insn, PE_FLAG_STAT_ONEZERO))
         s = pe_check_onezero(ctx, "stationary", st->dtype, a, pe_pack_a_floats(g->k, g->m));
     if (s == EMU_OK && pe_flag(insn, PE_FLAG_MOV_ONEZERO))
         s = pe_check_onezero(ctx, "moving", mv->dtype, b, pe_pack_b_floats(g->k, g->n));
@@ -272,13 +278,10 @@ static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
     mm.ldc = staged ? (ptrdiff_t)g->n : dst->row_stride / (int64_t)sizeof(float);
     for (uint32_t r = 0; staged && mm.accumulate && r < g->m; r++)
         ap_row_load(dst, r, mm.c + (size_t)r * g->n);
-    if (split)
-        s = pe_split_run(ctx, mv, g->groups, &mm);
-    else
-        pe_mm_run(&mm);
-    for (uint32_t r = 0; s == EMU_OK && staged && r < g->m; r++)
+    pe_mm_run(&mm);
+    for (uint32_t r = 0; staged && r < g->m; r++)
         ap_row_store(dst, r, mm.c + (size_t)r * g->n);
-    return s;
+    return EMU_OK;
 }
 
 /* For each column n of the moving operand, the row k holding its one 1.0. */

@@ -102,22 +102,19 @@ static void pe_prefetch_row(const uint8_t *p, size_t bytes)
         __builtin_prefetch(p + off);
 }
 
-void pe_pack_window(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
-                    uint32_t c0, uint32_t c1, float *dst, float *tmp)
+void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                  uint32_t p0, uint32_t p1, float *dst, float *tmp)
 {
     uint32_t kt = groups * v->rows;
     bool bf16 = v->flat && v->dtype == NUM_DT_BF16;
-    c1 = c1 < w ? c1 : w;
-    if (c0 >= c1)
-        return;
-    float *out = dst + (size_t)(c0 / wr) * kt * wr; /* the window's first panel */
-    for (uint32_t p = 0; p < v->rows; p++) {
+    p1 = p1 < v->rows ? p1 : v->rows;
+    for (uint32_t p = p0; p < p1; p++) {
         if (bf16) {
-            if (p + 2 < v->rows)
-                pe_prefetch_row(ap_row_ptr(v, p + 2) + (size_t)c0 * 2, (size_t)(c1 - c0) * 2);
+            if (p + 2 < p1)
+                pe_prefetch_row(ap_row_ptr(v, p + 2), (size_t)groups * w * 2);
             for (uint32_t j = 0; j < groups; j++)
-                pe_scatter_bf16(ap_row_ptr(v, p) + ((size_t)j * w + c0) * 2, c1 - c0, wr, kt,
-                                j * v->rows + p, out);
+                pe_scatter_bf16(ap_row_ptr(v, p) + (size_t)j * w * 2, w, wr, kt,
+                                j * v->rows + p, dst);
             continue;
         }
         const float *row = ap_row_f32(v, p);
@@ -126,23 +123,18 @@ void pe_pack_window(const struct ap_view *v, uint32_t groups, uint32_t w, uint32
             row = tmp;
         }
         for (uint32_t j = 0; j < groups; j++)
-            pe_scatter_row(row + (size_t)j * w + c0, c1 - c0, wr, kt, j * v->rows + p, out);
+            pe_scatter_row(row + (size_t)j * w, w, wr, kt, j * v->rows + p, dst);
     }
-}
-
-bool pe_pack_cheap_window(const struct ap_view *v)
-{
-    return (v->flat && v->dtype == NUM_DT_BF16) || ap_row_f32(v, 0) != NULL;
 }
 
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
 {
-    pe_pack_window(v, groups, w, PE_MR, 0, w, dst, tmp);
+    pe_pack_rows(v, groups, w, PE_MR, 0, v->rows, dst, tmp);
 }
 
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
 {
-    pe_pack_window(v, groups, w, PE_NR, 0, w, dst, tmp);
+    pe_pack_rows(v, groups, w, PE_NR, 0, v->rows, dst, tmp);
 }
 
 /* ---- kernels ----------------------------------------------------------------- */

@@ -26,9 +26,11 @@
 /* Splitting one multiplication across host threads (emu/core/par.h): a
  * product of at least PE_PAR_MIN_FMAS multiply-adds is cut into parts of
  * PE_PAR_COLS output columns (a multiple of PE_NR, so every part runs the
- * same blocks as an unsplit run); both depend on the shape only. */
+ * same blocks as an unsplit run), its packing into parts of PE_PAR_ROWS
+ * partitions; both depend on the shape only. */
 #define PE_PAR_MIN_FMAS (1u << 20)
 #define PE_PAR_COLS 64u
+#define PE_PAR_ROWS 32u
 
 /* One multiplication over packed panels. */
 struct pe_mm {
@@ -53,16 +55,11 @@ size_t pe_pack_b_floats(uint32_t k, uint32_t n);
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 
-/* Pack only columns [c0, c1) of each group of v (c0 a multiple of wr, c1
- * too unless it is w) into the panels they belong to, panels of width wr
- * (PE_MR: stationary, PE_NR: moving); pe_pack_a/b are the window [0, w).
- * Windows that do not overlap write disjoint floats of dst. */
-void pe_pack_window(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
-                    uint32_t c0, uint32_t c1, float *dst, float *tmp);
-
-/* Does packing a window of v cost only that window (bf16 or fp32 rows
- * read in place), rather than converting whole rows every time? */
-bool pe_pack_cheap_window(const struct ap_view *v);
+/* pe_pack_a / pe_pack_b for partitions [p0, p1) of v only, panels of
+ * width wr (PE_MR: stationary, PE_NR: moving): ranges that do not overlap
+ * write disjoint floats of dst. */
+void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                  uint32_t p0, uint32_t p1, float *dst, float *tmp);
 
 /* Copy w floats of one logical contraction row (index kk of kt) into the
  * panels of width wr (PE_MR: stationary, PE_NR: moving), zero padded. */

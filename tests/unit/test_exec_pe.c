@@ -240,8 +240,8 @@ static void test_matmul_levels_identical(void **state)
 }
 
 /* Large matmuls split across 1, 2, 3 or 5 host threads (emu/core/par.h):
- * the bits are the definition's whatever the count, for the types packed
- * inside the parts (bf16, fp32) and those packed before (fp16, fp8), on
+ * the bits are the definition's whatever the count, for bf16, fp32, fp16
+ * and fp8 inputs (packed in parallel, whole rows or converted ones), on
  * shapes whose last part is short, overwriting and accumulating. */
 static void test_matmul_threads_identical(void **state)
 {
