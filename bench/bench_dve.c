@@ -13,7 +13,8 @@
  * (1 partition x 1 element) on one core thread, next to the same loop of
  * nops, which measures the scheduler alone. An argument "bandwidth" or
  * "dispatch" runs only that part. Times are the calling thread's CPU
- * time, best of several rounds.
+ * time, best of several rounds, with splitting across host threads off
+ * (par_configure(1)): helpers' time would not be counted.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -22,6 +23,7 @@
 
 #include "bench/bench_util.h"
 #include "emu/core/core.h"
+#include "emu/core/par.h"
 
 #define ROWS 128
 #define COLS 8192
@@ -202,6 +204,7 @@ int main(int argc, char **argv)
 {
     struct core *c;
     const char *only = argc > 1 ? argv[1] : "";
+    par_configure(1); /* one host thread: thread CPU time would not see helpers' work */
     if (core_create(3, &c) != EMU_OK)
         bench_die("bench-dve", "cannot create a core");
     if (strcmp(only, "dispatch") != 0)

@@ -17,6 +17,7 @@
 
 #include "bench_util.h"
 #include "emu/core/core.h"
+#include "emu/core/par.h"
 #include "emu/isa/isa.h"
 #include "emu/num/numerics.h"
 
@@ -141,6 +142,7 @@ static double time_quantize(struct core *core, struct isa_insn *code)
 int main(void)
 {
     openblas_set_num_threads(1);
+    par_configure(1); /* one host thread, as OpenBLAS (thread CPU time is measured) */
     struct core *core = NULL;
     struct isa_insn *code = calloc(REPS, sizeof *code);
     if (code == NULL || core_create(4, &core) != EMU_OK)

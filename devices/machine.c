@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "devices/topology.h"
+#include "emu/core/par.h"
 #include "devices/status.h"
 #include "emu/log.h"
 
@@ -93,6 +94,7 @@ NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out
     m->cfg = *cfg;
     machine_quiesce_init(m);
     gate_init(&m->compute, cfg->threads);
+    par_configure(cfg->threads);  /* TRNEMU_THREADS bounds the split of one instruction too */
     uint32_t nchips = cfg->profile->chips;
     m->chips = calloc(nchips, sizeof *m->chips);
     m->vncs = calloc(cfg->total_vncs, sizeof *m->vncs);

@@ -16,6 +16,7 @@
 #include "devices/systrace.h"
 #include "devices/model.h"
 #include "devices/tensor.h"
+#include "emu/core/par.h"
 #include "emu/log.h"
 
 static pthread_mutex_t rt_life = PTHREAD_MUTEX_INITIALIZER; /* serialises init/close */
@@ -142,6 +143,7 @@ void rt_close(void)
     coll_v_release_all();
     machine_destroy(rt_mach);
     rt_mach = NULL;
+    par_shutdown();            /* no execution left to split: helper threads end */
     pthread_rwlock_unlock(&rt_gate);
     pthread_mutex_unlock(&rt_life);
     LOG_INFO("NRT", "closed");

@@ -211,3 +211,74 @@ bool ap_same_shape(const struct ap_view *a, const struct ap_view *b)
 {
     return a->rows == b->rows && a->elems == b->elems;
 }
+
+/* Bytes [lo, hi) that one row of v spans, from its row start. */
+static void ap_row_span(const struct ap_view *v, int64_t *lo, int64_t *hi)
+{
+    *lo = 0;
+    *hi = 0;
+    for (uint32_t d = 0; d < v->ndims; d++) {
+        int64_t span = (int64_t)(v->count[d] - 1) * v->stride[d];
+        if (span < 0)
+            *lo += span;
+        else
+            *hi += span;
+    }
+    *hi += v->esize;
+}
+
+/* Host bytes [lo, hi) that all of v spans. */
+static void ap_extent(const struct ap_view *v, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t rlo, rhi, rows = (int64_t)(v->rows - 1) * v->row_stride;
+    ap_row_span(v, &rlo, &rhi);
+    *lo = (uintptr_t)v->base + (uintptr_t)(rlo + (rows < 0 ? rows : 0));
+    *hi = (uintptr_t)v->base + (uintptr_t)(rhi + (rows > 0 ? rows : 0));
+}
+
+static bool ap_same_layout(const struct ap_view *a, const struct ap_view *b)
+{
+    if (a->base != b->base || a->row_stride != b->row_stride || a->ndims != b->ndims ||
+        a->esize != b->esize || a->rows != b->rows)
+        return false;
+    for (uint32_t d = 0; d < a->ndims; d++)
+        if (a->count[d] != b->count[d] || a->stride[d] != b->stride[d])
+            return false;
+    return true;
+}
+
+/* Do rows of a and b, both of positive row stride `step` and rows no
+ * longer than step, never share a byte? Row i of a starts at
+ * b->base + delta + i * step: it can only meet the rows of b near it. */
+static bool ap_rows_apart(const struct ap_view *a, const struct ap_view *b, int64_t step)
+{
+    int64_t alo, ahi, blo, bhi;
+    ap_row_span(a, &alo, &ahi);
+    ap_row_span(b, &blo, &bhi);
+    if (bhi - blo > step)
+        return false;
+    int64_t delta = (int64_t)((intptr_t)a->base - (intptr_t)b->base);
+    int64_t rem = ((delta % step) + step) % step;
+    for (int64_t k = -2; k <= 2; k++)
+        if (rem - k * step + alo < bhi && blo < rem - k * step + ahi)
+            return false;
+    return true;
+}
+
+bool ap_rows_independent(const struct ap_view *dst, const struct ap_view *src)
+{
+    int64_t lo, hi;
+    ap_row_span(dst, &lo, &hi);
+    int64_t step = dst->row_stride < 0 ? -dst->row_stride : dst->row_stride;
+    if (dst->rows > 1 && step < hi - lo)
+        return false; /* rows of dst share bytes */
+    if (ap_same_layout(dst, src))
+        return true;
+    uintptr_t dlo, dhi, slo, shi;
+    ap_extent(dst, &dlo, &dhi);
+    ap_extent(src, &slo, &shi);
+    if (shi <= dlo || dhi <= slo)
+        return true;
+    return dst->row_stride > 0 && src->row_stride == dst->row_stride &&
+           ap_rows_apart(dst, src, dst->row_stride);
+}

@@ -70,4 +70,10 @@ void ap_row_put(const struct ap_view *v, uint32_t r, const float *row, bool dire
 /* Two views cover the same rows and elements per row (for elementwise ops). */
 bool ap_same_shape(const struct ap_view *a, const struct ap_view *b);
 
+/* May rows of dst be computed in any order from rows of src (an input of
+ * the same instruction)? True when dst's rows do not overlap each other
+ * and src either touches none of dst's bytes or is laid out exactly as
+ * dst (each row then reads only the row it writes). */
+bool ap_rows_independent(const struct ap_view *dst, const struct ap_view *src);
+
 #endif

@@ -1,16 +1,24 @@
 /*
  * dma_xfer.c: element streams and the chunked copy / arithmetic /
  * transpose engine behind the DMA instructions and descriptors (see
- * dma_xfer.h).
+ * dma_xfer.h). A job of DMA_PAR_MIN_BYTES or more whose destination
+ * overlaps none of its sources is split across host threads
+ * (emu/core/par.h) in parts of DMA_PAR_ELEMS elements: every element is
+ * computed from its own operands alone, so the bits stay the same.
  */
 #include "emu/engines/dma_xfer.h"
 
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
+
+#include "emu/core/par.h"
 
 #define DMA_CHUNK 4096u          /* elements staged in fp32 at a time */
 #define DMA_CANON_NAN 0x7fc00000u /* the NaN an arithmetic transfer stores */
+#define DMA_PAR_MIN_BYTES (512u * 1024u) /* destination bytes from which a job is split */
+#define DMA_PAR_ELEMS (64u * 1024u)      /* elements per part of a split job */
 
 /* ---- streams ---------------------------------------------------------------- */
 
@@ -302,35 +310,128 @@ static emu_status dma_job_check(struct isa_exec_ctx *ctx, const struct dma_job *
     return EMU_OK;
 }
 
-emu_status dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job)
+/* Put the cursor on element e (in stream order). */
+static void dma_seek(struct dma_stream *s, uint64_t e)
 {
-    emu_status st = dma_job_check(ctx, job);
-    if (st != EMU_OK)
-        return st;
+    for (int d = (int)s->ndims - 1; d >= 0; d--) {
+        s->idx[d] = e % s->count[d];
+        e /= s->count[d];
+    }
+}
+
+/* Scratch rows of one run of chunks. */
+struct dma_rows {
+    float *acc;     /* fp32 accumulators */
+    float *tmp;     /* one fp32 operand */
+    int64_t *iacc;  /* integer accumulators */
+    int64_t *itmp;  /* one integer operand */
+};
+
+/* Elements [e0, e1) of a checked job, chunk by chunk. */
+static void dma_job_range(struct dma_job *job, uint64_t e0, uint64_t e1,
+                          const struct dma_rows *r)
+{
     bool bits = job->kind == DMA_K_COPY && dma_same_type(job->dst->dtype, job->src[0]->dtype) &&
                 job->dst->esize == job->src[0]->esize;
     bool ints = dma_job_is_int(job);
-    float *acc = core_scratch(ctx, 0), *tmp = core_scratch(ctx, 1);
-    int64_t *iacc = (int64_t *)(void *)core_scratch(ctx, 2);
-    int64_t *itmp = (int64_t *)(void *)core_scratch(ctx, 3);
-    dma_rewind(job->dst);
+    dma_seek(job->dst, e0);
     for (uint32_t s = 0; s < job->nsrc; s++)
-        dma_rewind(job->src[s]);
-    for (uint64_t left = job->dst->total; left > 0;) {
+        dma_seek(job->src[s], e0);
+    for (uint64_t left = e1 - e0; left > 0;) {
         uint64_t n = dma_chunk_len(job, left);
         if (bits)
             dma_chunk_bits(job->dst, job->src[0], n);
         else if (job->kind == DMA_K_COPY)
-            dma_chunk_convert(job->dst, job->src[0], n, acc);
+            dma_chunk_convert(job->dst, job->src[0], n, r->acc);
         else if (ints)
-            dma_chunk_int(job, n, iacc, itmp);
+            dma_chunk_int(job, n, r->iacc, r->itmp);
         else
-            dma_chunk_float(job, n, acc, tmp);
+            dma_chunk_float(job, n, r->acc, r->tmp);
         dma_advance(job->dst, n);
         for (uint32_t s = 0; s < job->nsrc; s++)
             dma_advance(job->src[s], n);
         left -= n;
     }
+}
+
+/* Bytes [lo, hi) a stream touches, relative to nothing (host addresses). */
+static void dma_extent(const struct dma_stream *s, uintptr_t *lo, uintptr_t *hi)
+{
+    int64_t a = 0, b = 0;
+    for (uint32_t d = 0; d < s->ndims; d++) {
+        int64_t span = (int64_t)(s->count[d] - 1) * s->stride[d];
+        if (span < 0)
+            a += span;
+        else
+            b += span;
+    }
+    *lo = (uintptr_t)s->base + (uintptr_t)a;
+    *hi = (uintptr_t)s->base + (uintptr_t)b + s->esize;
+}
+
+/* May the job's elements be done in any order? Each element's result
+ * depends on its own operands only, so yes unless the destination
+ * overlaps a source (then order decides what a later element reads). */
+static bool dma_job_splittable(const struct dma_job *job)
+{
+    if ((uint64_t)job->dst->total * job->dst->esize < DMA_PAR_MIN_BYTES)
+        return false;
+    uintptr_t dlo, dhi;
+    dma_extent(job->dst, &dlo, &dhi);
+    for (uint32_t s = 0; s < job->nsrc; s++) {
+        uintptr_t lo, hi;
+        dma_extent(job->src[s], &lo, &hi);
+        if (lo < dhi && dlo < hi)
+            return false;
+    }
+    return true;
+}
+
+/* A large job cut into parts of DMA_PAR_ELEMS elements (emu/core/par.h). */
+struct dma_split {
+    const struct dma_job *job; /* the whole job (its cursors are not used) */
+    atomic_bool no_scratch;    /* a part found no scratch rows */
+};
+
+static void dma_split_part(void *arg, size_t part)
+{
+    struct dma_split *sp = arg;
+    const struct dma_job *whole = sp->job;
+    struct dma_stream dst = *whole->dst, src[DMA_MAX_SRC];
+    struct dma_job job = *whole;
+    job.dst = &dst;
+    for (uint32_t s = 0; s < job.nsrc; s++) {
+        src[s] = *whole->src[s];
+        job.src[s] = &src[s];
+    }
+    struct dma_rows r = {par_scratch(0), par_scratch(1), (int64_t *)(void *)par_scratch(2),
+                         (int64_t *)(void *)par_scratch(3)};
+    if (r.acc == NULL || r.tmp == NULL || r.iacc == NULL || r.itmp == NULL) {
+        atomic_store(&sp->no_scratch, true);
+        return;
+    }
+    uint64_t e0 = (uint64_t)part * DMA_PAR_ELEMS, e1 = e0 + DMA_PAR_ELEMS;
+    dma_job_range(&job, e0, e1 < dst.total ? e1 : dst.total, &r);
+}
+
+emu_status dma_job_run(struct isa_exec_ctx *ctx, struct dma_job *job)
+{
+    emu_status st = dma_job_check(ctx, job);
+    if (st != EMU_OK)
+        return st;
+    if (!dma_job_splittable(job)) {
+        struct dma_rows r = {core_scratch(ctx, 0), core_scratch(ctx, 1),
+                             (int64_t *)(void *)core_scratch(ctx, 2),
+                             (int64_t *)(void *)core_scratch(ctx, 3)};
+        dma_job_range(job, 0, job->dst->total, &r);
+        return EMU_OK;
+    }
+    struct dma_split sp = {.job = job};
+    atomic_init(&sp.no_scratch, false);
+    par_for((job->dst->total + DMA_PAR_ELEMS - 1) / DMA_PAR_ELEMS, dma_split_part, &sp);
+    if (atomic_load(&sp.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "DMA: out of host memory for a helper "
+                         "thread's scratch rows");
     return EMU_OK;
 }
 

@@ -133,6 +133,18 @@ static inline const float *dve_in_f32(struct isa_exec_ctx *ctx, unsigned slot,
     return dve_in_f32_load(ctx, slot, v, r);
 }
 
+/* dve_in_f32 with the copy, when one is needed, loaded into buf. */
+static inline const float *dve_in_f32_buf(const struct ap_view *v, uint32_t r, const float *out,
+                                          size_t n, float *buf)
+{
+    const float *p = (const float *)(const void *)ap_row_ptr(v, r);
+    bool f32 = v->dtype == ISA_DT_F32 || v->dtype == ISA_DT_F32R;
+    if (v->flat && f32 && (out == NULL || p == out || p + n <= out || out + n <= p))
+        return p;
+    ap_row_load(v, r, buf);
+    return buf;
+}
+
 /* ---- scalar operands --------------------------------------------------------- */
 /* An operand that is either a [P, 1] access pattern or an fp32 immediate. */
 struct dve_scalar {

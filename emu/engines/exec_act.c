@@ -17,13 +17,23 @@
  *   idle:         reg unchanged
  *
  * and finally, when reduce_res is given, reduce_res[row] = reg.
+ *
+ * A job writing 1 MiB or more that leaves the accumulator idle, rounds
+ * its stores to nearest, and whose rows read no bytes another row writes
+ * runs its rows in parts of 16 on several host threads (emu/core/par.h):
+ * each row is then computed alone, with the same bits.
  */
 #include <inttypes.h>
+#include <stdatomic.h>
 #include <string.h>
 
+#include "emu/core/par.h"
 #include "emu/engines/act_acc.h"
 #include "emu/engines/act_int.h"
 #include "emu/engines/act_math.h"
+
+#define ACT_PAR_MIN_BYTES (1u << 20) /* output bytes from which a job is split */
+#define ACT_PAR_ROWS 16u             /* rows per part of a split job */
 
 /* Where a row's scale and bias come from. */
 enum act_affine_src {
@@ -214,11 +224,11 @@ static void act_job_affine(const struct act_job *j, uint32_t r, float *scale, fl
     }
 }
 
-/* Compute and store row r; returns its fp32 results (n floats). */
-static const float *act_job_row(struct isa_exec_ctx *ctx, const struct act_job *j, uint32_t r)
+/* Compute and store row r with scratch rows in_s and out_s; returns its
+ * fp32 results (n floats). */
+static const float *act_job_row(const struct act_job *j, uint32_t r, float *in_s, float *out_s)
 {
     size_t n = j->data.elems;
-    float *in_s = core_scratch(ctx, 0), *out_s = core_scratch(ctx, 1);
     bool direct;
     float *x = ap_row_get(&j->data, r, in_s, &direct);
     float *out = ap_row_f32(&j->dst, r);
@@ -260,14 +270,65 @@ static void act_job_fold(const struct act_job *j, float *regs, uint32_t r, const
         act_math_reduce(j->reduce_op, out, j->data.elems, reg);
 }
 
+/* ---- splitting across host threads ---------------------------------------------- */
+
+/* Is the job large enough to split, and may its rows run in any order: no
+ * accumulator, round-to-nearest stores, no row reading bytes another row
+ * writes (through data or a per-partition scalar)? */
+static bool act_job_splittable(const struct act_job *j)
+{
+    if (act_job_uses_acc(j) || j->dst.rnd != NULL || j->data.rows < 2 ||
+        (uint64_t)j->dst.rows * j->dst.elems * j->dst.esize < ACT_PAR_MIN_BYTES ||
+        !ap_rows_independent(&j->dst, &j->data))
+        return false;
+    const struct act_scalar *sc[5] = {&j->scale, &j->bias, &j->alpha, &j->imm[0], &j->imm[1]};
+    for (int i = 0; i < 5; i++)
+        if (sc[i]->vec && !ap_rows_independent(&j->dst, &sc[i]->view))
+            return false;
+    return true;
+}
+
+/* One split job: parts of ACT_PAR_ROWS rows. */
+struct act_split {
+    const struct act_job *job; /* the instruction */
+    atomic_bool no_scratch;    /* a part found no scratch rows */
+};
+
+static void act_split_part(void *arg, size_t part)
+{
+    struct act_split *sp = arg;
+    float *in_s = par_scratch(0), *out_s = par_scratch(1);
+    if (in_s == NULL || out_s == NULL) {
+        atomic_store(&sp->no_scratch, true);
+        return;
+    }
+    uint32_t r0 = (uint32_t)part * ACT_PAR_ROWS, rows = sp->job->data.rows;
+    for (uint32_t r = r0; r < r0 + ACT_PAR_ROWS && r < rows; r++)
+        (void)act_job_row(sp->job, r, in_s, out_s);
+}
+
+static emu_status act_job_split(struct isa_exec_ctx *ctx, const struct act_job *j)
+{
+    struct act_split sp = {.job = j};
+    atomic_init(&sp.no_scratch, false);
+    par_for((j->data.rows + ACT_PAR_ROWS - 1) / ACT_PAR_ROWS, act_split_part, &sp);
+    if (atomic_load(&sp.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "out of host memory for a helper thread's "
+                         "scratch rows");
+    return EMU_OK;
+}
+
 static emu_status act_job_run(struct isa_exec_ctx *ctx, const struct act_job *j)
 {
     emu_status st = act_job_check(ctx, j);
     if (st != EMU_OK)
         return st;
+    if (act_job_splittable(j))
+        return act_job_split(ctx, j);
     float *regs = act_job_uses_acc(j) ? act_acc_regs(ctx) : NULL;
+    float *in_s = core_scratch(ctx, 0), *out_s = core_scratch(ctx, 1);
     for (uint32_t r = 0; r < j->data.rows; r++) {
-        const float *out = act_job_row(ctx, j, r);
+        const float *out = act_job_row(j, r, in_s, out_s);
         if (regs != NULL)
             act_job_fold(j, regs, r, out);
     }

@@ -14,15 +14,23 @@
  * tensor operand has an integer dtype and the operators allow it, the
  * instruction runs exactly in 64-bit integer arithmetic instead and
  * results keep the low bits of the output dtype (dve.h). Flat fp32 rows
- * are used in place, without copies.
+ * are used in place, without copies. A float tensor_tensor or
+ * tensor_scalar writing 1 MiB or more, with round-to-nearest stores and
+ * no row reading bytes another row writes, runs its rows in parts of 16
+ * on several host threads (emu/core/par.h): rows are independent there,
+ * so the bits are those of the in-order run.
  */
 #include <math.h>
+#include <stdatomic.h>
 #include <string.h>
 
+#include "emu/core/par.h"
 #include "emu/engines/act_acc.h"
 #include "emu/engines/dve.h"
 
 #define DVE_ERR EMU_EXEC_ERR
+#define DVE_PAR_MIN_BYTES (1u << 20) /* output bytes from which tensor_tensor/tensor_scalar split */
+#define DVE_PAR_ROWS 16u             /* rows per part of a split pass */
 
 /* Two adjacent scratch slots (from slot, an even number) as one row of
  * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
@@ -92,21 +100,103 @@ static uint32_t dve_part(const struct isa_insn *insn, unsigned slot, uint32_t r)
            ISA_NUM_PARTITIONS;
 }
 
+/* ---- splitting across host threads ---------------------------------------------- */
+
+/* Scratch rows of one run of rows: the engine's, or a helper thread's. */
+struct dve_rows {
+    float *in0;  /* first input, converted */
+    float *in1;  /* second input, converted */
+    float *out;  /* output before its store */
+};
+
+static struct dve_rows dve_core_rows(struct isa_exec_ctx *ctx)
+{
+    return (struct dve_rows){core_scratch(ctx, 0), core_scratch(ctx, 1), core_scratch(ctx, 2)};
+}
+
+/* Is the pass over dst (inputs in[0..n)) large enough to split, and may
+ * its rows run in any order (no stochastic rounding stream, no row
+ * reading another row's output)? */
+static bool dve_splittable(const struct ap_view *dst, const struct ap_view *in, unsigned n)
+{
+    if (dst->rnd != NULL || dst->rows < 2 ||
+        (uint64_t)dst->rows * dst->elems * dst->esize < DVE_PAR_MIN_BYTES)
+        return false;
+    for (unsigned i = 0; i < n; i++)
+        if (!ap_rows_independent(dst, &in[i]))
+            return false;
+    return true;
+}
+
+/* Rows [r0, r1) of an elementwise pass. */
+typedef void (*dve_rows_fn)(const void *arg, uint32_t r0, uint32_t r1, const struct dve_rows *s);
+
+/* One split pass: parts of DVE_PAR_ROWS rows. */
+struct dve_split {
+    dve_rows_fn fn;          /* the pass */
+    const void *arg;         /* its operands */
+    uint32_t rows;           /* rows in all */
+    atomic_bool no_scratch;  /* a part found no scratch rows */
+};
+
+static void dve_split_part(void *arg, size_t part)
+{
+    struct dve_split *sp = arg;
+    struct dve_rows s = {par_scratch(0), par_scratch(1), par_scratch(2)};
+    if (s.in0 == NULL || s.in1 == NULL || s.out == NULL) {
+        atomic_store(&sp->no_scratch, true);
+        return;
+    }
+    uint32_t r0 = (uint32_t)part * DVE_PAR_ROWS, r1 = r0 + DVE_PAR_ROWS;
+    sp->fn(sp->arg, r0, r1 < sp->rows ? r1 : sp->rows, &s);
+}
+
+/* Run fn over all rows: split across host threads (par.h) when `split`. */
+static emu_status dve_run_rows(struct isa_exec_ctx *ctx, dve_rows_fn fn, const void *arg,
+                               uint32_t rows, bool split)
+{
+    if (!split) {
+        struct dve_rows s = dve_core_rows(ctx);
+        fn(arg, 0, rows, &s);
+        return EMU_OK;
+    }
+    struct dve_split sp = {.fn = fn, .arg = arg, .rows = rows};
+    atomic_init(&sp.no_scratch, false);
+    par_for((rows + DVE_PAR_ROWS - 1) / DVE_PAR_ROWS, dve_split_part, &sp);
+    if (atomic_load(&sp.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "out of host memory for a helper thread's "
+                         "scratch rows");
+    return EMU_OK;
+}
+
 /* ---- tensor_tensor ------------------------------------------------------------ */
 
-static emu_status dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+/* The operands of a float tensor_tensor. */
+struct dve_tt {
+    unsigned op;                /* the operator */
+    const struct ap_view *v;    /* dst, data1, data2 */
+};
+
+static void dve_tt_f32_rows(const void *arg, uint32_t r0, uint32_t r1, const struct dve_rows *s)
 {
+    const struct dve_tt *t = arg;
+    const struct ap_view *v = t->v;
     size_t n = v[0].elems;
-    for (uint32_t r = 0; r < v[0].rows; r++) {
+    for (uint32_t r = r0; r < r1; r++) {
         float *o = ap_row_f32(&v[0], r);
-        const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
-        const float *y = dve_in_f32(ctx, 1, &v[2], r, o, n);
-        float *w = o != NULL ? o : core_scratch(ctx, 2);
-        dve_f32_vv(op, w, x, y, false, n);
+        const float *x = dve_in_f32_buf(&v[1], r, o, n, s->in0);
+        const float *y = dve_in_f32_buf(&v[2], r, o, n, s->in1);
+        float *w = o != NULL ? o : s->out;
+        dve_f32_vv(t->op, w, x, y, false, n);
         if (o == NULL)
             ap_row_store(&v[0], r, w);
     }
-    return EMU_OK;
+}
+
+static emu_status dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
+{
+    struct dve_tt t = {op, v};
+    return dve_run_rows(ctx, dve_tt_f32_rows, &t, v[0].rows, dve_splittable(&v[0], &v[1], 2));
 }
 
 static emu_status dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
@@ -152,20 +242,29 @@ struct dve_ts {
     struct dve_scalar k[2];    /* the scalar operands */
 };
 
-static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
-                             const struct ap_view *d, const struct ap_view *x_v)
+/* The operands of a float tensor_scalar. */
+struct dve_ts_run {
+    const struct dve_ts *t;    /* operators and scalars */
+    const struct ap_view *d;   /* dst */
+    const struct ap_view *x;   /* data */
+};
+
+static void dve_ts_f32_rows(const void *arg, uint32_t r0, uint32_t r1, const struct dve_rows *s)
 {
+    const struct dve_ts_run *run = arg;
+    const struct dve_ts *t = run->t;
+    const struct ap_view *d = run->d;
     size_t n = d->elems;
     bool two = t->op[1] != ISA_ALU_bypass;
-    for (uint32_t r = 0; r < d->rows; r++) {
+    for (uint32_t r = r0; r < r1; r++) {
         float k0 = dve_scalar_f32(&t->k[0], r), k1 = two ? dve_scalar_f32(&t->k[1], r) : 0.0f;
         float *o = ap_row_f32(d, r);
-        const float *x = dve_in_f32(ctx, 0, x_v, r, o, n);
-        float *w = o != NULL ? o : core_scratch(ctx, 1);
+        const float *x = dve_in_f32_buf(run->x, r, o, n, s->in0);
+        float *w = o != NULL ? o : s->in1;
         if (!two) {
             dve_f32_vk(t->op[0], w, x, k0, t->rev[0], n);
         } else if (!dve_f32_vk2(t->op, t->rev, k0, k1, w, x, n)) {
-            float *tmp = core_scratch(ctx, 2);
+            float *tmp = s->out;
             for (size_t c = 0; c < n; c += DVE_CHUNK) {
                 size_t m = dve_min(DVE_CHUNK, n - c);
                 dve_f32_vk(t->op[0], tmp, x + c, k0, t->rev[0], m);
@@ -175,7 +274,16 @@ static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
         if (o == NULL)
             ap_row_store(d, r, w);
     }
-    return EMU_OK;
+}
+
+static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
+                             const struct ap_view *d, const struct ap_view *x_v)
+{
+    struct dve_ts_run run = {t, d, x_v};
+    bool split = dve_splittable(d, x_v, 1);
+    for (int i = 0; i < 2 && split; i++)
+        split = !t->k[i].ap || ap_rows_independent(d, &t->k[i].v);
+    return dve_run_rows(ctx, dve_ts_f32_rows, &run, d->rows, split);
 }
 
 static emu_status dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,

@@ -10,14 +10,18 @@
  * PSUM (fp32 sums rounded once, RNE or stochastic; accumulation reads the
  * bf16 value back), takes float8_e4m3fn inputs and moving operands of up
  * to 4096 (fp32 dst) or 8192 (bf16 dst) columns, a dst row that may span
- * PSUM banks. nc_matmul_mx is in exec_mx.c.
+ * PSUM banks. nc_matmul_mx is in exec_mx.c. A large one is packed and
+ * multiplied by several host threads at once (emu/core/par.h), in parts
+ * fixed by its shape, with the same bits.
  */
 #include <inttypes.h>
 #include <math.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
+#include "emu/core/par.h"
 #include "emu/engines/pe_matmul.h"
 
 #define PE_FLAG_ACCUMULATE 0       /* flag bits of nc_matmul (isa_ops.h) */
@@ -257,17 +261,61 @@ static emu_status pe_run_staged(struct isa_exec_ctx *ctx, struct pe_mm *mm,
     return EMU_OK;
 }
 
+/* Packing both operands of a large nc_matmul, split across host threads
+ * in parts of PE_PAR_ROWS partitions (whole rows: the cheapest access). */
+struct pe_pack_job {
+    const struct ap_view *st;  /* stationary operand */
+    const struct ap_view *mv;  /* moving operand */
+    const struct pe_geom *g;   /* the shapes */
+    float *a;                  /* packed stationary panels */
+    float *b;                  /* packed moving panels */
+    atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
+};
+
+static void pe_pack_part(void *arg, size_t part)
+{
+    struct pe_pack_job *j = arg;
+    uint32_t p0 = (uint32_t)part * PE_PAR_ROWS, p1 = p0 + PE_PAR_ROWS;
+    float *tmp = par_scratch(0); /* this thread's own: parts run at once */
+    if (tmp == NULL) {
+        atomic_store(&j->no_scratch, true);
+        return;
+    }
+    pe_pack_rows(j->st, j->g->groups, j->g->m, PE_MR, p0, p1, j->a, tmp);
+    pe_pack_rows(j->mv, j->g->groups, j->g->n, PE_NR, p0, p1, j->b, tmp);
+}
+
+/* Pack both operands into a and b: on this thread, or split when the
+ * product is large enough for pe_mm_run to split it too. */
+static emu_status pe_pack_both(struct isa_exec_ctx *ctx, const struct ap_view *st,
+                               const struct ap_view *mv, const struct pe_geom *g, float *a,
+                               float *b)
+{
+    bool big = (uint64_t)g->k * g->m * g->n >= PE_PAR_MIN_FMAS;
+    size_t parts = big ? (g->parts + PE_PAR_ROWS - 1) / PE_PAR_ROWS : 1;
+    if (parts <= 1) {
+        pe_pack_a(st, g->groups, g->m, a, core_scratch(ctx, 2));
+        pe_pack_b(mv, g->groups, g->n, b, core_scratch(ctx, 2));
+        return EMU_OK;
+    }
+    struct pe_pack_job j = {.st = st, .mv = mv, .g = g, .a = a, .b = b};
+    atomic_init(&j.no_scratch, false);
+    par_for(parts, pe_pack_part, &j);
+    if (atomic_load(&j.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a "
+                         "helper thread's scratch rows");
+    return EMU_OK;
+}
+
 /* Pack both operands (b: the moving panels, sized for g) and multiply
  * into dst. */
 static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                    const struct ap_view *dst, const struct ap_view *st,
                                    const struct ap_view *mv, const struct pe_geom *g, float *b)
 {
-    float *a = core_scratch(ctx, 0), *tmp = core_scratch(ctx, 2);
-    pe_pack_a(st, g->groups, g->m, a, tmp);
-    pe_pack_b(mv, g->groups, g->n, b, tmp);
-    emu_status s = EMU_OK;
-    if (pe_flag(insn, PE_FLAG_STAT_ONEZERO))
+    float *a = core_scratch(ctx, 0);
+    emu_status s = pe_pack_both(ctx, st, mv, g, a, b);
+    if (s == EMU_OK && pe_flag(insn, PE_FLAG_STAT_ONEZERO))
         s = pe_check_onezero(ctx, "stationary", st->dtype, a, pe_pack_a_floats(g->k, g->m));
     if (s == EMU_OK && pe_flag(insn, PE_FLAG_MOV_ONEZERO))
         s = pe_check_onezero(ctx, "moving", mv->dtype, b, pe_pack_b_floats(g->k, g->n));

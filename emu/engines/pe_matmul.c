@@ -15,6 +15,7 @@
 #include <stdatomic.h>
 #include <string.h>
 
+#include "emu/core/par.h"
 #include "emu/num/numerics.h"
 
 #if (defined(__x86_64__) || defined(__i386__)) && (defined(__GNUC__) || defined(__clang__))
@@ -101,14 +102,15 @@ static void pe_prefetch_row(const uint8_t *p, size_t bytes)
         __builtin_prefetch(p + off);
 }
 
-static void pe_pack(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
-                    float *dst, float *tmp)
+void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                  uint32_t p0, uint32_t p1, float *dst, float *tmp)
 {
     uint32_t kt = groups * v->rows;
     bool bf16 = v->flat && v->dtype == NUM_DT_BF16;
-    for (uint32_t p = 0; p < v->rows; p++) {
+    p1 = p1 < v->rows ? p1 : v->rows;
+    for (uint32_t p = p0; p < p1; p++) {
         if (bf16) {
-            if (p + 2 < v->rows)
+            if (p + 2 < p1)
                 pe_prefetch_row(ap_row_ptr(v, p + 2), (size_t)groups * w * 2);
             for (uint32_t j = 0; j < groups; j++)
                 pe_scatter_bf16(ap_row_ptr(v, p) + (size_t)j * w * 2, w, wr, kt,
@@ -127,12 +129,12 @@ static void pe_pack(const struct ap_view *v, uint32_t groups, uint32_t w, uint32
 
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
 {
-    pe_pack(v, groups, w, PE_MR, dst, tmp);
+    pe_pack_rows(v, groups, w, PE_MR, 0, v->rows, dst, tmp);
 }
 
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp)
 {
-    pe_pack(v, groups, w, PE_NR, dst, tmp);
+    pe_pack_rows(v, groups, w, PE_NR, 0, v->rows, dst, tmp);
 }
 
 /* ---- kernels ----------------------------------------------------------------- */
@@ -310,10 +312,11 @@ static void pe_edge_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *
         memcpy(c + r * mm->ldc, t[r], cols * sizeof(float));
 }
 
-void pe_mm_run(const struct pe_mm *mm)
+void pe_mm_run_cols(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi)
 {
     pe_kernel_fn fn = pe_kernel();
-    for (uint32_t n0 = 0; n0 < mm->n; n0 += PE_NR) {
+    n_hi = n_hi < mm->n ? n_hi : mm->n;
+    for (uint32_t n0 = n_lo; n0 < n_hi; n0 += PE_NR) {
         const float *bp = mm->b + (size_t)(n0 / PE_NR) * mm->k * PE_NR;
         uint32_t cols = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
         for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR) {
@@ -326,4 +329,23 @@ void pe_mm_run(const struct pe_mm *mm)
                 pe_edge_block(fn, mm, ap, bp, c, rows, cols);
         }
     }
+}
+
+/* One part of a split pe_mm_run: PE_PAR_COLS output columns. */
+static void pe_mm_part(void *arg, size_t part)
+{
+    const struct pe_mm *mm = arg;
+    uint32_t n0 = (uint32_t)part * PE_PAR_COLS;
+    pe_mm_run_cols(mm, n0, n0 + PE_PAR_COLS);
+}
+
+void pe_mm_run(const struct pe_mm *mm)
+{
+    uint64_t fmas = (uint64_t)mm->k * mm->m * mm->n;
+    size_t parts = fmas >= PE_PAR_MIN_FMAS ? (mm->n + PE_PAR_COLS - 1) / PE_PAR_COLS : 1;
+    if (parts <= 1) {
+        pe_mm_run_cols(mm, 0, mm->n);
+        return;
+    }
+    par_for(parts, pe_mm_part, (void *)mm);
 }

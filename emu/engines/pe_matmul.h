@@ -23,6 +23,15 @@
 #define PE_NR 32  /* output columns (n) per register block */
 #define PE_CANON_NAN 0x7fc00000u /* the NaN a matmul stores */
 
+/* Splitting one multiplication across host threads (emu/core/par.h): a
+ * product of at least PE_PAR_MIN_FMAS multiply-adds is cut into parts of
+ * PE_PAR_COLS output columns (a multiple of PE_NR, so every part runs the
+ * same blocks as an unsplit run), its packing into parts of PE_PAR_ROWS
+ * partitions; both depend on the shape only. */
+#define PE_PAR_MIN_FMAS (1u << 20)
+#define PE_PAR_COLS 64u
+#define PE_PAR_ROWS 32u
+
 /* One multiplication over packed panels. */
 struct pe_mm {
     uint32_t k;          /* contraction length */
@@ -46,14 +55,25 @@ size_t pe_pack_b_floats(uint32_t k, uint32_t n);
 void pe_pack_a(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst, float *tmp);
 
+/* pe_pack_a / pe_pack_b for partitions [p0, p1) of v only, panels of
+ * width wr (PE_MR: stationary, PE_NR: moving): ranges that do not overlap
+ * write disjoint floats of dst. */
+void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
+                  uint32_t p0, uint32_t p1, float *dst, float *tmp);
+
 /* Copy w floats of one logical contraction row (index kk of kt) into the
  * panels of width wr (PE_MR: stationary, PE_NR: moving), zero padded. */
 void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
                     float *dst);
 
 /* c (m x n, row stride ldc) op= a x b with the kernel of the current ISA
- * level (num_isa_level(), at most what this CPU has). */
+ * level (num_isa_level(), at most what this CPU has); split across host
+ * threads when large (PE_PAR_MIN_FMAS), same bits either way. */
 void pe_mm_run(const struct pe_mm *mm);
+
+/* pe_mm_run for output columns [n_lo, n_hi) only, on the calling thread;
+ * n_lo is a multiple of PE_NR. */
+void pe_mm_run_cols(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi);
 
 /* Name of the kernel pe_mm_run uses now: "portable", "avx2" or "avx512". */
 const char *pe_mm_impl_name(void);

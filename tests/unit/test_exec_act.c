@@ -4,7 +4,8 @@
  * reciprocal, and the random-number ops: the math library against long
  * double references, special values, identical bits at every ISA level,
  * scale/bias as immediates and [P,1] operands, the accumulator commands,
- * dtypes, partitions, strided and aliased operands, errors, and the
+ * dtypes, partitions, strided and aliased operands, large jobs split
+ * across host threads (same bits with 1 and 3), errors, and the
  * determinism and statistics of the random streams.
  */
 #include <math.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "emu/core/par.h"
 #include "emu/engines/act_math.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
@@ -405,6 +407,57 @@ static void test_activation_scale_bias(void **state)
                         ref_act(ISA_ACT_silu, x, s, -0.25f, 0));
         }
     }
+}
+
+/* Large activations split across host threads (emu/core/par.h): tanh of
+ * [128 x 4096] fp32 with a bias column into bf16, and exp in place over
+ * [128 x 2048] fp32, give the same bytes with 1 and 3 threads, and the
+ * definition's values. */
+enum { BIG_P = 128, BIG_N = 4096 };
+
+static void big_act(struct harness *h, unsigned threads, uint8_t *out)
+{
+    par_configure(threads);
+    lcg_state = 77;
+    harness_clear(h);
+    fill(h, ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_F32, BIG_N, -4, 4);
+    fill(h, ISA_MEM_SBUF, 0, BIG_P, 40960, ISA_DT_F32, 1, -1, 1);
+    fill(h, ISA_MEM_SBUF, 0, BIG_P, 24576, ISA_DT_F32, BIG_N / 2, -3, 3);
+    struct isa_insn *a = add_act(h, ISA_ACT_tanh,
+                                 harness_tile(ISA_MEM_SBUF, 0, BIG_P, 16384, ISA_DT_BF16, BIG_N),
+                                 harness_tile(ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_F32, BIG_N));
+    a->fimm[1] = 0.5f;
+    a->ap[2] = col(ISA_MEM_SBUF, 0, BIG_P, 40960, ISA_DT_F32);
+    struct isa_ap inplace = harness_tile(ISA_MEM_SBUF, 0, BIG_P, 24576, ISA_DT_F32, BIG_N / 2);
+    add_act(h, ISA_ACT_exp, inplace, inplace);
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t p = 0; p < BIG_P; p++) {
+        memcpy(out, harness_sbuf_ptr(h, p, 16384), 2 * BIG_N), out += 2 * BIG_N;
+        memcpy(out, harness_sbuf_ptr(h, p, 24576), 2 * BIG_N), out += 2 * BIG_N;
+    }
+    par_configure(0);
+}
+
+static void test_activation_split_threads(void **state)
+{
+    struct harness *h = *state;
+    size_t bytes = (size_t)BIG_P * BIG_N * 4;
+    uint8_t *one = malloc(bytes), *three = malloc(bytes);
+    assert_true(one != NULL && three != NULL);
+    big_act(h, 1, one);
+    big_act(h, 3, three);
+    assert_memory_equal(one, three, bytes);
+    for (uint32_t p = 0; p < BIG_P; p += 9)
+        for (size_t i = 0; i < BIG_N; i += 257) {
+            float x = get(h, ISA_MEM_SBUF, p, 0, ISA_DT_F32, i);
+            float b = get(h, ISA_MEM_SBUF, p, 40960, ISA_DT_F32, 0);
+            uint16_t got;
+            memcpy(&got, one + (size_t)p * 4 * BIG_N + 2 * i, 2);
+            assert_same(num_to_f32(ISA_DT_BF16, (const uint8_t *)&got),
+                        rnd(ISA_DT_BF16, ref_act(ISA_ACT_tanh, x, 0.5f, b, 0)));
+        }
+    free(one);
+    free(three);
 }
 
 /* Every input dtype into every output dtype: compute in fp32, store RNE. */
@@ -1037,6 +1090,7 @@ int main(void)
         cmocka_unit_test(test_math_levels),
         cmocka_unit_test(test_math_reduce),
         cmocka_unit_test_setup_teardown(test_activation_scale_bias, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_activation_split_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activation_dtypes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activation_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activation_alias, setup, teardown),

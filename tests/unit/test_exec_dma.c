@@ -4,8 +4,9 @@
  * shapes and strides, casts, add/fma/min/max (float and exact integer),
  * in-place operands, transposes, dma_compute reductions, indirect
  * gather/scatter with oob error/skip, dma_trigger over a hand-built
- * descriptor list (semaphores, events, CCE sources, constants), the
- * error and out-of-bounds cases, NeuronCore-v4's SBUF read-add-write
+ * descriptor list (semaphores, events, CCE sources, constants), large
+ * transfers split across host threads with the same bits, the error and
+ * out-of-bounds cases, NeuronCore-v4's SBUF read-add-write
  * (op=accumulate) and DMA priority.
  */
 #include <math.h>
@@ -13,10 +14,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "emu/core/par.h"
 #include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
@@ -152,6 +155,62 @@ static void test_copy_arith(void **state)
         memcpy(&got, harness_sbuf_ptr(h, 2, 2 * i), 2);
         assert_int_equal(got, num_f32_to_bf16(s[i] * 2.0f));
     }
+}
+
+/* Large transfers are split across host threads (emu/core/par.h): with
+ * 1 and 3 threads, a cast HBM fp32 -> SBUF bf16, a bit copy back to HBM,
+ * an add from HBM into HBM and an overlapping (so unsplit) shift within
+ * HBM give the same bits, and the cast is the reference's. */
+enum { BIG_P = 128, BIG_F = 4096, BIG_N = BIG_P * BIG_F };
+
+static void big_run(struct harness *h, unsigned threads, float *in, uint16_t *bf, float *sum,
+                    int32_t *shift)
+{
+    par_configure(threads);
+    for (size_t i = 0; i < BIG_N; i++) {
+        in[i] = rnd(20, i);
+        sum[i] = rnd(21, i);
+        shift[i] = (int32_t)i;
+    }
+    memset(bf, 0, BIG_N * 2);
+    harness_clear(h);
+    h->prog.nvars = 0; /* this run's buffers only */
+    harness_var(h, 1, "in", in, BIG_N * 4);
+    harness_var(h, 2, "bf", bf, BIG_N * 2);
+    harness_var(h, 3, "sum", sum, BIG_N * 4);
+    harness_var(h, 4, "shift", shift, BIG_N * 4);
+    const int32_t row[1][2] = {{1, BIG_F}}, flat[1][2] = {{1, BIG_N - 1000}};
+    add_copy(h, harness_tile(ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_BF16, BIG_F),
+             harness_hbm(1, 0, BIG_P, BIG_F, ISA_DT_F32, 1, row), ISA_DMAOP_cast);
+    add_copy(h, harness_hbm(2, 0, BIG_P, BIG_F, ISA_DT_BF16, 1, row),
+             harness_tile(ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_BF16, BIG_F), ISA_DMAOP_copy);
+    add_copy(h, harness_hbm(3, 0, BIG_P, BIG_F, ISA_DT_F32, 1, row),
+             harness_hbm(1, 0, BIG_P, BIG_F, ISA_DT_F32, 1, row), ISA_DMAOP_add);
+    add_copy(h, harness_hbm(4, 1000 * 4, 1, 0, ISA_DT_I32, 1, flat),
+             harness_hbm(4, 0, 1, 0, ISA_DT_I32, 1, flat), ISA_DMAOP_copy);
+    assert_int_equal(harness_run(h), EMU_OK);
+    par_configure(0);
+}
+
+static void test_copy_large_threads(void **state)
+{
+    struct harness *h = *state;
+    float *in = malloc(BIG_N * 4), *sum[2] = {malloc(BIG_N * 4), malloc(BIG_N * 4)};
+    uint16_t *bf[2] = {malloc(BIG_N * 2), malloc(BIG_N * 2)};
+    int32_t *shift[2] = {malloc(BIG_N * 4), malloc(BIG_N * 4)};
+    assert_non_null(in);
+    for (int t = 0; t < 2; t++) {
+        assert_true(sum[t] && bf[t] && shift[t]);
+        big_run(h, t == 0 ? 1 : 3, in, bf[t], sum[t], shift[t]);
+    }
+    for (size_t i = 0; i < BIG_N; i += 997)
+        assert_int_equal(bf[0][i], num_f32_to_bf16(in[i]));
+    assert_memory_equal(bf[0], bf[1], BIG_N * 2);
+    assert_memory_equal(sum[0], sum[1], BIG_N * 4);
+    assert_memory_equal(shift[0], shift[1], BIG_N * 4);
+    free(in);
+    for (int t = 0; t < 2; t++)
+        free(sum[t]), free(bf[t]), free(shift[t]);
 }
 
 /* int32 min/max stay exact beyond 2^24. */
@@ -549,6 +608,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_copy_shapes, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_casts, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_arith, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_copy_large_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_int_minmax, setup, teardown),
         cmocka_unit_test_setup_teardown(test_copy_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_transpose, setup, teardown),

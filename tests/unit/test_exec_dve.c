@@ -5,17 +5,19 @@
  * arithmetic, every dtype, broadcasting scalars, strided, negative-step
  * and partition-offset patterns, PSUM operands, in-place and overlapping
  * operands, reductions in their documented order, accumulator commands,
- * and the errors (out of bounds, shape mismatches, bad operators).
+ * large passes split across host threads (same bits with 1 and 3), and the errors (out of bounds, shape mismatches, bad operators).
  */
 #include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "emu/core/par.h"
 #include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
@@ -1269,11 +1271,87 @@ static void test_v4_alu_gating(void **state)
     assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
 }
 
+/* ---- large passes split across host threads ------------------------------------- */
+
+enum { BIG_P = 128, BIG_N = 2048 };
+
+/* Run tensor_tensor d = x + y (1 MiB of fp32 output, split), tensor_scalar
+ * e = (x * k[p]) + 0.5 into bf16 (split), and a shifted in-place
+ * d2[p] = d2[p + 1] + y[p] whose rows overlap (not split) with `threads`
+ * host threads; out receives the three outputs' bytes. */
+static void big_dve(struct harness *h, unsigned threads, uint8_t *out)
+{
+    par_configure(threads);
+    struct tile x = {ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_BF16, BIG_N};
+    struct tile y = {ISA_MEM_SBUF, 0, BIG_P, 8192, ISA_DT_F32, BIG_N};
+    struct tile d = {ISA_MEM_SBUF, 0, BIG_P, 16384, ISA_DT_F32, BIG_N};
+    struct tile e = {ISA_MEM_SBUF, 0, BIG_P, 24576, ISA_DT_BF16, 2 * BIG_N};
+    struct tile k = {ISA_MEM_SBUF, 0, BIG_P, 40960, ISA_DT_F32, 1};
+    struct tile d2 = {ISA_MEM_SBUF, 0, BIG_P - 1, 49152, ISA_DT_F32, BIG_N};
+    struct tile s2 = {ISA_MEM_SBUF, 1, BIG_P - 1, 49152, ISA_DT_F32, BIG_N};
+    struct tile y2 = {ISA_MEM_SBUF, 0, BIG_P - 1, 8192, ISA_DT_F32, BIG_N};
+    struct tile x2 = {ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_F32, 2 * BIG_N};
+    rng = 0x1234567u;
+    struct tile fills[] = {x, y, k, {ISA_MEM_SBUF, 0, BIG_P, 49152, ISA_DT_F32, BIG_N}};
+    for (size_t i = 0; i < sizeof fills / sizeof fills[0]; i++)
+        tfill(h, &fills[i], false);
+    harness_clear(h);
+    struct isa_insn *i = harness_add(h, ISA_ENG_DVE, ISA_OP_tensor_tensor);
+    i->ap[0] = tap(&d), i->ap[1] = tap(&x), i->ap[2] = tap(&y);
+    i->enums[0] = ISA_ALU_add;
+    i = harness_add(h, ISA_ENG_DVE, ISA_OP_tensor_tensor);
+    i->ap[0] = tap(&d2), i->ap[1] = tap(&s2), i->ap[2] = tap(&y2);
+    i->enums[0] = ISA_ALU_add;
+    i = harness_add(h, ISA_ENG_DVE, ISA_OP_tensor_scalar);
+    i->ap[0] = tap(&e), i->ap[1] = tap(&x2), i->ap[2] = tap(&k);
+    i->enums[0] = ISA_ALU_multiply;
+    i->enums[1] = ISA_ALU_add;
+    i->fimm[1] = 0.5f;
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t r = 0; r < BIG_P; r++) {
+        memcpy(out, tptr(h, &d, r, 0), BIG_N * 4), out += BIG_N * 4;
+        memcpy(out, tptr(h, &e, r, 0), BIG_N * 4), out += BIG_N * 4;
+        memcpy(out, tptr(h, &fills[3], r, 0), BIG_N * 4), out += BIG_N * 4;
+    }
+    par_configure(0);
+}
+
+static void test_large_split_threads(void **state)
+{
+    struct harness *h = *state;
+    size_t bytes = (size_t)BIG_P * BIG_N * 12;
+    uint8_t *one = malloc(bytes), *three = malloc(bytes);
+    assert_true(one != NULL && three != NULL);
+    big_dve(h, 1, one);
+    big_dve(h, 3, three);
+    assert_memory_equal(one, three, bytes);
+    /* spot checks against the definition (inputs refilled from the same seed) */
+    rng = 0x1234567u;
+    struct tile x = {ISA_MEM_SBUF, 0, BIG_P, 0, ISA_DT_BF16, BIG_N};
+    struct tile y = {ISA_MEM_SBUF, 0, BIG_P, 8192, ISA_DT_F32, BIG_N};
+    struct tile k = {ISA_MEM_SBUF, 0, BIG_P, 40960, ISA_DT_F32, 1};
+    struct tile o = {ISA_MEM_SBUF, 0, BIG_P, 49152, ISA_DT_F32, BIG_N};
+    tfill(h, &x, false), tfill(h, &y, false), tfill(h, &k, false), tfill(h, &o, false);
+    for (uint32_t r = 0; r + 1 < BIG_P; r += 7)
+        for (uint32_t c = 0; c < BIG_N; c += 331) {
+            float xv = rd_f(ISA_DT_BF16, tptr(h, &x, r, c)), yv = rd_f(ISA_DT_F32, tptr(h, &y, r, c));
+            float got, want = xv + yv;
+            memcpy(&got, one + ((size_t)r * 3 * BIG_N + c) * 4, 4);
+            assert_true(memcmp(&got, &want, 4) == 0);
+            want = rd_f(ISA_DT_F32, tptr(h, &o, r + 1, c)) + yv; /* row r + 1 before its write */
+            memcpy(&got, one + ((size_t)r * 3 * BIG_N + 2 * BIG_N + c) * 4, 4);
+            assert_true(memcmp(&got, &want, 4) == 0);
+        }
+    free(one);
+    free(three);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_tt_every_op_f32, setup, teardown),
         cmocka_unit_test(test_v4_alu_gating),
+        cmocka_unit_test_setup_teardown(test_large_split_threads, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tt_every_op_int, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tt_dtype_matrix, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tt_strided, setup, teardown),

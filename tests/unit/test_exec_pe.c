@@ -3,10 +3,11 @@
  * references: nc_matmul bit-exact with the fmaf definition for every input
  * type, edge shapes, accumulation chains, PSUM partition and bank offsets,
  * strided operands, tiles, onezero hints, double-row fp8, transpose mode,
- * every kernel level giving the same bits; nc_transpose on PE and DVE;
- * nc_matmul_mx refused; shape, type and bound errors; NeuronCore-v4's wide
- * moving operands (4096 fp32 / 8192 bf16 dst columns) and their gating;
- * nc_matmul_sparse against decompress-then-multiply for every M:N pattern.
+ * every kernel level and every host thread count giving the same bits;
+ * nc_transpose on PE and DVE; nc_matmul_mx refused; shape, type and bound
+ * errors; NeuronCore-v4's wide moving operands (4096 fp32 / 8192 bf16 dst
+ * columns) and their gating; nc_matmul_sparse against
+ * decompress-then-multiply for every M:N pattern.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "emu/core/par.h"
 #include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
@@ -238,6 +240,35 @@ static void test_matmul_levels_identical(void **state)
         }
         printf("  kernel %s: bit-identical\n", pe_mm_impl_name());
     }
+}
+
+/* Large matmuls split across 1, 2, 3 or 5 host threads (emu/core/par.h):
+ * the bits are the definition's whatever the count, for bf16, fp32, fp16
+ * and fp8 inputs (packed in parallel, whole rows or converted ones), on
+ * shapes whose last part is short, overwriting and accumulating. */
+static void test_matmul_threads_identical(void **state)
+{
+    struct harness *h = *state;
+    const unsigned counts[] = {1, 2, 3, 5};
+    const uint32_t types[][2] = {{ISA_DT_BF16, ISA_DT_BF16}, {ISA_DT_F32, ISA_DT_F32},
+                                 {ISA_DT_F16, ISA_DT_F16}, {ISA_DT_FP8E4, ISA_DT_BF16}};
+    for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
+        par_configure(counts[c]);
+        for (size_t t = 0; t < sizeof types / sizeof types[0]; t++) {
+            check_mm(h, 128, 128, 512, types[t][0], types[t][1], 500 + t);
+            check_mm(h, 128, 100, 500, types[t][0], types[t][1], 600 + t);
+        }
+        put_tile(h, 0, 128, SB_B, ISA_DT_BF16, 330, 1, 700, tb);
+        for (int step = 0; step < 3; step++) {
+            harness_clear(h);
+            put_tile(h, 0, 128, SB_A, ISA_DT_BF16, 120, 1, 710 + step, ta);
+            add_mm(h, 128, 120, 330, ISA_DT_BF16, ISA_DT_BF16, 0, 0, step > 0);
+            assert_int_equal(harness_run(h), EMU_OK);
+            ref_mm(128, 120, 330, step > 0);
+        }
+        expect_psum(h, 0, 0, 120, 330);
+    }
+    par_configure(0);
 }
 
 static void test_matmul_tiles(void **state)
@@ -681,6 +712,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_accumulate_offsets, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_strided, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_levels_identical, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_threads_identical, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_tiles, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_tiles_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_onezero, setup3, teardown),

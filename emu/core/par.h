@@ -1,0 +1,56 @@
+/*
+ * par.h: splitting one large instruction across idle host threads.
+ *
+ * A small process-wide pool of helper threads, started on first use. An
+ * instruction that is worth splitting (a matmul, a long elementwise pass, a
+ * large copy) cuts its work into parts and calls par_for: the calling
+ * thread runs parts itself, idle helpers join in, and par_for returns once
+ * every part has run exactly once.
+ *
+ * Determinism: the caller chooses the parts from the size of the problem
+ * alone, never from the thread count, and each part computes its outputs
+ * with the same code in the same order as an unsplit run; which thread runs
+ * which part then changes nothing in the results.
+ *
+ * par_for may be called from several threads at once (several executions);
+ * a par_for from inside a part runs its parts inline, on that thread.
+ * Code inside a part that needs temporary rows takes them from
+ * par_scratch(), never from a buffer another part may use at the same time.
+ */
+#ifndef TRNEMU_EMU_PAR_H
+#define TRNEMU_EMU_PAR_H
+
+#include <stddef.h>
+
+/* Per-thread scratch: slots of PAR_SCRATCH_ELEMS floats each (one row of
+ * the largest SBUF partition as fp32). */
+#define PAR_SCRATCH_SLOTS 4
+#define PAR_SCRATCH_ELEMS (256u * 1024u)
+
+/* Most threads a par_for uses (caller included). */
+#define PAR_MAX_THREADS 64u
+
+/* Threads a par_for may use, the caller included: 0 = the online CPUs,
+ * 1 = never split (parts run on the caller, in order). Larger values are
+ * capped at PAR_MAX_THREADS. Helpers of the previous setting are stopped;
+ * the new ones start on the next par_for. */
+void par_configure(unsigned threads);
+
+/* The current setting resolved (1 .. PAR_MAX_THREADS). */
+unsigned par_threads(void);
+
+/* Run fn(arg, part) once for every part in [0, n_parts), on the caller and
+ * idle helpers; return when all have finished. */
+void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
+
+/* Stop and join every helper thread (a later par_for starts them again).
+ * par_for calls under way still finish: the callers run the parts no
+ * helper took. For runtime teardown. */
+void par_shutdown(void);
+
+/* Scratch slot `slot` (< PAR_SCRATCH_SLOTS) of the calling thread,
+ * PAR_SCRATCH_ELEMS floats mapped once per thread and reused; NULL when
+ * the host is out of memory. */
+float *par_scratch(unsigned slot);
+
+#endif
