@@ -38,6 +38,8 @@
 struct am_env {
     float expf_hi;   /* binary32 exp: inputs above give +inf (89) */
     float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
+    float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
+    float split_max; /* |v| from which the low half of a split argument is dropped */
     double exp_hi;   /* binary64 exp: upper clamp (709) */
     double exp_lo;   /* binary64 exp: lower clamp (-708) */
     double sat_lo;   /* saturating functions: inputs below act as this (-200) */
@@ -49,7 +51,8 @@ struct am_env {
 };
 
 #define AM_ENV_INIT                                                                  \
-    {.expf_hi = 89.0f, .expf_lo = -104.0f, .exp_hi = 709.0, .exp_lo = -708.0,      \
+    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
+     .exp_hi = 709.0, .exp_lo = -708.0,      \
      .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0, .erfc_w = 1.0 / 10.6,      \
      .erf_u = 4.0, .sin_big = 0x1p20}
 
@@ -91,9 +94,14 @@ AM_INLINE double am_copysign(double x, double s)
 
 /* ---- binary32 exp ----------------------------------------------------------- */
 
+/* Fused multiply-add with one rounding: the FMA instruction at the AVX2 and
+ * AVX-512 levels, libm's exact fmaf in the portable build, so every level
+ * gives the same bits. */
+#define AM_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+
 /* (e^r - 1 - r) / r^2 on |r| <= ln2/2: degree-5 Chebyshev fit (error 4e-10)
- * rounded to binary32; the whole function is within 0.96 ulp of e^x (checked
- * on every binary32 input). */
+ * rounded to binary32, evaluated with FMA; the whole function is within
+ * 1 ulp of e^x (the tests check every binary32 input). */
 #define AMF_E0 0.5f
 #define AMF_E1 0.166666672f
 #define AMF_E2 0.0416664667f
@@ -103,28 +111,54 @@ AM_INLINE double am_copysign(double x, double s)
 #define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
 #define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
 
-/* e^x in binary32: x = n ln2 + r, e^r by the polynomial, then two exact
- * power-of-two scalings so that subnormal results round once. */
+/* e^(xh + xl) = (1 + *pm) 2^*k, for xh clamped to [lo, hi] (xl is a small
+ * correction, 0 for a plain argument): xh = n ln2 + r, then the polynomial
+ * in r + xl. *pm is in [-0.3, 0.42], *k in [lo/ln2 - 1, hi/ln2 + 1]. */
+AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, int32_t *k)
+{
+    float x = xh > hi ? hi : xh;
+    x = x < lo ? lo : x;
+    float t = AM_FMA(x, 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds x/ln2 */
+    float n = t - 12582912.0f;
+    *k = (int32_t)(am_fbits(t) - 0x4B400000u);
+    float r = AM_FMA(n, -AMF_LN2_HI, x);
+    r = AM_FMA(n, -AMF_LN2_LO, r) + xl;
+    float q = AMF_E5;
+    q = AM_FMA(q, r, AMF_E4);
+    q = AM_FMA(q, r, AMF_E3);
+    q = AM_FMA(q, r, AMF_E2);
+    q = AM_FMA(q, r, AMF_E1);
+    q = AM_FMA(q, r, AMF_E0);
+    *pm = AM_FMA(r * r, q, r);
+}
+
+/* 2^k as a binary32 for k in [-126, 127]. */
+AM_INLINE float am_pow2f(int32_t k)
+{
+    return am_ffrom((uint32_t)(k + 127) << 23);
+}
+
+/* q 2^k for k in [-252, 254]: two exact power-of-two factors, so that a
+ * subnormal result rounds once. */
+AM_INLINE float am_ldexpf(float q, int32_t k)
+{
+    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
+    return (q * am_pow2f(k1)) * am_pow2f(k2);
+}
+
+/* 2^k for k <= 127, 0 below 2^-126 (for sums where such a term vanishes). */
+AM_INLINE float am_pow2f_flush(int32_t k)
+{
+    return am_pow2f(k < -127 ? -127 : k);
+}
+
+/* e^x in binary32. */
 AM_INLINE float am_expf(float x, const struct am_env *E)
 {
-    x = x > E->expf_hi ? E->expf_hi : x;
-    x = x < E->expf_lo ? E->expf_lo : x;
-    float t = x * 1.44269502f + 12582912.0f; /* 1.5 * 2^23: rounds x/ln2 to an integer */
-    float n = t - 12582912.0f;
-    int32_t k = (int32_t)(am_fbits(t) - 0x4B400000u);
-    float r = x - n * AMF_LN2_HI;
-    r = r - n * AMF_LN2_LO;
-    float q = AMF_E5;
-    q = q * r + AMF_E4;
-    q = q * r + AMF_E3;
-    q = q * r + AMF_E2;
-    q = q * r + AMF_E1;
-    q = q * r + AMF_E0;
-    float p = 1.0f + (r + (r * r) * q);
-    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
-    float s1 = am_ffrom((uint32_t)(k1 + 127) << 23);
-    float s2 = am_ffrom((uint32_t)(k2 + 127) << 23);
-    return (p * s1) * s2;
+    float pm;
+    int32_t k;
+    am_expf_split(x, 0.0f, E->expf_lo, E->expf_hi, &pm, &k);
+    return am_ldexpf(1.0f + pm, k);
 }
 
 /* ---- binary64 exp and expm1 --------------------------------------------------- */
@@ -333,29 +367,78 @@ AM_INLINE double am_sat(float x, const struct am_env *E)
     return d > E->sat_hi ? E->sat_hi : d;
 }
 
+/* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
+ * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f), and
+ * ln(1 + f) = f - f^2/2 + s (f^2/2 + R) with R = 2 atanh(s)/s - 2 in z = s^2
+ * (Taylor series to z^5, |z| < 0.03). */
 AM_INLINE float am_log(float x)
 {
-    double v = am_log_pos((double)x);
-    v = x == INFINITY ? (double)INFINITY : v;
-    v = x > 0.0f ? v : (double)NAN;
-    return x == 0.0f ? -INFINITY : (float)v;
+    int sub = x < 0x1p-126f;
+    float xs = sub ? x * 0x1p23f : x;
+    uint32_t b = am_fbits(xs);
+    float e = (float)((int32_t)(b >> 23) - 127) - (sub ? 23.0f : 0.0f);
+    float m = am_ffrom((b & 0x007FFFFFu) | 0x3F800000u);
+    int big = m > 1.41421354f;
+    m = big ? m * 0.5f : m;
+    e = big ? e + 1.0f : e;
+    float f = m - 1.0f;
+    float s = f / (2.0f + f);
+    float z = s * s;
+    float R = 2.0f / 11.0f;
+    R = AM_FMA(R, z, 2.0f / 9.0f);
+    R = AM_FMA(R, z, 2.0f / 7.0f);
+    R = AM_FMA(R, z, 2.0f / 5.0f);
+    R = AM_FMA(R, z, 2.0f / 3.0f);
+    R = R * z;
+    float hfsq = 0.5f * (f * f);
+    float lm = f - (hfsq - s * (hfsq + R));
+    float v = AM_FMA(e, AMF_LN2_HI, AM_FMA(e, AMF_LN2_LO, lm));
+    v = x == INFINITY ? INFINITY : v;
+    v = x > 0.0f ? v : NAN;
+    return x == 0.0f ? -INFINITY : v;
 }
 
+/* tanh x = -m / (2 + m) with m = e^(-2|x|) - 1 (no cancellation: the
+ * polynomial part of e^r - 1 is kept apart from 2^k - 1), sign of x. */
 AM_INLINE float am_tanh(float x, const struct am_env *E)
 {
-    double e = am_expm1(-2.0 * fabs((double)x), E);
-    return (float)am_copysign(-e / (2.0 + e), (double)x);
+    float pm;
+    int32_t k;
+    am_expf_split(-2.0f * fabsf(x), 0.0f, E->expf_lo, E->expf_hi, &pm, &k);
+    float s = am_pow2f_flush(k);
+    float m = AM_FMA(s, pm, s - 1.0f);
+    float t = -m / (2.0f + m);
+    return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
+}
+
+/* v x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split
+ * into vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^k,
+ *   v >= 0: x / (1 + e^-|v|)
+ *   v < 0:  x (1 + pm) / (1 + e^-|v|) * 2^k   (the scaling rounds last)
+ * x below -200 acts as -200 (the result is 0 from far above there). */
+AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E)
+{
+    float pm;
+    int32_t k;
+    float ah = -fabsf(vh);
+    float al = vh < 0.0f ? vl : -vl;
+    al = fabsf(vh) < E->split_max ? al : 0.0f;
+    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &k);
+    float den = 1.0f + AM_FMA(am_pow2f_flush(k), pm, am_pow2f_flush(k));
+    int neg = vh < 0.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * (1.0f + pm) : x;
+    return am_ldexpf(num / den, neg ? k : 0);
 }
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
 {
-    return (float)(1.0 / (1.0 + am_exp(-(double)x, E)));
+    return am_sig_times(1.0f, x, 0.0f, E);
 }
 
 AM_INLINE float am_silu(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    return (float)(d / (1.0 + am_exp(-d, E)));
+    return am_sig_times(x, x, 0.0f, E);
 }
 
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
@@ -399,18 +482,23 @@ AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
     return (float)(0.5 * c + d * (eu * 0.3989422804014327));
 }
 
-/* x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) = 0.5 x (1 + tanh(...)). */
+/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...));
+ * v in binary64, passed on as vh + vl so that its rounding does not grow
+ * the error of the tail. */
 AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    double v = (2.0 * 0.79788456080286541) * (d + 0.044715 * (d * d * d));
-    return (float)(d / (1.0 + am_exp(-v, E)));
+    double d = x;
+    double v = d * (2.0 * 0.79788456080286541 + (2.0 * 0.79788456080286541 * 0.044715) * (d * d));
+    float vh = (float)v;
+    return am_sig_times(x, vh, (float)(v - (double)vh), E);
 }
 
+/* x * sigmoid(1.702 x), the argument split like gelu_apprx_tanh's. */
 AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    return (float)(d / (1.0 + am_exp(-1.702 * d, E)));
+    double v = 1.702 * (double)x;
+    float vh = (float)v;
+    return am_sig_times(x, vh, (float)(v - (double)vh), E);
 }
 
 AM_INLINE float am_erf(float x, const struct am_env *E)
@@ -428,9 +516,24 @@ AM_INLINE float am_erf_dx(float x, const struct am_env *E)
     return (float)(1.1283791670955126 * am_exp(-(d * d), E));
 }
 
+/* 1/sqrt(x): r = 1/sqrtf(x), then one correction r (1 + e/2) with
+ * e = 1 - x r^2 computed exactly enough by FMA (r^2 split in two); x is
+ * first scaled by 2^-64 or 2^64 so that r^2 stays normal. Zeros,
+ * negatives, infinities and NaN take r as it is. */
 AM_INLINE float am_rsqrt(float x)
 {
-    return (float)(1.0 / sqrt((double)x));
+    int big = x > 0x1p64f, small = x < 0x1p-64f;
+    float xs = big ? x * 0x1p-64f : x;
+    xs = small ? xs * 0x1p64f : xs;
+    float r = 1.0f / sqrtf(xs);
+    float a = r * r;
+    float ea = AM_FMA(r, r, -a);
+    float e = AM_FMA(-xs, a, 1.0f);
+    e = AM_FMA(-xs, ea, e);
+    float c = AM_FMA(r, 0.5f * e, r);
+    c = big ? c * 0x1p-32f : c;
+    c = small ? c * 0x1p32f : c;
+    return x > 0.0f && x < INFINITY ? c : 1.0f / sqrtf(x);
 }
 
 AM_INLINE float am_sign(float x)
@@ -442,9 +545,8 @@ AM_INLINE float am_sign(float x)
 /* ---- one copy of the row loops per ISA level ------------------------------------- */
 
 /* Let the vectoriser compute both sides of a select: the kernels never
- * rely on floating-point traps (the results are the same). GCC keeps sqrt
- * a scalar call either way (errno), which costs little on the rare sqrt
- * and rsqrt activations. */
+ * rely on floating-point traps (the results are the same). sqrt becomes
+ * the IEEE vector instruction because emu is built with -fno-math-errno. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define AM_NOTRAP __attribute__((optimize("no-trapping-math")))
 #else
@@ -459,13 +561,13 @@ AM_INLINE float am_sign(float x)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AM_SUFFIX avx2
-#define AM_ATTR AM_NOTRAP __attribute__((target("avx2")))
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx2,fma")))
 #include "emu/engines/act_math_body.h"
 #undef AM_SUFFIX
 #undef AM_ATTR
 
 #define AM_SUFFIX avx512
-#define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #include "emu/engines/act_math_body.h"
 #undef AM_SUFFIX
 #undef AM_ATTR

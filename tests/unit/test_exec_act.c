@@ -171,8 +171,10 @@ static void math_inputs(float *x, size_t n, float range)
     }
 }
 
-/* Every transcendental function within 1 ulp of the long double reference
- * on many points (exp: also checked on every binary32 input, 0.96 ulp). */
+/* Every transcendental function within its documented bound of the long
+ * double reference (docs/numerics.md) on many points: half random bit
+ * patterns (every magnitude, subnormals, huge values), half uniform in
+ * [-range, range]. The largest error seen is printed. */
 static void test_math_accuracy(void **state)
 {
     (void)state;
@@ -180,34 +182,38 @@ static void test_math_accuracy(void **state)
         unsigned func;  /* ISA_ACT_* */
         size_t n;       /* points */
         float range;    /* uniform half of the points in [-range, range] */
+        double bound;   /* max error in ulp */
     } cases[] = {
-        {ISA_ACT_exp, 1000000, 90}, {ISA_ACT_log, 500000, 1e6f},
-        {ISA_ACT_tanh, 500000, 12}, {ISA_ACT_sigmoid, 500000, 40},
-        {ISA_ACT_erf, 500000, 6}, {ISA_ACT_gelu, 300000, 20},
-        {ISA_ACT_gelu_dx, 150000, 20}, {ISA_ACT_gelu_apprx_tanh, 150000, 20},
-        {ISA_ACT_gelu_apprx_sigmoid, 150000, 20}, {ISA_ACT_silu, 300000, 40},
-        {ISA_ACT_silu_dx, 150000, 40}, {ISA_ACT_softplus, 150000, 40},
-        {ISA_ACT_mish, 150000, 40}, {ISA_ACT_erf_dx, 150000, 12},
-        {ISA_ACT_sqrt, 150000, 1e4f}, {ISA_ACT_rsqrt, 150000, 1e4f},
-        {ISA_ACT_reciprocal, 150000, 1e4f}, {ISA_ACT_sin, 150000, 1e6f},
-        {ISA_ACT_arctan, 150000, 100},
+        {ISA_ACT_exp, 1000000, 90, 1.0}, {ISA_ACT_log, 500000, 1e6f, 1.0},
+        {ISA_ACT_tanh, 500000, 12, 3.0}, {ISA_ACT_sigmoid, 500000, 40, 2.5},
+        {ISA_ACT_erf, 500000, 6, 1.0}, {ISA_ACT_gelu, 300000, 20, 1.0},
+        {ISA_ACT_gelu_dx, 150000, 20, 1.0}, {ISA_ACT_gelu_apprx_tanh, 300000, 20, 3.0},
+        {ISA_ACT_gelu_apprx_sigmoid, 300000, 20, 3.0}, {ISA_ACT_silu, 300000, 40, 3.0},
+        {ISA_ACT_silu_dx, 150000, 40, 1.0}, {ISA_ACT_softplus, 150000, 40, 1.0},
+        {ISA_ACT_mish, 150000, 40, 1.0}, {ISA_ACT_erf_dx, 150000, 12, 1.0},
+        {ISA_ACT_sqrt, 150000, 1e4f, 0.5}, {ISA_ACT_rsqrt, 300000, 1e4f, 0.51},
+        {ISA_ACT_reciprocal, 150000, 1e4f, 0.5}, {ISA_ACT_sin, 150000, 1e6f, 1.0},
+        {ISA_ACT_arctan, 150000, 100, 1.0},
     };
     float *x = malloc(1000000 * sizeof(float)), *y = malloc(1000000 * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *name = isa_enum_name(ISA_ET_ACT, cases[c].func);
         lcg_state = 1000 + c;
         math_inputs(x, cases[c].n, cases[c].range);
         assert_true(act_math_row(cases[c].func, y, x, cases[c].n, 1.0f, -0.0f, 0.0f));
+        double worst = 0;
         for (size_t i = 0; i < cases[c].n; i++) {
             if (isnan(x[i]))
                 continue;
             double e = ulp_err(y[i], ref_math(cases[c].func, x[i]));
-            if (e > 1.0)
-                fail_msg("%s(%a) = %a: %.3f ulp from %La",
-                         isa_enum_name(ISA_ET_ACT, cases[c].func), (double)x[i], (double)y[i],
-                         e, ref_math(cases[c].func, x[i]));
+            if (e > cases[c].bound)
+                fail_msg("%s(%a) = %a: %.3f ulp from %La (bound %.2f)", name, (double)x[i],
+                         (double)y[i], e, ref_math(cases[c].func, x[i]), cases[c].bound);
+            worst = e > worst ? e : worst;
         }
+        print_message("%-20s max %.3f ulp (bound %.2f)\n", name, worst, cases[c].bound);
     }
     free(x);
     free(y);
