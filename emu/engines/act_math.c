@@ -111,18 +111,19 @@ AM_INLINE double am_copysign(double x, double s)
 #define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
 #define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
 
-/* e^(xh + xl) = (1 + *pm) 2^*k, for xh clamped to [lo, hi] (xl is a small
- * correction, 0 for a plain argument): xh = n ln2 + r, then the polynomial
- * in r + xl. *pm is in [-0.3, 0.42], *k in [lo/ln2 - 1, hi/ln2 + 1]. */
-AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, int32_t *k)
+/* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
+ * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
+ * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
+ * hi/ln2 + 1] (NaN for a NaN xh). act_math_x512.h has the same steps on 16
+ * lanes. */
+AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, float *n)
 {
     float x = xh > hi ? hi : xh;
     x = x < lo ? lo : x;
     float t = AM_FMA(x, 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds x/ln2 */
-    float n = t - 12582912.0f;
-    *k = (int32_t)(am_fbits(t) - 0x4B400000u);
-    float r = AM_FMA(n, -AMF_LN2_HI, x);
-    r = AM_FMA(n, -AMF_LN2_LO, r) + xl;
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(nn, -AMF_LN2_HI, x);
+    r = AM_FMA(nn, -AMF_LN2_LO, r) + xl;
     float q = AMF_E5;
     q = AM_FMA(q, r, AMF_E4);
     q = AM_FMA(q, r, AMF_E3);
@@ -130,6 +131,7 @@ AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, 
     q = AM_FMA(q, r, AMF_E1);
     q = AM_FMA(q, r, AMF_E0);
     *pm = AM_FMA(r * r, q, r);
+    *n = nn;
 }
 
 /* 2^k as a binary32 for k in [-126, 127]. */
@@ -138,27 +140,22 @@ AM_INLINE float am_pow2f(int32_t k)
     return am_ffrom((uint32_t)(k + 127) << 23);
 }
 
-/* q 2^k for k in [-252, 254]: two exact power-of-two factors, so that a
- * subnormal result rounds once. */
-AM_INLINE float am_ldexpf(float q, int32_t k)
+/* q 2^n, rounded once, for an integer-valued n in [-252, 254] (what the
+ * AVX-512 scalef instruction computes): two exact power-of-two factors,
+ * so that a subnormal result rounds once. A NaN n comes only with a NaN q. */
+AM_INLINE float am_scalef(float q, float n)
 {
+    int32_t k = (int32_t)(n == n ? n : 0.0f);
     int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
     return (q * am_pow2f(k1)) * am_pow2f(k2);
-}
-
-/* 2^k for k <= 127, 0 below 2^-126 (for sums where such a term vanishes). */
-AM_INLINE float am_pow2f_flush(int32_t k)
-{
-    return am_pow2f(k < -127 ? -127 : k);
 }
 
 /* e^x in binary32. */
 AM_INLINE float am_expf(float x, const struct am_env *E)
 {
-    float pm;
-    int32_t k;
-    am_expf_split(x, 0.0f, E->expf_lo, E->expf_hi, &pm, &k);
-    return am_ldexpf(1.0f + pm, k);
+    float pm, n;
+    am_expf_split(x, -0.0f, E->expf_lo, E->expf_hi, &pm, &n);
+    return am_scalef(1.0f + pm, n);
 }
 
 /* ---- binary64 exp and expm1 --------------------------------------------------- */
@@ -402,43 +399,42 @@ AM_INLINE float am_log(float x)
  * polynomial part of e^r - 1 is kept apart from 2^k - 1), sign of x. */
 AM_INLINE float am_tanh(float x, const struct am_env *E)
 {
-    float pm;
-    int32_t k;
-    am_expf_split(-2.0f * fabsf(x), 0.0f, E->expf_lo, E->expf_hi, &pm, &k);
-    float s = am_pow2f_flush(k);
+    float pm, n;
+    am_expf_split(-2.0f * fabsf(x), -0.0f, E->expf_lo, E->expf_hi, &pm, &n);
+    float s = am_scalef(1.0f, n);
     float m = AM_FMA(s, pm, s - 1.0f);
     float t = -m / (2.0f + m);
     return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
 }
 
-/* v x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split
- * into vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^k,
- *   v >= 0: x / (1 + e^-|v|)
- *   v < 0:  x (1 + pm) / (1 + e^-|v|) * 2^k   (the scaling rounds last)
+/* x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split into
+ * vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^n = e,
+ *   v >= 0: x / (1 + e)
+ *   v < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
  * x below -200 acts as -200 (the result is 0 from far above there). */
 AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E)
 {
-    float pm;
-    int32_t k;
+    float pm, n;
     float ah = -fabsf(vh);
     float al = vh < 0.0f ? vl : -vl;
     al = fabsf(vh) < E->split_max ? al : 0.0f;
-    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &k);
-    float den = 1.0f + AM_FMA(am_pow2f_flush(k), pm, am_pow2f_flush(k));
+    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &n);
+    float p1 = 1.0f + pm;
+    float den = 1.0f + am_scalef(p1, n);
     int neg = vh < 0.0f;
     float xc = x < -200.0f ? -200.0f : x;
-    float num = neg ? xc * (1.0f + pm) : x;
-    return am_ldexpf(num / den, neg ? k : 0);
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? n : 0.0f);
 }
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
 {
-    return am_sig_times(1.0f, x, 0.0f, E);
+    return am_sig_times(1.0f, x, -0.0f, E);
 }
 
 AM_INLINE float am_silu(float x, const struct am_env *E)
 {
-    return am_sig_times(x, x, 0.0f, E);
+    return am_sig_times(x, x, -0.0f, E);
 }
 
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
@@ -482,23 +478,38 @@ AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
     return (float)(0.5 * c + d * (eu * 0.3989422804014327));
 }
 
-/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...));
- * v in binary64, passed on as vh + vl so that its rounding does not grow
- * the error of the tail. */
+/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)).
+ * v = x (k1 + k3 x^2) is carried as vh + vl (products split by FMA, the
+ * sum by an exact two-sum, the constants in two parts) so that its
+ * rounding does not grow the error of the tail; vl matters only while
+ * |v| < 2^20, where every step is finite. */
+#define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
+#define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
+#define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
+#define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
 AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
 {
-    double d = x;
-    double v = d * (2.0 * 0.79788456080286541 + (2.0 * 0.79788456080286541 * 0.044715) * (d * d));
-    float vh = (float)v;
-    return am_sig_times(x, vh, (float)(v - (double)vh), E);
+    float x2 = x * x;
+    float x2l = AM_FMA(x, x, -x2);
+    float a = AMF_GT_K3 * x2;
+    float al = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -a)));
+    float u = AMF_GT_K1 + a;
+    float bb = u - AMF_GT_K1;
+    float ue = (AMF_GT_K1 - (u - bb)) + (a - bb);
+    float ul = (ue + al) + AMF_GT_K1L;
+    float vh = x * u;
+    float vl = AM_FMA(x, ul, AM_FMA(x, u, -vh));
+    return am_sig_times(x, vh, vl, E);
 }
 
-/* x * sigmoid(1.702 x), the argument split like gelu_apprx_tanh's. */
+/* x * sigmoid(1.702 x), 1.702 x carried as vh + vl like gelu_apprx_tanh's. */
+#define AMF_GS_C 1.70200002f       /* 1.702 */
+#define AMF_GS_CL (-2.1934509e-08f) /* 1.702 - AMF_GS_C */
 AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
 {
-    double v = 1.702 * (double)x;
-    float vh = (float)v;
-    return am_sig_times(x, vh, (float)(v - (double)vh), E);
+    float vh = AMF_GS_C * x;
+    float vl = AM_FMA(AMF_GS_CL, x, AM_FMA(AMF_GS_C, x, -vh));
+    return am_sig_times(x, vh, vl, E);
 }
 
 AM_INLINE float am_erf(float x, const struct am_env *E)
@@ -519,7 +530,7 @@ AM_INLINE float am_erf_dx(float x, const struct am_env *E)
 /* 1/sqrt(x): r = 1/sqrtf(x), then one correction r (1 + e/2) with
  * e = 1 - x r^2 computed exactly enough by FMA (r^2 split in two); x is
  * first scaled by 2^-64 or 2^64 so that r^2 stays normal. Zeros,
- * negatives, infinities and NaN take r as it is. */
+ * negatives, infinities and NaN take r as it is (the scalings keep them). */
 AM_INLINE float am_rsqrt(float x)
 {
     int big = x > 0x1p64f, small = x < 0x1p-64f;
@@ -533,7 +544,7 @@ AM_INLINE float am_rsqrt(float x)
     float c = AM_FMA(r, 0.5f * e, r);
     c = big ? c * 0x1p-32f : c;
     c = small ? c * 0x1p32f : c;
-    return x > 0.0f && x < INFINITY ? c : 1.0f / sqrtf(x);
+    return x > 0.0f && x < INFINITY ? c : r;
 }
 
 AM_INLINE float am_sign(float x)
