@@ -582,6 +582,8 @@ AM_INLINE float am_sign(float x)
 #include "emu/engines/act_math_body.h"
 #undef AM_SUFFIX
 #undef AM_ATTR
+
+#include "emu/engines/act_math_x512.h"
 #define AM_X86 1
 #else
 #define AM_X86 0
@@ -601,8 +603,10 @@ bool act_math_row(unsigned func, float *dst, const float *src, size_t n, float s
         return false;
 #if AM_X86
     int lvl = num_isa_level();
-    if (lvl == NUM_ISA_AVX512)
-        am_rows_avx512(func, dst, src, n, scale, bias, alpha);
+    if (lvl == NUM_ISA_AVX512) {
+        if (!ax_rows(func, dst, src, n, scale, bias))
+            am_rows_avx512(func, dst, src, n, scale, bias, alpha);
+    }
     else if (lvl == NUM_ISA_AVX2)
         am_rows_avx2(func, dst, src, n, scale, bias, alpha);
     else

@@ -1,0 +1,156 @@
+/*
+ * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
+ * sigmoid, silu, gelu_apprx_tanh, gelu_apprx_sigmoid) and of log, written
+ * with intrinsics so that the power-of-two scaling is one scalef and the
+ * log reduction one getexp/getmant. Each kernel repeats, step for step, the
+ * binary32 kernel of act_math.c named in its comment (same constants, same
+ * operations in the same order, FMA where that one calls AM_FMA), so the
+ * bits are those of the portable and AVX2 loops; test_math_levels checks
+ * it. act_math.c includes this file once, after its kernels. Not a normal
+ * header.
+ */
+#include <immintrin.h>
+
+#define AX_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define AX_INLINE static inline __attribute__((always_inline)) AX_ATTR
+
+typedef __m512 ax_v; /* 16 binary32 lanes */
+
+AX_INLINE ax_v ax_c(float v)
+{
+    return _mm512_set1_ps(v);
+}
+
+/* The sign bit of every lane. */
+AX_INLINE ax_v ax_sign(void)
+{
+    return _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
+}
+
+/* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
+ * -0 changes nothing). */
+AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, ax_v *n)
+{
+    ax_v x = _mm512_min_ps(ax_c(hi), xh); /* xh > hi ? hi : xh */
+    x = _mm512_max_ps(ax_c(lo), x);       /* x < lo ? lo : x */
+    ax_v t = _mm512_fmadd_ps(x, ax_c(1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_HI), x);
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    if (has_xl)
+        r = _mm512_add_ps(r, xl);
+    ax_v q = ax_c(AMF_E5);
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
+    *n = nn;
+    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+}
+
+/* am_expf. */
+AX_INLINE ax_v ax_expf(ax_v x, const struct am_env *E)
+{
+    ax_v n;
+    ax_v pm = ax_expf_split(x, x, 0, E->expf_lo, E->expf_hi, &n);
+    return _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+}
+
+/* am_tanh. */
+AX_INLINE ax_v ax_tanh(ax_v x, const struct am_env *E)
+{
+    ax_v n;
+    ax_v a = _mm512_mul_ps(ax_c(-2.0f), _mm512_andnot_ps(ax_sign(), x));
+    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, E->expf_hi, &n);
+    ax_v s = _mm512_scalef_ps(ax_c(1.0f), n);
+    ax_v m = _mm512_fmadd_ps(s, pm, _mm512_sub_ps(s, ax_c(1.0f)));
+    ax_v t = _mm512_div_ps(_mm512_xor_ps(m, ax_sign()), _mm512_add_ps(ax_c(2.0f), m));
+    return _mm512_or_ps(_mm512_andnot_ps(ax_sign(), t), _mm512_and_ps(ax_sign(), x));
+}
+
+/* am_sig_times. */
+AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct am_env *E)
+{
+    ax_v n;
+    ax_v ah = _mm512_or_ps(vh, ax_sign()); /* -|vh| */
+    __mmask16 neg = _mm512_cmp_ps_mask(vh, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v al = vl;
+    if (has_vl) {
+        al = _mm512_mask_blend_ps(neg, _mm512_xor_ps(vl, ax_sign()), vl);
+        __mmask16 keep = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), vh), ax_c(E->split_max),
+                                            _CMP_LT_OQ);
+        al = _mm512_maskz_mov_ps(keep, al);
+    }
+    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, E->expf_hi, &n);
+    ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, n));
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
+    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, n));
+}
+
+/* am_gelu_tanh. */
+AX_INLINE ax_v ax_gelu_tanh(ax_v x, const struct am_env *E)
+{
+    ax_v x2 = _mm512_mul_ps(x, x);
+    ax_v x2l = _mm512_fmsub_ps(x, x, x2);
+    ax_v a = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
+    ax_v al = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, a);
+    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, al);
+    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, al);
+    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), a);
+    ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
+    ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
+                            _mm512_sub_ps(a, bb));
+    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, al), ax_c(AMF_GT_K1L));
+    ax_v vh = _mm512_mul_ps(x, u);
+    ax_v vl = _mm512_fmadd_ps(x, ul, _mm512_fmsub_ps(x, u, vh));
+    return ax_sig_times(x, vh, vl, 1, E);
+}
+
+/* am_gelu_sigmoid. */
+AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
+{
+    ax_v vh = _mm512_mul_ps(ax_c(AMF_GS_C), x);
+    ax_v vl = _mm512_fmadd_ps(ax_c(AMF_GS_CL), x, _mm512_fmsub_ps(ax_c(AMF_GS_C), x, vh));
+    return ax_sig_times(x, vh, vl, 1, E);
+}
+
+/* The loop: dst = f(src * scale + bias), 16 lanes at a time, the tail
+ * masked. The multiply and add are skipped for scale 1, bias -0, where
+ * they change no number (a NaN stays a NaN through the kernels). */
+#define AX_LOOP(EXPR)                                                                  \
+    do {                                                                               \
+        int ident_ = scale == 1.0f && am_fbits(bias) == 0x80000000u;                   \
+        ax_v sc_ = ax_c(scale), bi_ = ax_c(bias);                                      \
+        for (size_t i_ = 0; i_ < n; i_ += 16) {                                        \
+            size_t m_ = n - i_ < 16 ? n - i_ : 16;                                     \
+            __mmask16 k_ = (__mmask16)((1u << m_) - 1u);                               \
+            ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
+            if (!ident_)                                                               \
+                x = _mm512_add_ps(_mm512_mul_ps(x, sc_), bi_);                         \
+            _mm512_mask_storeu_ps(dst + i_, k_, (EXPR));                               \
+        }                                                                              \
+    } while (0)
+
+/* Run func if it is one of this file's; false to leave it to the generic
+ * loops. */
+AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t n, float scale,
+                            float bias)
+{
+    struct am_env env = AM_ENV_INIT;
+    __asm__ volatile("" : : "r"(&env) : "memory");
+    const struct am_env *E = &env;
+    switch (func) {
+    case ISA_ACT_exp: AX_LOOP(ax_expf(x, E)); return true;
+    case ISA_ACT_tanh: AX_LOOP(ax_tanh(x, E)); return true;
+    case ISA_ACT_sigmoid: AX_LOOP(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
+    case ISA_ACT_silu: AX_LOOP(ax_sig_times(x, x, x, 0, E)); return true;
+    case ISA_ACT_gelu_apprx_tanh: AX_LOOP(ax_gelu_tanh(x, E)); return true;
+    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOP(ax_gelu_sigmoid(x, E)); return true;
+    default: return false;
+    }
+}
+
+#undef AX_LOOP
