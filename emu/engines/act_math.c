@@ -460,13 +460,36 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
     return (float)(d * (m / (m + 2.0)));
 }
 
+/* gelu x = x Phi(x) in binary32. With a = |x| (at most 15, past which
+ * Phi(-a) vanishes), h = Phi(-a) = e^(-a^2/2) t g(t), t = 4 / (4 + a), and
+ * g a degree-10 polynomial in t - 1/2 (Chebyshev interpolation of
+ * Phi(-a) e^(a^2/2) / t on a in [0, 15], relative error 2.5e-9); a^2/2 is
+ * passed to exp split in two (exact). Then gelu = x (1 - h) for x >= 0 and
+ * -a h (the scaling last) below. */
+static const float am_gelu_g[11] = {
+    -1.288816519e-02f, 2.934768982e-02f, 1.097712293e-02f, -5.258818343e-02f,
+    -5.584143847e-02f, 6.035847589e-02f, 2.415909767e-01f, 3.730426431e-01f,
+    3.871373534e-01f, 3.039483428e-01f, 1.888212860e-01f};
+
 AM_INLINE float am_gelu(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    double u = 0.5 * d * d;
-    double c = am_one_plus_erf(d * 0.70710678118654757, u, 1.4142135623730951 / fabs(d),
-                               am_exp(-u, E), E);
-    return (float)(0.5 * d * c);
+    float a = fabsf(x);
+    float ac = a < 15.0f ? a : 15.0f; /* a NaN x acts as 15: only x carries it */
+    float t = 4.0f / (4.0f + ac);
+    float u = t - 0.5f;
+    float g = am_gelu_g[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 11; i++)
+        g = AM_FMA(g, u, am_gelu_g[i]);
+    float sq = ac * ac;
+    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
+    float pm, n;
+    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, &pm, &n);
+    float hq = (t * g) * (1.0f + pm);
+    int neg = x < 0.0f;
+    float q = neg ? -ac * hq : hq;
+    float h = am_scalef(q, n);
+    return neg ? h : x * (1.0f - h);
 }
 
 AM_INLINE float am_gelu_dx(float x, const struct am_env *E)

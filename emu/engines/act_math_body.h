@@ -12,7 +12,8 @@
 /* dst[i] = EXPR of x = src[i] * scale + bias, in fixed blocks the
  * vectoriser fills. Inputs are read in place; results go to a local block
  * first (dst may be src) and are then copied out. The tail runs through
- * the same block code. */
+ * the same block code. A NaN x gives x quieted (x + x), whatever EXPR's
+ * operand order would make of two NaNs. */
 #define AM_LOOP(EXPR)                                                             \
     do {                                                                          \
         size_t i_ = 0;                                                            \
@@ -21,7 +22,7 @@
             const float *in_ = src + i_;                                          \
             for (size_t j_ = 0; j_ < AM_BLK; j_++) {                              \
                 float x = in_[j_] * scale + bias;                                 \
-                out_[j_] = (EXPR);                                                \
+                out_[j_] = x != x ? x + x : (EXPR);                               \
             }                                                                     \
             memcpy(dst + i_, out_, sizeof out_);                                  \
         }                                                                         \
@@ -31,7 +32,7 @@
                 in_[j_] = src[i_ + j_];                                           \
             for (size_t j_ = 0; j_ < AM_BLK; j_++) {                              \
                 float x = in_[j_] * scale + bias;                                 \
-                out_[j_] = (EXPR);                                                \
+                out_[j_] = x != x ? x + x : (EXPR);                               \
             }                                                                     \
             for (size_t j_ = 0; j_ < n - i_; j_++)                                \
                 dst[i_ + j_] = out_[j_];                                          \
@@ -49,7 +50,7 @@ AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, f
         memcpy(in, src + i, m * sizeof(float));
         for (size_t j = 0; j < AM_BLK; j++) {
             in[j] = in[j] * scale + bias;
-            out[j] = (float)am_sin_small((double)in[j]);
+            out[j] = in[j] != in[j] ? in[j] + in[j] : (float)am_sin_small((double)in[j]);
         }
         for (size_t j = 0; j < m; j++)
             if (!(fabsf(in[j]) < (float)E->sin_big))

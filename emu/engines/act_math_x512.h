@@ -119,7 +119,7 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
 
 /* The loop: dst = f(src * scale + bias), 16 lanes at a time, the tail
  * masked. The multiply and add are skipped for scale 1, bias -0, where
- * they change no number (a NaN stays a NaN through the kernels). */
+ * they change no number; a NaN x gives x + x, as in AM_LOOP. */
 #define AX_LOOP(EXPR)                                                                  \
     do {                                                                               \
         int ident_ = scale == 1.0f && am_fbits(bias) == 0x80000000u;                   \
@@ -130,7 +130,9 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
             ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
             if (!ident_)                                                               \
                 x = _mm512_add_ps(_mm512_mul_ps(x, sc_), bi_);                         \
-            _mm512_mask_storeu_ps(dst + i_, k_, (EXPR));                               \
+            __mmask16 nan_ = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);                   \
+            ax_v y_ = _mm512_mask_add_ps((EXPR), nan_, x, x);                          \
+            _mm512_mask_storeu_ps(dst + i_, k_, y_);                                   \
         }                                                                              \
     } while (0)
 
