@@ -1,8 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
- * sigmoid, silu, gelu_apprx_tanh, gelu_apprx_sigmoid) and of log, written
- * with intrinsics so that the power-of-two scaling is one scalef and the
- * log reduction one getexp/getmant. Each kernel repeats, step for step, the
+ * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid) and of rsqrt,
+ * written with intrinsics so that the power-of-two scaling is one scalef. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
  * bits are those of the portable and AVX2 loops; test_math_levels checks
@@ -117,10 +116,52 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
     return ax_sig_times(x, vh, vl, 1, E);
 }
 
+/* am_gelu. */
+AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
+    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
+    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
+    ax_v g = ax_c(am_gelu_g[0]);
+    for (int i = 1; i < 11; i++)
+        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
+    ax_v sq = _mm512_mul_ps(ac, ac);
+    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
+    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
+    ax_v n;
+    ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
+                            E->sig_lo, E->expf_hi, &n);
+    ax_v hq = _mm512_mul_ps(_mm512_mul_ps(t, g), _mm512_add_ps(ax_c(1.0f), pm));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
+    ax_v h = _mm512_scalef_ps(q, n);
+    return _mm512_mask_blend_ps(neg, _mm512_mul_ps(x, _mm512_sub_ps(ax_c(1.0f), h)), h);
+}
+
+/* am_rsqrt. */
+AX_INLINE ax_v ax_rsqrt(ax_v x)
+{
+    __mmask16 big = _mm512_cmp_ps_mask(x, ax_c(0x1p64f), _CMP_GT_OQ);
+    __mmask16 small = _mm512_cmp_ps_mask(x, ax_c(0x1p-64f), _CMP_LT_OQ);
+    ax_v xs = _mm512_mask_mul_ps(x, big, x, ax_c(0x1p-64f));
+    xs = _mm512_mask_mul_ps(xs, small, xs, ax_c(0x1p64f));
+    ax_v r = _mm512_div_ps(ax_c(1.0f), _mm512_sqrt_ps(xs));
+    ax_v a = _mm512_mul_ps(r, r);
+    ax_v ea = _mm512_fmsub_ps(r, r, a);
+    ax_v e = _mm512_fnmadd_ps(xs, a, ax_c(1.0f));
+    e = _mm512_fnmadd_ps(xs, ea, e);
+    ax_v c = _mm512_fmadd_ps(r, _mm512_mul_ps(ax_c(0.5f), e), r);
+    c = _mm512_mask_mul_ps(c, big, c, ax_c(0x1p-32f));
+    c = _mm512_mask_mul_ps(c, small, c, ax_c(0x1p32f));
+    __mmask16 fin = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                    _mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(fin, r, c);
+}
+
 /* The loop: dst = f(src * scale + bias), 16 lanes at a time, the tail
  * masked. The multiply and add are skipped for scale 1, bias -0, where
  * they change no number; a NaN x gives x + x, as in AM_LOOP. */
-#define AX_LOOP(EXPR)                                                                  \
+#define AX_LOOPG(EXPR, GUARD)                                                                \
     do {                                                                               \
         int ident_ = scale == 1.0f && am_fbits(bias) == 0x80000000u;                   \
         ax_v sc_ = ax_c(scale), bi_ = ax_c(bias);                                      \
@@ -130,11 +171,14 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
             ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
             if (!ident_)                                                               \
                 x = _mm512_add_ps(_mm512_mul_ps(x, sc_), bi_);                         \
-            __mmask16 nan_ = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);                   \
-            ax_v y_ = _mm512_mask_add_ps((EXPR), nan_, x, x);                          \
+            ax_v y_ = (EXPR);                                                          \
+            if (GUARD)                                                                 \
+                y_ = _mm512_mask_add_ps(y_, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);  \
             _mm512_mask_storeu_ps(dst + i_, k_, y_);                                   \
         }                                                                              \
     } while (0)
+#define AX_LOOP(EXPR) AX_LOOPG(EXPR, 1)
+#define AX_LOOPU(EXPR) AX_LOOPG(EXPR, 0) /* no guard: the kernel keeps x's NaN */
 
 /* Run func if it is one of this file's; false to leave it to the generic
  * loops. */
@@ -145,14 +189,18 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     __asm__ volatile("" : : "r"(&env) : "memory");
     const struct am_env *E = &env;
     switch (func) {
-    case ISA_ACT_exp: AX_LOOP(ax_expf(x, E)); return true;
-    case ISA_ACT_tanh: AX_LOOP(ax_tanh(x, E)); return true;
-    case ISA_ACT_sigmoid: AX_LOOP(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
-    case ISA_ACT_silu: AX_LOOP(ax_sig_times(x, x, x, 0, E)); return true;
-    case ISA_ACT_gelu_apprx_tanh: AX_LOOP(ax_gelu_tanh(x, E)); return true;
-    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOP(ax_gelu_sigmoid(x, E)); return true;
+    case ISA_ACT_exp: AX_LOOPU(ax_expf(x, E)); return true;
+    case ISA_ACT_tanh: AX_LOOPU(ax_tanh(x, E)); return true;
+    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
+    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
+    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x, E)); return true;
+    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x, E)); return true;
+    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
+    case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     default: return false;
     }
 }
 
 #undef AX_LOOP
+#undef AX_LOOPU
+#undef AX_LOOPG
