@@ -1,7 +1,8 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
- * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid) and of rsqrt,
- * written with intrinsics so that the power-of-two scaling is one scalef. Each kernel repeats, step for step, the
+ * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid), of rsqrt and
+ * of log, written with intrinsics so that the power-of-two scaling is one
+ * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
  * bits are those of the portable and AVX2 loops; test_math_levels checks
@@ -158,6 +159,33 @@ AX_INLINE ax_v ax_rsqrt(ax_v x)
     return _mm512_mask_blend_ps(fin, r, c);
 }
 
+/* am_log, with getexp/getmant for the exponent and the mantissa in [1, 2)
+ * (the same numbers as am_log's bit fields, subnormals included). */
+AX_INLINE ax_v ax_log(ax_v x)
+{
+    ax_v e = _mm512_getexp_ps(x);
+    ax_v m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    __mmask16 big = _mm512_cmp_ps_mask(m, ax_c(1.41421354f), _CMP_GT_OQ);
+    m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
+    e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
+    ax_v f = _mm512_sub_ps(m, ax_c(1.0f));
+    ax_v s = _mm512_div_ps(f, _mm512_add_ps(ax_c(2.0f), f));
+    ax_v z = _mm512_mul_ps(s, s);
+    ax_v R = ax_c(2.0f / 11.0f);
+    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 9.0f));
+    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 7.0f));
+    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 5.0f));
+    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 3.0f));
+    R = _mm512_mul_ps(R, z);
+    ax_v hfsq = _mm512_mul_ps(ax_c(0.5f), _mm512_mul_ps(f, f));
+    ax_v lm = _mm512_sub_ps(f, _mm512_sub_ps(hfsq, _mm512_mul_ps(s, _mm512_add_ps(hfsq, R))));
+    ax_v v = _mm512_fmadd_ps(e, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(e, ax_c(AMF_LN2_LO), lm));
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
+                                ax_c(-INFINITY));
+}
+
 /* The loop: dst = f(src * scale + bias), 16 lanes at a time, the tail
  * masked. The multiply and add are skipped for scale 1, bias -0, where
  * they change no number; a NaN x gives x + x, as in AM_LOOP. */
@@ -197,6 +225,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x, E)); return true;
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
+    case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     default: return false;
     }
 }
