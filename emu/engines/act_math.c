@@ -365,9 +365,13 @@ AM_INLINE double am_sat(float x, const struct am_env *E)
 }
 
 /* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
- * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), s = f / (2 + f), and
- * ln(1 + f) = f - f^2/2 + s (f^2/2 + R) with R = 2 atanh(s)/s - 2 in z = s^2
- * (Taylor series to z^5, |z| < 0.03). */
+ * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), and ln(1 + f) = f + (f^3 P(f) -
+ * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). */
+static const float am_log_p[9] = {
+    7.149753720e-02f, -1.157120094e-01f, 1.166151091e-01f, -1.241105050e-01f,
+    1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
+    3.333333135e-01f};
+
 AM_INLINE float am_log(float x)
 {
     int sub = x < 0x1p-126f;
@@ -379,16 +383,12 @@ AM_INLINE float am_log(float x)
     m = big ? m * 0.5f : m;
     e = big ? e + 1.0f : e;
     float f = m - 1.0f;
-    float s = f / (2.0f + f);
-    float z = s * s;
-    float R = 2.0f / 11.0f;
-    R = AM_FMA(R, z, 2.0f / 9.0f);
-    R = AM_FMA(R, z, 2.0f / 7.0f);
-    R = AM_FMA(R, z, 2.0f / 5.0f);
-    R = AM_FMA(R, z, 2.0f / 3.0f);
-    R = R * z;
-    float hfsq = 0.5f * (f * f);
-    float lm = f - (hfsq - s * (hfsq + R));
+    float p = am_log_p[0];
+#pragma GCC unroll 16
+    for (int k = 1; k < 9; k++)
+        p = AM_FMA(p, f, am_log_p[k]);
+    float f2 = f * f;
+    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
     float v = AM_FMA(e, AMF_LN2_HI, AM_FMA(e, AMF_LN2_LO, lm));
     v = x == INFINITY ? INFINITY : v;
     v = x > 0.0f ? v : NAN;

@@ -169,16 +169,12 @@ AX_INLINE ax_v ax_log(ax_v x)
     m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
     e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
     ax_v f = _mm512_sub_ps(m, ax_c(1.0f));
-    ax_v s = _mm512_div_ps(f, _mm512_add_ps(ax_c(2.0f), f));
-    ax_v z = _mm512_mul_ps(s, s);
-    ax_v R = ax_c(2.0f / 11.0f);
-    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 9.0f));
-    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 7.0f));
-    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 5.0f));
-    R = _mm512_fmadd_ps(R, z, ax_c(2.0f / 3.0f));
-    R = _mm512_mul_ps(R, z);
-    ax_v hfsq = _mm512_mul_ps(ax_c(0.5f), _mm512_mul_ps(f, f));
-    ax_v lm = _mm512_sub_ps(f, _mm512_sub_ps(hfsq, _mm512_mul_ps(s, _mm512_add_ps(hfsq, R))));
+    ax_v p = ax_c(am_log_p[0]);
+    for (int k = 1; k < 9; k++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[k]));
+    ax_v f2 = _mm512_mul_ps(f, f);
+    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
+                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
     ax_v v = _mm512_fmadd_ps(e, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(e, ax_c(AMF_LN2_LO), lm));
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
