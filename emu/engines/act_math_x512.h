@@ -28,11 +28,14 @@ AX_INLINE ax_v ax_sign(void)
 }
 
 /* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
- * -0 changes nothing). */
+ * -0 changes nothing; the upper clamp skipped when hi is +inf, for callers
+ * whose xh is never positive, where it changes nothing either). */
 AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, ax_v *n)
 {
-    ax_v x = _mm512_min_ps(ax_c(hi), xh); /* xh > hi ? hi : xh */
-    x = _mm512_max_ps(ax_c(lo), x);       /* x < lo ? lo : x */
+    ax_v x = xh;
+    if (hi != INFINITY)
+        x = _mm512_min_ps(ax_c(hi), xh); /* xh > hi ? hi : xh */
+    x = _mm512_max_ps(ax_c(lo), x);      /* x < lo ? lo : x */
     ax_v t = _mm512_fmadd_ps(x, ax_c(1.44269502f), ax_c(12582912.0f));
     ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
     ax_v r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_HI), x);
@@ -62,7 +65,7 @@ AX_INLINE ax_v ax_tanh(ax_v x, const struct am_env *E)
 {
     ax_v n;
     ax_v a = _mm512_mul_ps(ax_c(-2.0f), _mm512_andnot_ps(ax_sign(), x));
-    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, E->expf_hi, &n);
+    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, INFINITY, &n); /* a <= 0 */
     ax_v s = _mm512_scalef_ps(ax_c(1.0f), n);
     ax_v m = _mm512_fmadd_ps(s, pm, _mm512_sub_ps(s, ax_c(1.0f)));
     ax_v t = _mm512_div_ps(_mm512_xor_ps(m, ax_sign()), _mm512_add_ps(ax_c(2.0f), m));
@@ -82,7 +85,7 @@ AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct a
                                             _CMP_LT_OQ);
         al = _mm512_maskz_mov_ps(keep, al);
     }
-    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, E->expf_hi, &n);
+    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, INFINITY, &n); /* ah <= 0 */
     ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
     ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, n));
     ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
@@ -131,7 +134,7 @@ AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
     ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
     ax_v n;
     ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
-                            E->sig_lo, E->expf_hi, &n);
+                            E->sig_lo, INFINITY, &n); /* -uh <= 0 */
     ax_v hq = _mm512_mul_ps(_mm512_mul_ps(t, g), _mm512_add_ps(ax_c(1.0f), pm));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
