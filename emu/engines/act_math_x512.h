@@ -185,14 +185,41 @@ AX_INLINE ax_v ax_log(ax_v x)
                                 ax_c(-INFINITY));
 }
 
-/* The loop: dst = f(src * scale + bias), 16 lanes at a time, the tail
+/* The loop: dst = f(src * scale + bias), 32 lanes at a time (two
+ * independent vectors keep more work in flight), then 16, the tail
  * masked. The multiply and add are skipped for scale 1, bias -0, where
  * they change no number; a NaN x gives x + x, as in AM_LOOP. */
-#define AX_LOOPG(EXPR, GUARD)                                                                \
+#define AX_LOOPG(EXPR, GUARD)                                                          \
     do {                                                                               \
         int ident_ = scale == 1.0f && am_fbits(bias) == 0x80000000u;                   \
         ax_v sc_ = ax_c(scale), bi_ = ax_c(bias);                                      \
-        for (size_t i_ = 0; i_ < n; i_ += 16) {                                        \
+        size_t i_ = 0;                                                                 \
+        for (; i_ + 32 <= n; i_ += 32) { /* two independent vectors per step */        \
+            ax_v xa_ = _mm512_loadu_ps(src + i_);                                      \
+            ax_v xb_ = _mm512_loadu_ps(src + i_ + 16);                                 \
+            if (!ident_) {                                                             \
+                xa_ = _mm512_add_ps(_mm512_mul_ps(xa_, sc_), bi_);                     \
+                xb_ = _mm512_add_ps(_mm512_mul_ps(xb_, sc_), bi_);                     \
+            }                                                                          \
+            ax_v ya_, yb_;                                                             \
+            {                                                                          \
+                ax_v x = xa_;                                                          \
+                ya_ = (EXPR);                                                          \
+            }                                                                          \
+            {                                                                          \
+                ax_v x = xb_;                                                          \
+                yb_ = (EXPR);                                                          \
+            }                                                                          \
+            if (GUARD) {                                                               \
+                __mmask16 na_ = _mm512_cmp_ps_mask(xa_, xa_, _CMP_UNORD_Q);            \
+                __mmask16 nb_ = _mm512_cmp_ps_mask(xb_, xb_, _CMP_UNORD_Q);            \
+                ya_ = _mm512_mask_add_ps(ya_, na_, xa_, xa_);                          \
+                yb_ = _mm512_mask_add_ps(yb_, nb_, xb_, xb_);                          \
+            }                                                                          \
+            _mm512_storeu_ps(dst + i_, ya_);                                           \
+            _mm512_storeu_ps(dst + i_ + 16, yb_);                                      \
+        }                                                                              \
+        for (; i_ < n; i_ += 16) {                                                     \
             size_t m_ = n - i_ < 16 ? n - i_ : 16;                                     \
             __mmask16 k_ = (__mmask16)((1u << m_) - 1u);                               \
             ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
@@ -200,7 +227,7 @@ AX_INLINE ax_v ax_log(ax_v x)
                 x = _mm512_add_ps(_mm512_mul_ps(x, sc_), bi_);                         \
             ax_v y_ = (EXPR);                                                          \
             if (GUARD)                                                                 \
-                y_ = _mm512_mask_add_ps(y_, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);  \
+                y_ = _mm512_mask_add_ps(y_, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x); \
             _mm512_mask_storeu_ps(dst + i_, k_, y_);                                   \
         }                                                                              \
     } while (0)
