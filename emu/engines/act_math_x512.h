@@ -185,22 +185,32 @@ AX_INLINE ax_v ax_log(ax_v x)
                                 ax_c(-INFINITY));
 }
 
+/* x * scale + bias, the steps that can change a number only: no multiply
+ * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
+ * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
+AX_INLINE ax_v ax_affine(ax_v x, int mode, ax_v sc, ax_v bi)
+{
+    if (mode & 1)
+        x = _mm512_mul_ps(x, sc);
+    if (mode & 2)
+        x = _mm512_add_ps(x, bi);
+    return x;
+}
+
 /* The loop: dst = f(src * scale + bias), 32 lanes at a time (two
  * independent vectors keep more work in flight), then 16, the tail
- * masked. The multiply and add are skipped for scale 1, bias -0, where
- * they change no number; a NaN x gives x + x, as in AM_LOOP. */
+ * masked. The affine step skips what changes no number (ax_affine); a NaN
+ * x gives x + x, as in AM_LOOP. */
 #define AX_LOOPG(EXPR, GUARD)                                                          \
     do {                                                                               \
-        int ident_ = scale == 1.0f && am_fbits(bias) == 0x80000000u;                   \
+        int mode_ = (scale != 1.0f) | (am_fbits(bias) != 0x80000000u) << 1;            \
         ax_v sc_ = ax_c(scale), bi_ = ax_c(bias);                                      \
         size_t i_ = 0;                                                                 \
         for (; i_ + 32 <= n; i_ += 32) { /* two independent vectors per step */        \
             ax_v xa_ = _mm512_loadu_ps(src + i_);                                      \
             ax_v xb_ = _mm512_loadu_ps(src + i_ + 16);                                 \
-            if (!ident_) {                                                             \
-                xa_ = _mm512_add_ps(_mm512_mul_ps(xa_, sc_), bi_);                     \
-                xb_ = _mm512_add_ps(_mm512_mul_ps(xb_, sc_), bi_);                     \
-            }                                                                          \
+            xa_ = ax_affine(xa_, mode_, sc_, bi_);                                     \
+            xb_ = ax_affine(xb_, mode_, sc_, bi_);                                     \
             ax_v ya_, yb_;                                                             \
             {                                                                          \
                 ax_v x = xa_;                                                          \
@@ -223,8 +233,7 @@ AX_INLINE ax_v ax_log(ax_v x)
             size_t m_ = n - i_ < 16 ? n - i_ : 16;                                     \
             __mmask16 k_ = (__mmask16)((1u << m_) - 1u);                               \
             ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
-            if (!ident_)                                                               \
-                x = _mm512_add_ps(_mm512_mul_ps(x, sc_), bi_);                         \
+            x = ax_affine(x, mode_, sc_, bi_);                                         \
             ax_v y_ = (EXPR);                                                          \
             if (GUARD)                                                                 \
                 y_ = _mm512_mask_add_ps(y_, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x); \

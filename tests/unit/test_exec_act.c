@@ -308,9 +308,11 @@ static void test_math_levels_many(void **state)
     assert_true(x != NULL && y0 != NULL && y1 != NULL && y2 != NULL);
     lcg_state = 99;
     level_inputs(x, N);
-    static const float affine[][2] = {{1.0f, -0.0f}, {0.75f, 0.125f}, {-2.0f, 0.0f}};
+    /* identity, add only (+0 turns -0 into +0), multiply only, both */
+    static const float affine[][2] = {{1.0f, -0.0f}, {1.0f, 0.0f},   {1.0f, 0.5f},
+                                      {-2.0f, -0.0f}, {0.75f, 0.125f}, {-2.0f, 0.0f}};
     for (unsigned f = 0; f <= ISA_ACT_sign; f++) {
-        for (size_t a = 0; a < 3; a++) {
+        for (size_t a = 0; a < sizeof affine / sizeof affine[0]; a++) {
             float sc = affine[a][0], bi = affine[a][1];
             num_set_isa_limit(NUM_ISA_PORTABLE);
             assert_true(act_math_row(f, y0, x, N, sc, bi, 0.3f));
