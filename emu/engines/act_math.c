@@ -7,14 +7,21 @@
  * act_math_body.h into SIMD code. Numbers that must stay unknown to the
  * compiler (clamp limits) travel in struct am_env, hidden behind an empty
  * asm: if GCC knew them it would thread the clamps into branches and give
- * up vectorising. The kernels use only IEEE add, sub, mul, div and sqrt
- * (never contracted to FMA under -std=c17) and bit moves, so every ISA
- * level, and the scalar act_math_one, give the same bits.
+ * up vectorising. The kernels use IEEE add, sub, mul, div and sqrt, bit
+ * moves, and fused multiply-adds written out as AM_FMA (fmaf: one
+ * rounding, the FMA instruction at the AVX2 and AVX-512 levels); nothing is
+ * contracted behind the code's back. So every ISA level, the scalar
+ * act_math_one, and the AVX-512 intrinsic loops of act_math_x512.h (which
+ * repeat the binary32 kernels step for step) give the same bits.
  *
- * Polynomials: exp uses a binary32 fit of (e^r - 1 - r)/r^2 on
- * |r| <= ln2/2; the binary64 kernels use Taylor series (exp, log, sin,
- * cos) or near-minimax Chebyshev fits computed with mpmath at 50 digits
- * (erf, erfc, atan; each fit's interval and error are noted beside it).
+ * exp, log, tanh, sigmoid, silu, gelu and its two approximations, and
+ * rsqrt are computed in binary32 (docs/numerics.md has each one's ulp
+ * bound); the derivatives, softplus, mish, erf, sin and arctan in binary64
+ * and rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
+ * gelu (computed in double from the C library's expm1, log1p and erfc);
+ * the binary64 kernels use Taylor series (exp, log, sin, cos) or
+ * near-minimax Chebyshev fits computed with mpmath at 50 digits (erf,
+ * erfc, atan). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -25,8 +32,9 @@
 #include "emu/isa/isa.h"
 #include "emu/num/numerics.h"
 
-/* No fused multiply-add anywhere: clang contracts a * b + c by default
- * (GCC does not under -std=c17), which would change the bits by ISA. */
+/* No implicit fused multiply-add: clang contracts a * b + c by default
+ * (GCC does not under -std=c17), which would change the bits by ISA. The
+ * kernels fuse only where they say AM_FMA. */
 #if defined(__clang__)
 #pragma clang fp contract(off)
 #endif
@@ -38,6 +46,8 @@
 struct am_env {
     float expf_hi;   /* binary32 exp: inputs above give +inf (89) */
     float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
+    float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
+    float split_max; /* |v| from which the low half of a split argument is dropped */
     double exp_hi;   /* binary64 exp: upper clamp (709) */
     double exp_lo;   /* binary64 exp: lower clamp (-708) */
     double sat_lo;   /* saturating functions: inputs below act as this (-200) */
@@ -49,7 +59,8 @@ struct am_env {
 };
 
 #define AM_ENV_INIT                                                                  \
-    {.expf_hi = 89.0f, .expf_lo = -104.0f, .exp_hi = 709.0, .exp_lo = -708.0,      \
+    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
+     .exp_hi = 709.0, .exp_lo = -708.0,      \
      .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0, .erfc_w = 1.0 / 10.6,      \
      .erf_u = 4.0, .sin_big = 0x1p20}
 
@@ -91,9 +102,14 @@ AM_INLINE double am_copysign(double x, double s)
 
 /* ---- binary32 exp ----------------------------------------------------------- */
 
+/* Fused multiply-add with one rounding: the FMA instruction at the AVX2 and
+ * AVX-512 levels, libm's exact fmaf in the portable build, so every level
+ * gives the same bits. */
+#define AM_FMA(a, b, c) __builtin_fmaf((a), (b), (c))
+
 /* (e^r - 1 - r) / r^2 on |r| <= ln2/2: degree-5 Chebyshev fit (error 4e-10)
- * rounded to binary32; the whole function is within 0.96 ulp of e^x (checked
- * on every binary32 input). */
+ * rounded to binary32, evaluated with FMA; the whole function is within
+ * 1 ulp of e^x (0.97 ulp at most over every 13th binary32 pattern). */
 #define AMF_E0 0.5f
 #define AMF_E1 0.166666672f
 #define AMF_E2 0.0416664667f
@@ -103,28 +119,51 @@ AM_INLINE double am_copysign(double x, double s)
 #define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
 #define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
 
-/* e^x in binary32: x = n ln2 + r, e^r by the polynomial, then two exact
- * power-of-two scalings so that subnormal results round once. */
+/* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
+ * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
+ * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
+ * hi/ln2 + 1] (NaN for a NaN xh). act_math_x512.h has the same steps on 16
+ * lanes. */
+AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, float *n)
+{
+    float x = xh > hi ? hi : xh;
+    x = x < lo ? lo : x;
+    float t = AM_FMA(x, 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds x/ln2 */
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(nn, -AMF_LN2_HI, x);
+    r = AM_FMA(nn, -AMF_LN2_LO, r) + xl;
+    float q = AMF_E5;
+    q = AM_FMA(q, r, AMF_E4);
+    q = AM_FMA(q, r, AMF_E3);
+    q = AM_FMA(q, r, AMF_E2);
+    q = AM_FMA(q, r, AMF_E1);
+    q = AM_FMA(q, r, AMF_E0);
+    *pm = AM_FMA(r * r, q, r);
+    *n = nn;
+}
+
+/* 2^k as a binary32 for k in [-126, 127]. */
+AM_INLINE float am_pow2f(int32_t k)
+{
+    return am_ffrom((uint32_t)(k + 127) << 23);
+}
+
+/* q 2^n, rounded once, for an integer-valued n in [-252, 254] (what the
+ * AVX-512 scalef instruction computes): two exact power-of-two factors,
+ * so that a subnormal result rounds once. A NaN n comes only with a NaN q. */
+AM_INLINE float am_scalef(float q, float n)
+{
+    int32_t k = (int32_t)(n == n ? n : 0.0f);
+    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
+    return (q * am_pow2f(k1)) * am_pow2f(k2);
+}
+
+/* e^x in binary32. */
 AM_INLINE float am_expf(float x, const struct am_env *E)
 {
-    x = x > E->expf_hi ? E->expf_hi : x;
-    x = x < E->expf_lo ? E->expf_lo : x;
-    float t = x * 1.44269502f + 12582912.0f; /* 1.5 * 2^23: rounds x/ln2 to an integer */
-    float n = t - 12582912.0f;
-    int32_t k = (int32_t)(am_fbits(t) - 0x4B400000u);
-    float r = x - n * AMF_LN2_HI;
-    r = r - n * AMF_LN2_LO;
-    float q = AMF_E5;
-    q = q * r + AMF_E4;
-    q = q * r + AMF_E3;
-    q = q * r + AMF_E2;
-    q = q * r + AMF_E1;
-    q = q * r + AMF_E0;
-    float p = 1.0f + (r + (r * r) * q);
-    int32_t k1 = k >> 1, k2 = k - k1; /* arithmetic shift (GCC, clang) */
-    float s1 = am_ffrom((uint32_t)(k1 + 127) << 23);
-    float s2 = am_ffrom((uint32_t)(k2 + 127) << 23);
-    return (p * s1) * s2;
+    float pm, n;
+    am_expf_split(x, -0.0f, E->expf_lo, E->expf_hi, &pm, &n);
+    return am_scalef(1.0f + pm, n);
 }
 
 /* ---- binary64 exp and expm1 --------------------------------------------------- */
@@ -333,29 +372,77 @@ AM_INLINE double am_sat(float x, const struct am_env *E)
     return d > E->sat_hi ? E->sat_hi : d;
 }
 
+/* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
+ * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), and ln(1 + f) = f + (f^3 P(f) -
+ * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). */
+static const float am_log_p[9] = {
+    7.149753720e-02f, -1.157120094e-01f, 1.166151091e-01f, -1.241105050e-01f,
+    1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
+    3.333333135e-01f};
+
 AM_INLINE float am_log(float x)
 {
-    double v = am_log_pos((double)x);
-    v = x == INFINITY ? (double)INFINITY : v;
-    v = x > 0.0f ? v : (double)NAN;
-    return x == 0.0f ? -INFINITY : (float)v;
+    int sub = x < 0x1p-126f;
+    float xs = sub ? x * 0x1p23f : x;
+    uint32_t b = am_fbits(xs);
+    float e = (float)((int32_t)(b >> 23) - 127) - (sub ? 23.0f : 0.0f);
+    float m = am_ffrom((b & 0x007FFFFFu) | 0x3F800000u);
+    int big = m > 1.41421354f;
+    m = big ? m * 0.5f : m;
+    e = big ? e + 1.0f : e;
+    float f = m - 1.0f;
+    float p = am_log_p[0];
+#pragma GCC unroll 16
+    for (int k = 1; k < 9; k++)
+        p = AM_FMA(p, f, am_log_p[k]);
+    float f2 = f * f;
+    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
+    float v = AM_FMA(e, AMF_LN2_HI, AM_FMA(e, AMF_LN2_LO, lm));
+    v = x == INFINITY ? INFINITY : v;
+    v = x > 0.0f ? v : NAN;
+    return x == 0.0f ? -INFINITY : v;
 }
 
+/* tanh x = -m / (2 + m) with m = e^(-2|x|) - 1 (no cancellation: the
+ * polynomial part of e^r - 1 is kept apart from 2^k - 1), sign of x. */
 AM_INLINE float am_tanh(float x, const struct am_env *E)
 {
-    double e = am_expm1(-2.0 * fabs((double)x), E);
-    return (float)am_copysign(-e / (2.0 + e), (double)x);
+    float pm, n;
+    am_expf_split(-2.0f * fabsf(x), -0.0f, E->expf_lo, E->expf_hi, &pm, &n);
+    float s = am_scalef(1.0f, n);
+    float m = AM_FMA(s, pm, s - 1.0f);
+    float t = -m / (2.0f + m);
+    return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
+}
+
+/* x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split into
+ * vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^n = e,
+ *   v >= 0: x / (1 + e)
+ *   v < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
+ * x below -200 acts as -200 (the result is 0 from far above there). */
+AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E)
+{
+    float pm, n;
+    float ah = -fabsf(vh);
+    float al = vh < 0.0f ? vl : -vl;
+    al = fabsf(vh) < E->split_max ? al : 0.0f;
+    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &n);
+    float p1 = 1.0f + pm;
+    float den = 1.0f + am_scalef(p1, n);
+    int neg = vh < 0.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? n : 0.0f);
 }
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
 {
-    return (float)(1.0 / (1.0 + am_exp(-(double)x, E)));
+    return am_sig_times(1.0f, x, -0.0f, E);
 }
 
 AM_INLINE float am_silu(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    return (float)(d / (1.0 + am_exp(-d, E)));
+    return am_sig_times(x, x, -0.0f, E);
 }
 
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
@@ -381,13 +468,36 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
     return (float)(d * (m / (m + 2.0)));
 }
 
+/* gelu x = x Phi(x) in binary32. With a = |x| (at most 15, past which
+ * Phi(-a) vanishes), h = Phi(-a) = e^(-a^2/2) t g(t), t = 4 / (4 + a), and
+ * g a degree-10 polynomial in t - 1/2 (Chebyshev interpolation of
+ * Phi(-a) e^(a^2/2) / t on a in [0, 15], relative error 2.5e-9); a^2/2 is
+ * passed to exp split in two (exact). Then gelu = x (1 - h) for x >= 0 and
+ * -a h (the scaling last) below. */
+static const float am_gelu_g[11] = {
+    -1.288816519e-02f, 2.934768982e-02f, 1.097712293e-02f, -5.258818343e-02f,
+    -5.584143847e-02f, 6.035847589e-02f, 2.415909767e-01f, 3.730426431e-01f,
+    3.871373534e-01f, 3.039483428e-01f, 1.888212860e-01f};
+
 AM_INLINE float am_gelu(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    double u = 0.5 * d * d;
-    double c = am_one_plus_erf(d * 0.70710678118654757, u, 1.4142135623730951 / fabs(d),
-                               am_exp(-u, E), E);
-    return (float)(0.5 * d * c);
+    float a = fabsf(x);
+    float ac = a < 15.0f ? a : 15.0f; /* a NaN x acts as 15: only x carries it */
+    float t = 4.0f / (4.0f + ac);
+    float u = t - 0.5f;
+    float g = am_gelu_g[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 11; i++)
+        g = AM_FMA(g, u, am_gelu_g[i]);
+    float sq = ac * ac;
+    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
+    float pm, n;
+    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, &pm, &n);
+    float hq = (t * g) * (1.0f + pm);
+    int neg = x < 0.0f;
+    float q = neg ? -ac * hq : hq;
+    float h = am_scalef(q, n);
+    return neg ? h : x * (1.0f - h);
 }
 
 AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
@@ -399,18 +509,38 @@ AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
     return (float)(0.5 * c + d * (eu * 0.3989422804014327));
 }
 
-/* x * sigmoid(2 sqrt(2/pi) (x + 0.044715 x^3)) = 0.5 x (1 + tanh(...)). */
+/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)).
+ * v = x (k1 + k3 x^2) is carried as vh + vl (products split by FMA, the
+ * sum by an exact two-sum, the constants in two parts) so that its
+ * rounding does not grow the error of the tail; vl matters only while
+ * |v| < 2^20, where every step is finite. */
+#define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
+#define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
+#define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
+#define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
 AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    double v = (2.0 * 0.79788456080286541) * (d + 0.044715 * (d * d * d));
-    return (float)(d / (1.0 + am_exp(-v, E)));
+    float x2 = x * x;
+    float x2l = AM_FMA(x, x, -x2);
+    float a = AMF_GT_K3 * x2;
+    float al = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -a)));
+    float u = AMF_GT_K1 + a;
+    float bb = u - AMF_GT_K1;
+    float ue = (AMF_GT_K1 - (u - bb)) + (a - bb);
+    float ul = (ue + al) + AMF_GT_K1L;
+    float vh = x * u;
+    float vl = AM_FMA(x, ul, AM_FMA(x, u, -vh));
+    return am_sig_times(x, vh, vl, E);
 }
 
+/* x * sigmoid(1.702 x), 1.702 x carried as vh + vl like gelu_apprx_tanh's. */
+#define AMF_GS_C 1.70200002f       /* 1.702 */
+#define AMF_GS_CL (-2.1934509e-08f) /* 1.702 - AMF_GS_C */
 AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    return (float)(d / (1.0 + am_exp(-1.702 * d, E)));
+    float vh = AMF_GS_C * x;
+    float vl = AM_FMA(AMF_GS_CL, x, AM_FMA(AMF_GS_C, x, -vh));
+    return am_sig_times(x, vh, vl, E);
 }
 
 AM_INLINE float am_erf(float x, const struct am_env *E)
@@ -428,9 +558,24 @@ AM_INLINE float am_erf_dx(float x, const struct am_env *E)
     return (float)(1.1283791670955126 * am_exp(-(d * d), E));
 }
 
+/* 1/sqrt(x): r = 1/sqrtf(x), then one correction r (1 + e/2) with
+ * e = 1 - x r^2 computed exactly enough by FMA (r^2 split in two); x is
+ * first scaled by 2^-64 or 2^64 so that r^2 stays normal. Zeros,
+ * negatives, infinities and NaN take r as it is (the scalings keep them). */
 AM_INLINE float am_rsqrt(float x)
 {
-    return (float)(1.0 / sqrt((double)x));
+    int big = x > 0x1p64f, small = x < 0x1p-64f;
+    float xs = big ? x * 0x1p-64f : x;
+    xs = small ? xs * 0x1p64f : xs;
+    float r = 1.0f / sqrtf(xs);
+    float a = r * r;
+    float ea = AM_FMA(r, r, -a);
+    float e = AM_FMA(-xs, a, 1.0f);
+    e = AM_FMA(-xs, ea, e);
+    float c = AM_FMA(r, 0.5f * e, r);
+    c = big ? c * 0x1p-32f : c;
+    c = small ? c * 0x1p32f : c;
+    return x > 0.0f && x < INFINITY ? c : r;
 }
 
 AM_INLINE float am_sign(float x)
@@ -442,9 +587,8 @@ AM_INLINE float am_sign(float x)
 /* ---- one copy of the row loops per ISA level ------------------------------------- */
 
 /* Let the vectoriser compute both sides of a select: the kernels never
- * rely on floating-point traps (the results are the same). GCC keeps sqrt
- * a scalar call either way (errno), which costs little on the rare sqrt
- * and rsqrt activations. */
+ * rely on floating-point traps (the results are the same). sqrt becomes
+ * the IEEE vector instruction because emu is built with -fno-math-errno. */
 #if defined(__GNUC__) && !defined(__clang__)
 #define AM_NOTRAP __attribute__((optimize("no-trapping-math")))
 #else
@@ -459,16 +603,18 @@ AM_INLINE float am_sign(float x)
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AM_SUFFIX avx2
-#define AM_ATTR AM_NOTRAP __attribute__((target("avx2")))
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx2,fma")))
 #include "emu/engines/act_math_body.h"
 #undef AM_SUFFIX
 #undef AM_ATTR
 
 #define AM_SUFFIX avx512
-#define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
+#define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
 #include "emu/engines/act_math_body.h"
 #undef AM_SUFFIX
 #undef AM_ATTR
+
+#include "emu/engines/act_math_x512.h"
 #define AM_X86 1
 #else
 #define AM_X86 0
@@ -488,8 +634,10 @@ bool act_math_row(unsigned func, float *dst, const float *src, size_t n, float s
         return false;
 #if AM_X86
     int lvl = num_isa_level();
-    if (lvl == NUM_ISA_AVX512)
-        am_rows_avx512(func, dst, src, n, scale, bias, alpha);
+    if (lvl == NUM_ISA_AVX512) {
+        if (!ax_rows(func, dst, src, n, scale, bias))
+            am_rows_avx512(func, dst, src, n, scale, bias, alpha);
+    }
     else if (lvl == NUM_ISA_AVX2)
         am_rows_avx2(func, dst, src, n, scale, bias, alpha);
     else

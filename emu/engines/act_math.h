@@ -5,11 +5,13 @@
  *
  * Every function is trnemu's own code (no libm in the hot paths): plain C
  * that GCC vectorises, compiled once per ISA level (portable, AVX2,
- * AVX-512; chosen with the numerics.h level) with no FMA contraction, so
- * all levels and all x86-64 machines give the same bits. exp is computed in
- * binary32 (max error 1 ulp); the other transcendental functions are
- * computed in binary64 with a relative error below 1e-12 and rounded once
- * to binary32 (max error 1 ulp). docs/isa.md has the table of formulas.
+ * AVX-512; chosen with the numerics.h level), plus AVX-512 intrinsic loops
+ * for the busiest functions; fused multiply-adds only where the kernels
+ * ask for them (fmaf in the portable build), so all levels and all x86-64
+ * machines give the same bits. exp, log, tanh, sigmoid, silu, gelu, its
+ * approximations and rsqrt are binary32 kernels (0.5 to 6 ulp); the other
+ * transcendental functions are computed in binary64 and rounded once (max
+ * 1 ulp). docs/isa.md has the formulas, docs/numerics.md the ulp bounds.
  */
 #ifndef TRNEMU_EMU_ACT_MATH_H
 #define TRNEMU_EMU_ACT_MATH_H

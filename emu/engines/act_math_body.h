@@ -12,8 +12,10 @@
 /* dst[i] = EXPR of x = src[i] * scale + bias, in fixed blocks the
  * vectoriser fills. Inputs are read in place; results go to a local block
  * first (dst may be src) and are then copied out. The tail runs through
- * the same block code. */
-#define AM_LOOP(EXPR)                                                             \
+ * the same block code. GUARD: a NaN x gives x quieted (x + x), whatever
+ * EXPR's operand order would make of two NaNs (the functions that only
+ * pass x on need no guard). */
+#define AM_LOOPG(EXPR, GUARD)                                                     \
     do {                                                                          \
         size_t i_ = 0;                                                            \
         for (; i_ + AM_BLK <= n; i_ += AM_BLK) {                                  \
@@ -21,7 +23,7 @@
             const float *in_ = src + i_;                                          \
             for (size_t j_ = 0; j_ < AM_BLK; j_++) {                              \
                 float x = in_[j_] * scale + bias;                                 \
-                out_[j_] = (EXPR);                                                \
+                out_[j_] = (GUARD) && x != x ? x + x : (EXPR);                    \
             }                                                                     \
             memcpy(dst + i_, out_, sizeof out_);                                  \
         }                                                                         \
@@ -31,12 +33,14 @@
                 in_[j_] = src[i_ + j_];                                           \
             for (size_t j_ = 0; j_ < AM_BLK; j_++) {                              \
                 float x = in_[j_] * scale + bias;                                 \
-                out_[j_] = (EXPR);                                                \
+                out_[j_] = (GUARD) && x != x ? x + x : (EXPR);                    \
             }                                                                     \
             for (size_t j_ = 0; j_ < n - i_; j_++)                                \
                 dst[i_ + j_] = out_[j_];                                          \
         }                                                                         \
     } while (0)
+#define AM_LOOP(EXPR) AM_LOOPG(EXPR, 0)  /* x passed on: no guard */
+#define AM_LOOPN(EXPR) AM_LOOPG(EXPR, 1) /* guarded */
 
 /* sin: the block kernel, then libm for the rare |x| >= 2^20 (binary64 sin
  * of a binary32 input, rounded once). */
@@ -49,7 +53,7 @@ AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, f
         memcpy(in, src + i, m * sizeof(float));
         for (size_t j = 0; j < AM_BLK; j++) {
             in[j] = in[j] * scale + bias;
-            out[j] = (float)am_sin_small((double)in[j]);
+            out[j] = in[j] != in[j] ? in[j] + in[j] : (float)am_sin_small((double)in[j]);
         }
         for (size_t j = 0; j < m; j++)
             if (!(fabsf(in[j]) < (float)E->sin_big))
@@ -67,26 +71,26 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     switch (func) {
     case ISA_ACT_copy: AM_LOOP(x); break;
     case ISA_ACT_exp: AM_LOOP(am_expf(x, E)); break;
-    case ISA_ACT_log: AM_LOOP(am_log(x)); break;
+    case ISA_ACT_log: AM_LOOPN(am_log(x)); break;
     case ISA_ACT_tanh: AM_LOOP(am_tanh(x, E)); break;
     case ISA_ACT_sigmoid: AM_LOOP(am_sigmoid(x, E)); break;
     case ISA_ACT_relu: AM_LOOP(x <= 0.0f ? 0.0f : x); break;
     case ISA_ACT_prelu: AM_LOOP(x > 0.0f ? x : alpha * x); break;
     case ISA_ACT_gelu: AM_LOOP(am_gelu(x, E)); break;
-    case ISA_ACT_gelu_dx: AM_LOOP(am_gelu_dx(x, E)); break;
+    case ISA_ACT_gelu_dx: AM_LOOPN(am_gelu_dx(x, E)); break;
     case ISA_ACT_gelu_apprx_tanh: AM_LOOP(am_gelu_tanh(x, E)); break;
     case ISA_ACT_gelu_apprx_sigmoid: AM_LOOP(am_gelu_sigmoid(x, E)); break;
     case ISA_ACT_silu: AM_LOOP(am_silu(x, E)); break;
-    case ISA_ACT_silu_dx: AM_LOOP(am_silu_dx(x, E)); break;
-    case ISA_ACT_softplus: AM_LOOP(am_softplus(x, E)); break;
-    case ISA_ACT_mish: AM_LOOP(am_mish(x, E)); break;
-    case ISA_ACT_erf: AM_LOOP(am_erf(x, E)); break;
-    case ISA_ACT_erf_dx: AM_LOOP(am_erf_dx(x, E)); break;
+    case ISA_ACT_silu_dx: AM_LOOPN(am_silu_dx(x, E)); break;
+    case ISA_ACT_softplus: AM_LOOPN(am_softplus(x, E)); break;
+    case ISA_ACT_mish: AM_LOOPN(am_mish(x, E)); break;
+    case ISA_ACT_erf: AM_LOOPN(am_erf(x, E)); break;
+    case ISA_ACT_erf_dx: AM_LOOPN(am_erf_dx(x, E)); break;
     case ISA_ACT_sqrt: AM_LOOP(sqrtf(x)); break;
     case ISA_ACT_rsqrt: AM_LOOP(am_rsqrt(x)); break;
     case ISA_ACT_reciprocal: AM_LOOP(1.0f / x); break;
     case ISA_ACT_sin: AM_FN(am_sin_rows)(dst, src, n, scale, bias, E); break;
-    case ISA_ACT_arctan: AM_LOOP((float)am_atan((double)x)); break;
+    case ISA_ACT_arctan: AM_LOOPN((float)am_atan((double)x)); break;
     case ISA_ACT_square: AM_LOOP(x * x); break;
     case ISA_ACT_abs: AM_LOOP(fabsf(x)); break;
     case ISA_ACT_sign: AM_LOOP(am_sign(x)); break;
@@ -109,6 +113,8 @@ AM_ATTR static void AM_FN(am_sum)(const float *x, size_t n, double *lanes)
 }
 
 #undef AM_LOOP
+#undef AM_LOOPN
+#undef AM_LOOPG
 #undef AM_FN
 #undef AM_CAT
 #undef AM_CAT2

@@ -123,8 +123,8 @@ emu_status num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_el
 /* The contiguous loops exist once per level and are picked at run time
  * from the CPU's features; every level gives bit-identical results. */
 #define NUM_ISA_PORTABLE 0 /* plain C for the compiler's baseline target */
-#define NUM_ISA_AVX2 1     /* x86: AVX2 and F16C */
-#define NUM_ISA_AVX512 2   /* x86: AVX-512 F/BW/VL/DQ, AVX2 and F16C */
+#define NUM_ISA_AVX2 1     /* x86: AVX2, FMA and F16C */
+#define NUM_ISA_AVX512 2   /* x86: AVX-512 F/BW/VL/DQ, AVX2, FMA and F16C */
 
 /* Use at most this level (the default is the highest: the best the CPU has). */
 void num_set_isa_limit(int level);

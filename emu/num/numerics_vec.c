@@ -245,7 +245,7 @@ static int num_cpu_level(void)
     unsigned a, b, c, d;
     if (!__get_cpuid(1, &a, &b, &c, &d))
         return NUM_ISA_PORTABLE;
-    if (!(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE))
+    if (!(c & bit_F16C) || !(c & bit_AVX) || !(c & bit_OSXSAVE) || !(c & bit_FMA))
         return NUM_ISA_PORTABLE;
     unsigned xlo, xhi;
     __asm__ volatile("xgetbv" : "=a"(xlo), "=d"(xhi) : "c"(0));

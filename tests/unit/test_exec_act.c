@@ -173,8 +173,10 @@ static void math_inputs(float *x, size_t n, float range)
     }
 }
 
-/* Every transcendental function within 1 ulp of the long double reference
- * on many points (exp: also checked on every binary32 input, 0.96 ulp). */
+/* Every transcendental function within its documented bound of the long
+ * double reference (docs/numerics.md) on many points: half random bit
+ * patterns (every magnitude, subnormals, huge values), half uniform in
+ * [-range, range]. The largest error seen is printed. */
 static void test_math_accuracy(void **state)
 {
     (void)state;
@@ -182,34 +184,38 @@ static void test_math_accuracy(void **state)
         unsigned func;  /* ISA_ACT_* */
         size_t n;       /* points */
         float range;    /* uniform half of the points in [-range, range] */
+        double bound;   /* max error in ulp */
     } cases[] = {
-        {ISA_ACT_exp, 1000000, 90}, {ISA_ACT_log, 500000, 1e6f},
-        {ISA_ACT_tanh, 500000, 12}, {ISA_ACT_sigmoid, 500000, 40},
-        {ISA_ACT_erf, 500000, 6}, {ISA_ACT_gelu, 300000, 20},
-        {ISA_ACT_gelu_dx, 150000, 20}, {ISA_ACT_gelu_apprx_tanh, 150000, 20},
-        {ISA_ACT_gelu_apprx_sigmoid, 150000, 20}, {ISA_ACT_silu, 300000, 40},
-        {ISA_ACT_silu_dx, 150000, 40}, {ISA_ACT_softplus, 150000, 40},
-        {ISA_ACT_mish, 150000, 40}, {ISA_ACT_erf_dx, 150000, 12},
-        {ISA_ACT_sqrt, 150000, 1e4f}, {ISA_ACT_rsqrt, 150000, 1e4f},
-        {ISA_ACT_reciprocal, 150000, 1e4f}, {ISA_ACT_sin, 150000, 1e6f},
-        {ISA_ACT_arctan, 150000, 100},
+        {ISA_ACT_exp, 1000000, 90, 1.0}, {ISA_ACT_log, 500000, 1e6f, 1.0},
+        {ISA_ACT_tanh, 500000, 12, 3.0}, {ISA_ACT_sigmoid, 500000, 40, 2.5},
+        {ISA_ACT_erf, 500000, 6, 1.0}, {ISA_ACT_gelu, 500000, 20, 8.0},
+        {ISA_ACT_gelu_dx, 150000, 20, 1.0}, {ISA_ACT_gelu_apprx_tanh, 300000, 20, 3.0},
+        {ISA_ACT_gelu_apprx_sigmoid, 300000, 20, 3.0}, {ISA_ACT_silu, 300000, 40, 3.0},
+        {ISA_ACT_silu_dx, 150000, 40, 1.0}, {ISA_ACT_softplus, 150000, 40, 1.0},
+        {ISA_ACT_mish, 150000, 40, 1.0}, {ISA_ACT_erf_dx, 150000, 12, 1.0},
+        {ISA_ACT_sqrt, 150000, 1e4f, 0.5}, {ISA_ACT_rsqrt, 300000, 1e4f, 0.51},
+        {ISA_ACT_reciprocal, 150000, 1e4f, 0.5}, {ISA_ACT_sin, 150000, 1e6f, 1.0},
+        {ISA_ACT_arctan, 150000, 100, 1.0},
     };
     float *x = malloc(1000000 * sizeof(float)), *y = malloc(1000000 * sizeof(float));
     assert_non_null(x);
     assert_non_null(y);
     for (size_t c = 0; c < sizeof cases / sizeof cases[0]; c++) {
+        const char *name = isa_enum_name(ISA_ET_ACT, cases[c].func);
         lcg_state = 1000 + c;
         math_inputs(x, cases[c].n, cases[c].range);
         assert_true(act_math_row(cases[c].func, y, x, cases[c].n, 1.0f, -0.0f, 0.0f));
+        double worst = 0;
         for (size_t i = 0; i < cases[c].n; i++) {
             if (isnan(x[i]))
                 continue;
             double e = ulp_err(y[i], ref_math(cases[c].func, x[i]));
-            if (e > 1.0)
-                fail_msg("%s(%a) = %a: %.3f ulp from %La",
-                         isa_enum_name(ISA_ET_ACT, cases[c].func), (double)x[i], (double)y[i],
-                         e, ref_math(cases[c].func, x[i]));
+            if (e > cases[c].bound)
+                fail_msg("%s(%a) = %a: %.3f ulp from %La (bound %.2f)", name, (double)x[i],
+                         (double)y[i], e, ref_math(cases[c].func, x[i]), cases[c].bound);
+            worst = e > worst ? e : worst;
         }
+        print_message("%-20s max %.3f ulp (bound %.2f)\n", name, worst, cases[c].bound);
     }
     free(x);
     free(y);
@@ -268,6 +274,66 @@ static void test_math_specials(void **state)
     assert_false(act_math_row(99, &sink, &sink, 1, 1, 0, 0));
     assert_same(sink, 1.0f);
     (void)inf;
+}
+
+/* Inputs for the level checks: the specials (signed zeros, infinities,
+ * NaNs, subnormals, the extremes of the finite range, the clamps of the
+ * kernels), then random bit patterns and values in [-40, 40). */
+static size_t level_inputs(float *x, size_t n)
+{
+    static const float specials[] = {
+        0.0f, -0.0f, INFINITY, -INFINITY, NAN, -NAN, 0x1p-149f, -0x1p-149f, 0x1.fffffcp-127f,
+        -0x1.fffffcp-127f, 0x1p-126f, -0x1p-126f, 0x1.fffffep127f, -0x1.fffffep127f, 1.0f, -1.0f,
+        0.5f, 89.0f, 88.72f, -104.0f, -103.0f, -87.4f, -150.0f, -200.0f, 15.0f, -15.0f, 14.9f,
+        -14.9f, 0x1p20f, -0x1p20f, 0x1p64f, 0x1p-64f, 0x1p126f, 1e-30f, -1e-30f, 9.01f, -9.01f};
+    size_t k = 0;
+    for (; k < sizeof specials / sizeof specials[0] && k < n; k++)
+        x[k] = specials[k];
+    for (; k < n; k++) {
+        uint32_t b = lcg();
+        if (k % 2 == 0)
+            memcpy(&x[k], &b, 4);
+        else
+            x[k] = unif(-40, 40);
+    }
+    return k;
+}
+
+/* The same bits at every ISA level on many inputs, with a tail, with and
+ * without a scale and a bias (the identity has its own fast path). */
+static void test_math_levels_many(void **state)
+{
+    (void)state;
+    enum { N = 100003 };
+    float *x = malloc(N * sizeof(float)), *y0 = malloc(N * sizeof(float));
+    float *y1 = malloc(N * sizeof(float)), *y2 = malloc(N * sizeof(float));
+    assert_true(x != NULL && y0 != NULL && y1 != NULL && y2 != NULL);
+    lcg_state = 99;
+    level_inputs(x, N);
+    /* identity, add only (+0 turns -0 into +0), multiply only, both */
+    static const float affine[][2] = {{1.0f, -0.0f}, {1.0f, 0.0f},   {1.0f, 0.5f},
+                                      {-2.0f, -0.0f}, {0.75f, 0.125f}, {-2.0f, 0.0f}};
+    for (unsigned f = 0; f <= ISA_ACT_sign; f++) {
+        for (size_t a = 0; a < sizeof affine / sizeof affine[0]; a++) {
+            float sc = affine[a][0], bi = affine[a][1];
+            num_set_isa_limit(NUM_ISA_PORTABLE);
+            assert_true(act_math_row(f, y0, x, N, sc, bi, 0.3f));
+            num_set_isa_limit(NUM_ISA_AVX2);
+            assert_true(act_math_row(f, y1, x, N, sc, bi, 0.3f));
+            num_set_isa_limit(NUM_ISA_AVX512);
+            assert_true(act_math_row(f, y2, x, N, sc, bi, 0.3f));
+            for (size_t i = 0; i < N; i++) {
+                if (memcmp(&y1[i], &y0[i], 4) != 0 || memcmp(&y2[i], &y0[i], 4) != 0)
+                    fail_msg("%s(%a * %g + %g): portable %a, avx2 %a, avx512 %a",
+                             isa_enum_name(ISA_ET_ACT, f), (double)x[i], (double)sc, (double)bi,
+                             (double)y0[i], (double)y1[i], (double)y2[i]);
+            }
+        }
+    }
+    free(x);
+    free(y0);
+    free(y1);
+    free(y2);
 }
 
 /* The same bits at every ISA level, with a tail, a scale and a bias. */
@@ -1088,6 +1154,7 @@ int main(void)
         cmocka_unit_test(test_math_accuracy),
         cmocka_unit_test(test_math_specials),
         cmocka_unit_test(test_math_levels),
+        cmocka_unit_test(test_math_levels_many),
         cmocka_unit_test(test_math_reduce),
         cmocka_unit_test_setup_teardown(test_activation_scale_bias, setup, teardown),
         cmocka_unit_test_setup_teardown(test_activation_split_threads, setup, teardown),

@@ -1,0 +1,270 @@
+/*
+ * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
+ * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid), of rsqrt and
+ * of log, written with intrinsics so that the power-of-two scaling is one
+ * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
+ * binary32 kernel of act_math.c named in its comment (same constants, same
+ * operations in the same order, FMA where that one calls AM_FMA), so the
+ * bits are those of the portable and AVX2 loops; test_math_levels checks
+ * it. act_math.c includes this file once, after its kernels. Not a normal
+ * header.
+ */
+#include <immintrin.h>
+
+#define AX_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
+#define AX_INLINE static inline __attribute__((always_inline)) AX_ATTR
+
+typedef __m512 ax_v; /* 16 binary32 lanes */
+
+AX_INLINE ax_v ax_c(float v)
+{
+    return _mm512_set1_ps(v);
+}
+
+/* The sign bit of every lane. */
+AX_INLINE ax_v ax_sign(void)
+{
+    return _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
+}
+
+/* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
+ * -0 changes nothing; the upper clamp skipped when hi is +inf, for callers
+ * whose xh is never positive, where it changes nothing either). */
+AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, ax_v *n)
+{
+    ax_v x = xh;
+    if (hi != INFINITY)
+        x = _mm512_min_ps(ax_c(hi), xh); /* xh > hi ? hi : xh */
+    x = _mm512_max_ps(ax_c(lo), x);      /* x < lo ? lo : x */
+    ax_v t = _mm512_fmadd_ps(x, ax_c(1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_HI), x);
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    if (has_xl)
+        r = _mm512_add_ps(r, xl);
+    ax_v q = ax_c(AMF_E5);
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
+    *n = nn;
+    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+}
+
+/* am_expf. */
+AX_INLINE ax_v ax_expf(ax_v x, const struct am_env *E)
+{
+    ax_v n;
+    ax_v pm = ax_expf_split(x, x, 0, E->expf_lo, E->expf_hi, &n);
+    return _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+}
+
+/* am_tanh. */
+AX_INLINE ax_v ax_tanh(ax_v x, const struct am_env *E)
+{
+    ax_v n;
+    ax_v a = _mm512_mul_ps(ax_c(-2.0f), _mm512_andnot_ps(ax_sign(), x));
+    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, INFINITY, &n); /* a <= 0 */
+    ax_v s = _mm512_scalef_ps(ax_c(1.0f), n);
+    ax_v m = _mm512_fmadd_ps(s, pm, _mm512_sub_ps(s, ax_c(1.0f)));
+    ax_v t = _mm512_div_ps(_mm512_xor_ps(m, ax_sign()), _mm512_add_ps(ax_c(2.0f), m));
+    return _mm512_or_ps(_mm512_andnot_ps(ax_sign(), t), _mm512_and_ps(ax_sign(), x));
+}
+
+/* am_sig_times. */
+AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct am_env *E)
+{
+    ax_v n;
+    ax_v ah = _mm512_or_ps(vh, ax_sign()); /* -|vh| */
+    __mmask16 neg = _mm512_cmp_ps_mask(vh, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v al = vl;
+    if (has_vl) {
+        al = _mm512_mask_blend_ps(neg, _mm512_xor_ps(vl, ax_sign()), vl);
+        __mmask16 keep = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), vh), ax_c(E->split_max),
+                                            _CMP_LT_OQ);
+        al = _mm512_maskz_mov_ps(keep, al);
+    }
+    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, INFINITY, &n); /* ah <= 0 */
+    ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, n));
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
+    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, n));
+}
+
+/* am_gelu_tanh. */
+AX_INLINE ax_v ax_gelu_tanh(ax_v x, const struct am_env *E)
+{
+    ax_v x2 = _mm512_mul_ps(x, x);
+    ax_v x2l = _mm512_fmsub_ps(x, x, x2);
+    ax_v a = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
+    ax_v al = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, a);
+    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, al);
+    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, al);
+    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), a);
+    ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
+    ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
+                            _mm512_sub_ps(a, bb));
+    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, al), ax_c(AMF_GT_K1L));
+    ax_v vh = _mm512_mul_ps(x, u);
+    ax_v vl = _mm512_fmadd_ps(x, ul, _mm512_fmsub_ps(x, u, vh));
+    return ax_sig_times(x, vh, vl, 1, E);
+}
+
+/* am_gelu_sigmoid. */
+AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
+{
+    ax_v vh = _mm512_mul_ps(ax_c(AMF_GS_C), x);
+    ax_v vl = _mm512_fmadd_ps(ax_c(AMF_GS_CL), x, _mm512_fmsub_ps(ax_c(AMF_GS_C), x, vh));
+    return ax_sig_times(x, vh, vl, 1, E);
+}
+
+/* am_gelu. */
+AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
+    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
+    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
+    ax_v g = ax_c(am_gelu_g[0]);
+    for (int i = 1; i < 11; i++)
+        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
+    ax_v sq = _mm512_mul_ps(ac, ac);
+    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
+    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
+    ax_v n;
+    ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
+                            E->sig_lo, INFINITY, &n); /* -uh <= 0 */
+    ax_v hq = _mm512_mul_ps(_mm512_mul_ps(t, g), _mm512_add_ps(ax_c(1.0f), pm));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
+    ax_v h = _mm512_scalef_ps(q, n);
+    return _mm512_mask_blend_ps(neg, _mm512_mul_ps(x, _mm512_sub_ps(ax_c(1.0f), h)), h);
+}
+
+/* am_rsqrt. */
+AX_INLINE ax_v ax_rsqrt(ax_v x)
+{
+    __mmask16 big = _mm512_cmp_ps_mask(x, ax_c(0x1p64f), _CMP_GT_OQ);
+    __mmask16 small = _mm512_cmp_ps_mask(x, ax_c(0x1p-64f), _CMP_LT_OQ);
+    ax_v xs = _mm512_mask_mul_ps(x, big, x, ax_c(0x1p-64f));
+    xs = _mm512_mask_mul_ps(xs, small, xs, ax_c(0x1p64f));
+    ax_v r = _mm512_div_ps(ax_c(1.0f), _mm512_sqrt_ps(xs));
+    ax_v a = _mm512_mul_ps(r, r);
+    ax_v ea = _mm512_fmsub_ps(r, r, a);
+    ax_v e = _mm512_fnmadd_ps(xs, a, ax_c(1.0f));
+    e = _mm512_fnmadd_ps(xs, ea, e);
+    ax_v c = _mm512_fmadd_ps(r, _mm512_mul_ps(ax_c(0.5f), e), r);
+    c = _mm512_mask_mul_ps(c, big, c, ax_c(0x1p-32f));
+    c = _mm512_mask_mul_ps(c, small, c, ax_c(0x1p32f));
+    __mmask16 fin = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ) &
+                    _mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(fin, r, c);
+}
+
+/* am_log, with getexp/getmant for the exponent and the mantissa in [1, 2)
+ * (the same numbers as am_log's bit fields, subnormals included). */
+AX_INLINE ax_v ax_log(ax_v x)
+{
+    ax_v e = _mm512_getexp_ps(x);
+    ax_v m = _mm512_getmant_ps(x, _MM_MANT_NORM_1_2, _MM_MANT_SIGN_zero);
+    __mmask16 big = _mm512_cmp_ps_mask(m, ax_c(1.41421354f), _CMP_GT_OQ);
+    m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
+    e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
+    ax_v f = _mm512_sub_ps(m, ax_c(1.0f));
+    ax_v p = ax_c(am_log_p[0]);
+    for (int k = 1; k < 9; k++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[k]));
+    ax_v f2 = _mm512_mul_ps(f, f);
+    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
+                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
+    ax_v v = _mm512_fmadd_ps(e, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(e, ax_c(AMF_LN2_LO), lm));
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
+    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
+                                ax_c(-INFINITY));
+}
+
+/* x * scale + bias, the steps that can change a number only: no multiply
+ * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
+ * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
+AX_INLINE ax_v ax_affine(ax_v x, int mode, ax_v sc, ax_v bi)
+{
+    if (mode & 1)
+        x = _mm512_mul_ps(x, sc);
+    if (mode & 2)
+        x = _mm512_add_ps(x, bi);
+    return x;
+}
+
+/* The loop: dst = f(src * scale + bias), 32 lanes at a time (two
+ * independent vectors keep more work in flight), then 16, the tail
+ * masked. The affine step skips what changes no number (ax_affine); a NaN
+ * x gives x + x, as in AM_LOOP. */
+#define AX_LOOPG(EXPR, GUARD)                                                          \
+    do {                                                                               \
+        int mode_ = (scale != 1.0f) | (am_fbits(bias) != 0x80000000u) << 1;            \
+        ax_v sc_ = ax_c(scale), bi_ = ax_c(bias);                                      \
+        size_t i_ = 0;                                                                 \
+        for (; i_ + 32 <= n; i_ += 32) { /* two independent vectors per step */        \
+            ax_v xa_ = _mm512_loadu_ps(src + i_);                                      \
+            ax_v xb_ = _mm512_loadu_ps(src + i_ + 16);                                 \
+            xa_ = ax_affine(xa_, mode_, sc_, bi_);                                     \
+            xb_ = ax_affine(xb_, mode_, sc_, bi_);                                     \
+            ax_v ya_, yb_;                                                             \
+            {                                                                          \
+                ax_v x = xa_;                                                          \
+                ya_ = (EXPR);                                                          \
+            }                                                                          \
+            {                                                                          \
+                ax_v x = xb_;                                                          \
+                yb_ = (EXPR);                                                          \
+            }                                                                          \
+            if (GUARD) {                                                               \
+                __mmask16 na_ = _mm512_cmp_ps_mask(xa_, xa_, _CMP_UNORD_Q);            \
+                __mmask16 nb_ = _mm512_cmp_ps_mask(xb_, xb_, _CMP_UNORD_Q);            \
+                ya_ = _mm512_mask_add_ps(ya_, na_, xa_, xa_);                          \
+                yb_ = _mm512_mask_add_ps(yb_, nb_, xb_, xb_);                          \
+            }                                                                          \
+            _mm512_storeu_ps(dst + i_, ya_);                                           \
+            _mm512_storeu_ps(dst + i_ + 16, yb_);                                      \
+        }                                                                              \
+        for (; i_ < n; i_ += 16) {                                                     \
+            size_t m_ = n - i_ < 16 ? n - i_ : 16;                                     \
+            __mmask16 k_ = (__mmask16)((1u << m_) - 1u);                               \
+            ax_v x = _mm512_maskz_loadu_ps(k_, src + i_);                             \
+            x = ax_affine(x, mode_, sc_, bi_);                                         \
+            ax_v y_ = (EXPR);                                                          \
+            if (GUARD)                                                                 \
+                y_ = _mm512_mask_add_ps(y_, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x); \
+            _mm512_mask_storeu_ps(dst + i_, k_, y_);                                   \
+        }                                                                              \
+    } while (0)
+#define AX_LOOP(EXPR) AX_LOOPG(EXPR, 1)
+#define AX_LOOPU(EXPR) AX_LOOPG(EXPR, 0) /* no guard: the kernel keeps x's NaN */
+
+/* Run func if it is one of this file's; false to leave it to the generic
+ * loops. */
+AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t n, float scale,
+                            float bias)
+{
+    struct am_env env = AM_ENV_INIT;
+    __asm__ volatile("" : : "r"(&env) : "memory");
+    const struct am_env *E = &env;
+    switch (func) {
+    case ISA_ACT_exp: AX_LOOPU(ax_expf(x, E)); return true;
+    case ISA_ACT_tanh: AX_LOOPU(ax_tanh(x, E)); return true;
+    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
+    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
+    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x, E)); return true;
+    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x, E)); return true;
+    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
+    case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
+    case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
+    default: return false;
+    }
+}
+
+#undef AX_LOOP
+#undef AX_LOOPU
+#undef AX_LOOPG
