@@ -67,11 +67,12 @@ static void *cpool_main(void *arg)
     return NULL;
 }
 
-/* Workers to start: one per core beyond the caller's, at most max. */
-static unsigned cpool_workers(unsigned max)
+/* Workers to start: one per core beyond the caller's and others', at
+ * most max. */
+static unsigned cpool_workers(unsigned max, unsigned others)
 {
     const char *env = getenv("TRNEMU_SNAPSHOT_THREADS");
-    long n = env != NULL ? strtol(env, NULL, 10) - 1 : sysconf(_SC_NPROCESSORS_ONLN) - 1;
+    long n = (env != NULL ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN)) - 1 - (long)others;
     if (n < 0)
         n = 0;
     if ((unsigned long)n > max)
@@ -79,7 +80,7 @@ static unsigned cpool_workers(unsigned max)
     return (unsigned)(n > CPOOL_MAX ? CPOOL_MAX : n);
 }
 
-struct cpool *cpool_start(unsigned max)
+struct cpool *cpool_start(unsigned max, unsigned others)
 {
     struct cpool *p = calloc(1, sizeof *p);
     if (p == NULL)
@@ -87,7 +88,7 @@ struct cpool *cpool_start(unsigned max)
     pthread_mutex_init(&p->lock, NULL);
     pthread_cond_init(&p->wake, NULL);
     pthread_cond_init(&p->idle, NULL);
-    unsigned want = cpool_workers(max);
+    unsigned want = cpool_workers(max, others);
     for (unsigned i = 0; i < want; i++)
         if (pthread_create(&p->th[p->nth], NULL, cpool_main, p) == 0)
             p->nth++;

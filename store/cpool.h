@@ -11,10 +11,12 @@
 
 struct cpool;
 
-/* Start a pool of up to max workers (fewer on a host with fewer cores,
- * TRNEMU_SNAPSHOT_THREADS overrides; 0 workers is fine: the caller then
- * runs every item itself). NULL when out of memory. */
-struct cpool *cpool_start(unsigned max);
+/* Start a pool of up to max workers: one per core beyond the caller's
+ * and `others` threads that keep a core busy besides (a restore's
+ * writer), TRNEMU_SNAPSHOT_THREADS standing for the core count when set;
+ * 0 workers is fine: the caller then runs every item itself. NULL when
+ * out of memory. */
+struct cpool *cpool_start(unsigned max, unsigned others);
 void cpool_stop(struct cpool *p);
 
 /* Run fn(arg, i) for i in [0, n) on the workers; returns at once. */

@@ -17,7 +17,6 @@
  * A save keeps the hashes of the file's chunks in memory (hash -> id), so
  * a chunk already stored is neither encoded nor looked up again.
  */
-#include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +25,7 @@
 
 #include "emu/log.h"
 #include "store/cpool.h"
+#include "store/cwriter.h"
 #include "store/snap_int.h"
 
 /* Bytes of memory whose page residency one mincore() call asks for. */
@@ -34,6 +34,9 @@
 #define CSTORE_BATCH_BYTES (4u << 20)
 /* Most worker threads. */
 #define CSTORE_WORKERS 3
+/* Staging buffers of a restore through a file: one being filled, one
+ * being decoded, one being written, one spare. */
+#define CSTORE_STAGING 4
 
 /* ---- the set of known chunks ------------------------------------------- */
 
@@ -139,7 +142,6 @@ struct cstore_item {
     uint8_t *enc;          /* encoded bytes (in the batch's arena) */
     uint8_t *tmp;          /* scratch (in the batch's): restore n bytes, save 2n */
     NRT_STATUS st;         /* restore: decode and hash check */
-    bool io_failed;        /* restore: st is a failed write, not a bad chunk */
 };
 
 struct cstore_batch {
@@ -153,7 +155,7 @@ struct cstore_batch {
     uint8_t *scratch;          /* scratch of the items */
     size_t scratch_used;       /* bytes used */
     size_t scratch_cap;        /* bytes allocated */
-    int fd;                    /* restore: the file written instead of memory, or -1 */
+    struct cwriter_buf *out;   /* restore through a file: the items' staging buffer */
 };
 
 static struct cstore_batch *cstore_batch_new(struct cstore *cs)
@@ -165,7 +167,6 @@ static struct cstore_batch *cstore_batch_new(struct cstore *cs)
     b->cap = CSTORE_BATCH_BYTES / cs->chunk_size > 4 ? CSTORE_BATCH_BYTES / cs->chunk_size : 4;
     b->arena_cap = b->cap * chunk_bound(cs->chunk_size);
     b->scratch_cap = 2 * b->cap * (size_t)cs->chunk_size;
-    b->fd = -1;
     b->it = calloc(b->cap, sizeof *b->it);
     b->arena = malloc(b->arena_cap);
     b->scratch = malloc(b->scratch_cap);
@@ -234,7 +235,7 @@ static struct cstore_item *cstore_batch_add(struct cstore_batch *b, size_t enc, 
 static NRT_STATUS cstore_parallel(struct cstore *cs)
 {
     if (cs->pool == NULL)
-        cs->pool = cpool_start(CSTORE_WORKERS);
+        cs->pool = cpool_start(CSTORE_WORKERS, 0);
     for (int i = 0; i < 2; i++)
         if (cs->b[i] == NULL)
             cs->b[i] = cstore_batch_new(cs);
@@ -258,6 +259,7 @@ NRT_STATUS cstore_open(struct cstore *cs, struct snap_db *db, uint32_t chunk_siz
 void cstore_close(struct cstore *cs)
 {
     cpool_stop(cs->pool);
+    cpool_stop(cs->fpool);
     cstore_batch_free(cs->b[0]);
     cstore_batch_free(cs->b[1]);
     if (cs->known != NULL)
@@ -559,88 +561,101 @@ static NRT_STATUS cstore_query(struct cstore *cs, int64_t snap, int64_t region, 
     return NRT_SUCCESS;
 }
 
-/* Write n bytes at file offset off; NRT_RESOURCE when the file system is
- * full, NRT_FAILURE on another error. */
-static NRT_STATUS cstore_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off)
-{
-    while (n > 0) {
-        ssize_t w = pwrite(fd, p, n, (off_t)off);
-        if (w < 0 && errno == EINTR)
-            continue;
-        if (w <= 0)
-            return w < 0 && errno == ENOSPC ? NRT_RESOURCE : NRT_FAILURE;
-        p += w;
-        n -= (size_t)w;
-        off += (uint64_t)w;
-    }
-    return NRT_SUCCESS;
-}
+/* One region being restored: where its bytes go, and the pipeline. */
+struct cstore_restoring {
+    int64_t region;      /* region id */
+    uint8_t *base;       /* the memory written (no writer) */
+    struct cpool *pool;  /* the decoders */
+    struct cwriter *w;   /* writer of the region's file, or NULL: into base */
+    int cur;             /* batch being filled */
+    bool running;        /* the other batch is being decoded */
+};
 
-/* Worker: decode one chunk into place (or into its file) and check its hash. */
+/* Worker: decode one chunk into place (memory or a staging buffer) and
+ * check its hash. */
 static void cstore_restore_item(void *arg, size_t i)
 {
     struct cstore_batch *b = arg;
     struct cstore_item *it = &b->it[i];
-    if (b->fd < 0) {
-        it->st = cstore_decode_raw(it->codec, it->enc, it->len, it->dst, it->n, it->tmp, it->h.b);
-        return;
-    }
-    /* Through the file: a raw chunk is written as it is, others decoded
-     * into scratch first (tmp holds 2n bytes). */
-    uint8_t *out = it->codec == CHUNK_RAW ? it->enc : it->tmp + it->n;
-    if (it->codec == CHUNK_RAW) {
-        struct chunk_hash h;
-        chunk_hash_of(it->enc, it->n, &h);
-        it->st = it->len == it->n && memcmp(h.b, it->h.b, CHUNK_HASH_LEN) == 0 ? NRT_SUCCESS
-                                                                               : NRT_INVALID;
-    } else {
-        it->st = cstore_decode_raw(it->codec, it->enc, it->len, out, it->n, it->tmp, it->h.b);
-    }
-    if (it->st == NRT_SUCCESS && (it->st = cstore_pwrite(b->fd, out, it->n, it->off)) != NRT_SUCCESS)
-        it->io_failed = true;
+    it->st = cstore_decode_raw(it->codec, it->enc, it->len, it->dst, it->n, it->tmp, it->h.b);
 }
 
-/* Wait for the batch the workers decode; its first failure, logged. */
-static NRT_STATUS cstore_restore_join(struct cstore *cs, struct cstore_batch *b, int64_t region)
+/* Wait for the batch the workers decode; its first failure, logged. Its
+ * staging buffer goes to the writer when every chunk checked out, else
+ * back unwritten. */
+static NRT_STATUS cstore_restore_join(struct cstore *cs, struct cstore_restoring *rr,
+                                      struct cstore_batch *b)
 {
-    cpool_wait(cs->pool);
+    cpool_wait(rr->pool);
     NRT_STATUS st = NRT_SUCCESS;
     for (size_t i = 0; i < b->n && st == NRT_SUCCESS; i++) {
         const struct cstore_item *it = &b->it[i];
-        if (it->st != NRT_SUCCESS && it->io_failed)
-            LOG_ERROR("STORE", "cannot write restored memory of region %" PRId64 " at 0x%" PRIx64
-                      ": %s", region, it->off, it->st == NRT_RESOURCE ? "no space left" : "I/O error");
         if (it->st != NRT_SUCCESS)
-            st = it->io_failed ? it->st : cstore_bad_chunk(cs, region, it->off, it->codec, it->len);
+            st = cstore_bad_chunk(cs, rr->region, it->off, it->codec, it->len);
+    }
+    if (b->out != NULL) {
+        if (st == NRT_SUCCESS)
+            cwriter_queue(rr->w, b->out);
+        else
+            cwriter_drop(rr->w, b->out);
+        b->out = NULL;
     }
     cstore_batch_clear(b);
     return st;
 }
 
-/* Queue one checked row for decoding into base; a full batch goes to the
- * workers (after the one before it is done). */
-static NRT_STATUS cstore_restore_row(struct cstore *cs, const struct cstore_row *r, uint8_t *base,
-                                     int64_t region, int *cur, bool *running)
+/* The batch being filled is full: to the decoders, after the one before
+ * it is done (it goes even when that one failed; the end joins it). */
+static NRT_STATUS cstore_restore_step(struct cstore *cs, struct cstore_restoring *rr)
 {
-    NRT_STATUS st = NRT_SUCCESS;
-    struct cstore_batch *b = cs->b[*cur];
-    size_t tmp = 2 * (size_t)r->raw_len;
-    if (!cstore_batch_fits(b, r->len, tmp)) {
-        if (*running)
-            st = cstore_restore_join(cs, cs->b[*cur ^ 1], region);
-        cpool_submit(cs->pool, cstore_restore_item, b, b->n);
-        *running = true;
-        *cur ^= 1;
-        b = cs->b[*cur];
+    NRT_STATUS st = rr->running ? cstore_restore_join(cs, rr, cs->b[rr->cur ^ 1]) : NRT_SUCCESS;
+    struct cstore_batch *b = cs->b[rr->cur];
+    cpool_submit(rr->pool, cstore_restore_item, b, b->n);
+    rr->running = true;
+    rr->cur ^= 1;
+    return st;
+}
+
+/* Where a chunk's bytes go: into memory, or into the staging buffer of
+ * its batch (taken from the writer with the batch's first chunk; this
+ * waits while the writer is behind). */
+static NRT_STATUS cstore_restore_dst(struct cstore_restoring *rr, struct cstore_batch *b,
+                                     const struct cstore_row *r, uint8_t **dst)
+{
+    if (rr->w == NULL) {
+        *dst = rr->base + r->off;
+        return NRT_SUCCESS;
+    }
+    if (b->out == NULL) {
+        NRT_STATUS st = cwriter_take(rr->w, &b->out);
         if (st != NRT_SUCCESS)
             return st;
-        if (!cstore_batch_fits(b, r->len, tmp))
-            return NRT_RESOURCE;
     }
+    *dst = cwriter_reserve(b->out, r->off, (size_t)r->raw_len);
+    return *dst != NULL ? NRT_SUCCESS : NRT_RESOURCE;
+}
+
+/* Queue one checked row for decoding; a full batch goes to the workers. */
+static NRT_STATUS cstore_restore_row(struct cstore *cs, struct cstore_restoring *rr,
+                                     const struct cstore_row *r)
+{
+    size_t tmp = (size_t)r->raw_len;
+    NRT_STATUS st = NRT_SUCCESS;
+    if (!cstore_batch_fits(cs->b[rr->cur], r->len, tmp)) {
+        st = cstore_restore_step(cs, rr);
+        if (st == NRT_SUCCESS && !cstore_batch_fits(cs->b[rr->cur], r->len, tmp))
+            st = NRT_RESOURCE;
+        if (st != NRT_SUCCESS)
+            return st;
+    }
+    struct cstore_batch *b = cs->b[rr->cur];
+    uint8_t *dst;
+    if ((st = cstore_restore_dst(rr, b, r, &dst)) != NRT_SUCCESS)
+        return st;
     struct cstore_item *it = cstore_batch_add(b, r->len, tmp);
     memcpy(it->enc, r->data, r->len);
     memcpy(it->h.b, r->hash, CHUNK_HASH_LEN);
-    it->dst = base + r->off;
+    it->dst = dst;
     it->off = r->off;
     it->n = (size_t)r->raw_len;
     it->len = r->len;
@@ -648,35 +663,60 @@ static NRT_STATUS cstore_restore_row(struct cstore *cs, const struct cstore_row 
     return NRT_SUCCESS;
 }
 
+/* Workers, batches, and for a file its writer (the decoders then leave
+ * it a core). */
+static NRT_STATUS cstore_restore_begin(struct cstore *cs, struct cstore_restoring *rr, int fd)
+{
+    NRT_STATUS st = cstore_parallel(cs);
+    rr->pool = cs->pool;
+    if (st != NRT_SUCCESS || fd < 0)
+        return st;
+    if (cs->fpool == NULL && (cs->fpool = cpool_start(CSTORE_WORKERS, 1)) == NULL)
+        return NRT_RESOURCE;
+    rr->pool = cs->fpool;
+    rr->w = cwriter_start(fd, rr->region, cs->b[0]->cap * (size_t)cs->chunk_size, CSTORE_STAGING);
+    return rr->w != NULL ? NRT_SUCCESS : NRT_RESOURCE;
+}
+
+/* Finish what is queued (when nothing failed), then stop the writer once
+ * it wrote everything; the first failure of these. */
+static NRT_STATUS cstore_restore_end(struct cstore *cs, struct cstore_restoring *rr, NRT_STATUS st)
+{
+    NRT_STATUS st2 = rr->running ? cstore_restore_join(cs, rr, cs->b[rr->cur ^ 1]) : NRT_SUCCESS;
+    struct cstore_batch *b = cs->b[rr->cur];
+    if (b != NULL && b->n > 0 && st == NRT_SUCCESS && st2 == NRT_SUCCESS) {
+        cpool_submit(rr->pool, cstore_restore_item, b, b->n);
+        st2 = cstore_restore_join(cs, rr, b);
+    }
+    if (b != NULL && b->out != NULL) {
+        cwriter_drop(rr->w, b->out);
+        b->out = NULL;
+    }
+    if (b != NULL)
+        cstore_batch_clear(b);
+    NRT_STATUS st3 = cwriter_finish(rr->w);
+    return st2 != NRT_SUCCESS ? st2 : st3;
+}
+
 NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region, uint8_t *base,
                                  uint64_t size, int fd)
 {
+    struct cstore_restoring rr = {region, base, NULL, NULL, 0, false};
+    NRT_STATUS st = cstore_restore_begin(cs, &rr, fd);
     /* Every row of the region, so that one that does not fit is seen. */
-    NRT_STATUS st = cstore_parallel(cs);
-    if (st == NRT_SUCCESS) {
-        cs->b[0]->fd = cs->b[1]->fd = fd;
+    if (st == NRT_SUCCESS)
         st = cstore_query(cs, snap, region, 0, UINT64_MAX);
-    }
     cs->restoring = true;
-    int rc = SQLITE_DONE, cur = 0;
-    bool running = false;
+    int rc = SQLITE_DONE;
     while (st == NRT_SUCCESS && (rc = sqlite3_step(cs->get)) == SQLITE_ROW) {
         struct cstore_row r;
         st = cstore_row(cs, region, size, &r);
         if (st == NRT_SUCCESS)
-            st = cstore_restore_row(cs, &r, base, region, &cur, &running);
+            st = cstore_restore_row(cs, &rr, &r);
     }
     if (st == NRT_SUCCESS && rc != SQLITE_DONE)
         st = sdb_fail(cs->db, rc, "reading chunks");
-    /* Finish what is queued; a later failure does not hide an earlier one. */
-    NRT_STATUS st2 = running ? cstore_restore_join(cs, cs->b[cur ^ 1], region) : NRT_SUCCESS;
-    if (cs->b[cur] != NULL && cs->b[cur]->n > 0) {
-        if (st == NRT_SUCCESS && st2 == NRT_SUCCESS) {
-            cpool_submit(cs->pool, cstore_restore_item, cs->b[cur], cs->b[cur]->n);
-            st2 = cstore_restore_join(cs, cs->b[cur], region);
-        }
-        cstore_batch_clear(cs->b[cur]);
-    }
+    NRT_STATUS st2 = cstore_restore_end(cs, &rr, st);
     if (cs->get != NULL)
         sqlite3_reset(cs->get);
     cs->restoring = false;

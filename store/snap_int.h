@@ -70,6 +70,7 @@ struct cstore {
     sqlite3_stmt *link;       /* INSERT INTO region_chunk */
     sqlite3_stmt *get;        /* the chunks of a region, in offset order */
     struct cpool *pool;       /* workers hashing, encoding, decoding */
+    struct cpool *fpool;      /* decoders of restores through a file (a core left to its writer) */
     struct cstore_set *known; /* hash -> chunk id of the file's chunks (saves) */
     struct cstore_batch *b[2];/* double-buffered batches of chunks */
     const uint64_t *allow;    /* restore: [start, end) pairs a chunk must lie in, or NULL */

@@ -704,6 +704,121 @@ static void test_tuning(void **state)
     ts_fini();
 }
 
+/* ---- restore through the HBM file, pipelined ---------------------------- */
+
+/* Tensors of the pipeline test: sizes, VNCs and contents (0 smooth
+ * floats, 1 incompressible bytes, 2 floats with zero pages and zero
+ * chunks, 3 a few bytes at odd places). 22 MiB in all: several batches
+ * and every staging buffer of the writer in use. */
+static const struct {
+    size_t size;  /* bytes */
+    int vnc;      /* process-local VNC */
+    int kind;     /* contents, above */
+} ts_pipe_t[] = {
+    {7u << 20, 0, 0}, {5u << 20, 1, 1}, {(6u << 20) + 12345, 0, 2}, {(3u << 20) + 1, 1, 3},
+    {(1u << 20) - 7, 0, 1},
+};
+#define TS_PIPE_N (sizeof ts_pipe_t / sizeof *ts_pipe_t)
+
+static void ts_pipe_fill(uint8_t *p, size_t n, int kind, uint32_t seed)
+{
+    uint32_t x = seed * 2654435761u + 1;
+    memset(p, 0, n);
+    for (size_t i = 0; i < n; i++) {
+        x = x * 1664525u + 1013904223u;
+        if (kind == 1)
+            p[i] = (uint8_t)(x >> 24);
+        else if (kind == 3 && i % 70001 == 0)
+            p[i] = (uint8_t)(x >> 24) | 1;
+    }
+    if (kind == 0 || kind == 2)
+        fill_floats(p, n, 0);
+    for (size_t off = 0; kind == 2 && off < n; off += 4096)
+        if ((off / 4096) % 3 == 1 || (off >> 16) % 5 == 2)  /* zero pages, whole zero chunks */
+            memset(p + off, 0, n - off < 4096 ? n - off : 4096);
+}
+
+/* The hash of each tensor's bytes, read through the runtime. */
+static void ts_pipe_hashes(nrt_tensor_t *const *t, struct chunk_hash *h)
+{
+    TS_ENTER();
+    uint8_t *buf = malloc(ts_pipe_t[0].size);
+    assert_non_null(buf);
+    for (size_t i = 0; i < TS_PIPE_N; i++) {
+        assert_int_equal(tensor_read(t[i], buf, 0, ts_pipe_t[i].size), NRT_SUCCESS);
+        chunk_hash_of(buf, ts_pipe_t[i].size, &h[i]);
+    }
+    free(buf);
+    TS_LEAVE();
+}
+
+/* One round: build, save at chunk size cs, restore into a fresh runtime
+ * (through the HBM file: decoded batches go to the writer thread), and
+ * compare every tensor's hash with the one before the save. */
+static void ts_pipe_round(const char *p, uint32_t cs)
+{
+    ts_rm(p);
+    ts_init();
+    nrt_tensor_t *t[TS_PIPE_N];
+    struct chunk_hash before[TS_PIPE_N], after[TS_PIPE_N];
+    TS_ENTER();
+    int fd = state_hbm_fd(rt_machine(), 0);
+    assert_true(fd >= 0);  /* the path under test */
+    close(fd);
+    uint8_t *buf = malloc(ts_pipe_t[0].size);
+    for (size_t i = 0; i < TS_PIPE_N; i++) {
+        assert_int_equal(tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, ts_pipe_t[i].vnc,
+                                         ts_pipe_t[i].size, "pipe", &t[i]), NRT_SUCCESS);
+        ts_pipe_fill(buf, ts_pipe_t[i].size, ts_pipe_t[i].kind, (uint32_t)i);
+        assert_int_equal(tensor_write(t[i], buf, 0, ts_pipe_t[i].size), NRT_SUCCESS);
+    }
+    free(buf);
+    struct snap_db *db;
+    int64_t id;
+    assert_int_equal(snap_open(p, true, &db), NRT_SUCCESS);
+    assert_int_equal(snap_set_chunk_size(db, cs), NRT_SUCCESS);
+    assert_int_equal(snap_save(db, "pipeline", -1, &id), NRT_SUCCESS);
+    snap_close(db);
+    TS_LEAVE();
+    ts_pipe_hashes(t, before);
+    ts_fini();
+
+    ts_init();
+    struct snap_handle_map m;
+    assert_int_equal(ts_restore(p, id, &m), NRT_SUCCESS);
+    nrt_tensor_t *r[TS_PIPE_N];
+    for (size_t i = 0; i < TS_PIPE_N; i++)
+        r[i] = ts_find(&m, t[i]);
+    ts_pipe_hashes(r, after);
+    for (size_t i = 0; i < TS_PIPE_N; i++)
+        assert_memory_equal(before[i].b, after[i].b, CHUNK_HASH_LEN);
+    snap_handle_map_free(&m);
+    ts_fini();
+}
+
+/* A restore large enough for the pipeline gives the bytes saved, at the
+ * default chunk size and at the smallest (many chunks per batch), with
+ * one thread (decoding on the caller) and with several decoders. */
+static void test_restore_pipeline(void **state)
+{
+    (void)state;
+    const char *p = ts_path("pipe.db");
+    ts_pipe_round(p, SNAP_CHUNK_DEFAULT);
+    ts_pipe_round(p, 4096);
+    const char *old = getenv("TRNEMU_SNAPSHOT_THREADS");
+    char keep[32] = "";
+    if (old != NULL)
+        snprintf(keep, sizeof keep, "%s", old);
+    setenv("TRNEMU_SNAPSHOT_THREADS", "4", 1);
+    ts_pipe_round(p, SNAP_CHUNK_DEFAULT);
+    setenv("TRNEMU_SNAPSHOT_THREADS", "1", 1);
+    ts_pipe_round(p, 16384);
+    if (old != NULL)
+        setenv("TRNEMU_SNAPSHOT_THREADS", keep, 1);
+    else
+        unsetenv("TRNEMU_SNAPSHOT_THREADS");
+}
+
 static int ts_setup(void **state)
 {
     (void)state;
@@ -805,6 +920,7 @@ int main(void)
         cmocka_unit_test(test_foreign_slice),
         cmocka_unit_test(test_verify),
         cmocka_unit_test(test_tuning),
+        cmocka_unit_test(test_restore_pipeline),
     };
     return cmocka_run_group_tests(tests, ts_setup, ts_teardown);
 }

@@ -1,0 +1,230 @@
+/*
+ * cwriter.c: the writer thread of a restore through a file (see
+ * cwriter.h).
+ *
+ * The buffers move between two lists under one mutex: `free` (the
+ * caller takes from it) and `queue` (the thread writes its head, in the
+ * order queued). A buffer being filled or written is on neither. The
+ * bytes of different buffers never overlap in the file, so the order of
+ * the writes does not change the result. After a failed write the thread
+ * writes nothing more and only hands the buffers back.
+ */
+#include "store/cwriter.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "emu/log.h"
+
+/* Most staging buffers. */
+#define CWRITER_MAX_BUFS 8
+
+struct cwriter {
+    pthread_mutex_t lock;                  /* guards the lists, st and stop */
+    pthread_cond_t ready;                  /* a buffer was queued, or stop */
+    pthread_cond_t freed;                  /* a buffer came back to the free list */
+    pthread_t th;                          /* the writer */
+    int fd;                                /* the file */
+    int64_t region;                        /* region restored, for messages */
+    struct cwriter_buf bufs[CWRITER_MAX_BUFS]; /* the staging buffers */
+    unsigned nbufs;                        /* entries of bufs */
+    struct cwriter_buf *free;              /* buffers ready to be filled */
+    struct cwriter_buf *queue;             /* buffers to write, oldest first */
+    struct cwriter_buf **tail;             /* where the next queued buffer goes */
+    bool stop;                             /* the thread ends once the queue is empty */
+    NRT_STATUS st;                         /* first failed write, else NRT_SUCCESS */
+    uint64_t bad_off;                      /* its file offset */
+    int bad_errno;                         /* its errno (0: a write of no bytes) */
+};
+
+/* Write n bytes at file offset off; false with *err set on failure. */
+static bool cwriter_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off, int *err)
+{
+    while (n > 0) {
+        ssize_t w = pwrite(fd, p, n, (off_t)off);
+        if (w < 0 && errno == EINTR)
+            continue;
+        if (w <= 0) {
+            *err = w < 0 ? errno : 0;
+            return false;
+        }
+        p += w;
+        n -= (size_t)w;
+        off += (uint64_t)w;
+    }
+    return true;
+}
+
+/* Write one buffer's runs (no lock held); false with the failed offset. */
+static bool cwriter_write_buf(struct cwriter *w, const struct cwriter_buf *b, uint64_t *bad,
+                              int *err)
+{
+    const uint8_t *p = b->data;
+    for (size_t i = 0; i < b->nruns; i++) {
+        if (!cwriter_pwrite(w->fd, p, b->runs[i].len, b->runs[i].off, err)) {
+            *bad = b->runs[i].off;
+            return false;
+        }
+        p += b->runs[i].len;
+    }
+    return true;
+}
+
+/* Put b back on the free list, emptied (lock held). */
+static void cwriter_give_back(struct cwriter *w, struct cwriter_buf *b)
+{
+    b->used = 0;
+    b->nruns = 0;
+    b->next = w->free;
+    w->free = b;
+    pthread_cond_broadcast(&w->freed);
+}
+
+static void *cwriter_main(void *arg)
+{
+    struct cwriter *w = arg;
+    pthread_mutex_lock(&w->lock);
+    for (;;) {
+        while (w->queue == NULL && !w->stop)
+            pthread_cond_wait(&w->ready, &w->lock);
+        struct cwriter_buf *b = w->queue;
+        if (b == NULL)
+            break;
+        w->queue = b->next;
+        if (w->queue == NULL)
+            w->tail = &w->queue;
+        bool write = w->st == NRT_SUCCESS;
+        pthread_mutex_unlock(&w->lock);
+        uint64_t bad = 0;
+        int err = 0;
+        bool ok = !write || cwriter_write_buf(w, b, &bad, &err);
+        pthread_mutex_lock(&w->lock);
+        if (!ok && w->st == NRT_SUCCESS) {
+            w->st = err == ENOSPC ? NRT_RESOURCE : NRT_FAILURE;
+            w->bad_off = bad;
+            w->bad_errno = err;
+        }
+        cwriter_give_back(w, b);
+    }
+    pthread_mutex_unlock(&w->lock);
+    return NULL;
+}
+
+/* Free the buffers and the writer (the thread is not running). */
+static void cwriter_free(struct cwriter *w)
+{
+    for (unsigned i = 0; i < w->nbufs; i++) {
+        free(w->bufs[i].data);
+        free(w->bufs[i].runs);
+    }
+    pthread_cond_destroy(&w->ready);
+    pthread_cond_destroy(&w->freed);
+    pthread_mutex_destroy(&w->lock);
+    free(w);
+}
+
+struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
+{
+    struct cwriter *w = calloc(1, sizeof *w);
+    if (w == NULL)
+        return NULL;
+    pthread_mutex_init(&w->lock, NULL);
+    pthread_cond_init(&w->ready, NULL);
+    pthread_cond_init(&w->freed, NULL);
+    w->fd = fd;
+    w->region = region;
+    w->tail = &w->queue;
+    w->st = NRT_SUCCESS;
+    nbuf = nbuf < 2 ? 2 : nbuf > CWRITER_MAX_BUFS ? CWRITER_MAX_BUFS : nbuf;
+    for (; w->nbufs < nbuf; w->nbufs++) {
+        struct cwriter_buf *b = &w->bufs[w->nbufs];
+        b->data = malloc(cap);
+        if (b->data == NULL)
+            break;
+        b->cap = cap;
+        cwriter_give_back(w, b);
+    }
+    if (w->nbufs < nbuf || pthread_create(&w->th, NULL, cwriter_main, w) != 0) {
+        cwriter_free(w);
+        return NULL;
+    }
+    return w;
+}
+
+NRT_STATUS cwriter_take(struct cwriter *w, struct cwriter_buf **out)
+{
+    pthread_mutex_lock(&w->lock);
+    while (w->free == NULL && w->st == NRT_SUCCESS)
+        pthread_cond_wait(&w->freed, &w->lock);
+    NRT_STATUS st = w->st;
+    *out = NULL;
+    if (st == NRT_SUCCESS) {
+        *out = w->free;
+        w->free = w->free->next;
+    }
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
+uint8_t *cwriter_reserve(struct cwriter_buf *b, uint64_t off, size_t n)
+{
+    if (n > b->cap - b->used)
+        return NULL;
+    struct cwriter_run *last = b->nruns > 0 ? &b->runs[b->nruns - 1] : NULL;
+    if (last != NULL && last->off + last->len == off) {
+        last->len += n;
+    } else {
+        if (b->nruns == b->runs_cap) {
+            size_t ncap = b->runs_cap ? 2 * b->runs_cap : 16;
+            struct cwriter_run *r = realloc(b->runs, ncap * sizeof *r);
+            if (r == NULL)
+                return NULL;
+            b->runs = r;
+            b->runs_cap = ncap;
+        }
+        b->runs[b->nruns++] = (struct cwriter_run){off, n};
+    }
+    uint8_t *p = b->data + b->used;
+    b->used += n;
+    return p;
+}
+
+void cwriter_queue(struct cwriter *w, struct cwriter_buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    b->next = NULL;
+    *w->tail = b;
+    w->tail = &b->next;
+    pthread_cond_signal(&w->ready);
+    pthread_mutex_unlock(&w->lock);
+}
+
+void cwriter_drop(struct cwriter *w, struct cwriter_buf *b)
+{
+    pthread_mutex_lock(&w->lock);
+    cwriter_give_back(w, b);
+    pthread_mutex_unlock(&w->lock);
+}
+
+NRT_STATUS cwriter_finish(struct cwriter *w)
+{
+    if (w == NULL)
+        return NRT_SUCCESS;
+    pthread_mutex_lock(&w->lock);
+    w->stop = true;
+    pthread_cond_signal(&w->ready);
+    pthread_mutex_unlock(&w->lock);
+    pthread_join(w->th, NULL);
+    NRT_STATUS st = w->st;
+    if (st != NRT_SUCCESS)
+        LOG_ERROR("STORE", "cannot write restored memory of region %" PRId64 " at 0x%" PRIx64
+                  ": %s", w->region, w->bad_off,
+                  w->bad_errno ? strerror(w->bad_errno) : "nothing written");
+    cwriter_free(w);
+    return st;
+}
