@@ -200,14 +200,6 @@ AM_INLINE double am_exp(double x, const struct am_env *E)
     return s + s * p;
 }
 
-/* e^x - 1, accurate relative to the result near 0. */
-AM_INLINE double am_expm1(double x, const struct am_env *E)
-{
-    double s, p;
-    am_exp_parts(x, E, &s, &p);
-    return (s - 1.0) + s * p;
-}
-
 /* ---- binary64 log ------------------------------------------------------------ */
 
 /* ln x for a positive finite normal double: x = 2^e m, m in [sqrt(1/2),
