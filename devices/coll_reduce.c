@@ -9,6 +9,7 @@
 #include <math.h>
 #include <string.h>
 
+#include "emu/num/num_minmax.h"
 #include "emu/num/numerics.h"
 
 #define COLL_BLOCK 512  /* narrow-float elements widened at a time */
@@ -33,30 +34,12 @@ const char *coll_op_name(uint32_t op)
 
 /* ---- fp32 ------------------------------------------------------------------- */
 
-static uint32_t coll_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float coll_float(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
-/* max (want_max) or min of two floats: -0 < +0, NaN gives the default NaN. */
+/* max (want_max) or min of two floats: -0 < +0, NaN gives the default NaN
+ * (the collectives' rules of the one definition, emu/num/num_minmax.h). */
 static float coll_fext(float a, float b, bool want_max)
 {
-    if (isnan(a) || isnan(b))
-        return coll_float(0x7fc00000u);
-    if (a != b)
-        return (a > b) == want_max ? a : b;
-    /* equal: only +0 and -0 differ in bits; max keeps +0, min keeps -0 */
-    return want_max ? coll_float(coll_bits(a) & coll_bits(b))
-                    : coll_float(coll_bits(a) | coll_bits(b));
+    return want_max ? num_fmax(a, b, NUM_NAN_DEFAULT, NUM_ZERO_SIGNED)
+                    : num_fmin(a, b, NUM_NAN_DEFAULT, NUM_ZERO_SIGNED);
 }
 
 static void coll_add_f32(float *out, const float *a, const float *b, size_t n)

@@ -14,9 +14,10 @@
 #include <string.h>
 
 #include "emu/core/par.h"
+#include "emu/num/num_minmax.h"
 
 #define DMA_CHUNK 4096u          /* elements staged in fp32 at a time */
-#define DMA_CANON_NAN 0x7fc00000u /* the NaN an arithmetic transfer stores */
+#define DMA_CANON_NAN NUM_DEFAULT_NAN_BITS /* the NaN an arithmetic transfer stores */
 #define DMA_PAR_MIN_BYTES (512u * 1024u) /* destination bytes from which a job is split */
 #define DMA_PAR_ELEMS (64u * 1024u)      /* elements per part of a split job */
 
@@ -160,13 +161,13 @@ static float dma_canon(float x)
     return x;
 }
 
+/* max or min of the accumulated value and the next source: a NaN gives
+ * the default NaN (emu/num/num_minmax.h). */
 static float dma_pick(enum dma_kind k, float acc, float v)
 {
-    if (isnan(acc) || isnan(v))
-        return dma_canon(NAN);
     if (k == DMA_K_MAX)
-        return v > acc ? v : acc;
-    return v < acc ? v : acc;
+        return num_fmax(v, acc, NUM_NAN_DEFAULT, NUM_ZERO_SECOND);
+    return num_fmin(v, acc, NUM_NAN_DEFAULT, NUM_ZERO_SECOND);
 }
 
 /* ---- chunks ------------------------------------------------------------------- */

@@ -16,6 +16,7 @@
 
 #include "emu/engines/dve.h"
 #include "emu/isa/isa.h"
+#include "emu/num/num_minmax.h"
 
 #define DVE_BLK 32u /* elements per vectorised block */
 
@@ -45,17 +46,16 @@
 
 /* ---- fp32 operators ------------------------------------------------------- */
 
-/* max/min propagate NaN from either side (as numpy.maximum does). */
+/* max/min propagate NaN from either side (as numpy.maximum does): the
+ * Vector engine's rules of the one definition (emu/num/num_minmax.h). */
 static inline float dve_fmax(float x, float y)
 {
-    float m = x > y ? x : y;
-    return x != x ? x : m;
+    return num_fmax(x, y, NUM_NAN_OPERAND, NUM_ZERO_SECOND);
 }
 
 static inline float dve_fmin(float x, float y)
 {
-    float m = x < y ? x : y;
-    return x != x ? x : m;
+    return num_fmin(x, y, NUM_NAN_OPERAND, NUM_ZERO_SECOND);
 }
 
 /* Python/numpy modulus: the remainder takes the sign of the divisor. */

@@ -18,6 +18,7 @@
 
 #include "emu/core/ap.h"
 #include "emu/core/core.h"
+#include "emu/num/num_minmax.h"
 
 #define POOL_ERR EMU_EXEC_ERR
 
@@ -98,10 +99,11 @@ bool pool_is_cmp(unsigned op);
 /* a <op> b for an ALU comparison op (false for anything else). */
 bool pool_cmp_f32(unsigned op, float a, float b);
 bool pool_cmp_i64(unsigned op, int64_t a, int64_t b);
-/* max that spreads NaN from either side. */
+/* max that spreads NaN from either side as the default NaN: GpSimd's
+ * rules of the one definition (emu/num/num_minmax.h). */
 static inline float pool_fmax(float a, float b)
 {
-    return isnan(a) || isnan(b) ? NAN : a > b ? a : b;
+    return num_fmax(a, b, NUM_NAN_DEFAULT, NUM_ZERO_SECOND);
 }
 
 /* ---- row kernels (pool_kern.c) --------------------------------------------- */

@@ -29,6 +29,7 @@
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 #include "emu/num/mx.h"
+#include "emu/num/num_minmax.h"
 
 /* ---- reference implementation ------------------------------------------- */
 
@@ -1066,10 +1067,66 @@ static int teardown_all(void **state)
     return 0;
 }
 
+/* ---- max and min (num_minmax.h) --------------------------------------------- */
+
+static uint32_t mm_bits(float x)
+{
+    uint32_t u;
+    memcpy(&u, &x, sizeof u);
+    return u;
+}
+
+static float mm_f(uint32_t u)
+{
+    float x;
+    memcpy(&x, &u, sizeof x);
+    return x;
+}
+
+/* The rules, spelled out case by case: what each must give. */
+static uint32_t mm_want(float x, float y, bool want_max, enum num_nan_rule nan,
+                        enum num_zero_rule zero)
+{
+    if (isnan(x) || isnan(y)) {
+        if (nan == NUM_NAN_DEFAULT)
+            return 0x7fc00000u;
+        return isnan(x) ? mm_bits(x) : mm_bits(y);
+    }
+    if (x != y)
+        return mm_bits((x > y) == want_max ? x : y);
+    if (zero == NUM_ZERO_SECOND)
+        return mm_bits(y);
+    bool either_neg = (mm_bits(x) | mm_bits(y)) >> 31, both_neg = (mm_bits(x) & mm_bits(y)) >> 31;
+    return mm_bits(x) & 0x7fffffffu ? mm_bits(x)
+           : (want_max ? both_neg : either_neg) ? 0x80000000u : 0;
+}
+
+static void test_minmax_rules(void **state)
+{
+    (void)state;
+    static const uint32_t v[] = {0x00000000u, 0x80000000u, 0x3f800000u, 0xbf800000u,
+                                 0x00000001u, 0x80000001u, 0x7f7fffffu, 0xff7fffffu,
+                                 0x7f800000u, 0xff800000u, 0x7fc00000u, 0xffc00001u,
+                                 0x7f800001u, 0x40490fdbu};
+    size_t n = sizeof v / sizeof v[0];
+    for (size_t i = 0; i < n; i++)
+        for (size_t j = 0; j < n; j++)
+            for (int r = 0; r < 4; r++) {
+                enum num_nan_rule nan = (enum num_nan_rule)(r & 1);
+                enum num_zero_rule zero = (enum num_zero_rule)(r >> 1);
+                float x = mm_f(v[i]), y = mm_f(v[j]);
+                assert_int_equal(mm_bits(num_fmax(x, y, nan, zero)),
+                                 mm_want(x, y, true, nan, zero));
+                assert_int_equal(mm_bits(num_fmin(x, y, nan, zero)),
+                                 mm_want(x, y, false, nan, zero));
+            }
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_table),
+        cmocka_unit_test(test_minmax_rules),
         cmocka_unit_test(test_bf16_all),
         cmocka_unit_test(test_fp16_all),
         cmocka_unit_test(test_fp8_all),
