@@ -31,6 +31,35 @@
 /* Log capture: trnemu writes each log line to fd 2 with one write(2);
  * it_log_begin points fd 2 at a temporary file, it_log_end puts it back
  * and returns how many lines were written (copied into buf, NUL-ended). */
+/* The bytes of file `name` (e.g. "add.neff") in $TRNEMU_EXAMPLES_DIR (or
+ * the current directory), malloc'd; the test fails when it cannot be read. */
+static inline void *it_read_example(const char *name, size_t *size)
+{
+    char path[4096];
+    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
+    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
+    FILE *f = fopen(path, "rb");
+    if (f == NULL)
+        fail_msg("cannot open %s", path);
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    void *buf = malloc(n > 0 ? (size_t)n : 1);
+    assert_non_null(buf);
+    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
+    fclose(f);
+    *size = (size_t)n;
+    return buf;
+}
+
+/* The same for example `name` + ".neff". */
+static inline void *it_read_example_neff(const char *name, size_t *size)
+{
+    char file[512];
+    snprintf(file, sizeof file, "%s.neff", name);
+    return it_read_example(file, size);
+}
+
 static int it_log_saved_fd = -1;
 static FILE *it_log_file;
 

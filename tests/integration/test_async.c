@@ -23,22 +23,6 @@ enum { N = 128 * 512, BYTES = N * 4 };
 static void *neff_add;
 static size_t neff_add_size;
 
-static void *read_file(const char *name, size_t *size)
-{
-    char path[4096];
-    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc(*size);
-    assert_int_equal(fread(p, 1, *size, f), *size);
-    fclose(f);
-    return p;
-}
-
 /* The add example on one VNC: tensors a, b -> c and their sets. */
 struct add_io {
     nrt_model_t *m;              /* the loaded model */
@@ -377,7 +361,7 @@ static void test_queue_full_and_close(void **state)
 int main(void)
 {
     size_t n;
-    neff_add = read_file("add.neff", &n);
+    neff_add = it_read_example("add.neff", &n);
     neff_add_size = n;
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_matches_sync, setup, teardown),

@@ -25,32 +25,13 @@ struct kernel {
     nrt_tensor_set_t *in, *out;       /* the sets passed to nrt_execute */
 };
 
-static void *ex_read_file(const char *name, size_t *size)
-{
-    char path[4096];
-    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
-    snprintf(path, sizeof path, "%s/%s", dir ? dir : ".", name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 /* Load name.neff on VNC 0 and give it one device tensor per I/O tensor. */
 static void ex_load(struct kernel *k, const char *name)
 {
     char file[256];
     size_t size;
     snprintf(file, sizeof file, "%s.neff", name);
-    void *neff = ex_read_file(file, &size);
+    void *neff = it_read_example(file, &size);
     memset(k, 0, sizeof *k);
     assert_int_equal(nrt_load(neff, size, 0, -1, &k->model), NRT_SUCCESS);
     free(neff);
@@ -286,7 +267,7 @@ static void test_softmax(void **state)
 static float *ex_npy_f32(const char *name, size_t want)
 {
     size_t size;
-    uint8_t *raw = ex_read_file(name, &size);
+    uint8_t *raw = it_read_example(name, &size);
     assert_true(size > 10 && memcmp(raw, "\x93NUMPY", 6) == 0);
     size_t hdr = raw[6] == 1 ? 10u + (size_t)(raw[8] | raw[9] << 8)
                              : 12u + (size_t)(raw[8] | raw[9] << 8 | raw[10] << 16);
@@ -428,7 +409,7 @@ static void test_mx_matmul_on_trn2(void **state)
 {
     (void)state;
     size_t size;
-    void *neff = ex_read_file("mx_matmul.neff", &size);
+    void *neff = it_read_example("mx_matmul.neff", &size);
     nrt_model_t *m = NULL;
     assert_int_equal(nrt_load(neff, size, 0, -1, &m), NRT_INVALID);
     assert_null(m);
@@ -517,7 +498,7 @@ static void test_sparse_matmul_on_trn1(void **state)
 {
     (void)state;
     size_t size;
-    void *neff = ex_read_file("sparse_matmul.neff", &size);
+    void *neff = it_read_example("sparse_matmul.neff", &size);
     nrt_model_t *m = NULL;
     assert_int_equal(nrt_load(neff, size, 0, -1, &m), NRT_INVALID);
     assert_null(m);

@@ -27,29 +27,10 @@ struct ex_model {
     nrt_tensor_set_t *out;          /* outputs */
 };
 
-static void *ex_read_neff(const char *name, size_t *size)
-{
-    char path[4096];
-    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
-    snprintf(path, sizeof path, "%s/%s.neff", dir ? dir : ".", name);
-    FILE *f = fopen(path, "rb");
-    if (f == NULL)
-        fail_msg("cannot open %s", path);
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *buf = malloc((size_t)n);
-    assert_non_null(buf);
-    assert_int_equal(fread(buf, 1, (size_t)n, f), (size_t)n);
-    fclose(f);
-    *size = (size_t)n;
-    return buf;
-}
-
 static void ex_load(struct ex_model *x, const char *name)
 {
     size_t size;
-    void *neff = ex_read_neff(name, &size);
+    void *neff = it_read_example_neff(name, &size);
     memset(x, 0, sizeof *x);
     assert_int_equal(nrt_load(neff, size, 0, -1, &x->model), NRT_SUCCESS);
     free(neff);

@@ -71,17 +71,7 @@ static void *worker(void *arg)
 static void test_parallel_executions(void **state)
 {
     (void)state;
-    char path[4096];
-    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
-    snprintf(path, sizeof path, "%s/add.neff", dir ? dir : ".");
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    neff_size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    neff = malloc(neff_size);
-    assert_int_equal(fread(neff, 1, neff_size, f), neff_size);
-    fclose(f);
+    neff = it_read_example("add.neff", &neff_size);
     it_init(NULL, NULL, NULL, NULL);
     const int vncs[3] = {0, 1, 4};
     for (int v = 0; v < 3; v++)

@@ -55,23 +55,6 @@ static size_t pe_neff_size[PE_N];   /* their bytes */
 static struct pe_result pe_res[PE_RUNS][PE_N][PE_RANKS][PE_ITERS];
 static _Atomic int pe_fails;        /* API calls that failed, over every thread */
 
-static void *pe_read(const char *name, size_t *size)
-{
-    char path[4096];
-    const char *dir = getenv("TRNEMU_EXAMPLES_DIR");
-    snprintf(path, sizeof path, "%s/%s.neff", dir ? dir : ".", name);
-    FILE *f = fopen(path, "rb");
-    assert_non_null(f);
-    fseek(f, 0, SEEK_END);
-    *size = (size_t)ftell(f);
-    fseek(f, 0, SEEK_SET);
-    void *p = malloc(*size);
-    assert_non_null(p);
-    assert_int_equal(fread(p, 1, *size, f), *size);
-    fclose(f);
-    return p;
-}
-
 /* Executions of example e per thread and run. */
 static int pe_iters(size_t e)
 {
@@ -278,7 +261,7 @@ static void test_par_examples(void **state)
     (void)state;
     for (size_t e = 0; e < PE_N; e++)
         if (!pe_skip(e))
-            pe_neff[e] = pe_read(pe_examples[e].name, &pe_neff_size[e]);
+            pe_neff[e] = it_read_example_neff(pe_examples[e].name, &pe_neff_size[e]);
     pe_init("1");
     struct pe_job solo = {PE_REF, 0, true};
     pe_thread(&solo);
