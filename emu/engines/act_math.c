@@ -14,12 +14,12 @@
  * act_math_one, and the AVX-512 intrinsic loops of act_math_x512.h (which
  * repeat the binary32 kernels step for step) give the same bits.
  *
- * exp, log, tanh, sigmoid, silu, gelu and its two approximations, and
- * rsqrt are computed in binary32 (docs/numerics.md has each one's ulp
- * bound); the derivatives, softplus, mish, erf, sin and arctan in binary64
- * and rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
+ * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt
+ * and softplus are computed in binary32 (docs/numerics.md has each one's
+ * ulp bound); the derivatives, mish, erf, sin and arctan in binary64 and
+ * rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
  * gelu (computed in double from the C library's expm1, log1p and erfc);
- * the binary64 kernels use Taylor series (exp, log, sin, cos) or
+ * the binary64 kernels use Taylor series (exp, sin, cos) or
  * near-minimax Chebyshev fits computed with mpmath at 50 digits (erf,
  * erfc, atan). Each fit's interval and error are noted beside it.
  */
@@ -200,40 +200,6 @@ AM_INLINE double am_exp(double x, const struct am_env *E)
     return s + s * p;
 }
 
-/* ---- binary64 log ------------------------------------------------------------ */
-
-/* ln x for a positive finite normal double: x = 2^e m, m in [sqrt(1/2),
- * sqrt(2)), ln m = 2 atanh(s), s = (m-1)/(m+1), series to s^19 (error 3e-14). */
-AM_INLINE double am_log_pos(double x)
-{
-    uint64_t b = am_dbits(x);
-    double e = am_dfrom(0x4330000000000000ull | (b >> 52)) - (0x1p52 + 1023.0);
-    double m = am_dfrom((b & 0x000FFFFFFFFFFFFFull) | 0x3FF0000000000000ull);
-    int big = m > 1.4142135623730951;
-    m = big ? m * 0.5 : m;
-    e = big ? e + 1.0 : e;
-    double s = (m - 1.0) / (m + 1.0);
-    double z = s * s;
-    double q = 2.0 / 19.0;
-    q = q * z + 2.0 / 17.0;
-    q = q * z + 2.0 / 15.0;
-    q = q * z + 2.0 / 13.0;
-    q = q * z + 2.0 / 11.0;
-    q = q * z + 2.0 / 9.0;
-    q = q * z + 2.0 / 7.0;
-    q = q * z + 2.0 / 5.0;
-    q = q * z + 2.0 / 3.0;
-    double lm = 2.0 * s + s * z * q;
-    return (e * AM_LN2_HI + lm) + e * AM_LN2_LO;
-}
-
-/* ln(1 + t) for t in [0, 1]. */
-AM_INLINE double am_log1p01(double t)
-{
-    double u = 1.0 + t;
-    return am_log_pos(u) + (t - (u - 1.0)) / u;
-}
-
 /* ---- binary64 erf and erfc ------------------------------------------------------ */
 
 /* erf(z)/z as a polynomial in s = (z^2 - 2)/2, z^2 in [0, 4]: degree 13,
@@ -395,6 +361,33 @@ AM_INLINE float am_log(float x)
     return x == 0.0f ? -INFINITY : v;
 }
 
+/* ln(1 + e) for e in [0, 1], with am_log's polynomial: 1 + e = 2^k (1 + f),
+ * k = 0 and f = e up to sqrt(2) - 1, past it k = 1 and f = (e - 1)/2, one
+ * FMA that is exact there (e and f have enough trailing zero bits). No
+ * rounding of 1 + e, no special cases. act_math_x512.h has the same steps
+ * on 16 lanes. */
+AM_INLINE float am_log1p_unit(float e)
+{
+    int big = e > 0.414213568f;
+    float f = big ? AM_FMA(0.5f, e, -0.5f) : e;
+    float k = big ? 1.0f : 0.0f;
+    float p = am_log_p[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 9; i++)
+        p = AM_FMA(p, f, am_log_p[i]);
+    float f2 = f * f;
+    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
+    return AM_FMA(k, AMF_LN2_HI, AM_FMA(k, AMF_LN2_LO, lm));
+}
+
+/* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32. */
+AM_INLINE float am_softplus(float x, const struct am_env *E)
+{
+    float pos = x > 0.0f ? x : 0.0f;
+    float e = am_expf(-fabsf(x), E);
+    return pos + am_log1p_unit(e);
+}
+
 /* tanh x = -m / (2 + m) with m = e^(-2|x|) - 1 (no cancellation: the
  * polynomial part of e^r - 1 is kept apart from 2^k - 1), sign of x. */
 AM_INLINE float am_tanh(float x, const struct am_env *E)
@@ -445,12 +438,6 @@ AM_INLINE float am_silu_dx(float x, const struct am_env *E)
     return (float)(s * (1.0 + d * (e * s)));
 }
 
-AM_INLINE float am_softplus(float x, const struct am_env *E)
-{
-    double d = x;
-    double pos = d > 0.0 ? d : 0.0;
-    return (float)(pos + am_log1p01(am_exp(-fabs(d), E)));
-}
 
 AM_INLINE float am_mish(float x, const struct am_env *E)
 {

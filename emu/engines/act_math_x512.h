@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
- * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid), of rsqrt and
- * of log, written with intrinsics so that the power-of-two scaling is one
+ * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid, softplus), of
+ * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
  * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
@@ -185,6 +185,29 @@ AX_INLINE ax_v ax_log(ax_v x)
                                 ax_c(-INFINITY));
 }
 
+/* am_log1p_unit (e in [0, 1]). */
+AX_INLINE ax_v ax_log1p_unit(ax_v e)
+{
+    __mmask16 big = _mm512_cmp_ps_mask(e, ax_c(0.414213568f), _CMP_GT_OQ);
+    ax_v f = _mm512_mask_blend_ps(big, e, _mm512_fmadd_ps(ax_c(0.5f), e, ax_c(-0.5f)));
+    ax_v k = _mm512_maskz_mov_ps(big, ax_c(1.0f));
+    ax_v p = ax_c(am_log_p[0]);
+    for (int i = 1; i < 9; i++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[i]));
+    ax_v f2 = _mm512_mul_ps(f, f);
+    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
+                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
+    return _mm512_fmadd_ps(k, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(k, ax_c(AMF_LN2_LO), lm));
+}
+
+/* am_softplus. */
+AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
+{
+    ax_v pos = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
+    ax_v e = ax_expf(_mm512_or_ps(x, ax_sign()), E); /* e^-|x| */
+    return _mm512_add_ps(pos, ax_log1p_unit(e));
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -261,6 +284,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
+    case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
     default: return false;
     }
 }
