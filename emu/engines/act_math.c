@@ -14,11 +14,12 @@
  * act_math_one, and the AVX-512 intrinsic loops of act_math_x512.h (which
  * repeat the binary32 kernels step for step) give the same bits.
  *
- * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt
- * and softplus are computed in binary32 (docs/numerics.md has each one's
- * ulp bound); the derivatives, mish, erf, sin and arctan in binary64 and
- * rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
- * gelu (computed in double from the C library's expm1, log1p and erfc);
+ * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
+ * softplus and silu_dx are computed in binary32 (docs/numerics.md has
+ * each one's ulp bound); gelu_dx, erf_dx, mish, erf, sin and arctan in
+ * binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
+ * log and gelu (computed in double from the C library's expm1, log1p and
+ * erfc) and silu_dx (mpmath);
  * the binary64 kernels use Taylor series (exp, sin, cos) or
  * near-minimax Chebyshev fits computed with mpmath at 50 digits (erf,
  * erfc, atan). Each fit's interval and error are noted beside it.
@@ -430,12 +431,42 @@ AM_INLINE float am_silu(float x, const struct am_env *E)
     return am_sig_times(x, x, -0.0f, E);
 }
 
+/* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With
+ * e = e^-|x| = (1 + pm) 2^n and d = 1 + e (x clamped to [-200, 200]):
+ *   x >= 0: (d + x e) / d^2
+ *   x < 0:  (1 + pm)((1 + x) + e) / d^2 * 2^n   (the scaling rounds last)
+ * with d^2 = 1 + e (2 + e) by FMA.
+ * 1 + x + e cancels near the zero x0 = -1.2784645 of the function, so on
+ * (-1.8, -0.7) it is (x - x0) g(x - x0h) instead: x0 = x0h + x0l in two
+ * floats (x - x0h exact), g a degree-9 Chebyshev fit of silu_dx(x)/(x - x0)
+ * (mpmath at 50 digits, relative error 6e-11 before rounding to binary32,
+ * 0.12 ulp after). */
+#define AMF_SDX_X0H (-1.27846456f)
+#define AMF_SDX_X0L 1.29792825e-08f
+static const float am_sdx_g[10] = {
+    -2.849596058e-05f, -4.265769530e-05f, 1.855445589e-04f, 7.989206351e-04f,
+    1.266199979e-04f, -6.606627256e-03f, -1.522265282e-02f, 1.887481660e-02f,
+    1.466487944e-01f, 2.178117037e-01f};
+
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
 {
-    double d = am_sat(x, E);
-    double e = am_exp(-d, E);
-    double s = 1.0 / (1.0 + e);
-    return (float)(s * (1.0 + d * (e * s)));
+    float xc = x < -200.0f ? -200.0f : x;
+    xc = xc > 200.0f ? 200.0f : xc;
+    float pm, n;
+    am_expf_split(-fabsf(xc), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
+    float e = am_scalef(1.0f + pm, n);
+    float d2 = AM_FMA(e, 2.0f + e, 1.0f); /* (1 + e)^2 */
+    float w = (1.0f + xc) + e;             /* 1 + xc exact for xc <= -1/2 */
+    int neg = x < 0.0f;
+    float num = neg ? AM_FMA(pm, w, w) : AM_FMA(xc, e, 1.0f + e);
+    float far = am_scalef(num / d2, neg ? n : 0.0f);
+    float t = x - AMF_SDX_X0H;
+    float g = am_sdx_g[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 10; i++)
+        g = AM_FMA(g, t, am_sdx_g[i]);
+    float near = (t - AMF_SDX_X0L) * g;
+    return x > -1.8f && x < -0.7f ? near : far;
 }
 
 

@@ -1,6 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
- * sigmoid, silu, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid, softplus), of
+ * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
+ * softplus), of
  * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
  * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
@@ -208,6 +209,30 @@ AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
     return _mm512_add_ps(pos, ax_log1p_unit(e));
 }
 
+/* am_silu_dx. */
+AX_INLINE ax_v ax_silu_dx(ax_v x, const struct am_env *E)
+{
+    ax_v xc = _mm512_min_ps(ax_c(200.0f), _mm512_max_ps(ax_c(-200.0f), x));
+    ax_v n;
+    ax_v ah = _mm512_or_ps(xc, ax_sign()); /* -|xc| */
+    ax_v pm = ax_expf_split(ah, ah, 0, E->sig_lo, INFINITY, &n); /* ah <= 0 */
+    ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+    ax_v d2 = _mm512_fmadd_ps(e, _mm512_add_ps(ax_c(2.0f), e), ax_c(1.0f));
+    ax_v w = _mm512_add_ps(_mm512_add_ps(ax_c(1.0f), xc), e);
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v num = _mm512_mask_blend_ps(neg, _mm512_fmadd_ps(xc, e, _mm512_add_ps(ax_c(1.0f), e)),
+                                    _mm512_fmadd_ps(pm, w, w));
+    ax_v far = _mm512_scalef_ps(_mm512_div_ps(num, d2), _mm512_maskz_mov_ps(neg, n));
+    ax_v t = _mm512_sub_ps(x, ax_c(AMF_SDX_X0H));
+    ax_v g = ax_c(am_sdx_g[0]);
+    for (int i = 1; i < 10; i++)
+        g = _mm512_fmadd_ps(g, t, ax_c(am_sdx_g[i]));
+    ax_v near = _mm512_mul_ps(_mm512_sub_ps(t, ax_c(AMF_SDX_X0L)), g);
+    __mmask16 in = _mm512_cmp_ps_mask(x, ax_c(-1.8f), _CMP_GT_OQ) &
+                   _mm512_cmp_ps_mask(x, ax_c(-0.7f), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(in, far, near);
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -285,6 +310,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
+    case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     default: return false;
     }
 }
