@@ -15,8 +15,8 @@
  * repeat the binary32 kernels step for step) give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
- * softplus and silu_dx are computed in binary32 (docs/numerics.md has
- * each one's ulp bound); gelu_dx, erf_dx, mish, erf, sin and arctan in
+ * softplus, silu_dx and erf_dx are computed in binary32 (docs/numerics.md
+ * has each one's ulp bound); gelu_dx, mish, erf, sin and arctan in
  * binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
  * log and gelu (computed in double from the C library's expm1, log1p and
  * erfc) and silu_dx (mpmath);
@@ -562,10 +562,23 @@ AM_INLINE float am_erf(float x, const struct am_env *E)
     return (float)v;
 }
 
+/* erf_dx x = (2/sqrt(pi)) e^(-x^2) in binary32: a = min(|x|, 11) (past
+ * which the result is 0), a^2 split in two floats (exact, by FMA) for exp,
+ * the constant in two parts: C (1 + pm) = Ch + (Ch pm + Cl (1 + pm)), then
+ * the scaling by 2^n last. */
+#define AMF_EDX_CH 1.12837923f      /* 2/sqrt(pi) */
+#define AMF_EDX_CL (-5.86353828e-08f) /* 2/sqrt(pi) - AMF_EDX_CH */
 AM_INLINE float am_erf_dx(float x, const struct am_env *E)
 {
-    double d = x;
-    return (float)(1.1283791670955126 * am_exp(-(d * d), E));
+    float a = fabsf(x);
+    float ac = a < 11.0f ? a : 11.0f;
+    float sq = ac * ac;
+    float sl = AM_FMA(ac, ac, -sq);
+    float pm, n;
+    am_expf_split(-sq, -sl, E->sig_lo, E->expf_hi, &pm, &n);
+    float lo = AM_FMA(AMF_EDX_CL, pm, AMF_EDX_CL);
+    float q = AMF_EDX_CH + AM_FMA(AMF_EDX_CH, pm, lo);
+    return am_scalef(q, n);
 }
 
 /* 1/sqrt(x): r = 1/sqrtf(x), then one correction r (1 + e/2) with

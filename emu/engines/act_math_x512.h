@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus), of
+ * softplus, erf_dx), of
  * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
  * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
@@ -233,6 +233,20 @@ AX_INLINE ax_v ax_silu_dx(ax_v x, const struct am_env *E)
     return _mm512_mask_blend_ps(in, far, near);
 }
 
+/* am_erf_dx. */
+AX_INLINE ax_v ax_erf_dx(ax_v x, const struct am_env *E)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
+    ax_v sq = _mm512_mul_ps(ac, ac);
+    ax_v sl = _mm512_fmsub_ps(ac, ac, sq);
+    ax_v n;
+    ax_v pm = ax_expf_split(_mm512_xor_ps(sq, ax_sign()), _mm512_xor_ps(sl, ax_sign()), 1,
+                            E->sig_lo, INFINITY, &n); /* -sq <= 0 */
+    ax_v lo = _mm512_fmadd_ps(ax_c(AMF_EDX_CL), pm, ax_c(AMF_EDX_CL));
+    ax_v q = _mm512_add_ps(ax_c(AMF_EDX_CH), _mm512_fmadd_ps(ax_c(AMF_EDX_CH), pm, lo));
+    return _mm512_scalef_ps(q, n);
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -311,6 +325,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
+    case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     default: return false;
     }
 }
