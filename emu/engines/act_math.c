@@ -15,9 +15,9 @@
  * repeat the binary32 kernels step for step) give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
- * softplus, silu_dx and erf_dx are computed in binary32 (docs/numerics.md
- * has each one's ulp bound); gelu_dx, mish, erf, sin and arctan in
- * binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
+ * softplus, silu_dx, erf_dx and mish are computed in binary32
+ * (docs/numerics.md has each one's ulp bound); gelu_dx, erf, sin and
+ * arctan in binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
  * log and gelu (computed in double from the C library's expm1, log1p and
  * erfc) and silu_dx (mpmath);
  * the binary64 kernels use Taylor series (exp, sin, cos) or
@@ -53,7 +53,7 @@ struct am_env {
     double exp_lo;   /* binary64 exp: lower clamp (-708) */
     double sat_lo;   /* saturating functions: inputs below act as this (-200) */
     double sat_hi;   /* saturating functions: inputs above act as this (200) */
-    double mish_hi;  /* mish: e^x is taken at min(x, 20) */
+    float mish_hi;   /* mish: e^x is taken at min(x, 20) */
     double erfc_w;   /* erfc fit: smallest 1/z (z = 10.6) */
     double erf_u;    /* erf: z^2 at the switch from erf to erfc (4) */
     double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
@@ -62,7 +62,7 @@ struct am_env {
 #define AM_ENV_INIT                                                                  \
     {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
      .exp_hi = 709.0, .exp_lo = -708.0,      \
-     .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0, .erfc_w = 1.0 / 10.6,      \
+     .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0f, .erfc_w = 1.0 / 10.6,      \
      .erf_u = 4.0, .sin_big = 0x1p20}
 
 /* ---- bits ------------------------------------------------------------------ */
@@ -470,12 +470,24 @@ AM_INLINE float am_silu_dx(float x, const struct am_env *E)
 }
 
 
+/* mish x = x tanh(ln(1 + e^x)) = x m / (m + 2), m = e^x (e^x + 2), in
+ * binary32. With e^x = (1 + pm) 2^n = e (x taken at most 20 there) and
+ * w = e + 2, so that m + 2 = e w + 2 (one FMA):
+ *   x <= 0: x (1 + pm) w / (m + 2) * 2^n   (the scaling rounds last)
+ *   x > 0:  x - x (2 / (m + 2))            (one FMA; x itself past 20)
+ * x below -200 acts as -200 (the result is -0 from far above there). */
 AM_INLINE float am_mish(float x, const struct am_env *E)
 {
-    double d = am_sat_lo(x, E);
-    double n = am_exp(d > E->mish_hi ? E->mish_hi : d, E);
-    double m = n * (n + 2.0);
-    return (float)(d * (m / (m + 2.0)));
+    float pm, n;
+    am_expf_split(x, -0.0f, E->sig_lo, E->mish_hi, &pm, &n);
+    float e = am_scalef(1.0f + pm, n);
+    float w = e + 2.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    int neg = x <= 0.0f;
+    float num = neg ? xc * AM_FMA(pm, w, w) : 2.0f;
+    float q = am_scalef(num / AM_FMA(e, w, 2.0f), neg ? n : 0.0f);
+    float pos = x > E->mish_hi ? x : AM_FMA(-x, q, x);
+    return neg ? q : pos;
 }
 
 /* gelu x = x Phi(x) in binary32. With a = |x| (at most 15, past which

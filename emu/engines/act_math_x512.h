@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx), of
+ * softplus, erf_dx, mish), of
  * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
  * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
@@ -247,6 +247,23 @@ AX_INLINE ax_v ax_erf_dx(ax_v x, const struct am_env *E)
     return _mm512_scalef_ps(q, n);
 }
 
+/* am_mish. */
+AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
+{
+    ax_v n;
+    ax_v pm = ax_expf_split(x, x, 0, E->sig_lo, E->mish_hi, &n);
+    ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+    ax_v w = _mm512_add_ps(e, ax_c(2.0f));
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LE_OQ);
+    ax_v num = _mm512_mask_blend_ps(neg, ax_c(2.0f), _mm512_mul_ps(xc, _mm512_fmadd_ps(pm, w, w)));
+    ax_v q = _mm512_scalef_ps(_mm512_div_ps(num, _mm512_fmadd_ps(e, w, ax_c(2.0f))),
+                              _mm512_maskz_mov_ps(neg, n));
+    __mmask16 big = _mm512_cmp_ps_mask(x, ax_c(E->mish_hi), _CMP_GT_OQ);
+    ax_v pos = _mm512_mask_blend_ps(big, _mm512_fnmadd_ps(x, q, x), x);
+    return _mm512_mask_blend_ps(neg, pos, q);
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -326,6 +343,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
+    case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
     default: return false;
     }
 }
