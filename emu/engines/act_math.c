@@ -15,14 +15,14 @@
  * repeat the binary32 kernels step for step) give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
- * softplus, silu_dx, erf_dx, mish and erf are computed in binary32
- * (docs/numerics.md has each one's ulp bound); gelu_dx, sin and arctan in
+ * softplus, silu_dx, erf_dx, mish, erf and gelu_dx are computed in
+ * binary32 (docs/numerics.md has each one's ulp bound); sin and arctan in
  * binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
  * log and gelu (computed in double from the C library's expm1, log1p and
- * erfc), silu_dx and erf (mpmath);
- * the binary64 kernels use Taylor series (exp, sin, cos) or
- * near-minimax Chebyshev fits computed with mpmath at 50 digits (erf,
- * erfc, atan). Each fit's interval and error are noted beside it.
+ * erfc), silu_dx, erf and gelu_dx (mpmath); the binary64 kernels use
+ * Taylor series (sin, cos) or a near-minimax Chebyshev fit computed with
+ * mpmath at 50 digits (atan). Each fit's interval and error are noted
+ * beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -49,21 +49,13 @@ struct am_env {
     float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
     float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
     float split_max; /* |v| from which the low half of a split argument is dropped */
-    double exp_hi;   /* binary64 exp: upper clamp (709) */
-    double exp_lo;   /* binary64 exp: lower clamp (-708) */
-    double sat_lo;   /* saturating functions: inputs below act as this (-200) */
-    double sat_hi;   /* saturating functions: inputs above act as this (200) */
     float mish_hi;   /* mish: e^x is taken at min(x, 20) */
-    double erfc_w;   /* erfc fit: smallest 1/z (z = 10.6) */
-    double erf_u;    /* erf: z^2 at the switch from erf to erfc (4) */
     double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
 };
 
 #define AM_ENV_INIT                                                                  \
     {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
-     .exp_hi = 709.0, .exp_lo = -708.0,      \
-     .sat_lo = -200.0, .sat_hi = 200.0, .mish_hi = 20.0f, .erfc_w = 1.0 / 10.6,      \
-     .erf_u = 4.0, .sin_big = 0x1p20}
+     .mish_hi = 20.0f, .sin_big = 0x1p20}
 
 /* ---- bits ------------------------------------------------------------------ */
 
@@ -167,93 +159,6 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
     return am_scalef(1.0f + pm, n);
 }
 
-/* ---- binary64 exp and expm1 --------------------------------------------------- */
-
-#define AM_LN2_HI 0.69314718036912382 /* 32 bits: n * AM_LN2_HI is exact */
-#define AM_LN2_LO 1.9082149292705877e-10
-
-/* e^x = s * (1 + p) with s = 2^n, for x clamped to [-708, 709]; p is the
- * Taylor series of e^r - 1 (|r| <= ln2/2) to degree 10, error 2e-13. */
-AM_INLINE void am_exp_parts(double x, const struct am_env *E, double *s, double *p)
-{
-    x = x > E->exp_hi ? E->exp_hi : x;
-    x = x < E->exp_lo ? E->exp_lo : x;
-    double t = x * 1.4426950408889634 + 0x1.8p52; /* rounds x/ln2 to an integer */
-    double n = t - 0x1.8p52;
-    double r = (x - n * AM_LN2_HI) - n * AM_LN2_LO;
-    double q = 1.0 / 3628800.0;
-    q = q * r + 1.0 / 362880.0;
-    q = q * r + 1.0 / 40320.0;
-    q = q * r + 1.0 / 5040.0;
-    q = q * r + 1.0 / 720.0;
-    q = q * r + 1.0 / 120.0;
-    q = q * r + 1.0 / 24.0;
-    q = q * r + 1.0 / 6.0;
-    q = q * r + 0.5;
-    *p = r + (r * r) * q;
-    *s = am_dfrom((am_dbits(t) + 1023u) << 52); /* low bits of t hold n */
-}
-
-AM_INLINE double am_exp(double x, const struct am_env *E)
-{
-    double s, p;
-    am_exp_parts(x, E, &s, &p);
-    return s + s * p;
-}
-
-/* ---- binary64 erf and erfc ------------------------------------------------------ */
-
-/* erf(z)/z as a polynomial in s = (z^2 - 2)/2, z^2 in [0, 4]: degree 13,
- * relative error 2.6e-13. */
-static const double am_erf_small[14] = {
-    -9.1222467250065515e-09, 6.5291488430326177e-08, -4.0380939868495685e-07,
-    2.4701141890777195e-06, -1.394675312093023e-05, 7.1804904941495144e-05,
-    -0.00033514336534415888, 0.0014050900563029589, -0.0052348758642265496,
-    0.017128344800047178, -0.048662777447399629, 0.11947913859557681,
-    -0.26111186093126326, 0.67493323603980071};
-
-/* erfc(z) e^(z^2) as a polynomial in s = (1/z - C) H for z in [2, 10.6]:
- * degree 14, relative error 2.5e-13. */
-#define AM_ERFC_C 0.29716981132075471
-#define AM_ERFC_H 4.9302325581395348
-static const double am_erfc_big[15] = {
-    -8.2014056450449251e-10, 1.2879117943316308e-09, 5.5009783237836037e-09,
-    -2.8122142463514363e-08, 6.0448752938961805e-08, 3.7664491591797184e-08,
-    -9.2076439055749404e-07, 3.7953698002457961e-06, -4.2703257773498621e-06,
-    -4.3970252771055173e-05, 0.00031383944096059091, -0.00062792858371024836,
-    -0.0071849567379744638, 0.10187009384051331, 0.16106991836399107};
-
-AM_INLINE double am_horner(const double *c, int n, double s)
-{
-    double q = c[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < n; i++)
-        q = q * s + c[i];
-    return q;
-}
-
-/* erf(z) for |z| <= 2, given u = z^2. */
-AM_INLINE double am_erf_near(double z, double u)
-{
-    return z * am_horner(am_erf_small, 14, (u - 2.0) * 0.5);
-}
-
-/* erfc(|z|) for |z| >= 2, given u = z^2, w = 1/|z| and eu = e^-u. */
-AM_INLINE double am_erfc_far(double w, double eu, const struct am_env *E)
-{
-    w = w < E->erfc_w ? E->erfc_w : w;
-    return eu * am_horner(am_erfc_big, 15, (w - AM_ERFC_C) * AM_ERFC_H);
-}
-
-/* 1 + erf(z), given u = z^2 (exact), w = 1/|z| and eu = e^-u. */
-AM_INLINE double am_one_plus_erf(double z, double u, double w, double eu,
-                                 const struct am_env *E)
-{
-    double far = am_erfc_far(w, eu, E);
-    double outer = z > 0.0 ? 2.0 - far : far;
-    return u <= E->erf_u ? 1.0 + am_erf_near(z, u) : outer;
-}
-
 /* ---- binary64 sin and atan ------------------------------------------------------ */
 
 #define AM_PIO2_1 1.5707963267341256  /* pi/2 in three 33-bit parts */
@@ -289,6 +194,16 @@ AM_INLINE double am_sin_small(double x)
     return am_dfrom(am_dbits(v) ^ ((q & 2u) << 62));
 }
 
+/* The polynomial c[0] s^(n-1) + ... + c[n-1] by Horner's rule. */
+AM_INLINE double am_horner(const double *c, int n, double s)
+{
+    double q = c[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < n; i++)
+        q = q * s + c[i];
+    return q;
+}
+
 /* atan(v)/v as a polynomial in s = (v^2 - C) H for v^2 in [0, tan^2(pi/8)]:
  * degree 9, relative error 1e-15. */
 #define AM_ATAN_C 0.085795016270667643
@@ -316,20 +231,6 @@ AM_INLINE double am_atan(double x)
 }
 
 /* ---- the activation functions on one binary32 value ------------------------------ */
-
-/* x clamped to [sat_lo, +inf): where f(x) has long reached its limit. */
-AM_INLINE double am_sat_lo(float x, const struct am_env *E)
-{
-    double d = x;
-    return d < E->sat_lo ? E->sat_lo : d;
-}
-
-/* x clamped to [sat_lo, sat_hi]. */
-AM_INLINE double am_sat(float x, const struct am_env *E)
-{
-    double d = am_sat_lo(x, E);
-    return d > E->sat_hi ? E->sat_hi : d;
-}
 
 /* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
  * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), and ln(1 + f) = f + (f^3 P(f) -
@@ -522,13 +423,51 @@ AM_INLINE float am_gelu(float x, const struct am_env *E)
     return neg ? h : x * (1.0f - h);
 }
 
+/* gelu_dx x = Phi(x) + x phi(x) in binary32, with gelu's pieces: a = |x|
+ * (at most 15), Phi(-a) = e^(-a^2/2) t g(t), and phi(a) = e^(-a^2/2) C,
+ * C = 1/sqrt(2 pi) in two parts. With D = t g(t) - a C (one FMA chain)
+ * and e^(-a^2/2) = (1 + pm) 2^n, Phi(-a) - a phi(a) = D (1 + pm) 2^n = h:
+ *   x < 0:  h                (the scaling rounds last)
+ *   x >= 0: 1 - h
+ * D cancels near the zero x0 = -0.7517915 of the function (and t g(t)
+ * is a few ulp off near 0), so on (-1.7, 0.6) it is (x - x0) G(x - x0h)
+ * instead (x0 = x0h + x0l), G a degree-12 Chebyshev fit of
+ * gelu_dx(x)/(x - x0) (mpmath at 50 digits, relative error 6e-9 before
+ * rounding to binary32, 0.59 ulp after). */
+#define AMF_GDX_CH 0.398942292f       /* 1/sqrt(2 pi) */
+#define AMF_GDX_CL (-1.13351701e-08f) /* 1/sqrt(2 pi) - AMF_GDX_CH */
+#define AMF_GDX_X0H (-0.751791537f)
+#define AMF_GDX_X0L 1.21144499e-08f
+static const float am_gdx_g[13] = {
+    -3.199639423e-06f, -1.228315796e-05f, 7.605469727e-05f, 1.909258135e-04f,
+    -7.349335356e-04f, -2.244402887e-03f, 4.534428474e-03f, 1.942377910e-02f,
+    -1.477040444e-02f, -1.140085906e-01f, -1.819977351e-02f, 3.882850111e-01f,
+    4.314939976e-01f};
+
 AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
 {
-    double d = am_sat(x, E);
-    double u = 0.5 * d * d;
-    double eu = am_exp(-u, E);
-    double c = am_one_plus_erf(d * 0.70710678118654757, u, 1.4142135623730951 / fabs(d), eu, E);
-    return (float)(0.5 * c + d * (eu * 0.3989422804014327));
+    float a = fabsf(x);
+    float ac = a < 15.0f ? a : 15.0f;
+    float t = 4.0f / (4.0f + ac);
+    float u = t - 0.5f;
+    float g = am_gelu_g[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 11; i++)
+        g = AM_FMA(g, u, am_gelu_g[i]);
+    float sq = ac * ac;
+    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
+    float pm, n;
+    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, &pm, &n);
+    float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, t * g));
+    float h = am_scalef(AM_FMA(d, pm, d), n);
+    float far = x < 0.0f ? h : 1.0f - h;
+    float r = x - AMF_GDX_X0H;
+    float q = am_gdx_g[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 13; i++)
+        q = AM_FMA(q, r, am_gdx_g[i]);
+    float near = (r - AMF_GDX_X0L) * q;
+    return x > -1.7f && x < 0.6f ? near : far;
 }
 
 /* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)).

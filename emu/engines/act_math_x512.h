@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx, mish, erf), of
+ * softplus, erf_dx, mish, erf, gelu_dx), of
  * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
  * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
@@ -284,6 +284,36 @@ AX_INLINE ax_v ax_erf(ax_v x, const struct am_env *E)
     return _mm512_mask_blend_ps(near, far, _mm512_mul_ps(x, p));
 }
 
+/* am_gelu_dx. */
+AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct am_env *E)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
+    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
+    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
+    ax_v g = ax_c(am_gelu_g[0]);
+    for (int i = 1; i < 11; i++)
+        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
+    ax_v sq = _mm512_mul_ps(ac, ac);
+    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
+    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
+    ax_v n;
+    ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
+                            E->sig_lo, INFINITY, &n); /* -uh <= 0 */
+    ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
+                              _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), _mm512_mul_ps(t, g)));
+    ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v far = _mm512_mask_blend_ps(neg, _mm512_sub_ps(ax_c(1.0f), h), h);
+    ax_v r = _mm512_sub_ps(x, ax_c(AMF_GDX_X0H));
+    ax_v q = ax_c(am_gdx_g[0]);
+    for (int i = 1; i < 13; i++)
+        q = _mm512_fmadd_ps(q, r, ax_c(am_gdx_g[i]));
+    ax_v near = _mm512_mul_ps(_mm512_sub_ps(r, ax_c(AMF_GDX_X0L)), q);
+    __mmask16 in = _mm512_cmp_ps_mask(x, ax_c(-1.7f), _CMP_GT_OQ) &
+                   _mm512_cmp_ps_mask(x, ax_c(0.6f), _CMP_LT_OQ);
+    return _mm512_mask_blend_ps(in, far, near);
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -365,6 +395,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOP(ax_erf(x, E)); return true;
+    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
     default: return false;
     }
 }
