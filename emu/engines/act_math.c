@@ -15,14 +15,12 @@
  * repeat the binary32 kernels step for step) give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
- * softplus, silu_dx, erf_dx, mish, erf and gelu_dx are computed in
- * binary32 (docs/numerics.md has each one's ulp bound); sin and arctan in
- * binary64 and rounded once. Polynomials: binary32 Chebyshev fits for exp,
- * log and gelu (computed in double from the C library's expm1, log1p and
- * erfc), silu_dx, erf and gelu_dx (mpmath); the binary64 kernels use
- * Taylor series (sin, cos) or a near-minimax Chebyshev fit computed with
- * mpmath at 50 digits (atan). Each fit's interval and error are noted
- * beside it.
+ * softplus, silu_dx, erf_dx, mish, erf, gelu_dx and arctan are computed
+ * in binary32 (docs/numerics.md has each one's ulp bound); sin in binary64
+ * and rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
+ * gelu (computed in double from the C library's expm1, log1p and erfc),
+ * silu_dx, erf, gelu_dx and arctan (mpmath); sin uses Taylor series (sin,
+ * cos). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -85,12 +83,6 @@ AM_INLINE double am_dfrom(uint64_t u)
     double x;
     memcpy(&x, &u, 8);
     return x;
-}
-
-/* |x| with the sign of s. */
-AM_INLINE double am_copysign(double x, double s)
-{
-    return am_dfrom((am_dbits(x) & ~(1ull << 63)) | (am_dbits(s) & (1ull << 63)));
 }
 
 /* ---- binary32 exp ----------------------------------------------------------- */
@@ -159,7 +151,7 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
     return am_scalef(1.0f + pm, n);
 }
 
-/* ---- binary64 sin and atan ------------------------------------------------------ */
+/* ---- binary64 sin ---------------------------------------------------------- */
 
 #define AM_PIO2_1 1.5707963267341256  /* pi/2 in three 33-bit parts */
 #define AM_PIO2_2 6.077100506303966e-11
@@ -192,42 +184,6 @@ AM_INLINE double am_sin_small(double x)
     double cs = (1.0 - 0.5 * z) + z * z * pc;
     double v = (q & 1u) ? cs : sn;
     return am_dfrom(am_dbits(v) ^ ((q & 2u) << 62));
-}
-
-/* The polynomial c[0] s^(n-1) + ... + c[n-1] by Horner's rule. */
-AM_INLINE double am_horner(const double *c, int n, double s)
-{
-    double q = c[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < n; i++)
-        q = q * s + c[i];
-    return q;
-}
-
-/* atan(v)/v as a polynomial in s = (v^2 - C) H for v^2 in [0, tan^2(pi/8)]:
- * degree 9, relative error 1e-15. */
-#define AM_ATAN_C 0.085795016270667643
-#define AM_ATAN_H 11.655688680624317
-static const double am_atan_poly[10] = {
-    -6.3757582791552648e-12, 9.0121205422566805e-11, -1.2756035099558727e-09,
-    1.8615065155150683e-08, -2.7819611245794272e-07, 4.2981298823834376e-06,
-    -6.9819929753274591e-05, 0.0012338176655344029, -0.025902538738405707,
-    0.97278922735314521};
-
-/* atan x: a = |x|, u = min(a, 1/a), v = u or (u-1)/(u+1) past tan(pi/8). */
-AM_INLINE double am_atan(double x)
-{
-    double a = am_copysign(x, 1.0);
-    double ia = 1.0 / a;
-    int inv = a > 1.0;
-    double u = inv ? ia : a;
-    int red = u > 0.41421356237309503;
-    double ur = (u - 1.0) / (u + 1.0);
-    double v = red ? ur : u;
-    double at = v * am_horner(am_atan_poly, 10, (v * v - AM_ATAN_C) * AM_ATAN_H);
-    double t = red ? 0.78539816339744828 + at : at;
-    double res = inv ? 1.5707963267948966 - t : t;
-    return am_copysign(res, x);
 }
 
 /* ---- the activation functions on one binary32 value ------------------------------ */
@@ -557,6 +513,41 @@ AM_INLINE float am_erf_dx(float x, const struct am_env *E)
     float lo = AM_FMA(AMF_EDX_CL, pm, AMF_EDX_CL);
     float q = AMF_EDX_CH + AM_FMA(AMF_EDX_CH, pm, lo);
     return am_scalef(q, n);
+}
+
+/* arctan x in binary32, from a = |x| reduced by one quotient to v = n / d
+ * with |v| <= tan(pi/8):
+ *   a <= tan(pi/8):   v = a,                  offset 0
+ *   a <= tan(3pi/8):  v = (a - 1) / (a + 1),  offset pi/4
+ *   above:            v = -1 / a,             offset pi/2
+ * atan v = v + v z R(z), z = v^2, R of degree 4 (Chebyshev fit of
+ * (atan(v)/v - 1)/z with mpmath at 50 digits, 0.05 ulp), then the offset
+ * in two parts is added and the sign of x put back. */
+static const float am_atan_r[5] = {
+    -6.451927871e-02f, 1.074373126e-01f, -1.426395625e-01f, 1.999953985e-01f,
+    -3.333333135e-01f};
+#define AMF_PI4_HI 0.785398185f
+#define AMF_PI4_LO (-2.18556941e-08f)
+#define AMF_PI2_HI 1.57079637f
+#define AMF_PI2_LO (-4.37113883e-08f)
+
+AM_INLINE float am_atan(float x)
+{
+    float a = fabsf(x);
+    int mid = a > 0.414213568f, big = a > 2.41421366f;
+    float n = big ? -1.0f : (mid ? a - 1.0f : a);
+    float d = big ? a : (mid ? a + 1.0f : 1.0f);
+    float oh = big ? AMF_PI2_HI : (mid ? AMF_PI4_HI : 0.0f);
+    float ol = big ? AMF_PI2_LO : (mid ? AMF_PI4_LO : 0.0f);
+    float v = n / d;
+    float z = v * v;
+    float r = am_atan_r[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 5; i++)
+        r = AM_FMA(r, z, am_atan_r[i]);
+    float at = AM_FMA(v * z, r, v);
+    float res = oh + (at + ol);
+    return am_ffrom(am_fbits(res) | (am_fbits(x) & 0x80000000u));
 }
 
 /* 1/sqrt(x): r = 1/sqrtf(x), then one correction r (1 + e/2) with

@@ -90,7 +90,7 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     case ISA_ACT_rsqrt: AM_LOOP(am_rsqrt(x)); break;
     case ISA_ACT_reciprocal: AM_LOOP(1.0f / x); break;
     case ISA_ACT_sin: AM_FN(am_sin_rows)(dst, src, n, scale, bias, E); break;
-    case ISA_ACT_arctan: AM_LOOPN((float)am_atan((double)x)); break;
+    case ISA_ACT_arctan: AM_LOOPN(am_atan(x)); break;
     case ISA_ACT_square: AM_LOOP(x * x); break;
     case ISA_ACT_abs: AM_LOOP(fabsf(x)); break;
     case ISA_ACT_sign: AM_LOOP(am_sign(x)); break;

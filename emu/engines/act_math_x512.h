@@ -1,9 +1,10 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx, mish, erf, gelu_dx), of
- * rsqrt and of log, written with intrinsics so that the power-of-two scaling is one
- * scalef and log's reduction one getexp and one getmant. Each kernel repeats, step for step, the
+ * softplus, erf_dx, mish, erf, gelu_dx), of arctan, rsqrt and of log,
+ * written with intrinsics so that the power-of-two scaling is one scalef
+ * and log's reduction one getexp and one getmant. Each kernel repeats,
+ * step for step, the
  * binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
  * bits are those of the portable and AVX2 loops; test_math_levels checks
@@ -314,6 +315,30 @@ AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct am_env *E)
     return _mm512_mask_blend_ps(in, far, near);
 }
 
+/* am_atan. */
+AX_INLINE ax_v ax_atan(ax_v x)
+{
+    ax_v a = _mm512_andnot_ps(ax_sign(), x);
+    __mmask16 mid = _mm512_cmp_ps_mask(a, ax_c(0.414213568f), _CMP_GT_OQ);
+    __mmask16 big = _mm512_cmp_ps_mask(a, ax_c(2.41421366f), _CMP_GT_OQ);
+    ax_v n = _mm512_mask_blend_ps(mid, a, _mm512_sub_ps(a, ax_c(1.0f)));
+    n = _mm512_mask_blend_ps(big, n, ax_c(-1.0f));
+    ax_v d = _mm512_mask_blend_ps(mid, ax_c(1.0f), _mm512_add_ps(a, ax_c(1.0f)));
+    d = _mm512_mask_blend_ps(big, d, a);
+    ax_v oh = _mm512_maskz_mov_ps(mid, ax_c(AMF_PI4_HI));
+    oh = _mm512_mask_blend_ps(big, oh, ax_c(AMF_PI2_HI));
+    ax_v ol = _mm512_maskz_mov_ps(mid, ax_c(AMF_PI4_LO));
+    ol = _mm512_mask_blend_ps(big, ol, ax_c(AMF_PI2_LO));
+    ax_v v = _mm512_div_ps(n, d);
+    ax_v z = _mm512_mul_ps(v, v);
+    ax_v r = ax_c(am_atan_r[0]);
+    for (int i = 1; i < 5; i++)
+        r = _mm512_fmadd_ps(r, z, ax_c(am_atan_r[i]));
+    ax_v at = _mm512_fmadd_ps(_mm512_mul_ps(v, z), r, v);
+    ax_v res = _mm512_add_ps(oh, _mm512_add_ps(at, ol));
+    return _mm512_or_ps(res, _mm512_and_ps(x, ax_sign()));
+}
+
 /* x * scale + bias, the steps that can change a number only: no multiply
  * for scale 1 (x * 1 is x), no add for bias -0 (v + -0 is v, zeros
  * included); bit 0 of mode asks for the multiply, bit 1 for the add. */
@@ -396,6 +421,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOP(ax_erf(x, E)); return true;
     case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
+    case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     default: return false;
     }
 }
