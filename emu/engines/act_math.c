@@ -15,12 +15,12 @@
  * repeat the binary32 kernels step for step) give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
- * softplus, silu_dx, erf_dx, mish, erf, gelu_dx and arctan are computed
- * in binary32 (docs/numerics.md has each one's ulp bound); sin in binary64
- * and rounded once. Polynomials: binary32 Chebyshev fits for exp, log and
- * gelu (computed in double from the C library's expm1, log1p and erfc),
- * silu_dx, erf, gelu_dx and arctan (mpmath); sin uses Taylor series (sin,
- * cos). Each fit's interval and error are noted beside it.
+ * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
+ * computed in binary32 (sin's argument reduction in binary64;
+ * docs/numerics.md has each one's ulp bound). Polynomials: binary32
+ * Chebyshev fits for exp, log and gelu (computed in double from the C
+ * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
+ * (mpmath). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -76,13 +76,6 @@ AM_INLINE uint64_t am_dbits(double x)
     uint64_t u;
     memcpy(&u, &x, 8);
     return u;
-}
-
-AM_INLINE double am_dfrom(uint64_t u)
-{
-    double x;
-    memcpy(&x, &u, 8);
-    return x;
 }
 
 /* ---- binary32 exp ----------------------------------------------------------- */
@@ -151,39 +144,48 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
     return am_scalef(1.0f + pm, n);
 }
 
-/* ---- binary64 sin ---------------------------------------------------------- */
+/* ---- sin ----------------------------------------------------------------- */
 
 #define AM_PIO2_1 1.5707963267341256  /* pi/2 in three 33-bit parts */
 #define AM_PIO2_2 6.077100506303966e-11
 #define AM_PIO2_3 2.0222662487959506e-21
 
-/* sin x for |x| < 2^20: x = k pi/2 + r, |r| <= pi/4, then the Taylor series
- * of sin r (to r^15) or cos r (to r^16) by k mod 4. */
-AM_INLINE double am_sin_small(double x)
+/* sin x for |x| < 2^20: x = k pi/2 + r in binary64 (k < 2^20, so k times
+ * each 33-bit part of pi/2 is exact), r rounded to binary32 (|r| <= pi/4),
+ * then by k mod 4 +-sin r = r + r z S(z) or +-cos r = 1 - z/2 + z^2 C(z),
+ * z = r^2, S and C of degree 3 (Chebyshev fits with mpmath at 50 digits,
+ * 0.06 and 0.01 ulp). sin r takes the sign of r (a zero r keeps its sign).
+ * act_math_x512.h has the same steps on 16 lanes. */
+static const float am_sin_s[4] = {2.724992555e-06f, -1.984008704e-04f, 8.333331905e-03f,
+                                  -1.666666716e-01f};
+static const float am_sin_c[4] = {-2.730095900e-07f, 2.480059993e-05f, -1.388888806e-03f,
+                                  4.166666791e-02f};
+
+/* The binary32 part of am_sinf_small: r reduced, q the low bits of k. */
+AM_INLINE float am_sinf_poly(float r, uint32_t q)
 {
-    double t = x * 0.63661977236758138 + 0x1.8p52;
+    float z = r * r;
+    float ps = am_sin_s[0], pc = am_sin_c[0];
+#pragma GCC unroll 4
+    for (int i = 1; i < 4; i++) {
+        ps = AM_FMA(ps, z, am_sin_s[i]);
+        pc = AM_FMA(pc, z, am_sin_c[i]);
+    }
+    float sn = AM_FMA(r * z, ps, r);
+    sn = am_ffrom((am_fbits(sn) & 0x7FFFFFFFu) | (am_fbits(r) & 0x80000000u));
+    float cs = AM_FMA(z * z, pc, AM_FMA(-0.5f, z, 1.0f));
+    float v = (q & 1u) ? cs : sn;
+    return am_ffrom(am_fbits(v) ^ ((q & 2u) << 30));
+}
+
+AM_INLINE float am_sinf_small(float x)
+{
+    double d = x;
+    double t = d * 0.63661977236758138 + 0x1.8p52;
     double k = t - 0x1.8p52;
-    uint64_t q = am_dbits(t);
-    double r = ((x - k * AM_PIO2_1) - k * AM_PIO2_2) - k * AM_PIO2_3;
-    double z = r * r;
-    double ps = -1.0 / 1307674368000.0;
-    ps = ps * z + 1.0 / 6227020800.0;
-    ps = ps * z - 1.0 / 39916800.0;
-    ps = ps * z + 1.0 / 362880.0;
-    ps = ps * z - 1.0 / 5040.0;
-    ps = ps * z + 1.0 / 120.0;
-    ps = ps * z - 1.0 / 6.0;
-    double sn = r * (1.0 + z * ps); /* keeps the sign of a zero r */
-    double pc = 1.0 / 20922789888000.0;
-    pc = pc * z - 1.0 / 87178291200.0;
-    pc = pc * z + 1.0 / 479001600.0;
-    pc = pc * z - 1.0 / 3628800.0;
-    pc = pc * z + 1.0 / 40320.0;
-    pc = pc * z - 1.0 / 720.0;
-    pc = pc * z + 1.0 / 24.0;
-    double cs = (1.0 - 0.5 * z) + z * z * pc;
-    double v = (q & 1u) ? cs : sn;
-    return am_dfrom(am_dbits(v) ^ ((q & 2u) << 62));
+    uint32_t q = (uint32_t)am_dbits(t);
+    double r = ((d - k * AM_PIO2_1) - k * AM_PIO2_2) - k * AM_PIO2_3;
+    return am_sinf_poly((float)r, q);
 }
 
 /* ---- the activation functions on one binary32 value ------------------------------ */

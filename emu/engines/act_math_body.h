@@ -43,7 +43,8 @@
 #define AM_LOOPN(EXPR) AM_LOOPG(EXPR, 1) /* guarded */
 
 /* sin: the block kernel, then libm for the rare |x| >= 2^20 (binary64 sin
- * of a binary32 input, rounded once). */
+ * of a binary32 input, rounded once). ax_sin_rows in act_math_x512.h does
+ * the same. */
 AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, float scale,
                                        float bias, const struct am_env *E)
 {
@@ -53,7 +54,7 @@ AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, f
         memcpy(in, src + i, m * sizeof(float));
         for (size_t j = 0; j < AM_BLK; j++) {
             in[j] = in[j] * scale + bias;
-            out[j] = in[j] != in[j] ? in[j] + in[j] : (float)am_sin_small((double)in[j]);
+            out[j] = in[j] != in[j] ? in[j] + in[j] : am_sinf_small(in[j]);
         }
         for (size_t j = 0; j < m; j++)
             if (!(fabsf(in[j]) < (float)E->sin_big))

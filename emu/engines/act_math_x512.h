@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx, mish, erf, gelu_dx), of arctan, rsqrt and of log,
+ * softplus, erf_dx, mish, erf, gelu_dx), of arctan, sin, rsqrt and log,
  * written with intrinsics so that the power-of-two scaling is one scalef
  * and log's reduction one getexp and one getmant. Each kernel repeats,
  * step for step, the
@@ -351,6 +351,71 @@ AX_INLINE ax_v ax_affine(ax_v x, int mode, ax_v sc, ax_v bi)
     return x;
 }
 
+/* am_sinf_small: the reduction on two sets of 8 binary64 lanes. */
+AX_INLINE ax_v ax_sinf_small(ax_v x)
+{
+    __m512d dh[2] = {_mm512_cvtps_pd(_mm512_castps512_ps256(x)),
+                     _mm512_cvtps_pd(_mm512_extractf32x8_ps(x, 1))};
+    __m256 rh[2];
+    __m256i qh[2];
+    for (int h = 0; h < 2; h++) {
+        __m512d d = dh[h];
+        __m512d t = _mm512_add_pd(_mm512_mul_pd(d, _mm512_set1_pd(0.63661977236758138)),
+                                  _mm512_set1_pd(0x1.8p52));
+        __m512d k = _mm512_sub_pd(t, _mm512_set1_pd(0x1.8p52));
+        __m512d r = _mm512_sub_pd(d, _mm512_mul_pd(k, _mm512_set1_pd(AM_PIO2_1)));
+        r = _mm512_sub_pd(r, _mm512_mul_pd(k, _mm512_set1_pd(AM_PIO2_2)));
+        r = _mm512_sub_pd(r, _mm512_mul_pd(k, _mm512_set1_pd(AM_PIO2_3)));
+        rh[h] = _mm512_cvtpd_ps(r);
+        qh[h] = _mm512_cvtepi64_epi32(_mm512_castpd_si512(t));
+    }
+    ax_v r = _mm512_insertf32x8(_mm512_castps256_ps512(rh[0]), rh[1], 1);
+    __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(qh[0]), qh[1], 1);
+    ax_v z = _mm512_mul_ps(r, r);
+    ax_v ps = ax_c(am_sin_s[0]), pc = ax_c(am_sin_c[0]);
+    for (int i = 1; i < 4; i++) {
+        ps = _mm512_fmadd_ps(ps, z, ax_c(am_sin_s[i]));
+        pc = _mm512_fmadd_ps(pc, z, ax_c(am_sin_c[i]));
+    }
+    ax_v sn = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
+    sn = _mm512_or_ps(_mm512_andnot_ps(ax_sign(), sn), _mm512_and_ps(ax_sign(), r));
+    ax_v cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc,
+                              _mm512_fmadd_ps(ax_c(-0.5f), z, ax_c(1.0f)));
+    __mmask16 odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+    ax_v v = _mm512_mask_blend_ps(odd, sn, cs);
+    __m512i flip = _mm512_slli_epi32(_mm512_and_si512(q, _mm512_set1_epi32(2)), 30);
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), flip));
+}
+
+/* am_sin_rows on 16 lanes: the kernel, a NaN x gives x + x, and lanes with
+ * |x| >= 2^20 (or NaN) go to libm as there. */
+AX_ATTR static void ax_sin_rows(float *dst, const float *src, size_t n, float scale, float bias,
+                                const struct am_env *E)
+{
+    int mode = (scale != 1.0f) | (am_fbits(bias) != 0x80000000u) << 1;
+    ax_v sc = ax_c(scale), bi = ax_c(bias);
+    for (size_t i = 0; i < n; i += 16) {
+        size_t m = n - i < 16 ? n - i : 16;
+        __mmask16 km = (__mmask16)((1u << m) - 1u);
+        ax_v x = ax_affine(_mm512_maskz_loadu_ps(km, src + i), mode, sc, bi);
+        ax_v y = ax_sinf_small(x);
+        y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
+        __mmask16 small = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), x),
+                                             ax_c((float)E->sin_big), _CMP_LT_OQ);
+        __mmask16 far = (__mmask16)(~small & km);
+        if (far) {
+            float xs[16], ys[16];
+            _mm512_storeu_ps(xs, x);
+            _mm512_storeu_ps(ys, y);
+            for (int j = 0; j < 16; j++)
+                if (far >> j & 1)
+                    ys[j] = (float)sin((double)xs[j]);
+            y = _mm512_loadu_ps(ys);
+        }
+        _mm512_mask_storeu_ps(dst + i, km, y);
+    }
+}
+
 /* The loop: dst = f(src * scale + bias), 32 lanes at a time (two
  * independent vectors keep more work in flight), then 16, the tail
  * masked. The affine step skips what changes no number (ax_affine); a NaN
@@ -422,6 +487,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_erf: AX_LOOP(ax_erf(x, E)); return true;
     case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
+    case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;
     default: return false;
     }
 }
