@@ -8,10 +8,9 @@
  * AVX-512; chosen with the numerics.h level), plus AVX-512 intrinsic loops
  * for the busiest functions; fused multiply-adds only where the kernels
  * ask for them (fmaf in the portable build), so all levels and all x86-64
- * machines give the same bits. exp, log, tanh, sigmoid, silu, gelu, its
- * approximations and rsqrt are binary32 kernels (0.5 to 6 ulp); the other
- * transcendental functions are computed in binary64 and rounded once (max
- * 1 ulp). docs/isa.md has the formulas, docs/numerics.md the ulp bounds.
+ * machines give the same bits. Every transcendental function is a
+ * binary32 kernel (0.5 to 8 ulp; sin reduces its argument in binary64).
+ * docs/isa.md has the formulas, docs/numerics.md the ulp bounds.
  */
 #ifndef TRNEMU_EMU_ACT_MATH_H
 #define TRNEMU_EMU_ACT_MATH_H
