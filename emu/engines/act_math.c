@@ -360,10 +360,14 @@ static const float am_gelu_g[11] = {
     -5.584143847e-02f, 6.035847589e-02f, 2.415909767e-01f, 3.730426431e-01f,
     3.871373534e-01f, 3.039483428e-01f, 1.888212860e-01f};
 
-AM_INLINE float am_gelu(float x, const struct am_env *E)
+/* The pieces gelu and gelu_dx share: a = |x| clamped to 15 (a NaN x acts
+ * as 15: only x carries it), t = 4 / (4 + a), t g(t), and e^(-a^2/2) as
+ * (1 + *pm) 2^*n (a^2/2 passed to exp split in two, exact). */
+AM_INLINE void am_phi_parts(float x, const struct am_env *E, float *ac_out, float *tg,
+                            float *pm, float *n)
 {
     float a = fabsf(x);
-    float ac = a < 15.0f ? a : 15.0f; /* a NaN x acts as 15: only x carries it */
+    float ac = a < 15.0f ? a : 15.0f;
     float t = 4.0f / (4.0f + ac);
     float u = t - 0.5f;
     float g = am_gelu_g[0];
@@ -372,9 +376,16 @@ AM_INLINE float am_gelu(float x, const struct am_env *E)
         g = AM_FMA(g, u, am_gelu_g[i]);
     float sq = ac * ac;
     float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
-    float pm, n;
-    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, &pm, &n);
-    float hq = (t * g) * (1.0f + pm);
+    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, pm, n);
+    *ac_out = ac;
+    *tg = t * g;
+}
+
+AM_INLINE float am_gelu(float x, const struct am_env *E)
+{
+    float ac, tg, pm, n;
+    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    float hq = tg * (1.0f + pm);
     int neg = x < 0.0f;
     float q = neg ? -ac * hq : hq;
     float h = am_scalef(q, n);
@@ -404,19 +415,9 @@ static const float am_gdx_g[13] = {
 
 AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
 {
-    float a = fabsf(x);
-    float ac = a < 15.0f ? a : 15.0f;
-    float t = 4.0f / (4.0f + ac);
-    float u = t - 0.5f;
-    float g = am_gelu_g[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 11; i++)
-        g = AM_FMA(g, u, am_gelu_g[i]);
-    float sq = ac * ac;
-    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
-    float pm, n;
-    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, &pm, &n);
-    float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, t * g));
+    float ac, tg, pm, n;
+    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, tg));
     float h = am_scalef(AM_FMA(d, pm, d), n);
     float far = x < 0.0f ? h : 1.0f - h;
     float r = x - AMF_GDX_X0H;

@@ -122,8 +122,8 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
     return ax_sig_times(x, vh, vl, 1, E);
 }
 
-/* am_gelu. */
-AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+/* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
+AX_INLINE ax_v ax_phi_parts(ax_v x, const struct am_env *E, ax_v *ac_out, ax_v *pm, ax_v *n)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
     ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
@@ -134,10 +134,18 @@ AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
     ax_v sq = _mm512_mul_ps(ac, ac);
     ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
     ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
-    ax_v n;
-    ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
-                            E->sig_lo, INFINITY, &n); /* -uh <= 0 */
-    ax_v hq = _mm512_mul_ps(_mm512_mul_ps(t, g), _mm512_add_ps(ax_c(1.0f), pm));
+    *pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
+                        E->sig_lo, INFINITY, n); /* -uh <= 0 */
+    *ac_out = ac;
+    return _mm512_mul_ps(t, g);
+}
+
+/* am_gelu. */
+AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+{
+    ax_v ac, pm, n;
+    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
+    ax_v hq = _mm512_mul_ps(tg, _mm512_add_ps(ax_c(1.0f), pm));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
     ax_v h = _mm512_scalef_ps(q, n);
@@ -288,20 +296,10 @@ AX_INLINE ax_v ax_erf(ax_v x, const struct am_env *E)
 /* am_gelu_dx. */
 AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct am_env *E)
 {
-    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
-    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
-    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
-    ax_v g = ax_c(am_gelu_g[0]);
-    for (int i = 1; i < 11; i++)
-        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
-    ax_v sq = _mm512_mul_ps(ac, ac);
-    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
-    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
-    ax_v n;
-    ax_v pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
-                            E->sig_lo, INFINITY, &n); /* -uh <= 0 */
+    ax_v ac, pm, n;
+    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
     ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
-                              _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), _mm512_mul_ps(t, g)));
+                              _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), tg));
     ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v far = _mm512_mask_blend_ps(neg, _mm512_sub_ps(ax_c(1.0f), h), h);
