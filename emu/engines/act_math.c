@@ -198,6 +198,19 @@ static const float am_log_p[9] = {
     1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
     3.333333135e-01f};
 
+/* e ln 2 + ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: the one
+ * polynomial am_log and am_log1p_unit share. */
+AM_INLINE float am_log_reduced(float e, float f)
+{
+    float p = am_log_p[0];
+#pragma GCC unroll 16
+    for (int k = 1; k < 9; k++)
+        p = AM_FMA(p, f, am_log_p[k]);
+    float f2 = f * f;
+    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
+    return AM_FMA(e, AMF_LN2_HI, AM_FMA(e, AMF_LN2_LO, lm));
+}
+
 AM_INLINE float am_log(float x)
 {
     int sub = x < 0x1p-126f;
@@ -208,14 +221,7 @@ AM_INLINE float am_log(float x)
     int big = m > 1.41421354f;
     m = big ? m * 0.5f : m;
     e = big ? e + 1.0f : e;
-    float f = m - 1.0f;
-    float p = am_log_p[0];
-#pragma GCC unroll 16
-    for (int k = 1; k < 9; k++)
-        p = AM_FMA(p, f, am_log_p[k]);
-    float f2 = f * f;
-    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
-    float v = AM_FMA(e, AMF_LN2_HI, AM_FMA(e, AMF_LN2_LO, lm));
+    float v = am_log_reduced(e, m - 1.0f);
     v = x == INFINITY ? INFINITY : v;
     v = x > 0.0f ? v : NAN;
     return x == 0.0f ? -INFINITY : v;
@@ -230,14 +236,7 @@ AM_INLINE float am_log1p_unit(float e)
 {
     int big = e > 0.414213568f;
     float f = big ? AM_FMA(0.5f, e, -0.5f) : e;
-    float k = big ? 1.0f : 0.0f;
-    float p = am_log_p[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 9; i++)
-        p = AM_FMA(p, f, am_log_p[i]);
-    float f2 = f * f;
-    float lm = f + AM_FMA(f2 * f, p, -0.5f * f2);
-    return AM_FMA(k, AMF_LN2_HI, AM_FMA(k, AMF_LN2_LO, lm));
+    return am_log_reduced(big ? 1.0f : 0.0f, f);
 }
 
 /* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32. */

@@ -172,6 +172,19 @@ AX_INLINE ax_v ax_rsqrt(ax_v x)
     return _mm512_mask_blend_ps(fin, r, c);
 }
 
+/* am_log_reduced: e ln 2 + ln(1 + f), the polynomial ax_log and
+ * ax_log1p_unit share. */
+AX_INLINE ax_v ax_log_reduced(ax_v e, ax_v f)
+{
+    ax_v p = ax_c(am_log_p[0]);
+    for (int k = 1; k < 9; k++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[k]));
+    ax_v f2 = _mm512_mul_ps(f, f);
+    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
+                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
+    return _mm512_fmadd_ps(e, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(e, ax_c(AMF_LN2_LO), lm));
+}
+
 /* am_log, with getexp/getmant for the exponent and the mantissa in [1, 2)
  * (the same numbers as am_log's bit fields, subnormals included). */
 AX_INLINE ax_v ax_log(ax_v x)
@@ -181,14 +194,7 @@ AX_INLINE ax_v ax_log(ax_v x)
     __mmask16 big = _mm512_cmp_ps_mask(m, ax_c(1.41421354f), _CMP_GT_OQ);
     m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
     e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
-    ax_v f = _mm512_sub_ps(m, ax_c(1.0f));
-    ax_v p = ax_c(am_log_p[0]);
-    for (int k = 1; k < 9; k++)
-        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[k]));
-    ax_v f2 = _mm512_mul_ps(f, f);
-    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
-                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
-    ax_v v = _mm512_fmadd_ps(e, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(e, ax_c(AMF_LN2_LO), lm));
+    ax_v v = ax_log_reduced(e, _mm512_sub_ps(m, ax_c(1.0f)));
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
     v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
@@ -200,14 +206,7 @@ AX_INLINE ax_v ax_log1p_unit(ax_v e)
 {
     __mmask16 big = _mm512_cmp_ps_mask(e, ax_c(0.414213568f), _CMP_GT_OQ);
     ax_v f = _mm512_mask_blend_ps(big, e, _mm512_fmadd_ps(ax_c(0.5f), e, ax_c(-0.5f)));
-    ax_v k = _mm512_maskz_mov_ps(big, ax_c(1.0f));
-    ax_v p = ax_c(am_log_p[0]);
-    for (int i = 1; i < 9; i++)
-        p = _mm512_fmadd_ps(p, f, ax_c(am_log_p[i]));
-    ax_v f2 = _mm512_mul_ps(f, f);
-    ax_v lm = _mm512_add_ps(f, _mm512_fmadd_ps(_mm512_mul_ps(f2, f), p,
-                                               _mm512_mul_ps(ax_c(-0.5f), f2)));
-    return _mm512_fmadd_ps(k, ax_c(AMF_LN2_HI), _mm512_fmadd_ps(k, ax_c(AMF_LN2_LO), lm));
+    return ax_log_reduced(_mm512_maskz_mov_ps(big, ax_c(1.0f)), f);
 }
 
 /* am_softplus. */
