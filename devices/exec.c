@@ -361,6 +361,16 @@ static NRT_STATUS exec_coll_comm(struct exec_coll *ec, char *err, size_t cap)
     return st;
 }
 
+/* err names a failed collective and this rank; st passes through. */
+static NRT_STATUS exec_coll_report(const struct exec_coll *ec, const char *what, NRT_STATUS st,
+                                   char *err, size_t cap)
+{
+    if (st != NRT_SUCCESS)
+        snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)", what,
+                 coll_comm_rank(ec->comm), coll_comm_world(ec->comm), (int)st);
+    return st;
+}
+
 /* Join the communicator if needed, then run the collective. */
 static NRT_STATUS exec_coll_run_outside(struct exec_coll *ec, const struct core_coll_call *call,
                                         char *err, size_t cap)
@@ -370,16 +380,25 @@ static NRT_STATUS exec_coll_run_outside(struct exec_coll *ec, const struct core_
         return st;
     struct coll_args a = {call->kind, call->dtype, call->op, call->src, call->count, call->dst,
                           NULL, 0, call->send_to, call->recv_from, ec->deadline_ns};
-    st = coll_run(ec->comm, &a);
-    if (st != NRT_SUCCESS)
-        snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
-                 coll_kind_name(call->kind), coll_comm_rank(ec->comm),
-                 coll_comm_world(ec->comm), (int)st);
-    return st;
+    return exec_coll_report(ec, coll_kind_name(call->kind), coll_run(ec->comm, &a), err, cap);
 }
 
-/* Runs outside the compute gate (gate.h): the other ranks may be threads
- * of this process that need a place in it to reach the collective. */
+/* The same for all_to_all_v / all_gather_v (coll_v.c). */
+static NRT_STATUS exec_coll_run_v_outside(struct exec_coll *ec, const struct core_coll_vcall *call,
+                                          char *err, size_t cap)
+{
+    NRT_STATUS st = exec_coll_comm(ec, err, cap);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct coll_vargs a = {call->kind, call->dtype, call->src, call->src_count, call->dst,
+                           call->dst_count, call->send_counts, call->send_displs, NULL,
+                           call->recv_displs, call->recv_counts, ec->deadline_ns};
+    const char *what = call->kind == CORE_COLL_V_ALL_TO_ALL ? "all_to_all_v" : "all_gather_v";
+    return exec_coll_report(ec, what, coll_v_run(ec->comm, &a), err, cap);
+}
+
+/* Both run outside the compute gate (gate.h): the other ranks may be
+ * threads of this process that need a place in it to reach the collective. */
 static emu_status exec_coll_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
 {
     struct exec_coll *ec = user;
@@ -393,17 +412,9 @@ static emu_status exec_coll_run_v(void *user, const struct core_coll_vcall *call
                                   size_t cap)
 {
     struct exec_coll *ec = user;
-    NRT_STATUS st = exec_coll_comm(ec, err, cap);
-    if (st != NRT_SUCCESS)
-        return emu_status_of(st);
-    struct coll_vargs a = {call->kind, call->dtype, call->src, call->src_count, call->dst,
-                           call->dst_count, call->send_counts, call->send_displs, NULL,
-                           call->recv_displs, call->recv_counts, ec->deadline_ns};
-    st = coll_v_run(ec->comm, &a);
-    if (st != NRT_SUCCESS)
-        snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)",
-                 call->kind == CORE_COLL_V_ALL_TO_ALL ? "all_to_all_v" : "all_gather_v",
-                 coll_comm_rank(ec->comm), coll_comm_world(ec->comm), (int)st);
+    gate_leave(&ec->mach->compute);
+    NRT_STATUS st = exec_coll_run_v_outside(ec, call, err, cap);
+    gate_enter(&ec->mach->compute);
     return emu_status_of(st);
 }
 

@@ -290,6 +290,53 @@ static void *ct_neff_rank(void *arg)
     return NULL;
 }
 
+/* examples/moe_a2av.neff on rank r: every rank sends slot k of its 160
+ * tokens (40 each) to rank k; the chunk from rank s lands at 40 s. */
+static void *ct_a2av_rank(void *arg)
+{
+    uint32_t r = (uint32_t)(uintptr_t)arg;
+    enum { SLOT = 40, N = SLOT * CT_WORLD };
+    nrt_model_t *m = NULL;
+    NRT_STATUS st = nrt_load_collectives(ct_neff, ct_neff_size, (int32_t)r, 1, r, CT_WORLD, &m);
+    CT_CHECK(r, st == NRT_SUCCESS, "nrt_load_collectives: %d", (int)st);
+    if (st != NRT_SUCCESS)
+        return NULL;
+    float x[N], got[N];
+    for (uint32_t i = 0; i < N; i++)
+        x[i] = (float)(r * 1000 + i);
+    uint32_t ma[3 * CT_WORLD] = {0}, mg[4 * CT_WORLD] = {0};
+    for (uint32_t k = 0; k < CT_WORLD; k++) {
+        ma[k] = SLOT;                    /* send counts */
+        ma[CT_WORLD + k] = k * SLOT;     /* send offsets */
+        mg[2 * CT_WORLD + k] = 8;        /* all_gather_v: counts known */
+        mg[3 * CT_WORLD + k] = k * 8;    /* receive offsets */
+    }
+    mg[0] = 8;
+    nrt_tensor_set_t *in = NULL, *out = NULL;
+    nrt_allocate_tensor_set(&in);
+    nrt_allocate_tensor_set(&out);
+    nrt_tensor_t *t[7] = {ct_io(r, in, "x", sizeof x), ct_io(r, in, "meta_a", sizeof ma),
+                          ct_io(r, in, "meta_g", sizeof mg), ct_io(r, out, "a2av", sizeof x),
+                          ct_io(r, out, "agv", 8 * CT_WORLD * 4), ct_io(r, out, "ma", sizeof ma),
+                          ct_io(r, out, "mg", sizeof mg)};
+    nrt_tensor_write(t[0], x, 0, sizeof x);
+    nrt_tensor_write(t[1], ma, 0, sizeof ma);
+    nrt_tensor_write(t[2], mg, 0, sizeof mg);
+    st = nrt_execute(m, in, out);
+    CT_CHECK(r, st == NRT_SUCCESS, "nrt_execute: %d", (int)st);
+    size_t bad = 0;
+    if (st == NRT_SUCCESS && nrt_tensor_read(t[3], got, 0, sizeof got) == NRT_SUCCESS)
+        for (uint32_t i = 0; i < N; i++)
+            bad += got[i] != (float)((i / SLOT) * 1000 + r * SLOT + i % SLOT);
+    CT_CHECK(r, bad == 0, "a2av: %zu wrong elements", bad);
+    nrt_destroy_tensor_set(&in);
+    nrt_destroy_tensor_set(&out);
+    for (int i = 0; i < 7; i++)
+        nrt_tensor_free(&t[i]);
+    nrt_unload(m);
+    return NULL;
+}
+
 /* ---- the cases ------------------------------------------------------------------ */
 
 /* One VNC on each of four chips. */
@@ -314,6 +361,17 @@ static int ct_setup_one_chip(void **state)
     (void)state;
     setenv("TRNEMU_THREADS", "1", 1);
     it_init("trn2.48xlarge", "2", "0-3", NULL);
+    unsetenv("TRNEMU_THREADS");
+    return 0;
+}
+
+/* The four VNCs of one Trainium3 chip, one execution computing at a time:
+ * the variable-count collectives leave the compute gate too. */
+static int ct_setup_one_trn3_chip(void **state)
+{
+    (void)state;
+    setenv("TRNEMU_THREADS", "1", 1);
+    it_init("trn3.48xlarge", "2", "0-3", NULL);
     unsetenv("TRNEMU_THREADS");
     return 0;
 }
@@ -355,6 +413,15 @@ static void test_mismatch(void **state)
 /* The kernel's all_reduce (1 KiB) directly in HBM: every rank reads the
  * others' tensors in place (the one-pass fold of fp32 add, and 256-byte
  * parts gathered with streaming stores). */
+static void test_neff_collectives_v(void **state)
+{
+    (void)state;
+    ct_neff = it_read_example("moe_a2av.neff", &ct_neff_size);
+    ct_run_ranks(ct_a2av_rank);
+    free(ct_neff);
+    ct_neff = NULL;
+}
+
 static void test_neff_collectives(void **state)
 {
     (void)state;
@@ -378,6 +445,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_mismatch, ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup, ct_teardown),
         cmocka_unit_test_setup_teardown(test_neff_collectives, ct_setup_one_chip, ct_teardown),
+        cmocka_unit_test_setup_teardown(test_neff_collectives_v, ct_setup_one_trn3_chip,
+                                        ct_teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
