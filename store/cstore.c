@@ -141,6 +141,7 @@ struct cstore_item {
     size_t len;            /* encoded bytes */
     uint8_t *enc;          /* encoded bytes (in the batch's arena) */
     uint8_t *tmp;          /* scratch (in the batch's): restore n bytes, save 2n */
+    bool placed;           /* restore: raw bytes read straight into dst, only checked */
     NRT_STATUS st;         /* restore: decode and hash check */
 };
 
@@ -269,6 +270,8 @@ void cstore_close(struct cstore *cs)
     sqlite3_finalize(cs->put);
     sqlite3_finalize(cs->link);
     sqlite3_finalize(cs->get);
+    sqlite3_finalize(cs->list);
+    sqlite3_blob_close(cs->blob);
     free(cs->enc);
     free(cs->tmp);
     memset(cs, 0, sizeof *cs);
@@ -472,20 +475,44 @@ static const char cstore_get_sql[] =
     "LEFT JOIN chunk c ON c.id = rc.chunk "
     "WHERE rc.snap=?1 AND rc.region=?2 AND rc.off >= ?3 AND rc.off < ?4 ORDER BY rc.off";
 
+/* A restore lists the rows without their data (length() and typeof() do
+ * not load a blob) and reads each blob with sqlite3_blob_read straight
+ * into its place: no copy through SQLite's own buffer. */
+static const char cstore_list_sql[] =
+    "SELECT rc.off, c.raw_len, c.codec, length(c.data), c.hash, rc.chunk, typeof(c.data) "
+    "FROM region_chunk rc LEFT JOIN chunk c ON c.id = rc.chunk "
+    "WHERE rc.snap=?1 AND rc.region=?2 ORDER BY rc.off";
+
 /* One chunk row, checked against the region size. */
 struct cstore_row {
     uint64_t off;       /* offset in the region */
     uint64_t raw_len;   /* decoded bytes */
     int codec;          /* enum chunk_codec */
-    const void *data;   /* encoded bytes (valid until the next step) */
+    const void *data;   /* encoded bytes (valid until the next step); NULL when listed */
     size_t len;         /* encoded length */
     const void *hash;   /* CHUNK_HASH_LEN bytes */
+    int64_t chunk;      /* chunk row id */
 };
+
+/* The encoded bytes of a row: its blob (get) or its length (list). */
+static bool cstore_row_data(sqlite3_stmt *s, bool listed, struct cstore_row *r)
+{
+    if (!listed)
+        return sdb_blob(s, 3, &r->data, &r->len);
+    const unsigned char *type = sqlite3_column_text(s, 6);
+    uint64_t len;
+    if (type == NULL || strcmp((const char *)type, "blob") != 0 ||
+        !sdb_u64(s, 3, SIZE_MAX, &len))
+        return false;
+    r->data = NULL;
+    r->len = (size_t)len;
+    return true;
+}
 
 static NRT_STATUS cstore_row(struct cstore *cs, int64_t region, uint64_t size,
                              struct cstore_row *r)
 {
-    sqlite3_stmt *s = cs->get;
+    sqlite3_stmt *s = cs->restoring ? cs->list : cs->get;
     int64_t codec;
     size_t hlen;
     if (sqlite3_column_type(s, 1) == SQLITE_NULL) {
@@ -495,7 +522,7 @@ static NRT_STATUS cstore_row(struct cstore *cs, int64_t region, uint64_t size,
     }
     if (!sdb_u64(s, 0, size - 1, &r->off) || !sdb_u64(s, 1, CHUNK_MAX, &r->raw_len) ||
         r->raw_len == 0 || r->raw_len > size - r->off || !sdb_int(s, 2, 0, 16, &codec) ||
-        !sdb_blob(s, 3, &r->data, &r->len) || r->len == 0 || !sdb_blob(s, 4, &r->hash, &hlen) ||
+        !cstore_row_data(s, cs->restoring, r) || r->len == 0 || !sdb_blob(s, 4, &r->hash, &hlen) ||
         hlen != CHUNK_HASH_LEN || r->len > 2 * (size_t)CHUNK_MAX ||
         r->off % cs->chunk_size != 0 || r->raw_len > cs->chunk_size) {
         LOG_ERROR("STORE", "%s: a chunk row of region %" PRId64 " is malformed or does not fit "
@@ -512,6 +539,7 @@ static NRT_STATUS cstore_row(struct cstore *cs, int64_t region, uint64_t size,
         cs->budget -= r->raw_len;
     }
     r->codec = (int)codec;
+    r->chunk = sqlite3_column_int64(s, 5);
     for (size_t i = 0; cs->allow != NULL; i++) {
         if (i == cs->nallow) {
             LOG_ERROR("STORE", "%s: the chunk at offset 0x%" PRIx64 " of region %" PRId64
@@ -524,18 +552,20 @@ static NRT_STATUS cstore_row(struct cstore *cs, int64_t region, uint64_t size,
     return NRT_SUCCESS;
 }
 
+/* Bytes in dst (n) against a chunk's hash. */
+static NRT_STATUS cstore_check(const uint8_t *dst, size_t n, const void *hash)
+{
+    struct chunk_hash h;
+    chunk_hash_of(dst, n, &h);
+    return memcmp(h.b, hash, CHUNK_HASH_LEN) == 0 ? NRT_SUCCESS : NRT_INVALID;
+}
+
 /* Decode into dst (n bytes) and check the hash; no log line. */
 static NRT_STATUS cstore_decode_raw(int codec, const void *data, size_t len, uint8_t *dst, size_t n,
                                     uint8_t *tmp, const void *hash)
 {
     NRT_STATUS st = chunk_decode(codec, data, len, dst, n, tmp);
-    if (st == NRT_SUCCESS) {
-        struct chunk_hash h;
-        chunk_hash_of(dst, n, &h);
-        if (memcmp(h.b, hash, CHUNK_HASH_LEN) != 0)
-            st = NRT_INVALID;
-    }
-    return st;
+    return st == NRT_SUCCESS ? cstore_check(dst, n, hash) : st;
 }
 
 static NRT_STATUS cstore_bad_chunk(struct cstore *cs, int64_t region, uint64_t off, int codec,
@@ -561,6 +591,17 @@ static NRT_STATUS cstore_query(struct cstore *cs, int64_t snap, int64_t region, 
     return NRT_SUCCESS;
 }
 
+/* Start listing every chunk row of a region (restores). */
+static NRT_STATUS cstore_list(struct cstore *cs, int64_t snap, int64_t region)
+{
+    if (cs->list == NULL && (cs->list = sdb_prepare(cs->db, cstore_list_sql)) == NULL)
+        return NRT_INVALID;
+    sqlite3_reset(cs->list);
+    sqlite3_bind_int64(cs->list, 1, snap);
+    sqlite3_bind_int64(cs->list, 2, region);
+    return NRT_SUCCESS;
+}
+
 /* One region being restored: where its bytes go, and the pipeline. */
 struct cstore_restoring {
     int64_t region;      /* region id */
@@ -577,7 +618,10 @@ static void cstore_restore_item(void *arg, size_t i)
 {
     struct cstore_batch *b = arg;
     struct cstore_item *it = &b->it[i];
-    it->st = cstore_decode_raw(it->codec, it->enc, it->len, it->dst, it->n, it->tmp, it->h.b);
+    if (it->placed)
+        it->st = cstore_check(it->dst, it->n, it->h.b);
+    else
+        it->st = cstore_decode_raw(it->codec, it->enc, it->len, it->dst, it->n, it->tmp, it->h.b);
 }
 
 /* Wait for the batch the workers decode; its first failure, logged. Its
@@ -635,15 +679,30 @@ static NRT_STATUS cstore_restore_dst(struct cstore_restoring *rr, struct cstore_
     return *dst != NULL ? NRT_SUCCESS : NRT_RESOURCE;
 }
 
-/* Queue one checked row for decoding; a full batch goes to the workers. */
+/* Read a listed row's encoded bytes (len of them) into dst. */
+static NRT_STATUS cstore_blob_read(struct cstore *cs, const struct cstore_row *r, void *dst)
+{
+    int rc = cs->blob == NULL ? sqlite3_blob_open(cs->db->sql, "main", "chunk", "data", r->chunk,
+                                                  0, &cs->blob)
+                              : sqlite3_blob_reopen(cs->blob, r->chunk);
+    if (rc == SQLITE_OK && (size_t)sqlite3_blob_bytes(cs->blob) != r->len)
+        rc = SQLITE_CORRUPT;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_blob_read(cs->blob, dst, (int)r->len, 0);
+    return rc == SQLITE_OK ? NRT_SUCCESS : sdb_fail(cs->db, rc, "reading a chunk");
+}
+
+/* Queue one checked row for decoding; a full batch goes to the workers.
+ * A raw chunk is read straight into its place and only checked there. */
 static NRT_STATUS cstore_restore_row(struct cstore *cs, struct cstore_restoring *rr,
                                      const struct cstore_row *r)
 {
-    size_t tmp = (size_t)r->raw_len;
+    bool placed = r->codec == CHUNK_RAW && r->len == r->raw_len;
+    size_t tmp = placed ? 0 : (size_t)r->raw_len, enc = placed ? 0 : r->len;
     NRT_STATUS st = NRT_SUCCESS;
-    if (!cstore_batch_fits(cs->b[rr->cur], r->len, tmp)) {
+    if (!cstore_batch_fits(cs->b[rr->cur], enc, tmp)) {
         st = cstore_restore_step(cs, rr);
-        if (st == NRT_SUCCESS && !cstore_batch_fits(cs->b[rr->cur], r->len, tmp))
+        if (st == NRT_SUCCESS && !cstore_batch_fits(cs->b[rr->cur], enc, tmp))
             st = NRT_RESOURCE;
         if (st != NRT_SUCCESS)
             return st;
@@ -652,8 +711,12 @@ static NRT_STATUS cstore_restore_row(struct cstore *cs, struct cstore_restoring 
     uint8_t *dst;
     if ((st = cstore_restore_dst(rr, b, r, &dst)) != NRT_SUCCESS)
         return st;
-    struct cstore_item *it = cstore_batch_add(b, r->len, tmp);
-    memcpy(it->enc, r->data, r->len);
+    struct cstore_item *it = cstore_batch_add(b, enc, tmp);
+    if ((st = cstore_blob_read(cs, r, placed ? dst : it->enc)) != NRT_SUCCESS) {
+        b->n--;
+        return st;
+    }
+    it->placed = placed;
     memcpy(it->h.b, r->hash, CHUNK_HASH_LEN);
     it->dst = dst;
     it->off = r->off;
@@ -705,10 +768,10 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
     NRT_STATUS st = cstore_restore_begin(cs, &rr, fd);
     /* Every row of the region, so that one that does not fit is seen. */
     if (st == NRT_SUCCESS)
-        st = cstore_query(cs, snap, region, 0, UINT64_MAX);
+        st = cstore_list(cs, snap, region);
     cs->restoring = true;
     int rc = SQLITE_DONE;
-    while (st == NRT_SUCCESS && (rc = sqlite3_step(cs->get)) == SQLITE_ROW) {
+    while (st == NRT_SUCCESS && (rc = sqlite3_step(cs->list)) == SQLITE_ROW) {
         struct cstore_row r;
         st = cstore_row(cs, region, size, &r);
         if (st == NRT_SUCCESS)
@@ -717,8 +780,10 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
     if (st == NRT_SUCCESS && rc != SQLITE_DONE)
         st = sdb_fail(cs->db, rc, "reading chunks");
     NRT_STATUS st2 = cstore_restore_end(cs, &rr, st);
-    if (cs->get != NULL)
-        sqlite3_reset(cs->get);
+    if (cs->list != NULL)
+        sqlite3_reset(cs->list);
+    sqlite3_blob_close(cs->blob);
+    cs->blob = NULL;
     cs->restoring = false;
     return st != NRT_SUCCESS ? st : st2;
 }

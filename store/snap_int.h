@@ -69,6 +69,8 @@ struct cstore {
     sqlite3_stmt *put;        /* INSERT INTO chunk */
     sqlite3_stmt *link;       /* INSERT INTO region_chunk */
     sqlite3_stmt *get;        /* the chunks of a region, in offset order */
+    sqlite3_stmt *list;       /* the same without their data (restores) */
+    sqlite3_blob *blob;       /* restore: the chunk blob being read, or NULL */
     struct cpool *pool;       /* workers hashing, encoding, decoding */
     struct cpool *fpool;      /* decoders of restores through a file (a core left to its writer) */
     struct cstore_set *known; /* hash -> chunk id of the file's chunks (saves) */

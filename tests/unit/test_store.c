@@ -634,6 +634,7 @@ static void test_bad_files(void **state)
         {"UPDATE tensor SET handle = 0 WHERE name = 'slice'", "tensor handle 0"},
         {"UPDATE snapshot SET chunk_size = 4096", "chunk larger than the chunk size"},
         {"UPDATE chunk SET data = x'' WHERE id = 1", "empty chunk blob"},
+        {"UPDATE chunk SET data = CAST(data AS TEXT) WHERE id = 1", "chunk data as text"},
         {"INSERT INTO region_chunk SELECT snap, region, off + (1 << 24), chunk FROM region_chunk"
          " WHERE region = (SELECT id FROM region WHERE kind = 'hbm' LIMIT 1)",
          "more chunks than the recorded size"},
