@@ -36,6 +36,7 @@
 #include "emu/isa/isa_text.h"
 #include "emu/core/core_coll.h"
 #include "emu/core/cost.h"
+#include "emu/core/par.h"
 #include "emu/core/race.h"
 
 #define SCHED_SLICE 4096u  /* instructions an engine runs per turn at most */
@@ -345,7 +346,7 @@ static bool sched_split_sleep(struct sched_split *r, uint32_t core, uint64_t e0)
 }
 
 /* The rounds of one core on its thread, until it finishes or the run stops. */
-static void sched_split_core(struct sched_part *p)
+static void sched_split_rounds(struct sched_part *p)
 {
     struct sched_split *r = p->run;
     struct sched_eng *es = &r->es[p->core * ISA_ENG_COUNT];
@@ -374,6 +375,17 @@ static void sched_split_core(struct sched_part *p)
             return;
         }
     }
+}
+
+/* One core on its thread. With no more host threads than cores, its
+ * instructions are not split further (par_solo): the cores already keep
+ * the CPUs busy, and a core waiting for a helper that runs a part of the
+ * other core's instruction would only lose time. */
+static void sched_split_core(struct sched_part *p)
+{
+    bool was = par_solo(par_threads() <= p->run->ncores);
+    sched_split_rounds(p);
+    par_solo(was);
 }
 
 /* A helper thread's body: wait for the go, then run its core. */
