@@ -14,6 +14,15 @@
  * per execution (every thread of the process), which a loaded host
  * disturbs less than the rate.
  *
+ * Then the LNC=2 case: the matmul_lnc2 example (each physical core of VNC
+ * 0 computes half of a 1024 x 512 x 512 matmul, then they swap a tile and
+ * meet at a barrier), executed from one thread, with the two cores
+ * interleaved on the VNC's worker vs each on its own host thread
+ * (exec_set_core_threads, the one internal call: this program links the
+ * runtime's libraries rather than libnrt.so.1), rounds alternating the
+ * same way, and for reference with TRNEMU_THREADS=1 (no thread splits
+ * anything).
+ *
  * Usage: bench-par EXAMPLES_DIR
  */
 #include <pthread.h>
@@ -24,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "devices/exec.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 
@@ -70,11 +80,11 @@ struct bp_vnc {
     nrt_tensor_set_t *in, *out;   /* the sets */
 };
 
-static bool bp_setup(struct bp_vnc *b, int vnc)
+static bool bp_setup_neff(struct bp_vnc *b, int vnc, const void *neff, size_t neff_size)
 {
     memset(b, 0, sizeof *b);
     b->vnc = vnc;
-    if (nrt_load(bp_neff, bp_neff_size, vnc, -1, &b->m) != NRT_SUCCESS ||
+    if (nrt_load(neff, neff_size, vnc, -1, &b->m) != NRT_SUCCESS ||
         nrt_get_model_tensor_info(b->m, &b->info) != NRT_SUCCESS || b->info->tensor_count > 8 ||
         nrt_allocate_tensor_set(&b->in) != NRT_SUCCESS ||
         nrt_allocate_tensor_set(&b->out) != NRT_SUCCESS)
@@ -89,6 +99,11 @@ static bool bp_setup(struct bp_vnc *b, int vnc)
                                      ti->name, b->t[i]);
     }
     return nrt_execute(b->m, b->in, b->out) == NRT_SUCCESS;  /* cores made, pages touched */
+}
+
+static bool bp_setup(struct bp_vnc *b, int vnc)
+{
+    return bp_setup_neff(b, vnc, bp_neff, bp_neff_size);
 }
 
 static void bp_teardown(struct bp_vnc *b)
@@ -224,6 +239,68 @@ static void bp_print(const char *what, const struct bp_stat *st, double base)
            st->best, st->cpu_per_exec * 1e6, 100 * st->worst / st->best, st->best / base);
 }
 
+/* ---- LNC=2: the two physical cores of one VNC --------------------------------- */
+
+/* One round of matmul_lnc2 on b from one thread, noted in st. */
+static bool bp_lnc2_round(struct bp_vnc *b, struct bp_stat *st)
+{
+    double cpu0 = bp_cpu();
+    long execs = 0;
+    double rate = bp_round(b, 1, &execs);
+    if (rate < 0)
+        return false;
+    bp_note(st, rate, (bp_cpu() - cpu0) / (double)(execs > 0 ? execs : 1));
+    return true;
+}
+
+/* A runtime with TRNEMU_THREADS=threads (NULL: unset) and matmul_lnc2 on
+ * VNC 0; BP_ROUNDS rounds, alternating the cores on one thread (st[0])
+ * and on two (st[1]), or only on one thread when one_only. */
+static bool bp_lnc2_run(const char *threads, const void *neff, size_t size, bool one_only,
+                        struct bp_stat *st)
+{
+    if (threads != NULL)
+        setenv("TRNEMU_THREADS", threads, 1);
+    else
+        unsetenv("TRNEMU_THREADS");
+    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+        return false;
+    struct bp_vnc b;
+    bool ok = bp_setup_neff(&b, 0, neff, size);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int split = 0; ok && split <= (one_only ? 0 : 1); split++) {
+            exec_set_core_threads(split);
+            ok = bp_lnc2_round(&b, &st[split]);
+        }
+    exec_set_core_threads(true);
+    bp_teardown(&b);
+    nrt_close();
+    return ok;
+}
+
+static bool bp_lnc2(const char *dir)
+{
+    size_t size;
+    void *neff = bp_read(dir, "matmul_lnc2.neff", &size);
+    if (neff == NULL) {
+        fprintf(stderr, "cannot read %s/matmul_lnc2.neff\n", dir);
+        return false;
+    }
+    struct bp_stat st[2] = {{0}}, one[1] = {{0}};
+    bool ok = bp_lnc2_run(NULL, neff, size, false, st) && bp_lnc2_run("1", neff, size, true, one);
+    free(neff);
+    if (!ok)
+        return false;
+    printf("matmul_lnc2 example (LNC=2: each core 512 x 512 x 512 bf16, then a sendrecv and a "
+           "core_barrier), one VNC from one thread, best of %d rounds of %.1f s\n", BP_ROUNDS,
+           BP_SECONDS);
+    bp_print("both cores on one thread", &st[0], st[0].best);
+    bp_print("each core on its own thread", &st[1], st[0].best);
+    bp_print("TRNEMU_THREADS=1 (nothing split)", &one[0], st[0].best);
+    printf("ratio LNC=2 cores on two threads / on one: %.2fx\n", st[1].best / st[0].best);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -252,5 +329,9 @@ int main(int argc, char **argv)
     printf("ratio 2 VNCs of one chip / 1 VNC: %.2fx (target 1.8x); 2 chips / 1 VNC: %.2fx\n",
            stat[1].best / stat[0].best, stat[2].best / stat[0].best);
     free(bp_neff);
+    if (!bp_lnc2(argv[1])) {
+        fprintf(stderr, "an LNC=2 execution failed\n");
+        return 1;
+    }
     return 0;
 }

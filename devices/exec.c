@@ -25,6 +25,7 @@
 #include "devices/tensor_set.h"
 #include "devices/worker.h"
 #include "devices/status.h"
+#include "emu/core/par.h"
 #include "emu/log.h"
 #include "emu/neff/npy.h"
 #include "emu/num/numerics.h"
@@ -134,7 +135,7 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
  * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED. */
 static struct core_run_opts exec_opts(void)
 {
-    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL};
+    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL, NULL};
     const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
     if (t != NULL && *t != '\0') {
         char *end;
@@ -327,6 +328,17 @@ static void exec_dump_inputs(const nrt_model_t *m, const struct exec_binding *b)
 
 /* ---- collectives ------------------------------------------------------------ */
 
+/* A physical core of a split execution running on one of the VNC's helper
+ * workers (core_run_threads). */
+struct exec_core_thread {
+    struct worker_job job;     /* posted to the helper; ours until on_done ran */
+    void (*fn)(void *arg);     /* the core's rounds (emu) */
+    void *arg;                 /* their argument */
+    pthread_mutex_t lock;      /* guards finished */
+    pthread_cond_t cond;       /* finished was set */
+    bool finished;             /* on_done ran: the helper no longer touches this */
+};
+
 /* The collectives of one execution: what its programs' core_coll points at. */
 struct exec_coll {
     nrt_model_t *m;                /* the model running */
@@ -335,6 +347,8 @@ struct exec_coll {
     struct coll_comm *comm;        /* its communicator, found on first use */
     struct core_lnc lnc;           /* shared by the cores of the run */
     struct core_coll iface[MACHINE_MAX_LNC]; /* one per core */
+    struct exec_core_thread thr[MACHINE_MAX_LNC]; /* cores 1..: their helper threads */
+    struct core_run_threads threads; /* what core_run gets to start them */
 };
 
 /* The communicator: the model's (nrt_load_collectives) or the VNC's
@@ -445,6 +459,58 @@ static void *exec_coll_scratch(void *user, uint32_t slot, uint64_t bytes)
     return m->cc_stage[slot];
 }
 
+/* ---- physical cores on helper threads ---------------------------------------- */
+
+static atomic_bool exec_core_threads_on = true;  /* exec_set_core_threads */
+
+void exec_set_core_threads(bool on)
+{
+    atomic_store(&exec_core_threads_on, on);
+}
+
+static NRT_STATUS exec_core_thread_job(void *arg)
+{
+    struct exec_core_thread *t = arg;
+    t->fn(t->arg);
+    return NRT_SUCCESS;
+}
+
+static void exec_core_thread_done(void *arg, NRT_STATUS st)
+{
+    (void)st;
+    struct exec_core_thread *t = arg;
+    pthread_mutex_lock(&t->lock);
+    t->finished = true;
+    pthread_cond_broadcast(&t->cond);
+    pthread_mutex_unlock(&t->lock);
+}
+
+/* core_run_threads.start: core `core` on the VNC's helper worker core-1. It
+ * borrows the execution's place in the compute gate, as par.c's helpers
+ * do: a place never waits for a thread that needs one. */
+static bool exec_core_thread_start(void *user, uint32_t core, void (*fn)(void *arg), void *arg)
+{
+    struct exec_coll *ec = user;
+    if (core == 0 || core >= MACHINE_MAX_LNC)
+        return false;
+    struct exec_core_thread *t = &ec->thr[core];
+    t->fn = fn;
+    t->arg = arg;
+    t->finished = false;
+    t->job = (struct worker_job){exec_core_thread_job, t, exec_core_thread_done, NRT_SUCCESS,
+                                 false, NULL};
+    return worker_post(&ec->mach->vncs[ec->m->gvnc].helper[core - 1], &t->job);
+}
+
+static void exec_core_thread_join(void *user, uint32_t core)
+{
+    struct exec_core_thread *t = &((struct exec_coll *)user)->thr[core];
+    pthread_mutex_lock(&t->lock);
+    while (!t->finished)
+        pthread_cond_wait(&t->cond, &t->lock);
+    pthread_mutex_unlock(&t->lock);
+}
+
 static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine *mach,
                             uint64_t timeout_ms)
 {
@@ -452,12 +518,28 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     ec->m = m;
     ec->mach = mach;
     ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
-    ec->lnc.ncores = m->nsgs;
+    core_lnc_init(&ec->lnc, m->nsgs);
+    for (uint32_t c = 0; c < MACHINE_MAX_LNC; c++) {
+        pthread_mutex_init(&ec->thr[c].lock, NULL);
+        pthread_cond_init(&ec->thr[c].cond, NULL);
+    }
+    ec->threads = (struct core_run_threads){ec, exec_core_thread_start, exec_core_thread_join};
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
         ec->iface[s] = (struct core_coll){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
                                            exec_coll_group_size, exec_coll_run_v};
         m->sgs[s].prog.coll = &ec->iface[s];
     }
+}
+
+static void exec_coll_teardown(struct exec_coll *ec)
+{
+    for (uint32_t s = 0; s < ec->m->nsgs; s++)
+        ec->m->sgs[s].prog.coll = NULL;
+    for (uint32_t c = 0; c < MACHINE_MAX_LNC; c++) {
+        pthread_cond_destroy(&ec->thr[c].cond);
+        pthread_mutex_destroy(&ec->thr[c].lock);
+    }
+    core_lnc_fini(&ec->lnc);
 }
 
 static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
@@ -495,9 +577,10 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     struct cost_span *spans = devprof_wanted(m) ? malloc(DEVPROF_MAX_SPANS * sizeof *spans) : NULL;
     cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = &cost;
+    /* TRNEMU_THREADS=1 keeps every core on this thread (one fixed order). */
+    opts.threads = par_threads() > 1 && atomic_load(&exec_core_threads_on) ? &ec.threads : NULL;
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
-    for (uint32_t s = 0; s < m->nsgs; s++)
-        m->sgs[s].prog.coll = NULL;
+    exec_coll_teardown(&ec);
     if (st == NRT_SUCCESS)
         st = exec_check_numerics(m, b);
     else

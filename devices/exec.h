@@ -6,6 +6,7 @@
 #ifndef TRNEMU_DEVICES_EXEC_H
 #define TRNEMU_DEVICES_EXEC_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "devices/worker.h"
@@ -37,5 +38,11 @@ struct worker *exec_request_worker(const struct exec_request *r);
 NRT_STATUS exec_request_run_on_worker(struct exec_request *r);
 /* Unpin its tensors and free it (the model pin stays the caller's). */
 void exec_request_free(struct exec_request *r);
+
+/* May the physical cores of one execution each run on their own host
+ * thread (docs/execution.md)? On by default; TRNEMU_THREADS=1 keeps them
+ * on one thread whatever this says. Not part of the ABI: for benchmarks
+ * that compare the two schedules (bench/bench_par.c). */
+void exec_set_core_threads(bool on);
 
 #endif

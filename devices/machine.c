@@ -62,6 +62,8 @@ static NRT_STATUS machine_vncs_init(struct machine *m)
         atomic_store(&vi->models, 0);
         pthread_mutex_init(&vi->exec_lock, NULL);
         worker_init(&vi->worker);
+        for (uint32_t h = 0; h + 1 < MACHINE_MAX_LNC; h++)
+            worker_init(&vi->helper[h]);
     }
     for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
         struct vnc_info *vi = &m->vncs[v];
@@ -127,6 +129,8 @@ void machine_destroy(struct machine *m)
         for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
             struct vnc_info *vi = &m->vncs[v];
             worker_fini(&vi->worker);  /* joins the thread, if it was started */
+            for (uint32_t h = 0; h + 1 < MACHINE_MAX_LNC; h++)
+                worker_fini(&vi->helper[h]);
             pthread_mutex_destroy(&vi->exec_lock);
             for (uint32_t i = 0; i < MACHINE_MAX_LNC; i++)
                 core_destroy(vi->cores[i]);

@@ -144,6 +144,18 @@ emu_status core_fail(struct isa_exec_ctx *ctx, emu_status st, const char *fmt, .
 
 /* ---- running ------------------------------------------------------------ */
 
+/* Host threads a run may put cores on (given by the runner, which owns
+ * them). */
+struct core_run_threads {
+    void *user;  /* the runner's state */
+    /* Start fn(arg) on a host thread other than the caller's for physical
+     * core `core` (1 .. ncores-1) and return at once; false when no thread
+     * can take it. */
+    bool (*start)(void *user, uint32_t core, void (*fn)(void *arg), void *arg);
+    /* Wait until the fn started for `core` has returned. */
+    void (*join)(void *user, uint32_t core);
+};
+
 /* Options of one run. */
 struct core_run_opts {
     uint64_t timeout_ms;   /* wall-clock limit (NEURON_RT_EXEC_TIMEOUT), 0 for none */
@@ -152,14 +164,21 @@ struct core_run_opts {
     bool stochastic;       /* stochastic rounding of narrowing float stores */
     struct cost_run *cost; /* device-time schedule to fill (emu/core/cost.h), NULL: none;
                               the caller runs cost_begin first */
+    const struct core_run_threads *threads; /* run each core on its own host thread
+                                               (when the run allows it), NULL: one thread */
 };
 
-/* Run ncores cores, each its program, to completion: every engine of every
- * core interleaved in one fixed order, so results never depend on thread
- * timing. Returns EMU_OK, the failing instruction's status (for
- * example EMU_EXEC_OOB), EMU_EXEC_ERR for a deadlock or a
- * race (with racecheck), EMU_TIMEOUT past the limit. On failure, report
- * holds a multi-line description (pending instructions, semaphores). */
+/* Run ncores cores, each its program, to completion. On one thread every
+ * engine of every core is interleaved in one fixed order. With
+ * opts->threads, two or more cores that all have work and share one
+ * core_lnc (their programs' coll) run each on its own host thread, meeting
+ * only at core_barrier and sendrecv, unless the run needs the one order:
+ * racecheck, recorded spans (cost), or cross-rank collectives in more than
+ * one core. Either way a race-free program gives the same bits and the
+ * same device times. Returns EMU_OK, the failing instruction's status (for
+ * example EMU_EXEC_OOB), EMU_EXEC_ERR for a deadlock or a race (with
+ * racecheck), EMU_TIMEOUT past the limit. On failure, report holds a
+ * multi-line description (pending instructions, semaphores). */
 emu_status core_run(struct core *const *cores, const struct core_program *const *progs,
                     uint32_t ncores, const struct core_run_opts *opts, char *report,
                     size_t report_cap);

@@ -15,6 +15,8 @@
 #ifndef TRNEMU_EMU_COLL_IFACE_H
 #define TRNEMU_EMU_COLL_IFACE_H
 
+#include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -88,14 +90,31 @@ struct core_lnc_post {
     struct ap_view dst;  /* where its data goes (bound when posted) */
 };
 
-/* What the cores of one logical core share during one run. */
+/* What the cores of one logical core share during one run. The cores may
+ * run on different host threads (core_run): every field below `lock` is
+ * read and written with it held, and each change another core may be
+ * waiting for bumps `epoch` and wakes `changed` (the scheduler of a core
+ * whose engines are all blocked sleeps there). core_lnc_init prepares it,
+ * core_lnc_fini releases it. */
 struct core_lnc {
+    pthread_mutex_t lock;                         /* guards the fields below */
+    pthread_cond_t changed;                       /* broadcast when epoch moves */
+    _Atomic uint64_t epoch;                       /* changes so far (written under lock) */
     uint32_t ncores;                              /* physical cores in the run */
     uint64_t barrier_arrived[CORE_LNC_MAX_CORES]; /* core_barriers reached per core */
     /* per core and engine: the arrival count its pending barrier waits for (0: none) */
     uint64_t barrier_ticket[CORE_LNC_MAX_CORES][CORE_LNC_ENGINES];
     struct core_lnc_post post[CORE_LNC_MAX_CORES]; /* sendrecv under way per core */
 };
+
+/* Prepare l for a run of ncores physical cores (nothing arrived, nothing
+ * posted); core_lnc_fini when the run is over. */
+void core_lnc_init(struct core_lnc *l, uint32_t ncores);
+void core_lnc_fini(struct core_lnc *l);
+
+/* Record a change other cores may wait for (l->lock held): bump the
+ * epoch and wake every sleeping core scheduler. */
+void core_lnc_changed(struct core_lnc *l);
 
 /* The link from a program to its collectives. */
 struct core_coll {

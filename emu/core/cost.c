@@ -236,3 +236,17 @@ void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, do
     if (t > *cell)
         *cell = t;
 }
+
+void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t core)
+{
+    if (core >= COST_MAX_CORES)
+        core = COST_MAX_CORES - 1;
+    memcpy(r->eng_free[core], from->eng_free[core], sizeof r->eng_free[core]);
+    memcpy(r->dma_free[core], from->dma_free[core], sizeof r->dma_free[core]);
+    memcpy(r->sem_at[core], from->sem_at[core], sizeof r->sem_at[core]);
+    memcpy(r->event_at[core], from->event_at[core], sizeof r->event_at[core]);
+    memcpy(r->busy[core], from->busy[core], sizeof r->busy[core]);
+    if (from->end_ns > r->end_ns)
+        r->end_ns = from->end_ns;
+    r->insns += from->insns;
+}

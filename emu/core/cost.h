@@ -87,6 +87,14 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
 /* Stamp one signal of an instruction that completes at t. */
 void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t);
 
+/* Fold into r what core `core` added to `from`, a copy of r taken when the
+ * run began that only that core used (a core on its own host thread, no
+ * spans): its engines', queues' and semaphores' times, its busy time, its
+ * instructions and the latest end. Every core's times depend on its own
+ * instructions only, so the result is the one a single shared schedule
+ * gives. */
+void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t core);
+
 /* Estimated duration of one instruction alone (no waits), in ns, and for
  * DMA instructions the transfer's time on its queue in *dma_ns (0 else). */
 double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns);

@@ -56,6 +56,7 @@ static pthread_t par_helper[PAR_MAX_THREADS];  /* running helpers (par_mu) */
 static unsigned par_nhelpers;                  /* entries of par_helper (par_mu) */
 static unsigned par_gen;                       /* bumped by par_shutdown (par_mu) */
 static _Thread_local bool par_in_part;         /* this thread is running a part */
+static _Thread_local bool par_solo_on;         /* par_solo: this thread never splits */
 
 /* ---- thread count --------------------------------------------------------------- */
 
@@ -253,7 +254,7 @@ static void par_inline(size_t n_parts, void (*fn)(void *arg, size_t part), void 
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
 {
     unsigned want = par_threads();
-    if (n_parts <= 1 || want <= 1 || par_in_part) {
+    if (n_parts <= 1 || want <= 1 || par_in_part || par_solo_on) {
         par_inline(n_parts, fn, arg);
         return;
     }
@@ -275,6 +276,13 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
         pthread_cond_wait(&j.idle, &par_mu);
     pthread_mutex_unlock(&par_mu);
     pthread_cond_destroy(&j.idle);
+}
+
+bool par_solo(bool on)
+{
+    bool was = par_solo_on;
+    par_solo_on = on;
+    return was;
 }
 
 /* Stop every helper and, when setting is not NULL, change the setting in

@@ -20,6 +20,7 @@
 #ifndef TRNEMU_EMU_PAR_H
 #define TRNEMU_EMU_PAR_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 /* Per-thread scratch: slots of PAR_SCRATCH_ELEMS floats each (one row of
@@ -42,6 +43,12 @@ unsigned par_threads(void);
 /* Run fn(arg, part) once for every part in [0, n_parts), on the caller and
  * idle helpers; return when all have finished. */
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
+
+/* While on, par_for calls from the calling thread run every part inline,
+ * on that thread (as with 1 thread). For threads that already share the
+ * CPUs among themselves: the cores of a split run (emu/core/sched.c) when
+ * there are no more threads than cores. Returns the previous setting. */
+bool par_solo(bool on);
 
 /* Stop and join every helper thread (a later par_for starts them again).
  * par_for calls under way still finish: the callers run the parts no

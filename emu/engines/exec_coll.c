@@ -14,11 +14,15 @@
  * the execution with its status.
  *
  * core_barrier and sendrecv meet the other cores of the run through the
- * shared core_lnc state: an engine that must wait sets ctx->blocked and
- * is retried on its next turn, so the scheduler stays deterministic, and a
+ * shared core_lnc state, under its lock (the cores may run on different
+ * host threads): an engine that must wait sets ctx->blocked and is retried
+ * on its next turn, and every change another core may wait for goes
+ * through core_lnc_changed, which wakes a core scheduler that sleeps. A
  * core that never arrives shows up as a deadlock report.
  */
 #include <inttypes.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <string.h>
 
 #include "emu/core/core_coll.h"
@@ -390,6 +394,28 @@ emu_status isa_exec_all_gather_v(struct isa_exec_ctx *ctx, const struct isa_insn
 
 /* ---- between the cores of one logical core ---------------------------------------- */
 
+void core_lnc_init(struct core_lnc *l, uint32_t ncores)
+{
+    memset(l, 0, sizeof *l);
+    pthread_mutex_init(&l->lock, NULL);
+    pthread_cond_init(&l->changed, NULL);
+    atomic_init(&l->epoch, 0);
+    l->ncores = ncores;
+}
+
+void core_lnc_fini(struct core_lnc *l)
+{
+    pthread_cond_destroy(&l->changed);
+    pthread_mutex_destroy(&l->lock);
+}
+
+void core_lnc_changed(struct core_lnc *l)
+{
+    atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1,
+                          memory_order_release);
+    pthread_cond_broadcast(&l->changed);
+}
+
 /* The shared state, and this core's index in it. A run without one is a
  * single core (index 0). */
 static struct core_lnc *xcoll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uint32_t *ncores)
@@ -415,15 +441,20 @@ emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn
                          "mask must include this core (%u)", mask, ncores, ncores - 1, me);
     if (l == NULL || ncores == 1)
         return EMU_OK;
+    pthread_mutex_lock(&l->lock);
     uint64_t *ticket = &l->barrier_ticket[me][ctx->engine];
-    if (*ticket == 0)
+    if (*ticket == 0) {
         *ticket = ++l->barrier_arrived[me];
+        core_lnc_changed(l);
+    }
     for (uint32_t c = 0; c < ncores; c++)
         if ((mask >> c & 1) && l->barrier_arrived[c] < *ticket) {
             ctx->blocked = true;
-            return EMU_OK;
+            break;
         }
-    *ticket = 0;
+    if (!ctx->blocked)
+        *ticket = 0;
+    pthread_mutex_unlock(&l->lock);
     return EMU_OK;
 }
 
@@ -470,7 +501,37 @@ static emu_status xcoll_deliver(struct isa_exec_ctx *ctx, struct core_lnc_post *
     emu_status s = xcoll_stage(ctx, &to->dst, from->stage, true);
     from->sent = true;
     to->received = true;
+    core_lnc_changed(ctx->prog->coll->lnc);
     return s;
+}
+
+/* One turn of a sendrecv between cores (l->lock held). */
+static emu_status xcoll_sendrecv_locked(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                       struct core_lnc *l, uint32_t me, uint32_t to,
+                                       uint32_t from)
+{
+    struct core_lnc_post *p = &l->post[me];
+    if (p->active && p->engine != (uint32_t)ctx->engine)
+        return core_fail(ctx, EMU_EXEC_ERR, "sendrecv on engine %s while engine "
+                         "%s of the same core has one under way", isa_engine_name(ctx->engine),
+                         isa_engine_name((enum isa_engine)p->engine));
+    /* Whoever arrives second moves both directions, so that the step that
+     * completes the exchange is one that also finishes an instruction. */
+    bool posted = !p->active;
+    emu_status s = posted ? xcoll_post(ctx, insn, p, me) : EMU_OK;
+    if (s == EMU_OK && posted)
+        core_lnc_changed(l);
+    if (s == EMU_OK)
+        s = xcoll_deliver(ctx, &l->post[from], from, p, me);
+    if (s == EMU_OK)
+        s = xcoll_deliver(ctx, p, me, &l->post[to], to);
+    if (s != EMU_OK)
+        return s;
+    if (p->received && p->sent)
+        p->active = false;
+    else
+        ctx->blocked = true;
+    return EMU_OK;
 }
 
 emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
@@ -500,23 +561,8 @@ emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *in
         job.src[0] = &a;
         return dma_job_run(ctx, &job);
     }
-    struct core_lnc_post *p = &l->post[me];
-    if (p->active && p->engine != (uint32_t)ctx->engine)
-        return core_fail(ctx, EMU_EXEC_ERR, "sendrecv on engine %s while engine "
-                         "%s of the same core has one under way", isa_engine_name(ctx->engine),
-                         isa_engine_name((enum isa_engine)p->engine));
-    /* Whoever arrives second moves both directions, so that the step that
-     * completes the exchange is one that also finishes an instruction. */
-    emu_status s = p->active ? EMU_OK : xcoll_post(ctx, insn, p, me);
-    if (s == EMU_OK)
-        s = xcoll_deliver(ctx, &l->post[from], from, p, me);
-    if (s == EMU_OK)
-        s = xcoll_deliver(ctx, p, me, &l->post[to], to);
-    if (s != EMU_OK)
-        return s;
-    if (p->received && p->sent)
-        p->active = false;
-    else
-        ctx->blocked = true;
-    return EMU_OK;
+    pthread_mutex_lock(&l->lock);
+    emu_status s = xcoll_sendrecv_locked(ctx, insn, l, me, to, from);
+    pthread_mutex_unlock(&l->lock);
+    return s;
 }

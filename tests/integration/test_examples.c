@@ -230,6 +230,41 @@ static void test_matmul_4096(void **state)
     ex_matmul("matmul_4096", 4096);
 }
 
+/* matmul_lnc2: the two physical cores of VNC 0 each compute half of C
+ * (1024 x 512 x 512); X holds the last 128-row block of C each core got
+ * from the other by sendrecv: rows 896.. of C (core 1's) then rows 384..
+ * (core 0's). */
+static void test_matmul_lnc2(void **state)
+{
+    (void)state;
+    enum { M = 1024, N = 512, K = 512 };
+    struct kernel k;
+    ex_load(&k, "matmul_lnc2");
+    uint16_t *a = malloc(M * K * 2), *b = malloc(K * N * 2);
+    float *af = malloc(M * K * 4), *bf = malloc(K * N * 4), *c = malloc(M * N * 4);
+    float *ref = malloc(M * N * 4), *x = malloc(256 * N * 4);
+    uint64_t s = 11;
+    for (size_t i = 0; i < (size_t)M * K; i++)
+        af[i] = ex_bf16_f32(a[i] = ex_bf16(ex_rand(&s)));
+    for (size_t i = 0; i < (size_t)K * N; i++)
+        bf[i] = ex_bf16_f32(b[i] = ex_bf16(ex_rand(&s)));
+    ex_write(&k, "A", a, (size_t)M * K * 2);
+    ex_write(&k, "B", b, (size_t)K * N * 2);
+    ex_exec(&k);
+    ex_read(&k, "C", c, (size_t)M * N * 4);
+    ex_read(&k, "X", x, 256 * N * 4);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, af, K, bf, N, 0.0f,
+                ref, N);
+    double tol = 1e-5 * K;
+    for (size_t i = 0; i < (size_t)M * N; i++)
+        if (fabs((double)c[i] - (double)ref[i]) > tol)
+            fail_msg("matmul_lnc2: c[%zu] = %.9g, reference %.9g", i, c[i], ref[i]);
+    assert_memory_equal(x, c + 896 * N, 128 * N * 4);
+    assert_memory_equal(x + 128 * N, c + 384 * N, 128 * N * 4);
+    free(a), free(b), free(af), free(bf), free(c), free(ref), free(x);
+    ex_unload(&k);
+}
+
 /* ---- softmax and layernorm --------------------------------------------- */
 
 enum { ROWS = 128, COLS = 1024 };
@@ -519,6 +554,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sparse_matmul, setup_trn3, teardown_trn3),
         cmocka_unit_test_setup_teardown(test_sparse_matmul_on_trn1, setup_trn1, teardown_trn3),
         cmocka_unit_test_setup_teardown(test_matmul_4096, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_lnc2, setup, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

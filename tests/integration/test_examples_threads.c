@@ -3,7 +3,9 @@
  * whatever the number of host threads its large instructions are split
  * across (emu/core/par.h). Each example runs on fixed inputs with 1, then
  * 2, then 3 threads, and a 64-bit FNV-1a hash of all its output bytes must
- * not change. The 4096^3 matmul and the Trainium3 mx_matmul are among
+ * not change. matmul_lnc2 (two physical cores, VNC 0 of the LNC=2 default
+ * machine) runs both cores on one thread at 1 and each on its own at 2
+ * and 3. The 4096^3 matmul and the Trainium3 mx_matmul are among
  * them (mlp_train is not: it needs ranks); TRNEMU_TEST_QUICK=1 skips the
  * 4096^3 one (sanitizer builds).
  *
@@ -183,7 +185,7 @@ static void test_small_examples(void **state)
 {
     (void)state;
     /* mlp_train is left out: its all-reduce needs ranks (examples/dp_train.c) */
-    const char *names[] = {"add", "matmul_512", "softmax", "layernorm"};
+    const char *names[] = {"add", "matmul_512", "softmax", "layernorm", "matmul_lnc2"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
         ex_same_bits(names[i]);
 }

@@ -12,7 +12,9 @@
  * mlp_train holds an all-reduce across the four threads (ranks of one
  * job, nrt_load_collectives), so it has no single-thread reference: its
  * hashes must agree between the two concurrent runs and between ranks.
- * The 4096^3 matmul runs once per thread, and is left out when
+ * matmul_lnc2 has work on both physical cores of its VNC: one thread for
+ * both in the reference and the gate-of-one run, a thread each by default
+ * (on a host with two CPUs or more). The 4096^3 matmul runs once per thread, and is left out when
  * TRNEMU_TEST_QUICK=1 (sanitizer builds). In the 'threads' suite, so `make test` runs it under TSan.
  */
 #include <pthread.h>
@@ -37,7 +39,7 @@ struct pe_example {
 static const struct pe_example pe_examples[] = {
     {"add", false, false},        {"matmul_512", false, false}, {"softmax", false, false},
     {"layernorm", false, false},  {"mx_matmul", false, false},  {"mlp_train", true, false},
-    {"matmul_4096", false, true},
+    {"matmul_4096", false, true}, {"matmul_lnc2", false, false},
 };
 #define PE_N (sizeof pe_examples / sizeof pe_examples[0])
 

@@ -326,6 +326,65 @@ static void test_sys_trace_device_timing(void **state)
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
+/* The device time of one execution of matmul_lnc2 (its nc_exec_running
+ * stop minus start) with TRNEMU_THREADS=threads: the runtime is started
+ * and closed here. */
+static json_int_t lnc2_device_ns(const char *threads)
+{
+    it_env_clear();
+    setenv("TRNEMU_THREADS", threads, 1);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+    unsetenv("TRNEMU_THREADS");
+    nrt_sys_trace_config_t *c = NULL;
+    const char **types = NULL;
+    size_t ntypes = 0;
+    assert_int_equal(nrt_sys_trace_config_allocate(&c), NRT_SUCCESS);
+    assert_int_equal(nrt_sys_trace_get_event_types(&types, &ntypes), NRT_SUCCESS);
+    for (size_t k = 0; k < ntypes; k++)
+        nrt_sys_trace_config_set_capture_enabled_for_event_type(
+            c, types[k], strcmp(types[k], "nc_exec_running") == 0);
+    nrt_sys_trace_free_event_types(types, ntypes);
+    assert_int_equal(nrt_sys_trace_start(c), NRT_SUCCESS);
+    nrt_sys_trace_config_free(c);
+    nrt_tensor_set_t *in, *out;
+    nrt_model_t *m = load_example("matmul_lnc2.neff", &in, &out);
+    assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
+    char *json = NULL;
+    size_t len = 0;
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &len, NULL), NRT_SUCCESS);
+    json_t *root = json_loadb(json, len, 0, NULL), *e;
+    nrt_sys_trace_buffer_free(json);
+    assert_non_null(root);
+    json_int_t start = -1, dur = -1;
+    size_t i;
+    json_array_foreach(json_object_get(root, "events"), i, e) {
+        const char *phase = json_string_value(json_object_get(e, "phase"));
+        json_int_t ts = json_integer_value(json_object_get(json_object_get(e, "data"),
+                                                           "nc_timestamp_ns"));
+        if (strcmp(phase, "start") == 0)
+            start = ts;
+        else if (start >= 0)
+            dur = ts - start;
+    }
+    json_decref(root);
+    assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
+    assert_int_equal(nrt_unload(m), NRT_SUCCESS);
+    nrt_close();
+    return dur;
+}
+
+/* The two cores of an LNC=2 VNC on one host thread or on two: the same
+ * device time (each core's schedule depends on its own instructions). */
+static void test_lnc2_device_time(void **state)
+{
+    (void)state;
+    json_int_t one = lnc2_device_ns("1"), two = lnc2_device_ns("2");
+    printf("matmul_lnc2 device time: %lld ns (1 thread), %lld ns (2 threads)\n",
+           (long long)one, (long long)two);
+    assert_true(one > 0);
+    assert_int_equal(one, two);
+}
+
 /* nrt_trace_*, inspect, continuous profiles: the files appear. */
 static void test_trace_and_inspect(void **state)
 {
@@ -471,6 +530,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_sys_trace, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_sys_trace_device_timing, it_setup_default,
                                         it_teardown),
+        cmocka_unit_test(test_lnc2_device_time),
         cmocka_unit_test_setup_teardown(test_trace_and_inspect, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_dmabuf_and_absent_hardware, it_setup_default,
                                         it_teardown),

@@ -4,8 +4,11 @@
  * logical core run by one core_run, and the cross-rank collectives against
  * a stand-in core_coll (operand staging, size checks, status passing), and
  * the variable-count all_to_all_v / all_gather_v (metadata rows, received
- * counts written back, generation gates).
+ * counts written back, generation gates). The tests between cores run
+ * twice: both cores on one thread, then (split) each on its own thread,
+ * which TSan checks in the threads suite.
  */
+#include <pthread.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -94,11 +97,48 @@ static uint32_t fake_group(void *user, uint32_t group)
     return group == 0 ? 4 : 0;
 }
 
+/* ---- cores on their own threads (core_run_threads) ---------------------------- */
+
+static bool pair_split;                  /* run_pair gives core_run threads */
+static pthread_t pair_thread[2];         /* core 1's thread */
+static int pair_started;                 /* threads started so far */
+
+/* What a started thread runs. */
+struct pair_start {
+    void (*fn)(void *arg);  /* the core's rounds */
+    void *arg;              /* their argument */
+};
+static struct pair_start pair_job[2];
+
+static void *pair_main(void *arg)
+{
+    struct pair_start *j = arg;
+    j->fn(j->arg);
+    return NULL;
+}
+
+static bool pair_start(void *user, uint32_t core, void (*fn)(void *arg), void *arg)
+{
+    (void)user;
+    if (core != 1)
+        return false;
+    pair_job[core] = (struct pair_start){fn, arg};
+    pair_started++;
+    return pthread_create(&pair_thread[core], NULL, pair_main, &pair_job[core]) == 0;
+}
+
+static void pair_join(void *user, uint32_t core)
+{
+    (void)user;
+    pthread_join(pair_thread[core], NULL);
+}
+
+static const struct core_run_threads pair_threads = {NULL, pair_start, pair_join};
+
 static int setup(void **state)
 {
     static struct pair p;
-    memset(&p.lnc, 0, sizeof p.lnc);
-    p.lnc.ncores = 2;
+    core_lnc_init(&p.lnc, 2);
     for (uint32_t c = 0; c < 2; c++) {
         p.h[c] = harness_new(3);
         p.iface[c] = (struct core_coll){&p, c, &p.lnc, fake_run, fake_scratch, fake_group,
@@ -115,6 +155,7 @@ static int teardown(void **state)
     struct pair *p = *state;
     harness_free(p->h[0]);
     harness_free(p->h[1]);
+    core_lnc_fini(&p->lnc);
     return 0;
 }
 
@@ -122,9 +163,10 @@ static emu_status run_pair(struct pair *p, char *report, size_t cap)
 {
     struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
     const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
-    struct core_run_opts opts = {10000, false, 0, false, NULL};
-    memset(&p->lnc, 0, sizeof p->lnc);
-    p->lnc.ncores = 2;
+    struct core_run_opts opts = {10000, false, 0, false, NULL,
+                                 pair_split ? &pair_threads : NULL};
+    core_lnc_fini(&p->lnc);
+    core_lnc_init(&p->lnc, 2);
     return core_run(cores, progs, 2, &opts, report, cap);
 }
 
@@ -203,7 +245,8 @@ static void test_sendrecv_unmatched(void **state)
     assert_non_null(strstr(report, "2 physical cores"));
 }
 
-/* Core 0 reads what core 1 writes after the barrier; without it, before. */
+/* Core 0 reads what core 1 writes after the barrier; without it, before
+ * (one thread only: on two, the run without the barrier is a race). */
 static void test_core_barrier(void **state)
 {
     struct pair *p = *state;
@@ -211,7 +254,7 @@ static void test_core_barrier(void **state)
     static float x[16], y[16], v[16];
     for (int i = 0; i < 16; i++)
         v[i] = (float)i + 0.5f;
-    for (int with = 0; with < 2; with++) {
+    for (int with = pair_split ? 1 : 0; with < 2; with++) {
         memset(x, 0, sizeof x);
         memset(y, 0, sizeof y);
         for (int c = 0; c < 2; c++) {
@@ -249,6 +292,35 @@ static void test_core_barrier(void **state)
     in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
     in->imm[0].i = 5;
     assert_int_equal(run_pair(p, report, sizeof report), EMU_EXEC_ERR);
+}
+
+/* Both cores have work and wait for each other for ever (core 0 at a
+ * barrier, core 1 in a sendrecv nobody answers): the same deadlock report
+ * on one thread and on two. */
+static void test_deadlock_both(void **state)
+{
+    struct pair *p = *state;
+    static float x[16];
+    static char report[2][4096];
+    const int32_t d[1][2] = {{1, 16}};
+    bool was = pair_split;
+    for (int split = 0; split < 2; split++) {
+        pair_split = split;
+        for (int c = 0; c < 2; c++) {
+            harness_clear(p->h[c]);
+            if (p->h[c]->prog.nvars == 0)
+                harness_var(p->h[c], 1, "x", x, sizeof x);
+        }
+        struct isa_insn *in = harness_add(p->h[0], ISA_ENG_POOL, ISA_OP_core_barrier);
+        in->ap[1] = harness_hbm(1, 0, 1, 16, NUM_DT_FP32, 1, d);
+        harness_add(p->h[1], ISA_ENG_ACT, ISA_OP_nop);
+        add_sendrecv(p->h[1], 0, 0, 0, 0);
+        assert_int_equal(run_pair(p, report[split], sizeof report[split]), EMU_EXEC_ERR);
+        assert_non_null(strstr(report[split], "deadlock"));
+    }
+    pair_split = was;
+    assert_string_equal(report[0], report[1]);
+    assert_true(pair_started > 0);  /* the second run was split */
 }
 
 /* all_reduce from SBUF rows (staged) into SBUF, through the interface. */
@@ -434,10 +506,20 @@ int main(void)
         cmocka_unit_test(test_sendrecv_swap),
         cmocka_unit_test(test_sendrecv_unmatched),
         cmocka_unit_test(test_core_barrier),
+        cmocka_unit_test(test_deadlock_both),
         cmocka_unit_test(test_cross_staged),
         cmocka_unit_test(test_cross_failure),
         cmocka_unit_test(test_v_all_to_all),
         cmocka_unit_test(test_v_all_gather),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    const struct CMUnitTest split_tests[] = {
+        cmocka_unit_test(test_sendrecv_swap),
+        cmocka_unit_test(test_sendrecv_unmatched),
+        cmocka_unit_test(test_core_barrier),
+        cmocka_unit_test(test_deadlock_both),
+    };
+    int bad = cmocka_run_group_tests(tests, setup, teardown);
+    pair_split = true;
+    bad += cmocka_run_group_tests_name("split", split_tests, setup, teardown);
+    return bad;
 }

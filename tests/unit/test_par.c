@@ -100,6 +100,23 @@ static void test_one_thread_in_order(void **state)
     par_configure(0);
 }
 
+/* par_solo: with many threads configured, a solo thread still runs every
+ * part itself, in order; turning it off restores the previous setting. */
+static void test_solo_inline(void **state)
+{
+    (void)state;
+    par_configure(4);
+    assert_false(par_solo(true));
+    struct order_job j = {.caller = pthread_self()};
+    par_for(64, order_part, &j);
+    assert_true(par_solo(false));
+    assert_false(j.elsewhere);
+    assert_int_equal(j.n_seen, 64);
+    for (size_t p = 0; p < 64; p++)
+        assert_int_equal(j.seen[p], p);
+    par_configure(0);
+}
+
 /* A computation whose result is fixed by the part, whatever the thread. */
 static void fill_part(void *arg, size_t part)
 {
@@ -250,6 +267,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_part_once),
         cmocka_unit_test(test_one_thread_in_order),
+        cmocka_unit_test(test_solo_inline),
         cmocka_unit_test(test_same_results_any_count),
         cmocka_unit_test(test_nested_inline),
         cmocka_unit_test(test_concurrent_callers),
