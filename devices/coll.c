@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "devices/instance.h"
+#include "devices/spin.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 
@@ -110,19 +111,9 @@ static void coll_mesh_policy(uint64_t *max_bytes, uint32_t *max_ranks)
  * holds a CPU a partner needs). Per process: no rank depends on another's. */
 static uint32_t coll_spin_ns(uint32_t world)
 {
-    const char *v = getenv("TRNEMU_COLL_SPIN_US");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     double us = (long)world <= cpus ? COLL_SPIN_US_DEFAULT : COLL_SPIN_US_CROWDED;
-    if (v != NULL && *v != '\0') {
-        char *end;
-        double x = strtod(v, &end);
-        if (*end == '\0' && x >= 0 && x <= 10000)
-            us = x;
-        else
-            LOG_WARN("NCCL", "TRNEMU_COLL_SPIN_US=%s is not a number of microseconds in "
-                     "0 .. 10000; using %.0f", v, us);
-    }
-    return (uint32_t)(us * 1000.0);
+    return spin_window_ns("TRNEMU_COLL_SPIN_US", "NCCL", us);
 }
 
 static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_cap,
