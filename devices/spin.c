@@ -26,6 +26,7 @@ bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns)
 {
     if (ns == 0)
         return false;
+    bool offer = ns >= SPIN_YIELD_MIN_NS;
     uint64_t end = spin_now_ns() + ns;
     for (;;) {
         for (uint32_t i = 0; i < SPIN_POLLS; i++) {
@@ -35,7 +36,8 @@ bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns)
         }
         if (spin_now_ns() >= end)
             return false;
-        sched_yield();  /* a runnable thread of this CPU goes first; none: at once */
+        if (offer)
+            sched_yield();  /* a runnable thread of this CPU goes first; none: at once */
     }
 }
 
