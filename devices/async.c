@@ -6,6 +6,9 @@
  * is posted to its queue's worker only when the one before it finished,
  * so a queue is strictly in order; the completion (async_req_done, on the
  * worker) records the status, wakes the waiters and posts the next one.
+ * The number of the last completed request is also kept in an atomic
+ * word, polled without the lock by async_completion_fd for the request
+ * running; the window of each request is set when it is posted.
  */
 #include "devices/async.h"
 
@@ -23,6 +26,7 @@
 #include "devices/exec.h"
 #include "devices/model.h"
 #include "devices/runtime.h"
+#include "devices/spin.h"
 #include "devices/systrace.h"
 #include "devices/tensor.h"
 #include "devices/worker.h"
@@ -83,7 +87,9 @@ struct async_queue {
     struct worker *worker;      /* runs its requests: own, or the VNC's (COMPUTE) */
     uint64_t issued;            /* last sequence number handed out */
     uint64_t completed;         /* last sequence number finished */
+    _Atomic uint64_t done;      /* completed, for polling without the lock */
     bool running;               /* a request is posted to the worker */
+    uint32_t spin_ns;           /* busy-poll window of the request posted */
     struct async_req *head;     /* scheduled, not yet posted: oldest first */
     struct async_req *tail;     /* last of them */
     struct async_waiter *waiters; /* completion descriptors not yet signalled */
@@ -95,6 +101,8 @@ static struct async_queue **async_queues;  /* by XU id; allocated on first use *
 static nrta_error_tracker_t *async_trackers; /* live and pending-free trackers */
 static uint32_t async_live;      /* requests scheduled and not yet freed */
 static uint32_t async_depth = ASYNC_DEFAULT_DEPTH;  /* unfinished requests per queue */
+static uint32_t async_spin_ns = ASYNC_SPIN_US_DEFAULT * 1000;  /* TRNEMU_ASYNC_SPIN_US */
+static long async_cpus = 1;      /* the host's online CPUs */
 static NRT_ASYNC_EXEC_STATUS_CALLBACK async_cb;    /* nrt_register_async_exec_callback */
 static void *async_cb_params;                      /* its argument */
 
@@ -132,6 +140,8 @@ void async_configure(void)
             LOG_WARN("NRT", "TRNEMU_ASYNC_QUEUE_DEPTH=%s is not 1..65536; using %d", d,
                      ASYNC_DEFAULT_DEPTH);
     }
+    async_spin_ns = spin_window_ns("TRNEMU_ASYNC_SPIN_US", "NRT", ASYNC_SPIN_US_DEFAULT);
+    async_cpus = sysconf(_SC_NPROCESSORS_ONLN);
     if (getenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") != NULL)
         LOG_WARN("NRT", "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS is deprecated and ignored: "
                  "implicit async mode is gone; nrt_execute blocks, use the nrta_* API");
@@ -360,11 +370,22 @@ static void async_finish(struct async_req *r, NRT_STATUS st)
     async_tracker_unref(r->trk);
     r->trk = NULL;
     q->completed = r->num;
+    atomic_store_explicit(&q->done, r->num, memory_order_release);
     async_wake(q);
     pthread_cond_broadcast(&async_progress);
 }
 
 static void async_req_done(void *arg, NRT_STATUS st);
+
+/* The busy-poll window around r (TRNEMU_ASYNC_SPIN_US), none for a
+ * collective over more ranks than the host has CPUs: its pollers would
+ * hold the CPUs its ranks need (coll.c's waits follow the same rule). */
+static uint32_t async_req_spin(const struct async_req *r)
+{
+    if (r->kind == ASYNC_CC && (long)coll_cc_ranks(r->cc) > async_cpus)
+        return 0;
+    return async_spin_ns;
+}
 
 /* Post the oldest pending request of q, if any. Lock held. */
 static void async_start_next(struct async_queue *q)
@@ -374,8 +395,13 @@ static void async_start_next(struct async_queue *q)
         q->head = r->next;
         if (q->head == NULL)
             q->tail = NULL;
-        r->job = (struct worker_job){async_req_run, r, async_req_done, NRT_SUCCESS, false, NULL};
-        struct worker *w = r->kind == ASYNC_EXEC ? exec_request_worker(r->exec) : q->worker;
+        q->spin_ns = async_req_spin(r);
+        /* Executions run on their VNC's worker, which does not poll after
+         * them; a queue's own thread polls for the queue's next request. */
+        bool own = r->kind != ASYNC_EXEC;
+        r->job = (struct worker_job){async_req_run, r, async_req_done, NRT_SUCCESS, false, NULL,
+                                     own ? q->spin_ns : 0};
+        struct worker *w = own ? q->worker : exec_request_worker(r->exec);
         if (worker_post(w, &r->job)) {
             q->running = true;
             return;
@@ -611,8 +637,51 @@ NRT_STATUS async_last_completed(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_
     return NRT_SUCCESS;
 }
 
+/* What async_poll_done polls: a queue and a sequence number in it. */
+struct async_spin_arg {
+    struct async_queue *q;  /* the queue */
+    uint64_t num;           /* the request awaited */
+};
+
+static bool async_spin_done(const void *arg)
+{
+    const struct async_spin_arg *a = arg;
+    return atomic_load_explicit(&a->q->done, memory_order_acquire) >= a->num;
+}
+
+/* The queue of seq if it names one, and whether the request completed.
+ * When it is the one running (the next to complete), poll its completion
+ * for its window first. The queue stays allocated meanwhile: the
+ * caller holds the runtime (rt_enter), and only nrt_close frees queues. */
+static struct async_queue *async_poll_done(nrta_seq_t seq, bool *done)
+{
+    uint64_t num;
+    pthread_mutex_lock(&async_lock);
+    struct async_queue *q = async_queue_of(seq, &num);
+    *done = q != NULL && num <= q->completed;
+    bool running = q != NULL && num == q->completed + 1 && q->running;
+    uint32_t spin_ns = running ? q->spin_ns : 0;
+    pthread_mutex_unlock(&async_lock);
+    if (spin_ns > 0) {
+        struct async_spin_arg a = {q, num};
+        *done = spin_poll(async_spin_done, &a, spin_ns);
+    }
+    return q;
+}
+
 NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd)
 {
+    bool done;
+    if (async_poll_done(seq, &done) != NULL && done) {
+        /* complete already: a descriptor that polls readable at once */
+        int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (efd < 0) {
+            LOG_ERROR("NRT", "cannot create an eventfd: %s", strerror(errno));
+            return NRT_RESOURCE;
+        }
+        *fd = efd;
+        return NRT_SUCCESS;
+    }
     uint64_t num;
     int efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     if (efd < 0) {

@@ -16,6 +16,9 @@
  * status and one log line, nothing is queued) and return at once;
  * NRT_QUEUE_FULL when a queue already holds its depth of unfinished
  * requests (TRNEMU_ASYNC_QUEUE_DEPTH, default ASYNC_DEFAULT_DEPTH).
+ * Hand-offs poll before they sleep (spin.h), for TRNEMU_ASYNC_SPIN_US:
+ * a queue's own thread after each request, for the next one; a
+ * completion descriptor asked for the running request, for its end.
  * A failed request's status goes to the error tracker given with it.
  * async_shutdown (nrt_close) cancels what has not started (status
  * NRT_CLOSED in the trackers), waits for what runs, and frees the queues.
@@ -35,6 +38,8 @@
 #define ASYNC_TENSOR_QUEUES 2
 /* Unfinished requests a queue accepts before NRT_QUEUE_FULL. */
 #define ASYNC_DEFAULT_DEPTH 64
+/* Default busy-poll window of the queues, us (TRNEMU_ASYNC_SPIN_US). */
+#define ASYNC_SPIN_US_DEFAULT 30
 /* Most LNCs a sequence id can name (10 bits of the 16-bit XU id). */
 #define ASYNC_MAX_LNC 1024
 /* The XU id of (lnc, xu, queue): lnc in bits 6..15, xu 3..5, queue 0..2. */
@@ -80,7 +85,8 @@ void async_set_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params);
 /* Tell the callback of one finished execution. */
 void async_exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st);
 
-/* Read the environment (rt_init): depth and the deprecated variable. */
+/* Read the environment (rt_init): depth, busy-poll window and the
+ * deprecated variable. */
 void async_configure(void);
 /* nrt_close, holding the gate for writing: cancel, wait, free. */
 void async_shutdown(void);

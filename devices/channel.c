@@ -12,12 +12,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#if defined(__x86_64__) || defined(__i386__)
-#define CHAN_PAUSE() __builtin_ia32_pause()
-#else
-#define CHAN_PAUSE() ((void)0)
-#endif
-#define CHAN_SPIN_POLLS 16u  /* bell polls between two looks at the clock */
+#include "devices/spin.h"
 
 _Static_assert(sizeof(struct chan_msg) == CHAN_ALIGN, "a message header is 64 bytes");
 _Static_assert(sizeof(struct chan_ring) == CHAN_HDR_BYTES, "ring header size");
@@ -242,21 +237,24 @@ static NRT_STATUS chan_wait_check(struct chan_waiter *w, bool quiet, uint64_t sl
     return NRT_SUCCESS;
 }
 
-/* Poll the bell for up to ns nanoseconds; true as soon as it moved past seen.
- * The clock is read once every CHAN_SPIN_POLLS polls. */
+/* What chan_spin polls: a bell and the value it had. */
+struct chan_spin_arg {
+    struct chan_bell *bell;  /* the bell */
+    uint32_t seen;           /* its value before the wait */
+};
+
+static bool chan_bell_moved(const void *arg)
+{
+    const struct chan_spin_arg *a = arg;
+    return atomic_load_explicit(&a->bell->seq, memory_order_acquire) != a->seen;
+}
+
+/* Poll the bell for up to ns nanoseconds; true as soon as it moved past
+ * seen (spin.h: other runnable threads get the CPU between rounds). */
 static bool chan_spin(struct chan_bell *b, uint32_t seen, uint64_t ns)
 {
-    if (ns == 0)
-        return false;
-    uint64_t end = chan_now_ns() + ns;
-    do {
-        for (uint32_t i = 0; i < CHAN_SPIN_POLLS; i++) {
-            if (atomic_load_explicit(&b->seq, memory_order_acquire) != seen)
-                return true;
-            CHAN_PAUSE();
-        }
-    } while (chan_now_ns() < end);
-    return false;
+    struct chan_spin_arg a = {b, seen};
+    return spin_poll(chan_bell_moved, &a, ns);
 }
 
 NRT_STATUS chan_wait(struct chan_waiter *w, uint32_t seen)

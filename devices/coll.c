@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "devices/instance.h"
+#include "devices/spin.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 
@@ -35,6 +36,7 @@
 #define COLL_SPIN_US_DEFAULT 20.0  /* busy-poll window with a CPU per rank, us */
 #define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
 #define COLL_PEERS_FULL_NS 10000000ull /* prepare: /proc read at most every 10 ms */
+#define COLL_FILE_CHECK_NS 10000000ull /* the file's identity stat()ed at most every 10 ms */
 #define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
@@ -110,19 +112,9 @@ static void coll_mesh_policy(uint64_t *max_bytes, uint32_t *max_ranks)
  * holds a CPU a partner needs). Per process: no rank depends on another's. */
 static uint32_t coll_spin_ns(uint32_t world)
 {
-    const char *v = getenv("TRNEMU_COLL_SPIN_US");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     double us = (long)world <= cpus ? COLL_SPIN_US_DEFAULT : COLL_SPIN_US_CROWDED;
-    if (v != NULL && *v != '\0') {
-        char *end;
-        double x = strtod(v, &end);
-        if (*end == '\0' && x >= 0 && x <= 10000)
-            us = x;
-        else
-            LOG_WARN("NCCL", "TRNEMU_COLL_SPIN_US=%s is not a number of microseconds in "
-                     "0 .. 10000; using %.0f", v, us);
-    }
-    return (uint32_t)(us * 1000.0);
+    return spin_window_ns("TRNEMU_COLL_SPIN_US", "NCCL", us);
 }
 
 static void coll_layout_make(uint32_t world, uint64_t ring_cap, uint64_t mesh_cap,
@@ -533,11 +525,22 @@ static NRT_STATUS coll_comm_make(struct machine *m, uint32_t gvnc, uint32_t rank
     return NRT_SUCCESS;
 }
 
-/* Is c still the communicator of its file on this machine? */
-static bool coll_comm_current(const struct coll_comm *c, const struct machine *m)
+/* Is c still the communicator of its file on this machine? The path is
+ * looked up again at most every COLL_FILE_CHECK_NS (a path lookup is
+ * microseconds, paid twice per operation otherwise): while c holds its
+ * slot nobody remakes the file, only an outside unlink replaces it, and
+ * nrt_close drops every communicator. coll_reg_lock held. */
+static bool coll_comm_current(struct coll_comm *c, const struct machine *m)
 {
+    if (c->m != m)
+        return false;
+    uint64_t now = chan_now_ns();
+    if (c->file_seen_ns != 0 && now - c->file_seen_ns < COLL_FILE_CHECK_NS)
+        return true;
     struct stat sb;
-    return c->m == m && stat(c->path, &sb) == 0 && sb.st_dev == c->dev && sb.st_ino == c->ino;
+    bool same = stat(c->path, &sb) == 0 && sb.st_dev == c->dev && sb.st_ino == c->ino;
+    c->file_seen_ns = same ? now : 0;
+    return same;
 }
 
 NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t world)

@@ -111,6 +111,8 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
 NRT_STATUS coll_cc_run(const nrt_cc_context_t *x);
 /* The local VNC a prepared collective runs on. */
 int32_t coll_cc_vnc(const nrt_cc_context_t *x);
+/* The ranks taking part in x (its replica group). */
+uint32_t coll_cc_ranks(const nrt_cc_context_t *x);
 /* Is x a prepared context not yet freed? */
 bool coll_cc_is_live(const nrt_cc_context_t *x);
 void coll_cc_free(nrt_cc_context_t *x);

@@ -175,6 +175,11 @@ int32_t coll_cc_vnc(const nrt_cc_context_t *x)
     return x->vnc;
 }
 
+uint32_t coll_cc_ranks(const nrt_cc_context_t *x)
+{
+    return x->ngroup;
+}
+
 void coll_cc_free_all(void)
 {
     pthread_mutex_lock(&coll_cc_lock);

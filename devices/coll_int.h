@@ -145,6 +145,7 @@ struct coll_comm {
     uint32_t *all;                  /* world entries: 0..world-1 (the whole group) */
     uint32_t spin_ns;               /* busy-poll window of every wait, ns */
     uint64_t peers_full_ns;         /* when coll_comm_peers_check last read /proc */
+    uint64_t file_seen_ns;          /* when coll_comm_current last stat()ed the file */
     struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 

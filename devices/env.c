@@ -59,6 +59,9 @@ static const struct env_var env_vars[] = {
     {"TRNEMU_FOREIGN_NEFF", true, true,
      "zeros: run vendor-compiled NEFFs as zero-filling stand-ins (warned once per model)"},
     {"TRNEMU_RACECHECK", true, true, "1: report unordered SBUF/PSUM accesses"},
+    {"TRNEMU_ASYNC_SPIN_US", true, false,
+     "busy-poll window of the nrta_* queues' threads and of nrta_get_completion_handle, "
+     "us (0-10000; default 30); read by async.c"},
     {"TRNEMU_THREADS", true, false,
      "executions computing at once (1-1024; default: online CPUs); read by config.c"},
 };

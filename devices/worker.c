@@ -5,6 +5,7 @@
 
 #include <stddef.h>
 
+#include "devices/spin.h"
 #include "emu/log.h"
 
 void worker_init(struct worker *w)
@@ -15,11 +16,31 @@ void worker_init(struct worker *w)
     w->started = false;
     w->stop = false;
     w->head = w->tail = NULL;
+    atomic_init(&w->bell, 0);
 }
 
-/* Take the oldest job, waiting for one; NULL when asked to stop. Lock held. */
-static struct worker_job *worker_next(struct worker *w)
+/* What worker_next polls: a worker and its bell's value. */
+struct worker_spin_arg {
+    struct worker *w;  /* the worker */
+    unsigned seen;     /* its bell before the wait */
+};
+
+static bool worker_bell_moved(const void *arg)
 {
+    const struct worker_spin_arg *a = arg;
+    return atomic_load_explicit(&a->w->bell, memory_order_relaxed) != a->seen;
+}
+
+/* Take the oldest job, waiting for one (polling the bell for spin_ns
+ * nanoseconds first); NULL when asked to stop. Lock held. */
+static struct worker_job *worker_next(struct worker *w, uint32_t spin_ns)
+{
+    if (w->head == NULL && !w->stop && spin_ns > 0) {
+        struct worker_spin_arg a = {w, atomic_load_explicit(&w->bell, memory_order_relaxed)};
+        pthread_mutex_unlock(&w->lock);
+        spin_poll(worker_bell_moved, &a, spin_ns);  /* the lock decides, not the poll */
+        pthread_mutex_lock(&w->lock);
+    }
     while (w->head == NULL && !w->stop)
         pthread_cond_wait(&w->wake, &w->lock);
     struct worker_job *j = w->head;
@@ -34,9 +55,11 @@ static struct worker_job *worker_next(struct worker *w)
 static void *worker_main(void *arg)
 {
     struct worker *w = arg;
+    uint32_t spin_ns = 0;  /* the idle poll the last job asked for */
     pthread_mutex_lock(&w->lock);
-    for (struct worker_job *j; (j = worker_next(w)) != NULL;) {
+    for (struct worker_job *j; (j = worker_next(w, spin_ns)) != NULL;) {
         pthread_mutex_unlock(&w->lock);
+        spin_ns = j->spin_ns;
         NRT_STATUS st = j->fn(j->arg);
         if (j->on_done != NULL) {  /* posted: the job may be gone after this */
             j->on_done(j->arg, st);
@@ -74,12 +97,13 @@ static void worker_enqueue(struct worker *w, struct worker_job *j)
     else
         w->head = j;
     w->tail = j;
+    atomic_fetch_add_explicit(&w->bell, 1, memory_order_relaxed);
     pthread_cond_signal(&w->wake);
 }
 
 NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
 {
-    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL};
+    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL, 0};
     pthread_mutex_lock(&w->lock);
     if (!worker_start(w)) {
         pthread_mutex_unlock(&w->lock);
@@ -106,6 +130,7 @@ void worker_fini(struct worker *w)
 {
     pthread_mutex_lock(&w->lock);
     w->stop = true;
+    atomic_fetch_add_explicit(&w->bell, 1, memory_order_relaxed);
     pthread_cond_broadcast(&w->wake);
     bool started = w->started;
     pthread_mutex_unlock(&w->lock);

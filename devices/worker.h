@@ -4,13 +4,16 @@
  * executions run on it, in submission order, while the workers of other
  * VNCs run theirs at the same time. Each non-COMPUTE async queue has one
  * too (async.c). The thread starts with the first job and ends when its
- * owner is torn down.
+ * owner is torn down. A posted job may ask the worker to poll its queue
+ * for a while afterwards before sleeping (worker_job.spin_ns).
  */
 #ifndef TRNEMU_DEVICES_WORKER_H
 #define TRNEMU_DEVICES_WORKER_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "nrt/nrt_status.h"
 
@@ -23,6 +26,7 @@ struct worker_job {
     NRT_STATUS result;            /* its status, once done */
     bool done;                    /* set by the worker (worker_run) */
     struct worker_job *next;      /* queue link */
+    uint32_t spin_ns;             /* posted jobs: then poll an empty queue this long (ns) */
 };
 
 struct worker {
@@ -34,6 +38,7 @@ struct worker {
     bool stop;                 /* the worker should end */
     struct worker_job *head;   /* queued jobs, oldest first */
     struct worker_job *tail;   /* last queued job */
+    atomic_uint bell;          /* moves with every job queued and with stop */
 };
 
 void worker_init(struct worker *w);
@@ -44,9 +49,10 @@ void worker_fini(struct worker *w);
  * cannot be started, fn runs on the calling thread (logged once). */
 NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
 
-/* Queue j (fn, arg, on_done set by the caller) and return at once; the
- * worker runs fn(arg) and then on_done(arg, status), both without any
- * lock held. false (logged) when the thread cannot be started: nothing
+/* Queue j (fn, arg, on_done and spin_ns set by the caller) and return at
+ * once; the worker runs fn(arg) and then on_done(arg, status), both
+ * without any lock held. A job's spin_ns lets the worker catch a job
+ * queued right after it (say, the next of a loop) without a wake-up. false (logged) when the thread cannot be started: nothing
  * was queued. */
 bool worker_post(struct worker *w, struct worker_job *j);
 

@@ -4,8 +4,10 @@
  * queues complete in order, tensor reads/writes/copies are queued the
  * same way, completion descriptors work with epoll, error trackers
  * collect failures with their sequence numbers, queue depth limits,
- * bad input, the exec callback and drain, and nrt_close with work in
- * flight.
+ * bad input, the exec callback and drain, nrt_close with work in
+ * flight, and the busy-poll window of the queues (TRNEMU_ASYNC_SPIN_US):
+ * the same results whatever it is, a completion handle that does not
+ * wait past it, nrt_close while a queue thread polls.
  */
 #include <math.h>
 #include <poll.h>
@@ -84,6 +86,7 @@ static int teardown(void **state)
     nrt_close();
     unsetenv("TRNEMU_ASYNC_QUEUE_DEPTH");
     unsetenv("TRNEMU_COLL_TIMEOUT");
+    unsetenv("TRNEMU_ASYNC_SPIN_US");
     return 0;
 }
 
@@ -358,6 +361,105 @@ static void test_queue_full_and_close(void **state)
     assert_int_equal(nrta_is_completed(s1, &done), NRT_CLOSED);
 }
 
+/* Wait for seq as an application with nothing else to do: on its
+ * completion descriptor. */
+static void wait_fd(nrta_seq_t seq)
+{
+    int fd = -1;
+    assert_int_equal(nrta_get_completion_handle(seq, &fd), NRT_SUCCESS);
+    struct pollfd p = {fd, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 60000), 1);
+    close(fd);
+    bool done = false;
+    assert_int_equal(nrta_is_completed(seq, &done), NRT_SUCCESS);
+    assert_true(done);
+}
+
+/* Restart the runtime with TRNEMU_ASYNC_SPIN_US=spin (NULL: unset). */
+static void restart_spin(const char *spin)
+{
+    nrt_close();
+    it_env("TRNEMU_ASYNC_SPIN_US", spin);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+}
+
+/* Write, all-reduce (one rank) and read back in a loop, each request
+ * waited for on its descriptor; the sums of `rounds` rounds. */
+static void spin_rounds(int rounds, float *sum)
+{
+    enum { M = 64 };
+    nrt_tensor_t *t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, M * 4, "x");
+    uint32_t group[1] = {0};
+    nrt_cc_comm_t comm = {group, 0, 1, 0, 1, 0};
+    nrt_tensor_list_t l = {&t, 1};
+    float in[M], out[M];
+    for (int r = 0; r < rounds; r++) {
+        for (int i = 0; i < M; i++)
+            in[i] = (float)(r * M + i) * 0.25f;
+        nrta_seq_t sw, sc, sr;
+        assert_int_equal(nrta_tensor_write(t, in, 0, sizeof in, 0, NULL, &sw), NRT_SUCCESS);
+        wait_fd(sw);
+        nrt_cc_context_t *ctx = NULL;
+        assert_int_equal(nrta_cc_prepare(&comm, &l, &l, NRT_DTYPE_FLOAT32, NRT_OP_ADD,
+                                         NRT_CC_ALLREDUCE, &ctx), NRT_SUCCESS);
+        assert_int_equal(nrta_cc_schedule(&ctx, 0, NULL, &sc), NRT_SUCCESS);
+        wait_fd(sc);
+        assert_int_equal(nrta_tensor_read(out, t, 0, sizeof out, 0, NULL, &sr), NRT_SUCCESS);
+        wait_fd(sr);
+        sum[r] = 0;
+        for (int i = 0; i < M; i++)
+            sum[r] += out[i];
+    }
+    nrt_tensor_free(&t);
+}
+
+/* The busy-poll window changes no result: none, the default, the largest,
+ * and a malformed value (a warning, then the default). nrt_close right
+ * after the last request finds the queue threads polling for the next. */
+static void test_spin_window_results(void **state)
+{
+    (void)state;
+    enum { R = 40 };
+    static const char *const spins[] = {"0", NULL, "10000", "fast"};
+    float want[R], got[R];
+    restart_spin("0");
+    spin_rounds(R, want);
+    for (size_t k = 0; k < sizeof spins / sizeof spins[0]; k++) {
+        restart_spin(spins[k]);
+        spin_rounds(R, got);
+        assert_memory_equal(got, want, sizeof got);
+    }
+    nrt_close();  /* the queue threads are in their 10 ms poll: they end */
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+}
+
+/* A completion handle for a request that does not end (a collective
+ * waiting for a rank that never comes) returns after the window, not
+ * readable; the request then ends with nrt_close, which signals it. */
+static void test_spin_window_bounded(void **state)
+{
+    (void)state;
+    setenv("TRNEMU_COLL_TIMEOUT", "1", 1);
+    restart_spin("10000");
+    nrt_tensor_t *a = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 4096, "a");
+    uint32_t group[2] = {0, 1};
+    nrt_cc_comm_t comm = {group, 0, 2, 0, 2, 0};
+    nrt_tensor_list_t l = {&a, 1};
+    nrt_cc_context_t *ctx = NULL;
+    assert_int_equal(nrta_cc_prepare(&comm, &l, &l, NRT_DTYPE_FLOAT32, NRT_OP_ADD,
+                                     NRT_CC_ALLREDUCE, &ctx), NRT_SUCCESS);
+    nrta_seq_t s;
+    assert_int_equal(nrta_cc_schedule(&ctx, 0, NULL, &s), NRT_SUCCESS);
+    int fd = -1;
+    assert_int_equal(nrta_get_completion_handle(s, &fd), NRT_SUCCESS);
+    struct pollfd p = {fd, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 0), 0);  /* rank 1 never came: not complete */
+    nrt_close();  /* returns once the collective timed out */
+    assert_int_equal(poll(&p, 1, 0), 1);
+    close(fd);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+}
+
 int main(void)
 {
     size_t n;
@@ -370,6 +472,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_and_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_full_and_close, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spin_window_results, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_spin_window_bounded, setup, teardown),
     };
     int rc = cmocka_run_group_tests(tests, NULL, NULL);
     free(neff_add);
