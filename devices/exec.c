@@ -497,8 +497,8 @@ static bool exec_core_thread_start(void *user, uint32_t core, void (*fn)(void *a
     t->fn = fn;
     t->arg = arg;
     t->finished = false;
-    t->job = (struct worker_job){exec_core_thread_job, t, exec_core_thread_done, NRT_SUCCESS,
-                                 false, NULL};
+    t->job = (struct worker_job){.fn = exec_core_thread_job, .arg = t,
+                                 .on_done = exec_core_thread_done, .result = NRT_SUCCESS};
     return worker_post(&ec->mach->vncs[ec->m->gvnc].helper[core - 1], &t->job);
 }
 
