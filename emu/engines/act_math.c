@@ -20,7 +20,8 @@
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
  * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
- * (mpmath). Each fit's interval and error are noted beside it.
+ * (mpmath); near-minimax binary32 fits for softplus (tests/tools/act_fit.py,
+ * numpy). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -198,8 +199,8 @@ static const float am_log_p[9] = {
     1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
     3.333333135e-01f};
 
-/* e ln 2 + ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: the one
- * polynomial am_log and am_log1p_unit share. */
+/* e ln 2 + ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1] (am_log's
+ * polynomial part). */
 AM_INLINE float am_log_reduced(float e, float f)
 {
     float p = am_log_p[0];
@@ -227,24 +228,24 @@ AM_INLINE float am_log(float x)
     return x == 0.0f ? -INFINITY : v;
 }
 
-/* ln(1 + e) for e in [0, 1], with am_log's polynomial: 1 + e = 2^k (1 + f),
- * k = 0 and f = e up to sqrt(2) - 1, past it k = 1 and f = (e - 1)/2, one
- * FMA that is exact there (e and f have enough trailing zero bits). No
- * rounding of 1 + e, no special cases. act_math_x512.h has the same steps
- * on 16 lanes. */
-AM_INLINE float am_log1p_unit(float e)
-{
-    int big = e > 0.414213568f;
-    float f = big ? AM_FMA(0.5f, e, -0.5f) : e;
-    return am_log_reduced(big ? 1.0f : 0.0f, f);
-}
+/* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32, as one FMA:
+ * e h(e) + max(x, 0) with e = e^-|x| in [0, 1] and h(e) = ln(1 + e)/e,
+ * h a degree-8 polynomial with h(0) = 1 exactly (near-minimax fit of the
+ * relative error, tests/tools/act_fit.py softplus: 3.3e-8 relative with
+ * the binary32 coefficients). */
+static const float am_sp_h[9] = {
+    5.365422461e-03f, -3.006830066e-02f, 7.920882851e-02f, -1.375418752e-01f,
+    1.915384829e-01f, -2.485721707e-01f, 3.332132995e-01f, -4.999964833e-01f, 1.0f};
 
-/* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32. */
 AM_INLINE float am_softplus(float x, const struct am_env *E)
 {
     float pos = x > 0.0f ? x : 0.0f;
     float e = am_expf(-fabsf(x), E);
-    return pos + am_log1p_unit(e);
+    float h = am_sp_h[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 9; i++)
+        h = AM_FMA(h, e, am_sp_h[i]);
+    return AM_FMA(e, h, pos);
 }
 
 /* tanh x = -m / (2 + m) with m = e^(-2|x|) - 1 (no cancellation: the

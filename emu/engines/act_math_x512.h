@@ -172,8 +172,7 @@ AX_INLINE ax_v ax_rsqrt(ax_v x)
     return _mm512_mask_blend_ps(fin, r, c);
 }
 
-/* am_log_reduced: e ln 2 + ln(1 + f), the polynomial ax_log and
- * ax_log1p_unit share. */
+/* am_log_reduced: e ln 2 + ln(1 + f). */
 AX_INLINE ax_v ax_log_reduced(ax_v e, ax_v f)
 {
     ax_v p = ax_c(am_log_p[0]);
@@ -201,20 +200,17 @@ AX_INLINE ax_v ax_log(ax_v x)
                                 ax_c(-INFINITY));
 }
 
-/* am_log1p_unit (e in [0, 1]). */
-AX_INLINE ax_v ax_log1p_unit(ax_v e)
-{
-    __mmask16 big = _mm512_cmp_ps_mask(e, ax_c(0.414213568f), _CMP_GT_OQ);
-    ax_v f = _mm512_mask_blend_ps(big, e, _mm512_fmadd_ps(ax_c(0.5f), e, ax_c(-0.5f)));
-    return ax_log_reduced(_mm512_maskz_mov_ps(big, ax_c(1.0f)), f);
-}
-
 /* am_softplus. */
 AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
 {
-    ax_v pos = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
-    ax_v e = ax_expf(_mm512_or_ps(x, ax_sign()), E); /* e^-|x| */
-    return _mm512_add_ps(pos, ax_log1p_unit(e));
+    ax_v pos = _mm512_max_ps(x, _mm512_setzero_ps()); /* +0 for a zero x (NaN: guarded) */
+    ax_v n, a = _mm512_or_ps(x, ax_sign());           /* -|x| */
+    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, INFINITY, &n); /* a <= 0 */
+    ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+    ax_v h = ax_c(am_sp_h[0]);
+    for (int i = 1; i < 9; i++)
+        h = _mm512_fmadd_ps(h, e, ax_c(am_sp_h[i]));
+    return _mm512_fmadd_ps(e, h, pos);
 }
 
 /* am_silu_dx. */
