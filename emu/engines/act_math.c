@@ -20,8 +20,8 @@
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
  * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
- * (mpmath); near-minimax binary32 fits for softplus (tests/tools/act_fit.py,
- * numpy). Each fit's interval and error are noted beside it.
+ * (mpmath); near-minimax binary32 fits for softplus and erf's erfc piece
+ * (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -464,39 +464,37 @@ AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
 }
 
 /* erf x in binary32, with z = min(|x|, 4) (erf is 1 in binary32 past
- * 3.92) and u = z^2:
- *   |x| <= 2: x P(u/2 - 1), P of degree 9 (Chebyshev fit of erf(x)/x,
+ * 3.92), as one Horner chain whose coefficients and variable each lane
+ * picks by its range:
+ *   |x| <= 2: x P(z^2/2 - 1), P of degree 9 (Chebyshev fit of erf(x)/x,
  *             mpmath at 40 digits; 9e-9 relative, 0.75 ulp once rounded
- *             to binary32)
- *   above:    1 - e^-u Q(z - 3) with the sign of x, Q of degree 6 fitting
- *             erfc(z) e^(z^2) on [2, 4] (2.6e-6 relative: erfc(2) < 0.005,
- *             so below 0.2 ulp of the result). */
-static const float am_erf_p[10] = {
-    -1.499333575e-05f, 7.824543718e-05f, -3.342172713e-04f, 1.399380621e-03f,
+ *             to binary32), run as degree 10 with a zero leading term
+ *   above:    1 - Q(z - 3) with the sign of x, Q of degree 10 fitting
+ *             erfc on [2, 4] (near-minimax, absolute error 9.3e-9 with
+ *             the binary32 coefficients: tests/tools/act_fit.py erf)
+ * and the last step x P or 1 - Q as one FMA. */
+static const float am_erf_p[11] = {
+    0.0f, -1.499333575e-05f, 7.824543718e-05f, -3.342172713e-04f, 1.399380621e-03f,
     -5.235208198e-03f, 1.713039540e-02f, -4.866273701e-02f, 1.194788814e-01f,
     -2.611118555e-01f, 6.749332547e-01f};
-static const float am_erfc_q[7] = {
-    9.323108679e-05f, -3.637236659e-04f, 1.218097401e-03f, -4.459190648e-03f,
-    1.588499360e-02f, -5.437481031e-02f, 1.790011525e-01f};
+static const float am_erfc_q[11] = {
+    -2.246526310e-05f, 1.408489061e-05f, 1.419961482e-04f, -4.177931987e-04f,
+    7.342323079e-04f, -1.004848396e-03f, 1.045351848e-03f, -7.911610301e-04f,
+    4.176681978e-04f, -1.391513360e-04f, 2.209196282e-05f};
 
-AM_INLINE float am_erf(float x, const struct am_env *E)
+AM_INLINE float am_erf(float x)
 {
     float a = fabsf(x);
     float z = a < 4.0f ? a : 4.0f;
-    float u = z * z;
-    float s = AM_FMA(0.5f, u, -1.0f);
-    float p = am_erf_p[0];
+    int near = a <= 2.0f;
+    float s = AM_FMA(0.5f, z * z, -1.0f);
+    float v = near ? s : z - 3.0f;
+    float p = near ? am_erf_p[0] : am_erfc_q[0];
 #pragma GCC unroll 16
-    for (int i = 1; i < 10; i++)
-        p = AM_FMA(p, s, am_erf_p[i]);
-    float v = z - 3.0f;
-    float q = am_erfc_q[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 7; i++)
-        q = AM_FMA(q, v, am_erfc_q[i]);
-    float far = AM_FMA(-am_expf(-u, E), q, 1.0f);
-    far = am_ffrom(am_fbits(far) | (am_fbits(x) & 0x80000000u));
-    return a <= 2.0f ? x * p : far;
+    for (int i = 1; i < 11; i++)
+        p = AM_FMA(p, v, near ? am_erf_p[i] : am_erfc_q[i]);
+    float r = AM_FMA(near ? x : -1.0f, p, near ? -0.0f : 1.0f);
+    return am_ffrom(am_fbits(r) | (am_fbits(x) & 0x80000000u));
 }
 
 /* erf_dx x = (2/sqrt(pi)) e^(-x^2) in binary32: a = min(|x|, 11) (past

@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx, mish, erf, gelu_dx), of arctan, sin, rsqrt and log,
+ * softplus, erf_dx, mish, gelu_dx), of erf, arctan, sin, rsqrt and log,
  * written with intrinsics so that the power-of-two scaling is one scalef
  * and log's reduction one getexp and one getmant. Each kernel repeats,
  * step for step, the
@@ -269,23 +269,20 @@ AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
 }
 
 /* am_erf. */
-AX_INLINE ax_v ax_erf(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_erf(ax_v x)
 {
     ax_v a = _mm512_andnot_ps(ax_sign(), x);
     ax_v z = _mm512_min_ps(a, ax_c(4.0f)); /* a < 4 ? a : 4 */
-    ax_v u = _mm512_mul_ps(z, z);
-    ax_v s = _mm512_fmadd_ps(ax_c(0.5f), u, ax_c(-1.0f));
-    ax_v p = ax_c(am_erf_p[0]);
-    for (int i = 1; i < 10; i++)
-        p = _mm512_fmadd_ps(p, s, ax_c(am_erf_p[i]));
-    ax_v v = _mm512_sub_ps(z, ax_c(3.0f));
-    ax_v q = ax_c(am_erfc_q[0]);
-    for (int i = 1; i < 7; i++)
-        q = _mm512_fmadd_ps(q, v, ax_c(am_erfc_q[i]));
-    ax_v far = _mm512_fnmadd_ps(ax_expf(_mm512_xor_ps(u, ax_sign()), E), q, ax_c(1.0f));
-    far = _mm512_or_ps(far, _mm512_and_ps(x, ax_sign()));
     __mmask16 near = _mm512_cmp_ps_mask(a, ax_c(2.0f), _CMP_LE_OQ);
-    return _mm512_mask_blend_ps(near, far, _mm512_mul_ps(x, p));
+    ax_v s = _mm512_fmadd_ps(ax_c(0.5f), _mm512_mul_ps(z, z), ax_c(-1.0f));
+    ax_v v = _mm512_mask_blend_ps(near, _mm512_sub_ps(z, ax_c(3.0f)), s);
+    ax_v p = _mm512_mask_blend_ps(near, ax_c(am_erfc_q[0]), ax_c(am_erf_p[0]));
+#pragma GCC unroll 16
+    for (int i = 1; i < 11; i++)
+        p = _mm512_fmadd_ps(p, v, _mm512_mask_blend_ps(near, ax_c(am_erfc_q[i]), ax_c(am_erf_p[i])));
+    ax_v r = _mm512_fmadd_ps(_mm512_mask_blend_ps(near, ax_c(-1.0f), x), p,
+                             _mm512_mask_blend_ps(near, ax_c(1.0f), ax_c(-0.0f)));
+    return _mm512_or_ps(r, _mm512_and_ps(x, ax_sign()));
 }
 
 /* am_gelu_dx. */
@@ -477,7 +474,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
-    case ISA_ACT_erf: AX_LOOP(ax_erf(x, E)); return true;
+    case ISA_ACT_erf: AX_LOOP(ax_erf(x)); return true;
     case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;

@@ -8,6 +8,7 @@ of the product; run it with /usr/bin/python3 (numpy) to print the tables:
 
     /usr/bin/python3 tests/tools/act_fit.py softplus
 """
+import math
 import sys
 
 import numpy as np
@@ -56,6 +57,15 @@ def softplus():
     h[1:] = np.log1p(e[1:]) / e[1:]
     c, err = fit32(e, h, 8, fixed=[1.0])
     show("softplus h, degree 8", c, err)
+
+
+def erf():
+    """erfc(a) on [2, 4] in v = a - 3, absolute error (erf = 1 - Q(v) there)."""
+    a = np.linspace(2, 4, 16001)
+    f = np.array([math.erfc(v) for v in a])
+    for deg in (9, 10):
+        c, err = fit32(a - 3, f, deg, rel=False)
+        show(f"erfc on [2, 4], degree {deg}", c, err)
 
 
 if __name__ == "__main__":
