@@ -16,7 +16,7 @@
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
  * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
- * computed in binary32 (sin's argument reduction in binary64;
+ * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
  * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
@@ -49,12 +49,13 @@ struct am_env {
     float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
     float split_max; /* |v| from which the low half of a split argument is dropped */
     float mish_hi;   /* mish: e^x is taken at min(x, 20) */
+    float sin_fast;  /* sin: |x| from which the reduction is binary64 (2^10) */
     double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
 };
 
 #define AM_ENV_INIT                                                                  \
     {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
-     .mish_hi = 20.0f, .sin_big = 0x1p20}
+     .mish_hi = 20.0f, .sin_fast = 0x1p10f, .sin_big = 0x1p20}
 
 /* ---- bits ------------------------------------------------------------------ */
 
@@ -151,7 +152,8 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
 #define AM_PIO2_2 6.077100506303966e-11
 #define AM_PIO2_3 2.0222662487959506e-21
 
-/* sin x for |x| < 2^20: x = k pi/2 + r in binary64 (k < 2^20, so k times
+/* sin x for 2^10 <= |x| < 2^20 (am_sinf_fast below 2^10, with the same
+ * polynomials): x = k pi/2 + r in binary64 (k < 2^20, so k times
  * each 33-bit part of pi/2 is exact), r rounded to binary32 (|r| <= pi/4),
  * then by k mod 4 +-sin r = r + r z S(z) or +-cos r = 1 - z/2 + z^2 C(z),
  * z = r^2, S and C of degree 3 (Chebyshev fits with mpmath at 50 digits,
@@ -162,7 +164,8 @@ static const float am_sin_s[4] = {2.724992555e-06f, -1.984008704e-04f, 8.3333319
 static const float am_sin_c[4] = {-2.730095900e-07f, 2.480059993e-05f, -1.388888806e-03f,
                                   4.166666791e-02f};
 
-/* The binary32 part of am_sinf_small: r reduced, q the low bits of k. */
+/* The binary32 part of am_sinf_small and am_sinf_fast: r reduced, q the
+ * low bits of k. */
 AM_INLINE float am_sinf_poly(float r, uint32_t q)
 {
     float z = r * r;
@@ -187,6 +190,28 @@ AM_INLINE float am_sinf_small(float x)
     uint32_t q = (uint32_t)am_dbits(t);
     double r = ((d - k * AM_PIO2_1) - k * AM_PIO2_2) - k * AM_PIO2_3;
     return am_sinf_poly((float)r, q);
+}
+
+/* sin x for |x| < 2^10, all in binary32: k = round(x 2/pi) (at most 652),
+ * r = x - k pi/2 with pi/2 in three parts, each taken off by one FMA. The
+ * first two parts have 12 and 13 significant bits, so k times each is
+ * exact and x - k P1 is exact, and a tiny r (x close to a multiple of
+ * pi/2) keeps its accuracy. A zero x is passed on as r
+ * itself (the negative second part would turn -0 into +0). Then
+ * am_sinf_poly as for the binary64 reduction: 2.41 ulp at most on every
+ * binary32 below 2^10. */
+#define AMF_PIO2_1 0x1.922p+0f
+#define AMF_PIO2_2 (-0x1.2afp-18f)
+#define AMF_PIO2_3 0x1.0b4612p-34f
+AM_INLINE float am_sinf_fast(float x)
+{
+    float t = AM_FMA(x, 0.636619747f, 12582912.0f); /* 1.5 * 2^23: rounds x 2/pi */
+    float k = t - 12582912.0f;
+    float r = AM_FMA(-k, AMF_PIO2_1, x);
+    r = AM_FMA(-k, AMF_PIO2_2, r);
+    r = AM_FMA(-k, AMF_PIO2_3, r);
+    r = x == 0.0f ? x : r;
+    return am_sinf_poly(r, am_fbits(t));
 }
 
 /* ---- the activation functions on one binary32 value ------------------------------ */

@@ -341,6 +341,25 @@ AX_INLINE ax_v ax_affine(ax_v x, int mode, ax_v sc, ax_v bi)
     return x;
 }
 
+/* am_sinf_poly: r reduced, q holding the low bits of k. */
+AX_INLINE ax_v ax_sinf_poly(ax_v r, __m512i q)
+{
+    ax_v z = _mm512_mul_ps(r, r);
+    ax_v ps = ax_c(am_sin_s[0]), pc = ax_c(am_sin_c[0]);
+    for (int i = 1; i < 4; i++) {
+        ps = _mm512_fmadd_ps(ps, z, ax_c(am_sin_s[i]));
+        pc = _mm512_fmadd_ps(pc, z, ax_c(am_sin_c[i]));
+    }
+    ax_v sn = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
+    sn = _mm512_or_ps(_mm512_andnot_ps(ax_sign(), sn), _mm512_and_ps(ax_sign(), r));
+    ax_v cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc,
+                              _mm512_fmadd_ps(ax_c(-0.5f), z, ax_c(1.0f)));
+    __mmask16 odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+    ax_v v = _mm512_mask_blend_ps(odd, sn, cs);
+    __m512i flip = _mm512_slli_epi32(_mm512_and_si512(q, _mm512_set1_epi32(2)), 30);
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), flip));
+}
+
 /* am_sinf_small: the reduction on two sets of 8 binary64 lanes. */
 AX_INLINE ax_v ax_sinf_small(ax_v x)
 {
@@ -361,48 +380,65 @@ AX_INLINE ax_v ax_sinf_small(ax_v x)
     }
     ax_v r = _mm512_insertf32x8(_mm512_castps256_ps512(rh[0]), rh[1], 1);
     __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(qh[0]), qh[1], 1);
-    ax_v z = _mm512_mul_ps(r, r);
-    ax_v ps = ax_c(am_sin_s[0]), pc = ax_c(am_sin_c[0]);
-    for (int i = 1; i < 4; i++) {
-        ps = _mm512_fmadd_ps(ps, z, ax_c(am_sin_s[i]));
-        pc = _mm512_fmadd_ps(pc, z, ax_c(am_sin_c[i]));
-    }
-    ax_v sn = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
-    sn = _mm512_or_ps(_mm512_andnot_ps(ax_sign(), sn), _mm512_and_ps(ax_sign(), r));
-    ax_v cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc,
-                              _mm512_fmadd_ps(ax_c(-0.5f), z, ax_c(1.0f)));
-    __mmask16 odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
-    ax_v v = _mm512_mask_blend_ps(odd, sn, cs);
-    __m512i flip = _mm512_slli_epi32(_mm512_and_si512(q, _mm512_set1_epi32(2)), 30);
-    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), flip));
+    return ax_sinf_poly(r, q);
 }
 
-/* am_sin_rows on 16 lanes: the kernel, a NaN x gives x + x, and lanes with
- * |x| >= 2^20 (or NaN) go to libm as there. */
+/* am_sinf_fast. */
+AX_INLINE ax_v ax_sinf_fast(ax_v x)
+{
+    ax_v t = _mm512_fmadd_ps(x, ax_c(0.636619747f), ax_c(12582912.0f));
+    ax_v k = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_1), x);
+    r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_2), r);
+    r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_3), r);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), x);
+    return ax_sinf_poly(r, _mm512_castps_si512(t));
+}
+
+/* y = ax_sinf_fast(x) on the lanes of km, corrected where |x| >= 2^10 (or
+ * NaN): the binary64 reduction there, libm for |x| >= 2^20 or NaN. */
+AX_INLINE ax_v ax_sin_fix(ax_v x, ax_v y, __mmask16 km, const struct am_env *E)
+{
+    ax_v a = _mm512_andnot_ps(ax_sign(), x);
+    __mmask16 slow = (__mmask16)(~_mm512_cmp_ps_mask(a, ax_c(E->sin_fast), _CMP_LT_OQ) & km);
+    if (__builtin_expect(slow == 0, 1))
+        return y;
+    y = _mm512_mask_blend_ps(slow, y, ax_sinf_small(x));
+    __mmask16 far = (__mmask16)(~_mm512_cmp_ps_mask(a, ax_c((float)E->sin_big), _CMP_LT_OQ) & km);
+    if (far) {
+        float xs[16], ys[16];
+        _mm512_storeu_ps(xs, x);
+        _mm512_storeu_ps(ys, y);
+        for (int j = 0; j < 16; j++)
+            if (far >> j & 1)
+                ys[j] = (float)sin((double)xs[j]);
+        y = _mm512_loadu_ps(ys);
+    }
+    return y;
+}
+
+/* am_sin_rows on 16 lanes (two vectors a step, as AX_LOOPG): the binary32
+ * kernel; only when some lane has |x| >= 2^10 (or NaN) the binary64
+ * reduction for those lanes, and libm for |x| >= 2^20 or NaN as there. */
 AX_ATTR static void ax_sin_rows(float *dst, const float *src, size_t n, float scale, float bias,
                                 const struct am_env *E)
 {
     int mode = (scale != 1.0f) | (am_fbits(bias) != 0x80000000u) << 1;
     ax_v sc = ax_c(scale), bi = ax_c(bias);
-    for (size_t i = 0; i < n; i += 16) {
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        ax_v xa = ax_affine(_mm512_loadu_ps(src + i), mode, sc, bi);
+        ax_v xb = ax_affine(_mm512_loadu_ps(src + i + 16), mode, sc, bi);
+        ax_v ya = ax_sin_fix(xa, ax_sinf_fast(xa), 0xFFFF, E);
+        ax_v yb = ax_sin_fix(xb, ax_sinf_fast(xb), 0xFFFF, E);
+        _mm512_storeu_ps(dst + i, ya);
+        _mm512_storeu_ps(dst + i + 16, yb);
+    }
+    for (; i < n; i += 16) {
         size_t m = n - i < 16 ? n - i : 16;
         __mmask16 km = (__mmask16)((1u << m) - 1u);
         ax_v x = ax_affine(_mm512_maskz_loadu_ps(km, src + i), mode, sc, bi);
-        ax_v y = ax_sinf_small(x);
-        y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
-        __mmask16 small = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), x),
-                                             ax_c((float)E->sin_big), _CMP_LT_OQ);
-        __mmask16 far = (__mmask16)(~small & km);
-        if (far) {
-            float xs[16], ys[16];
-            _mm512_storeu_ps(xs, x);
-            _mm512_storeu_ps(ys, y);
-            for (int j = 0; j < 16; j++)
-                if (far >> j & 1)
-                    ys[j] = (float)sin((double)xs[j]);
-            y = _mm512_loadu_ps(ys);
-        }
-        _mm512_mask_storeu_ps(dst + i, km, y);
+        _mm512_mask_storeu_ps(dst + i, km, ax_sin_fix(x, ax_sinf_fast(x), km, E));
     }
 }
 
