@@ -99,6 +99,18 @@ AM_INLINE uint64_t am_dbits(double x)
 #define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
 #define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
 
+/* e^r - 1 for |r| <= ln2/2 (a little more is fine): r + r^2 q(r). */
+AM_INLINE float am_expm1_poly(float r)
+{
+    float q = AMF_E5;
+    q = AM_FMA(q, r, AMF_E4);
+    q = AM_FMA(q, r, AMF_E3);
+    q = AM_FMA(q, r, AMF_E2);
+    q = AM_FMA(q, r, AMF_E1);
+    q = AM_FMA(q, r, AMF_E0);
+    return AM_FMA(r * r, q, r);
+}
+
 /* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
  * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
  * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
@@ -112,13 +124,7 @@ AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, 
     float nn = t - 12582912.0f;
     float r = AM_FMA(nn, -AMF_LN2_HI, x);
     r = AM_FMA(nn, -AMF_LN2_LO, r) + xl;
-    float q = AMF_E5;
-    q = AM_FMA(q, r, AMF_E4);
-    q = AM_FMA(q, r, AMF_E3);
-    q = AM_FMA(q, r, AMF_E2);
-    q = AM_FMA(q, r, AMF_E1);
-    q = AM_FMA(q, r, AMF_E0);
-    *pm = AM_FMA(r * r, q, r);
+    *pm = am_expm1_poly(r);
     *n = nn;
 }
 
@@ -478,14 +484,32 @@ AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
     return am_sig_times(x, vh, vl, E);
 }
 
-/* x * sigmoid(1.702 x), 1.702 x carried as vh + vl like gelu_apprx_tanh's. */
-#define AMF_GS_C 1.70200002f       /* 1.702 */
+/* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, as am_sig_times
+ * does it, but with 1.702 |x| never rounded: with a = min(|x|, 88) (past
+ * which e^-v is 2^-216 or less), n = round(-1.702 a / ln2) and
+ * r = -1.702 a - n ln2 by FMA from the exact product (1.702 and ln2 each
+ * in two parts, n times the high part of ln2 exact), e^-|v| = (1 + pm) 2^n:
+ *   x >= 0: x / (1 + e)
+ *   x < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
+ * x below -200 acts as -200 (the result is -0 from far above there). */
+#define AMF_GS_C 1.70200002f        /* 1.702 */
 #define AMF_GS_CL (-2.1934509e-08f) /* 1.702 - AMF_GS_C */
-AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
+#define AMF_GS_L2E (-2.45546699f)   /* -1.702 / ln2 */
+AM_INLINE float am_gelu_sigmoid(float x)
 {
-    float vh = AMF_GS_C * x;
-    float vl = AM_FMA(AMF_GS_CL, x, AM_FMA(AMF_GS_C, x, -vh));
-    return am_sig_times(x, vh, vl, E);
+    float a = fabsf(x);
+    float ac = a < 88.0f ? a : 88.0f;
+    float t = AM_FMA(ac, AMF_GS_L2E, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(-AMF_GS_C, ac, -(nn * AMF_LN2_HI));
+    r = AM_FMA(-nn, AMF_LN2_LO, r);
+    r = AM_FMA(-AMF_GS_CL, ac, r);
+    float p1 = 1.0f + am_expm1_poly(r);
+    float den = 1.0f + am_scalef(p1, nn);
+    int neg = x < 0.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? nn : 0.0f);
 }
 
 /* erf x in binary32, with z = min(|x|, 4) (erf is 1 in binary32 past

@@ -29,6 +29,18 @@ AX_INLINE ax_v ax_sign(void)
     return _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
 }
 
+/* am_expm1_poly. */
+AX_INLINE ax_v ax_expm1_poly(ax_v r)
+{
+    ax_v q = ax_c(AMF_E5);
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
+    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+}
+
 /* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
  * -0 changes nothing; the upper clamp skipped when hi is +inf, for callers
  * whose xh is never positive, where it changes nothing either). */
@@ -44,14 +56,8 @@ AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, a
     r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
     if (has_xl)
         r = _mm512_add_ps(r, xl);
-    ax_v q = ax_c(AMF_E5);
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
     *n = nn;
-    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+    return ax_expm1_poly(r);
 }
 
 /* am_expf. */
@@ -115,11 +121,20 @@ AX_INLINE ax_v ax_gelu_tanh(ax_v x, const struct am_env *E)
 }
 
 /* am_gelu_sigmoid. */
-AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
 {
-    ax_v vh = _mm512_mul_ps(ax_c(AMF_GS_C), x);
-    ax_v vl = _mm512_fmadd_ps(ax_c(AMF_GS_CL), x, _mm512_fmsub_ps(ax_c(AMF_GS_C), x, vh));
-    return ax_sig_times(x, vh, vl, 1, E);
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(88.0f)); /* a < 88 ? a : 88 */
+    ax_v t = _mm512_fmadd_ps(ac, ax_c(AMF_GS_L2E), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ax_c(AMF_GS_C), ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    r = _mm512_fnmadd_ps(ax_c(AMF_GS_CL), ac, r);
+    ax_v p1 = _mm512_add_ps(ax_c(1.0f), ax_expm1_poly(r));
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, nn));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
+    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
 }
 
 /* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
@@ -502,7 +517,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
     case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
     case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x, E)); return true;
-    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x, E)); return true;
+    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
