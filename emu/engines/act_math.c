@@ -460,38 +460,57 @@ AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
     return x > -1.7f && x < 0.6f ? near : far;
 }
 
-/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)).
- * v = x (k1 + k3 x^2) is carried as vh + vl (products split by FMA, the
- * sum by an exact two-sum, the constants in two parts) so that its
- * rounding does not grow the error of the tail; vl matters only while
- * |v| < 2^20, where every step is finite. */
+/* The end of gelu_apprx_tanh and gelu_apprx_sigmoid, x / (1 + e^-v) for v
+ * of the sign of x, from e^-|v| = (1 + pm) 2^n as am_sig_times takes it:
+ *   x >= 0: x / (1 + e)
+ *   x < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
+ * x below -200 acts as -200 (the result is -0 from far above there). */
+AM_INLINE float am_sig_finish(float x, float pm, float nn)
+{
+    float p1 = 1.0f + pm;
+    float den = 1.0f + am_scalef(p1, nn);
+    int neg = x < 0.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? nn : 0.0f);
+}
+
+/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)),
+ * with a = min(|x|, 11) (past which e^-|v| is below 2^-160): |v| = a u,
+ * u = k1 + k3 a^2 carried as u + ul (products split by FMA, the sum by an
+ * exact two-sum, the constants in two parts), then n = round(-a u / ln2)
+ * and r = -a u - n ln2 by FMA from the exact product a u, the low parts
+ * (of ln2, then a ul) after it, so that no rounding of v grows the error
+ * of the tail; then am_sig_finish. */
 #define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
 #define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
 #define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
 #define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
-AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
+AM_INLINE float am_gelu_tanh(float x)
 {
-    float x2 = x * x;
-    float x2l = AM_FMA(x, x, -x2);
-    float a = AMF_GT_K3 * x2;
-    float al = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -a)));
-    float u = AMF_GT_K1 + a;
+    float a = fabsf(x);
+    float ac = a < 11.0f ? a : 11.0f;
+    float x2 = ac * ac;
+    float x2l = AM_FMA(ac, ac, -x2);
+    float k = AMF_GT_K3 * x2;
+    float kl = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -k)));
+    float u = AMF_GT_K1 + k;
     float bb = u - AMF_GT_K1;
-    float ue = (AMF_GT_K1 - (u - bb)) + (a - bb);
-    float ul = (ue + al) + AMF_GT_K1L;
-    float vh = x * u;
-    float vl = AM_FMA(x, ul, AM_FMA(x, u, -vh));
-    return am_sig_times(x, vh, vl, E);
+    float ue = (AMF_GT_K1 - (u - bb)) + (k - bb);
+    float ul = (ue + kl) + AMF_GT_K1L;
+    float t = AM_FMA(ac * u, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(-ac, u, -(nn * AMF_LN2_HI));
+    r = AM_FMA(-nn, AMF_LN2_LO, r);
+    r = AM_FMA(-ac, ul, r);
+    return am_sig_finish(x, am_expm1_poly(r), nn);
 }
 
-/* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, as am_sig_times
- * does it, but with 1.702 |x| never rounded: with a = min(|x|, 88) (past
- * which e^-v is 2^-216 or less), n = round(-1.702 a / ln2) and
- * r = -1.702 a - n ln2 by FMA from the exact product (1.702 and ln2 each
- * in two parts, n times the high part of ln2 exact), e^-|v| = (1 + pm) 2^n:
- *   x >= 0: x / (1 + e)
- *   x < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
- * x below -200 acts as -200 (the result is -0 from far above there). */
+/* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, with 1.702 |x| never
+ * rounded: with a = min(|x|, 88) (past which e^-|v| is 2^-216 or less),
+ * n = round(-1.702 a / ln2) and r = -1.702 a - n ln2 by FMA from the exact
+ * product (1.702 and ln2 each in two parts, n times the high part of ln2
+ * exact), e^-|v| = (1 + pm) 2^n; then am_sig_finish. */
 #define AMF_GS_C 1.70200002f        /* 1.702 */
 #define AMF_GS_CL (-2.1934509e-08f) /* 1.702 - AMF_GS_C */
 #define AMF_GS_L2E (-2.45546699f)   /* -1.702 / ln2 */
@@ -504,12 +523,7 @@ AM_INLINE float am_gelu_sigmoid(float x)
     float r = AM_FMA(-AMF_GS_C, ac, -(nn * AMF_LN2_HI));
     r = AM_FMA(-nn, AMF_LN2_LO, r);
     r = AM_FMA(-AMF_GS_CL, ac, r);
-    float p1 = 1.0f + am_expm1_poly(r);
-    float den = 1.0f + am_scalef(p1, nn);
-    int neg = x < 0.0f;
-    float xc = x < -200.0f ? -200.0f : x;
-    float num = neg ? xc * p1 : x;
-    return am_scalef(num / den, neg ? nn : 0.0f);
+    return am_sig_finish(x, am_expm1_poly(r), nn);
 }
 
 /* erf x in binary32, with z = min(|x|, 4) (erf is 1 in binary32 past

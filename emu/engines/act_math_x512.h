@@ -101,23 +101,38 @@ AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct a
     return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, n));
 }
 
-/* am_gelu_tanh. */
-AX_INLINE ax_v ax_gelu_tanh(ax_v x, const struct am_env *E)
+/* am_sig_finish. */
+AX_INLINE ax_v ax_sig_finish(ax_v x, ax_v pm, ax_v nn)
 {
-    ax_v x2 = _mm512_mul_ps(x, x);
-    ax_v x2l = _mm512_fmsub_ps(x, x, x2);
-    ax_v a = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
-    ax_v al = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, a);
-    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, al);
-    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, al);
-    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), a);
+    ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, nn));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
+    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
+}
+
+/* am_gelu_tanh. */
+AX_INLINE ax_v ax_gelu_tanh(ax_v x)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
+    ax_v x2 = _mm512_mul_ps(ac, ac);
+    ax_v x2l = _mm512_fmsub_ps(ac, ac, x2);
+    ax_v k = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
+    ax_v kl = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, k);
+    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, kl);
+    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, kl);
+    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), k);
     ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
     ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
-                            _mm512_sub_ps(a, bb));
-    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, al), ax_c(AMF_GT_K1L));
-    ax_v vh = _mm512_mul_ps(x, u);
-    ax_v vl = _mm512_fmadd_ps(x, ul, _mm512_fmsub_ps(x, u, vh));
-    return ax_sig_times(x, vh, vl, 1, E);
+                            _mm512_sub_ps(k, bb));
+    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, kl), ax_c(AMF_GT_K1L));
+    ax_v t = _mm512_fmadd_ps(_mm512_mul_ps(ac, u), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ac, u, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    r = _mm512_fnmadd_ps(ac, ul, r);
+    return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
 /* am_gelu_sigmoid. */
@@ -129,12 +144,7 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
     ax_v r = _mm512_fnmsub_ps(ax_c(AMF_GS_C), ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
     r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
     r = _mm512_fnmadd_ps(ax_c(AMF_GS_CL), ac, r);
-    ax_v p1 = _mm512_add_ps(ax_c(1.0f), ax_expm1_poly(r));
-    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, nn));
-    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
-    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
-    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
+    return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
 /* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
@@ -516,7 +526,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_tanh: AX_LOOPU(ax_tanh(x, E)); return true;
     case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
     case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
-    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x, E)); return true;
+    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
