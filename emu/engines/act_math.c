@@ -47,14 +47,13 @@ struct am_env {
     float expf_hi;   /* binary32 exp: inputs above give +inf (89) */
     float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
     float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
-    float split_max; /* |v| from which the low half of a split argument is dropped */
     float mish_hi;   /* mish: e^x is taken at min(x, 20) */
     float sin_fast;  /* sin: |x| from which the reduction is binary64 (2^10) */
     double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
 };
 
 #define AM_ENV_INIT                                                                  \
-    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
+    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f,                          \
      .mish_hi = 20.0f, .sin_fast = 0x1p10f, .sin_big = 0x1p20}
 
 /* ---- bits ------------------------------------------------------------------ */
@@ -291,21 +290,18 @@ AM_INLINE float am_tanh(float x, const struct am_env *E)
     return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
 }
 
-/* x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split into
- * vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^n = e,
+/* x / (1 + e^-v) for v of the sign of x (v = x for sigmoid and silu), as
+ * one quotient: with e^-|v| = (1 + pm) 2^n = e,
  *   v >= 0: x / (1 + e)
  *   v < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
  * x below -200 acts as -200 (the result is 0 from far above there). */
-AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E)
+AM_INLINE float am_sig_times(float x, float v, const struct am_env *E)
 {
     float pm, n;
-    float ah = -fabsf(vh);
-    float al = vh < 0.0f ? vl : -vl;
-    al = fabsf(vh) < E->split_max ? al : 0.0f;
-    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &n);
+    am_expf_split(-fabsf(v), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
     float p1 = 1.0f + pm;
     float den = 1.0f + am_scalef(p1, n);
-    int neg = vh < 0.0f;
+    int neg = v < 0.0f;
     float xc = x < -200.0f ? -200.0f : x;
     float num = neg ? xc * p1 : x;
     return am_scalef(num / den, neg ? n : 0.0f);
@@ -313,12 +309,12 @@ AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
 {
-    return am_sig_times(1.0f, x, -0.0f, E);
+    return am_sig_times(1.0f, x, E);
 }
 
 AM_INLINE float am_silu(float x, const struct am_env *E)
 {
-    return am_sig_times(x, x, -0.0f, E);
+    return am_sig_times(x, x, E);
 }
 
 /* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With

@@ -81,19 +81,12 @@ AX_INLINE ax_v ax_tanh(ax_v x, const struct am_env *E)
 }
 
 /* am_sig_times. */
-AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct am_env *E)
+AX_INLINE ax_v ax_sig_times(ax_v x, ax_v v, const struct am_env *E)
 {
     ax_v n;
-    ax_v ah = _mm512_or_ps(vh, ax_sign()); /* -|vh| */
-    __mmask16 neg = _mm512_cmp_ps_mask(vh, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v al = vl;
-    if (has_vl) {
-        al = _mm512_mask_blend_ps(neg, _mm512_xor_ps(vl, ax_sign()), vl);
-        __mmask16 keep = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), vh), ax_c(E->split_max),
-                                            _CMP_LT_OQ);
-        al = _mm512_maskz_mov_ps(keep, al);
-    }
-    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, INFINITY, &n); /* ah <= 0 */
+    ax_v ah = _mm512_or_ps(v, ax_sign()); /* -|v| */
+    __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v pm = ax_expf_split(ah, ah, 0, E->sig_lo, INFINITY, &n); /* ah <= 0 */
     ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
     ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, n));
     ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
@@ -524,8 +517,8 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     switch (func) {
     case ISA_ACT_exp: AX_LOOPU(ax_expf(x, E)); return true;
     case ISA_ACT_tanh: AX_LOOPU(ax_tanh(x, E)); return true;
-    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
-    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
+    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, E)); return true;
+    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, E)); return true;
     case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
