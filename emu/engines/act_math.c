@@ -389,9 +389,9 @@ static const float am_gelu_g[11] = {
 
 /* The pieces gelu and gelu_dx share: a = |x| clamped to 15 (a NaN x acts
  * as 15: only x carries it), t = 4 / (4 + a), t g(t), and e^(-a^2/2) as
- * (1 + *pm) 2^*n (a^2/2 passed to exp split in two, exact). */
-AM_INLINE void am_phi_parts(float x, const struct am_env *E, float *ac_out, float *tg,
-                            float *pm, float *n)
+ * (1 + *pm) 2^*n, n = round(-a^2/2 / ln2) and r = -a^2/2 - n ln2 by FMA
+ * from the exact product (a/2) a, ln2 in two parts. */
+AM_INLINE void am_phi_parts(float x, float *ac_out, float *tg, float *pm, float *n)
 {
     float a = fabsf(x);
     float ac = a < 15.0f ? a : 15.0f;
@@ -401,17 +401,20 @@ AM_INLINE void am_phi_parts(float x, const struct am_env *E, float *ac_out, floa
 #pragma GCC unroll 16
     for (int i = 1; i < 11; i++)
         g = AM_FMA(g, u, am_gelu_g[i]);
-    float sq = ac * ac;
-    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
-    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, pm, n);
+    float ha = 0.5f * ac;
+    float tt = AM_FMA(ha * ac, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = tt - 12582912.0f;
+    float r = AM_FMA(-ha, ac, -(nn * AMF_LN2_HI));
+    *pm = am_expm1_poly(AM_FMA(-nn, AMF_LN2_LO, r));
+    *n = nn;
     *ac_out = ac;
     *tg = t * g;
 }
 
-AM_INLINE float am_gelu(float x, const struct am_env *E)
+AM_INLINE float am_gelu(float x)
 {
     float ac, tg, pm, n;
-    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    am_phi_parts(x, &ac, &tg, &pm, &n);
     float hq = tg * (1.0f + pm);
     int neg = x < 0.0f;
     float q = neg ? -ac * hq : hq;
@@ -440,10 +443,10 @@ static const float am_gdx_g[13] = {
     -1.477040444e-02f, -1.140085906e-01f, -1.819977351e-02f, 3.882850111e-01f,
     4.314939976e-01f};
 
-AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
+AM_INLINE float am_gelu_dx(float x)
 {
     float ac, tg, pm, n;
-    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    am_phi_parts(x, &ac, &tg, &pm, &n);
     float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, tg));
     float h = am_scalef(AM_FMA(d, pm, d), n);
     float far = x < 0.0f ? h : 1.0f - h;

@@ -80,8 +80,8 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     case ISA_ACT_sigmoid: AM_LOOP(am_sigmoid(x, E)); break;
     case ISA_ACT_relu: AM_LOOP(x <= 0.0f ? 0.0f : x); break;
     case ISA_ACT_prelu: AM_LOOP(x > 0.0f ? x : alpha * x); break;
-    case ISA_ACT_gelu: AM_LOOP(am_gelu(x, E)); break;
-    case ISA_ACT_gelu_dx: AM_LOOPN(am_gelu_dx(x, E)); break;
+    case ISA_ACT_gelu: AM_LOOP(am_gelu(x)); break;
+    case ISA_ACT_gelu_dx: AM_LOOPN(am_gelu_dx(x)); break;
     case ISA_ACT_gelu_apprx_tanh: AM_LOOP(am_gelu_tanh(x)); break;
     case ISA_ACT_gelu_apprx_sigmoid: AM_LOOP(am_gelu_sigmoid(x)); break;
     case ISA_ACT_silu: AM_LOOP(am_silu(x, E)); break;

@@ -141,7 +141,7 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
 }
 
 /* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
-AX_INLINE ax_v ax_phi_parts(ax_v x, const struct am_env *E, ax_v *ac_out, ax_v *pm, ax_v *n)
+AX_INLINE ax_v ax_phi_parts(ax_v x, ax_v *ac_out, ax_v *pm, ax_v *n)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
     ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
@@ -149,20 +149,21 @@ AX_INLINE ax_v ax_phi_parts(ax_v x, const struct am_env *E, ax_v *ac_out, ax_v *
     ax_v g = ax_c(am_gelu_g[0]);
     for (int i = 1; i < 11; i++)
         g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
-    ax_v sq = _mm512_mul_ps(ac, ac);
-    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
-    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
-    *pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
-                        E->sig_lo, INFINITY, n); /* -uh <= 0 */
+    ax_v ha = _mm512_mul_ps(ax_c(0.5f), ac);
+    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ha, ac), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ha, ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    *pm = ax_expm1_poly(_mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r));
+    *n = nn;
     *ac_out = ac;
     return _mm512_mul_ps(t, g);
 }
 
 /* am_gelu. */
-AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu(ax_v x)
 {
     ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
+    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
     ax_v hq = _mm512_mul_ps(tg, _mm512_add_ps(ax_c(1.0f), pm));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
@@ -304,10 +305,10 @@ AX_INLINE ax_v ax_erf(ax_v x)
 }
 
 /* am_gelu_dx. */
-AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu_dx(ax_v x)
 {
     ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
+    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
     ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
                               _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), tg));
     ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
@@ -521,7 +522,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, E)); return true;
     case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
-    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
+    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
@@ -529,7 +530,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOP(ax_erf(x)); return true;
-    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
+    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;
     default: return false;
