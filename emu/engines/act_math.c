@@ -262,15 +262,18 @@ AM_INLINE float am_log(float x)
  * e h(e) + max(x, 0) with e = e^-|x| in [0, 1] and h(e) = ln(1 + e)/e,
  * h a degree-8 polynomial with h(0) = 1 exactly (near-minimax fit of the
  * relative error, tests/tools/act_fit.py softplus: 3.3e-8 relative with
- * the binary32 coefficients). */
+ * the binary32 coefficients). A NaN x reaches the last FMA only as its
+ * addend, so the result is x quieted with no guard. */
 static const float am_sp_h[9] = {
     5.365422461e-03f, -3.006830066e-02f, 7.920882851e-02f, -1.375418752e-01f,
     1.915384829e-01f, -2.485721707e-01f, 3.332132995e-01f, -4.999964833e-01f, 1.0f};
 
 AM_INLINE float am_softplus(float x, const struct am_env *E)
 {
-    float pos = x > 0.0f ? x : 0.0f;
-    float e = am_expf(-fabsf(x), E);
+    float pos = 0.0f > x ? 0.0f : x; /* x itself for a NaN x */
+    float a = -fabsf(x);
+    a = a > E->expf_lo ? a : E->expf_lo; /* a NaN x acts as expf_lo here */
+    float e = am_expf(a, E);
     float h = am_sp_h[0];
 #pragma GCC unroll 16
     for (int i = 1; i < 9; i++)

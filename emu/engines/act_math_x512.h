@@ -222,8 +222,9 @@ AX_INLINE ax_v ax_log(ax_v x)
 /* am_softplus. */
 AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
 {
-    ax_v pos = _mm512_max_ps(x, _mm512_setzero_ps()); /* +0 for a zero x (NaN: guarded) */
+    ax_v pos = _mm512_max_ps(_mm512_setzero_ps(), x); /* 0 > x ? 0 : x (NaN: x) */
     ax_v n, a = _mm512_or_ps(x, ax_sign());           /* -|x| */
+    a = _mm512_max_ps(a, ax_c(E->expf_lo));           /* a > lo ? a : lo (NaN: lo) */
     ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, INFINITY, &n); /* a <= 0 */
     ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
     ax_v h = ax_c(am_sp_h[0]);
@@ -525,7 +526,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
-    case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
+    case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
