@@ -363,19 +363,25 @@ AM_INLINE float am_silu_dx(float x, const struct am_env *E)
  * binary32. With e^x = (1 + pm) 2^n = e (x taken at most 20 there) and
  * w = e + 2, so that m + 2 = e w + 2 (one FMA):
  *   x <= 0: x (1 + pm) w / (m + 2) * 2^n   (the scaling rounds last)
- *   x > 0:  x - x (2 / (m + 2))            (one FMA; x itself past 20)
- * x below -200 acts as -200 (the result is -0 from far above there). */
+ *   x > 0:  x - x (2 / (m + 2))            (one FMA; x itself past 20,
+ *                                          where x 2/(m + 2) < 2^-56 x)
+ * x below -200 acts as -200 (the result is -0 from far above there). In
+ * the last FMA +inf is multiplied as the largest finite number, so it
+ * stays +inf; a NaN x reaches that FMA only as its addend (the exp sees
+ * 20), so the result is x quieted with no guard. */
 AM_INLINE float am_mish(float x, const struct am_env *E)
 {
     float pm, n;
-    am_expf_split(x, -0.0f, E->sig_lo, E->mish_hi, &pm, &n);
+    float xe = x < E->mish_hi ? x : E->mish_hi; /* a NaN x acts as mish_hi here */
+    am_expf_split(xe, -0.0f, E->sig_lo, E->mish_hi, &pm, &n);
     float e = am_scalef(1.0f + pm, n);
     float w = e + 2.0f;
     float xc = x < -200.0f ? -200.0f : x;
     int neg = x <= 0.0f;
     float num = neg ? xc * AM_FMA(pm, w, w) : 2.0f;
     float q = am_scalef(num / AM_FMA(e, w, 2.0f), neg ? n : 0.0f);
-    float pos = x > E->mish_hi ? x : AM_FMA(-x, q, x);
+    float xm = x < 0x1.fffffep127f ? x : 0x1.fffffep127f; /* +inf (and NaN) as the largest */
+    float pos = AM_FMA(-xm, q, x);
     return neg ? q : pos;
 }
 

@@ -275,7 +275,8 @@ AX_INLINE ax_v ax_erf_dx(ax_v x, const struct am_env *E)
 AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
 {
     ax_v n;
-    ax_v pm = ax_expf_split(x, x, 0, E->sig_lo, E->mish_hi, &n);
+    ax_v xe = _mm512_min_ps(x, ax_c(E->mish_hi)); /* x < hi ? x : hi (NaN: hi) */
+    ax_v pm = ax_expf_split(xe, xe, 0, E->sig_lo, INFINITY, &n); /* xe <= hi already */
     ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
     ax_v w = _mm512_add_ps(e, ax_c(2.0f));
     ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
@@ -283,8 +284,8 @@ AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
     ax_v num = _mm512_mask_blend_ps(neg, ax_c(2.0f), _mm512_mul_ps(xc, _mm512_fmadd_ps(pm, w, w)));
     ax_v q = _mm512_scalef_ps(_mm512_div_ps(num, _mm512_fmadd_ps(e, w, ax_c(2.0f))),
                               _mm512_maskz_mov_ps(neg, n));
-    __mmask16 big = _mm512_cmp_ps_mask(x, ax_c(E->mish_hi), _CMP_GT_OQ);
-    ax_v pos = _mm512_mask_blend_ps(big, _mm512_fnmadd_ps(x, q, x), x);
+    ax_v xm = _mm512_min_ps(x, ax_c(0x1.fffffep127f)); /* x < max ? x : max (NaN: max) */
+    ax_v pos = _mm512_fnmadd_ps(xm, q, x);
     return _mm512_mask_blend_ps(neg, pos, q);
 }
 
@@ -529,7 +530,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
-    case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
+    case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOP(ax_erf(x)); return true;
     case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
