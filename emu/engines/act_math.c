@@ -543,7 +543,9 @@ AM_INLINE float am_gelu_sigmoid(float x)
  *   above:    1 - Q(z - 3) with the sign of x, Q of degree 10 fitting
  *             erfc on [2, 4] (near-minimax, absolute error 9.3e-9 with
  *             the binary32 coefficients: tests/tools/act_fit.py erf)
- * and the last step x P or 1 - Q as one FMA. */
+ * and the last step x P or 1 - Q as one FMA. A NaN x takes the first form
+ * with z = 4, so it reaches that FMA as the only NaN and comes out
+ * quieted, with no guard. */
 static const float am_erf_p[11] = {
     0.0f, -1.499333575e-05f, 7.824543718e-05f, -3.342172713e-04f, 1.399380621e-03f,
     -5.235208198e-03f, 1.713039540e-02f, -4.866273701e-02f, 1.194788814e-01f,
@@ -557,7 +559,7 @@ AM_INLINE float am_erf(float x)
 {
     float a = fabsf(x);
     float z = a < 4.0f ? a : 4.0f;
-    int near = a <= 2.0f;
+    int near = !(a > 2.0f); /* a NaN x takes the x P branch */
     float s = AM_FMA(0.5f, z * z, -1.0f);
     float v = near ? s : z - 3.0f;
     float p = near ? am_erf_p[0] : am_erfc_q[0];

@@ -88,7 +88,7 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     case ISA_ACT_silu_dx: AM_LOOPN(am_silu_dx(x, E)); break;
     case ISA_ACT_softplus: AM_LOOP(am_softplus(x, E)); break;
     case ISA_ACT_mish: AM_LOOP(am_mish(x, E)); break;
-    case ISA_ACT_erf: AM_LOOPN(am_erf(x)); break;
+    case ISA_ACT_erf: AM_LOOP(am_erf(x)); break;
     case ISA_ACT_erf_dx: AM_LOOPN(am_erf_dx(x, E)); break;
     case ISA_ACT_sqrt: AM_LOOP(sqrtf(x)); break;
     case ISA_ACT_rsqrt: AM_LOOP(am_rsqrt(x)); break;

@@ -294,7 +294,7 @@ AX_INLINE ax_v ax_erf(ax_v x)
 {
     ax_v a = _mm512_andnot_ps(ax_sign(), x);
     ax_v z = _mm512_min_ps(a, ax_c(4.0f)); /* a < 4 ? a : 4 */
-    __mmask16 near = _mm512_cmp_ps_mask(a, ax_c(2.0f), _CMP_LE_OQ);
+    __mmask16 near = _mm512_cmp_ps_mask(a, ax_c(2.0f), _CMP_NGT_UQ); /* !(a > 2) */
     ax_v s = _mm512_fmadd_ps(ax_c(0.5f), _mm512_mul_ps(z, z), ax_c(-1.0f));
     ax_v v = _mm512_mask_blend_ps(near, _mm512_sub_ps(z, ax_c(3.0f)), s);
     ax_v p = _mm512_mask_blend_ps(near, ax_c(am_erfc_q[0]), ax_c(am_erf_p[0]));
@@ -531,7 +531,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
-    case ISA_ACT_erf: AX_LOOP(ax_erf(x)); return true;
+    case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;
     case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;

@@ -267,8 +267,8 @@ static void test_math_specials(void **state)
     }
     for (unsigned f = 0; f <= ISA_ACT_sign; f++)
         assert_true(isnan(act_math_one(f, nan, 0.0f)));
-    /* softplus and mish have no NaN guard: their kernels pass a NaN on,
-     * quieted */
+    /* softplus, mish and erf have no NaN guard: their kernels pass a NaN
+     * on, quieted */
     uint32_t snan_bits = 0xff800123u;
     float snan;
     memcpy(&snan, &snan_bits, 4);
@@ -276,6 +276,7 @@ static void test_math_specials(void **state)
         num_set_isa_limit(lvl);
         assert_same(act_math_one(ISA_ACT_softplus, snan, 0.0f), snan + snan);
         assert_same(act_math_one(ISA_ACT_mish, snan, 0.0f), snan + snan);
+        assert_same(act_math_one(ISA_ACT_erf, snan, 0.0f), snan + snan);
     }
     num_set_isa_limit(NUM_ISA_AVX512);
     assert_same(act_math_one(ISA_ACT_prelu, -2, 0.25f), -0.5f);
