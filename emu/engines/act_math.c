@@ -16,11 +16,12 @@
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
  * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
- * computed in binary32 (sin's argument reduction in binary64;
+ * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
  * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
- * (mpmath). Each fit's interval and error are noted beside it.
+ * (mpmath); near-minimax binary32 fits for softplus and erf's erfc piece
+ * (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -46,14 +47,14 @@ struct am_env {
     float expf_hi;   /* binary32 exp: inputs above give +inf (89) */
     float expf_lo;   /* binary32 exp: inputs below give 0 (-104) */
     float sig_lo;    /* binary32 e^-|v| of the sigmoid family: lower clamp (-150) */
-    float split_max; /* |v| from which the low half of a split argument is dropped */
     float mish_hi;   /* mish: e^x is taken at min(x, 20) */
+    float sin_fast;  /* sin: |x| from which the reduction is binary64 (2^10) */
     double sin_big;  /* sin: |x| from which libm reduces the argument (2^20) */
 };
 
 #define AM_ENV_INIT                                                                  \
-    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f, .split_max = 0x1p20f,    \
-     .mish_hi = 20.0f, .sin_big = 0x1p20}
+    {.expf_hi = 89.0f, .expf_lo = -104.0f, .sig_lo = -150.0f,                          \
+     .mish_hi = 20.0f, .sin_fast = 0x1p10f, .sin_big = 0x1p20}
 
 /* ---- bits ------------------------------------------------------------------ */
 
@@ -97,6 +98,18 @@ AM_INLINE uint64_t am_dbits(double x)
 #define AMF_LN2_HI 0.693145751953125f /* 16 bits: n * AMF_LN2_HI is exact */
 #define AMF_LN2_LO 1.42860677e-06f    /* ln2 - AMF_LN2_HI */
 
+/* e^r - 1 for |r| <= ln2/2 (a little more is fine): r + r^2 q(r). */
+AM_INLINE float am_expm1_poly(float r)
+{
+    float q = AMF_E5;
+    q = AM_FMA(q, r, AMF_E4);
+    q = AM_FMA(q, r, AMF_E3);
+    q = AM_FMA(q, r, AMF_E2);
+    q = AM_FMA(q, r, AMF_E1);
+    q = AM_FMA(q, r, AMF_E0);
+    return AM_FMA(r * r, q, r);
+}
+
 /* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
  * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
  * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
@@ -110,13 +123,7 @@ AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, 
     float nn = t - 12582912.0f;
     float r = AM_FMA(nn, -AMF_LN2_HI, x);
     r = AM_FMA(nn, -AMF_LN2_LO, r) + xl;
-    float q = AMF_E5;
-    q = AM_FMA(q, r, AMF_E4);
-    q = AM_FMA(q, r, AMF_E3);
-    q = AM_FMA(q, r, AMF_E2);
-    q = AM_FMA(q, r, AMF_E1);
-    q = AM_FMA(q, r, AMF_E0);
-    *pm = AM_FMA(r * r, q, r);
+    *pm = am_expm1_poly(r);
     *n = nn;
 }
 
@@ -150,7 +157,8 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
 #define AM_PIO2_2 6.077100506303966e-11
 #define AM_PIO2_3 2.0222662487959506e-21
 
-/* sin x for |x| < 2^20: x = k pi/2 + r in binary64 (k < 2^20, so k times
+/* sin x for 2^10 <= |x| < 2^20 (am_sinf_fast below 2^10, with the same
+ * polynomials): x = k pi/2 + r in binary64 (k < 2^20, so k times
  * each 33-bit part of pi/2 is exact), r rounded to binary32 (|r| <= pi/4),
  * then by k mod 4 +-sin r = r + r z S(z) or +-cos r = 1 - z/2 + z^2 C(z),
  * z = r^2, S and C of degree 3 (Chebyshev fits with mpmath at 50 digits,
@@ -161,7 +169,8 @@ static const float am_sin_s[4] = {2.724992555e-06f, -1.984008704e-04f, 8.3333319
 static const float am_sin_c[4] = {-2.730095900e-07f, 2.480059993e-05f, -1.388888806e-03f,
                                   4.166666791e-02f};
 
-/* The binary32 part of am_sinf_small: r reduced, q the low bits of k. */
+/* The binary32 part of am_sinf_small and am_sinf_fast: r reduced, q the
+ * low bits of k. */
 AM_INLINE float am_sinf_poly(float r, uint32_t q)
 {
     float z = r * r;
@@ -188,6 +197,28 @@ AM_INLINE float am_sinf_small(float x)
     return am_sinf_poly((float)r, q);
 }
 
+/* sin x for |x| < 2^10, all in binary32: k = round(x 2/pi) (at most 652),
+ * r = x - k pi/2 with pi/2 in three parts, each taken off by one FMA. The
+ * first two parts have 12 and 13 significant bits, so k times each is
+ * exact and x - k P1 is exact, and a tiny r (x close to a multiple of
+ * pi/2) keeps its accuracy. A zero x is passed on as r
+ * itself (the negative second part would turn -0 into +0). Then
+ * am_sinf_poly as for the binary64 reduction: 2.41 ulp at most on every
+ * binary32 below 2^10. */
+#define AMF_PIO2_1 0x1.922p+0f
+#define AMF_PIO2_2 (-0x1.2afp-18f)
+#define AMF_PIO2_3 0x1.0b4612p-34f
+AM_INLINE float am_sinf_fast(float x)
+{
+    float t = AM_FMA(x, 0.636619747f, 12582912.0f); /* 1.5 * 2^23: rounds x 2/pi */
+    float k = t - 12582912.0f;
+    float r = AM_FMA(-k, AMF_PIO2_1, x);
+    r = AM_FMA(-k, AMF_PIO2_2, r);
+    r = AM_FMA(-k, AMF_PIO2_3, r);
+    r = x == 0.0f ? x : r;
+    return am_sinf_poly(r, am_fbits(t));
+}
+
 /* ---- the activation functions on one binary32 value ------------------------------ */
 
 /* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
@@ -198,8 +229,8 @@ static const float am_log_p[9] = {
     1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
     3.333333135e-01f};
 
-/* e ln 2 + ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1]: the one
- * polynomial am_log and am_log1p_unit share. */
+/* e ln 2 + ln(1 + f) for f in [sqrt(1/2) - 1, sqrt(2) - 1] (am_log's
+ * polynomial part). */
 AM_INLINE float am_log_reduced(float e, float f)
 {
     float p = am_log_p[0];
@@ -227,24 +258,27 @@ AM_INLINE float am_log(float x)
     return x == 0.0f ? -INFINITY : v;
 }
 
-/* ln(1 + e) for e in [0, 1], with am_log's polynomial: 1 + e = 2^k (1 + f),
- * k = 0 and f = e up to sqrt(2) - 1, past it k = 1 and f = (e - 1)/2, one
- * FMA that is exact there (e and f have enough trailing zero bits). No
- * rounding of 1 + e, no special cases. act_math_x512.h has the same steps
- * on 16 lanes. */
-AM_INLINE float am_log1p_unit(float e)
-{
-    int big = e > 0.414213568f;
-    float f = big ? AM_FMA(0.5f, e, -0.5f) : e;
-    return am_log_reduced(big ? 1.0f : 0.0f, f);
-}
+/* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32, as one FMA:
+ * e h(e) + max(x, 0) with e = e^-|x| in [0, 1] and h(e) = ln(1 + e)/e,
+ * h a degree-8 polynomial with h(0) = 1 exactly (near-minimax fit of the
+ * relative error, tests/tools/act_fit.py softplus: 3.3e-8 relative with
+ * the binary32 coefficients). A NaN x reaches the last FMA only as its
+ * addend, so the result is x quieted with no guard. */
+static const float am_sp_h[9] = {
+    5.365422461e-03f, -3.006830066e-02f, 7.920882851e-02f, -1.375418752e-01f,
+    1.915384829e-01f, -2.485721707e-01f, 3.332132995e-01f, -4.999964833e-01f, 1.0f};
 
-/* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32. */
 AM_INLINE float am_softplus(float x, const struct am_env *E)
 {
-    float pos = x > 0.0f ? x : 0.0f;
-    float e = am_expf(-fabsf(x), E);
-    return pos + am_log1p_unit(e);
+    float pos = 0.0f > x ? 0.0f : x; /* x itself for a NaN x */
+    float a = -fabsf(x);
+    a = a > E->expf_lo ? a : E->expf_lo; /* a NaN x acts as expf_lo here */
+    float e = am_expf(a, E);
+    float h = am_sp_h[0];
+#pragma GCC unroll 16
+    for (int i = 1; i < 9; i++)
+        h = AM_FMA(h, e, am_sp_h[i]);
+    return AM_FMA(e, h, pos);
 }
 
 /* tanh x = -m / (2 + m) with m = e^(-2|x|) - 1 (no cancellation: the
@@ -259,21 +293,18 @@ AM_INLINE float am_tanh(float x, const struct am_env *E)
     return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
 }
 
-/* x / (1 + e^-v) for v of the sign of x (v = x, or a scaled x split into
- * vh + vl), as one quotient: with e^-|v| = (1 + pm) 2^n = e,
+/* x / (1 + e^-v) for v of the sign of x (v = x for sigmoid and silu), as
+ * one quotient: with e^-|v| = (1 + pm) 2^n = e,
  *   v >= 0: x / (1 + e)
  *   v < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
  * x below -200 acts as -200 (the result is 0 from far above there). */
-AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E)
+AM_INLINE float am_sig_times(float x, float v, const struct am_env *E)
 {
     float pm, n;
-    float ah = -fabsf(vh);
-    float al = vh < 0.0f ? vl : -vl;
-    al = fabsf(vh) < E->split_max ? al : 0.0f;
-    am_expf_split(ah, al, E->sig_lo, E->expf_hi, &pm, &n);
+    am_expf_split(-fabsf(v), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
     float p1 = 1.0f + pm;
     float den = 1.0f + am_scalef(p1, n);
-    int neg = vh < 0.0f;
+    int neg = v < 0.0f;
     float xc = x < -200.0f ? -200.0f : x;
     float num = neg ? xc * p1 : x;
     return am_scalef(num / den, neg ? n : 0.0f);
@@ -281,12 +312,12 @@ AM_INLINE float am_sig_times(float x, float vh, float vl, const struct am_env *E
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
 {
-    return am_sig_times(1.0f, x, -0.0f, E);
+    return am_sig_times(1.0f, x, E);
 }
 
 AM_INLINE float am_silu(float x, const struct am_env *E)
 {
-    return am_sig_times(x, x, -0.0f, E);
+    return am_sig_times(x, x, E);
 }
 
 /* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With
@@ -332,19 +363,25 @@ AM_INLINE float am_silu_dx(float x, const struct am_env *E)
  * binary32. With e^x = (1 + pm) 2^n = e (x taken at most 20 there) and
  * w = e + 2, so that m + 2 = e w + 2 (one FMA):
  *   x <= 0: x (1 + pm) w / (m + 2) * 2^n   (the scaling rounds last)
- *   x > 0:  x - x (2 / (m + 2))            (one FMA; x itself past 20)
- * x below -200 acts as -200 (the result is -0 from far above there). */
+ *   x > 0:  x - x (2 / (m + 2))            (one FMA; x itself past 20,
+ *                                          where x 2/(m + 2) < 2^-56 x)
+ * x below -200 acts as -200 (the result is -0 from far above there). In
+ * the last FMA +inf is multiplied as the largest finite number, so it
+ * stays +inf; a NaN x reaches that FMA only as its addend (the exp sees
+ * 20), so the result is x quieted with no guard. */
 AM_INLINE float am_mish(float x, const struct am_env *E)
 {
     float pm, n;
-    am_expf_split(x, -0.0f, E->sig_lo, E->mish_hi, &pm, &n);
+    float xe = x < E->mish_hi ? x : E->mish_hi; /* a NaN x acts as mish_hi here */
+    am_expf_split(xe, -0.0f, E->sig_lo, E->mish_hi, &pm, &n);
     float e = am_scalef(1.0f + pm, n);
     float w = e + 2.0f;
     float xc = x < -200.0f ? -200.0f : x;
     int neg = x <= 0.0f;
     float num = neg ? xc * AM_FMA(pm, w, w) : 2.0f;
     float q = am_scalef(num / AM_FMA(e, w, 2.0f), neg ? n : 0.0f);
-    float pos = x > E->mish_hi ? x : AM_FMA(-x, q, x);
+    float xm = x < 0x1.fffffep127f ? x : 0x1.fffffep127f; /* +inf (and NaN) as the largest */
+    float pos = AM_FMA(-xm, q, x);
     return neg ? q : pos;
 }
 
@@ -361,9 +398,9 @@ static const float am_gelu_g[11] = {
 
 /* The pieces gelu and gelu_dx share: a = |x| clamped to 15 (a NaN x acts
  * as 15: only x carries it), t = 4 / (4 + a), t g(t), and e^(-a^2/2) as
- * (1 + *pm) 2^*n (a^2/2 passed to exp split in two, exact). */
-AM_INLINE void am_phi_parts(float x, const struct am_env *E, float *ac_out, float *tg,
-                            float *pm, float *n)
+ * (1 + *pm) 2^*n, n = round(-a^2/2 / ln2) and r = -a^2/2 - n ln2 by FMA
+ * from the exact product (a/2) a, ln2 in two parts. */
+AM_INLINE void am_phi_parts(float x, float *ac_out, float *tg, float *pm, float *n)
 {
     float a = fabsf(x);
     float ac = a < 15.0f ? a : 15.0f;
@@ -373,17 +410,20 @@ AM_INLINE void am_phi_parts(float x, const struct am_env *E, float *ac_out, floa
 #pragma GCC unroll 16
     for (int i = 1; i < 11; i++)
         g = AM_FMA(g, u, am_gelu_g[i]);
-    float sq = ac * ac;
-    float uh = 0.5f * sq, ul = 0.5f * AM_FMA(ac, ac, -sq);
-    am_expf_split(-uh, -ul, E->sig_lo, E->expf_hi, pm, n);
+    float ha = 0.5f * ac;
+    float tt = AM_FMA(ha * ac, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = tt - 12582912.0f;
+    float r = AM_FMA(-ha, ac, -(nn * AMF_LN2_HI));
+    *pm = am_expm1_poly(AM_FMA(-nn, AMF_LN2_LO, r));
+    *n = nn;
     *ac_out = ac;
     *tg = t * g;
 }
 
-AM_INLINE float am_gelu(float x, const struct am_env *E)
+AM_INLINE float am_gelu(float x)
 {
     float ac, tg, pm, n;
-    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    am_phi_parts(x, &ac, &tg, &pm, &n);
     float hq = tg * (1.0f + pm);
     int neg = x < 0.0f;
     float q = neg ? -ac * hq : hq;
@@ -412,10 +452,10 @@ static const float am_gdx_g[13] = {
     -1.477040444e-02f, -1.140085906e-01f, -1.819977351e-02f, 3.882850111e-01f,
     4.314939976e-01f};
 
-AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
+AM_INLINE float am_gelu_dx(float x)
 {
     float ac, tg, pm, n;
-    am_phi_parts(x, E, &ac, &tg, &pm, &n);
+    am_phi_parts(x, &ac, &tg, &pm, &n);
     float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, tg));
     float h = am_scalef(AM_FMA(d, pm, d), n);
     float far = x < 0.0f ? h : 1.0f - h;
@@ -428,74 +468,106 @@ AM_INLINE float am_gelu_dx(float x, const struct am_env *E)
     return x > -1.7f && x < 0.6f ? near : far;
 }
 
-/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)).
- * v = x (k1 + k3 x^2) is carried as vh + vl (products split by FMA, the
- * sum by an exact two-sum, the constants in two parts) so that its
- * rounding does not grow the error of the tail; vl matters only while
- * |v| < 2^20, where every step is finite. */
+/* The end of gelu_apprx_tanh and gelu_apprx_sigmoid, x / (1 + e^-v) for v
+ * of the sign of x, from e^-|v| = (1 + pm) 2^n as am_sig_times takes it:
+ *   x >= 0: x / (1 + e)
+ *   x < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
+ * x below -200 acts as -200 (the result is -0 from far above there). */
+AM_INLINE float am_sig_finish(float x, float pm, float nn)
+{
+    float p1 = 1.0f + pm;
+    float den = 1.0f + am_scalef(p1, nn);
+    int neg = x < 0.0f;
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? nn : 0.0f);
+}
+
+/* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)),
+ * with a = min(|x|, 11) (past which e^-|v| is below 2^-160): |v| = a u,
+ * u = k1 + k3 a^2 carried as u + ul (products split by FMA, the sum by an
+ * exact two-sum, the constants in two parts), then n = round(-a u / ln2)
+ * and r = -a u - n ln2 by FMA from the exact product a u, the low parts
+ * (of ln2, then a ul) after it, so that no rounding of v grows the error
+ * of the tail; then am_sig_finish. */
 #define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
 #define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
 #define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
 #define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
-AM_INLINE float am_gelu_tanh(float x, const struct am_env *E)
+AM_INLINE float am_gelu_tanh(float x)
 {
-    float x2 = x * x;
-    float x2l = AM_FMA(x, x, -x2);
-    float a = AMF_GT_K3 * x2;
-    float al = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -a)));
-    float u = AMF_GT_K1 + a;
+    float a = fabsf(x);
+    float ac = a < 11.0f ? a : 11.0f;
+    float x2 = ac * ac;
+    float x2l = AM_FMA(ac, ac, -x2);
+    float k = AMF_GT_K3 * x2;
+    float kl = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -k)));
+    float u = AMF_GT_K1 + k;
     float bb = u - AMF_GT_K1;
-    float ue = (AMF_GT_K1 - (u - bb)) + (a - bb);
-    float ul = (ue + al) + AMF_GT_K1L;
-    float vh = x * u;
-    float vl = AM_FMA(x, ul, AM_FMA(x, u, -vh));
-    return am_sig_times(x, vh, vl, E);
+    float ue = (AMF_GT_K1 - (u - bb)) + (k - bb);
+    float ul = (ue + kl) + AMF_GT_K1L;
+    float t = AM_FMA(ac * u, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(-ac, u, -(nn * AMF_LN2_HI));
+    r = AM_FMA(-nn, AMF_LN2_LO, r);
+    r = AM_FMA(-ac, ul, r);
+    return am_sig_finish(x, am_expm1_poly(r), nn);
 }
 
-/* x * sigmoid(1.702 x), 1.702 x carried as vh + vl like gelu_apprx_tanh's. */
-#define AMF_GS_C 1.70200002f       /* 1.702 */
+/* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, with 1.702 |x| never
+ * rounded: with a = min(|x|, 88) (past which e^-|v| is 2^-216 or less),
+ * n = round(-1.702 a / ln2) and r = -1.702 a - n ln2 by FMA from the exact
+ * product (1.702 and ln2 each in two parts, n times the high part of ln2
+ * exact), e^-|v| = (1 + pm) 2^n; then am_sig_finish. */
+#define AMF_GS_C 1.70200002f        /* 1.702 */
 #define AMF_GS_CL (-2.1934509e-08f) /* 1.702 - AMF_GS_C */
-AM_INLINE float am_gelu_sigmoid(float x, const struct am_env *E)
+#define AMF_GS_L2E (-2.45546699f)   /* -1.702 / ln2 */
+AM_INLINE float am_gelu_sigmoid(float x)
 {
-    float vh = AMF_GS_C * x;
-    float vl = AM_FMA(AMF_GS_CL, x, AM_FMA(AMF_GS_C, x, -vh));
-    return am_sig_times(x, vh, vl, E);
+    float a = fabsf(x);
+    float ac = a < 88.0f ? a : 88.0f;
+    float t = AM_FMA(ac, AMF_GS_L2E, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = t - 12582912.0f;
+    float r = AM_FMA(-AMF_GS_C, ac, -(nn * AMF_LN2_HI));
+    r = AM_FMA(-nn, AMF_LN2_LO, r);
+    r = AM_FMA(-AMF_GS_CL, ac, r);
+    return am_sig_finish(x, am_expm1_poly(r), nn);
 }
 
 /* erf x in binary32, with z = min(|x|, 4) (erf is 1 in binary32 past
- * 3.92) and u = z^2:
- *   |x| <= 2: x P(u/2 - 1), P of degree 9 (Chebyshev fit of erf(x)/x,
+ * 3.92), as one Horner chain whose coefficients and variable each lane
+ * picks by its range:
+ *   |x| <= 2: x P(z^2/2 - 1), P of degree 9 (Chebyshev fit of erf(x)/x,
  *             mpmath at 40 digits; 9e-9 relative, 0.75 ulp once rounded
- *             to binary32)
- *   above:    1 - e^-u Q(z - 3) with the sign of x, Q of degree 6 fitting
- *             erfc(z) e^(z^2) on [2, 4] (2.6e-6 relative: erfc(2) < 0.005,
- *             so below 0.2 ulp of the result). */
-static const float am_erf_p[10] = {
-    -1.499333575e-05f, 7.824543718e-05f, -3.342172713e-04f, 1.399380621e-03f,
+ *             to binary32), run as degree 10 with a zero leading term
+ *   above:    1 - Q(z - 3) with the sign of x, Q of degree 10 fitting
+ *             erfc on [2, 4] (near-minimax, absolute error 9.3e-9 with
+ *             the binary32 coefficients: tests/tools/act_fit.py erf)
+ * and the last step x P or 1 - Q as one FMA. A NaN x takes the first form
+ * with z = 4, so it reaches that FMA as the only NaN and comes out
+ * quieted, with no guard. */
+static const float am_erf_p[11] = {
+    0.0f, -1.499333575e-05f, 7.824543718e-05f, -3.342172713e-04f, 1.399380621e-03f,
     -5.235208198e-03f, 1.713039540e-02f, -4.866273701e-02f, 1.194788814e-01f,
     -2.611118555e-01f, 6.749332547e-01f};
-static const float am_erfc_q[7] = {
-    9.323108679e-05f, -3.637236659e-04f, 1.218097401e-03f, -4.459190648e-03f,
-    1.588499360e-02f, -5.437481031e-02f, 1.790011525e-01f};
+static const float am_erfc_q[11] = {
+    -2.246526310e-05f, 1.408489061e-05f, 1.419961482e-04f, -4.177931987e-04f,
+    7.342323079e-04f, -1.004848396e-03f, 1.045351848e-03f, -7.911610301e-04f,
+    4.176681978e-04f, -1.391513360e-04f, 2.209196282e-05f};
 
-AM_INLINE float am_erf(float x, const struct am_env *E)
+AM_INLINE float am_erf(float x)
 {
     float a = fabsf(x);
     float z = a < 4.0f ? a : 4.0f;
-    float u = z * z;
-    float s = AM_FMA(0.5f, u, -1.0f);
-    float p = am_erf_p[0];
+    int near = !(a > 2.0f); /* a NaN x takes the x P branch */
+    float s = AM_FMA(0.5f, z * z, -1.0f);
+    float v = near ? s : z - 3.0f;
+    float p = near ? am_erf_p[0] : am_erfc_q[0];
 #pragma GCC unroll 16
-    for (int i = 1; i < 10; i++)
-        p = AM_FMA(p, s, am_erf_p[i]);
-    float v = z - 3.0f;
-    float q = am_erfc_q[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 7; i++)
-        q = AM_FMA(q, v, am_erfc_q[i]);
-    float far = AM_FMA(-am_expf(-u, E), q, 1.0f);
-    far = am_ffrom(am_fbits(far) | (am_fbits(x) & 0x80000000u));
-    return a <= 2.0f ? x * p : far;
+    for (int i = 1; i < 11; i++)
+        p = AM_FMA(p, v, near ? am_erf_p[i] : am_erfc_q[i]);
+    float r = AM_FMA(near ? x : -1.0f, p, near ? -0.0f : 1.0f);
+    return am_ffrom(am_fbits(r) | (am_fbits(x) & 0x80000000u));
 }
 
 /* erf_dx x = (2/sqrt(pi)) e^(-x^2) in binary32: a = min(|x|, 11) (past

@@ -9,7 +9,8 @@
  * for the busiest functions; fused multiply-adds only where the kernels
  * ask for them (fmaf in the portable build), so all levels and all x86-64
  * machines give the same bits. Every transcendental function is a
- * binary32 kernel (0.5 to 8 ulp; sin reduces its argument in binary64).
+ * binary32 kernel (0.5 to 8 ulp; sin reduces an argument of 2^10 or more
+ * in binary64).
  * docs/isa.md has the formulas, docs/numerics.md the ulp bounds.
  */
 #ifndef TRNEMU_EMU_ACT_MATH_H

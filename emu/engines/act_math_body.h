@@ -42,9 +42,10 @@
 #define AM_LOOP(EXPR) AM_LOOPG(EXPR, 0)  /* x passed on: no guard */
 #define AM_LOOPN(EXPR) AM_LOOPG(EXPR, 1) /* guarded */
 
-/* sin: the block kernel, then libm for the rare |x| >= 2^20 (binary64 sin
- * of a binary32 input, rounded once). ax_sin_rows in act_math_x512.h does
- * the same. */
+/* sin: the binary32 block kernel, then for the rare |x| >= 2^10 the
+ * binary64 reduction, and libm for |x| >= 2^20 or NaN (binary64 sin of a
+ * binary32 input, rounded once). ax_sin_rows in act_math_x512.h does the
+ * same. */
 AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, float scale,
                                        float bias, const struct am_env *E)
 {
@@ -54,11 +55,13 @@ AM_ATTR static void AM_FN(am_sin_rows)(float *dst, const float *src, size_t n, f
         memcpy(in, src + i, m * sizeof(float));
         for (size_t j = 0; j < AM_BLK; j++) {
             in[j] = in[j] * scale + bias;
-            out[j] = in[j] != in[j] ? in[j] + in[j] : am_sinf_small(in[j]);
+            out[j] = am_sinf_fast(in[j]);
         }
-        for (size_t j = 0; j < m; j++)
-            if (!(fabsf(in[j]) < (float)E->sin_big))
-                out[j] = (float)sin((double)in[j]);
+        for (size_t j = 0; j < m; j++) {
+            float a = fabsf(in[j]);
+            if (!(a < E->sin_fast))
+                out[j] = a < (float)E->sin_big ? am_sinf_small(in[j]) : (float)sin((double)in[j]);
+        }
         memcpy(dst + i, out, m * sizeof(float));
     }
 }
@@ -77,15 +80,15 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     case ISA_ACT_sigmoid: AM_LOOP(am_sigmoid(x, E)); break;
     case ISA_ACT_relu: AM_LOOP(x <= 0.0f ? 0.0f : x); break;
     case ISA_ACT_prelu: AM_LOOP(x > 0.0f ? x : alpha * x); break;
-    case ISA_ACT_gelu: AM_LOOP(am_gelu(x, E)); break;
-    case ISA_ACT_gelu_dx: AM_LOOPN(am_gelu_dx(x, E)); break;
-    case ISA_ACT_gelu_apprx_tanh: AM_LOOP(am_gelu_tanh(x, E)); break;
-    case ISA_ACT_gelu_apprx_sigmoid: AM_LOOP(am_gelu_sigmoid(x, E)); break;
+    case ISA_ACT_gelu: AM_LOOP(am_gelu(x)); break;
+    case ISA_ACT_gelu_dx: AM_LOOPN(am_gelu_dx(x)); break;
+    case ISA_ACT_gelu_apprx_tanh: AM_LOOP(am_gelu_tanh(x)); break;
+    case ISA_ACT_gelu_apprx_sigmoid: AM_LOOP(am_gelu_sigmoid(x)); break;
     case ISA_ACT_silu: AM_LOOP(am_silu(x, E)); break;
     case ISA_ACT_silu_dx: AM_LOOPN(am_silu_dx(x, E)); break;
-    case ISA_ACT_softplus: AM_LOOPN(am_softplus(x, E)); break;
-    case ISA_ACT_mish: AM_LOOPN(am_mish(x, E)); break;
-    case ISA_ACT_erf: AM_LOOPN(am_erf(x, E)); break;
+    case ISA_ACT_softplus: AM_LOOP(am_softplus(x, E)); break;
+    case ISA_ACT_mish: AM_LOOP(am_mish(x, E)); break;
+    case ISA_ACT_erf: AM_LOOP(am_erf(x)); break;
     case ISA_ACT_erf_dx: AM_LOOPN(am_erf_dx(x, E)); break;
     case ISA_ACT_sqrt: AM_LOOP(sqrtf(x)); break;
     case ISA_ACT_rsqrt: AM_LOOP(am_rsqrt(x)); break;

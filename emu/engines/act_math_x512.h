@@ -1,7 +1,7 @@
 /*
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
- * softplus, erf_dx, mish, erf, gelu_dx), of arctan, sin, rsqrt and log,
+ * softplus, erf_dx, mish, gelu_dx), of erf, arctan, sin, rsqrt and log,
  * written with intrinsics so that the power-of-two scaling is one scalef
  * and log's reduction one getexp and one getmant. Each kernel repeats,
  * step for step, the
@@ -29,6 +29,18 @@ AX_INLINE ax_v ax_sign(void)
     return _mm512_castsi512_ps(_mm512_set1_epi32((int)0x80000000u));
 }
 
+/* am_expm1_poly. */
+AX_INLINE ax_v ax_expm1_poly(ax_v r)
+{
+    ax_v q = ax_c(AMF_E5);
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
+    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+}
+
 /* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
  * -0 changes nothing; the upper clamp skipped when hi is +inf, for callers
  * whose xh is never positive, where it changes nothing either). */
@@ -44,14 +56,8 @@ AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, a
     r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
     if (has_xl)
         r = _mm512_add_ps(r, xl);
-    ax_v q = ax_c(AMF_E5);
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E4));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E3));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E2));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E1));
-    q = _mm512_fmadd_ps(q, r, ax_c(AMF_E0));
     *n = nn;
-    return _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
+    return ax_expm1_poly(r);
 }
 
 /* am_expf. */
@@ -75,19 +81,12 @@ AX_INLINE ax_v ax_tanh(ax_v x, const struct am_env *E)
 }
 
 /* am_sig_times. */
-AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct am_env *E)
+AX_INLINE ax_v ax_sig_times(ax_v x, ax_v v, const struct am_env *E)
 {
     ax_v n;
-    ax_v ah = _mm512_or_ps(vh, ax_sign()); /* -|vh| */
-    __mmask16 neg = _mm512_cmp_ps_mask(vh, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v al = vl;
-    if (has_vl) {
-        al = _mm512_mask_blend_ps(neg, _mm512_xor_ps(vl, ax_sign()), vl);
-        __mmask16 keep = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), vh), ax_c(E->split_max),
-                                            _CMP_LT_OQ);
-        al = _mm512_maskz_mov_ps(keep, al);
-    }
-    ax_v pm = ax_expf_split(ah, al, has_vl, E->sig_lo, INFINITY, &n); /* ah <= 0 */
+    ax_v ah = _mm512_or_ps(v, ax_sign()); /* -|v| */
+    __mmask16 neg = _mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v pm = ax_expf_split(ah, ah, 0, E->sig_lo, INFINITY, &n); /* ah <= 0 */
     ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
     ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, n));
     ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
@@ -95,35 +94,54 @@ AX_INLINE ax_v ax_sig_times(ax_v x, ax_v vh, ax_v vl, int has_vl, const struct a
     return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, n));
 }
 
-/* am_gelu_tanh. */
-AX_INLINE ax_v ax_gelu_tanh(ax_v x, const struct am_env *E)
+/* am_sig_finish. */
+AX_INLINE ax_v ax_sig_finish(ax_v x, ax_v pm, ax_v nn)
 {
-    ax_v x2 = _mm512_mul_ps(x, x);
-    ax_v x2l = _mm512_fmsub_ps(x, x, x2);
-    ax_v a = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
-    ax_v al = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, a);
-    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, al);
-    al = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, al);
-    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), a);
+    ax_v p1 = _mm512_add_ps(ax_c(1.0f), pm);
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, nn));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_mul_ps(xc, p1));
+    return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
+}
+
+/* am_gelu_tanh. */
+AX_INLINE ax_v ax_gelu_tanh(ax_v x)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
+    ax_v x2 = _mm512_mul_ps(ac, ac);
+    ax_v x2l = _mm512_fmsub_ps(ac, ac, x2);
+    ax_v k = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
+    ax_v kl = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, k);
+    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, kl);
+    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, kl);
+    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), k);
     ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
     ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
-                            _mm512_sub_ps(a, bb));
-    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, al), ax_c(AMF_GT_K1L));
-    ax_v vh = _mm512_mul_ps(x, u);
-    ax_v vl = _mm512_fmadd_ps(x, ul, _mm512_fmsub_ps(x, u, vh));
-    return ax_sig_times(x, vh, vl, 1, E);
+                            _mm512_sub_ps(k, bb));
+    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, kl), ax_c(AMF_GT_K1L));
+    ax_v t = _mm512_fmadd_ps(_mm512_mul_ps(ac, u), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ac, u, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    r = _mm512_fnmadd_ps(ac, ul, r);
+    return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
 /* am_gelu_sigmoid. */
-AX_INLINE ax_v ax_gelu_sigmoid(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
 {
-    ax_v vh = _mm512_mul_ps(ax_c(AMF_GS_C), x);
-    ax_v vl = _mm512_fmadd_ps(ax_c(AMF_GS_CL), x, _mm512_fmsub_ps(ax_c(AMF_GS_C), x, vh));
-    return ax_sig_times(x, vh, vl, 1, E);
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(88.0f)); /* a < 88 ? a : 88 */
+    ax_v t = _mm512_fmadd_ps(ac, ax_c(AMF_GS_L2E), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ax_c(AMF_GS_C), ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
+    r = _mm512_fnmadd_ps(ax_c(AMF_GS_CL), ac, r);
+    return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
 /* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
-AX_INLINE ax_v ax_phi_parts(ax_v x, const struct am_env *E, ax_v *ac_out, ax_v *pm, ax_v *n)
+AX_INLINE ax_v ax_phi_parts(ax_v x, ax_v *ac_out, ax_v *pm, ax_v *n)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
     ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
@@ -131,20 +149,21 @@ AX_INLINE ax_v ax_phi_parts(ax_v x, const struct am_env *E, ax_v *ac_out, ax_v *
     ax_v g = ax_c(am_gelu_g[0]);
     for (int i = 1; i < 11; i++)
         g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
-    ax_v sq = _mm512_mul_ps(ac, ac);
-    ax_v uh = _mm512_mul_ps(ax_c(0.5f), sq);
-    ax_v ul = _mm512_mul_ps(ax_c(0.5f), _mm512_fmsub_ps(ac, ac, sq));
-    *pm = ax_expf_split(_mm512_xor_ps(uh, ax_sign()), _mm512_xor_ps(ul, ax_sign()), 1,
-                        E->sig_lo, INFINITY, n); /* -uh <= 0 */
+    ax_v ha = _mm512_mul_ps(ax_c(0.5f), ac);
+    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ha, ac), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ha, ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
+    *pm = ax_expm1_poly(_mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r));
+    *n = nn;
     *ac_out = ac;
     return _mm512_mul_ps(t, g);
 }
 
 /* am_gelu. */
-AX_INLINE ax_v ax_gelu(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu(ax_v x)
 {
     ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
+    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
     ax_v hq = _mm512_mul_ps(tg, _mm512_add_ps(ax_c(1.0f), pm));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
@@ -172,8 +191,7 @@ AX_INLINE ax_v ax_rsqrt(ax_v x)
     return _mm512_mask_blend_ps(fin, r, c);
 }
 
-/* am_log_reduced: e ln 2 + ln(1 + f), the polynomial ax_log and
- * ax_log1p_unit share. */
+/* am_log_reduced: e ln 2 + ln(1 + f). */
 AX_INLINE ax_v ax_log_reduced(ax_v e, ax_v f)
 {
     ax_v p = ax_c(am_log_p[0]);
@@ -201,20 +219,18 @@ AX_INLINE ax_v ax_log(ax_v x)
                                 ax_c(-INFINITY));
 }
 
-/* am_log1p_unit (e in [0, 1]). */
-AX_INLINE ax_v ax_log1p_unit(ax_v e)
-{
-    __mmask16 big = _mm512_cmp_ps_mask(e, ax_c(0.414213568f), _CMP_GT_OQ);
-    ax_v f = _mm512_mask_blend_ps(big, e, _mm512_fmadd_ps(ax_c(0.5f), e, ax_c(-0.5f)));
-    return ax_log_reduced(_mm512_maskz_mov_ps(big, ax_c(1.0f)), f);
-}
-
 /* am_softplus. */
 AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
 {
-    ax_v pos = _mm512_maskz_mov_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), x);
-    ax_v e = ax_expf(_mm512_or_ps(x, ax_sign()), E); /* e^-|x| */
-    return _mm512_add_ps(pos, ax_log1p_unit(e));
+    ax_v pos = _mm512_max_ps(_mm512_setzero_ps(), x); /* 0 > x ? 0 : x (NaN: x) */
+    ax_v n, a = _mm512_or_ps(x, ax_sign());           /* -|x| */
+    a = _mm512_max_ps(a, ax_c(E->expf_lo));           /* a > lo ? a : lo (NaN: lo) */
+    ax_v pm = ax_expf_split(a, a, 0, E->expf_lo, INFINITY, &n); /* a <= 0 */
+    ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+    ax_v h = ax_c(am_sp_h[0]);
+    for (int i = 1; i < 9; i++)
+        h = _mm512_fmadd_ps(h, e, ax_c(am_sp_h[i]));
+    return _mm512_fmadd_ps(e, h, pos);
 }
 
 /* am_silu_dx. */
@@ -259,7 +275,8 @@ AX_INLINE ax_v ax_erf_dx(ax_v x, const struct am_env *E)
 AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
 {
     ax_v n;
-    ax_v pm = ax_expf_split(x, x, 0, E->sig_lo, E->mish_hi, &n);
+    ax_v xe = _mm512_min_ps(x, ax_c(E->mish_hi)); /* x < hi ? x : hi (NaN: hi) */
+    ax_v pm = ax_expf_split(xe, xe, 0, E->sig_lo, INFINITY, &n); /* xe <= hi already */
     ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
     ax_v w = _mm512_add_ps(e, ax_c(2.0f));
     ax_v xc = _mm512_max_ps(ax_c(-200.0f), x); /* x < -200 ? -200 : x */
@@ -267,36 +284,33 @@ AX_INLINE ax_v ax_mish(ax_v x, const struct am_env *E)
     ax_v num = _mm512_mask_blend_ps(neg, ax_c(2.0f), _mm512_mul_ps(xc, _mm512_fmadd_ps(pm, w, w)));
     ax_v q = _mm512_scalef_ps(_mm512_div_ps(num, _mm512_fmadd_ps(e, w, ax_c(2.0f))),
                               _mm512_maskz_mov_ps(neg, n));
-    __mmask16 big = _mm512_cmp_ps_mask(x, ax_c(E->mish_hi), _CMP_GT_OQ);
-    ax_v pos = _mm512_mask_blend_ps(big, _mm512_fnmadd_ps(x, q, x), x);
+    ax_v xm = _mm512_min_ps(x, ax_c(0x1.fffffep127f)); /* x < max ? x : max (NaN: max) */
+    ax_v pos = _mm512_fnmadd_ps(xm, q, x);
     return _mm512_mask_blend_ps(neg, pos, q);
 }
 
 /* am_erf. */
-AX_INLINE ax_v ax_erf(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_erf(ax_v x)
 {
     ax_v a = _mm512_andnot_ps(ax_sign(), x);
     ax_v z = _mm512_min_ps(a, ax_c(4.0f)); /* a < 4 ? a : 4 */
-    ax_v u = _mm512_mul_ps(z, z);
-    ax_v s = _mm512_fmadd_ps(ax_c(0.5f), u, ax_c(-1.0f));
-    ax_v p = ax_c(am_erf_p[0]);
-    for (int i = 1; i < 10; i++)
-        p = _mm512_fmadd_ps(p, s, ax_c(am_erf_p[i]));
-    ax_v v = _mm512_sub_ps(z, ax_c(3.0f));
-    ax_v q = ax_c(am_erfc_q[0]);
-    for (int i = 1; i < 7; i++)
-        q = _mm512_fmadd_ps(q, v, ax_c(am_erfc_q[i]));
-    ax_v far = _mm512_fnmadd_ps(ax_expf(_mm512_xor_ps(u, ax_sign()), E), q, ax_c(1.0f));
-    far = _mm512_or_ps(far, _mm512_and_ps(x, ax_sign()));
-    __mmask16 near = _mm512_cmp_ps_mask(a, ax_c(2.0f), _CMP_LE_OQ);
-    return _mm512_mask_blend_ps(near, far, _mm512_mul_ps(x, p));
+    __mmask16 near = _mm512_cmp_ps_mask(a, ax_c(2.0f), _CMP_NGT_UQ); /* !(a > 2) */
+    ax_v s = _mm512_fmadd_ps(ax_c(0.5f), _mm512_mul_ps(z, z), ax_c(-1.0f));
+    ax_v v = _mm512_mask_blend_ps(near, _mm512_sub_ps(z, ax_c(3.0f)), s);
+    ax_v p = _mm512_mask_blend_ps(near, ax_c(am_erfc_q[0]), ax_c(am_erf_p[0]));
+#pragma GCC unroll 16
+    for (int i = 1; i < 11; i++)
+        p = _mm512_fmadd_ps(p, v, _mm512_mask_blend_ps(near, ax_c(am_erfc_q[i]), ax_c(am_erf_p[i])));
+    ax_v r = _mm512_fmadd_ps(_mm512_mask_blend_ps(near, ax_c(-1.0f), x), p,
+                             _mm512_mask_blend_ps(near, ax_c(1.0f), ax_c(-0.0f)));
+    return _mm512_or_ps(r, _mm512_and_ps(x, ax_sign()));
 }
 
 /* am_gelu_dx. */
-AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct am_env *E)
+AX_INLINE ax_v ax_gelu_dx(ax_v x)
 {
     ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, E, &ac, &pm, &n);
+    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
     ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
                               _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), tg));
     ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
@@ -348,6 +362,25 @@ AX_INLINE ax_v ax_affine(ax_v x, int mode, ax_v sc, ax_v bi)
     return x;
 }
 
+/* am_sinf_poly: r reduced, q holding the low bits of k. */
+AX_INLINE ax_v ax_sinf_poly(ax_v r, __m512i q)
+{
+    ax_v z = _mm512_mul_ps(r, r);
+    ax_v ps = ax_c(am_sin_s[0]), pc = ax_c(am_sin_c[0]);
+    for (int i = 1; i < 4; i++) {
+        ps = _mm512_fmadd_ps(ps, z, ax_c(am_sin_s[i]));
+        pc = _mm512_fmadd_ps(pc, z, ax_c(am_sin_c[i]));
+    }
+    ax_v sn = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
+    sn = _mm512_or_ps(_mm512_andnot_ps(ax_sign(), sn), _mm512_and_ps(ax_sign(), r));
+    ax_v cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc,
+                              _mm512_fmadd_ps(ax_c(-0.5f), z, ax_c(1.0f)));
+    __mmask16 odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
+    ax_v v = _mm512_mask_blend_ps(odd, sn, cs);
+    __m512i flip = _mm512_slli_epi32(_mm512_and_si512(q, _mm512_set1_epi32(2)), 30);
+    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), flip));
+}
+
 /* am_sinf_small: the reduction on two sets of 8 binary64 lanes. */
 AX_INLINE ax_v ax_sinf_small(ax_v x)
 {
@@ -368,48 +401,65 @@ AX_INLINE ax_v ax_sinf_small(ax_v x)
     }
     ax_v r = _mm512_insertf32x8(_mm512_castps256_ps512(rh[0]), rh[1], 1);
     __m512i q = _mm512_inserti64x4(_mm512_castsi256_si512(qh[0]), qh[1], 1);
-    ax_v z = _mm512_mul_ps(r, r);
-    ax_v ps = ax_c(am_sin_s[0]), pc = ax_c(am_sin_c[0]);
-    for (int i = 1; i < 4; i++) {
-        ps = _mm512_fmadd_ps(ps, z, ax_c(am_sin_s[i]));
-        pc = _mm512_fmadd_ps(pc, z, ax_c(am_sin_c[i]));
-    }
-    ax_v sn = _mm512_fmadd_ps(_mm512_mul_ps(r, z), ps, r);
-    sn = _mm512_or_ps(_mm512_andnot_ps(ax_sign(), sn), _mm512_and_ps(ax_sign(), r));
-    ax_v cs = _mm512_fmadd_ps(_mm512_mul_ps(z, z), pc,
-                              _mm512_fmadd_ps(ax_c(-0.5f), z, ax_c(1.0f)));
-    __mmask16 odd = _mm512_test_epi32_mask(q, _mm512_set1_epi32(1));
-    ax_v v = _mm512_mask_blend_ps(odd, sn, cs);
-    __m512i flip = _mm512_slli_epi32(_mm512_and_si512(q, _mm512_set1_epi32(2)), 30);
-    return _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(v), flip));
+    return ax_sinf_poly(r, q);
 }
 
-/* am_sin_rows on 16 lanes: the kernel, a NaN x gives x + x, and lanes with
- * |x| >= 2^20 (or NaN) go to libm as there. */
+/* am_sinf_fast. */
+AX_INLINE ax_v ax_sinf_fast(ax_v x)
+{
+    ax_v t = _mm512_fmadd_ps(x, ax_c(0.636619747f), ax_c(12582912.0f));
+    ax_v k = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_1), x);
+    r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_2), r);
+    r = _mm512_fnmadd_ps(k, ax_c(AMF_PIO2_3), r);
+    r = _mm512_mask_mov_ps(r, _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), x);
+    return ax_sinf_poly(r, _mm512_castps_si512(t));
+}
+
+/* y = ax_sinf_fast(x) on the lanes of km, corrected where |x| >= 2^10 (or
+ * NaN): the binary64 reduction there, libm for |x| >= 2^20 or NaN. */
+AX_INLINE ax_v ax_sin_fix(ax_v x, ax_v y, __mmask16 km, const struct am_env *E)
+{
+    ax_v a = _mm512_andnot_ps(ax_sign(), x);
+    __mmask16 slow = (__mmask16)(~_mm512_cmp_ps_mask(a, ax_c(E->sin_fast), _CMP_LT_OQ) & km);
+    if (__builtin_expect(slow == 0, 1))
+        return y;
+    y = _mm512_mask_blend_ps(slow, y, ax_sinf_small(x));
+    __mmask16 far = (__mmask16)(~_mm512_cmp_ps_mask(a, ax_c((float)E->sin_big), _CMP_LT_OQ) & km);
+    if (far) {
+        float xs[16], ys[16];
+        _mm512_storeu_ps(xs, x);
+        _mm512_storeu_ps(ys, y);
+        for (int j = 0; j < 16; j++)
+            if (far >> j & 1)
+                ys[j] = (float)sin((double)xs[j]);
+        y = _mm512_loadu_ps(ys);
+    }
+    return y;
+}
+
+/* am_sin_rows on 16 lanes (two vectors a step, as AX_LOOPG): the binary32
+ * kernel; only when some lane has |x| >= 2^10 (or NaN) the binary64
+ * reduction for those lanes, and libm for |x| >= 2^20 or NaN as there. */
 AX_ATTR static void ax_sin_rows(float *dst, const float *src, size_t n, float scale, float bias,
                                 const struct am_env *E)
 {
     int mode = (scale != 1.0f) | (am_fbits(bias) != 0x80000000u) << 1;
     ax_v sc = ax_c(scale), bi = ax_c(bias);
-    for (size_t i = 0; i < n; i += 16) {
+    size_t i = 0;
+    for (; i + 32 <= n; i += 32) {
+        ax_v xa = ax_affine(_mm512_loadu_ps(src + i), mode, sc, bi);
+        ax_v xb = ax_affine(_mm512_loadu_ps(src + i + 16), mode, sc, bi);
+        ax_v ya = ax_sin_fix(xa, ax_sinf_fast(xa), 0xFFFF, E);
+        ax_v yb = ax_sin_fix(xb, ax_sinf_fast(xb), 0xFFFF, E);
+        _mm512_storeu_ps(dst + i, ya);
+        _mm512_storeu_ps(dst + i + 16, yb);
+    }
+    for (; i < n; i += 16) {
         size_t m = n - i < 16 ? n - i : 16;
         __mmask16 km = (__mmask16)((1u << m) - 1u);
         ax_v x = ax_affine(_mm512_maskz_loadu_ps(km, src + i), mode, sc, bi);
-        ax_v y = ax_sinf_small(x);
-        y = _mm512_mask_add_ps(y, _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q), x, x);
-        __mmask16 small = _mm512_cmp_ps_mask(_mm512_andnot_ps(ax_sign(), x),
-                                             ax_c((float)E->sin_big), _CMP_LT_OQ);
-        __mmask16 far = (__mmask16)(~small & km);
-        if (far) {
-            float xs[16], ys[16];
-            _mm512_storeu_ps(xs, x);
-            _mm512_storeu_ps(ys, y);
-            for (int j = 0; j < 16; j++)
-                if (far >> j & 1)
-                    ys[j] = (float)sin((double)xs[j]);
-            y = _mm512_loadu_ps(ys);
-        }
-        _mm512_mask_storeu_ps(dst + i, km, y);
+        _mm512_mask_storeu_ps(dst + i, km, ax_sin_fix(x, ax_sinf_fast(x), km, E));
     }
 }
 
@@ -470,19 +520,19 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     switch (func) {
     case ISA_ACT_exp: AX_LOOPU(ax_expf(x, E)); return true;
     case ISA_ACT_tanh: AX_LOOPU(ax_tanh(x, E)); return true;
-    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, x, 0, E)); return true;
-    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, x, 0, E)); return true;
-    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x, E)); return true;
-    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x, E)); return true;
-    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x, E)); return true;
+    case ISA_ACT_sigmoid: AX_LOOPU(ax_sig_times(ax_c(1.0f), x, E)); return true;
+    case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, E)); return true;
+    case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
+    case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
+    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x)); return true;
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
-    case ISA_ACT_softplus: AX_LOOP(ax_softplus(x, E)); return true;
+    case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
-    case ISA_ACT_mish: AX_LOOP(ax_mish(x, E)); return true;
-    case ISA_ACT_erf: AX_LOOP(ax_erf(x, E)); return true;
-    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x, E)); return true;
+    case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
+    case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;
+    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;
     default: return false;
