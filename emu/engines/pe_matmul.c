@@ -156,16 +156,6 @@ static void pe_chunk_bf16(const uint8_t *src, uint32_t len, float *d)
         d[i] = pe_bf16(h[i]);
 }
 
-#if PE_X86
-/* pe_chunk_bf16 for a full chunk with AVX-512: 32 values in two registers. */
-__attribute__((target("avx512f"))) static void pe_chunk_bf16_x512(const uint8_t *src, float *d)
-{
-    __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)src);
-    __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(src + 32));
-    _mm512_storeu_si512(d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(lo), 16));
-    _mm512_storeu_si512(d + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
-}
-#endif
 
 /* len (<= PE_NR) fp32 values at src into d, zero padded to PE_NR. */
 static void pe_chunk_f32(const uint8_t *src, uint32_t len, float *d)
@@ -183,33 +173,56 @@ static inline const uint8_t *pe_chunk_src(const struct pe_mm *mm, uint32_t p, ui
     return ap_row_ptr(v, p) + ((size_t)j * mm->n + n0) * v->esize;
 }
 
+/* Where the chunk of logical row kk for panel column n0 lands in panels
+ * packed from column n_lo on. */
+static inline float *pe_chunk_dst(const struct pe_mm *mm, float *dst, uint32_t kk, uint32_t n_lo,
+                                  uint32_t n0)
+{
+    return dst + ((size_t)(n0 - n_lo) / PE_NR * mm->k + kk) * PE_NR;
+}
+
 /* Pack logical row kk of the moving operand, columns [n_lo, n_hi), into
  * the panels at dst (panel i holds columns n_lo + i * PE_NR on). One run
  * of the stored row is read in order: rows of many partitions at once
  * would share a few cache sets (partition strides are multiples of 4 KiB). */
 static void pe_panels_row(const struct pe_mm *mm, uint32_t kk, uint32_t n_lo, uint32_t n_hi,
-                          bool x512, float *dst)
+                          float *dst)
 {
-    const struct ap_view *v = mm->b_src;
-    bool bf16 = v->dtype == NUM_DT_BF16;
+    bool bf16 = mm->b_src->dtype == NUM_DT_BF16;
     for (uint32_t n0 = n_lo; n0 < n_hi; n0 += PE_NR) {
-        const uint8_t *s = pe_chunk_src(mm, kk % v->rows, kk / v->rows, n0);
-        float *d = dst + ((size_t)(n0 - n_lo) / PE_NR * mm->k + kk) * PE_NR;
+        const uint8_t *s = pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0);
+        float *d = pe_chunk_dst(mm, dst, kk, n_lo, n0);
         uint32_t len = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
-#if PE_X86
-        if (bf16 && x512 && len == PE_NR) {
-            pe_chunk_bf16_x512(s, d);
-            continue;
-        }
-#else
-        (void)x512;
-#endif
         if (bf16)
             pe_chunk_bf16(s, len, d);
         else
             pe_chunk_f32(s, len, d);
     }
 }
+
+#if PE_X86
+/* pe_panels_row for bf16 with AVX-512: full chunks 32 values in two
+ * registers, a partial last chunk as above. */
+__attribute__((target("avx512f"))) static void pe_panels_row_x512(const struct pe_mm *mm,
+                                                                  uint32_t kk, uint32_t n_lo,
+                                                                  uint32_t n_hi, float *dst)
+{
+    uint32_t n0 = n_lo;
+    for (; n0 + PE_NR <= n_hi; n0 += PE_NR) {
+        const uint8_t *s = pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0);
+        float *d = pe_chunk_dst(mm, dst, kk, n_lo, n0);
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)s);
+        __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));
+        _mm512_storeu_si512(d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(lo), 16));
+        _mm512_storeu_si512(d + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+    }
+    if (n0 < n_hi) {
+        uint32_t len = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
+        pe_chunk_bf16(pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0), len,
+                      pe_chunk_dst(mm, dst, kk, n_lo, n0));
+    }
+}
+#endif
 
 /* ---- kernels ----------------------------------------------------------------- */
 
@@ -403,12 +416,19 @@ static void pe_mm_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *bp
 
 void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
 {
-    bool x512 = pe_level() == NUM_ISA_AVX512;
+    bool x512 = PE_X86 && pe_level() == NUM_ISA_AVX512 && mm->b_src->dtype == NUM_DT_BF16;
     n_hi = n_hi < mm->n ? n_hi : mm->n;
     if (n_hi - n_lo > PE_PANEL_COLS)
         n_hi = n_lo + PE_PANEL_COLS;
-    for (uint32_t kk = 0; kk < mm->k; kk++)
-        pe_panels_row(mm, kk, n_lo, n_hi, x512, panels);
+    for (uint32_t kk = 0; kk < mm->k; kk++) {
+#if PE_X86
+        if (x512) {
+            pe_panels_row_x512(mm, kk, n_lo, n_hi, panels);
+            continue;
+        }
+#endif
+        pe_panels_row(mm, kk, n_lo, n_hi, panels);
+    }
 }
 
 void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
