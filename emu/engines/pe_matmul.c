@@ -7,7 +7,10 @@
  * panel (PE_NR floats) and PE_MR broadcast stationary values feed
  * PE_MR x PE_NR fused multiply-adds. Blocks on the right or bottom edge
  * go through a small local tile. Each output element sees exactly the
- * fmaf sequence of the definition, whatever the level.
+ * fmaf sequence of the definition, whatever the level. A moving operand
+ * stored as flat bf16 or fp32 rows may instead be packed inside the
+ * product, PE_PANEL_COLS columns at a time, into the calling thread's own
+ * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
  */
 #include "emu/engines/pe_matmul.h"
 
