@@ -31,7 +31,7 @@
 #define PE_PAR_MIN_FMAS (1u << 20)
 #define PE_PAR_COLS 64u
 #define PE_PAR_ROWS 32u
-#define PE_PANEL_PAR_COLS 256u /* columns per part when moving panels are packed inside */
+#define PE_PANEL_PAR_COLS 128u /* columns per part when moving panels are packed inside */
 
 /* One multiplication over packed panels. */
 struct pe_mm {
