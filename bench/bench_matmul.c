@@ -10,7 +10,8 @@
  * 512-column panel of rhs, DMAs the panel into SBUF, then for each
  * 128-row panel of lhsT DMAs it into SBUF, issues 32 nc_matmul
  * (K 128 x M 128 x N 512, accumulating in one PSUM bank) and DMAs the
- * [128 x 512] result from PSUM to C: 8192 matmuls in all. Figures:
+ * [128 x 512] result from PSUM to C: 8192 matmuls in all. Every matrix,
+ * OpenBLAS's too, sits on huge pages, as device HBM does. Figures:
  *   program     the whole program (DMAs included), GFLOP/s
  *   matmuls     the same 8192 nc_matmul alone on SBUF-resident tiles
  *   convert     packing the operands of 8192 matmuls into fp32 panels only
