@@ -332,9 +332,14 @@ struct pe_fused_job {
     atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
 };
 
+_Static_assert(PE_PANEL_FLOATS <= PAR_SCRATCH_ELEMS && PE_PANEL_FLOATS <= CORE_SCRATCH_ELEMS,
+               "a scratch row holds the moving panels of pe_mm_run_panels");
+
 static void pe_fused_part(void *arg, size_t part)
 {
     struct pe_fused_job *j = arg;
+    if (part >= j->pack_parts && atomic_load(&j->no_scratch))
+        return; /* the stationary operand is incomplete: the call fails */
     float *buf = par_scratch(part >= j->pack_parts ? 1 : 0); /* this thread's own */
     if (buf == NULL) {
         atomic_store(&j->no_scratch, true);
