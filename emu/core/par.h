@@ -50,6 +50,13 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
  * there are no more threads than cores. Returns the previous setting. */
 bool par_solo(bool on);
 
+/* par_for in two phases: every part in [0, n_first) has finished before
+ * any part in [n_first, n_parts) starts (one hand-off for work whose
+ * second half reads what the first wrote; a thread that claims a second
+ * phase part early waits for the first phase). */
+void par_for_phased(size_t n_first, size_t n_parts, void (*fn)(void *arg, size_t part),
+                    void *arg);
+
 /* Stop and join every helper thread (a later par_for starts them again).
  * par_for calls under way still finish: the callers run the parts no
  * helper took. For runtime teardown. */

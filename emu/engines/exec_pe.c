@@ -242,6 +242,17 @@ static emu_status pe_no_memory(struct isa_exec_ctx *ctx, const struct pe_geom *g
                      "product", g->k, g->m, g->n);
 }
 
+/* dst as fp32 rows the kernel writes in place: row 0 and the row stride in
+ * floats; NULL when the product needs a staging block. */
+static float *pe_direct_dst(const struct ap_view *dst, ptrdiff_t *ldc)
+{
+    float *direct = ap_row_f32(dst, 0);
+    if (direct == NULL || dst->row_stride % (int64_t)sizeof(float) != 0)
+        return NULL;
+    *ldc = dst->row_stride / (int64_t)sizeof(float);
+    return direct;
+}
+
 /* c = the product through an M x N staging block (dst not fp32 rows the
  * kernel can write in place): loaded first when accumulating, stored after. */
 static emu_status pe_run_staged(struct isa_exec_ctx *ctx, struct pe_mm *mm,
@@ -307,6 +318,64 @@ static emu_status pe_pack_both(struct isa_exec_ctx *ctx, const struct ap_view *s
     return EMU_OK;
 }
 
+/* A large product whose moving panels are packed inside it: one phased
+ * par_for, first the stationary operand packed in parts of PE_PAR_ROWS
+ * partitions, then the product in parts of PE_PANEL_PAR_COLS columns, each
+ * packing its own moving panels (so no part reads what another core
+ * packed but the small stationary panels). */
+struct pe_fused_job {
+    const struct ap_view *st;  /* stationary operand */
+    const struct pe_geom *g;   /* the shapes */
+    const struct pe_mm *mm;    /* the product (a: where the stationary goes) */
+    float *a;                  /* mm->a, writable */
+    size_t pack_parts;         /* parts of the first phase */
+    atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
+};
+
+_Static_assert(PE_PANEL_FLOATS <= PAR_SCRATCH_ELEMS && PE_PANEL_FLOATS <= CORE_SCRATCH_ELEMS,
+               "a scratch row holds the moving panels of pe_mm_run_panels");
+
+static void pe_fused_part(void *arg, size_t part)
+{
+    struct pe_fused_job *j = arg;
+    if (part >= j->pack_parts && atomic_load(&j->no_scratch))
+        return; /* the stationary operand is incomplete: the call fails */
+    float *buf = par_scratch(part >= j->pack_parts ? 1 : 0); /* this thread's own */
+    if (buf == NULL) {
+        atomic_store(&j->no_scratch, true);
+        return;
+    }
+    if (part >= j->pack_parts) {
+        uint32_t n0 = (uint32_t)(part - j->pack_parts) * PE_PANEL_PAR_COLS;
+        pe_mm_run_panels(j->mm, n0, n0 + PE_PANEL_PAR_COLS, buf);
+        return;
+    }
+    uint32_t p0 = (uint32_t)part * PE_PAR_ROWS;
+    pe_pack_rows(j->st, j->g->groups, j->g->m, PE_MR, p0, p0 + PE_PAR_ROWS, j->a, buf);
+}
+
+/* Pack the stationary operand into a and run mm (its moving panels packed
+ * inside): on this thread, or split when the product is large. */
+static emu_status pe_run_fused(struct isa_exec_ctx *ctx, const struct ap_view *st,
+                               const struct pe_geom *g, const struct pe_mm *mm, float *a)
+{
+    bool big = (uint64_t)g->k * g->m * g->n >= PE_PAR_MIN_FMAS;
+    if (!big) {
+        pe_pack_a(st, g->groups, g->m, a, core_scratch(ctx, 2));
+        pe_mm_run_panels(mm, 0, mm->n, core_scratch(ctx, 1));
+        return EMU_OK;
+    }
+    struct pe_fused_job j = {.st = st, .g = g, .mm = mm, .a = a,
+                             .pack_parts = (g->parts + PE_PAR_ROWS - 1) / PE_PAR_ROWS};
+    atomic_init(&j.no_scratch, false);
+    size_t cols = (g->n + PE_PANEL_PAR_COLS - 1) / PE_PANEL_PAR_COLS;
+    par_for_phased(j.pack_parts, j.pack_parts + cols, pe_fused_part, &j);
+    if (atomic_load(&j.no_scratch))
+        return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a "
+                         "helper thread's scratch rows");
+    return EMU_OK;
+}
+
 /* Pack both operands (b: the moving panels, sized for g) and multiply
  * into dst. */
 static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
@@ -323,10 +392,8 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
         return s;
     struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b = b,
                        .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
-    float *direct = ap_row_f32(dst, 0);
-    if (direct != NULL && dst->row_stride % (int64_t)sizeof(float) == 0) {
-        mm.c = direct;
-        mm.ldc = dst->row_stride / (int64_t)sizeof(float);
+    mm.c = pe_direct_dst(dst, &mm.ldc);
+    if (mm.c != NULL) {
         pe_mm_run(&mm);
         return EMU_OK;
     }
@@ -334,11 +401,36 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
     return s == EMU_RESOURCE ? pe_no_memory(ctx, g) : s;
 }
 
-/* The moving panels of a v4 matmul wider than a scratch row live on the heap. */
+/* The common case, fp32 dst in place, a moving operand of flat bf16 or
+ * fp32 rows and no onezero hint to check: the moving panels are packed
+ * inside the product, each by the thread that multiplies it. */
+static bool pe_multiply_fused(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                              const struct ap_view *dst, const struct ap_view *st,
+                              const struct ap_view *mv, const struct pe_geom *g,
+                              emu_status *status)
+{
+    float *a = core_scratch(ctx, 0);
+    struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b_src = mv,
+                       .b_groups = g->groups, .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
+    if (pe_flag(insn, PE_FLAG_STAT_ONEZERO) || pe_flag(insn, PE_FLAG_MOV_ONEZERO) ||
+        !pe_panel_src_ok(mv, g->groups))
+        return false;
+    mm.c = pe_direct_dst(dst, &mm.ldc);
+    if (mm.c == NULL)
+        return false;
+    *status = pe_run_fused(ctx, st, g, &mm, a);
+    return true;
+}
+
+/* pe_multiply_fused when it applies; else both operands packed whole
+ * first, the moving one on the heap when wider than a scratch row (v4). */
 static emu_status pe_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                               const struct ap_view *dst, const struct ap_view *st,
                               const struct ap_view *mv, const struct pe_geom *g)
 {
+    emu_status fused;
+    if (pe_multiply_fused(ctx, insn, dst, st, mv, g, &fused))
+        return fused;
     float *own;
     float *b = pe_buffer(ctx, 1, pe_pack_b_floats(g->k, g->n), &own);
     if (b == NULL)

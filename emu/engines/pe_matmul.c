@@ -7,7 +7,10 @@
  * panel (PE_NR floats) and PE_MR broadcast stationary values feed
  * PE_MR x PE_NR fused multiply-adds. Blocks on the right or bottom edge
  * go through a small local tile. Each output element sees exactly the
- * fmaf sequence of the definition, whatever the level.
+ * fmaf sequence of the definition, whatever the level. A moving operand
+ * stored as flat bf16 or fp32 rows may instead be packed inside the
+ * product, PE_PANEL_COLS columns at a time, into the calling thread's own
+ * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
  */
 #include "emu/engines/pe_matmul.h"
 
@@ -136,6 +139,93 @@ void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst,
 {
     pe_pack_rows(v, groups, w, PE_NR, 0, v->rows, dst, tmp);
 }
+
+/* ---- packing moving panels inside the product --------------------------------------- */
+
+bool pe_panel_src_ok(const struct ap_view *v, uint32_t groups)
+{
+    bool f32 = v->dtype == NUM_DT_FP32 || v->dtype == NUM_DT_FP32R;
+    return v->flat && (v->dtype == NUM_DT_BF16 || f32) && groups * v->rows <= PE_PANEL_MAX_K;
+}
+
+/* len (<= PE_NR) bf16 values at src as fp32 into d, zero padded to PE_NR. */
+static void pe_chunk_bf16(const uint8_t *src, uint32_t len, float *d)
+{
+    uint16_t h[PE_NR];
+    if (len < PE_NR)
+        memset(h, 0, sizeof h);
+    memcpy(h, src, 2 * (size_t)len);
+    for (uint32_t i = 0; i < PE_NR; i++)
+        d[i] = pe_bf16(h[i]);
+}
+
+
+/* len (<= PE_NR) fp32 values at src into d, zero padded to PE_NR. */
+static void pe_chunk_f32(const uint8_t *src, uint32_t len, float *d)
+{
+    memcpy(d, src, 4 * (size_t)len);
+    if (len < PE_NR)
+        memset(d + len, 0, (PE_NR - len) * sizeof(float));
+}
+
+/* Where the chunk of logical row j * rows + p for panel column n0 starts. */
+static inline const uint8_t *pe_chunk_src(const struct pe_mm *mm, uint32_t p, uint32_t j,
+                                          uint32_t n0)
+{
+    const struct ap_view *v = mm->b_src;
+    return ap_row_ptr(v, p) + ((size_t)j * mm->n + n0) * v->esize;
+}
+
+/* Where the chunk of logical row kk for panel column n0 lands in panels
+ * packed from column n_lo on. */
+static inline float *pe_chunk_dst(const struct pe_mm *mm, float *dst, uint32_t kk, uint32_t n_lo,
+                                  uint32_t n0)
+{
+    return dst + ((size_t)(n0 - n_lo) / PE_NR * mm->k + kk) * PE_NR;
+}
+
+/* Pack logical row kk of the moving operand, columns [n_lo, n_hi), into
+ * the panels at dst (panel i holds columns n_lo + i * PE_NR on). One run
+ * of the stored row is read in order: rows of many partitions at once
+ * would share a few cache sets (partition strides are multiples of 4 KiB). */
+static void pe_panels_row(const struct pe_mm *mm, uint32_t kk, uint32_t n_lo, uint32_t n_hi,
+                          float *dst)
+{
+    bool bf16 = mm->b_src->dtype == NUM_DT_BF16;
+    for (uint32_t n0 = n_lo; n0 < n_hi; n0 += PE_NR) {
+        const uint8_t *s = pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0);
+        float *d = pe_chunk_dst(mm, dst, kk, n_lo, n0);
+        uint32_t len = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
+        if (bf16)
+            pe_chunk_bf16(s, len, d);
+        else
+            pe_chunk_f32(s, len, d);
+    }
+}
+
+#if PE_X86
+/* pe_panels_row for bf16 with AVX-512: full chunks 32 values in two
+ * registers, a partial last chunk as above. */
+__attribute__((target("avx512f"))) static void pe_panels_row_x512(const struct pe_mm *mm,
+                                                                  uint32_t kk, uint32_t n_lo,
+                                                                  uint32_t n_hi, float *dst)
+{
+    uint32_t n0 = n_lo;
+    for (; n0 + PE_NR <= n_hi; n0 += PE_NR) {
+        const uint8_t *s = pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0);
+        float *d = pe_chunk_dst(mm, dst, kk, n_lo, n0);
+        __m256i lo = _mm256_loadu_si256((const __m256i *)(const void *)s);
+        __m256i hi = _mm256_loadu_si256((const __m256i *)(const void *)(s + 32));
+        _mm512_storeu_si512(d, _mm512_slli_epi32(_mm512_cvtepu16_epi32(lo), 16));
+        _mm512_storeu_si512(d + 16, _mm512_slli_epi32(_mm512_cvtepu16_epi32(hi), 16));
+    }
+    if (n0 < n_hi) {
+        uint32_t len = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
+        pe_chunk_bf16(pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n0), len,
+                      pe_chunk_dst(mm, dst, kk, n_lo, n0));
+    }
+}
+#endif
 
 /* ---- kernels ----------------------------------------------------------------- */
 
@@ -312,22 +402,61 @@ static void pe_edge_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *
         memcpy(c + r * mm->ldc, t[r], cols * sizeof(float));
 }
 
+/* The blocks of output rows [m0, m0 + PE_MR) and columns [n0, n0 + PE_NR)
+ * (cut by the edges) over packed moving panel bp. */
+static void pe_mm_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *bp, uint32_t n0,
+                        uint32_t m0)
+{
+    uint32_t cols = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
+    const float *ap = mm->a + (size_t)(m0 / PE_MR) * mm->k * PE_MR;
+    uint32_t rows = mm->m - m0 < PE_MR ? mm->m - m0 : PE_MR;
+    float *c = mm->c + (ptrdiff_t)m0 * mm->ldc + n0;
+    if (rows == PE_MR && cols == PE_NR)
+        fn(mm->k, ap, bp, c, mm->ldc, mm->accumulate);
+    else
+        pe_edge_block(fn, mm, ap, bp, c, rows, cols);
+}
+
+void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
+{
+    bool x512 = PE_X86 && pe_level() == NUM_ISA_AVX512 && mm->b_src->dtype == NUM_DT_BF16;
+    n_hi = n_hi < mm->n ? n_hi : mm->n;
+    if (n_hi - n_lo > PE_PANEL_COLS)
+        n_hi = n_lo + PE_PANEL_COLS;
+    for (uint32_t kk = 0; kk < mm->k; kk++) {
+#if PE_X86
+        if (x512) {
+            pe_panels_row_x512(mm, kk, n_lo, n_hi, panels);
+            continue;
+        }
+#endif
+        pe_panels_row(mm, kk, n_lo, n_hi, panels);
+    }
+}
+
+void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
+{
+    pe_kernel_fn fn = pe_kernel();
+    n_hi = n_hi < mm->n ? n_hi : mm->n;
+    for (uint32_t lo = n_lo; lo < n_hi; lo += PE_PANEL_COLS) {
+        uint32_t hi = n_hi - lo < PE_PANEL_COLS ? n_hi : lo + PE_PANEL_COLS;
+        pe_pack_panels(mm, lo, hi, panels);
+        for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
+            const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
+            for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+                pe_mm_block(fn, mm, bp, n0, m0);
+        }
+    }
+}
+
 void pe_mm_run_cols(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi)
 {
     pe_kernel_fn fn = pe_kernel();
     n_hi = n_hi < mm->n ? n_hi : mm->n;
     for (uint32_t n0 = n_lo; n0 < n_hi; n0 += PE_NR) {
         const float *bp = mm->b + (size_t)(n0 / PE_NR) * mm->k * PE_NR;
-        uint32_t cols = mm->n - n0 < PE_NR ? mm->n - n0 : PE_NR;
-        for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR) {
-            const float *ap = mm->a + (size_t)(m0 / PE_MR) * mm->k * PE_MR;
-            uint32_t rows = mm->m - m0 < PE_MR ? mm->m - m0 : PE_MR;
-            float *c = mm->c + (ptrdiff_t)m0 * mm->ldc + n0;
-            if (rows == PE_MR && cols == PE_NR)
-                fn(mm->k, ap, bp, c, mm->ldc, mm->accumulate);
-            else
-                pe_edge_block(fn, mm, ap, bp, c, rows, cols);
-        }
+        for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+            pe_mm_block(fn, mm, bp, n0, m0);
     }
 }
 

@@ -31,6 +31,7 @@
 #define PE_PAR_MIN_FMAS (1u << 20)
 #define PE_PAR_COLS 64u
 #define PE_PAR_ROWS 32u
+#define PE_PANEL_PAR_COLS 128u /* columns per part when moving panels are packed inside */
 
 /* One multiplication over packed panels. */
 struct pe_mm {
@@ -38,7 +39,10 @@ struct pe_mm {
     uint32_t m;          /* output rows */
     uint32_t n;          /* output columns */
     const float *a;      /* stationary: ceil(m/PE_MR) panels of k x PE_MR (zero padded) */
-    const float *b;      /* moving: ceil(n/PE_NR) panels of k x PE_NR (zero padded) */
+    const float *b;      /* moving: ceil(n/PE_NR) panels of k x PE_NR (zero padded),
+                          * unused by pe_mm_run_panels, which reads b_src */
+    const struct ap_view *b_src; /* the moving operand as stored, when b is NULL */
+    uint32_t b_groups;   /* contraction rows per partition of b_src (2: double row) */
     float *c;            /* output row 0 */
     ptrdiff_t ldc;       /* floats from one output row to the next */
     bool accumulate;     /* start from c (true) or from +0.0 */
@@ -61,6 +65,16 @@ void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst,
 void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
                   uint32_t p0, uint32_t p1, float *dst, float *tmp);
 
+/* Packing the moving operand inside the product (pe_mm_run_panels): at
+ * most PE_PANEL_MAX_K contraction rows, PE_PANEL_COLS columns at a time. */
+#define PE_PANEL_MAX_K 256u
+#define PE_PANEL_COLS 256u
+#define PE_PANEL_FLOATS (PE_PANEL_MAX_K * PE_PANEL_COLS) /* room pe_mm_run_panels needs */
+
+/* Whether pe_mm_run_panels can read moving operand v as stored (b_src):
+ * flat bf16 or flat fp32 rows, k at most PE_PANEL_MAX_K. */
+bool pe_panel_src_ok(const struct ap_view *v, uint32_t groups);
+
 /* Copy w floats of one logical contraction row (index kk of kt) into the
  * panels of width wr (PE_MR: stationary, PE_NR: moving), zero padded. */
 void pe_scatter_row(const float *src, uint32_t w, uint32_t wr, uint32_t kt, uint32_t kk,
@@ -74,6 +88,16 @@ void pe_mm_run(const struct pe_mm *mm);
 /* pe_mm_run for output columns [n_lo, n_hi) only, on the calling thread;
  * n_lo is a multiple of PE_NR. */
 void pe_mm_run_cols(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi);
+
+/* pe_mm_run_cols for a product whose moving operand is mm->b_src (b
+ * unused): PE_PANEL_COLS columns at a time, their panels packed into
+ * `panels` (PE_PANEL_FLOATS floats, the calling thread's own) by reading
+ * each stored row in order, then multiplied while they are in cache. */
+void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels);
+
+/* The packing step of pe_mm_run_panels alone: columns [n_lo, n_hi) of
+ * mm->b_src (at most PE_PANEL_COLS of them) into panels. */
+void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels);
 
 /* Name of the kernel pe_mm_run uses now: "portable", "avx2" or "avx512". */
 const char *pe_mm_impl_name(void);
