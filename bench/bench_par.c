@@ -199,6 +199,16 @@ static void bp_note(struct bp_stat *st, double rate, double cpu_per_exec)
         st->worst = rate;
 }
 
+/* Start the runtime with TRNEMU_THREADS=threads (NULL: unset). */
+static bool bp_init(const char *threads)
+{
+    if (threads != NULL)
+        setenv("TRNEMU_THREADS", threads, 1);
+    else
+        unsetenv("TRNEMU_THREADS");
+    return nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") == NRT_SUCCESS;
+}
+
 /* A runtime (threads NULL: TRNEMU_THREADS unset), the model on every VNC
  * of bp_vncs, then BP_ROUNDS rounds of each case in turn (the load of the
  * host drifts less between cases that alternate). false on a failure. */
@@ -207,11 +217,7 @@ static bool bp_run(const char *threads, int ncases, struct bp_stat *stat)
     enum { NV = sizeof bp_vncs / sizeof bp_vncs[0] };
     struct bp_vnc all[NV];
     bool ok = true;
-    if (threads != NULL)
-        setenv("TRNEMU_THREADS", threads, 1);
-    else
-        unsetenv("TRNEMU_THREADS");
-    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+    if (!bp_init(threads))
         return false;
     for (int v = 0; v < NV; v++)
         ok &= bp_setup(&all[v], bp_vncs[v]);
@@ -259,11 +265,7 @@ static bool bp_lnc2_round(struct bp_vnc *b, struct bp_stat *st)
 static bool bp_lnc2_run(const char *threads, const void *neff, size_t size, bool one_only,
                         struct bp_stat *st)
 {
-    if (threads != NULL)
-        setenv("TRNEMU_THREADS", threads, 1);
-    else
-        unsetenv("TRNEMU_THREADS");
-    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+    if (!bp_init(threads))
         return false;
     struct bp_vnc b;
     bool ok = bp_setup_neff(&b, 0, neff, size);

@@ -265,12 +265,10 @@ static void test_sys_trace(void **state)
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
 
-/* Device-side timing as a benchmark client reads it (nkipy's spike does):
- * nc_exec_running start/stop pairs by tracking_id, durations from
- * data.nc_timestamp_ns; the core's device clock runs back to back. */
-static void test_sys_trace_device_timing(void **state)
+/* Start a system trace of nc_exec_running events only (of NC 0 alone when
+ * nc0). */
+static void trace_exec_running_only(bool nc0)
 {
-    (void)state;
     nrt_sys_trace_config_t *c = NULL;
     const char **types = NULL;
     size_t ntypes = 0;
@@ -280,9 +278,19 @@ static void test_sys_trace_device_timing(void **state)
         nrt_sys_trace_config_set_capture_enabled_for_event_type(
             c, types[k], strcmp(types[k], "nc_exec_running") == 0);
     nrt_sys_trace_free_event_types(types, ntypes);
-    nrt_sys_trace_config_set_capture_enabled_for_nc(c, 0, true);
+    if (nc0)
+        nrt_sys_trace_config_set_capture_enabled_for_nc(c, 0, true);
     assert_int_equal(nrt_sys_trace_start(c), NRT_SUCCESS);
     nrt_sys_trace_config_free(c);
+}
+
+/* Device-side timing as a benchmark client reads it (nkipy's spike does):
+ * nc_exec_running start/stop pairs by tracking_id, durations from
+ * data.nc_timestamp_ns; the core's device clock runs back to back. */
+static void test_sys_trace_device_timing(void **state)
+{
+    (void)state;
+    trace_exec_running_only(true);
     nrt_tensor_set_t *in, *out;
     nrt_model_t *m = load_example("softmax.neff", &in, &out);
     char *json = NULL;
@@ -335,17 +343,7 @@ static json_int_t lnc2_device_ns(const char *threads)
     setenv("TRNEMU_THREADS", threads, 1);
     assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
     unsetenv("TRNEMU_THREADS");
-    nrt_sys_trace_config_t *c = NULL;
-    const char **types = NULL;
-    size_t ntypes = 0;
-    assert_int_equal(nrt_sys_trace_config_allocate(&c), NRT_SUCCESS);
-    assert_int_equal(nrt_sys_trace_get_event_types(&types, &ntypes), NRT_SUCCESS);
-    for (size_t k = 0; k < ntypes; k++)
-        nrt_sys_trace_config_set_capture_enabled_for_event_type(
-            c, types[k], strcmp(types[k], "nc_exec_running") == 0);
-    nrt_sys_trace_free_event_types(types, ntypes);
-    assert_int_equal(nrt_sys_trace_start(c), NRT_SUCCESS);
-    nrt_sys_trace_config_free(c);
+    trace_exec_running_only(false);
     nrt_tensor_set_t *in, *out;
     nrt_model_t *m = load_example("matmul_lnc2.neff", &in, &out);
     assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
