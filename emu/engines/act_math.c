@@ -20,8 +20,8 @@
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
  * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
- * (mpmath); near-minimax binary32 fits for softplus and erf's erfc piece
- * (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
+ * (mpmath); near-minimax binary32 fits for softplus, erf's erfc piece and
+ * gelu_apprx_tanh's 2^f (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -484,34 +484,49 @@ AM_INLINE float am_sig_finish(float x, float pm, float nn)
 }
 
 /* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)),
- * with a = min(|x|, 11) (past which e^-|v| is below 2^-160): |v| = a u,
- * u = k1 + k3 a^2 carried as u + ul (products split by FMA, the sum by an
- * exact two-sum, the constants in two parts), then n = round(-a u / ln2)
- * and r = -a u - n ln2 by FMA from the exact product a u, the low parts
- * (of ln2, then a ul) after it, so that no rounding of v grows the error
- * of the tail; then am_sig_finish. */
-#define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
-#define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
-#define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
-#define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
+ * with a = min(|x|, 11) (past which e^-|v| is below 2^-160), and
+ * e^-|v| = 2^-w taken in base 2: w = |v| / ln2 = a u, u = c1 + c3 a^2
+ * (c1, c3 the coefficients of v over ln2) carried as u + ul. u = c1h +
+ * c3 a^2 by one FMA, c1h being c1 cut to a multiple of 2^-20 (the rest,
+ * c1l, goes to ul): u is below 16, so c1h - u is exact and c3 a^2 + (c1h -
+ * u), one more FMA, is u's rounding error; ul adds c3 times the low part
+ * of a^2 (by FMA) and c3l a^2 + c1l. Then n = round(-a u) and f = -a u - n
+ * (one rounding each, from the exact product), f - a ul, and 2^f - 1 =
+ * f P(f), P of degree 5 (near-minimax on |f| <= 0.52, relative error
+ * 1.6e-8 with the binary32 coefficients: tests/tools/act_fit.py exp2m1);
+ * no ln2 in the reduction. Then am_sig_finish. */
+#define AMF_GT_C1H 0x1.26aecp+1f      /* 2 sqrt(2/pi) / ln2 cut to a multiple of 2^-20 */
+#define AMF_GT_C1L 2.513669699e-07f   /* 2 sqrt(2/pi) / ln2 - AMF_GT_C1H */
+#define AMF_GT_C3 1.029432416e-01f    /* 2 sqrt(2/pi) 0.044715 / ln2 */
+#define AMF_GT_C3L (-2.016198541e-09f) /* 2 sqrt(2/pi) 0.044715 / ln2 - AMF_GT_C3 */
+static const float am_gt_p[6] = {1.538861979e-04f, 1.339174807e-03f, 9.618304670e-03f,
+                                  5.550360307e-02f, 2.402264923e-01f, 6.931471825e-01f};
+
+/* 2^f - 1 for |f| <= 0.52: f P(f). */
+AM_INLINE float am_exp2m1_poly(float f)
+{
+    float p = am_gt_p[0];
+#pragma GCC unroll 8
+    for (int i = 1; i < 6; i++)
+        p = AM_FMA(p, f, am_gt_p[i]);
+    return f * p;
+}
+
 AM_INLINE float am_gelu_tanh(float x)
 {
     float a = fabsf(x);
     float ac = a < 11.0f ? a : 11.0f;
     float x2 = ac * ac;
     float x2l = AM_FMA(ac, ac, -x2);
-    float k = AMF_GT_K3 * x2;
-    float kl = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -k)));
-    float u = AMF_GT_K1 + k;
-    float bb = u - AMF_GT_K1;
-    float ue = (AMF_GT_K1 - (u - bb)) + (k - bb);
-    float ul = (ue + kl) + AMF_GT_K1L;
-    float t = AM_FMA(ac * u, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float u = AM_FMA(AMF_GT_C3, x2, AMF_GT_C1H);
+    float ul = AM_FMA(AMF_GT_C3, x2, AMF_GT_C1H - u);
+    float lo = AM_FMA(AMF_GT_C3L, x2, AMF_GT_C1L);
+    ul = AM_FMA(AMF_GT_C3, x2l, ul) + lo;
+    float t = AM_FMA(-ac, u, 12582912.0f); /* 1.5 * 2^23: rounds to n */
     float nn = t - 12582912.0f;
-    float r = AM_FMA(-ac, u, -(nn * AMF_LN2_HI));
-    r = AM_FMA(-nn, AMF_LN2_LO, r);
-    r = AM_FMA(-ac, ul, r);
-    return am_sig_finish(x, am_expm1_poly(r), nn);
+    float f = AM_FMA(-ac, u, -nn);
+    f = AM_FMA(-ac, ul, f);
+    return am_sig_finish(x, am_exp2m1_poly(f), nn);
 }
 
 /* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, with 1.702 |x| never

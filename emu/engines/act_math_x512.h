@@ -105,27 +105,24 @@ AX_INLINE ax_v ax_sig_finish(ax_v x, ax_v pm, ax_v nn)
     return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
 }
 
-/* am_gelu_tanh. */
+/* am_gelu_tanh, with am_exp2m1_poly. */
 AX_INLINE ax_v ax_gelu_tanh(ax_v x)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
     ax_v x2 = _mm512_mul_ps(ac, ac);
     ax_v x2l = _mm512_fmsub_ps(ac, ac, x2);
-    ax_v k = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
-    ax_v kl = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, k);
-    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, kl);
-    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, kl);
-    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), k);
-    ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
-    ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
-                            _mm512_sub_ps(k, bb));
-    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, kl), ax_c(AMF_GT_K1L));
-    ax_v t = _mm512_fmadd_ps(_mm512_mul_ps(ac, u), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v u = _mm512_fmadd_ps(ax_c(AMF_GT_C3), x2, ax_c(AMF_GT_C1H));
+    ax_v ul = _mm512_fmadd_ps(ax_c(AMF_GT_C3), x2, _mm512_sub_ps(ax_c(AMF_GT_C1H), u));
+    ax_v lo = _mm512_fmadd_ps(ax_c(AMF_GT_C3L), x2, ax_c(AMF_GT_C1L));
+    ul = _mm512_add_ps(_mm512_fmadd_ps(ax_c(AMF_GT_C3), x2l, ul), lo);
+    ax_v t = _mm512_fnmadd_ps(ac, u, ax_c(12582912.0f));
     ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
-    ax_v r = _mm512_fnmsub_ps(ac, u, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
-    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
-    r = _mm512_fnmadd_ps(ac, ul, r);
-    return ax_sig_finish(x, ax_expm1_poly(r), nn);
+    ax_v f = _mm512_fnmsub_ps(ac, u, nn);
+    f = _mm512_fnmadd_ps(ac, ul, f);
+    ax_v p = ax_c(am_gt_p[0]);
+    for (int i = 1; i < 6; i++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_gt_p[i]));
+    return ax_sig_finish(x, _mm512_mul_ps(f, p), nn);
 }
 
 /* am_gelu_sigmoid. */
