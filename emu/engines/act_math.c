@@ -19,7 +19,7 @@
  * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
- * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
+ * library's expm1, log1p and erfc), erf, gelu_dx, arctan and sin
  * (mpmath); near-minimax binary32 fits for softplus, erf's erfc piece and
  * gelu_apprx_tanh's 2^f (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
  */
@@ -321,43 +321,33 @@ AM_INLINE float am_silu(float x, const struct am_env *E)
 }
 
 /* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With
- * e = e^-|x| = (1 + pm) 2^n and d = 1 + e (x clamped to [-200, 200]):
+ * e = e^-|x| = (1 + pm) 2^n = 2^n + 2^n pm (one FMA) and d = 1 + e (x
+ * clamped to [-200, 200]):
  *   x >= 0: (d + x e) / d^2
  *   x < 0:  (1 + pm)((1 + x) + e) / d^2 * 2^n   (the scaling rounds last)
- * with d^2 = 1 + e (2 + e) by FMA.
- * 1 + x + e cancels near the zero x0 = -1.2784645 of the function, so on
- * (-1.8, -0.7) it is (x - x0) g(x - x0h) instead: x0 = x0h + x0l in two
- * floats (x - x0h exact), g a degree-9 Chebyshev fit of silu_dx(x)/(x - x0)
- * (mpmath at 50 digits, relative error 6e-11 before rounding to binary32,
- * 0.12 ulp after). */
-#define AMF_SDX_X0H (-1.27846456f)
-#define AMF_SDX_X0L 1.29792825e-08f
-static const float am_sdx_g[10] = {
-    -2.849596058e-05f, -4.265769530e-05f, 1.855445589e-04f, 7.989206351e-04f,
-    1.266199979e-04f, -6.606627256e-03f, -1.522265282e-02f, 1.887481660e-02f,
-    1.466487944e-01f, 2.178117037e-01f};
-
+ * with d^2 = 1 + e (2 + e) by FMA. (1 + x) + e cancels near the zero
+ * x0 = -1.2784645 of the function, so it is taken as (1 + x + 2^n) +
+ * 2^n pm, one FMA on an exact sum (1 + x is exact for x <= -1/2, and so
+ * is adding 2^n there): its error is that of 2^n pm alone, which leaves an
+ * absolute error under 1e-9 near the zero (docs/numerics.md). A NaN x
+ * takes the exp's argument as sig_lo, so it is the only NaN operand of
+ * its last FMA and comes out quieted, with no guard. */
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
 {
     float xc = x < -200.0f ? -200.0f : x;
     xc = xc > 200.0f ? 200.0f : xc;
+    float a = -fabsf(xc);
+    a = a > E->sig_lo ? a : E->sig_lo; /* a NaN x acts as sig_lo here */
     float pm, n;
-    am_expf_split(-fabsf(xc), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
-    float e = am_scalef(1.0f + pm, n);
+    am_expf_split(a, -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
+    float s = am_scalef(1.0f, n);
+    float e = AM_FMA(s, pm, s);
     float d2 = AM_FMA(e, 2.0f + e, 1.0f); /* (1 + e)^2 */
-    float w = (1.0f + xc) + e;             /* 1 + xc exact for xc <= -1/2 */
+    float w = AM_FMA(s, pm, (1.0f + xc) + s);
     int neg = x < 0.0f;
     float num = neg ? AM_FMA(pm, w, w) : AM_FMA(xc, e, 1.0f + e);
-    float far = am_scalef(num / d2, neg ? n : 0.0f);
-    float t = x - AMF_SDX_X0H;
-    float g = am_sdx_g[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 10; i++)
-        g = AM_FMA(g, t, am_sdx_g[i]);
-    float near = (t - AMF_SDX_X0L) * g;
-    return x > -1.8f && x < -0.7f ? near : far;
+    return am_scalef(num / d2, neg ? n : 0.0f);
 }
-
 
 /* mish x = x tanh(ln(1 + e^x)) = x m / (m + 2), m = e^x (e^x + 2), in
  * binary32. With e^x = (1 + pm) 2^n = e (x taken at most 20 there) and
