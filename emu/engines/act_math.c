@@ -19,9 +19,9 @@
  * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
  * Chebyshev fits for exp, log and gelu (computed in double from the C
- * library's expm1, log1p and erfc), silu_dx, erf, gelu_dx, arctan and sin
- * (mpmath); near-minimax binary32 fits for softplus and erf's erfc piece
- * (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
+ * library's expm1, log1p and erfc), erf, gelu_dx, arctan and sin
+ * (mpmath); near-minimax binary32 fits for softplus, erf's erfc piece and
+ * gelu_apprx_tanh's 2^f (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -321,43 +321,33 @@ AM_INLINE float am_silu(float x, const struct am_env *E)
 }
 
 /* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With
- * e = e^-|x| = (1 + pm) 2^n and d = 1 + e (x clamped to [-200, 200]):
+ * e = e^-|x| = (1 + pm) 2^n = 2^n + 2^n pm (one FMA) and d = 1 + e (x
+ * clamped to [-200, 200]):
  *   x >= 0: (d + x e) / d^2
  *   x < 0:  (1 + pm)((1 + x) + e) / d^2 * 2^n   (the scaling rounds last)
- * with d^2 = 1 + e (2 + e) by FMA.
- * 1 + x + e cancels near the zero x0 = -1.2784645 of the function, so on
- * (-1.8, -0.7) it is (x - x0) g(x - x0h) instead: x0 = x0h + x0l in two
- * floats (x - x0h exact), g a degree-9 Chebyshev fit of silu_dx(x)/(x - x0)
- * (mpmath at 50 digits, relative error 6e-11 before rounding to binary32,
- * 0.12 ulp after). */
-#define AMF_SDX_X0H (-1.27846456f)
-#define AMF_SDX_X0L 1.29792825e-08f
-static const float am_sdx_g[10] = {
-    -2.849596058e-05f, -4.265769530e-05f, 1.855445589e-04f, 7.989206351e-04f,
-    1.266199979e-04f, -6.606627256e-03f, -1.522265282e-02f, 1.887481660e-02f,
-    1.466487944e-01f, 2.178117037e-01f};
-
+ * with d^2 = 1 + e (2 + e) by FMA. (1 + x) + e cancels near the zero
+ * x0 = -1.2784645 of the function, so it is taken as (1 + x + 2^n) +
+ * 2^n pm, one FMA on an exact sum (1 + x is exact for x <= -1/2, and so
+ * is adding 2^n there): its error is that of 2^n pm alone, which leaves an
+ * absolute error under 1e-9 near the zero (docs/numerics.md). A NaN x
+ * takes the exp's argument as sig_lo, so it is the only NaN operand of
+ * its last FMA and comes out quieted, with no guard. */
 AM_INLINE float am_silu_dx(float x, const struct am_env *E)
 {
     float xc = x < -200.0f ? -200.0f : x;
     xc = xc > 200.0f ? 200.0f : xc;
+    float a = -fabsf(xc);
+    a = a > E->sig_lo ? a : E->sig_lo; /* a NaN x acts as sig_lo here */
     float pm, n;
-    am_expf_split(-fabsf(xc), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
-    float e = am_scalef(1.0f + pm, n);
+    am_expf_split(a, -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
+    float s = am_scalef(1.0f, n);
+    float e = AM_FMA(s, pm, s);
     float d2 = AM_FMA(e, 2.0f + e, 1.0f); /* (1 + e)^2 */
-    float w = (1.0f + xc) + e;             /* 1 + xc exact for xc <= -1/2 */
+    float w = AM_FMA(s, pm, (1.0f + xc) + s);
     int neg = x < 0.0f;
     float num = neg ? AM_FMA(pm, w, w) : AM_FMA(xc, e, 1.0f + e);
-    float far = am_scalef(num / d2, neg ? n : 0.0f);
-    float t = x - AMF_SDX_X0H;
-    float g = am_sdx_g[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 10; i++)
-        g = AM_FMA(g, t, am_sdx_g[i]);
-    float near = (t - AMF_SDX_X0L) * g;
-    return x > -1.8f && x < -0.7f ? near : far;
+    return am_scalef(num / d2, neg ? n : 0.0f);
 }
-
 
 /* mish x = x tanh(ln(1 + e^x)) = x m / (m + 2), m = e^x (e^x + 2), in
  * binary32. With e^x = (1 + pm) 2^n = e (x taken at most 20 there) and
@@ -484,34 +474,49 @@ AM_INLINE float am_sig_finish(float x, float pm, float nn)
 }
 
 /* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)),
- * with a = min(|x|, 11) (past which e^-|v| is below 2^-160): |v| = a u,
- * u = k1 + k3 a^2 carried as u + ul (products split by FMA, the sum by an
- * exact two-sum, the constants in two parts), then n = round(-a u / ln2)
- * and r = -a u - n ln2 by FMA from the exact product a u, the low parts
- * (of ln2, then a ul) after it, so that no rounding of v grows the error
- * of the tail; then am_sig_finish. */
-#define AMF_GT_K1 1.59576917f      /* 2 sqrt(2/pi) */
-#define AMF_GT_K1L (-4.5340681e-08f) /* 2 sqrt(2/pi) - AMF_GT_K1 */
-#define AMF_GT_K3 0.0713548139f    /* 2 sqrt(2/pi) 0.044715 */
-#define AMF_GT_K3L 2.3988325e-09f  /* 2 sqrt(2/pi) 0.044715 - AMF_GT_K3 */
+ * with a = min(|x|, 11) (past which e^-|v| is below 2^-160), and
+ * e^-|v| = 2^-w taken in base 2: w = |v| / ln2 = a u, u = c1 + c3 a^2
+ * (c1, c3 the coefficients of v over ln2) carried as u + ul. u = c1h +
+ * c3 a^2 by one FMA, c1h being c1 cut to a multiple of 2^-20 (the rest,
+ * c1l, goes to ul): u is below 16, so c1h - u is exact and c3 a^2 + (c1h -
+ * u), one more FMA, is u's rounding error; ul adds c3 times the low part
+ * of a^2 (by FMA) and c3l a^2 + c1l. Then n = round(-a u) and f = -a u - n
+ * (one rounding each, from the exact product), f - a ul, and 2^f - 1 =
+ * f P(f), P of degree 5 (near-minimax on |f| <= 0.52, relative error
+ * 1.6e-8 with the binary32 coefficients: tests/tools/act_fit.py exp2m1);
+ * no ln2 in the reduction. Then am_sig_finish. */
+#define AMF_GT_C1H 0x1.26aecp+1f      /* 2 sqrt(2/pi) / ln2 cut to a multiple of 2^-20 */
+#define AMF_GT_C1L 2.513669699e-07f   /* 2 sqrt(2/pi) / ln2 - AMF_GT_C1H */
+#define AMF_GT_C3 1.029432416e-01f    /* 2 sqrt(2/pi) 0.044715 / ln2 */
+#define AMF_GT_C3L (-2.016198541e-09f) /* 2 sqrt(2/pi) 0.044715 / ln2 - AMF_GT_C3 */
+static const float am_gt_p[6] = {1.538861979e-04f, 1.339174807e-03f, 9.618304670e-03f,
+                                  5.550360307e-02f, 2.402264923e-01f, 6.931471825e-01f};
+
+/* 2^f - 1 for |f| <= 0.52: f P(f). */
+AM_INLINE float am_exp2m1_poly(float f)
+{
+    float p = am_gt_p[0];
+#pragma GCC unroll 8
+    for (int i = 1; i < 6; i++)
+        p = AM_FMA(p, f, am_gt_p[i]);
+    return f * p;
+}
+
 AM_INLINE float am_gelu_tanh(float x)
 {
     float a = fabsf(x);
     float ac = a < 11.0f ? a : 11.0f;
     float x2 = ac * ac;
     float x2l = AM_FMA(ac, ac, -x2);
-    float k = AMF_GT_K3 * x2;
-    float kl = AM_FMA(AMF_GT_K3L, x2, AM_FMA(AMF_GT_K3, x2l, AM_FMA(AMF_GT_K3, x2, -k)));
-    float u = AMF_GT_K1 + k;
-    float bb = u - AMF_GT_K1;
-    float ue = (AMF_GT_K1 - (u - bb)) + (k - bb);
-    float ul = (ue + kl) + AMF_GT_K1L;
-    float t = AM_FMA(ac * u, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float u = AM_FMA(AMF_GT_C3, x2, AMF_GT_C1H);
+    float ul = AM_FMA(AMF_GT_C3, x2, AMF_GT_C1H - u);
+    float lo = AM_FMA(AMF_GT_C3L, x2, AMF_GT_C1L);
+    ul = AM_FMA(AMF_GT_C3, x2l, ul) + lo;
+    float t = AM_FMA(-ac, u, 12582912.0f); /* 1.5 * 2^23: rounds to n */
     float nn = t - 12582912.0f;
-    float r = AM_FMA(-ac, u, -(nn * AMF_LN2_HI));
-    r = AM_FMA(-nn, AMF_LN2_LO, r);
-    r = AM_FMA(-ac, ul, r);
-    return am_sig_finish(x, am_expm1_poly(r), nn);
+    float f = AM_FMA(-ac, u, -nn);
+    f = AM_FMA(-ac, ul, f);
+    return am_sig_finish(x, am_exp2m1_poly(f), nn);
 }
 
 /* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, with 1.702 |x| never

@@ -85,7 +85,7 @@ AM_ATTR static void AM_FN(am_rows)(unsigned func, float *dst, const float *src, 
     case ISA_ACT_gelu_apprx_tanh: AM_LOOP(am_gelu_tanh(x)); break;
     case ISA_ACT_gelu_apprx_sigmoid: AM_LOOP(am_gelu_sigmoid(x)); break;
     case ISA_ACT_silu: AM_LOOP(am_silu(x, E)); break;
-    case ISA_ACT_silu_dx: AM_LOOPN(am_silu_dx(x, E)); break;
+    case ISA_ACT_silu_dx: AM_LOOP(am_silu_dx(x, E)); break;
     case ISA_ACT_softplus: AM_LOOP(am_softplus(x, E)); break;
     case ISA_ACT_mish: AM_LOOP(am_mish(x, E)); break;
     case ISA_ACT_erf: AM_LOOP(am_erf(x)); break;

@@ -43,13 +43,15 @@ AX_INLINE ax_v ax_expm1_poly(ax_v r)
 
 /* am_expf_split on 16 lanes (xl ignored when has_xl is false, as adding
  * -0 changes nothing; the upper clamp skipped when hi is +inf, for callers
- * whose xh is never positive, where it changes nothing either). */
+ * whose xh is never positive, and the lower one when lo is -inf, for
+ * callers that clamped xh already: it changes nothing either). */
 AX_INLINE ax_v ax_expf_split(ax_v xh, ax_v xl, int has_xl, float lo, float hi, ax_v *n)
 {
     ax_v x = xh;
     if (hi != INFINITY)
         x = _mm512_min_ps(ax_c(hi), xh); /* xh > hi ? hi : xh */
-    x = _mm512_max_ps(ax_c(lo), x);      /* x < lo ? lo : x */
+    if (lo != -INFINITY)
+        x = _mm512_max_ps(ax_c(lo), x); /* x < lo ? lo : x */
     ax_v t = _mm512_fmadd_ps(x, ax_c(1.44269502f), ax_c(12582912.0f));
     ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
     ax_v r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_HI), x);
@@ -105,27 +107,24 @@ AX_INLINE ax_v ax_sig_finish(ax_v x, ax_v pm, ax_v nn)
     return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
 }
 
-/* am_gelu_tanh. */
+/* am_gelu_tanh, with am_exp2m1_poly. */
 AX_INLINE ax_v ax_gelu_tanh(ax_v x)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
     ax_v x2 = _mm512_mul_ps(ac, ac);
     ax_v x2l = _mm512_fmsub_ps(ac, ac, x2);
-    ax_v k = _mm512_mul_ps(ax_c(AMF_GT_K3), x2);
-    ax_v kl = _mm512_fmsub_ps(ax_c(AMF_GT_K3), x2, k);
-    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3), x2l, kl);
-    kl = _mm512_fmadd_ps(ax_c(AMF_GT_K3L), x2, kl);
-    ax_v u = _mm512_add_ps(ax_c(AMF_GT_K1), k);
-    ax_v bb = _mm512_sub_ps(u, ax_c(AMF_GT_K1));
-    ax_v ue = _mm512_add_ps(_mm512_sub_ps(ax_c(AMF_GT_K1), _mm512_sub_ps(u, bb)),
-                            _mm512_sub_ps(k, bb));
-    ax_v ul = _mm512_add_ps(_mm512_add_ps(ue, kl), ax_c(AMF_GT_K1L));
-    ax_v t = _mm512_fmadd_ps(_mm512_mul_ps(ac, u), ax_c(-1.44269502f), ax_c(12582912.0f));
+    ax_v u = _mm512_fmadd_ps(ax_c(AMF_GT_C3), x2, ax_c(AMF_GT_C1H));
+    ax_v ul = _mm512_fmadd_ps(ax_c(AMF_GT_C3), x2, _mm512_sub_ps(ax_c(AMF_GT_C1H), u));
+    ax_v lo = _mm512_fmadd_ps(ax_c(AMF_GT_C3L), x2, ax_c(AMF_GT_C1L));
+    ul = _mm512_add_ps(_mm512_fmadd_ps(ax_c(AMF_GT_C3), x2l, ul), lo);
+    ax_v t = _mm512_fnmadd_ps(ac, u, ax_c(12582912.0f));
     ax_v nn = _mm512_sub_ps(t, ax_c(12582912.0f));
-    ax_v r = _mm512_fnmsub_ps(ac, u, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
-    r = _mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r);
-    r = _mm512_fnmadd_ps(ac, ul, r);
-    return ax_sig_finish(x, ax_expm1_poly(r), nn);
+    ax_v f = _mm512_fnmsub_ps(ac, u, nn);
+    f = _mm512_fnmadd_ps(ac, ul, f);
+    ax_v p = ax_c(am_gt_p[0]);
+    for (int i = 1; i < 6; i++)
+        p = _mm512_fmadd_ps(p, f, ax_c(am_gt_p[i]));
+    return ax_sig_finish(x, _mm512_mul_ps(f, p), nn);
 }
 
 /* am_gelu_sigmoid. */
@@ -238,23 +237,18 @@ AX_INLINE ax_v ax_silu_dx(ax_v x, const struct am_env *E)
 {
     ax_v xc = _mm512_min_ps(ax_c(200.0f), _mm512_max_ps(ax_c(-200.0f), x));
     ax_v n;
-    ax_v ah = _mm512_or_ps(xc, ax_sign()); /* -|xc| */
-    ax_v pm = ax_expf_split(ah, ah, 0, E->sig_lo, INFINITY, &n); /* ah <= 0 */
-    ax_v e = _mm512_scalef_ps(_mm512_add_ps(ax_c(1.0f), pm), n);
+    ax_v ah = _mm512_or_ps(xc, ax_sign());       /* -|xc| */
+    ah = _mm512_max_ps(ah, ax_c(E->sig_lo));     /* ah > lo ? ah : lo (NaN: lo) */
+    ax_v pm = ax_expf_split(ah, ah, 0, -INFINITY, INFINITY, &n); /* lo <= ah <= 0 */
+    ax_v s = _mm512_scalef_ps(ax_c(1.0f), n);
+    ax_v e = _mm512_fmadd_ps(s, pm, s);
     ax_v d2 = _mm512_fmadd_ps(e, _mm512_add_ps(ax_c(2.0f), e), ax_c(1.0f));
-    ax_v w = _mm512_add_ps(_mm512_add_ps(ax_c(1.0f), xc), e);
+    ax_v w = _mm512_fmadd_ps(s, pm, _mm512_add_ps(_mm512_add_ps(ax_c(1.0f), xc), s));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
     ax_v num = _mm512_mask_blend_ps(neg, _mm512_fmadd_ps(xc, e, _mm512_add_ps(ax_c(1.0f), e)),
                                     _mm512_fmadd_ps(pm, w, w));
-    ax_v far = _mm512_scalef_ps(_mm512_div_ps(num, d2), _mm512_maskz_mov_ps(neg, n));
-    ax_v t = _mm512_sub_ps(x, ax_c(AMF_SDX_X0H));
-    ax_v g = ax_c(am_sdx_g[0]);
-    for (int i = 1; i < 10; i++)
-        g = _mm512_fmadd_ps(g, t, ax_c(am_sdx_g[i]));
-    ax_v near = _mm512_mul_ps(_mm512_sub_ps(t, ax_c(AMF_SDX_X0L)), g);
-    __mmask16 in = _mm512_cmp_ps_mask(x, ax_c(-1.8f), _CMP_GT_OQ) &
-                   _mm512_cmp_ps_mask(x, ax_c(-0.7f), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(in, far, near);
+    ax_v q = _mm512_div_ps(num, d2);
+    return _mm512_mask_scalef_ps(q, neg, q, n); /* q itself where x >= 0 (scaling by 2^0) */
 }
 
 /* am_erf_dx. */
@@ -528,7 +522,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
-    case ISA_ACT_silu_dx: AX_LOOP(ax_silu_dx(x, E)); return true;
+    case ISA_ACT_silu_dx: AX_LOOPU(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;

@@ -68,6 +68,17 @@ def erf():
         show(f"erfc on [2, 4], degree {deg}", c, err)
 
 
+def exp2m1():
+    """(2^f - 1) / f on f in [-0.52, 0.52] (gelu_apprx_tanh: 2^f - 1 = f P(f)),
+    relative error."""
+    f = np.linspace(-0.52, 0.52, 20001)
+    p = np.full_like(f, math.log(2.0))
+    nz = f != 0
+    p[nz] = np.expm1(f[nz] * math.log(2.0)) / f[nz]
+    c, err = fit32(f, p, 5)
+    show("(2^f - 1)/f, degree 5", c, err)
+
+
 if __name__ == "__main__":
     for name in sys.argv[1:]:
         globals()[name]()
