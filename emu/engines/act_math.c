@@ -293,21 +293,26 @@ AM_INLINE float am_tanh(float x, const struct am_env *E)
     return am_ffrom((am_fbits(t) & 0x7FFFFFFFu) | (am_fbits(x) & 0x80000000u));
 }
 
-/* x / (1 + e^-v) for v of the sign of x (v = x for sigmoid and silu), as
- * one quotient: with e^-|v| = (1 + pm) 2^n = e,
+/* x / (1 + e^-v) as one quotient, from e^-|v| = (1 + pm) 2^n = e and
+ * neg = (v < 0):
  *   v >= 0: x / (1 + e)
  *   v < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
  * x below -200 acts as -200 (the result is 0 from far above there). */
+AM_INLINE float am_sig_quot(float x, float pm, float n, int neg)
+{
+    float p1 = 1.0f + pm;
+    float den = 1.0f + am_scalef(p1, n);
+    float xc = x < -200.0f ? -200.0f : x;
+    float num = neg ? xc * p1 : x;
+    return am_scalef(num / den, neg ? n : 0.0f);
+}
+
+/* x / (1 + e^-v) (sigmoid: x = 1; silu: v = x). */
 AM_INLINE float am_sig_times(float x, float v, const struct am_env *E)
 {
     float pm, n;
     am_expf_split(-fabsf(v), -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
-    float p1 = 1.0f + pm;
-    float den = 1.0f + am_scalef(p1, n);
-    int neg = v < 0.0f;
-    float xc = x < -200.0f ? -200.0f : x;
-    float num = neg ? xc * p1 : x;
-    return am_scalef(num / den, neg ? n : 0.0f);
+    return am_sig_quot(x, pm, n, v < 0.0f);
 }
 
 AM_INLINE float am_sigmoid(float x, const struct am_env *E)
@@ -458,19 +463,11 @@ AM_INLINE float am_gelu_dx(float x)
     return x > -1.7f && x < 0.6f ? near : far;
 }
 
-/* The end of gelu_apprx_tanh and gelu_apprx_sigmoid, x / (1 + e^-v) for v
- * of the sign of x, from e^-|v| = (1 + pm) 2^n as am_sig_times takes it:
- *   x >= 0: x / (1 + e)
- *   x < 0:  x (1 + pm) / (1 + e) * 2^n   (the scaling rounds last)
- * x below -200 acts as -200 (the result is -0 from far above there). */
+/* The end of gelu_apprx_tanh and gelu_apprx_sigmoid: am_sig_quot with v
+ * of the sign of x. */
 AM_INLINE float am_sig_finish(float x, float pm, float nn)
 {
-    float p1 = 1.0f + pm;
-    float den = 1.0f + am_scalef(p1, nn);
-    int neg = x < 0.0f;
-    float xc = x < -200.0f ? -200.0f : x;
-    float num = neg ? xc * p1 : x;
-    return am_scalef(num / den, neg ? nn : 0.0f);
+    return am_sig_quot(x, pm, nn, x < 0.0f);
 }
 
 /* x * sigmoid(v), v = 2 sqrt(2/pi) (x + 0.044715 x^3) = 0.5 x (1 + tanh(...)),
