@@ -407,19 +407,35 @@ static struct isa_insn *add_v(struct harness *h, unsigned op, uint32_t rows, boo
     return in;
 }
 
+/* Both cores cleared; on core 0 the source tile (10 + j), the destination
+ * tile (-100 + j) and n metadata words at 16384. Core 0's harness. */
+static struct harness *v_stage(struct pair *p, const uint32_t *meta, uint32_t n)
+{
+    harness_clear(p->h[0]);
+    harness_clear(p->h[1]);
+    struct harness *h = p->h[0];
+    fill_tile(h, 0, 10);
+    fill_tile(h, 8192, -100);
+    put_meta(h, 16384, meta, n);
+    return h;
+}
+
+/* Element j of the destination tile (16 per partition). */
+static float v_dst(struct harness *h, uint32_t j)
+{
+    float v;
+    memcpy(&v, harness_sbuf_ptr(h, j / 16, 8192 + (j % 16) * 4), 4);
+    return v;
+}
+
 /* all_to_all_v from staged SBUF rows: chunks land in equal slots, the rest
  * of dst keeps its value, row 2 receives the counts unless they are known. */
 static void test_v_all_to_all(void **state)
 {
     struct pair *p = *state;
-    struct harness *h = p->h[0];
     char report[4096];
-    harness_clear(p->h[0]);
-    harness_clear(p->h[1]);
-    fill_tile(h, 0, 10);
-    fill_tile(h, 8192, -100);
     const uint32_t meta[12] = {5, 0, 3, 7, 2, 7, 7, 9, 99, 99, 99, 99};
-    put_meta(h, 16384, meta, 12);
+    struct harness *h = v_stage(p, meta, 12);
     add_v(h, ISA_OP_all_to_all_v, 3, false, false);
     assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
     assert_int_equal(last_vcall.kind, CORE_COLL_V_ALL_TO_ALL);
@@ -429,9 +445,8 @@ static void test_v_all_to_all(void **state)
     assert_int_equal(last_vcall.send_displs[3], 9);
     for (uint32_t r = 0; r < 4; r++)  /* slot r = partition r: src elements 2..6 then untouched */
         for (uint32_t i = 0; i < 16; i++) {
-            float v;
-            memcpy(&v, harness_sbuf_ptr(h, r, 8192 + i * 4), 4);
-            assert_true(v == (i < 5 ? 10 + (float)(2 + i) : -100 + (float)(r * 16 + i)));
+            assert_true(v_dst(h, r * 16 + i) ==
+                        (i < 5 ? 10 + (float)(2 + i) : -100 + (float)(r * 16 + i)));
         }
     uint32_t got[12];
     memcpy(got, harness_sbuf_ptr(h, 0, 16384), sizeof got);
@@ -471,14 +486,9 @@ static void test_v_all_to_all(void **state)
 static void test_v_all_gather(void **state)
 {
     struct pair *p = *state;
-    struct harness *h = p->h[0];
     char report[4096];
-    harness_clear(p->h[0]);
-    harness_clear(p->h[1]);
-    fill_tile(h, 0, 10);
-    fill_tile(h, 8192, -100);
     const uint32_t meta[16] = {3, 0, 0, 0, 20, 0, 0, 0, 0, 0, 0, 0, 60, 40, 20, 0};
-    put_meta(h, 16384, meta, 16);
+    struct harness *h = v_stage(p, meta, 16);
     add_v(h, ISA_OP_all_gather_v, 4, false, true);
     assert_int_equal(run_pair(p, report, sizeof report), EMU_OK);
     assert_int_equal(last_vcall.kind, CORE_COLL_V_ALL_GATHER);
@@ -489,11 +499,8 @@ static void test_v_all_gather(void **state)
     for (uint32_t r = 0; r < 4; r++)
         for (uint32_t t = 0; t < 3; t++)
             want[60 - 20 * r + t] = 10 + (float)(20 + t);
-    for (uint32_t j = 0; j < 64; j++) {
-        float v;
-        memcpy(&v, harness_sbuf_ptr(h, j / 16, 8192 + (j % 16) * 4), 4);
-        assert_true(v == want[j]);
-    }
+    for (uint32_t j = 0; j < 64; j++)
+        assert_true(v_dst(h, j) == want[j]);
     uint32_t got[16];
     memcpy(got, harness_sbuf_ptr(h, 0, 16384), sizeof got);
     assert_int_equal(got[8], 3);
