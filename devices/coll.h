@@ -127,19 +127,10 @@ void coll_cc_free_all(void);
  * count against the receiver's expected count or room) fail with
  * NRT_INVALID on every rank, one log line each, before any data moves. */
 struct coll_vargs {
-    enum core_coll_vkind kind;    /* all_to_all_v or all_gather_v */
-    uint32_t dtype;               /* element type (nrt_dtype_t value) */
-    const void *src;              /* this rank's input */
-    uint64_t src_count;           /* elements in src */
-    void *dst;                    /* output; elements no chunk lands on keep their value */
-    uint64_t dst_count;           /* elements in dst */
-    const uint64_t *send_counts;  /* elements sent to each rank */
-    const uint64_t *send_displs;  /* their offsets in src; NULL: rank r's at r * (src_count / n)
-                                     (all_gather_v: 0) */
-    const uint64_t *recv_counts;  /* elements expected from each rank; NULL: any that fits */
-    const uint64_t *recv_displs;  /* offsets in dst; NULL: rank s's at s * (dst_count / n),
-                                     with dst_count / n elements of room */
-    uint64_t *recv_counts_out;    /* out: elements received from each rank; NULL: not wanted */
+    struct core_coll_vcall op;    /* the operation (op.group unused: the whole communicator;
+                                     op.send_displs NULL: rank r's chunk at r * (src_count / n),
+                                     all_gather_v's at 0) */
+    const uint64_t *recv_expect;  /* elements expected from each rank; NULL: any that fits */
     uint64_t deadline_ns;         /* CLOCK_MONOTONIC deadline; 0: coll_deadline() */
 };
 /* Run one on this rank (two operations of the communicator: coll_v.c). */

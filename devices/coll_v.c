@@ -71,28 +71,28 @@ static const char *collv_name(enum core_coll_vkind kind)
 /* Elements this rank sends to rank r, and where they start in src. */
 static uint64_t collv_send_count(const struct collv_plan *p, uint32_t r)
 {
-    return p->a->kind == CORE_COLL_V_ALL_TO_ALL ? p->a->send_counts[r] : p->a->send_counts[0];
+    return p->a->op.kind == CORE_COLL_V_ALL_TO_ALL ? p->a->op.send_counts[r] : p->a->op.send_counts[0];
 }
 
 static uint64_t collv_send_displ(const struct collv_plan *p, uint32_t r)
 {
-    if (p->a->kind == CORE_COLL_V_ALL_GATHER)
-        return p->a->send_displs != NULL ? p->a->send_displs[0] : 0;
-    return p->a->send_displs != NULL ? p->a->send_displs[r] : r * (p->a->src_count / p->n);
+    if (p->a->op.kind == CORE_COLL_V_ALL_GATHER)
+        return p->a->op.send_displs != NULL ? p->a->op.send_displs[0] : 0;
+    return p->a->op.send_displs != NULL ? p->a->op.send_displs[r] : r * (p->a->op.src_count / p->n);
 }
 
 /* Where the chunk from rank s lands in dst, and the room it has there. */
 static uint64_t collv_recv_displ(const struct collv_plan *p, uint32_t s)
 {
-    return p->a->recv_displs != NULL ? p->a->recv_displs[s] : s * (p->a->dst_count / p->n);
+    return p->a->op.recv_displs != NULL ? p->a->op.recv_displs[s] : s * (p->a->op.dst_count / p->n);
 }
 
 static uint64_t collv_recv_room(const struct collv_plan *p, uint32_t s)
 {
-    if (p->a->recv_displs == NULL)
-        return p->a->dst_count / p->n;
-    uint64_t d = p->a->recv_displs[s];
-    return d <= p->a->dst_count ? p->a->dst_count - d : 0;
+    if (p->a->op.recv_displs == NULL)
+        return p->a->op.dst_count / p->n;
+    uint64_t d = p->a->op.recv_displs[s];
+    return d <= p->a->op.dst_count ? p->a->op.dst_count - d : 0;
 }
 
 /* Does [off, off + k) fit in cap elements? */
@@ -105,29 +105,29 @@ static bool collv_fits(uint64_t off, uint64_t k, uint64_t cap)
 static bool collv_local_ok(const struct collv_plan *p)
 {
     const struct coll_vargs *a = p->a;
-    const char *nm = collv_name(a->kind);
+    const char *nm = collv_name(a->op.kind);
     if (p->esize == 0) {
         LOG_ERROR("NCCL", "rank %u: %s of dtype %u: not a known element type", p->me, nm,
-                  a->dtype);
+                  a->op.dtype);
         return false;
     }
-    uint32_t nsend = a->kind == CORE_COLL_V_ALL_TO_ALL ? p->n : 1;
+    uint32_t nsend = a->op.kind == CORE_COLL_V_ALL_TO_ALL ? p->n : 1;
     for (uint32_t r = 0; r < nsend; r++) {
         uint64_t k = collv_send_count(p, r), d = collv_send_displ(p, r);
-        if ((k > 0 && a->src == NULL) || !collv_fits(d, k, a->src_count)) {
+        if ((k > 0 && a->op.src == NULL) || !collv_fits(d, k, a->op.src_count)) {
             LOG_ERROR("NCCL", "rank %u: %s sends %" PRIu64 " elements from offset %" PRIu64
                       " (for rank %u) of an input of %" PRIu64, p->me, nm, k, d, r,
-                      a->src_count);
+                      a->op.src_count);
             return false;
         }
     }
     for (uint32_t s = 0; s < p->n; s++) {
-        uint64_t d = collv_recv_displ(p, s), k = a->recv_counts != NULL ? a->recv_counts[s] : 0;
-        if ((a->dst == NULL && a->dst_count > 0) || !collv_fits(d, k, a->dst_count) ||
-            (a->recv_displs == NULL && k > collv_recv_room(p, s))) {
+        uint64_t d = collv_recv_displ(p, s), k = a->recv_expect != NULL ? a->recv_expect[s] : 0;
+        if ((a->op.dst == NULL && a->op.dst_count > 0) || !collv_fits(d, k, a->op.dst_count) ||
+            (a->op.recv_displs == NULL && k > collv_recv_room(p, s))) {
             LOG_ERROR("NCCL", "rank %u: %s receives %" PRIu64 " elements from rank %u at "
                       "offset %" PRIu64 " of an output of %" PRIu64 "%s", p->me, nm, k, s, d,
-                      a->dst_count, a->recv_displs == NULL ? " (one equal slot per rank)" : "");
+                      a->op.dst_count, a->op.recv_displs == NULL ? " (one equal slot per rank)" : "");
             return false;
         }
     }
@@ -140,14 +140,14 @@ static void collv_record(const struct collv_plan *p, uint64_t *rec)
     const struct coll_vargs *a = p->a;
     uint32_t n = p->n;
     rec[0] = COLLV_TAG;
-    rec[1] = (uint64_t)a->kind << 8 | (a->dtype & 0xffu);
+    rec[1] = (uint64_t)a->op.kind << 8 | (a->op.dtype & 0xffu);
     rec[2] = collv_local_ok(p);
     rec[3] = n;
     for (uint32_t r = 0; r < n; r++) {
-        bool exact = a->recv_counts != NULL;
+        bool exact = a->recv_expect != NULL;
         rec[COLLV_HEAD + r] = rec[2] ? collv_send_count(p, r) : 0;
-        rec[COLLV_HEAD + n + r] = exact ? a->recv_counts[r] : 0;
-        rec[COLLV_HEAD + 2 * n + r] = exact ? a->recv_counts[r] : collv_recv_room(p, r);
+        rec[COLLV_HEAD + n + r] = exact ? a->recv_expect[r] : 0;
+        rec[COLLV_HEAD + 2 * n + r] = exact ? a->recv_expect[r] : collv_recv_room(p, r);
     }
 }
 
@@ -159,7 +159,7 @@ static bool collv_same_op(const struct collv_plan *p)
         const uint64_t *rec = p->table + q * p->words;
         if (rec[0] != COLLV_TAG || rec[1] != mine[1] || rec[3] != p->n) {
             LOG_ERROR("NCCL", "rank %u runs %s of dtype %u over %u ranks, rank %u another "
-                      "operation", p->me, collv_name(p->a->kind), p->a->dtype, p->n, q);
+                      "operation", p->me, collv_name(p->a->op.kind), p->a->op.dtype, p->n, q);
             return false;
         }
     }
@@ -177,7 +177,7 @@ static NRT_STATUS collv_verdict(struct collv_plan *p)
         if (p->table[q * p->words + 2] == 0) {
             if (self_ok)
                 LOG_ERROR("NCCL", "rank %u: %s: rank %u's counts or offsets are out of "
-                          "bounds (see its log)", p->me, collv_name(p->a->kind), q);
+                          "bounds (see its log)", p->me, collv_name(p->a->op.kind), q);
             return NRT_INVALID;
         }
     uint32_t n = p->n;
@@ -188,7 +188,7 @@ static NRT_STATUS collv_verdict(struct collv_plan *p)
             const uint64_t *rec = p->table + r * p->words + COLLV_HEAD;
             if (k < rec[n + s] || k > rec[2 * n + s]) {
                 LOG_ERROR("NCCL", "rank %u: %s: rank %u sends %" PRIu64 " elements to rank "
-                          "%u, which %s %" PRIu64, p->me, collv_name(p->a->kind), s, k, r,
+                          "%u, which %s %" PRIu64, p->me, collv_name(p->a->op.kind), s, k, r,
                           rec[n + s] == rec[2 * n + s] ? "expects" : "has room for",
                           rec[2 * n + s]);
                 return NRT_INVALID;
@@ -208,7 +208,7 @@ static NRT_STATUS collv_agree(struct coll_comm *c, struct collv_plan *p)
     if (rec == NULL || p->table == NULL) {
         free(rec);
         LOG_ERROR("NCCL", "rank %u: no host memory for %s's counts", p->me,
-                  collv_name(p->a->kind));
+                  collv_name(p->a->op.kind));
         return NRT_RESOURCE;
     }
     collv_record(p, rec);
@@ -290,20 +290,20 @@ void coll_v_release_all(void)
 static NRT_STATUS collv_move(struct coll_comm *c, const struct collv_plan *p)
 {
     const struct coll_vargs *a = p->a;
-    bool a2a = a->kind == CORE_COLL_V_ALL_TO_ALL;
+    bool a2a = a->op.kind == CORE_COLL_V_ALL_TO_ALL;
     uint64_t slot = p->max_chunk * p->esize, nout = a2a ? p->n : 1;
     bool kept;
     uint8_t *send = collv_stage_get(c, slot * (nout + p->n), &kept);
     if (send == NULL) {
         LOG_ERROR("NCCL", "rank %u: no host memory to stage %" PRIu64 " bytes of %s", p->me,
-                  slot * (nout + p->n), collv_name(a->kind));
+                  slot * (nout + p->n), collv_name(a->op.kind));
         return NRT_RESOURCE;
     }
     uint8_t *recv = send + slot * nout;
     for (uint32_t r = 0; r < nout; r++) {  /* the padding after each chunk is never read */
         uint64_t k = collv_send_count(p, r) * p->esize;
         if (k > 0)
-            memcpy(send + r * slot, (const uint8_t *)a->src + collv_send_displ(p, r) * p->esize, k);
+            memcpy(send + r * slot, (const uint8_t *)a->op.src + collv_send_displ(p, r) * p->esize, k);
     }
     struct coll_args m = {.kind = a2a ? CORE_COLL_ALL_TO_ALL : CORE_COLL_ALL_GATHER,
                           .dtype = NUM_DT_UINT8, .src = send, .count = slot * nout, .dst = recv,
@@ -312,7 +312,7 @@ static NRT_STATUS collv_move(struct coll_comm *c, const struct collv_plan *p)
     for (uint32_t s = 0; st == NRT_SUCCESS && s < p->n; s++) {
         uint64_t k = collv_chunk(p, s, p->me) * p->esize;
         if (k > 0)
-            memcpy((uint8_t *)a->dst + collv_recv_displ(p, s) * p->esize, recv + s * slot, k);
+            memcpy((uint8_t *)a->op.dst + collv_recv_displ(p, s) * p->esize, recv + s * slot, k);
     }
     collv_stage_put(c, send, kept);
     return st;
@@ -336,7 +336,7 @@ static bool collv_uniform(const struct collv_plan *p)
         for (uint32_t r = 0; r < p->n; r++)
             if (collv_chunk(p, s, r) != m)
                 return false;
-    bool a2a = p->a->kind == CORE_COLL_V_ALL_TO_ALL;
+    bool a2a = p->a->op.kind == CORE_COLL_V_ALL_TO_ALL;
     for (uint32_t r = 0; r < p->n; r++)
         if ((a2a && collv_send_displ(p, r) != r * m) || collv_recv_displ(p, r) != r * m)
             return false;
@@ -350,9 +350,9 @@ static NRT_STATUS collv_direct(struct coll_comm *c, const struct collv_plan *p, 
 {
     const struct coll_vargs *a = p->a;
     uint64_t m = p->max_chunk * p->esize;
-    const uint8_t *src = (const uint8_t *)a->src + collv_send_displ(p, 0) * p->esize;
-    uint8_t *dst = a->dst;
-    bool a2a = a->kind == CORE_COLL_V_ALL_TO_ALL;
+    const uint8_t *src = (const uint8_t *)a->op.src + collv_send_displ(p, 0) * p->esize;
+    uint8_t *dst = a->op.dst;
+    bool a2a = a->op.kind == CORE_COLL_V_ALL_TO_ALL;
     *done = collv_uniform(p) &&
             (a2a || src == dst + p->me * m || !collv_meet(src, m, dst, m * p->n));
     if (!*done)
@@ -368,16 +368,16 @@ static void collv_self(const struct collv_plan *p)
 {
     uint64_t k = collv_chunk(p, p->me, p->me) * p->esize;
     if (k > 0)
-        memmove((uint8_t *)p->a->dst + collv_recv_displ(p, p->me) * p->esize,
-                (const uint8_t *)p->a->src + collv_send_displ(p, p->me) * p->esize, k);
+        memmove((uint8_t *)p->a->op.dst + collv_recv_displ(p, p->me) * p->esize,
+                (const uint8_t *)p->a->op.src + collv_send_displ(p, p->me) * p->esize, k);
 }
 
 NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a)
 {
     struct collv_plan p = {a, coll_comm_world(c), coll_comm_rank(c),
-                           (uint32_t)num_dtype_size(a->dtype), 0, NULL, 0, false};
-    if (a->kind != CORE_COLL_V_ALL_TO_ALL && a->kind != CORE_COLL_V_ALL_GATHER) {
-        LOG_ERROR("NCCL", "unknown variable-count collective %d", (int)a->kind);
+                           (uint32_t)num_dtype_size(a->op.dtype), 0, NULL, 0, false};
+    if (a->op.kind != CORE_COLL_V_ALL_TO_ALL && a->op.kind != CORE_COLL_V_ALL_GATHER) {
+        LOG_ERROR("NCCL", "unknown variable-count collective %d", (int)a->op.kind);
         return NRT_INVALID;
     }
     p.words = COLLV_HEAD + 3ull * p.n;
@@ -389,8 +389,8 @@ NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a)
         st = collv_move(c, &p);
     else if (st == NRT_SUCCESS && !p.cross)
         collv_self(&p);
-    for (uint32_t s = 0; st == NRT_SUCCESS && a->recv_counts_out != NULL && s < p.n; s++)
-        a->recv_counts_out[s] = collv_chunk(&p, s, p.me);
+    for (uint32_t s = 0; st == NRT_SUCCESS && a->op.recv_counts != NULL && s < p.n; s++)
+        a->op.recv_counts[s] = collv_chunk(&p, s, p.me);
     free(p.table);
     return st;
 }

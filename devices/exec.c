@@ -404,9 +404,7 @@ static NRT_STATUS exec_coll_run_v_outside(struct exec_coll *ec, const struct cor
     NRT_STATUS st = exec_coll_comm(ec, err, cap);
     if (st != NRT_SUCCESS)
         return st;
-    struct coll_vargs a = {call->kind, call->dtype, call->src, call->src_count, call->dst,
-                           call->dst_count, call->send_counts, call->send_displs, NULL,
-                           call->recv_displs, call->recv_counts, ec->deadline_ns};
+    struct coll_vargs a = {*call, NULL, ec->deadline_ns};
     const char *what = call->kind == CORE_COLL_V_ALL_TO_ALL ? "all_to_all_v" : "all_gather_v";
     return exec_coll_report(ec, what, coll_v_run(ec->comm, &a), err, cap);
 }

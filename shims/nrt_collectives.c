@@ -45,10 +45,12 @@ NRT_STATUS trnemu_all_to_all_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t 
     SHIM_REQUIRE(send_layout != NULL && recv_layout != NULL, "send_layout or recv_layout is NULL");
     SHIM_ENTER();
     uint32_t n = g_device_count;
-    struct coll_vargs a = {CORE_COLL_V_ALL_TO_ALL, NRT_DTYPE_UINT8, input,
-                           trnemu_coll_v_extent(send_layout, n), output,
-                           trnemu_coll_v_extent(recv_layout, n), send_layout, send_layout + n,
-                           recv_layout, recv_layout + n, NULL, 0};
+    struct coll_vargs a = {
+        .op = {.kind = CORE_COLL_V_ALL_TO_ALL, .dtype = NRT_DTYPE_UINT8, .src = input,
+               .src_count = trnemu_coll_v_extent(send_layout, n), .dst = output,
+               .dst_count = trnemu_coll_v_extent(recv_layout, n), .send_counts = send_layout,
+               .send_displs = send_layout + n, .recv_displs = recv_layout + n},
+        .recv_expect = recv_layout};
     NRT_STATUS st = coll_host_v(vnc, g_device_id, n, &a);
     rt_leave();
     return st;
@@ -64,9 +66,12 @@ NRT_STATUS trnemu_all_gather_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t 
     SHIM_REQUIRE(recv_layout != NULL, "recv_layout is NULL");
     SHIM_ENTER();
     uint32_t n = g_device_count;
-    struct coll_vargs a = {CORE_COLL_V_ALL_GATHER, NRT_DTYPE_UINT8, input, input_size, output,
-                           trnemu_coll_v_extent(recv_layout, n), &input_size, NULL, recv_layout,
-                           recv_layout + n, NULL, 0};
+    struct coll_vargs a = {
+        .op = {.kind = CORE_COLL_V_ALL_GATHER, .dtype = NRT_DTYPE_UINT8, .src = input,
+               .src_count = input_size, .dst = output,
+               .dst_count = trnemu_coll_v_extent(recv_layout, n), .send_counts = &input_size,
+               .recv_displs = recv_layout + n},
+        .recv_expect = recv_layout};
     NRT_STATUS st = coll_host_v(vnc, g_device_id, n, &a);
     rt_leave();
     return st;
