@@ -18,6 +18,14 @@ emu_status neff_jerr(const struct neff_jw *w, const char *key, const char *why)
     return EMU_INVALID;
 }
 
+emu_status neff_jobject(const struct neff_jw *w, json_t *o)
+{
+    if (json_is_object(o))
+        return EMU_OK;
+    LOG_ERROR("NEFF", "%s: %s: must be an object", w->member, w->obj);
+    return EMU_INVALID;
+}
+
 emu_status neff_joom(const struct neff_jw *w)
 {
     LOG_ERROR("NEFF", "%s: %s: out of memory", w->member, w->obj);

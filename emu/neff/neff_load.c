@@ -170,10 +170,8 @@ static emu_status io_list(struct neff_model *m, json_t *arr, bool is_output)
         snprintf(obj, sizeof obj, "%s[%zu]", key, i);
         struct neff_jw w = {.member = "neff.json", .obj = obj};
         json_t *o = json_array_get(arr, i);
-        if (!json_is_object(o)) {
-            LOG_ERROR("NEFF", "neff.json: %s: must be an object", obj);
+        if (neff_jobject(&w, o) != EMU_OK)
             return EMU_INVALID;
-        }
         struct neff_io io = {0};
         emu_status st = io_entry(&w, o, is_output, &io);
         if (st == EMU_OK)

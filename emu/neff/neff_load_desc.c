@@ -165,10 +165,8 @@ emu_status neff_desc_load(struct neff_subgraph *sg, enum neff_engine e, const ch
     char obj[48];
     snprintf(obj, sizeof obj, "dma[%zu]", index);
     struct neff_jw w = {.member = member, .obj = obj};
-    if (!json_is_object(o)) {
-        LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
+    if (neff_jobject(&w, o) != EMU_OK)
         return EMU_INVALID;
-    }
     struct neff_dma_desc d = {0};
     d.to.var_index = -1;
     emu_status st = desc_fields(&w, o, &d);

@@ -26,6 +26,8 @@ struct neff_jw {
 emu_status neff_jerr(const struct neff_jw *w, const char *key, const char *why);
 /* Log an out-of-memory line for w; returns EMU_RESOURCE. */
 emu_status neff_joom(const struct neff_jw *w);
+/* EMU_OK when o (the value w describes) is a JSON object, else one line. */
+emu_status neff_jobject(const struct neff_jw *w, json_t *o);
 /* The value of key, or NULL when absent (JSON null counts as absent). */
 json_t *neff_jfind(json_t *o, const char *key);
 /* Unsigned integers; *present (may be NULL) says whether key was there. */

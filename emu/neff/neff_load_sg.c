@@ -115,10 +115,8 @@ static emu_status var_load(const struct neff_file *f, struct neff_subgraph *sg,
     char obj[300];
     snprintf(obj, sizeof obj, "var '%s'", name);
     struct neff_jw w = {.member = member, .obj = obj};
-    if (!json_is_object(o)) {
-        LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
+    if (neff_jobject(&w, o) != EMU_OK)
         return EMU_INVALID;
-    }
     struct neff_var v = {0};
     v.name = strdup(name);
     emu_status st = v.name ? var_fields(&w, o, &v) : neff_joom(&w);
@@ -172,10 +170,8 @@ static emu_status queue_load(struct neff_subgraph *sg, const char *member, const
     char obj[300];
     snprintf(obj, sizeof obj, "dma_queue '%s'", name);
     struct neff_jw w = {.member = member, .obj = obj};
-    if (!json_is_object(o)) {
-        LOG_ERROR("NEFF", "%s: %s: must be an object", member, obj);
+    if (neff_jobject(&w, o) != EMU_OK)
         return EMU_INVALID;
-    }
     struct neff_queue q = {0};
     q.name = strdup(name);
     emu_status st = q.name ? queue_fields(&w, o, &q) : neff_joom(&w);
