@@ -1069,20 +1069,6 @@ static int teardown_all(void **state)
 
 /* ---- max and min (num_minmax.h) --------------------------------------------- */
 
-static uint32_t mm_bits(float x)
-{
-    uint32_t u;
-    memcpy(&u, &x, sizeof u);
-    return u;
-}
-
-static float mm_f(uint32_t u)
-{
-    float x;
-    memcpy(&x, &u, sizeof x);
-    return x;
-}
-
 /* The rules, spelled out case by case: what each must give. */
 static uint32_t mm_want(float x, float y, bool want_max, enum num_nan_rule nan,
                         enum num_zero_rule zero)
@@ -1090,14 +1076,14 @@ static uint32_t mm_want(float x, float y, bool want_max, enum num_nan_rule nan,
     if (isnan(x) || isnan(y)) {
         if (nan == NUM_NAN_DEFAULT)
             return 0x7fc00000u;
-        return isnan(x) ? mm_bits(x) : mm_bits(y);
+        return isnan(x) ? f2u(x) : f2u(y);
     }
     if (x != y)
-        return mm_bits((x > y) == want_max ? x : y);
+        return f2u((x > y) == want_max ? x : y);
     if (zero == NUM_ZERO_SECOND)
-        return mm_bits(y);
-    bool either_neg = (mm_bits(x) | mm_bits(y)) >> 31, both_neg = (mm_bits(x) & mm_bits(y)) >> 31;
-    return mm_bits(x) & 0x7fffffffu ? mm_bits(x)
+        return f2u(y);
+    bool either_neg = (f2u(x) | f2u(y)) >> 31, both_neg = (f2u(x) & f2u(y)) >> 31;
+    return f2u(x) & 0x7fffffffu ? f2u(x)
            : (want_max ? both_neg : either_neg) ? 0x80000000u : 0;
 }
 
@@ -1114,10 +1100,10 @@ static void test_minmax_rules(void **state)
             for (int r = 0; r < 4; r++) {
                 enum num_nan_rule nan = (enum num_nan_rule)(r & 1);
                 enum num_zero_rule zero = (enum num_zero_rule)(r >> 1);
-                float x = mm_f(v[i]), y = mm_f(v[j]);
-                assert_int_equal(mm_bits(num_fmax(x, y, nan, zero)),
+                float x = u2f(v[i]), y = u2f(v[j]);
+                assert_int_equal(f2u(num_fmax(x, y, nan, zero)),
                                  mm_want(x, y, true, nan, zero));
-                assert_int_equal(mm_bits(num_fmin(x, y, nan, zero)),
+                assert_int_equal(f2u(num_fmin(x, y, nan, zero)),
                                  mm_want(x, y, false, nan, zero));
             }
 }
