@@ -30,6 +30,7 @@
 #include "devices/runtime.h"
 #include "devices/state.h"
 #include "store/chunk.h"
+#include "store/calllog.h"
 #include "store/snapshot.h"
 
 #define MIB (1024.0 * 1024.0)
@@ -50,16 +51,6 @@ static const char *bs_path(const char *name)
     k ^= 1;
     snprintf(p[k], sizeof p[k], "%s/%s", bs_dir, name);
     return p[k];
-}
-
-static void bs_rm(const char *path)
-{
-    char b[800];
-    unlink(path);
-    snprintf(b, sizeof b, "%s-wal", path);
-    unlink(b);
-    snprintf(b, sizeof b, "%s-shm", path);
-    unlink(b);
 }
 
 /* ---- data -------------------------------------------------------------- */
@@ -153,7 +144,7 @@ static double bs_sqlite_insert(const uint8_t *mem, size_t n, size_t cs, const ch
 {
     sqlite3 *db;
     sqlite3_stmt *s;
-    bs_rm(path);
+    cl_db_unlink(path);
     sqlite3_open(path, &db);
     sqlite3_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;"
                      "CREATE TABLE b(id INTEGER PRIMARY KEY, data BLOB NOT NULL)", NULL, NULL, NULL);
@@ -298,10 +289,10 @@ static void bs_throughput(size_t n, uint32_t cs)
         x = bs_sqlite_read_write(bs_path("baseline.db"), n);
         rw = x < rw ? x : rw;
     }
-    bs_rm(bs_path("baseline.db"));
+    cl_db_unlink(bs_path("baseline.db"));
     for (int r = 0; r < 2; r++) {
         int64_t id;
-        bs_rm(bs_path("snap.db"));
+        cl_db_unlink(bs_path("snap.db"));
         double x = bs_save(bs_path("snap.db"), cs, &id);
         sv = x < sv ? x : sv;
         x = bs_restore(bs_path("snap.db"), id);  /* the runtime is fresh afterwards */
@@ -309,7 +300,7 @@ static void bs_throughput(size_t n, uint32_t cs)
         if (r == 0)
             mem = bs_make_memory(n, &t);
     }
-    bs_rm(bs_path("snap.db"));
+    cl_db_unlink(bs_path("snap.db"));
     printf("%5u KiB %5.0f MiB | insert %5.0f save %5.0f ratio %4.2f | read %5.0f mapped %5.0f "
            "(+write %5.0f) restore %5.0f ratio %4.2f mapped %4.2f (%4.2f)\n", cs >> 10, n / MIB,
            n / ins / 1e6, n / sv / 1e6, ins / sv, n / rd / 1e6, n / rm / 1e6, n / rw / 1e6,
@@ -344,7 +335,7 @@ static void bs_dedup(size_t n, bool scattered, uint32_t cs)
     nrt_tensor_t *t;
     uint8_t *mem = bs_make_memory(n, &t);
     const char *p = bs_path("dedup.db");
-    bs_rm(p);
+    cl_db_unlink(p);
     int64_t id;
     bs_save(p, cs, &id);
     int64_t first = bs_file_bytes(p);
@@ -370,7 +361,7 @@ static void bs_dedup(size_t n, bool scattered, uint32_t cs)
            scattered ? "1% changed in 4 KiB runs spread evenly:" : "1% changed in 4 tensors:",
            cs >> 10, first / MIB, second / MIB, 100.0 * (double)second / (double)first);
     fflush(stdout);
-    bs_rm(p);
+    cl_db_unlink(p);
     rt_close();
     bs_init();
 }

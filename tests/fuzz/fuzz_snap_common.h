@@ -20,6 +20,7 @@
 #include "devices/handle.h"
 #include "devices/runtime.h"
 #include "devices/state.h"
+#include "store/calllog.h"
 #include "store/snapshot.h"
 #include "../unit/test_neff_util.h"
 
@@ -81,17 +82,6 @@ static inline int64_t fz_int_value(int64_t v)
     return (v & 1) ? v : fz_ints[(uint64_t)v % (sizeof fz_ints / sizeof *fz_ints)];
 }
 
-/* Remove an SQLite file and its -wal and -shm companions. */
-static inline void fz_rm(const char *path)
-{
-    char b[400];
-    unlink(path);
-    snprintf(b, sizeof b, "%s-wal", path);
-    unlink(b);
-    snprintf(b, sizeof b, "%s-shm", path);
-    unlink(b);
-}
-
 static inline void fz_copy(const char *from, const char *to)
 {
     FILE *f = fopen(from, "rb"), *g = fopen(to, "wb");
@@ -122,8 +112,8 @@ static inline void fz_neff(uint8_t **bytes, size_t *size)
 
 static inline void fz_cleanup(void)
 {
-    fz_rm(fz_in);
-    fz_rm(fz_base);
+    cl_db_unlink(fz_in);
+    cl_db_unlink(fz_base);
     rmdir(fz_dir);
 }
 
@@ -143,7 +133,7 @@ static inline void fz_setup(const char *tag)
     unsetenv("NEURON_LOGICAL_NC_CONFIG");
     unsetenv("NEURON_RT_NUM_CORES");
     snap_set_host_limit(64u << 20);
-    fz_rm(fz_base);
+    cl_db_unlink(fz_base);
     atexit(fz_cleanup);
 }
 

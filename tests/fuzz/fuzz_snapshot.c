@@ -88,7 +88,7 @@ static void fz_mutate(sqlite3 *db, const uint8_t *r)
 
 static void fz_make_input(const uint8_t *data, size_t size)
 {
-    fz_rm(fz_in);
+    cl_db_unlink(fz_in);
     if (size > 0 && (data[0] & 1) == 0) {
         FILE *f = fopen(fz_in, "wb");
         if (f != NULL) {

@@ -167,7 +167,7 @@ static void fz_damage(const uint8_t *r)
 
 static void fz_make_input(const uint8_t *data, size_t size)
 {
-    fz_rm(fz_in);
+    cl_db_unlink(fz_in);
     fz_copy(fz_base, fz_in);
     sqlite3 *db;
     if (sqlite3_open(fz_in, &db) != SQLITE_OK) {

@@ -23,6 +23,7 @@
 #include "devices/state.h"
 #include "store/chunk.h"
 #include "store/snap_int.h"
+#include "store/calllog.h"
 #include "store/snapshot.h"
 #include "test_neff_util.h"
 
@@ -35,16 +36,6 @@ static const char *ts_path(const char *name)
     k = (k + 1) % 4;
     snprintf(p[k], sizeof p[k], "%s/%s", ts_dir, name);
     return p[k];
-}
-
-static void ts_rm(const char *path)
-{
-    char b[600];
-    unlink(path);
-    snprintf(b, sizeof b, "%s-wal", path);
-    unlink(b);
-    snprintf(b, sizeof b, "%s-shm", path);
-    unlink(b);
 }
 
 /* ---- codecs ------------------------------------------------------------ */
@@ -184,7 +175,7 @@ static void test_schema(void **state)
     (void)state;
     struct snap_db *db;
     const char *p = ts_path("schema.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     assert_int_equal(snap_open(p, false, &db), NRT_FAILURE);  /* missing */
     assert_int_equal(snap_open(p, true, &db), NRT_SUCCESS);
     int64_t id;
@@ -202,7 +193,7 @@ static void test_schema(void **state)
     assert_non_null(strstr(log, "99"));
     /* Another SQLite file, a non-database, an empty file. */
     const char *q = ts_path("other.db");
-    ts_rm(q);
+    cl_db_unlink(q);
     ts_sql(q, "CREATE TABLE t(x)");
     assert_int_equal(snap_open(q, true, &db), NRT_INVALID);
     FILE *f = fopen(q, "wb");
@@ -210,7 +201,7 @@ static void test_schema(void **state)
     for (int i = 0; i < 100; i++)
         fputs("padding padding padding ", f);
     fclose(f);
-    ts_rm(ts_path("other.db-wal"));
+    cl_db_unlink(ts_path("other.db-wal"));
     assert_int_equal(snap_open(q, false, &db), NRT_INVALID);
     f = fopen(q, "wb");
     fclose(f);
@@ -413,7 +404,7 @@ static void test_save_restore(void **state)
 {
     (void)state;
     const char *p = ts_path("world.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     struct ts_world w;
     ts_init();
     ts_build(&w);
@@ -467,7 +458,7 @@ static void test_dedup(void **state)
 {
     (void)state;
     const char *p = ts_path("dedup.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     struct ts_world w;
     ts_init();
     ts_build(&w);
@@ -524,7 +515,7 @@ static void ts_remanifest(const char *path)
 static void ts_bad_case_mode(const char *good, const char *sql, const char *what, bool forged)
 {
     const char *p = ts_path("bad.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     char cmd[1200];
     snprintf(cmd, sizeof cmd, "cp '%s' '%s'", good, p);
     assert_int_equal(system(cmd), 0);
@@ -567,7 +558,7 @@ static void test_bad_files(void **state)
     (void)state;
     char good[512];
     snprintf(good, sizeof good, "%s", ts_path("good.db"));
-    ts_rm(good);
+    cl_db_unlink(good);
     struct ts_world w;
     ts_init();
     ts_build(&w);
@@ -652,7 +643,7 @@ static void test_foreign_slice(void **state)
 {
     (void)state;
     const char *p = ts_path("slice.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     setenv("NEURON_RT_VISIBLE_CORES", "0", 1);
     setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
     assert_int_equal(rt_init(0), NRT_SUCCESS);
@@ -681,7 +672,7 @@ static void test_tuning(void **state)
 {
     (void)state;
     const char *p = ts_path("tune.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     struct snap_db *db;
     assert_int_equal(snap_open(p, true, &db), NRT_SUCCESS);
     assert_int_equal(snap_set_chunk_size(db, 1000), NRT_INVALID);
@@ -758,7 +749,7 @@ static void ts_pipe_hashes(nrt_tensor_t *const *t, struct chunk_hash *h)
  * compare every tensor's hash with the one before the save. */
 static void ts_pipe_round(const char *p, uint32_t cs)
 {
-    ts_rm(p);
+    cl_db_unlink(p);
     ts_init();
     nrt_tensor_t *t[TS_PIPE_N];
     struct chunk_hash before[TS_PIPE_N], after[TS_PIPE_N];
@@ -850,7 +841,7 @@ static void test_verify(void **state)
 {
     (void)state;
     const char *p = ts_path("verify.db");
-    ts_rm(p);
+    cl_db_unlink(p);
     struct ts_world w;
     ts_init();
     ts_build(&w);
@@ -872,7 +863,7 @@ static void test_verify(void **state)
     assert_non_null(strstr(log, "does not decode to its hash"));
     snap_close(db);
     /* schema 1: no manifest table, no manifest_from */
-    ts_rm(p);
+    cl_db_unlink(p);
     ts_init();
     ts_build(&w);
     id = ts_save(p, "old");
