@@ -22,9 +22,6 @@
  * 1 us with more ranks than CPUs) only polls. */
 #define SPIN_YIELD_MIN_NS 5000u
 
-/* CLOCK_MONOTONIC in nanoseconds. */
-uint64_t spin_now_ns(void);
-
 /* Call ready(arg) until it returns true or ns nanoseconds passed, with
  * the CPU's pause hint between calls and, in a window of at least
  * SPIN_YIELD_MIN_NS, the CPU offered to other threads every SPIN_POLLS
