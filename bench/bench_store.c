@@ -171,8 +171,10 @@ static double bs_sqlite_read(const char *path, bool mapped)
     sqlite3 *db;
     sqlite3_stmt *s;
     sqlite3_open(path, &db);
+    char sql[48];
+    snprintf(sql, sizeof sql, "PRAGMA mmap_size=%lld", (long long)SNAP_RESTORE_MMAP_BYTES);
     if (mapped)
-        sqlite3_exec(db, "PRAGMA mmap_size=2147418112", NULL, NULL, NULL);
+        sqlite3_exec(db, sql, NULL, NULL, NULL);
     sqlite3_prepare_v2(db, "SELECT data FROM b ORDER BY id", -1, &s, NULL);
     double t0 = bs_now();
     uint64_t sum = 0;

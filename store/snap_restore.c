@@ -591,8 +591,9 @@ static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
  * that no mapping outlives it. A refusal only costs speed. */
 static void snap_map_file(struct snap_db *db, bool on)
 {
-    (void)sqlite3_exec(db->sql, on ? "PRAGMA mmap_size=2147418112" : "PRAGMA mmap_size=0", NULL,
-                       NULL, NULL);
+    char sql[48];
+    snprintf(sql, sizeof sql, "PRAGMA mmap_size=%lld", on ? (long long)SNAP_RESTORE_MMAP_BYTES : 0ll);
+    (void)sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
 }
 
 NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *map)

@@ -50,6 +50,10 @@ NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, i
 NRT_STATUS snap_save_quiesced(struct snap_db *db, const char *reason, int64_t call_seq,
                               int64_t *id_out);
 
+/* Bytes of the file a restore reads through SQLite's memory-mapped I/O
+ * (SQLite's default ceiling). */
+#define SNAP_RESTORE_MMAP_BYTES 2147418112
+
 /* Rebuild the saved state into the open runtime (freshly initialised with the same
  * profile/config). Fills map: for every restored tensor/tensor set/model, the handle
  * value it had in the saved process -> the new live pointer. id < 0: the newest. */
