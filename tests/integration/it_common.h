@@ -60,6 +60,51 @@ static inline void *it_read_example_neff(const char *name, size_t *size)
     return it_read_example(file, size);
 }
 
+/* Most I/O tensors of a model it_model_load handles. */
+#define IT_MAX_TENSORS 16
+
+/* One loaded example with a device tensor per I/O tensor. */
+struct it_model {
+    nrt_model_t *model;              /* the loaded NEFF */
+    nrt_tensor_info_array_t *info;   /* its I/O tensors */
+    nrt_tensor_t *t[IT_MAX_TENSORS]; /* one device tensor each */
+    nrt_tensor_set_t *in;            /* inputs for nrt_execute */
+    nrt_tensor_set_t *out;           /* outputs */
+};
+
+/* Load example `name` (".neff" appended) on VNC 0 and give it one device
+ * tensor per I/O tensor, in sets by usage. */
+static inline void it_model_load(struct it_model *x, const char *name)
+{
+    size_t size;
+    void *neff = it_read_example_neff(name, &size);
+    memset(x, 0, sizeof *x);
+    assert_int_equal(nrt_load(neff, size, 0, -1, &x->model), NRT_SUCCESS);
+    free(neff);
+    assert_int_equal(nrt_get_model_tensor_info(x->model, &x->info), NRT_SUCCESS);
+    assert_true(x->info->tensor_count <= IT_MAX_TENSORS);
+    assert_int_equal(nrt_allocate_tensor_set(&x->in), NRT_SUCCESS);
+    assert_int_equal(nrt_allocate_tensor_set(&x->out), NRT_SUCCESS);
+    for (uint64_t i = 0; i < x->info->tensor_count; i++) {
+        const nrt_tensor_info_t *ti = &x->info->tensor_array[i];
+        assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name,
+                                             &x->t[i]), NRT_SUCCESS);
+        nrt_tensor_set_t *set = ti->usage == NRT_TENSOR_USAGE_INPUT ? x->in : x->out;
+        assert_int_equal(nrt_add_tensor_to_tensor_set(set, ti->name, x->t[i]), NRT_SUCCESS);
+    }
+}
+
+/* Free what it_model_load made and unload the model. */
+static inline void it_model_unload(struct it_model *x)
+{
+    for (uint64_t i = 0; i < x->info->tensor_count; i++)
+        nrt_tensor_free(&x->t[i]);
+    nrt_destroy_tensor_set(&x->in);
+    nrt_destroy_tensor_set(&x->out);
+    nrt_free_model_tensor_info(x->info);
+    assert_int_equal(nrt_unload(x->model), NRT_SUCCESS);
+}
+
 static int it_log_saved_fd = -1;
 static FILE *it_log_file;
 

@@ -18,47 +18,8 @@
 
 #include <cblas.h>
 
-struct kernel {
-    nrt_model_t *model;               /* loaded model */
-    nrt_tensor_info_array_t *info;    /* its I/O tensors */
-    nrt_tensor_t *t[8];               /* one device tensor per I/O tensor */
-    nrt_tensor_set_t *in, *out;       /* the sets passed to nrt_execute */
-};
-
-/* Load name.neff on VNC 0 and give it one device tensor per I/O tensor. */
-static void ex_load(struct kernel *k, const char *name)
-{
-    char file[256];
-    size_t size;
-    snprintf(file, sizeof file, "%s.neff", name);
-    void *neff = it_read_example(file, &size);
-    memset(k, 0, sizeof *k);
-    assert_int_equal(nrt_load(neff, size, 0, -1, &k->model), NRT_SUCCESS);
-    free(neff);
-    assert_int_equal(nrt_get_model_tensor_info(k->model, &k->info), NRT_SUCCESS);
-    assert_true(k->info->tensor_count <= 8);
-    assert_int_equal(nrt_allocate_tensor_set(&k->in), NRT_SUCCESS);
-    assert_int_equal(nrt_allocate_tensor_set(&k->out), NRT_SUCCESS);
-    for (uint64_t i = 0; i < k->info->tensor_count; i++) {
-        const nrt_tensor_info_t *ti = &k->info->tensor_array[i];
-        assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name,
-                                             &k->t[i]), NRT_SUCCESS);
-        nrt_tensor_set_t *set = ti->usage == NRT_TENSOR_USAGE_INPUT ? k->in : k->out;
-        assert_int_equal(nrt_add_tensor_to_tensor_set(set, ti->name, k->t[i]), NRT_SUCCESS);
-    }
-}
-
-static void ex_unload(struct kernel *k)
-{
-    for (uint64_t i = 0; i < k->info->tensor_count; i++)
-        nrt_tensor_free(&k->t[i]);
-    nrt_destroy_tensor_set(&k->in);
-    nrt_destroy_tensor_set(&k->out);
-    nrt_free_model_tensor_info(k->info);
-    assert_int_equal(nrt_unload(k->model), NRT_SUCCESS);
-}
-
-static nrt_tensor_t *ex_tensor(struct kernel *k, const char *name, size_t *size)
+/* The device tensor called name (its size in *size when size is not NULL). */
+static nrt_tensor_t *ex_tensor(struct it_model *k, const char *name, size_t *size)
 {
     for (uint64_t i = 0; i < k->info->tensor_count; i++)
         if (strcmp(k->info->tensor_array[i].name, name) == 0) {
@@ -70,7 +31,7 @@ static nrt_tensor_t *ex_tensor(struct kernel *k, const char *name, size_t *size)
     return NULL;
 }
 
-static void ex_write(struct kernel *k, const char *name, const void *data, size_t size)
+static void ex_write(struct it_model *k, const char *name, const void *data, size_t size)
 {
     size_t want;
     nrt_tensor_t *t = ex_tensor(k, name, &want);
@@ -78,7 +39,7 @@ static void ex_write(struct kernel *k, const char *name, const void *data, size_
     assert_int_equal(nrt_tensor_write(t, data, 0, size), NRT_SUCCESS);
 }
 
-static void ex_read(struct kernel *k, const char *name, void *data, size_t size)
+static void ex_read(struct it_model *k, const char *name, void *data, size_t size)
 {
     size_t have;
     nrt_tensor_t *t = ex_tensor(k, name, &have);
@@ -86,7 +47,7 @@ static void ex_read(struct kernel *k, const char *name, void *data, size_t size)
     assert_int_equal(nrt_tensor_read(t, data, 0, size), NRT_SUCCESS);
 }
 
-static void ex_exec(struct kernel *k)
+static void ex_exec(struct it_model *k)
 {
     assert_int_equal(nrt_execute(k->model, k->in, k->out), NRT_SUCCESS);
 }
@@ -134,8 +95,8 @@ static void test_add(void **state)
 {
     (void)state;
     enum { N = 128 * 512 };
-    struct kernel k;
-    ex_load(&k, "add");
+    struct it_model k;
+    it_model_load(&k, "add");
     float *a = malloc(N * 4), *b = malloc(N * 4), *c = malloc(N * 4), *c2 = malloc(N * 4);
     uint64_t s = 1;
     for (int i = 0; i < N; i++) {
@@ -153,15 +114,15 @@ static void test_add(void **state)
     ex_read(&k, "c", c2, N * 4);
     assert_memory_equal(c, c2, N * 4);
     free(a), free(b), free(c), free(c2);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 /* Bad executions fail with NRT_INVALID before anything runs. */
 static void test_bad_execute(void **state)
 {
     (void)state;
-    struct kernel k;
-    ex_load(&k, "add");
+    struct it_model k;
+    it_model_load(&k, "add");
     nrt_tensor_set_t *partial, *wrong;
     nrt_tensor_t *small;
     assert_int_equal(nrt_allocate_tensor_set(&partial), NRT_SUCCESS);
@@ -178,7 +139,7 @@ static void test_bad_execute(void **state)
     nrt_destroy_tensor_set(&partial);
     nrt_destroy_tensor_set(&wrong);
     nrt_tensor_free(&small);
-    ex_unload(&k);
+    it_model_unload(&k);
     assert_int_equal(nrt_execute(k.model, k.in, k.out), NRT_INVALID); /* unloaded */
 }
 
@@ -190,8 +151,8 @@ static void test_bad_execute(void **state)
 static void ex_matmul(const char *name, int n)
 {
     size_t nn = (size_t)n * (size_t)n;
-    struct kernel k;
-    ex_load(&k, name);
+    struct it_model k;
+    it_model_load(&k, name);
     uint16_t *a = malloc(nn * 2), *b = malloc(nn * 2);
     float *af = malloc(nn * 4), *bf = malloc(nn * 4), *c = malloc(nn * 4), *ref = malloc(nn * 4);
     uint64_t s = 7;
@@ -212,7 +173,7 @@ static void ex_matmul(const char *name, int n)
         if (fabs((double)c[i] - (double)ref[i]) > tol)
             fail_msg("%s: c[%zu] = %.9g, reference %.9g", name, i, c[i], ref[i]);
     free(a), free(b), free(af), free(bf), free(c), free(ref);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 static void test_matmul_512(void **state)
@@ -238,8 +199,8 @@ static void test_matmul_lnc2(void **state)
 {
     (void)state;
     enum { M = 1024, N = 512, K = 512 };
-    struct kernel k;
-    ex_load(&k, "matmul_lnc2");
+    struct it_model k;
+    it_model_load(&k, "matmul_lnc2");
     uint16_t *a = malloc(M * K * 2), *b = malloc(K * N * 2);
     float *af = malloc(M * K * 4), *bf = malloc(K * N * 4), *c = malloc(M * N * 4);
     float *ref = malloc(M * N * 4), *x = malloc(256 * N * 4);
@@ -262,7 +223,7 @@ static void test_matmul_lnc2(void **state)
     assert_memory_equal(x, c + 896 * N, 128 * N * 4);
     assert_memory_equal(x + 128 * N, c + 384 * N, 128 * N * 4);
     free(a), free(b), free(af), free(bf), free(c), free(ref), free(x);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 /* ---- softmax and layernorm --------------------------------------------- */
@@ -272,8 +233,8 @@ enum { ROWS = 128, COLS = 1024 };
 static void test_softmax(void **state)
 {
     (void)state;
-    struct kernel k;
-    ex_load(&k, "softmax");
+    struct it_model k;
+    it_model_load(&k, "softmax");
     float *x = malloc(ROWS * COLS * 4), *y = malloc(ROWS * COLS * 4);
     uint64_t s = 3;
     for (int i = 0; i < ROWS * COLS; i++)
@@ -295,7 +256,7 @@ static void test_softmax(void **state)
         }
     }
     free(x), free(y);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 /* A float32 vector from an .npy file written by examples/gen_layernorm_params.py. */
@@ -317,8 +278,8 @@ static float *ex_npy_f32(const char *name, size_t want)
 static void test_layernorm(void **state)
 {
     (void)state;
-    struct kernel k;
-    ex_load(&k, "layernorm");
+    struct it_model k;
+    it_model_load(&k, "layernorm");
     float *gamma = ex_npy_f32("layernorm_gamma.npy", COLS);
     float *beta = ex_npy_f32("layernorm_beta.npy", COLS);
     float *x = malloc(ROWS * COLS * 4), *y = malloc(ROWS * COLS * 4);
@@ -345,7 +306,7 @@ static void test_layernorm(void **state)
         }
     }
     free(x), free(y), free(gamma), free(beta);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 /* ---- mx_matmul (Trainium3) ----------------------------------------------- */
@@ -400,7 +361,7 @@ static void mx_reference(const float *x, const float *y, double *c, double *err)
 
 /* One run of mx_matmul: small integers (quantised exactly: the result is
  * the exact integer matmul) or random values (within the MX bound). */
-static void mx_run(struct kernel *k, bool ints, uint64_t seed)
+static void mx_run(struct it_model *k, bool ints, uint64_t seed)
 {
     size_t nx = (size_t)MX_K * 4 * MX_M, ny = (size_t)MX_K * 4 * MX_N, nc = (size_t)MX_M * MX_N;
     float *x = malloc(nx * 4), *y = malloc(ny * 4), *c = malloc(nc * 4);
@@ -432,11 +393,11 @@ static void mx_run(struct kernel *k, bool ints, uint64_t seed)
 static void test_mx_matmul(void **state)
 {
     (void)state;
-    struct kernel k;
-    ex_load(&k, "mx_matmul");
+    struct it_model k;
+    it_model_load(&k, "mx_matmul");
     mx_run(&k, true, 3);
     mx_run(&k, false, 4);
-    ex_unload(&k);
+    it_model_unload(&k);
 }
 
 /* The same NEFF on a Trainium2 machine: refused at load (NRT_INVALID). */
@@ -499,8 +460,8 @@ static void test_sparse_matmul(void **state)
         xb[i] = ex_bf16(ex_rand(&s));
         x[i] = ex_bf16_f32(xb[i]);
     }
-    struct kernel k;
-    ex_load(&k, "sparse_matmul");
+    struct it_model k;
+    it_model_load(&k, "sparse_matmul");
     ex_write(&k, "S", sb, 2 * SPX_P * SPX_M);
     ex_write(&k, "T", tag, 2 * SPX_P * (SPX_M / 4));
     ex_write(&k, "X", xb, 2 * (size_t)SPX_P * SPX_R * SPX_F);
@@ -516,7 +477,7 @@ static void test_sparse_matmul(void **state)
                 fail_msg("sparse_matmul C[%u][%u] = %.9g, reference %.9g", m, f,
                          (double)c[(size_t)m * SPX_F + f], (double)acc);
         }
-    ex_unload(&k);
+    it_model_unload(&k);
     free(w), free(x), free(kept), free(sb), free(tag), free(xb), free(c);
 }
 

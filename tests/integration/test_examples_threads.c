@@ -18,47 +18,6 @@
 
 #include "emu/core/par.h"
 
-#define EX_MAX_TENSORS 16
-
-/* One loaded example with a device tensor per I/O tensor. */
-struct ex_model {
-    nrt_model_t *model;             /* the loaded NEFF */
-    nrt_tensor_info_array_t *info;  /* its I/O tensors */
-    nrt_tensor_t *t[EX_MAX_TENSORS];/* one device tensor each */
-    nrt_tensor_set_t *in;           /* inputs for nrt_execute */
-    nrt_tensor_set_t *out;          /* outputs */
-};
-
-static void ex_load(struct ex_model *x, const char *name)
-{
-    size_t size;
-    void *neff = it_read_example_neff(name, &size);
-    memset(x, 0, sizeof *x);
-    assert_int_equal(nrt_load(neff, size, 0, -1, &x->model), NRT_SUCCESS);
-    free(neff);
-    assert_int_equal(nrt_get_model_tensor_info(x->model, &x->info), NRT_SUCCESS);
-    assert_true(x->info->tensor_count <= EX_MAX_TENSORS);
-    assert_int_equal(nrt_allocate_tensor_set(&x->in), NRT_SUCCESS);
-    assert_int_equal(nrt_allocate_tensor_set(&x->out), NRT_SUCCESS);
-    for (uint64_t i = 0; i < x->info->tensor_count; i++) {
-        const nrt_tensor_info_t *ti = &x->info->tensor_array[i];
-        assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, ti->size, ti->name,
-                                             &x->t[i]), NRT_SUCCESS);
-        nrt_tensor_set_t *set = ti->usage == NRT_TENSOR_USAGE_INPUT ? x->in : x->out;
-        assert_int_equal(nrt_add_tensor_to_tensor_set(set, ti->name, x->t[i]), NRT_SUCCESS);
-    }
-}
-
-static void ex_unload(struct ex_model *x)
-{
-    for (uint64_t i = 0; i < x->info->tensor_count; i++)
-        nrt_tensor_free(&x->t[i]);
-    nrt_destroy_tensor_set(&x->in);
-    nrt_destroy_tensor_set(&x->out);
-    nrt_free_model_tensor_info(x->info);
-    assert_int_equal(nrt_unload(x->model), NRT_SUCCESS);
-}
-
 /* Element e of an input of type dt: finite values in [-1, 1) for the float
  * types, small non-negative bytes otherwise (finite in every fp8 format). */
 static void ex_elem(nrt_dtype_t dt, uint64_t e, uint8_t *dst)
@@ -98,7 +57,7 @@ static size_t ex_dtype_size(nrt_dtype_t dt)
 }
 
 /* Fill every input with its fixed values. */
-static void ex_fill_inputs(struct ex_model *x)
+static void ex_fill_inputs(struct it_model *x)
 {
     for (uint64_t i = 0; i < x->info->tensor_count; i++) {
         const nrt_tensor_info_t *ti = &x->info->tensor_array[i];
@@ -115,7 +74,7 @@ static void ex_fill_inputs(struct ex_model *x)
 }
 
 /* FNV-1a over every output's bytes, in tensor order. */
-static uint64_t ex_hash_outputs(struct ex_model *x)
+static uint64_t ex_hash_outputs(struct it_model *x)
 {
     uint64_t h = 0xcbf29ce484222325ull;
     for (uint64_t i = 0; i < x->info->tensor_count; i++) {
@@ -135,8 +94,8 @@ static uint64_t ex_hash_outputs(struct ex_model *x)
 /* Run one example at 1, 2 and 3 threads: the same hash each time. */
 static void ex_same_bits(const char *name)
 {
-    struct ex_model x;
-    ex_load(&x, name);
+    struct it_model x;
+    it_model_load(&x, name);
     uint64_t first = 0;
     for (unsigned threads = 1; threads <= 3; threads++) {
         par_configure(threads);
@@ -155,7 +114,7 @@ static void ex_same_bits(const char *name)
             fail_msg("%s: outputs with %u threads differ from 1 thread", name, threads);
     }
     par_configure(0);
-    ex_unload(&x);
+    it_model_unload(&x);
 }
 
 static int setup(void **state)
