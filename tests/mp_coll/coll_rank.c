@@ -43,30 +43,14 @@
 #include "nrt/nrt_experimental.h"
 #include "trnemu/trnemu_build.h"
 
-static uint32_t rank, world;
-static int fails;
-
-#define CHECK(cond, ...)                                      \
-    do {                                                      \
-        if (!(cond)) {                                        \
-            fprintf(stderr, "coll_rank %u/%u: ", rank, world); \
-            fprintf(stderr, __VA_ARGS__);                     \
-            fputc('\n', stderr);                              \
-            fails++;                                          \
-        }                                                     \
-    } while (0)
+#define RANK_PROG "coll_rank"
+#include "rank_common.h"
 
 static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint32_t env_u32(const char *name, uint32_t def)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v ? (uint32_t)strtoul(v, NULL, 0) : def;
 }
 
 /* Input element i of rank r: small integers, so f32 sums are exact. */

@@ -37,24 +37,8 @@
 #include "trnemu/trnemu.h"
 #include "trnemu/trnemu_build.h"
 
-static uint32_t rank, world;
-static int fails;
-
-#define CHECK(cond, ...)                                       \
-    do {                                                       \
-        if (!(cond)) {                                         \
-            fprintf(stderr, "collv_rank %u/%u: ", rank, world); \
-            fprintf(stderr, __VA_ARGS__);                      \
-            fputc('\n', stderr);                               \
-            fails++;                                           \
-        }                                                      \
-    } while (0)
-
-static uint32_t env_u32(const char *name, uint32_t def)
-{
-    const char *v = getenv(name);
-    return v != NULL && *v ? (uint32_t)strtoul(v, NULL, 0) : def;
-}
+#define RANK_PROG "collv_rank"
+#include "rank_common.h"
 
 /* Byte i of rank s's input. */
 static uint8_t in_byte(uint32_t s, uint64_t i)
