@@ -237,30 +237,10 @@ static NRT_STATUS chan_wait_check(struct chan_waiter *w, bool quiet, uint64_t sl
     return NRT_SUCCESS;
 }
 
-/* What chan_spin polls: a bell and the value it had. */
-struct chan_spin_arg {
-    struct chan_bell *bell;  /* the bell */
-    uint32_t seen;           /* its value before the wait */
-};
-
-static bool chan_bell_moved(const void *arg)
-{
-    const struct chan_spin_arg *a = arg;
-    return atomic_load_explicit(&a->bell->seq, memory_order_acquire) != a->seen;
-}
-
-/* Poll the bell for up to ns nanoseconds; true as soon as it moved past
- * seen (spin.h: other runnable threads get the CPU between rounds). */
-static bool chan_spin(struct chan_bell *b, uint32_t seen, uint64_t ns)
-{
-    struct chan_spin_arg a = {b, seen};
-    return spin_poll(chan_bell_moved, &a, ns);
-}
-
 NRT_STATUS chan_wait(struct chan_waiter *w, uint32_t seen)
 {
     uint64_t slice = (uint64_t)(w->slice_ms ? w->slice_ms : 50) * 1000000u;
-    if (chan_spin(w->bell, seen, w->spin_ns))
+    if (spin_until_moved(&w->bell->seq, seen, w->spin_ns))
         return chan_wait_check(w, false, slice);
     uint64_t nap = slice;
     if (w->deadline_ns != 0) {

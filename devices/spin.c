@@ -4,6 +4,7 @@
 #include "devices/spin.h"
 
 #include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 
 #include "devices/channel.h"
@@ -32,6 +33,24 @@ bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns)
         if (offer)
             sched_yield();  /* a runnable thread of this CPU goes first; none: at once */
     }
+}
+
+/* What spin_until_moved polls: a word and the value it had. */
+struct spin_word {
+    const _Atomic uint32_t *word;  /* the word */
+    uint32_t seen;                 /* its value before the wait */
+};
+
+static bool spin_word_moved(const void *arg)
+{
+    const struct spin_word *a = arg;
+    return atomic_load_explicit(a->word, memory_order_acquire) != a->seen;
+}
+
+bool spin_until_moved(const _Atomic uint32_t *word, uint32_t seen, uint64_t ns)
+{
+    struct spin_word a = {word, seen};
+    return spin_poll(spin_word_moved, &a, ns);
 }
 
 uint32_t spin_window_ns(const char *name, const char *component, double def_us)

@@ -29,6 +29,10 @@
  * calling ready, for ns == 0). */
 bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns);
 
+/* spin_poll for *word to read anything but seen (acquire); true when it
+ * did within ns nanoseconds. */
+bool spin_until_moved(const _Atomic uint32_t *word, uint32_t seen, uint64_t ns);
+
 /* A window in microseconds from variable name: its value when it is a
  * number in 0 .. 10000 (else one warning naming component), def when it
  * is unset or empty; returned in nanoseconds. */

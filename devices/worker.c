@@ -19,26 +19,14 @@ void worker_init(struct worker *w)
     atomic_init(&w->bell, 0);
 }
 
-/* What worker_next polls: a worker and its bell's value. */
-struct worker_spin_arg {
-    struct worker *w;  /* the worker */
-    unsigned seen;     /* its bell before the wait */
-};
-
-static bool worker_bell_moved(const void *arg)
-{
-    const struct worker_spin_arg *a = arg;
-    return atomic_load_explicit(&a->w->bell, memory_order_relaxed) != a->seen;
-}
-
 /* Take the oldest job, waiting for one (polling the bell for spin_ns
  * nanoseconds first); NULL when asked to stop. Lock held. */
 static struct worker_job *worker_next(struct worker *w, uint32_t spin_ns)
 {
     if (w->head == NULL && !w->stop && spin_ns > 0) {
-        struct worker_spin_arg a = {w, atomic_load_explicit(&w->bell, memory_order_relaxed)};
+        uint32_t seen = atomic_load_explicit(&w->bell, memory_order_relaxed);
         pthread_mutex_unlock(&w->lock);
-        spin_poll(worker_bell_moved, &a, spin_ns);  /* the lock decides, not the poll */
+        (void)spin_until_moved(&w->bell, seen, spin_ns);  /* the lock decides, not the poll */
         pthread_mutex_lock(&w->lock);
     }
     while (w->head == NULL && !w->stop)

@@ -38,7 +38,7 @@ struct worker {
     bool stop;                 /* the worker should end */
     struct worker_job *head;   /* queued jobs, oldest first */
     struct worker_job *tail;   /* last queued job */
-    atomic_uint bell;          /* moves with every job queued and with stop */
+    _Atomic uint32_t bell;     /* moves with every job queued and with stop */
 };
 
 void worker_init(struct worker *w);

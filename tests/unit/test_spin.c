@@ -66,6 +66,30 @@ static void test_set_by_another_thread(void **state)
     pthread_join(t, NULL);
 }
 
+static void *bump_later(void *arg)
+{
+    _Atomic uint32_t *w = arg;
+    usleep(2000);
+    atomic_fetch_add(w, 1);
+    return NULL;
+}
+
+/* spin_until_moved: a word another thread moves ends the window; one
+ * nobody moves lasts it out. */
+static void test_word_moved(void **state)
+{
+    (void)state;
+    _Atomic uint32_t w = 7;
+    assert_false(spin_until_moved(&w, 7, 1000000ull));
+    assert_false(spin_until_moved(&w, 6, 0));  /* an empty window looks at nothing */
+    assert_true(spin_until_moved(&w, 6, 1000000ull));
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, bump_later, &w), 0);
+    assert_true(spin_until_moved(&w, 7, 60000000000ull));
+    pthread_join(t, NULL);
+    assert_int_equal(atomic_load(&w), 8);
+}
+
 static void test_never(void **state)
 {
     (void)state;
@@ -106,6 +130,7 @@ int main(void)
         cmocka_unit_test(test_already_true),
         cmocka_unit_test(test_set_by_another_thread),
         cmocka_unit_test(test_never),
+        cmocka_unit_test(test_word_moved),
         cmocka_unit_test(test_window_variable),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
