@@ -19,13 +19,8 @@ T=$1
 R=$2
 CASE=$3
 N=${4:-4}
-W=$(mktemp -d "${TMPDIR:-/tmp}/trnemu-coll-test.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-export TRNEMU_SHM_DIR="$W/shm"
-mkdir -p "$TRNEMU_SHM_DIR"
-export TRNEMU_INSTANCE=trn2.48xlarge
-unset NEURON_LOGICAL_NC_CONFIG NEURON_RT_NUM_CORES NEURON_RT_ROOT_COMM_ID TRNEMU_INSTANCE_NAME
-export NEURON_RT_EXEC_TIMEOUT=${NEURON_RT_EXEC_TIMEOUT:-60}
+. "$(dirname "$0")/mp_env.sh"
+mp_env coll trn2.48xlarge
 fails=0
 
 fail() {

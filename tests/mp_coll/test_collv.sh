@@ -12,13 +12,8 @@ R=$2
 CASE=$3
 N=${4:-4}
 NEFF=${5:-}
-W=$(mktemp -d "${TMPDIR:-/tmp}/trnemu-collv-test.XXXXXX")
-trap 'rm -rf "$W"' EXIT
-export TRNEMU_SHM_DIR="$W/shm"
-mkdir -p "$TRNEMU_SHM_DIR"
-export TRNEMU_INSTANCE=trn3pd98.48xlarge
-unset NEURON_LOGICAL_NC_CONFIG NEURON_RT_NUM_CORES NEURON_RT_ROOT_COMM_ID TRNEMU_INSTANCE_NAME
-export NEURON_RT_EXEC_TIMEOUT=${NEURON_RT_EXEC_TIMEOUT:-60}
+. "$(dirname "$0")/mp_env.sh"
+mp_env collv trn3pd98.48xlarge
 "$T" launch --timeout 240 -n "$N" -- "$R" "$CASE" $NEFF >"$W/out" 2>&1
 rc=$?
 if [ "$rc" -ne 0 ]; then
