@@ -21,25 +21,7 @@ CASE=$3
 N=${4:-4}
 . "$(dirname "$0")/mp_env.sh"
 mp_env coll trn2.48xlarge
-fails=0
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# run WHAT WANT_RC LAUNCH_ARGS... -- : one launch, its exit status checked
-run() {
-    what=$1
-    want=$2
-    shift 2
-    "$T" launch --timeout 240 "$@" >"$W/out" 2>&1
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$what: exit status $rc, want $want"
-        cat "$W/out"
-    fi
-}
+MP_LAUNCH_TIMEOUT=240
 
 case "$CASE" in
 host | neff | mismatch | left)

@@ -23,25 +23,7 @@ mp_env nodes trn2.48xlarge
 unset TRNEMU_JOB_TOKEN TRNEMU_NODES TRNEMU_NODE SLURM_NNODES SLURM_NODEID GROUP_RANK NODE_RANK \
     LOCAL_WORLD_SIZE
 export TRNEMU_NODE_DEAD_MS=3000
-fails=0
-
-fail() {
-    echo "FAIL: $*"
-    fails=$((fails + 1))
-}
-
-# run WHAT WANT_RC LAUNCH_ARGS...: one launch, its exit status checked
-run() {
-    what=$1
-    want=$2
-    shift 2
-    "$T" launch --timeout 120 "$@" >"$W/out" 2>&1
-    rc=$?
-    if [ "$rc" -ne "$want" ]; then
-        fail "$what: exit status $rc, want $want"
-        cat "$W/out"
-    fi
-}
+MP_LAUNCH_TIMEOUT=120
 
 # expect WHAT PATTERN: the last output names the cause
 expect() {
