@@ -17,7 +17,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench_util.h"
+#include "bench/bench_core.h"
 #include "emu/core/core.h"
 #include "emu/core/par.h"
 #include "emu/num/numerics.h"
@@ -51,23 +51,7 @@ static double time_insn(struct core *c, const struct isa_insn *insn, enum isa_en
     struct isa_insn code[INSNS];
     for (size_t i = 0; i < INSNS; i++)
         code[i] = *insn;
-    struct core_program prog = {.name = "bench-act"};
-    prog.code[e] = code;
-    prog.n[e] = INSNS;
-    const struct core_program *progs[1] = {&prog};
-    struct core_run_opts opts = {0};
-    char report[1024];
-    double best = 1e30;
-    for (int r = 0; r < REPS; r++) {
-        double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
-            fprintf(stderr, "%s", report);
-            bench_die("bench-act", "core_run failed");
-        }
-        double t = bench_cpu_s() - t0;
-        best = t < best ? t : best;
-    }
-    return best / INSNS;
+    return bench_core_best(c, code, INSNS, e, REPS, "bench-act") / INSNS;
 }
 
 /* Inputs in [-8, 8): fp32 tile at byte 0, bf16 copy at 64 KiB. */

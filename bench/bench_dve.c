@@ -21,7 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench/bench_util.h"
+#include "bench/bench_core.h"
 #include "emu/core/core.h"
 #include "emu/core/par.h"
 
@@ -56,22 +56,7 @@ static double time_insns(struct core *c, const struct isa_insn *insn, size_t n)
         bench_die("bench-dve", "out of memory");
     for (size_t i = 0; i < n; i++)
         code[i] = *insn;
-    struct core_program prog = {.name = "bench"};
-    prog.code[ISA_ENG_DVE] = code;
-    prog.n[ISA_ENG_DVE] = n;
-    const struct core_program *progs[1] = {&prog};
-    struct core_run_opts opts = {0};
-    char report[1024];
-    double best = 1e30;
-    for (int r = 0; r < REPS; r++) {
-        double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
-            fprintf(stderr, "%s", report);
-            bench_die("bench-dve", "core_run failed");
-        }
-        double t = bench_cpu_s() - t0;
-        best = t < best ? t : best;
-    }
+    double best = bench_core_best(c, code, n, ISA_ENG_DVE, REPS, "bench-dve");
     free(code);
     return best / (double)n;
 }
@@ -97,22 +82,7 @@ static double time_loop(struct core *c, const struct isa_insn *insn)
     code[LOOP_BODY + 1].enums[0] = ISA_CMP_lt;
     code[LOOP_BODY + 1].imm[1].i = LOOP_TRIPS;
     code[LOOP_BODY + 1].imm[2].i = 0;
-    struct core_program prog = {.name = "bench-loop"};
-    prog.code[ISA_ENG_DVE] = code;
-    prog.n[ISA_ENG_DVE] = n;
-    const struct core_program *progs[1] = {&prog};
-    struct core_run_opts opts = {0};
-    char report[1024];
-    double best = 1e30;
-    for (int r = 0; r < 3; r++) {
-        double t0 = bench_cpu_s();
-        if (core_run(&c, progs, 1, &opts, report, sizeof report) != EMU_OK) {
-            fprintf(stderr, "%s", report);
-            bench_die("bench-dve", "core_run failed");
-        }
-        double t = bench_cpu_s() - t0;
-        best = t < best ? t : best;
-    }
+    double best = bench_core_best(c, code, n, ISA_ENG_DVE, 3, "bench-dve");
     free(code);
     return best / ((double)LOOP_BODY * LOOP_TRIPS);
 }

@@ -15,7 +15,7 @@
 
 #include <cblas.h>
 
-#include "bench_util.h"
+#include "bench/bench_core.h"
 #include "emu/core/core.h"
 #include "emu/core/par.h"
 #include "emu/isa/isa.h"
@@ -43,19 +43,10 @@ static struct isa_ap tile(uint8_t mem, uint64_t off, uint32_t dtype, uint32_t n)
     return ap;
 }
 
+/* CPU seconds of one run of the n instructions at code on engine e. */
 static double run(struct core *core, struct isa_insn *code, size_t n, enum isa_engine e)
 {
-    struct core_program prog = {.name = "bench-mx"};
-    prog.code[e] = code;
-    prog.n[e] = n;
-    const struct core_program *progs[1] = {&prog};
-    struct core *cores[1] = {core};
-    struct core_run_opts opts = {0};
-    char report[1024] = "";
-    double t0 = bench_cpu_s();
-    if (core_run(cores, progs, 1, &opts, report, sizeof report) != EMU_OK)
-        bench_die("bench-mx", report);
-    return bench_cpu_s() - t0;
+    return bench_core_best(core, code, n, e, 1, "bench-mx");
 }
 
 static void fill_sbuf(struct core *core)
