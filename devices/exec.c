@@ -179,81 +179,28 @@ static void exec_log_report(const char *name, NRT_STATUS st, const char *report)
     }
 }
 
-/* Sixteen lanes of 32 bits: GCC lowers this to whatever vector unit the
- * host has (SSE2 at least), and the test is exact integer logic. */
-typedef uint32_t exec_u32x16 __attribute__((vector_size(64)));
-
-/* Does x[0..64*16) hold a NaN or an infinity? One vector OR per 16
- * values, one horizontal test per 1024. */
-static bool exec_chunk_nonfinite(const float *x)
-{
-    exec_u32x16 acc = {0};
-    for (int b = 0; b < 64; b++) {
-        exec_u32x16 v;
-        memcpy(&v, x + 16 * b, sizeof v);
-        /* An all-ones exponent carries into bit 31, any other does not. */
-        acc |= (v & 0x7f800000u) + 0x00800000u;
-    }
-    uint32_t any = 0;
-    for (int i = 0; i < 16; i++)
-        any |= acc[i];
-    return (any & 0x80000000u) != 0;
-}
-
-/* Index of the first NaN or infinity among n fp32 values, or n. */
-static size_t exec_first_nonfinite_f32(const float *x, size_t n)
-{
-    const uint32_t *u = (const uint32_t *)(const void *)x;
-    size_t i = 0;
-    for (; i + 1024 <= n; i += 1024)
-        if (exec_chunk_nonfinite(x + i))
-            break;
-    for (; i < n; i++)
-        if ((u[i] & 0x7f800000u) == 0x7f800000u)
-            return i;
-    return n;
-}
-
-/* Is there a NaN or an infinity among the float elements at p? */
-static bool exec_nonfinite(const uint8_t *p, uint32_t dtype, uint64_t bytes, uint64_t *at)
+/* Is there a NaN (nan_only) or a NaN or infinity among the float
+ * elements at p? *at: the first one's index. fp32 is scanned in place,
+ * narrower floats a converted block at a time. */
+static bool exec_bad_value(const uint8_t *p, uint32_t dtype, uint64_t bytes, bool nan_only,
+                           uint64_t *at)
 {
     size_t es = num_dtype_size(dtype);
     if (!num_dtype_is_float(dtype) || es == 0)
         return false;
     size_t n = (size_t)(bytes / es);
-    if (es == 4) {  /* fp32, fp32r: scan in place */
-        *at = exec_first_nonfinite_f32((const float *)(const void *)p, n);
+    if (es == 4) {  /* fp32, fp32r */
+        *at = num_first_nonfinite_f32((const float *)(const void *)p, n, nan_only);
         return *at < n;
     }
     float buf[1024];
     for (size_t i = 0; i < n; i += 1024) {
         size_t k = n - i < 1024 ? n - i : 1024;
         (void)num_load_f32(buf, p + i * es, dtype, 1, k);
-        size_t j = exec_first_nonfinite_f32(buf, k);
+        size_t j = num_first_nonfinite_f32(buf, k, nan_only);
         if (j < k) {
             *at = i + j;
             return true;
-        }
-    }
-    return false;
-}
-
-/* Is there a NaN among the float elements at p (infinities ignored)? */
-static bool exec_has_nan(const uint8_t *p, uint32_t dtype, uint64_t bytes, uint64_t *at)
-{
-    size_t es = num_dtype_size(dtype);
-    if (!num_dtype_is_float(dtype) || es == 0)
-        return false;
-    size_t n = (size_t)(bytes / es);
-    float buf[1024];
-    for (size_t i = 0; i < n; i += 1024) {
-        size_t k = n - i < 1024 ? n - i : 1024;
-        (void)num_load_f32(buf, p + i * es, dtype, 1, k);
-        for (size_t j = 0; j < k; j++) {
-            if (buf[j] != buf[j]) {
-                *at = i + j;
-                return true;
-            }
         }
     }
     return false;
@@ -273,8 +220,7 @@ static NRT_STATUS exec_check_numerics(const nrt_model_t *m, const struct exec_bi
         uint64_t at;
         if (!io->is_output)
             continue;
-        if (nan_only ? exec_has_nan(b->views[i].va, io->dtype, b->views[i].size, &at)
-                     : exec_nonfinite(b->views[i].va, io->dtype, b->views[i].size, &at)) {
+        if (exec_bad_value(b->views[i].va, io->dtype, b->views[i].size, nan_only, &at)) {
             LOG_ERROR("NRT", "execution of '%s' produced %s: output '%s' element %" PRIu64,
                       m->neff->info.name, nan_only ? "NaN" : "NaN/Inf", io->name, at);
             return NRT_EXEC_COMPLETED_WITH_NUM_ERR;

@@ -119,6 +119,12 @@ emu_status num_convert_ex(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_el
                           const void *src, uint32_t src_dtype, ptrdiff_t src_stride_elems,
                           size_t n, const struct num_round *rnd);
 
+/* ---- scans ------------------------------------------------------------- */
+
+/* Index of the first NaN or infinity among the n fp32 values at x (with
+ * nan_only: the first NaN, infinities pass), or n when there is none. */
+size_t num_first_nonfinite_f32(const float *x, size_t n, bool nan_only);
+
 /* ---- implementation choice (tests and benchmarks) --------------------- */
 /* The contiguous loops exist once per level and are picked at run time
  * from the CPU's features; every level gives bit-identical results. */

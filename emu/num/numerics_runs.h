@@ -4,7 +4,8 @@
  * after defining NUM_RUNS_SUFFIX (a name suffix) and NUM_RUNS_ATTR (the
  * function attributes, e.g. a target ISA); the element kernels it uses
  * (ld_run, st_run) are always_inline, so each copy is compiled, and
- * vectorised, for that level's instruction set. Not a normal header.
+ * vectorised, for that level's instruction set; so is the block scan for
+ * NaN and infinity. Not a normal header.
  */
 #define NUM_CAT2(a, b) a##_##b
 #define NUM_CAT(a, b) NUM_CAT2(a, b)
@@ -82,6 +83,24 @@ NUM_RUNS_ATTR static void NUM_FN(st_contig)(unsigned char *restrict d, const flo
     case NUM_DT_UINT64: st_run(d, 8, s, n, NUM_DT_UINT64, false); break;
     default: break;
     }
+}
+
+/* Does the block of NUM_CHUNK fp32 bit patterns at u hold a NaN (nan_only)
+ * or a NaN or infinity? Branch-free over the block, so it vectorises. */
+NUM_RUNS_ATTR static bool NUM_FN(scan_block)(const uint32_t *restrict u, bool nan_only)
+{
+    uint32_t acc = 0;
+    if (nan_only) {  /* the largest magnitude pattern beyond infinity's */
+        for (size_t i = 0; i < NUM_CHUNK; i++) {
+            uint32_t m = u[i] & 0x7fffffffu;
+            acc = m > acc ? m : acc;
+        }
+        return acc > 0x7f800000u;
+    }
+    /* an all-ones exponent carries into bit 31, any other does not */
+    for (size_t i = 0; i < NUM_CHUNK; i++)
+        acc |= (u[i] & 0x7f800000u) + 0x00800000u;
+    return (acc & 0x80000000u) != 0;
 }
 
 #undef NUM_FN

@@ -532,3 +532,33 @@ emu_status num_convert_strided(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stri
     return num_convert_ex(dst, dst_dtype, dst_stride_elems, src, src_dtype, src_stride_elems,
                           n, NULL);
 }
+
+/* ---- scans ----------------------------------------------------------------- */
+
+/* One block of NUM_CHUNK patterns at the best level. */
+static bool num_scan_block(const uint32_t *u, bool nan_only)
+{
+#if NUM_X86
+    int lvl = num_isa_level();
+    if (lvl == NUM_ISA_AVX512)
+        return scan_block_avx512(u, nan_only);
+    if (lvl == NUM_ISA_AVX2)
+        return scan_block_avx2(u, nan_only);
+#endif
+    return scan_block_base(u, nan_only);
+}
+
+size_t num_first_nonfinite_f32(const float *x, size_t n, bool nan_only)
+{
+    const uint32_t *u = (const uint32_t *)(const void *)x;
+    size_t i = 0;
+    for (; i + NUM_CHUNK <= n; i += NUM_CHUNK)
+        if (num_scan_block(u + i, nan_only))
+            break;
+    for (; i < n; i++) {
+        uint32_t m = u[i] & 0x7fffffffu;
+        if (nan_only ? m > 0x7f800000u : m >= 0x7f800000u)
+            return i;
+    }
+    return n;
+}

@@ -1108,11 +1108,53 @@ static void test_minmax_rules(void **state)
             }
 }
 
+/* The first NaN / non-finite value is found wherever it sits (inside a
+ * scanned block or in the tail, first or last), at every ISA level;
+ * infinities pass the NaN-only scan, and so do the largest finite
+ * values, subnormals and zeros of either sign. */
+static void test_first_nonfinite(void **state)
+{
+    (void)state;
+    enum { N = 3 * 1024 + 77 };
+    static float x[N];
+    static const uint32_t finite[] = {0x7f7fffffu, 0xff7fffffu, 0x00000001u, 0x80000000u,
+                                      0x007fffffu, 0x3f800000u};
+    static const uint32_t nan[] = {0x7fc00000u, 0xffc00000u, 0x7f800001u, 0xffffffffu};
+    static const size_t pos[] = {0, 1, 1023, 1024, 2047, 2500, 3 * 1024, N - 1};
+    for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
+        num_set_isa_limit(lvl);
+        for (size_t i = 0; i < N; i++)
+            x[i] = u2f(finite[i % 6]);
+        assert_int_equal(num_first_nonfinite_f32(x, N, false), N);
+        assert_int_equal(num_first_nonfinite_f32(x, N, true), N);
+        assert_int_equal(num_first_nonfinite_f32(x, 0, false), 0);
+        for (size_t k = 0; k < sizeof pos / sizeof pos[0]; k++) {
+            size_t p = pos[k];
+            x[p] = u2f(k % 2 ? 0xff800000u : 0x7f800000u);  /* an infinity */
+            assert_int_equal(num_first_nonfinite_f32(x, N, false), p);
+            assert_int_equal(num_first_nonfinite_f32(x, N, true), N);
+            assert_int_equal(num_first_nonfinite_f32(x, p, false), p);  /* just before it */
+            x[p] = u2f(nan[k % 4]);
+            assert_int_equal(num_first_nonfinite_f32(x, N, false), p);
+            assert_int_equal(num_first_nonfinite_f32(x, N, true), p);
+            if (p + 1 < N) {  /* an infinity before a later NaN */
+                x[p] = u2f(0x7f800000u);
+                x[N - 1] = u2f(0x7fc00000u);
+                assert_int_equal(num_first_nonfinite_f32(x, N, true), N - 1);
+                x[N - 1] = u2f(finite[(N - 1) % 6]);
+            }
+            x[p] = u2f(finite[p % 6]);
+        }
+    }
+    num_set_isa_limit(NUM_ISA_AVX512);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_dtype_table),
         cmocka_unit_test(test_minmax_rules),
+        cmocka_unit_test(test_first_nonfinite),
         cmocka_unit_test(test_bf16_all),
         cmocka_unit_test(test_fp16_all),
         cmocka_unit_test(test_fp8_all),
