@@ -81,6 +81,12 @@ void dve_i64_vk(unsigned op, int64_t *out, const int64_t *s, int64_t k, bool rev
  * interleaved partial results combined pairwise (dve_f32_reduce_lanes),
  * the others as a left fold from x[0]. */
 float dve_f32_reduce(unsigned op, const float *x, size_t n);
+/* The largest (want_max) or smallest of x[0..n) into *out when that
+ * answer cannot depend on the order of comparison: true only when no
+ * element is a NaN and the answer is not a zero (then the lane order of
+ * dve_f32_reduce decides). Fast (wide registers) on AVX-512 hosts for
+ * n >= 64; elsewhere it declines. */
+bool dve_f32_extreme(const float *x, size_t n, bool want_max, float *out);
 /* Running op in place: x[i] = reg = x[i] op reg for i = 0..n-1 (op a
  * binary fp32 operator); returns the final reg. */
 float dve_f32_scan(unsigned op, float *x, float reg, size_t n);

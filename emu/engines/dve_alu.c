@@ -17,6 +17,14 @@
 #include "emu/engines/dve.h"
 #include "emu/isa/isa.h"
 #include "emu/num/num_minmax.h"
+#include "emu/num/numerics.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define DVE_X86 1
+#else
+#define DVE_X86 0
+#endif
 
 #define DVE_BLK 32u /* elements per vectorised block */
 
@@ -501,13 +509,78 @@ DVE_GEN_LANES(min, INFINITY)
 DVE_GEN_LANES(abs_max, 0.0f)
 DVE_GEN_LANES(abs_min, INFINITY)
 
+/* ---- max and min in any order ---------------------------------------------------------- */
+
+/* The lane fold above decides two things by its order alone: which NaN
+ * comes out when there are several, and which zero when the answer is +0
+ * or -0. Without a NaN among x and with a non-zero answer, the answer is
+ * the one largest (smallest) value, whatever the order: so it may be
+ * found with the host's max/min instructions over wide registers. A max
+ * or min instruction returns one of its operands' bits unchanged (no
+ * denormal flushing: the emulator leaves MXCSR at its default). */
+#if DVE_X86
+#define DVE_GEN_EXTREME_X512(name, op, ident)                                             \
+    __attribute__((target("avx512f"))) static bool dve_##name##_x512(const float *x,      \
+                                                                     size_t n, float *out) \
+    {                                                                                    \
+        __m512 id = _mm512_set1_ps(ident), a0 = id, a1 = id, a2 = id, a3 = id;          \
+        __mmask16 nan = 0;                                                               \
+        size_t i = 0;                                                                    \
+        for (; i + 64 <= n; i += 64) {                                                   \
+            __m512 v0 = _mm512_loadu_ps(x + i), v1 = _mm512_loadu_ps(x + i + 16);       \
+            __m512 v2 = _mm512_loadu_ps(x + i + 32), v3 = _mm512_loadu_ps(x + i + 48);  \
+            nan |= _mm512_cmp_ps_mask(v0, v1, _CMP_UNORD_Q) |                            \
+                   _mm512_cmp_ps_mask(v2, v3, _CMP_UNORD_Q);                             \
+            a0 = op(a0, v0);                                                             \
+            a1 = op(a1, v1);                                                             \
+            a2 = op(a2, v2);                                                             \
+            a3 = op(a3, v3);                                                             \
+        }                                                                                \
+        for (; i < n; i += 16) {                                                         \
+            __mmask16 k = n - i >= 16 ? (__mmask16)0xffff                                \
+                                      : (__mmask16)((1u << (n - i)) - 1u);               \
+            __m512 v = _mm512_mask_loadu_ps(id, k, x + i);                               \
+            nan |= _mm512_cmp_ps_mask(v, v, _CMP_UNORD_Q);                               \
+            a0 = op(a0, v);                                                              \
+        }                                                                                \
+        float lanes[16];                                                                 \
+        _mm512_storeu_ps(lanes, op(op(a0, a1), op(a2, a3)));                             \
+        float r = lanes[0];                                                              \
+        for (int l = 1; l < 16; l++)                                                     \
+            r = _mm_cvtss_f32(op##_1(_mm_set_ss(r), _mm_set_ss(lanes[l])));             \
+        *out = r;                                                                        \
+        return nan == 0 && r != 0.0f;                                                    \
+    }
+#define dve_max512 _mm512_max_ps
+#define dve_min512 _mm512_min_ps
+#define dve_max512_1 _mm_max_ss
+#define dve_min512_1 _mm_min_ss
+DVE_GEN_EXTREME_X512(max, dve_max512, -INFINITY)
+DVE_GEN_EXTREME_X512(min, dve_min512, INFINITY)
+#endif
+
+bool dve_f32_extreme(const float *x, size_t n, bool want_max, float *out)
+{
+#if DVE_X86
+    if (n >= 64 && num_isa_level() == NUM_ISA_AVX512)
+        return want_max ? dve_max_x512(x, n, out) : dve_min_x512(x, n, out);
+#else
+    (void)x;
+    (void)n;
+    (void)want_max;
+    (void)out;
+#endif
+    return false;
+}
+
 float dve_f32_reduce(unsigned op, const float *x, size_t n)
 {
+    float r;
     switch (op) {
     case ISA_ALU_add: return f32_lanes_add(x, n);
     case ISA_ALU_multiply: return f32_lanes_multiply(x, n);
-    case ISA_ALU_max: return f32_lanes_max(x, n);
-    case ISA_ALU_min: return f32_lanes_min(x, n);
+    case ISA_ALU_max: return dve_f32_extreme(x, n, true, &r) ? r : f32_lanes_max(x, n);
+    case ISA_ALU_min: return dve_f32_extreme(x, n, false, &r) ? r : f32_lanes_min(x, n);
     case ISA_ALU_abs_max: return f32_lanes_abs_max(x, n);
     case ISA_ALU_abs_min: return f32_lanes_abs_min(x, n);
     case ISA_ALU_average: return f32_lanes_add(x, n) / (float)n;

@@ -18,6 +18,8 @@
 #include <cmocka.h>
 
 #include "emu/core/par.h"
+#include "emu/engines/dve.h"
+#include "emu/num/numerics.h"
 #include "emu/isa/isa_gen.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
@@ -978,6 +980,74 @@ static void test_tensor_reduce_f32(void **state)
             }
 }
 
+static uint32_t fbits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, 4);
+    return u;
+}
+
+static float ubits(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, 4);
+    return f;
+}
+
+/* dve_f32_reduce(op) at every ISA level: the same bits as at the portable
+ * level (which always folds in lane order), and the documented value
+ * (ref_reduce; any NaN where it gives a NaN). */
+static void check_reduce_levels(unsigned op, const float *x, size_t n)
+{
+    num_set_isa_limit(NUM_ISA_PORTABLE);
+    uint32_t want = fbits(dve_f32_reduce(op, x, n));
+    float ref = ref_reduce(op, x, n);
+    if (isnan(ref))
+        assert_true(isnan(ubits(want)));
+    else
+        assert_int_equal(want, fbits(ref));
+    for (int lvl = NUM_ISA_AVX2; lvl <= NUM_ISA_AVX512; lvl++) {
+        num_set_isa_limit(lvl);
+        assert_int_equal(fbits(dve_f32_reduce(op, x, n)), want);
+    }
+}
+
+/* max and min over rows built to trip an order-free shortcut: several
+ * NaNs with different payloads, answers of +0 or -0 with both zeros
+ * present, duplicated answers, infinities, subnormals, all -inf; lengths
+ * around the wide-register blocks. */
+static void test_reduce_max_min_orders(void **state)
+{
+    (void)state;
+    static const size_t lens[] = {1, 15, 63, 64, 65, 100, 128, 1003, 1024};
+    static float x[1024];
+    for (int kind = 0; kind < 8; kind++)
+        for (size_t li = 0; li < sizeof lens / sizeof lens[0]; li++) {
+            size_t n = lens[li];
+            for (size_t i = 0; i < n; i++) {
+                float v = (float)(int64_t)(rnd() % 2001) / 7.0f - 150.0f;
+                float neg = -fabsf(v) - 1.0f, pos = fabsf(v) + 1.0f;
+                float zero = rnd() % 2 ? 0.0f : -0.0f;
+                switch (kind) {
+                case 0: x[i] = v; break; /* plain */
+                case 1: x[i] = i % 37 == 5 ? ubits(0x7fc00000u + (uint32_t)i) : v; break;
+                case 2: x[i] = i % 3 ? neg : zero; break; /* max is a zero */
+                case 3: x[i] = i % 5 ? pos : zero; break; /* min is a zero */
+                case 4: x[i] = i % 11 ? v : (i % 2 ? INFINITY : -INFINITY); break;
+                case 5: x[i] = ubits((uint32_t)(rnd() % 0x00800000u) | (i % 2 ? 0x80000000u : 0));
+                    break; /* subnormals and zeros */
+                case 6: x[i] = -INFINITY; break;
+                default: x[i] = (float)(i % 4); break; /* duplicates */
+                }
+            }
+            if (kind == 1 && n > 40)
+                x[n - 1] = ubits(0xffc00001u);
+            check_reduce_levels(ISA_ALU_max, x, n);
+            check_reduce_levels(ISA_ALU_min, x, n);
+        }
+    num_set_isa_limit(NUM_ISA_AVX512);
+}
+
 static void test_tensor_reduce_long_and_int(void **state)
 {
     struct harness *h = *state;
@@ -1369,6 +1439,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_iota, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_reduce_f32, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_reduce_long_and_int, setup, teardown),
+        cmocka_unit_test(test_reduce_max_min_orders),
         cmocka_unit_test_setup_teardown(test_tensor_reduce_errors, setup, teardown),
         cmocka_unit_test_setup_teardown(test_partition_reduce, setup, teardown),
         cmocka_unit_test_setup_teardown(test_tensor_tensor_scan, setup, teardown),
