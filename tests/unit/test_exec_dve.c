@@ -980,18 +980,10 @@ static void test_tensor_reduce_f32(void **state)
             }
 }
 
-static uint32_t fbits(float f)
+/* The fp32 value of bit pattern u (NaN payloads kept). */
+static float f32_of(uint32_t u)
 {
-    uint32_t u;
-    memcpy(&u, &f, 4);
-    return u;
-}
-
-static float ubits(uint32_t u)
-{
-    float f;
-    memcpy(&f, &u, 4);
-    return f;
+    return rd_f(ISA_DT_F32, (const uint8_t *)&u);
 }
 
 /* dve_f32_reduce(op) at every ISA level: the same bits as at the portable
@@ -1000,15 +992,15 @@ static float ubits(uint32_t u)
 static void check_reduce_levels(unsigned op, const float *x, size_t n)
 {
     num_set_isa_limit(NUM_ISA_PORTABLE);
-    uint32_t want = fbits(dve_f32_reduce(op, x, n));
-    float ref = ref_reduce(op, x, n);
+    float want = dve_f32_reduce(op, x, n), ref = ref_reduce(op, x, n);
     if (isnan(ref))
-        assert_true(isnan(ubits(want)));
+        assert_true(isnan(want));
     else
-        assert_int_equal(want, fbits(ref));
+        assert_memory_equal(&want, &ref, sizeof want);
     for (int lvl = NUM_ISA_AVX2; lvl <= NUM_ISA_AVX512; lvl++) {
         num_set_isa_limit(lvl);
-        assert_int_equal(fbits(dve_f32_reduce(op, x, n)), want);
+        float got = dve_f32_reduce(op, x, n);
+        assert_memory_equal(&got, &want, sizeof got);
     }
 }
 
@@ -1030,18 +1022,18 @@ static void test_reduce_max_min_orders(void **state)
                 float zero = rnd() % 2 ? 0.0f : -0.0f;
                 switch (kind) {
                 case 0: x[i] = v; break; /* plain */
-                case 1: x[i] = i % 37 == 5 ? ubits(0x7fc00000u + (uint32_t)i) : v; break;
+                case 1: x[i] = i % 37 == 5 ? f32_of(0x7fc00000u + (uint32_t)i) : v; break;
                 case 2: x[i] = i % 3 ? neg : zero; break; /* max is a zero */
                 case 3: x[i] = i % 5 ? pos : zero; break; /* min is a zero */
                 case 4: x[i] = i % 11 ? v : (i % 2 ? INFINITY : -INFINITY); break;
-                case 5: x[i] = ubits((uint32_t)(rnd() % 0x00800000u) | (i % 2 ? 0x80000000u : 0));
+                case 5: x[i] = f32_of((uint32_t)(rnd() % 0x00800000u) | (i % 2 ? 0x80000000u : 0));
                     break; /* subnormals and zeros */
                 case 6: x[i] = -INFINITY; break;
                 default: x[i] = (float)(i % 4); break; /* duplicates */
                 }
             }
             if (kind == 1 && n > 40)
-                x[n - 1] = ubits(0xffc00001u);
+                x[n - 1] = f32_of(0xffc00001u);
             check_reduce_levels(ISA_ALU_max, x, n);
             check_reduce_levels(ISA_ALU_min, x, n);
         }
