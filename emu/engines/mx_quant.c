@@ -1,0 +1,262 @@
+/*
+ * mx_quant.c: the quantize_mx kernels for a flat bf16 source (mx_quant.h).
+ *
+ * The scalar kernel is the reference. A group's scale code comes from the
+ * largest |bits| of its 32 values (bf16 magnitudes order as their bits);
+ * each value is then divided by the scale (exact) and rounded to the fp8
+ * type, to nearest even, saturating to the largest finite code. A table of
+ * the fp8 code of every bf16 pattern does that when the quotient is still
+ * a normal bf16; the general conversion does the rest.
+ *
+ * The AVX-512 kernel (x86-64 with AVX-512 F/BW) takes 8 x4 columns of the
+ * 8 rows at once (32 bf16 values a row, one register). The group maxima
+ * are a packed 16-bit max of |bits| over the rows, then over the 4 lanes
+ * of each column (two 64-bit rotations), so every lane holds its group's
+ * maximum; its exponent field E gives the code max(0, E - (emax - 1)) by a
+ * saturating subtraction, 0xff when the maximum is inf or NaN. A value of
+ * exponent field e >= 1 and significand M = 0x80 | mantissa is
+ * M * 2^(e - 134) and its quotient M * 2^(e - 7 - c) for code c; in an fp8
+ * type of k mantissa bits and bias B its biased exponent is t = e - c + B.
+ * Its code is x = ((t - 1) << 7) + M (the bits with the exponent field
+ * rebiased) when t >= 1, else x = M, shifted right by
+ * d = 7 - k + max(0, 1 - t) bits and rounded to nearest even: a carry out
+ * of the significand moves into the exponent field, as it must, and d is
+ * capped at 10, which already gives 0. Integer arithmetic in 16-bit lanes
+ * throughout; then the saturation, 0x7f for a NaN group, and the sign. A
+ * zero input, taken as M = 0x80 with e = 0, rounds to 0 when c >= B + k,
+ * and an all-zero group computes with c = 254. A chunk that holds a bf16
+ * subnormal (M not normalised) or a nonzero group of code below B + k (a
+ * maximum under 2^-110 for e4m3fn, 2^-96 for e5m2) is left to the scalar
+ * kernel; both are rare.
+ */
+#include "emu/engines/mx_quant.h"
+
+#include <math.h>
+#include <pthread.h>
+
+#include "emu/num/mx.h"
+#include "emu/num/numerics.h"
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#define MXQ_X86 1
+#else
+#define MXQ_X86 0
+#endif
+
+#define MXQ_LANES 4 /* values of one x4 element */
+
+uint8_t mxq_scale_code(float amax, int emax)
+{
+    if (!isfinite(amax))
+        return NUM_E8M0_NAN;
+    if (amax == 0.0f)
+        return 0x00;
+    int e = ilogbf(amax) - (emax - 1);
+    return (uint8_t)(e < -127 ? 0 : e > 127 ? 254 : e + 127);
+}
+
+/* ---- scalar reference ---------------------------------------------------------- */
+
+/* fp8 code (saturating RNE) of every bf16 bit pattern, per output type. */
+static uint8_t mxq_bf16_e4m3fn[65536], mxq_bf16_e5m2[65536];
+static pthread_once_t mxq_lut_once = PTHREAD_ONCE_INIT;
+
+/* fp32 -> fp8_e5, RNE, saturating. */
+static uint8_t mxq_e5m2_sat(float x)
+{
+    uint8_t c = 0;
+    (void)num_from_f32(NUM_DT_FP8_E5, &c, x, &(struct num_round){NUM_ROUND_RNE, true, 0, 0}, 0);
+    return c;
+}
+
+static void mxq_lut_init(void)
+{
+    for (uint32_t b = 0; b < 65536; b++) {
+        float x = num_bf16_to_f32((uint16_t)b);
+        mxq_bf16_e4m3fn[b] = num_f32_to_e4m3fn(x, true);
+        mxq_bf16_e5m2[b] = mxq_e5m2_sat(x);
+    }
+}
+
+/* Code of bf16 bits b divided by 2^shift, by the general conversion. */
+static uint8_t mxq_q_slow(uint16_t b, int shift, bool e4)
+{
+    float q = ldexpf(num_bf16_to_f32(b), -shift);
+    return e4 ? num_f32_to_e4m3fn(q, true) : mxq_e5m2_sat(q);
+}
+
+/* Code of bf16 bits b in a group of scale code `code`: a table lookup
+ * when the quotient stays a normal bf16, else the general conversion. */
+static inline uint8_t mxq_q(uint16_t b, uint8_t code, const uint8_t *lut, bool e4)
+{
+    if (code == NUM_E8M0_NAN)
+        return (uint8_t)(0x7fu | ((b >> 8) & 0x80u));
+    int shift = (int)code - 127;
+    int e = (b >> 7) & 0xff, ne = e - shift;
+    if (e != 0 && e != 0xff && ne >= 1 && ne <= 254)
+        return lut[(b & 0x807fu) | ((uint32_t)ne << 7)];
+    return mxq_q_slow(b, shift, e4);
+}
+
+/* Scale code of x4 column f of the block. */
+static uint8_t mxq_group_code(const struct mxq_block *b, uint64_t f)
+{
+    uint16_t amax = 0;
+    for (unsigned i = 0; i < MXQ_ROWS; i++)
+        for (unsigned j = 0; j < MXQ_LANES; j++) {
+            uint16_t a = b->src[i][4 * f + j] & 0x7fffu;
+            amax = a > amax ? a : amax;
+        }
+    return amax >= 0x7f80u ? NUM_E8M0_NAN
+                           : mxq_scale_code(num_bf16_to_f32(amax), b->e4 ? 8 : 15);
+}
+
+static void mxq_block_scalar(const struct mxq_block *b)
+{
+    pthread_once(&mxq_lut_once, mxq_lut_init);
+    const uint8_t *lut = b->e4 ? mxq_bf16_e4m3fn : mxq_bf16_e5m2;
+    for (uint64_t f = 0; f < b->nf; f++) {
+        uint8_t code = mxq_group_code(b, f);
+        b->scale[f] = code;
+        for (unsigned i = 0; i < MXQ_ROWS; i++)
+            for (unsigned j = 0; j < MXQ_LANES; j++)
+                b->dst[i][4 * f + j] = mxq_q(b->src[i][4 * f + j], code, lut, b->e4);
+    }
+}
+
+/* ---- AVX-512 ----------------------------------------------------------------------- */
+
+#if MXQ_X86
+#define MXQ_X512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
+#define MXQ_X512_INLINE static inline __attribute__((always_inline)) MXQ_X512
+#define MXQ_CHUNK 8 /* x4 columns per register (32 bf16 values) */
+
+/* The per-lane constants of one chunk, from its groups' scale codes. */
+struct mxq_v {
+    __m512i c1;     /* (c - B) << 7: a - c1 is (t - 1) << 7 | M */
+    __m512i d1;     /* 7 - k + c - (B - 1): the shift is d1 - e, at least 7 - k */
+    __mmask32 nanm; /* lanes of a NaN group */
+};
+
+/* fp8 codes of one row's 32 values (NaN groups and signs included), for
+ * an fp8 type of k mantissa bits whose largest finite code is maxc. */
+MXQ_X512_INLINE __m512i mxq_x512_row(__m512i v, const struct mxq_v *c, int k, short maxc)
+{
+    const __m512i dmin = _mm512_set1_epi16((short)(7 - k));
+    __m512i a = _mm512_and_si512(v, _mm512_set1_epi16(0x7fff));
+    __m512i e = _mm512_srli_epi16(a, 7);
+    /* M = (a & 0x7f) | 0x80; x = max(a - c1, M): ((t - 1) << 7) + M when
+     * t >= 1, else M (then a - c1 < M) */
+    __m512i m = _mm512_ternarylogic_epi32(a, _mm512_set1_epi16(0x7f), _mm512_set1_epi16(0x80),
+                                          0xea);
+    __m512i x = _mm512_max_epi16(_mm512_sub_epi16(a, c->c1), m);
+    __m512i d = _mm512_max_epi16(_mm512_sub_epi16(c->d1, e), dmin);
+    d = _mm512_min_epi16(d, _mm512_set1_epi16(10));
+    /* x >> d, to nearest even: (x + 2^(d-1) - 1 + odd) >> d */
+    __m512i odd = _mm512_and_si512(_mm512_srlv_epi16(x, d), _mm512_set1_epi16(1));
+    __m512i half = _mm512_srlv_epi16(_mm512_set1_epi16(0x3ff),
+                                     _mm512_sub_epi16(_mm512_set1_epi16(11), d));
+    __m512i code = _mm512_srlv_epi16(_mm512_add_epi16(_mm512_add_epi16(x, half), odd), d);
+    code = _mm512_min_epu16(code, _mm512_set1_epi16(maxc));
+    code = _mm512_mask_mov_epi16(code, c->nanm, _mm512_set1_epi16(0x7f));
+    /* code | ((v >> 8) & 0x80) */
+    return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x80),
+                                     0xf8);
+}
+
+/* The chunk by the scalar kernel (its scales again included). */
+static void mxq_x512_chunk_scalar(const struct mxq_block *b, uint64_t f0, unsigned n)
+{
+    struct mxq_block s = {.scale = b->scale + f0, .nf = n, .e4 = b->e4};
+    for (unsigned i = 0; i < MXQ_ROWS; i++) {
+        s.src[i] = b->src[i] + 4 * f0;
+        s.dst[i] = b->dst[i] + 4 * f0;
+    }
+    mxq_block_scalar(&s);
+}
+
+/* x4 columns f0 .. f0 + n - 1 (n <= 8) of the block, for an fp8 type of
+ * k mantissa bits, bias `bias`, largest finite code maxc and emax as in
+ * mxq_scale_code. */
+MXQ_X512_INLINE void mxq_x512_chunk(const struct mxq_block *b, uint64_t f0, unsigned n, int k,
+                                    int bias, short maxc, int emax)
+{
+    const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+    __mmask32 lm = n == MXQ_CHUNK ? ~(__mmask32)0 : ((__mmask32)1 << (4 * n)) - 1;
+    __m512i v[MXQ_ROWS], amax = _mm512_setzero_si512(), low = _mm512_set1_epi16(-1);
+    for (unsigned i = 0; i < MXQ_ROWS; i++) {
+        v[i] = _mm512_maskz_loadu_epi16(lm, b->src[i] + 4 * f0);
+        __m512i a = _mm512_and_si512(v[i], mag);
+        amax = _mm512_max_epu16(amax, a);
+        low = _mm512_min_epu16(low, _mm512_sub_epi16(a, one)); /* smallest |bits| - 1 */
+    }
+    /* every lane: its group's maximum */
+    amax = _mm512_max_epu16(amax, _mm512_rol_epi64(amax, 16));
+    amax = _mm512_max_epu16(amax, _mm512_rol_epi64(amax, 32));
+    __mmask32 nanm = _mm512_cmpge_epu16_mask(amax, _mm512_set1_epi16(0x7f80));
+    __m512i code = _mm512_subs_epu16(_mm512_srli_epi16(amax, 7),
+                                     _mm512_set1_epi16((short)(emax - 1)));
+    code = _mm512_mask_mov_epi16(code, nanm, _mm512_set1_epi16(0xff));
+    _mm_mask_storeu_epi8(b->scale + f0, (__mmask16)((1u << n) - 1), _mm512_cvtepi64_epi8(code));
+    /* The row arithmetic needs normal bf16 inputs, and a zero input (taken
+     * as significand 0x80) to round to 0: a code of at least bias + k
+     * in every nonzero group. Anything else (tiny groups, subnormal inputs)
+     * takes the scalar kernel. */
+    __mmask32 zero = _mm512_testn_epi16_mask(amax, amax);
+    __mmask32 tiny = _mm512_mask_cmplt_epu16_mask(~zero, code,
+                                                  _mm512_set1_epi16((short)(bias + k)));
+    __mmask32 sub = _mm512_cmplt_epu16_mask(low, _mm512_set1_epi16(0x7f));
+    if (((tiny | sub) & lm) != 0) {
+        mxq_x512_chunk_scalar(b, f0, n);
+        return;
+    }
+    code = _mm512_mask_mov_epi16(code, zero, _mm512_set1_epi16(254)); /* zeros stay 0 */
+    struct mxq_v c = {
+        .c1 = _mm512_slli_epi16(_mm512_sub_epi16(code, _mm512_set1_epi16((short)bias)), 7),
+        .d1 = _mm512_sub_epi16(code, _mm512_set1_epi16((short)(bias - 1 - (7 - k)))),
+        .nanm = nanm};
+    for (unsigned i = 0; i < MXQ_ROWS; i++)
+        _mm512_mask_cvtepi16_storeu_epi8(b->dst[i] + 4 * f0, lm, mxq_x512_row(v[i], &c, k, maxc));
+}
+
+/* The block for one output type (the constants of mxq_x512_chunk). */
+MXQ_X512_INLINE void mxq_x512_type(const struct mxq_block *b, int k, int bias, short maxc,
+                                   int emax)
+{
+    uint64_t f = 0;
+    for (; f + MXQ_CHUNK <= b->nf; f += MXQ_CHUNK)
+        mxq_x512_chunk(b, f, MXQ_CHUNK, k, bias, maxc, emax);
+    if (f < b->nf)
+        mxq_x512_chunk(b, f, (unsigned)(b->nf - f), k, bias, maxc, emax);
+}
+
+MXQ_X512 static void mxq_block_x512(const struct mxq_block *b)
+{
+    if (b->e4)
+        mxq_x512_type(b, 3, 7, 0x7e, 8);
+    else
+        mxq_x512_type(b, 2, 15, 0x7b, 15);
+}
+#endif
+
+/* ---- dispatch ----------------------------------------------------------------------- */
+
+void mxq_block_at(const struct mxq_block *b, int level)
+{
+    int cpu = num_isa_level();
+    level = level < cpu ? level : cpu;
+#if MXQ_X86
+    if (level >= NUM_ISA_AVX512) {
+        mxq_block_x512(b);
+        return;
+    }
+#endif
+    (void)level;
+    mxq_block_scalar(b);
+}
+
+void mxq_block_run(const struct mxq_block *b)
+{
+    mxq_block_at(b, num_isa_level());
+}
