@@ -20,14 +20,15 @@
  * Its code is x = ((t - 1) << 7) + M (the bits with the exponent field
  * rebiased) when t >= 1, else x = M, shifted right by
  * d = 7 - k + max(0, 1 - t) bits and rounded to nearest even: a carry out
- * of the significand moves into the exponent field, as it must, and d is
- * capped at 10, which already gives 0. Integer arithmetic in 16-bit lanes
- * throughout; then the saturation, 0x7f for a NaN group, and the sign. A
- * zero input, taken as M = 0x80 with e = 0, rounds to 0 when c >= B + k,
- * and an all-zero group computes with c = 254. A chunk that holds a bf16
- * subnormal (M not normalised) or a nonzero group of code below B + k (a
- * maximum under 2^-110 for e4m3fn, 2^-96 for e5m2) is left to the scalar
- * kernel; both are rare.
+ * of the significand moves into the exponent field, as it must, and d
+ * needs no cap, as a shift of 16 or more gives 0. Integer arithmetic in
+ * 16-bit lanes throughout; then the saturation and the sign. A NaN group's lanes take
+ * M = 0x7fff and a cap of 0x7f, so that every code comes out 0x7f. Zero
+ * and subnormal inputs go through the same arithmetic as if normal, with
+ * exponent field 0: that gives the right 0 when the group's code is at
+ * least B + k + 1, and an all-zero group computes with c = 254. A chunk
+ * with a nonzero group of a smaller code (a maximum under 2^-109 for
+ * e4m3fn, 2^-95 for e5m2) is left to the scalar kernel.
  */
 #include "emu/engines/mx_quant.h"
 
@@ -132,41 +133,42 @@ static void mxq_block_scalar(const struct mxq_block *b)
 #define MXQ_X512_INLINE static inline __attribute__((always_inline)) MXQ_X512
 #define MXQ_CHUNK 8 /* x4 columns per register (32 bf16 values) */
 
-/* The per-lane constants of one chunk, from its groups' scale codes. */
+/* The per-lane constants of one chunk, from its groups' scale codes; a
+ * NaN group's lanes get values that make every code 0x7f. */
 struct mxq_v {
-    __m512i c1;     /* (c - B) << 7: a - c1 is (t - 1) << 7 | M */
-    __m512i d1;     /* 7 - k + c - (B - 1): the shift is d1 - e, at least 7 - k */
-    __mmask32 nanm; /* lanes of a NaN group */
+    __m512i c1;  /* (c - B) << 7: a - c1 is ((t - 1) << 7) + M when t >= 1 (NaN: 0) */
+    __m512i d1;  /* 7 - k + c - (B - 1): the shift is d1 - e, at least 7 - k (NaN: 0) */
+    __m512i hi;  /* 0x80, the implicit bit, or'ed into M (NaN: 0x7fff) */
+    __m512i cap; /* largest finite code (NaN: 0x7f) */
 };
 
-/* fp8 codes of one row's 32 values (NaN groups and signs included), for
- * an fp8 type of k mantissa bits whose largest finite code is maxc. */
-MXQ_X512_INLINE __m512i mxq_x512_row(__m512i v, const struct mxq_v *c, int k, short maxc)
+/* fp8 codes of one row's 32 values v (a: their |bits|), NaN groups and
+ * signs included, for an fp8 type of k mantissa bits. */
+MXQ_X512_INLINE __m512i mxq_x512_row(__m512i v, __m512i a, const struct mxq_v *c, int k)
 {
     const __m512i dmin = _mm512_set1_epi16((short)(7 - k));
-    __m512i a = _mm512_and_si512(v, _mm512_set1_epi16(0x7fff));
     __m512i e = _mm512_srli_epi16(a, 7);
-    /* M = (a & 0x7f) | 0x80; x = max(a - c1, M): ((t - 1) << 7) + M when
-     * t >= 1, else M (then a - c1 < M) */
-    __m512i m = _mm512_ternarylogic_epi32(a, _mm512_set1_epi16(0x7f), _mm512_set1_epi16(0x80),
-                                          0xea);
+    /* M = (a & 0x7f) | hi; x = max(a - c1, M): ((t - 1) << 7) + M when
+     * t >= 1, else M (then a - c1 < M); 0x7fff in a NaN group */
+    __m512i m = _mm512_ternarylogic_epi32(a, _mm512_set1_epi16(0x7f), c->hi, 0xea);
     __m512i x = _mm512_max_epi16(_mm512_sub_epi16(a, c->c1), m);
+    /* d = max(d1 - e, 7 - k); from 16 on a shift gives 0, and from 11 on
+     * half is 0 too, so x >> d rounds to the 0 it must be */
     __m512i d = _mm512_max_epi16(_mm512_sub_epi16(c->d1, e), dmin);
-    d = _mm512_min_epi16(d, _mm512_set1_epi16(10));
     /* x >> d, to nearest even: (x + 2^(d-1) - 1 + odd) >> d */
     __m512i odd = _mm512_and_si512(_mm512_srlv_epi16(x, d), _mm512_set1_epi16(1));
     __m512i half = _mm512_srlv_epi16(_mm512_set1_epi16(0x3ff),
                                      _mm512_sub_epi16(_mm512_set1_epi16(11), d));
     __m512i code = _mm512_srlv_epi16(_mm512_add_epi16(_mm512_add_epi16(x, half), odd), d);
-    code = _mm512_min_epu16(code, _mm512_set1_epi16(maxc));
-    code = _mm512_mask_mov_epi16(code, c->nanm, _mm512_set1_epi16(0x7f));
+    code = _mm512_min_epu16(code, c->cap);
     /* code | ((v >> 8) & 0x80) */
     return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x80),
                                      0xf8);
 }
 
-/* The chunk by the scalar kernel (its scales again included). */
-static void mxq_x512_chunk_scalar(const struct mxq_block *b, uint64_t f0, unsigned n)
+/* The chunk of x4 columns f0 .. f0 + n - 1 by the scalar kernel (its
+ * scales again included). */
+static void mxq_x512_chunk_scalar(const struct mxq_block *b, uint64_t f0, uint64_t n)
 {
     struct mxq_block s = {.scale = b->scale + f0, .nf = n, .e4 = b->e4};
     for (unsigned i = 0; i < MXQ_ROWS; i++) {
@@ -176,20 +178,32 @@ static void mxq_x512_chunk_scalar(const struct mxq_block *b, uint64_t f0, unsign
     mxq_block_scalar(&s);
 }
 
+/* Store the codes of two rows (16-bit lanes): packed to bytes, the
+ * first row's in the low half, the second's in the high half, whose
+ * masked store starts 32 bytes before its row (only the high bytes are
+ * written). */
+MXQ_X512_INLINE void mxq_x512_store2(uint8_t *d0, uint8_t *d1, __mmask32 lm, __m512i c0,
+                                     __m512i c1)
+{
+    __m512i p = _mm512_packus_epi16(c0, c1); /* qwords: c0 lane 0, c1 lane 0, c0 lane 1, ... */
+    p = _mm512_permutexvar_epi64(_mm512_set_epi64(7, 5, 3, 1, 6, 4, 2, 0), p);
+    _mm512_mask_storeu_epi8(d0, lm, p);
+    _mm512_mask_storeu_epi8((void *)((uintptr_t)d1 - 32), (__mmask64)lm << 32, p);
+}
+
 /* x4 columns f0 .. f0 + n - 1 (n <= 8) of the block, for an fp8 type of
  * k mantissa bits, bias `bias`, largest finite code maxc and emax as in
- * mxq_scale_code. */
-MXQ_X512_INLINE void mxq_x512_chunk(const struct mxq_block *b, uint64_t f0, unsigned n, int k,
+ * mxq_scale_code. Writes the scales; false (no data written) when the
+ * chunk needs the scalar kernel. */
+MXQ_X512_INLINE bool mxq_x512_chunk(const struct mxq_block *b, uint64_t f0, unsigned n, int k,
                                     int bias, short maxc, int emax)
 {
-    const __m512i mag = _mm512_set1_epi16(0x7fff), one = _mm512_set1_epi16(1);
+    const __m512i mag = _mm512_set1_epi16(0x7fff);
     __mmask32 lm = n == MXQ_CHUNK ? ~(__mmask32)0 : ((__mmask32)1 << (4 * n)) - 1;
-    __m512i v[MXQ_ROWS], amax = _mm512_setzero_si512(), low = _mm512_set1_epi16(-1);
+    __m512i a[MXQ_ROWS], amax = _mm512_setzero_si512();
     for (unsigned i = 0; i < MXQ_ROWS; i++) {
-        v[i] = _mm512_maskz_loadu_epi16(lm, b->src[i] + 4 * f0);
-        __m512i a = _mm512_and_si512(v[i], mag);
-        amax = _mm512_max_epu16(amax, a);
-        low = _mm512_min_epu16(low, _mm512_sub_epi16(a, one)); /* smallest |bits| - 1 */
+        a[i] = _mm512_and_si512(_mm512_maskz_loadu_epi16(lm, b->src[i] + 4 * f0), mag);
+        amax = _mm512_max_epu16(amax, a[i]);
     }
     /* every lane: its group's maximum */
     amax = _mm512_max_epu16(amax, _mm512_rol_epi64(amax, 16));
@@ -199,36 +213,53 @@ MXQ_X512_INLINE void mxq_x512_chunk(const struct mxq_block *b, uint64_t f0, unsi
                                      _mm512_set1_epi16((short)(emax - 1)));
     code = _mm512_mask_mov_epi16(code, nanm, _mm512_set1_epi16(0xff));
     _mm_mask_storeu_epi8(b->scale + f0, (__mmask16)((1u << n) - 1), _mm512_cvtepi64_epi8(code));
-    /* The row arithmetic needs normal bf16 inputs, and a zero input (taken
-     * as significand 0x80) to round to 0: a code of at least bias + k
-     * in every nonzero group. Anything else (tiny groups, subnormal inputs)
-     * takes the scalar kernel. */
+    /* The row arithmetic takes every input as normal (a zero or subnormal
+     * as significand 0x80 | mantissa, exponent field 0); that rounds to
+     * the 0 it must give when every nonzero group has a code of at least
+     * bias + k + 1 (then the quotient of a subnormal is below a quarter of
+     * the smallest fp8 subnormal). Tiny groups take the scalar kernel. */
     __mmask32 zero = _mm512_testn_epi16_mask(amax, amax);
     __mmask32 tiny = _mm512_mask_cmplt_epu16_mask(~zero, code,
-                                                  _mm512_set1_epi16((short)(bias + k)));
-    __mmask32 sub = _mm512_cmplt_epu16_mask(low, _mm512_set1_epi16(0x7f));
-    if (((tiny | sub) & lm) != 0) {
-        mxq_x512_chunk_scalar(b, f0, n);
-        return;
-    }
+                                                  _mm512_set1_epi16((short)(bias + k + 1)));
+    if ((tiny & lm) != 0)
+        return false;
     code = _mm512_mask_mov_epi16(code, zero, _mm512_set1_epi16(254)); /* zeros stay 0 */
+    __m512i c1 = _mm512_slli_epi16(_mm512_sub_epi16(code, _mm512_set1_epi16((short)bias)), 7);
+    __m512i d1 = _mm512_sub_epi16(code, _mm512_set1_epi16((short)(bias - 1 - (7 - k))));
     struct mxq_v c = {
-        .c1 = _mm512_slli_epi16(_mm512_sub_epi16(code, _mm512_set1_epi16((short)bias)), 7),
-        .d1 = _mm512_sub_epi16(code, _mm512_set1_epi16((short)(bias - 1 - (7 - k)))),
-        .nanm = nanm};
-    for (unsigned i = 0; i < MXQ_ROWS; i++)
-        _mm512_mask_cvtepi16_storeu_epi8(b->dst[i] + 4 * f0, lm, mxq_x512_row(v[i], &c, k, maxc));
+        .c1 = _mm512_mask_mov_epi16(c1, nanm, _mm512_setzero_si512()),
+        .d1 = _mm512_mask_mov_epi16(d1, nanm, _mm512_setzero_si512()),
+        .hi = _mm512_mask_mov_epi16(_mm512_set1_epi16(0x80), nanm, mag),
+        .cap = _mm512_mask_mov_epi16(_mm512_set1_epi16(maxc), nanm, _mm512_set1_epi16(0x7f))};
+    for (unsigned i = 0; i < MXQ_ROWS; i += 2) {
+        __m512i v0 = _mm512_maskz_loadu_epi16(lm, b->src[i] + 4 * f0);
+        __m512i v1 = _mm512_maskz_loadu_epi16(lm, b->src[i + 1] + 4 * f0);
+        mxq_x512_store2(b->dst[i] + 4 * f0, b->dst[i + 1] + 4 * f0, lm,
+                        mxq_x512_row(v0, a[i], &c, k), mxq_x512_row(v1, a[i + 1], &c, k));
+    }
+    return true;
 }
 
-/* The block for one output type (the constants of mxq_x512_chunk). */
+/* The block for one output type (the constants of mxq_x512_chunk), 64
+ * chunks at a time; the chunks left to the scalar kernel come after each
+ * 64, so that no call sits in the vector loop. */
 MXQ_X512_INLINE void mxq_x512_type(const struct mxq_block *b, int k, int bias, short maxc,
                                    int emax)
 {
-    uint64_t f = 0;
-    for (; f + MXQ_CHUNK <= b->nf; f += MXQ_CHUNK)
-        mxq_x512_chunk(b, f, MXQ_CHUNK, k, bias, maxc, emax);
-    if (f < b->nf)
-        mxq_x512_chunk(b, f, (unsigned)(b->nf - f), k, bias, maxc, emax);
+    const uint64_t win = 64 * MXQ_CHUNK;
+    for (uint64_t w0 = 0; w0 < b->nf; w0 += win) {
+        uint64_t left = 0;
+        for (unsigned j = 0; j < 64 && w0 + (uint64_t)j * MXQ_CHUNK < b->nf; j++) {
+            uint64_t f = w0 + (uint64_t)j * MXQ_CHUNK, rest = b->nf - f;
+            unsigned n = rest < MXQ_CHUNK ? (unsigned)rest : MXQ_CHUNK;
+            if (!mxq_x512_chunk(b, f, n, k, bias, maxc, emax))
+                left |= (uint64_t)1 << j;
+        }
+        for (; left != 0; left &= left - 1) {
+            uint64_t f = w0 + (uint64_t)__builtin_ctzll(left) * MXQ_CHUNK, rest = b->nf - f;
+            mxq_x512_chunk_scalar(b, f, rest < MXQ_CHUNK ? rest : MXQ_CHUNK);
+        }
+    }
 }
 
 MXQ_X512 static void mxq_block_x512(const struct mxq_block *b)
