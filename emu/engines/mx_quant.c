@@ -167,8 +167,10 @@ MXQ_X512_INLINE __m512i mxq_x512_row(__m512i v, __m512i a, const struct mxq_v *c
 }
 
 /* The chunk of x4 columns f0 .. f0 + n - 1 by the scalar kernel (its
- * scales again included). */
-static void mxq_x512_chunk_scalar(const struct mxq_block *b, uint64_t f0, uint64_t n)
+ * scales again included). Out of line and cold: the vector loop keeps its
+ * constants in registers. */
+__attribute__((noinline, cold)) static void mxq_x512_chunk_scalar(const struct mxq_block *b,
+                                                                 uint64_t f0, uint64_t n)
 {
     struct mxq_block s = {.scale = b->scale + f0, .nf = n, .e4 = b->e4};
     for (unsigned i = 0; i < MXQ_ROWS; i++) {
@@ -240,25 +242,17 @@ MXQ_X512_INLINE bool mxq_x512_chunk(const struct mxq_block *b, uint64_t f0, unsi
     return true;
 }
 
-/* The block for one output type (the constants of mxq_x512_chunk), 64
- * chunks at a time; the chunks left to the scalar kernel come after each
- * 64, so that no call sits in the vector loop. */
+/* The block for one output type (the constants of mxq_x512_chunk), chunk
+ * by chunk in order (so that a source the destination overlaps is read
+ * as the scalar kernel reads it). */
 MXQ_X512_INLINE void mxq_x512_type(const struct mxq_block *b, int k, int bias, short maxc,
                                    int emax)
 {
-    const uint64_t win = 64 * MXQ_CHUNK;
-    for (uint64_t w0 = 0; w0 < b->nf; w0 += win) {
-        uint64_t left = 0;
-        for (unsigned j = 0; j < 64 && w0 + (uint64_t)j * MXQ_CHUNK < b->nf; j++) {
-            uint64_t f = w0 + (uint64_t)j * MXQ_CHUNK, rest = b->nf - f;
-            unsigned n = rest < MXQ_CHUNK ? (unsigned)rest : MXQ_CHUNK;
-            if (!mxq_x512_chunk(b, f, n, k, bias, maxc, emax))
-                left |= (uint64_t)1 << j;
-        }
-        for (; left != 0; left &= left - 1) {
-            uint64_t f = w0 + (uint64_t)__builtin_ctzll(left) * MXQ_CHUNK, rest = b->nf - f;
-            mxq_x512_chunk_scalar(b, f, rest < MXQ_CHUNK ? rest : MXQ_CHUNK);
-        }
+    for (uint64_t f = 0; f < b->nf; f += MXQ_CHUNK) {
+        uint64_t rest = b->nf - f;
+        unsigned n = rest < MXQ_CHUNK ? (unsigned)rest : MXQ_CHUNK;
+        if (__builtin_expect(!mxq_x512_chunk(b, f, n, k, bias, maxc, emax), 0))
+            mxq_x512_chunk_scalar(b, f, n);
     }
 }
 

@@ -388,6 +388,41 @@ static void test_quantize_levels(void **state)
     num_set_isa_limit(NUM_ISA_AVX512);
 }
 
+/* A quantize_mx whose dst starts where its src does (each group is read
+ * before its bytes are overwritten) gives the bytes of the out-of-place
+ * one at every ISA level, tiny groups (the vector kernel's scalar chunks)
+ * included. */
+static void test_quantize_in_place(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t p = 64, f = 45;
+    static uint8_t want[64 * 4 * 45], want_sc[64 * 45];
+    for (int lvl = -1; lvl <= NUM_ISA_AVX512; lvl++) {
+        num_set_isa_limit(lvl < 0 ? NUM_ISA_PORTABLE : lvl);
+        harness_clear(h);
+        rnd_state = 77;
+        fill_src_mixed(h, p, f, true);
+        add_quantize(h, p, f, ISA_DT_FP8E4FNX4, 0, p);
+        if (lvl >= 0)
+            h->insns[ISA_ENG_DVE][0].ap[0] = harness_tile(ISA_MEM_SBUF, 0, p, SB_SRC,
+                                                          ISA_DT_FP8E4FNX4, f);
+        assert_int_equal(harness_run(h), EMU_OK);
+        uint64_t off = lvl < 0 ? SB_DST : SB_SRC;
+        for (uint32_t r = 0; r < p; r++) {
+            uint8_t *d = harness_sbuf_ptr(h, r, off), *sc = harness_sbuf_ptr(h, r, SB_SCALE);
+            if (lvl < 0) {
+                memcpy(want + r * 4 * f, d, 4 * f);
+                memcpy(want_sc + r * f, sc, f);
+            }
+            else {
+                assert_memory_equal(d, want + r * 4 * f, 4 * f);
+                assert_memory_equal(sc, want_sc + r * f, f);
+            }
+        }
+    }
+    num_set_isa_limit(NUM_ISA_AVX512);
+}
+
 /* ---- nc_matmul_mx -------------------------------------------------------------- */
 
 /* Packed element type -> the value of lane j. */
@@ -690,6 +725,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_quantize_specials, setup_v4, teardown),
         cmocka_unit_test(test_quantize_kernels_exhaustive),
         cmocka_unit_test_setup_teardown(test_quantize_levels, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_quantize_in_place, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_mx_reference, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_mx_bf16_accumulate, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_quantize_then_matmul, setup_v4, teardown),
