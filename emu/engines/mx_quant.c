@@ -29,6 +29,10 @@
  * least B + k + 1, and an all-zero group computes with c = 254. A chunk
  * with a nonzero group of a smaller code (a maximum under 2^-109 for
  * e4m3fn, 2^-95 for e5m2) is left to the scalar kernel.
+ *
+ * The AVX2 kernel does the same on 4 x4 columns (16 values a row, one ymm
+ * register), its variable shifts widened to 32-bit lanes (AVX2 has none
+ * for 16 bits); a partial chunk at a row's end takes the scalar kernel.
  */
 #include "emu/engines/mx_quant.h"
 
@@ -126,9 +130,23 @@ static void mxq_block_scalar(const struct mxq_block *b)
     }
 }
 
+#if MXQ_X86
+/* The chunk of x4 columns f0 .. f0 + n - 1 by the scalar kernel (its
+ * scales again included), for the vector kernels. Out of line and cold:
+ * the vector loops keep their constants in registers. */
+__attribute__((noinline, cold)) static void mxq_chunk_scalar(const struct mxq_block *b,
+                                                             uint64_t f0, uint64_t n)
+{
+    struct mxq_block s = {.scale = b->scale + f0, .nf = n, .e4 = b->e4};
+    for (unsigned i = 0; i < MXQ_ROWS; i++) {
+        s.src[i] = b->src[i] + 4 * f0;
+        s.dst[i] = b->dst[i] + 4 * f0;
+    }
+    mxq_block_scalar(&s);
+}
+
 /* ---- AVX-512 ----------------------------------------------------------------------- */
 
-#if MXQ_X86
 #define MXQ_X512 __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2")))
 #define MXQ_X512_INLINE static inline __attribute__((always_inline)) MXQ_X512
 #define MXQ_CHUNK 8 /* x4 columns per register (32 bf16 values) */
@@ -164,20 +182,6 @@ MXQ_X512_INLINE __m512i mxq_x512_row(__m512i v, __m512i a, const struct mxq_v *c
     /* code | ((v >> 8) & 0x80) */
     return _mm512_ternarylogic_epi32(code, _mm512_srli_epi16(v, 8), _mm512_set1_epi16(0x80),
                                      0xf8);
-}
-
-/* The chunk of x4 columns f0 .. f0 + n - 1 by the scalar kernel (its
- * scales again included). Out of line and cold: the vector loop keeps its
- * constants in registers. */
-__attribute__((noinline, cold)) static void mxq_x512_chunk_scalar(const struct mxq_block *b,
-                                                                 uint64_t f0, uint64_t n)
-{
-    struct mxq_block s = {.scale = b->scale + f0, .nf = n, .e4 = b->e4};
-    for (unsigned i = 0; i < MXQ_ROWS; i++) {
-        s.src[i] = b->src[i] + 4 * f0;
-        s.dst[i] = b->dst[i] + 4 * f0;
-    }
-    mxq_block_scalar(&s);
 }
 
 /* Store the codes of two rows (16-bit lanes): packed to bytes, the
@@ -252,7 +256,7 @@ MXQ_X512_INLINE void mxq_x512_type(const struct mxq_block *b, int k, int bias, s
         uint64_t rest = b->nf - f;
         unsigned n = rest < MXQ_CHUNK ? (unsigned)rest : MXQ_CHUNK;
         if (__builtin_expect(!mxq_x512_chunk(b, f, n, k, bias, maxc, emax), 0))
-            mxq_x512_chunk_scalar(b, f, n);
+            mxq_chunk_scalar(b, f, n);
     }
 }
 
@@ -262,6 +266,120 @@ MXQ_X512 static void mxq_block_x512(const struct mxq_block *b)
         mxq_x512_type(b, 3, 7, 0x7e, 8);
     else
         mxq_x512_type(b, 2, 15, 0x7b, 15);
+}
+
+/* ---- AVX2 ---------------------------------------------------------------------------- */
+
+#define MXQ_X2 __attribute__((target("avx2")))
+#define MXQ_X2_INLINE static inline __attribute__((always_inline)) MXQ_X2
+#define MXQ_CHUNK2 4 /* x4 columns per register (16 bf16 values) */
+
+/* As struct mxq_v, for 16 lanes. */
+struct mxq_v2 {
+    __m256i c1;  /* (c - B) << 7 (NaN: 0) */
+    __m256i d1;  /* 7 - k + c - (B - 1) (NaN: 0) */
+    __m256i hi;  /* 0x80 (NaN: 0x7fff) */
+    __m256i cap; /* largest finite code (NaN: 0x7f) */
+};
+
+/* x >> d in 16-bit lanes, d given widened to 32 bits (dl: lanes 0-3 of
+ * each half, dh: lanes 4-7); a count of 16 or more gives 0. */
+MXQ_X2_INLINE __m256i mxq_x2_srlv(__m256i x, __m256i dl, __m256i dh)
+{
+    const __m256i z = _mm256_setzero_si256();
+    return _mm256_packus_epi32(_mm256_srlv_epi32(_mm256_unpacklo_epi16(x, z), dl),
+                               _mm256_srlv_epi32(_mm256_unpackhi_epi16(x, z), dh));
+}
+
+/* fp8 codes of one row's 16 values v (a: their |bits|), as mxq_x512_row. */
+MXQ_X2_INLINE __m256i mxq_x2_row(__m256i v, __m256i a, const struct mxq_v2 *c, int k)
+{
+    const __m256i z = _mm256_setzero_si256(), k11 = _mm256_set1_epi32(11);
+    const __m256i k3ff = _mm256_set1_epi32(0x3ff);
+    __m256i e = _mm256_srli_epi16(a, 7);
+    __m256i m = _mm256_or_si256(_mm256_and_si256(a, _mm256_set1_epi16(0x7f)), c->hi);
+    __m256i x = _mm256_max_epi16(_mm256_sub_epi16(a, c->c1), m);
+    __m256i d = _mm256_max_epi16(_mm256_sub_epi16(c->d1, e), _mm256_set1_epi16((short)(7 - k)));
+    __m256i dl = _mm256_unpacklo_epi16(d, z), dh = _mm256_unpackhi_epi16(d, z);
+    __m256i odd = _mm256_and_si256(mxq_x2_srlv(x, dl, dh), _mm256_set1_epi16(1));
+    __m256i half = _mm256_packus_epi32(_mm256_srlv_epi32(k3ff, _mm256_sub_epi32(k11, dl)),
+                                       _mm256_srlv_epi32(k3ff, _mm256_sub_epi32(k11, dh)));
+    __m256i code = mxq_x2_srlv(_mm256_add_epi16(_mm256_add_epi16(x, half), odd), dl, dh);
+    code = _mm256_min_epu16(code, c->cap);
+    return _mm256_or_si256(code, _mm256_and_si256(_mm256_srli_epi16(v, 8),
+                                                  _mm256_set1_epi16(0x80)));
+}
+
+/* The 4 x4 columns from f0 of the block, as mxq_x512_chunk. */
+MXQ_X2_INLINE bool mxq_x2_chunk(const struct mxq_block *b, uint64_t f0, int k, int bias,
+                                short maxc, int emax)
+{
+    const __m256i mag = _mm256_set1_epi16(0x7fff);
+    __m256i a[MXQ_ROWS], amax = _mm256_setzero_si256();
+    for (unsigned i = 0; i < MXQ_ROWS; i++) {
+        a[i] = _mm256_and_si256(
+            _mm256_loadu_si256((const __m256i *)(const void *)(b->src[i] + 4 * f0)), mag);
+        amax = _mm256_max_epu16(amax, a[i]);
+    }
+    /* every lane: its group's maximum (swap neighbours, then pairs) */
+    amax = _mm256_max_epu16(amax, _mm256_shuffle_epi8(amax, _mm256_set_epi8(
+        13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2,
+        13, 12, 15, 14, 9, 8, 11, 10, 5, 4, 7, 6, 1, 0, 3, 2)));
+    amax = _mm256_max_epu16(amax, _mm256_shuffle_epi8(amax, _mm256_set_epi8(
+        11, 10, 9, 8, 15, 14, 13, 12, 3, 2, 1, 0, 7, 6, 5, 4,
+        11, 10, 9, 8, 15, 14, 13, 12, 3, 2, 1, 0, 7, 6, 5, 4)));
+    __m256i nan = _mm256_cmpgt_epi16(amax, _mm256_set1_epi16(0x7f7f)); /* amax <= 0x7fff */
+    __m256i code = _mm256_subs_epu16(_mm256_srli_epi16(amax, 7),
+                                     _mm256_set1_epi16((short)(emax - 1)));
+    code = _mm256_or_si256(code, _mm256_and_si256(nan, _mm256_set1_epi16(0xff)));
+    uint16_t codes[16];
+    _mm256_storeu_si256((__m256i *)(void *)codes, code);
+    for (unsigned g = 0; g < MXQ_CHUNK2; g++)
+        b->scale[f0 + g] = (uint8_t)codes[4 * g];
+    __m256i zero = _mm256_cmpeq_epi16(amax, _mm256_setzero_si256());
+    __m256i tiny = _mm256_andnot_si256(
+        zero, _mm256_cmpgt_epi16(_mm256_set1_epi16((short)(bias + k + 1)), code));
+    if (_mm256_movemask_epi8(tiny) != 0)
+        return false;
+    code = _mm256_or_si256(code, _mm256_and_si256(zero, _mm256_set1_epi16(254)));
+    __m256i c1 = _mm256_slli_epi16(_mm256_sub_epi16(code, _mm256_set1_epi16((short)bias)), 7);
+    __m256i d1 = _mm256_sub_epi16(code, _mm256_set1_epi16((short)(bias - 1 - (7 - k))));
+    struct mxq_v2 c = {
+        .c1 = _mm256_andnot_si256(nan, c1),
+        .d1 = _mm256_andnot_si256(nan, d1),
+        .hi = _mm256_blendv_epi8(_mm256_set1_epi16(0x80), mag, nan),
+        .cap = _mm256_blendv_epi8(_mm256_set1_epi16(maxc), _mm256_set1_epi16(0x7f), nan)};
+    for (unsigned i = 0; i < MXQ_ROWS; i += 2) {
+        __m256i v0 = _mm256_loadu_si256((const __m256i *)(const void *)(b->src[i] + 4 * f0));
+        __m256i v1 = _mm256_loadu_si256((const __m256i *)(const void *)(b->src[i + 1] + 4 * f0));
+        /* qwords: row i lane 0, row i+1 lane 0, row i lane 1, row i+1 lane 1 */
+        __m256i p = _mm256_packus_epi16(mxq_x2_row(v0, a[i], &c, k),
+                                        mxq_x2_row(v1, a[i + 1], &c, k));
+        p = _mm256_permute4x64_epi64(p, 0xd8);
+        _mm_storeu_si128((__m128i *)(void *)(b->dst[i] + 4 * f0), _mm256_castsi256_si128(p));
+        _mm_storeu_si128((__m128i *)(void *)(b->dst[i + 1] + 4 * f0),
+                         _mm256_extracti128_si256(p, 1));
+    }
+    return true;
+}
+
+/* The block for one output type, chunk by chunk in order. */
+MXQ_X2_INLINE void mxq_x2_type(const struct mxq_block *b, int k, int bias, short maxc, int emax)
+{
+    uint64_t f = 0;
+    for (; f + MXQ_CHUNK2 <= b->nf; f += MXQ_CHUNK2)
+        if (__builtin_expect(!mxq_x2_chunk(b, f, k, bias, maxc, emax), 0))
+            mxq_chunk_scalar(b, f, MXQ_CHUNK2);
+    if (f < b->nf)
+        mxq_chunk_scalar(b, f, b->nf - f);
+}
+
+MXQ_X2 static void mxq_block_x2(const struct mxq_block *b)
+{
+    if (b->e4)
+        mxq_x2_type(b, 3, 7, 0x7e, 8);
+    else
+        mxq_x2_type(b, 2, 15, 0x7b, 15);
 }
 #endif
 
@@ -274,6 +392,10 @@ void mxq_block_at(const struct mxq_block *b, int level)
 #if MXQ_X86
     if (level >= NUM_ISA_AVX512) {
         mxq_block_x512(b);
+        return;
+    }
+    if (level == NUM_ISA_AVX2) {
+        mxq_block_x2(b);
         return;
     }
 #endif

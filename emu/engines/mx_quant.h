@@ -3,9 +3,9 @@
  * (exec_mx.c binds the operands and calls them): one block of 8
  * partitions at a time, giving every x4 column its E8M0 scale code and
  * every value its saturating round-to-nearest-even fp8 code. Written
- * once in plain C (the reference) and once with AVX-512 intrinsics; both
- * give the same bits for every input (tests/unit/test_exec_mx.c checks
- * it over every bf16 pattern and every scale code that can occur).
+ * once in plain C (the reference) and with AVX2 and AVX-512 intrinsics;
+ * all give the same bits for every input (tests/unit/test_exec_mx.c
+ * checks it over every bf16 pattern and every scale code that can occur).
  */
 #ifndef TRNEMU_EMU_MX_QUANT_H
 #define TRNEMU_EMU_MX_QUANT_H

@@ -6,9 +6,9 @@
  * packed types (exact where the sums are exact), bf16 PSUM results and
  * accumulation, moving sizes beyond one bank, and the refusals (v3 core,
  * shapes, scale placement, fp4 output). The quantize_mx kernels
- * (emu/engines/mx_quant.c): AVX-512 against scalar for every bf16 pattern
- * and scale code at every group position, and whole instructions at every
- * ISA level.
+ * (emu/engines/mx_quant.c): AVX2 and AVX-512 against scalar for every
+ * bf16 pattern and scale code at every group position, and whole
+ * instructions (also in place) at every ISA level.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -249,7 +249,7 @@ static void sweep_block(struct mxq_block *b, uint16_t *rows, uint8_t *out, uint8
 
 /* Codes of pass p at the positions sweep_fill used, against the scalar
  * ones (kept from pass 0). */
-static void sweep_check(const struct sweep *sw, unsigned p, const uint8_t *out,
+static void sweep_check(const struct sweep *sw, unsigned p, int lvl, const uint8_t *out,
                         const uint8_t *scale)
 {
     uint64_t w = 4 * sw->groups;
@@ -260,20 +260,20 @@ static void sweep_check(const struct sweep *sw, unsigned p, const uint8_t *out,
             uint8_t got = out[(pos / 4) * w + 4 * g + pos % 4];
             uint8_t want = r < 31 ? sw->want[g * 31 + r] : sw->want_set[g];
             if (got != want)
-                fail_msg("pass %u group %llu value %04x (scale %02x): vector %02x, scalar %02x",
-                         p, (unsigned long long)g, r < 31 ? sw->vals[g * 31 + r] : sw->setter[g],
-                         sw->scale[g], got, want);
+                fail_msg("level %d pass %u group %llu value %04x (scale %02x): vector %02x, "
+                         "scalar %02x", lvl, p, (unsigned long long)g,
+                         r < 31 ? sw->vals[g * 31 + r] : sw->setter[g], sw->scale[g], got, want);
         }
 }
 
-/* The AVX-512 kernel against the scalar one: every bf16 pattern with every
- * scale code it can meet, at every one of the 32 positions of a group, for
- * both output types; the scalar codes are also checked for the setters'
- * scale codes. Skipped where the CPU has no AVX-512. */
+/* The AVX2 and AVX-512 kernels against the scalar one: every bf16 pattern
+ * with every scale code it can meet, at every one of the 32 positions of
+ * a group, for both output types; the scalar scale codes are also checked
+ * against the setters'. Skipped where the CPU has no AVX2. */
 static void test_quantize_kernels_exhaustive(void **state)
 {
     (void)state;
-    if (num_isa_level() < NUM_ISA_AVX512)
+    if (num_isa_level() < NUM_ISA_AVX2)
         skip();
     for (int e4 = 1; e4 >= 0; e4--) {
         int emax = e4 ? 8 : 15;
@@ -302,12 +302,13 @@ static void test_quantize_kernels_exhaustive(void **state)
                     sw.want_set[g] = code;
             }
         }
-        for (unsigned p = 0; p < 32; p++) {
-            sweep_fill(&sw, p, rows);
-            sweep_block(&b, rows, out, scale, nf, e4);
-            mxq_block_at(&b, NUM_ISA_AVX512);
-            sweep_check(&sw, p, out, scale);
-        }
+        for (int lvl = NUM_ISA_AVX2; lvl <= num_isa_level(); lvl++)
+            for (unsigned p = 0; p < 32; p++) {
+                sweep_fill(&sw, p, rows);
+                sweep_block(&b, rows, out, scale, nf, e4);
+                mxq_block_at(&b, lvl);
+                sweep_check(&sw, p, lvl, out, scale);
+            }
         free(rows), free(out), free(scale);
         free(sw.vals), free(sw.setter), free(sw.want), free(sw.want_set), free(sw.scale);
     }
