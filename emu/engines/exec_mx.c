@@ -29,10 +29,10 @@
  */
 #include <inttypes.h>
 #include <math.h>
-#include <pthread.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
+#include "emu/engines/mx_quant.h"
 #include "emu/engines/pe_matmul.h"
 #include "emu/num/mx.h"
 
@@ -118,18 +118,6 @@ static emu_status mx_check_scale(struct isa_exec_ctx *ctx, const char *op, const
 
 /* ---- quantize_mx ---------------------------------------------------------------- */
 
-/* Scale code of a group whose largest magnitude is amax, for element
- * maximum exponent emax. */
-static uint8_t mx_scale_code(float amax, int emax)
-{
-    if (!isfinite(amax))
-        return NUM_E8M0_NAN;
-    if (amax == 0.0f)
-        return 0x00;
-    int e = ilogbf(amax) - (emax - 1);
-    return (uint8_t)(e < -127 ? 0 : e > 127 ? 254 : e + 127);
-}
-
 static emu_status mx_quantize_check(struct isa_exec_ctx *ctx, const struct ap_view *dst,
                                     const struct ap_view *sc, const struct ap_view *src)
 {
@@ -162,7 +150,7 @@ static void mx_quantize_group(const struct ap_view *dst, const struct ap_view *s
             float a = fabsf(rows[i][4 * f + j]);
             amax = isnan(a) || a > amax ? a : amax;
         }
-    uint8_t code = mx_scale_code(amax, emax);
+    uint8_t code = mxq_scale_code(amax, emax);
     *mx_elem(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
     int shift = 127 - (int)code;
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
@@ -175,73 +163,27 @@ static void mx_quantize_group(const struct ap_view *dst, const struct ap_view *s
 
 /* ---- quantize_mx, the flat bf16 fast path ------------------------------------------ */
 
-/* fp8 code (saturating RNE) of every bf16 bit pattern, per output type. */
-static uint8_t mx_bf16_e4m3fn[65536], mx_bf16_e5m2[65536];
-static pthread_once_t mx_lut_once = PTHREAD_ONCE_INIT;
-
-/* fp32 -> fp8_e5, RNE, saturating. */
-static uint8_t mx_e5m2_sat(float x)
-{
-    uint8_t c = 0;
-    (void)num_from_f32(NUM_DT_FP8_E5, &c, x, &(struct num_round){NUM_ROUND_RNE, true, 0, 0}, 0);
-    return c;
-}
-
-static void mx_lut_init(void)
-{
-    for (uint32_t b = 0; b < 65536; b++) {
-        float x = num_bf16_to_f32((uint16_t)b);
-        mx_bf16_e4m3fn[b] = num_f32_to_e4m3fn(x, true);
-        mx_bf16_e5m2[b] = mx_e5m2_sat(x);
-    }
-}
-
-/* Code of bf16 bits b divided by 2^shift: a table lookup when the result
- * stays a normal bf16, else the general conversion. */
-static inline uint8_t mx_q_bf16(uint16_t b, int shift, const uint8_t *lut, uint32_t dt)
-{
-    int e = (b >> 7) & 0xff, ne = e - shift;
-    if (e != 0 && e != 0xff && ne >= 1 && ne <= 254)
-        return lut[(b & 0x807fu) | ((uint32_t)ne << 7)];
-    float q = ldexpf(num_bf16_to_f32(b), -shift);
-    return dt == ISA_DT_FP8E4FNX4 ? num_f32_to_e4m3fn(q, true) : mx_e5m2_sat(q);
-}
-
 /* Can the fast path run: flat bf16 src, flat fp8 x4 dst? */
 static bool mx_quantize_fast_ok(const struct ap_view *dst, const struct ap_view *src)
 {
     return src->flat && dst->flat && src->dtype == ISA_DT_BF16;
 }
 
-/* One 8-partition block of rows p0.. on the fast path. */
+/* The 8-partition block of rows p0.. on the fast path (mx_quant.c); the
+ * scales go straight to a flat scale row, else through `codes`. */
 static void mx_quantize_block_fast(const struct ap_view *dst, const struct ap_view *sc,
-                                   const struct ap_view *src, uint32_t p0, int emax,
-                                   uint8_t *codes)
+                                   const struct ap_view *src, uint32_t p0, uint8_t *codes)
 {
-    const uint8_t *lut = dst->dtype == ISA_DT_FP8E4FNX4 ? mx_bf16_e4m3fn : mx_bf16_e5m2;
-    uint64_t nf = dst->elems;
-    for (uint64_t f = 0; f < nf; f++) {
-        uint16_t amax = 0;
-        for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
-            const uint16_t *r = (const uint16_t *)(const void *)ap_row_ptr(src, p0 + i) + 4 * f;
-            for (unsigned j = 0; j < NUM_X4_LANES; j++) {
-                uint16_t a = r[j] & 0x7fffu;
-                amax = a > amax ? a : amax;
-            }
-        }
-        codes[f] = amax >= 0x7f80u ? NUM_E8M0_NAN : mx_scale_code(num_bf16_to_f32(amax), emax);
-        *mx_elem(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = codes[f];
-    }
+    uint32_t sr = sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS;
+    struct mxq_block b = {.scale = sc->flat ? ap_row_ptr(sc, sr) : codes, .nf = dst->elems,
+                          .e4 = dst->dtype == ISA_DT_FP8E4FNX4};
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
-        const uint16_t *r = (const uint16_t *)(const void *)ap_row_ptr(src, p0 + i);
-        uint8_t *d = ap_row_ptr(dst, p0 + i);
-        for (uint64_t f = 0; f < nf; f++) {
-            int shift = (int)codes[f] - 127;
-            for (unsigned j = 0; j < NUM_X4_LANES; j++)
-                d[4 * f + j] = codes[f] == NUM_E8M0_NAN ? (uint8_t)(0x7fu | ((r[4 * f + j] >> 8) & 0x80u))
-                                                        : mx_q_bf16(r[4 * f + j], shift, lut, dst->dtype);
-        }
+        b.src[i] = (const uint16_t *)(const void *)ap_row_ptr(src, p0 + i);
+        b.dst[i] = ap_row_ptr(dst, p0 + i);
     }
+    mxq_block_run(&b);
+    for (uint64_t f = 0; !sc->flat && f < dst->elems; f++)
+        *mx_elem(sc, sr, f) = codes[f];
 }
 
 emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
@@ -262,9 +204,8 @@ emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn 
         return s;
     int emax = dst.dtype == ISA_DT_FP8E4FNX4 ? 8 : 15;
     if (mx_quantize_fast_ok(&dst, &src)) {
-        pthread_once(&mx_lut_once, mx_lut_init);
         for (uint32_t p0 = 0; p0 < src.rows; p0 += MX_GROUP_PARTS)
-            mx_quantize_block_fast(&dst, &sc, &src, p0, emax, (uint8_t *)core_scratch(ctx, 0));
+            mx_quantize_block_fast(&dst, &sc, &src, p0, (uint8_t *)core_scratch(ctx, 0));
         return EMU_OK;
     }
     float *rows[MX_GROUP_PARTS];

@@ -5,7 +5,10 @@
  * and a dequantise-then-multiply reference in double for every pair of
  * packed types (exact where the sums are exact), bf16 PSUM results and
  * accumulation, moving sizes beyond one bank, and the refusals (v3 core,
- * shapes, scale placement, fp4 output).
+ * shapes, scale placement, fp4 output). The quantize_mx kernels
+ * (emu/engines/mx_quant.c): AVX2 and AVX-512 against scalar for every
+ * bf16 pattern and scale code at every group position, and whole
+ * instructions (also in place) at every ISA level.
  */
 #include <math.h>
 #include <setjmp.h>
@@ -17,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "emu/engines/mx_quant.h"
 #include "emu/num/mx.h"
 #include "exec_harness.h"
 
@@ -100,8 +104,9 @@ static void check_quantize(struct harness *h, uint32_t p, uint32_t f, bool e4, u
                                       : num_f32_to_fp8(NUM_DT_FP8_E5, x);
                     assert_int_equal(*harness_sbuf_ptr(h, g0 + i, SB_DST + 4 * c + j), code);
                     /* the MX promise: dequantising gives the value back within half an
-                     * fp8 ulp of the group's largest binade */
-                    float back = ldexpf(e4 ? num_e4m3fn_to_f32(code)
+                     * fp8 ulp of the group's largest binade (in double: the largest bf16
+                     * values may round up to 2^128) */
+                    double back = ldexp(e4 ? num_e4m3fn_to_f32(code)
                                            : num_fp8_to_f32(NUM_DT_FP8_E5, code), want - 127);
                     assert_true(fabs(back - num_bf16_to_f32(b)) <= (e4 ? 0.0625 : 0.125) * amax);
                 }
@@ -163,6 +168,260 @@ static void test_quantize_specials(void **state)
     uint8_t code = *harness_sbuf_ptr(h, 9, SB_DST + 4);
     assert_int_equal(code, num_f32_to_e4m3fn(ldexpf(3.3895314e38f, 127 - sc), false));
     assert_true(code < 0x7e);
+}
+
+/* ---- the quantize_mx kernels: vector against scalar --------------------------------- */
+
+/* One sweep of the exhaustive kernel test: groups of 31 tested values and
+ * one setter (the largest magnitude that gives the group its code). */
+struct sweep {
+    uint16_t *vals;   /* 31 tested bf16 patterns per group */
+    uint16_t *setter; /* the setter of each group */
+    uint8_t *want;    /* scalar codes of vals (31 per group) */
+    uint8_t *want_set;/* scalar code of each setter */
+    uint8_t *scale;   /* scalar scale code of each group */
+    uint64_t groups;  /* groups (x4 columns of the block) */
+};
+
+/* Every (pattern, scale code) pair that can occur for one output type:
+ * for each code c the setter of exponent field c + emax - 1 (any field
+ * up to emax - 1 for c = 0) and mantissa 0x7f, with every pattern of no
+ * larger magnitude; then an inf setter with every pattern (NaN groups). */
+static void sweep_build(struct sweep *sw, int emax)
+{
+    uint64_t cap = 0;
+    for (uint32_t c = 0; c <= 255u - (uint32_t)emax; c++)
+        cap += (2u * (((c + (uint32_t)emax - 1) << 7) | 0x7fu) + 2) / 31 + 1;
+    cap += 65536 / 31 + 1;
+    sw->vals = malloc(cap * 31 * sizeof *sw->vals);
+    sw->setter = malloc(cap * sizeof *sw->setter);
+    assert_non_null(sw->vals);
+    assert_non_null(sw->setter);
+    uint64_t g = 0;
+    for (uint32_t c = 0; c <= 256u - (uint32_t)emax; c++) {
+        bool nan = c == 256u - (uint32_t)emax;
+        uint16_t set = nan ? 0x7f80u : (uint16_t)(((c + (uint32_t)emax - 1) << 7) | 0x7fu);
+        /* eligible patterns: |bits| <= setter (any for NaN groups); the
+         * subnormals last, as a block holding one takes the scalar path */
+        uint32_t n = 0;
+        uint16_t *first = sw->vals + g * 31;
+        for (int subn = 0; subn < 2; subn++)
+            for (uint32_t b = 0; b < 65536; b++) {
+                bool is_sub = (b & 0x7f80u) == 0 && (b & 0x7fu) != 0;
+                if (is_sub == (subn == 1) && (nan || (b & 0x7fffu) <= set))
+                    first[n++] = (uint16_t)b;
+            }
+        uint64_t ng = (n + 30) / 31;
+        for (uint32_t i = n; i < ng * 31; i++)
+            first[i] = first[i - n]; /* the last group wraps round */
+        for (uint64_t k = 0; k < ng; k++)
+            sw->setter[g + k] = (uint16_t)(set | ((k & 1u) << 15));
+        g += ng;
+    }
+    assert_true(g <= cap);
+    sw->groups = g;
+}
+
+/* Block rows of pass p: tested value r of group g at position (p + r) % 32
+ * (row / 4, lane % 4), the setter at position (p + 31) % 32. */
+static void sweep_fill(const struct sweep *sw, unsigned p, uint16_t *rows)
+{
+    uint64_t w = 4 * sw->groups;
+    for (uint64_t g = 0; g < sw->groups; g++)
+        for (unsigned r = 0; r < 32; r++) {
+            unsigned pos = (p + r) % 32;
+            rows[(pos / 4) * w + 4 * g + pos % 4] = r < 31 ? sw->vals[g * 31 + r] : sw->setter[g];
+        }
+}
+
+static void sweep_block(struct mxq_block *b, uint16_t *rows, uint8_t *out, uint8_t *scale,
+                        uint64_t nf, bool e4)
+{
+    memset(b, 0, sizeof *b);
+    for (unsigned i = 0; i < MXQ_ROWS; i++) {
+        b->src[i] = rows + i * 4 * nf;
+        b->dst[i] = out + i * 4 * nf;
+    }
+    b->scale = scale;
+    b->nf = nf;
+    b->e4 = e4;
+}
+
+/* Codes of pass p at the positions sweep_fill used, against the scalar
+ * ones (kept from pass 0). */
+static void sweep_check(const struct sweep *sw, unsigned p, int lvl, const uint8_t *out,
+                        const uint8_t *scale)
+{
+    uint64_t w = 4 * sw->groups;
+    assert_memory_equal(scale, sw->scale, sw->groups);
+    for (uint64_t g = 0; g < sw->groups; g++)
+        for (unsigned r = 0; r < 32; r++) {
+            unsigned pos = (p + r) % 32;
+            uint8_t got = out[(pos / 4) * w + 4 * g + pos % 4];
+            uint8_t want = r < 31 ? sw->want[g * 31 + r] : sw->want_set[g];
+            if (got != want)
+                fail_msg("level %d pass %u group %llu value %04x (scale %02x): vector %02x, "
+                         "scalar %02x", lvl, p, (unsigned long long)g,
+                         r < 31 ? sw->vals[g * 31 + r] : sw->setter[g], sw->scale[g], got, want);
+        }
+}
+
+/* The AVX2 and AVX-512 kernels against the scalar one: every bf16 pattern
+ * with every scale code it can meet, at every one of the 32 positions of
+ * a group, for both output types; the scalar scale codes are also checked
+ * against the setters'. Skipped where the CPU has no AVX2. */
+static void test_quantize_kernels_exhaustive(void **state)
+{
+    (void)state;
+    if (num_isa_level() < NUM_ISA_AVX2)
+        skip();
+    for (int e4 = 1; e4 >= 0; e4--) {
+        int emax = e4 ? 8 : 15;
+        struct sweep sw;
+        sweep_build(&sw, emax);
+        uint64_t nf = sw.groups, n = 32 * nf;
+        uint16_t *rows = malloc(n * sizeof *rows);
+        uint8_t *out = malloc(n), *scale = malloc(nf);
+        sw.want = malloc(31 * nf);
+        sw.want_set = malloc(nf);
+        sw.scale = malloc(nf);
+        assert_true(rows && out && scale && sw.want && sw.want_set && sw.scale);
+        struct mxq_block b;
+        sweep_block(&b, rows, out, sw.scale, nf, e4);
+        sweep_fill(&sw, 0, rows);
+        mxq_block_at(&b, NUM_ISA_PORTABLE);
+        for (uint64_t g = 0; g < nf; g++) {
+            uint32_t e = (sw.setter[g] & 0x7fffu) >> 7;
+            uint32_t c = e == 0xffu ? 0xffu : e - (uint32_t)(emax - 1);
+            assert_int_equal(sw.scale[g], c);
+            for (unsigned r = 0; r < 32; r++) {
+                uint8_t code = out[(r / 4) * 4 * nf + 4 * g + r % 4];
+                if (r < 31)
+                    sw.want[g * 31 + r] = code;
+                else
+                    sw.want_set[g] = code;
+            }
+        }
+        for (int lvl = NUM_ISA_AVX2; lvl <= num_isa_level(); lvl++)
+            for (unsigned p = 0; p < 32; p++) {
+                sweep_fill(&sw, p, rows);
+                sweep_block(&b, rows, out, scale, nf, e4);
+                mxq_block_at(&b, lvl);
+                sweep_check(&sw, p, lvl, out, scale);
+            }
+        free(rows), free(out), free(scale);
+        free(sw.vals), free(sw.setter), free(sw.want), free(sw.want_set), free(sw.scale);
+    }
+}
+
+/* Source of the level test, one group at a time: values over a dozen
+ * binades round a random exponent with some zeros and a rare subnormal, or an
+ * all-zero group, a tiny group (subnormals and the smallest normals), a
+ * group at the top of the range, and (with specials) one holding an inf
+ * or a NaN. */
+static void fill_src_mixed(struct harness *h, uint32_t p, uint32_t f, bool specials)
+{
+    for (uint32_t g0 = 0; g0 < p; g0 += 8)
+        for (uint32_t c = 0; c < f; c++) {
+            uint32_t mode = rnd() % 16, base = 1 + rnd() % 240;
+            for (uint32_t i = 0; i < 32; i++) {
+                uint32_t r = rnd(), sign = (r & 1u) << 15, mant = (r >> 1) & 0x7fu;
+                uint32_t e = mode == 1 ? (r >> 8) % 3 : mode == 2 ? 254 - (r >> 8) % 3
+                                                                  : base + (r >> 8) % 12;
+                uint16_t b = (uint16_t)(sign | (e << 7) | mant);
+                if (mode == 0 || (mode > 3 && (r >> 16) % 16 == 0))
+                    b = (uint16_t)sign; /* zero */
+                if (mode > 3 && (r >> 12) % 1024 == 0)
+                    b = (uint16_t)(sign | mant); /* subnormal (or zero) */
+                if (mode == 3 && i == (r >> 12) % 32)
+                    b = (uint16_t)(sign | ((r >> 20) % 2 ? 0x7f80u : 0x7fc0u | mant));
+                if (mode == 3 && !specials)
+                    b = (uint16_t)(b & 0xbfffu); /* finite */
+                memcpy(harness_sbuf_ptr(h, g0 + i / 4, SB_SRC + 2 * (4 * c + i % 4)), &b, 2);
+            }
+        }
+}
+
+/* quantize_mx at every ISA level gives the same bytes (dst and scales),
+ * for 32, 64, 96 and 128 partitions, free sizes that leave a partial
+ * vector, both output types, full, 4-row and strided (non-flat) scale
+ * operands, with and without inf/NaN groups; without them the bytes also
+ * match the reference of check_quantize. */
+static void test_quantize_levels(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t parts[] = {32, 64, 96, 128}, frees[] = {1, 7, 9, 13, 40, 301};
+    static uint8_t got[3][128 * 4 * 301], got_sc[3][128 * 301];
+    unsigned ncase = 0;
+    for (size_t pi = 0; pi < 4; pi++)
+        for (size_t fi = 0; fi < 6; fi++)
+            for (unsigned variant = 0; variant < 4; variant++, ncase++) {
+                uint32_t p = parts[pi], f = frees[fi];
+                bool e4 = variant % 2 == 0, specials = variant >= 2;
+                bool short_sc = p == 32 && fi % 2 == 0, strided = !short_sc && fi % 3 == 1;
+                uint32_t sc_rows = short_sc ? 4 : p, dt = e4 ? ISA_DT_FP8E4FNX4 : ISA_DT_FP8E5X4;
+                for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
+                    num_set_isa_limit(lvl);
+                    harness_clear(h);
+                    rnd_state = 100 + ncase;
+                    fill_src_mixed(h, p, f, specials);
+                    add_quantize(h, p, f, dt, 0, sc_rows);
+                    if (strided) {
+                        const int32_t dims[1][2] = {{2, (int32_t)f}};
+                        h->insns[ISA_ENG_DVE][0].ap[1] =
+                            harness_sbuf(0, sc_rows, SB_SCALE, ISA_DT_U8, 1, dims);
+                    }
+                    assert_int_equal(harness_run(h), EMU_OK);
+                    for (uint32_t r = 0; r < p; r++) {
+                        memcpy(got[lvl] + r * 4 * f, harness_sbuf_ptr(h, r, SB_DST), 4 * f);
+                        for (uint32_t c = 0; c < f && r < sc_rows; c++)
+                            got_sc[lvl][r * f + c] =
+                                *harness_sbuf_ptr(h, r, SB_SCALE + (strided ? 2 : 1) * c);
+                    }
+                    if (lvl > NUM_ISA_PORTABLE) {
+                        assert_memory_equal(got[lvl], got[0], (size_t)p * 4 * f);
+                        assert_memory_equal(got_sc[lvl], got_sc[0], (size_t)sc_rows * f);
+                    }
+                    if (!specials && !strided)
+                        check_quantize(h, p, f, e4, 0, sc_rows);
+                }
+            }
+    num_set_isa_limit(NUM_ISA_AVX512);
+}
+
+/* A quantize_mx whose dst starts where its src does (each group is read
+ * before its bytes are overwritten) gives the bytes of the out-of-place
+ * one at every ISA level, tiny groups (the vector kernel's scalar chunks)
+ * included. */
+static void test_quantize_in_place(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t p = 64, f = 45;
+    static uint8_t want[64 * 4 * 45], want_sc[64 * 45];
+    for (int lvl = -1; lvl <= NUM_ISA_AVX512; lvl++) {
+        num_set_isa_limit(lvl < 0 ? NUM_ISA_PORTABLE : lvl);
+        harness_clear(h);
+        rnd_state = 77;
+        fill_src_mixed(h, p, f, true);
+        add_quantize(h, p, f, ISA_DT_FP8E4FNX4, 0, p);
+        if (lvl >= 0)
+            h->insns[ISA_ENG_DVE][0].ap[0] = harness_tile(ISA_MEM_SBUF, 0, p, SB_SRC,
+                                                          ISA_DT_FP8E4FNX4, f);
+        assert_int_equal(harness_run(h), EMU_OK);
+        uint64_t off = lvl < 0 ? SB_DST : SB_SRC;
+        for (uint32_t r = 0; r < p; r++) {
+            uint8_t *d = harness_sbuf_ptr(h, r, off), *sc = harness_sbuf_ptr(h, r, SB_SCALE);
+            if (lvl < 0) {
+                memcpy(want + r * 4 * f, d, 4 * f);
+                memcpy(want_sc + r * f, sc, f);
+            }
+            else {
+                assert_memory_equal(d, want + r * 4 * f, 4 * f);
+                assert_memory_equal(sc, want_sc + r * f, f);
+            }
+        }
+    }
+    num_set_isa_limit(NUM_ISA_AVX512);
 }
 
 /* ---- nc_matmul_mx -------------------------------------------------------------- */
@@ -465,6 +724,9 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_setup_teardown(test_quantize_formula, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_quantize_specials, setup_v4, teardown),
+        cmocka_unit_test(test_quantize_kernels_exhaustive),
+        cmocka_unit_test_setup_teardown(test_quantize_levels, setup_v4, teardown),
+        cmocka_unit_test_setup_teardown(test_quantize_in_place, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_mx_reference, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_mx_bf16_accumulate, setup_v4, teardown),
         cmocka_unit_test_setup_teardown(test_quantize_then_matmul, setup_v4, teardown),
