@@ -18,10 +18,11 @@
  * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
  * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
- * Chebyshev fits for exp, log and gelu (computed in double from the C
- * library's expm1, log1p and erfc), erf, gelu_dx, arctan and sin
- * (mpmath); near-minimax binary32 fits for softplus, erf's erfc piece and
- * gelu_apprx_tanh's 2^f (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
+ * Chebyshev fits for exp and log (computed in double from the C library's
+ * expm1 and log1p), erf, gelu_dx, arctan and sin (mpmath); near-minimax
+ * binary32 fits for softplus, erf's erfc piece, gelu_apprx_tanh's 2^f and
+ * gelu's pieces (tests/tools/act_fit.py, numpy). Each fit's interval and
+ * error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -380,18 +381,127 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
     return neg ? q : pos;
 }
 
-/* gelu x = x Phi(x) in binary32. With a = |x| (at most 15, past which
- * Phi(-a) vanishes), h = Phi(-a) = e^(-a^2/2) t g(t), t = 4 / (4 + a), and
- * g a degree-10 polynomial in t - 1/2 (Chebyshev interpolation of
- * Phi(-a) e^(a^2/2) / t on a in [0, 15], relative error 2.5e-9); a^2/2 is
- * passed to exp split in two (exact). Then gelu = x (1 - h) for x >= 0 and
- * -a h (the scaling last) below. */
+/* ---- gelu: piecewise polynomials times e^(-x^2/2) ------------------------- */
+
+/* gelu is e^(-a^2/2) F(a) on a = |x| (plus x for x >= 0), F smooth: F is a
+ * degree-5 polynomial in u = a - c on each of 16 pieces of a in [0, 15),
+ * the piece picked per lane by the bits of v = a + 1: its exponent (four
+ * octaves) and its top two mantissa bits, i.e. bits(v) >> 21 mod 16
+ * (widths 0.25 up to a = 1, then 0.5, 1, 2). The tables are in that index
+ * order: AVX-512 picks each coefficient with one permute over 16 lanes,
+ * the other levels by plain indexing, the same numbers. c is 0 on the
+ * first piece, 0.7517915 on [0.75, 1) and the middle elsewhere, so that u
+ * is exact. Fit: tests/tools/act_fit.py gelu (near-minimax, relative
+ * error 8.7e-8 with the binary32 coefficients). */
+#define AMF_GQ_AMAX 14.5f /* |x| clamp: gelu is -0 (or x) past 14.36 */
+static const float am_gq_c[16] = {
+    1.250000000e+00f, 1.750000000e+00f, 2.250000000e+00f, 2.750000000e+00f,
+    3.500000000e+00f, 4.500000000e+00f, 5.500000000e+00f, 6.500000000e+00f,
+    8.000000000e+00f, 1.000000000e+01f, 1.200000000e+01f, 1.400000000e+01f,
+    0.000000000e+00f, 3.750000000e-01f, 6.250000000e-01f, 7.517915368e-01f};
+static const float am_gelu_q[6][16] = {
+    {-3.686916782e-03f, -1.395174186e-03f, -5.677124136e-04f, -2.518702822e-04f,
+     -8.526248712e-05f, -2.326019421e-05f, -7.561345228e-06f, -2.802429208e-06f,
+     -7.961119763e-07f, -1.885336047e-07f, -5.629921418e-08f, -1.994563625e-08f,
+     -4.825131223e-02f, -2.523878776e-02f, -1.385014039e-02f, -6.750956178e-03f},
+    {1.000747550e-02f, 4.173550755e-03f, 1.902965247e-03f, 9.117417503e-04f,
+     3.453202953e-04f, 1.091792947e-04f, 4.112572060e-05f, 1.838898606e-05f,
+     5.775867976e-06f, 1.663420221e-06f, 5.725777896e-07f, 3.258353161e-07f,
+     1.300308406e-01f, 5.696907267e-02f, 3.367168084e-02f, 2.452289127e-02f},
+    {-2.440833673e-02f, -1.129435748e-02f, -5.627136212e-03f, -2.988557331e-03f,
+     -1.280304627e-03f, -4.827411030e-04f, -2.089683549e-04f, -1.007195533e-04f,
+     -3.930398816e-05f, -1.385408359e-05f, -5.803624845e-06f, -2.755055220e-06f,
+     -2.497457713e-01f, -1.162539944e-01f, -7.219757140e-02f, -5.706597492e-02f},
+    {5.258599296e-02f, 2.722519636e-02f, 1.509172842e-02f, 8.869500831e-03f,
+     4.376536235e-03f, 1.955167390e-03f, 9.837503312e-04f, 5.420227535e-04f,
+     2.524430456e-04f, 1.084230389e-04f, 5.358176350e-05f, 2.914830839e-05f,
+     3.989346623e-01f, 2.034576237e-01f, 1.342397630e-01f, 1.097346619e-01f},
+    {-9.264639020e-02f, -5.435599759e-02f, -3.389651701e-02f, -2.224147506e-02f,
+     -1.277816109e-02f, -6.835502572e-03f, -4.031157587e-03f, -2.558473498e-03f,
+     -1.433835365e-03f, -7.615213399e-04f, -4.533083702e-04f, -2.937110839e-04f,
+     -4.999999702e-01f, -2.833831012e-01f, -2.003285885e-01f, -1.695131809e-01f},
+    {-2.884508669e-01f, -3.241564333e-01f, -3.457186520e-01f, -3.594958186e-01f,
+     -3.722127378e-01f, -3.816232383e-01f, -3.868968785e-01f, -3.901188672e-01f,
+     -3.930062950e-01f, -3.951076567e-01f, -3.962864578e-01f, -3.970174193e-01f,
+     -0.000000000e+00f, -1.423516870e-01f, -2.020976841e-01f, -2.254785150e-01f}};
+/* e^(s/2 (1 - eps/L)) for |s| <= 0.7 (see am_gq_env), degree 5 (near-minimax,
+ * relative error 9.9e-8). */
+static const float am_gq_e[6] = {
+    2.591316006e-04f, 2.618865808e-03f, 2.083464153e-02f,
+    1.249983311e-01f, 5.000008941e-01f, 1.000000000e+00f};
+
+/* Is x negative (-0 and -inf included, a NaN not)? An integer compare of
+ * the bits: clang turns x < 0 ? g : x + g into (x <= 0 ? -0 : x) + g,
+ * which gives -0 for x = +0 and g = -0. */
+AM_INLINE int am_is_neg(float x)
+{
+    return (int32_t)am_fbits(x) <= (int32_t)0xff800000u;
+}
+
+/* The piece of a in [0, AMF_GQ_AMAX]. */
+AM_INLINE uint32_t am_gq_index(float a)
+{
+    return (am_fbits(a + 1.0f) >> 21) & 15u;
+}
+
+/* The degree-5 polynomial tab of piece i at a. */
+AM_INLINE float am_gq_poly(const float (*tab)[16], float a, uint32_t i)
+{
+    float u = a - am_gq_c[i];
+    float q = tab[0][i];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        q = AM_FMA(q, u, tab[j][i]);
+    return q;
+}
+
+/* e^(-a^2/2) as P(s) 2^n (P(s) returned, *n): n = round(-a^2/2 / ln2) and
+ * s = -a^2 - n L by one FMA from the exact product a a, with L = 2 ln2 cut
+ * to 16 bits (n L exact) and no low part: the missing factor
+ * e^(n eps/2), eps = L - 2 ln2, is e^(-a^2 eps/(2L)) e^(-s eps/(2L)) as
+ * n = -(a^2 + s)/L, so the pieces' fits take the first (smooth in a) and
+ * P(s) = e^(s/2 (1 - eps/L)), degree 5, the second. */
+#define AMF_GQ_L 1.38629150390625f /* 2 * AMF_LN2_HI */
+AM_INLINE float am_gq_env(float a, float *n)
+{
+    float tt = AM_FMA(a * a, -0.5f * 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = tt - 12582912.0f;
+    float s = AM_FMA(-a, a, -(nn * AMF_GQ_L));
+    float e = am_gq_e[0];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        e = AM_FMA(e, s, am_gq_e[j]);
+    *n = nn;
+    return e;
+}
+
+/* gelu x = x Phi(x) in binary32: with a = min(|x|, 14.5), g = -a Phi(-a)
+ * = -e^(-a^2/2) Q(a) formed as (Q P(s)) 2^n (the scaling rounds last,
+ * so a subnormal g rounds once); gelu = g for x < 0, x + g otherwise
+ * (x Phi(x) = x - a Phi(-a) for x >= 0; -0 takes either form). The first
+ * piece's constant term is -0, so g is -0 at a = 0 and gelu(+-0) = +-0. A
+ * NaN x acts as a = 14.5 and takes x + g, its only NaN: quieted, no
+ * guard. */
+AM_INLINE float am_gelu(float x)
+{
+    float a = fabsf(x);
+    float ac = a < AMF_GQ_AMAX ? a : AMF_GQ_AMAX;
+    float q = am_gq_poly(am_gelu_q, ac, am_gq_index(ac));
+    float n, e = am_gq_env(ac, &n);
+    float g = am_scalef(q * e, n);
+    return am_is_neg(x) ? g : x + g;
+}
+
+/* The Phi pieces of gelu_dx: h = Phi(-a) = e^(-a^2/2) t g(t), t = 4 /
+ * (4 + a), and g a degree-10 polynomial in t - 1/2 (Chebyshev
+ * interpolation of Phi(-a) e^(a^2/2) / t on a in [0, 15], relative error
+ * 2.5e-9). */
 static const float am_gelu_g[11] = {
     -1.288816519e-02f, 2.934768982e-02f, 1.097712293e-02f, -5.258818343e-02f,
     -5.584143847e-02f, 6.035847589e-02f, 2.415909767e-01f, 3.730426431e-01f,
     3.871373534e-01f, 3.039483428e-01f, 1.888212860e-01f};
 
-/* The pieces gelu and gelu_dx share: a = |x| clamped to 15 (a NaN x acts
+/* gelu_dx's pieces: a = |x| clamped to 15 (a NaN x acts
  * as 15: only x carries it), t = 4 / (4 + a), t g(t), and e^(-a^2/2) as
  * (1 + *pm) 2^*n, n = round(-a^2/2 / ln2) and r = -a^2/2 - n ln2 by FMA
  * from the exact product (a/2) a, ln2 in two parts. */
@@ -413,17 +523,6 @@ AM_INLINE void am_phi_parts(float x, float *ac_out, float *tg, float *pm, float 
     *n = nn;
     *ac_out = ac;
     *tg = t * g;
-}
-
-AM_INLINE float am_gelu(float x)
-{
-    float ac, tg, pm, n;
-    am_phi_parts(x, &ac, &tg, &pm, &n);
-    float hq = tg * (1.0f + pm);
-    int neg = x < 0.0f;
-    float q = neg ? -ac * hq : hq;
-    float h = am_scalef(q, n);
-    return neg ? h : x * (1.0f - h);
 }
 
 /* gelu_dx x = Phi(x) + x phi(x) in binary32, with gelu's pieces: a = |x|

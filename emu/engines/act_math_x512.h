@@ -2,10 +2,10 @@
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
  * softplus, erf_dx, mish, gelu_dx), of erf, arctan, sin, rsqrt and log,
- * written with intrinsics so that the power-of-two scaling is one scalef
- * and log's reduction one getexp and one getmant. Each kernel repeats,
- * step for step, the
- * binary32 kernel of act_math.c named in its comment (same constants, same
+ * written with intrinsics so that the power-of-two scaling is one scalef,
+ * log's reduction one getexp and one getmant, and each of gelu's
+ * per-piece coefficients one permute. Each kernel repeats, step for step,
+ * the binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
  * bits are those of the portable and AVX2 loops; test_math_levels checks
  * it. act_math.c includes this file once, after its kernels. Not a normal
@@ -158,16 +158,57 @@ AX_INLINE ax_v ax_phi_parts(ax_v x, ax_v *ac_out, ax_v *pm, ax_v *n)
     return _mm512_mul_ps(t, g);
 }
 
-/* am_gelu. */
-AX_INLINE ax_v ax_gelu(ax_v x)
+/* The 16-entry tables of the gelu pieces, one register each. */
+struct ax_gq {
+    ax_v c;    /* am_gq_c: the pieces' centres */
+    ax_v q[6]; /* the polynomial's coefficients, highest order first */
+    ax_v e[6]; /* am_gq_e, broadcast */
+};
+
+AX_INLINE struct ax_gq ax_gq_load(const float (*tab)[16])
 {
-    ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
-    ax_v hq = _mm512_mul_ps(tg, _mm512_add_ps(ax_c(1.0f), pm));
+    struct ax_gq t;
+    t.c = _mm512_loadu_ps(am_gq_c);
+#pragma GCC unroll 8
+    for (int j = 0; j < 6; j++) {
+        t.q[j] = _mm512_loadu_ps(tab[j]);
+        t.e[j] = ax_c(am_gq_e[j]);
+    }
+    return t;
+}
+
+/* am_gq_index, am_gq_poly and am_gq_env on 16 lanes: *e and *n of the
+ * envelope, the polynomial returned (each coefficient by one permute). */
+AX_INLINE ax_v ax_gq_parts(const struct ax_gq *T, ax_v ac, ax_v *e, ax_v *n)
+{
+    __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(_mm512_add_ps(ac, ax_c(1.0f))), 21);
+    ax_v u = _mm512_sub_ps(ac, _mm512_permutexvar_ps(idx, T->c));
+    ax_v q = _mm512_permutexvar_ps(idx, T->q[0]);
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        q = _mm512_fmadd_ps(q, u, _mm512_permutexvar_ps(idx, T->q[j]));
+    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ac, ac), ax_c(-0.5f * 1.44269502f),
+                              ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmsub_ps(ac, ac, _mm512_mul_ps(nn, ax_c(AMF_GQ_L)));
+    ax_v ee = T->e[0];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        ee = _mm512_fmadd_ps(ee, r, T->e[j]);
+    *e = ee;
+    *n = nn;
+    return q;
+}
+
+/* am_gelu. */
+AX_INLINE ax_v ax_gelu(ax_v x, const struct ax_gq *T)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
+    ax_v e, n;
+    ax_v q = ax_gq_parts(T, ac, &e, &n);
+    ax_v g = _mm512_scalef_ps(_mm512_mul_ps(q, e), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
-    ax_v h = _mm512_scalef_ps(q, n);
-    return _mm512_mask_blend_ps(neg, _mm512_mul_ps(x, _mm512_sub_ps(ax_c(1.0f), h)), h);
+    return _mm512_mask_add_ps(g, (__mmask16)~neg, x, g);
 }
 
 /* am_rsqrt. */
@@ -518,7 +559,11 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, E)); return true;
     case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
-    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x)); return true;
+    case ISA_ACT_gelu: {
+        const struct ax_gq T = ax_gq_load(am_gelu_q);
+        AX_LOOPU(ax_gelu(x, &T));
+        return true;
+    }
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
     case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
