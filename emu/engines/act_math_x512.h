@@ -139,25 +139,6 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
     return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
-/* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
-AX_INLINE ax_v ax_phi_parts(ax_v x, ax_v *ac_out, ax_v *pm, ax_v *n)
-{
-    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
-    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
-    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
-    ax_v g = ax_c(am_gelu_g[0]);
-    for (int i = 1; i < 11; i++)
-        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
-    ax_v ha = _mm512_mul_ps(ax_c(0.5f), ac);
-    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ha, ac), ax_c(-1.44269502f), ax_c(12582912.0f));
-    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
-    ax_v r = _mm512_fnmsub_ps(ha, ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
-    *pm = ax_expm1_poly(_mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r));
-    *n = nn;
-    *ac_out = ac;
-    return _mm512_mul_ps(t, g);
-}
-
 /* The 16-entry tables of the gelu pieces, one register each. */
 struct ax_gq {
     ax_v c;    /* am_gq_c: the pieces' centres */
@@ -181,7 +162,7 @@ AX_INLINE struct ax_gq ax_gq_load(const float (*tab)[16])
  * envelope, the polynomial returned (each coefficient by one permute). */
 AX_INLINE ax_v ax_gq_parts(const struct ax_gq *T, ax_v ac, ax_v *e, ax_v *n)
 {
-    __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(_mm512_add_ps(ac, ax_c(1.0f))), 21);
+    __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(_mm512_add_ps(ac, ax_c(AMF_GQ_OFF))), 21);
     ax_v u = _mm512_sub_ps(ac, _mm512_permutexvar_ps(idx, T->c));
     ax_v q = _mm512_permutexvar_ps(idx, T->q[0]);
 #pragma GCC unroll 8
@@ -342,23 +323,14 @@ AX_INLINE ax_v ax_erf(ax_v x)
 }
 
 /* am_gelu_dx. */
-AX_INLINE ax_v ax_gelu_dx(ax_v x)
+AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct ax_gq *T)
 {
-    ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
-    ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
-                              _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), tg));
-    ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
+    ax_v e, n;
+    ax_v q = ax_gq_parts(T, ac, &e, &n);
+    ax_v h = _mm512_scalef_ps(_mm512_mul_ps(q, e), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v far = _mm512_mask_blend_ps(neg, _mm512_sub_ps(ax_c(1.0f), h), h);
-    ax_v r = _mm512_sub_ps(x, ax_c(AMF_GDX_X0H));
-    ax_v q = ax_c(am_gdx_g[0]);
-    for (int i = 1; i < 13; i++)
-        q = _mm512_fmadd_ps(q, r, ax_c(am_gdx_g[i]));
-    ax_v near = _mm512_mul_ps(_mm512_sub_ps(r, ax_c(AMF_GDX_X0L)), q);
-    __mmask16 in = _mm512_cmp_ps_mask(x, ax_c(-1.7f), _CMP_GT_OQ) &
-                   _mm512_cmp_ps_mask(x, ax_c(0.6f), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(in, far, near);
+    return _mm512_mask_sub_ps(h, (__mmask16)~neg, ax_c(1.0f), h);
 }
 
 /* am_atan. */
@@ -571,7 +543,11 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;
-    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
+    case ISA_ACT_gelu_dx: {
+        const struct ax_gq T = ax_gq_load(am_gdx_q);
+        AX_LOOP(ax_gelu_dx(x, &T));
+        return true;
+    }
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;
     default: return false;

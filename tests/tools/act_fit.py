@@ -98,31 +98,32 @@ def gelu_dx_zero():
 
 GQ_MBITS = 2  # mantissa bits of v in the piece index (16 pieces)
 GQ_DEG = 5  # degree of each piece's polynomial
+GQ_OFF = 1.125  # v = |x| + GQ_OFF; puts the zero of gelu_dx mid-piece
 
 
 def gq_intervals():
-    """The 4 << GQ_MBITS pieces of |x| in [0, 15): v = |x| + 1 by its
-    exponent (4 octaves) and its top GQ_MBITS mantissa bits; listed by the
-    permute index, bits(v) >> (23 - GQ_MBITS) mod the count, with their
-    bounds."""
+    """The 4 << GQ_MBITS pieces of |x| in [0, 14.875): v = |x| + GQ_OFF by
+    its exponent (4 octaves) and its top GQ_MBITS mantissa bits; listed by
+    the permute index, bits(v) >> (23 - GQ_MBITS) mod the count, with
+    their bounds (the first from 0)."""
     per = 1 << GQ_MBITS
     out = [None] * (4 * per)
     for o in range(4):
         for m in range(per):
-            lo = 2.0 ** o * (1 + m / per) - 1
-            hi = 2.0 ** o * (1 + (m + 1) / per) - 1
+            lo = max(2.0 ** o * (1 + m / per) - GQ_OFF, 0.0)
+            hi = 2.0 ** o * (1 + (m + 1) / per) - GQ_OFF
             out[(per * o + m + 127 * per) % (4 * per)] = (lo, hi)
     return out
 
 
 def gq_centres():
-    """The centre of each piece, as binary32: 0 on the first (|x| < 0.25),
-    the zero a0 of gelu_dx (|x| = 0.7518) on [0.75, 1), the middle on the
+    """The centre of each piece, as binary32: 0 on the first, the zero a0
+    of gelu_dx (|x| = 0.7518) on the piece holding it, the middle on the
     others; |x| - centre is then exact."""
     a0 = gelu_dx_zero()
     cs = []
     for lo, hi in gq_intervals():
-        c = 0.0 if lo == 0 else (a0 if lo == 0.75 else 0.5 * (lo + hi))
+        c = 0.0 if lo == 0 else (a0 if lo < a0 < hi else 0.5 * (lo + hi))
         cs.append(float(np.float32(c)))
     return cs
 
@@ -142,7 +143,7 @@ def gq_fit(f, deg):
     the constant term is fixed to that value rounded (-0 for f(0) = 0), so
     that the sign of a zero and the relative accuracy next to a zero of f
     survive."""
-    tabs, worst = [], 0.0
+    tabs, errs = [], []
     for (lo, hi), c in zip(gq_intervals(), gq_centres()):
         a = np.linspace(max(lo - 1e-5, 0.0), hi + 1e-5, 3001)
         fa = np.array([f(v) * math.exp(-v * v * GQ_EPS / (2.0 * GQ_L)) for v in a])
@@ -154,8 +155,8 @@ def gq_fit(f, deg):
             fixed = (float(np.float32(f0)) if c else -0.0,)
         coef, err = fit32(a - c, fa, deg, fixed=fixed)
         tabs.append(coef)
-        worst = max(worst, err)
-    return tabs, worst
+        errs.append(err)
+    return tabs, errs
 
 
 def show_gq(name, tabs, deg):
@@ -171,9 +172,9 @@ def gelu():
     envelope's reduced argument), degree 5."""
     print("centres:")
     print(",\n".join(f"    {v:.9e}f" for v in gq_centres()))
-    tabs, err = gq_fit(lambda a: -a * phi_ratio(a), GQ_DEG)
+    tabs, errs = gq_fit(lambda a: -a * phi_ratio(a), GQ_DEG)
     show_gq("-a Phi(-a) e^(a^2/2)", tabs, GQ_DEG)
-    print(f"worst relative error {err:.3g}")
+    print("relative error by piece: " + " ".join(f"{e:.2g}" for e in errs))
     s = np.linspace(-0.7, 0.7, 20001)
     c, err = fit32(s, np.exp(0.5 * s * (1.0 - GQ_EPS / GQ_L)), 5, fixed=[1.0])
     show("e^(s/2 (1 - eps/L)) on |s| <= 0.7, degree 5", c, err)
@@ -185,9 +186,9 @@ def gelu_dx():
     error (the piece holding the zero a0 of D is centred on it)."""
     a0 = gelu_dx_zero()
     print(f"zero {a0!r} (binary32 {float(np.float32(a0)):.9e})")
-    tabs, err = gq_fit(lambda a: phi_ratio(a) - a / math.sqrt(2.0 * math.pi), GQ_DEG)
+    tabs, errs = gq_fit(lambda a: phi_ratio(a) - a / math.sqrt(2.0 * math.pi), GQ_DEG)
     show_gq("D", tabs, GQ_DEG)
-    print(f"worst relative error {err:.3g}")
+    print("relative error by piece: " + " ".join(f"{e:.2g}" for e in errs))
 
 
 if __name__ == "__main__":

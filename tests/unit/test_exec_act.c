@@ -249,7 +249,9 @@ static void test_math_specials(void **state)
         {ISA_ACT_gelu, 0, 0}, {ISA_ACT_gelu, -0.0f, -0.0f}, {ISA_ACT_gelu, 0x1p-149f, 0x1p-149f},
         {ISA_ACT_gelu, -0x1p-149f, -0.0f}, {ISA_ACT_gelu, 20, 20}, {ISA_ACT_gelu, -20, -0.0f},
         {ISA_ACT_gelu, 0x1.fffffep127f, 0x1.fffffep127f}, {ISA_ACT_gelu, -0x1.fffffep127f, -0.0f},
-        {ISA_ACT_gelu_dx, INFINITY, 1}, {ISA_ACT_gelu_dx, 0, 0.5f},
+        {ISA_ACT_gelu_dx, INFINITY, 1}, {ISA_ACT_gelu_dx, 0, 0.5f}, {ISA_ACT_gelu_dx, -0.0f, 0.5f},
+        {ISA_ACT_gelu_dx, -INFINITY, -0.0f}, {ISA_ACT_gelu_dx, 0x1p-149f, 0.5f},
+        {ISA_ACT_gelu_dx, -0x1p-149f, 0.5f}, {ISA_ACT_gelu_dx, 20, 1}, {ISA_ACT_gelu_dx, -20, -0.0f},
         {ISA_ACT_gelu_apprx_tanh, -INFINITY, -0.0f}, {ISA_ACT_gelu_apprx_tanh, INFINITY, INFINITY},
         {ISA_ACT_gelu_apprx_sigmoid, -INFINITY, -0.0f}, {ISA_ACT_silu, -INFINITY, -0.0f},
         {ISA_ACT_silu, INFINITY, INFINITY}, {ISA_ACT_silu_dx, INFINITY, 1},
@@ -289,6 +291,8 @@ static void test_math_specials(void **state)
         assert_same(act_math_one(ISA_ACT_silu_dx, snanp, 0.0f), snanp + snanp);
         assert_same(act_math_one(ISA_ACT_gelu, snan, 0.0f), snan + snan);
         assert_same(act_math_one(ISA_ACT_gelu, snanp, 0.0f), snanp + snanp);
+        assert_same(act_math_one(ISA_ACT_gelu_dx, snan, 0.0f), snan + snan); /* guarded */
+        assert_same(act_math_one(ISA_ACT_gelu_dx, snanp, 0.0f), snanp + snanp);
     }
     num_set_isa_limit(NUM_ISA_AVX512);
     assert_same(act_math_one(ISA_ACT_prelu, -2, 0.25f), -0.5f);
