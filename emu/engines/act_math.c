@@ -11,8 +11,9 @@
  * moves, and fused multiply-adds written out as AM_FMA (fmaf: one
  * rounding, the FMA instruction at the AVX2 and AVX-512 levels); nothing is
  * contracted behind the code's back. So every ISA level, the scalar
- * act_math_one, and the AVX-512 intrinsic loops of act_math_x512.h (which
- * repeat the binary32 kernels step for step) give the same bits.
+ * act_math_one, and the intrinsic loops of act_math_x512.h (AVX-512) and
+ * act_math_x256.h (AVX2: gelu, gelu_dx), which repeat the binary32 kernels
+ * step for step, give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
  * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
@@ -390,7 +391,8 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
  * >> 21 mod 16 (widths 0.125 and 0.25 up to a = 0.875, then 0.5, 1, 2;
  * the offset puts the zero of gelu_dx mid-piece). The tables are in that
  * index order: AVX-512 picks each coefficient with one permute over 16
- * lanes, the other levels by plain indexing, the same numbers. c is 0 on
+ * lanes, AVX2 with two permutes over 8 and a blend, the portable level by
+ * plain indexing, the same numbers. c is 0 on
  * the first piece, 0.7517915 (the zero of gelu_dx) on [0.625, 0.875) and
  * the middle elsewhere, so that u is exact. Fits: tests/tools/act_fit.py
  * gelu and gelu_dx (near-minimax). */
@@ -759,6 +761,7 @@ AM_INLINE float am_sign(float x)
 #undef AM_ATTR
 
 #include "emu/engines/act_math_x512.h"
+#include "emu/engines/act_math_x256.h"
 #define AM_X86 1
 #else
 #define AM_X86 0
@@ -782,8 +785,11 @@ bool act_math_row(unsigned func, float *dst, const float *src, size_t n, float s
         if (!ax_rows(func, dst, src, n, scale, bias))
             am_rows_avx512(func, dst, src, n, scale, bias, alpha);
     }
-    else if (lvl == NUM_ISA_AVX2)
-        am_rows_avx2(func, dst, src, n, scale, bias, alpha);
+    else if (lvl == NUM_ISA_AVX2) {
+        size_t done = a2_rows(func, dst, src, n, scale, bias);
+        if (done < n)
+            am_rows_avx2(func, dst + done, src + done, n - done, scale, bias, alpha);
+    }
     else
         am_rows_base(func, dst, src, n, scale, bias, alpha);
 #else
