@@ -225,7 +225,9 @@ AM_INLINE float am_sinf_fast(float x)
 
 /* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
  * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), and ln(1 + f) = f + (f^3 P(f) -
- * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). */
+ * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). +-0 give
+ * -inf, +inf +inf, and x < 0 the x86 default NaN (0xffc00000, what
+ * ax_log's fixupimm gives). */
 static const float am_log_p[9] = {
     7.149753720e-02f, -1.157120094e-01f, 1.166151091e-01f, -1.241105050e-01f,
     1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
@@ -256,7 +258,7 @@ AM_INLINE float am_log(float x)
     e = big ? e + 1.0f : e;
     float v = am_log_reduced(e, m - 1.0f);
     v = x == INFINITY ? INFINITY : v;
-    v = x > 0.0f ? v : NAN;
+    v = x > 0.0f ? v : am_ffrom(0xffc00000u);
     return x == 0.0f ? -INFINITY : v;
 }
 

@@ -225,7 +225,13 @@ AX_INLINE ax_v ax_log_reduced(ax_v e, ax_v f)
 }
 
 /* am_log, with getexp/getmant for the exponent and the mantissa in [1, 2)
- * (the same numbers as am_log's bit fields, subnormals included). */
+ * (the same numbers as am_log's bit fields, subnormals included), and its
+ * special cases by one fixupimm, which picks a result by the class of x:
+ * 4 bits per class, from the lowest: QNaN and SNaN -> x quieted (2),
+ * +-0 -> -inf (4), +1 -> v (0), -inf -> the default NaN 0xffc00000 (3),
+ * +inf -> +inf (5), negative -> default NaN (3), positive -> v (0). So
+ * a NaN x needs no guard. */
+#define AX_LOG_FIXUP 0x03530422
 AX_INLINE ax_v ax_log(ax_v x)
 {
     ax_v e = _mm512_getexp_ps(x);
@@ -234,10 +240,7 @@ AX_INLINE ax_v ax_log(ax_v x)
     m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
     e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
     ax_v v = ax_log_reduced(e, _mm512_sub_ps(m, ax_c(1.0f)));
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
-                                ax_c(-INFINITY));
+    return _mm512_fixupimm_ps(v, x, _mm512_set1_epi32(AX_LOG_FIXUP), 0);
 }
 
 /* am_softplus. */
@@ -537,7 +540,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
         return true;
     }
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
-    case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
+    case ISA_ACT_log: AX_LOOPU(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOPU(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
