@@ -325,7 +325,10 @@ AX_INLINE ax_v ax_erf(ax_v x)
     return _mm512_or_ps(r, _mm512_and_ps(x, ax_sign()));
 }
 
-/* am_gelu_dx. */
+/* am_gelu_dx, and the guard of AM_LOOPN (a NaN x gives x + x, x quieted)
+ * by one fixupimm: QNaN and SNaN -> x quieted (token 2), any other class
+ * -> the value (0). */
+#define AX_NAN_FIXUP 0x00000022
 AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct ax_gq *T)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
@@ -333,7 +336,8 @@ AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct ax_gq *T)
     ax_v q = ax_gq_parts(T, ac, &e, &n);
     ax_v h = _mm512_scalef_ps(_mm512_mul_ps(q, e), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    return _mm512_mask_sub_ps(h, (__mmask16)~neg, ax_c(1.0f), h);
+    ax_v v = _mm512_mask_sub_ps(h, (__mmask16)~neg, ax_c(1.0f), h);
+    return _mm512_fixupimm_ps(v, x, _mm512_set1_epi32(AX_NAN_FIXUP), 0);
 }
 
 /* am_atan. */
@@ -548,7 +552,7 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;
     case ISA_ACT_gelu_dx: {
         const struct ax_gq T = ax_gq_load(am_gdx_q);
-        AX_LOOP(ax_gelu_dx(x, &T));
+        AX_LOOPU(ax_gelu_dx(x, &T));
         return true;
     }
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
