@@ -139,7 +139,7 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
     return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
-/* The 16-entry tables of the gelu pieces, one register each. */
+/* The 16-entry tables of gelu's or gelu_dx's pieces, one register each. */
 struct ax_gq {
     ax_v c;    /* am_gq_c: the pieces' centres */
     ax_v q[6]; /* the polynomial's coefficients, highest order first */
@@ -171,17 +171,18 @@ AX_INLINE ax_v ax_gq_parts(const struct ax_gq *T, ax_v ac, ax_v *e, ax_v *n)
     ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ac, ac), ax_c(-0.5f * 1.44269502f),
                               ax_c(12582912.0f));
     ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
-    ax_v r = _mm512_fnmsub_ps(ac, ac, _mm512_mul_ps(nn, ax_c(AMF_GQ_L)));
+    ax_v s = _mm512_fnmsub_ps(ac, ac, _mm512_mul_ps(nn, ax_c(AMF_GQ_L)));
     ax_v ee = T->e[0];
 #pragma GCC unroll 8
     for (int j = 1; j < 6; j++)
-        ee = _mm512_fmadd_ps(ee, r, T->e[j]);
+        ee = _mm512_fmadd_ps(ee, s, T->e[j]);
     *e = ee;
     *n = nn;
     return q;
 }
 
-/* am_gelu. */
+/* am_gelu (the sign by a compare: x = -0 takes x + g = -0 here, g there,
+ * the same). */
 AX_INLINE ax_v ax_gelu(ax_v x, const struct ax_gq *T)
 {
     ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
@@ -325,7 +326,8 @@ AX_INLINE ax_v ax_erf(ax_v x)
     return _mm512_or_ps(r, _mm512_and_ps(x, ax_sign()));
 }
 
-/* am_gelu_dx, and the guard of AM_LOOPN (a NaN x gives x + x, x quieted)
+/* am_gelu_dx (the sign by a compare: x = -0 takes 1 - h here, h there,
+ * both 1/2), and the guard of AM_LOOPN (a NaN x gives x + x, x quieted)
  * by one fixupimm: QNaN and SNaN -> x quieted (token 2), any other class
  * -> the value (0). */
 #define AX_NAN_FIXUP 0x00000022
