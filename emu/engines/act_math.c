@@ -11,17 +11,19 @@
  * moves, and fused multiply-adds written out as AM_FMA (fmaf: one
  * rounding, the FMA instruction at the AVX2 and AVX-512 levels); nothing is
  * contracted behind the code's back. So every ISA level, the scalar
- * act_math_one, and the AVX-512 intrinsic loops of act_math_x512.h (which
- * repeat the binary32 kernels step for step) give the same bits.
+ * act_math_one, and the intrinsic loops of act_math_x512.h (AVX-512) and
+ * act_math_x256.h (AVX2: gelu, gelu_dx), which repeat the binary32 kernels
+ * step for step, give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
  * softplus, silu_dx, erf_dx, mish, erf, gelu_dx, arctan and sin are
  * computed in binary32 (sin's argument reduction in binary64 from 2^10 up;
  * docs/numerics.md has each one's ulp bound). Polynomials: binary32
- * Chebyshev fits for exp, log and gelu (computed in double from the C
- * library's expm1, log1p and erfc), erf, gelu_dx, arctan and sin
- * (mpmath); near-minimax binary32 fits for softplus, erf's erfc piece and
- * gelu_apprx_tanh's 2^f (tests/tools/act_fit.py, numpy). Each fit's interval and error are noted beside it.
+ * Chebyshev fits for exp and log (computed in double from the C library's
+ * expm1 and log1p), erf, gelu_dx, arctan and sin (mpmath); near-minimax
+ * binary32 fits for softplus, erf's erfc piece, gelu_apprx_tanh's 2^f and
+ * gelu's pieces (tests/tools/act_fit.py, numpy). Each fit's interval and
+ * error are noted beside it.
  */
 #include "emu/engines/act_math.h"
 
@@ -223,7 +225,9 @@ AM_INLINE float am_sinf_fast(float x)
 
 /* ln x in binary32: x = 2^e m (subnormals scaled by 2^23 first), m in
  * [sqrt(1/2), sqrt(2)), f = m - 1 (exact), and ln(1 + f) = f + (f^3 P(f) -
- * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). */
+ * f^2/2) with P of degree 8 (Chebyshev interpolation, 0.11 ulp). +-0 give
+ * -inf, +inf +inf, and x < 0 the x86 default NaN (0xffc00000, what
+ * ax_log's fixupimm gives). */
 static const float am_log_p[9] = {
     7.149753720e-02f, -1.157120094e-01f, 1.166151091e-01f, -1.241105050e-01f,
     1.424993724e-01f, -1.666848063e-01f, 2.000070810e-01f, -2.499998957e-01f,
@@ -254,7 +258,7 @@ AM_INLINE float am_log(float x)
     e = big ? e + 1.0f : e;
     float v = am_log_reduced(e, m - 1.0f);
     v = x == INFINITY ? INFINITY : v;
-    v = x > 0.0f ? v : NAN;
+    v = x > 0.0f ? v : am_ffrom(0xffc00000u);
     return x == 0.0f ? -INFINITY : v;
 }
 
@@ -380,87 +384,163 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
     return neg ? q : pos;
 }
 
-/* gelu x = x Phi(x) in binary32. With a = |x| (at most 15, past which
- * Phi(-a) vanishes), h = Phi(-a) = e^(-a^2/2) t g(t), t = 4 / (4 + a), and
- * g a degree-10 polynomial in t - 1/2 (Chebyshev interpolation of
- * Phi(-a) e^(a^2/2) / t on a in [0, 15], relative error 2.5e-9); a^2/2 is
- * passed to exp split in two (exact). Then gelu = x (1 - h) for x >= 0 and
- * -a h (the scaling last) below. */
-static const float am_gelu_g[11] = {
-    -1.288816519e-02f, 2.934768982e-02f, 1.097712293e-02f, -5.258818343e-02f,
-    -5.584143847e-02f, 6.035847589e-02f, 2.415909767e-01f, 3.730426431e-01f,
-    3.871373534e-01f, 3.039483428e-01f, 1.888212860e-01f};
+/* ---- gelu and gelu_dx: piecewise polynomials times e^(-x^2/2) ------------ */
 
-/* The pieces gelu and gelu_dx share: a = |x| clamped to 15 (a NaN x acts
- * as 15: only x carries it), t = 4 / (4 + a), t g(t), and e^(-a^2/2) as
- * (1 + *pm) 2^*n, n = round(-a^2/2 / ln2) and r = -a^2/2 - n ln2 by FMA
- * from the exact product (a/2) a, ln2 in two parts. */
-AM_INLINE void am_phi_parts(float x, float *ac_out, float *tg, float *pm, float *n)
+/* Both are e^(-a^2/2) F(a) on a = |x| (plus x or 1 for x >= 0), F smooth:
+ * F is a degree-5 polynomial in u = a - c on each of 16 pieces of a in
+ * [0, 14.875), the piece picked per lane by the bits of v = a + 1.125:
+ * its exponent (four octaves) and its top two mantissa bits, i.e. bits(v)
+ * >> 21 mod 16 (widths 0.125 and 0.25 up to a = 0.875, then 0.5, 1, 2;
+ * the offset puts the zero of gelu_dx mid-piece). The tables are in that
+ * index order: AVX-512 picks each coefficient with one permute over 16
+ * lanes, AVX2 with two permutes over 8 and a blend, the portable level by
+ * plain indexing, the same numbers. c is 0 on
+ * the first piece, 0.7517915 (the zero of gelu_dx) on [0.625, 0.875) and
+ * the middle elsewhere, so that u is exact. Fits: tests/tools/act_fit.py
+ * gelu and gelu_dx (near-minimax). */
+#define AMF_GQ_OFF 1.125f /* v = |x| + AMF_GQ_OFF picks the piece */
+#define AMF_GQ_AMAX 14.75f /* |x| clamp: both are +-0 (or x, 1) from 14.55 up */
+static const float am_gq_c[16] = {
+    1.125000000e+00f, 1.625000000e+00f, 2.125000000e+00f, 2.625000000e+00f,
+    3.375000000e+00f, 4.375000000e+00f, 5.375000000e+00f, 6.375000000e+00f,
+    7.875000000e+00f, 9.875000000e+00f, 1.187500000e+01f, 1.387500000e+01f,
+    0.000000000e+00f, 2.500000000e-01f, 5.000000000e-01f, 7.517915368e-01f};
+static const float am_gelu_q[6][16] = {
+    {-4.703572951e-03f, -1.762667787e-03f, -7.055685855e-04f, -3.088488884e-04f,
+     -1.006294042e-04f, -2.714352195e-05f, -8.594470273e-06f, -3.152254067e-06f,
+     -8.812330066e-07f, -2.037842961e-07f, -6.031854127e-08f, -2.125743848e-08f,
+     -5.498309433e-02f, -3.402461857e-02f, -1.831018180e-02f, -1.031532791e-02f},
+    {1.268091425e-02f, 5.138004664e-03f, 2.285320312e-03f, 1.064082608e-03f,
+     4.070588038e-04f, 1.259139390e-04f, 4.725120016e-05f, 1.997304025e-05f,
+     6.313431641e-06f, 1.827244205e-06f, 6.604921055e-07f, 2.383512765e-07f,
+     1.322097033e-01f, 7.527352870e-02f, 4.387596995e-02f, 2.603846043e-02f},
+    {-2.998037636e-02f, -1.359417103e-02f, -6.655330304e-03f, -3.481416032e-03f,
+     -1.463626511e-03f, -5.408071447e-04f, -2.305523085e-04f, -1.097854401e-04f,
+     -4.225498924e-05f, -1.470444568e-05f, -6.103230589e-06f, -2.877607812e-06f,
+     -2.499688715e-01f, -1.490034610e-01f, -9.132166207e-02f, -5.725652725e-02f},
+    {6.273990870e-02f, 3.187785670e-02f, 1.738945022e-02f, 1.008130889e-02f,
+     4.889266565e-03f, 2.146582352e-03f, 1.065814518e-03f, 5.815331824e-04f,
+     2.677129523e-04f, 1.137349755e-04f, 5.576226977e-05f, 3.030469088e-05f,
+     3.989418745e-01f, 2.529110909e-01f, 1.647402495e-01f, 1.097418889e-01f},
+    {-1.070196331e-01f, -6.172603741e-02f, -3.794893622e-02f, -2.460639179e-02f,
+     -1.393518876e-02f, -7.347763982e-03f, -4.287223797e-03f, -2.698904369e-03f,
+     -1.498838421e-03f, -7.892904105e-04f, -4.669769842e-04f, -3.011505469e-04f,
+     -5.000000000e-01f, -3.401736319e-01f, -2.375526428e-01f, -1.695131809e-01f},
+    {-2.759981453e-01f, -3.169134259e-01f, -3.412342966e-01f, -3.565709889e-01f,
+     -3.705444634e-01f, -3.807372749e-01f, -3.863771856e-01f, -3.897903860e-01f,
+     -3.928230405e-01f, -3.950107396e-01f, -3.962289393e-01f, -3.969802558e-01f,
+     -0.000000000e+00f, -1.035080329e-01f, -1.748094559e-01f, -2.254785150e-01f}};
+/* e^(s/2 (1 - eps/L)) for |s| <= 0.7 (see am_gq_env), degree 5 (near-minimax,
+ * relative error 9.9e-8). */
+static const float am_gq_e[6] = {
+    2.591316006e-04f, 2.618865808e-03f, 2.083464153e-02f,
+    1.249983311e-01f, 5.000008941e-01f, 1.000000000e+00f};
+
+/* Is x negative (-0 and -inf included, a NaN not)? An integer compare of
+ * the bits: clang turns x < 0 ? g : x + g into (x <= 0 ? -0 : x) + g,
+ * which gives -0 for x = +0 and g = -0. */
+AM_INLINE int am_is_neg(float x)
 {
-    float a = fabsf(x);
-    float ac = a < 15.0f ? a : 15.0f;
-    float t = 4.0f / (4.0f + ac);
-    float u = t - 0.5f;
-    float g = am_gelu_g[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 11; i++)
-        g = AM_FMA(g, u, am_gelu_g[i]);
-    float ha = 0.5f * ac;
-    float tt = AM_FMA(ha * ac, -1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
-    float nn = tt - 12582912.0f;
-    float r = AM_FMA(-ha, ac, -(nn * AMF_LN2_HI));
-    *pm = am_expm1_poly(AM_FMA(-nn, AMF_LN2_LO, r));
-    *n = nn;
-    *ac_out = ac;
-    *tg = t * g;
+    return (int32_t)am_fbits(x) <= (int32_t)0xff800000u;
 }
 
+/* The piece of a in [0, AMF_GQ_AMAX]. */
+AM_INLINE uint32_t am_gq_index(float a)
+{
+    return (am_fbits(a + AMF_GQ_OFF) >> 21) & 15u;
+}
+
+/* The degree-5 polynomial tab of piece i at a. */
+AM_INLINE float am_gq_poly(const float (*tab)[16], float a, uint32_t i)
+{
+    float u = a - am_gq_c[i];
+    float q = tab[0][i];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        q = AM_FMA(q, u, tab[j][i]);
+    return q;
+}
+
+/* e^(-a^2/2) as P(s) 2^n (P(s) returned, *n): n = round(-a^2/2 / ln2) and
+ * s = -a^2 - n L by one FMA from the exact product a a, with L = 2 ln2 cut
+ * to 16 bits (n L exact) and no low part: the missing factor
+ * e^(n eps/2), eps = L - 2 ln2, is e^(-a^2 eps/(2L)) e^(-s eps/(2L)) as
+ * n = -(a^2 + s)/L, so the pieces' fits take the first (smooth in a) and
+ * P(s) = e^(s/2 (1 - eps/L)), degree 5, the second. */
+#define AMF_GQ_L 1.38629150390625f /* 2 * AMF_LN2_HI */
+AM_INLINE float am_gq_env(float a, float *n)
+{
+    float tt = AM_FMA(a * a, -0.5f * 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds to n */
+    float nn = tt - 12582912.0f;
+    float s = AM_FMA(-a, a, -(nn * AMF_GQ_L));
+    float e = am_gq_e[0];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        e = AM_FMA(e, s, am_gq_e[j]);
+    *n = nn;
+    return e;
+}
+
+/* gelu x = x Phi(x) in binary32: with a = min(|x|, 14.75), g = -a Phi(-a)
+ * = -e^(-a^2/2) Q(a) formed as (Q P(s)) 2^n (the scaling rounds last,
+ * so a subnormal g rounds once); gelu = g for x < 0, x + g otherwise
+ * (x Phi(x) = x - a Phi(-a) for x >= 0; -0 takes either form). The first
+ * piece's constant term is -0, so g is -0 at a = 0 and gelu(+-0) = +-0. A
+ * NaN x acts as a = 14.75 and takes x + g, its only NaN: quieted, no
+ * guard. */
 AM_INLINE float am_gelu(float x)
 {
-    float ac, tg, pm, n;
-    am_phi_parts(x, &ac, &tg, &pm, &n);
-    float hq = tg * (1.0f + pm);
-    int neg = x < 0.0f;
-    float q = neg ? -ac * hq : hq;
-    float h = am_scalef(q, n);
-    return neg ? h : x * (1.0f - h);
+    float a = fabsf(x);
+    float ac = a < AMF_GQ_AMAX ? a : AMF_GQ_AMAX;
+    float q = am_gq_poly(am_gelu_q, ac, am_gq_index(ac));
+    float n, e = am_gq_env(ac, &n);
+    float g = am_scalef(q * e, n);
+    return am_is_neg(x) ? g : x + g;
 }
 
-/* gelu_dx x = Phi(x) + x phi(x) in binary32, with gelu's pieces: a = |x|
- * (at most 15), Phi(-a) = e^(-a^2/2) t g(t), and phi(a) = e^(-a^2/2) C,
- * C = 1/sqrt(2 pi) in two parts. With D = t g(t) - a C (one FMA chain)
- * and e^(-a^2/2) = (1 + pm) 2^n, Phi(-a) - a phi(a) = D (1 + pm) 2^n = h:
- *   x < 0:  h                (the scaling rounds last)
- *   x >= 0: 1 - h
- * D cancels near the zero x0 = -0.7517915 of the function (and t g(t)
- * is a few ulp off near 0), so on (-1.7, 0.6) it is (x - x0) G(x - x0h)
- * instead (x0 = x0h + x0l), G a degree-12 Chebyshev fit of
- * gelu_dx(x)/(x - x0) (mpmath at 50 digits, relative error 6e-9 before
- * rounding to binary32, 0.59 ulp after). */
-#define AMF_GDX_CH 0.398942292f       /* 1/sqrt(2 pi) */
-#define AMF_GDX_CL (-1.13351701e-08f) /* 1/sqrt(2 pi) - AMF_GDX_CH */
-#define AMF_GDX_X0H (-0.751791537f)
-#define AMF_GDX_X0L 1.21144499e-08f
-static const float am_gdx_g[13] = {
-    -3.199639423e-06f, -1.228315796e-05f, 7.605469727e-05f, 1.909258135e-04f,
-    -7.349335356e-04f, -2.244402887e-03f, 4.534428474e-03f, 1.942377910e-02f,
-    -1.477040444e-02f, -1.140085906e-01f, -1.819977351e-02f, 3.882850111e-01f,
-    4.314939976e-01f};
+/* gelu_dx x = Phi(x) + x phi(x) in binary32, on gelu's pieces: with a =
+ * min(|x|, 14.75), h = Phi(-a) - a phi(a) = e^(-a^2/2) D(a) formed as
+ * (D P(s)) 2^n (the scaling rounds last); gelu_dx = h for x < 0 (-0
+ * included: h(0) = 1/2), 1 - h otherwise. D of degree 5 per piece
+ * (tests/tools/act_fit.py gelu_dx, relative error 4.7e-8 with the
+ * binary32 coefficients); the piece [0.625, 0.875) is centred on the zero
+ * a0 = 0.7517915 of D, rounded to binary32, with D there as its constant
+ * term, so h keeps its relative accuracy next to the zero x0 = -a0 of
+ * gelu_dx. A NaN x needs the guard (1 - h would lose it). */
+static const float am_gdx_q[6][16] = {
+    {-2.572694793e-03f, -1.004640711e-03f, -4.684516462e-04f, -2.126459003e-04f,
+     -7.854451542e-05f, -2.451492219e-05f, -1.041312953e-05f, -3.677738732e-06f,
+     -1.364286049e-06f, -3.191937026e-07f, -1.815535313e-07f, 3.777511637e-08f,
+     -2.125346474e-02f, -1.444907021e-02f, -9.382681921e-03f, -5.783332977e-03f},
+    {7.563888095e-03f, 3.445611335e-03f, 1.657158718e-03f, 8.770732675e-04f,
+     3.776604426e-04f, 1.391867700e-04f, 5.356610200e-05f, 3.134883082e-05f,
+     1.009697007e-05f, 4.176153652e-06f, 9.155141925e-07f, 1.955934067e-06f,
+     6.148020178e-02f, 3.707441315e-02f, 2.299459651e-02f, 1.432881691e-02f},
+    {-2.091248147e-02f, -1.062783971e-02f, -5.796334706e-03f, -3.360892180e-03f,
+     -1.631101943e-03f, -7.162415422e-04f, -3.555782023e-04f, -1.944411051e-04f,
+     -8.967464237e-05f, -3.850678331e-05f, -1.908943705e-05f, -1.073303520e-05f,
+     -1.328953058e-01f, -8.431310207e-02f, -5.490339175e-02f, -3.657137975e-02f},
+    {5.350653455e-02f, 3.085861541e-02f, 1.897189021e-02f, 1.229868550e-02f,
+     6.960166153e-03f, 3.665980883e-03f, 2.135885181e-03f, 1.338027650e-03f,
+     7.370834937e-04f, 3.779379185e-04f, 2.145773615e-04f, 1.265176688e-04f,
+     2.499973774e-01f, 1.700908989e-01f, 1.187739298e-01f, 8.475553244e-02f},
+    {-5.218878984e-01f, -4.809748232e-01f, -4.566569924e-01f, -4.413241744e-01f,
+     -4.273580313e-01f, -4.171779752e-01f, -4.115540981e-01f, -4.081602097e-01f,
+     -4.051627219e-01f, -4.030333757e-01f, -4.018867314e-01f, -4.012201130e-01f,
+     -7.978845239e-01f, -6.943764091e-01f, -6.230751872e-01f, -5.724065304e-01f},
+    {-2.034789324e-01f, -4.532593191e-01f, -6.871754527e-01f, -9.113943577e-01f,
+     -1.236654997e+00f, -1.658381224e+00f, -2.072494507e+00f, -2.482219934e+00f,
+     -3.091989040e+00f, -3.899949789e+00f, -4.704761505e+00f, -5.507811069e+00f,
+     5.000000000e-01f, 3.142965436e-01f, 1.501477361e-01f, -6.934389951e-09f}};
 
 AM_INLINE float am_gelu_dx(float x)
 {
-    float ac, tg, pm, n;
-    am_phi_parts(x, &ac, &tg, &pm, &n);
-    float d = AM_FMA(-ac, AMF_GDX_CH, AM_FMA(-ac, AMF_GDX_CL, tg));
-    float h = am_scalef(AM_FMA(d, pm, d), n);
-    float far = x < 0.0f ? h : 1.0f - h;
-    float r = x - AMF_GDX_X0H;
-    float q = am_gdx_g[0];
-#pragma GCC unroll 16
-    for (int i = 1; i < 13; i++)
-        q = AM_FMA(q, r, am_gdx_g[i]);
-    float near = (r - AMF_GDX_X0L) * q;
-    return x > -1.7f && x < 0.6f ? near : far;
+    float a = fabsf(x);
+    float ac = a < AMF_GQ_AMAX ? a : AMF_GQ_AMAX;
+    float q = am_gq_poly(am_gdx_q, ac, am_gq_index(ac));
+    float n, e = am_gq_env(ac, &n);
+    float h = am_scalef(q * e, n);
+    return am_is_neg(x) ? h : 1.0f - h;
 }
 
 /* The end of gelu_apprx_tanh and gelu_apprx_sigmoid: am_sig_quot with v
@@ -683,6 +763,7 @@ AM_INLINE float am_sign(float x)
 #undef AM_ATTR
 
 #include "emu/engines/act_math_x512.h"
+#include "emu/engines/act_math_x256.h"
 #define AM_X86 1
 #else
 #define AM_X86 0
@@ -706,8 +787,11 @@ bool act_math_row(unsigned func, float *dst, const float *src, size_t n, float s
         if (!ax_rows(func, dst, src, n, scale, bias))
             am_rows_avx512(func, dst, src, n, scale, bias, alpha);
     }
-    else if (lvl == NUM_ISA_AVX2)
-        am_rows_avx2(func, dst, src, n, scale, bias, alpha);
+    else if (lvl == NUM_ISA_AVX2) {
+        size_t done = a2_rows(func, dst, src, n, scale, bias);
+        if (done < n)
+            am_rows_avx2(func, dst + done, src + done, n - done, scale, bias, alpha);
+    }
     else
         am_rows_base(func, dst, src, n, scale, bias, alpha);
 #else

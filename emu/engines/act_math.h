@@ -6,7 +6,8 @@
  * Every function is trnemu's own code (no libm in the hot paths): plain C
  * that GCC vectorises, compiled once per ISA level (portable, AVX2,
  * AVX-512; chosen with the numerics.h level), plus AVX-512 intrinsic loops
- * for the busiest functions; fused multiply-adds only where the kernels
+ * for the busiest functions and AVX2 ones for gelu and gelu_dx (whose
+ * table lookups GCC would not vectorise); fused multiply-adds only where the kernels
  * ask for them (fmaf in the portable build), so all levels and all x86-64
  * machines give the same bits. Every transcendental function is a
  * binary32 kernel (0.5 to 8 ulp; sin reduces an argument of 2^10 or more

@@ -2,10 +2,10 @@
  * act_math_x512.h: the AVX-512 row loops of the exp family (exp, tanh,
  * sigmoid, silu, silu_dx, gelu, gelu_apprx_tanh, gelu_apprx_sigmoid,
  * softplus, erf_dx, mish, gelu_dx), of erf, arctan, sin, rsqrt and log,
- * written with intrinsics so that the power-of-two scaling is one scalef
- * and log's reduction one getexp and one getmant. Each kernel repeats,
- * step for step, the
- * binary32 kernel of act_math.c named in its comment (same constants, same
+ * written with intrinsics so that the power-of-two scaling is one scalef,
+ * log's reduction one getexp and one getmant, and each of gelu's
+ * per-piece coefficients one permute. Each kernel repeats, step for step,
+ * the binary32 kernel of act_math.c named in its comment (same constants, same
  * operations in the same order, FMA where that one calls AM_FMA), so the
  * bits are those of the portable and AVX2 loops; test_math_levels checks
  * it. act_math.c includes this file once, after its kernels. Not a normal
@@ -139,35 +139,58 @@ AX_INLINE ax_v ax_gelu_sigmoid(ax_v x)
     return ax_sig_finish(x, ax_expm1_poly(r), nn);
 }
 
-/* am_phi_parts: *ac, t g(t) (returned), e^(-a^2/2) as (1 + *pm) 2^*n. */
-AX_INLINE ax_v ax_phi_parts(ax_v x, ax_v *ac_out, ax_v *pm, ax_v *n)
+/* The 16-entry tables of gelu's or gelu_dx's pieces, one register each. */
+struct ax_gq {
+    ax_v c;    /* am_gq_c: the pieces' centres */
+    ax_v q[6]; /* the polynomial's coefficients, highest order first */
+    ax_v e[6]; /* am_gq_e, broadcast */
+};
+
+AX_INLINE struct ax_gq ax_gq_load(const float (*tab)[16])
 {
-    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(15.0f)); /* a < 15 ? a : 15 */
-    ax_v t = _mm512_div_ps(ax_c(4.0f), _mm512_add_ps(ax_c(4.0f), ac));
-    ax_v u = _mm512_sub_ps(t, ax_c(0.5f));
-    ax_v g = ax_c(am_gelu_g[0]);
-    for (int i = 1; i < 11; i++)
-        g = _mm512_fmadd_ps(g, u, ax_c(am_gelu_g[i]));
-    ax_v ha = _mm512_mul_ps(ax_c(0.5f), ac);
-    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ha, ac), ax_c(-1.44269502f), ax_c(12582912.0f));
-    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
-    ax_v r = _mm512_fnmsub_ps(ha, ac, _mm512_mul_ps(nn, ax_c(AMF_LN2_HI)));
-    *pm = ax_expm1_poly(_mm512_fnmadd_ps(nn, ax_c(AMF_LN2_LO), r));
-    *n = nn;
-    *ac_out = ac;
-    return _mm512_mul_ps(t, g);
+    struct ax_gq t;
+    t.c = _mm512_loadu_ps(am_gq_c);
+#pragma GCC unroll 8
+    for (int j = 0; j < 6; j++) {
+        t.q[j] = _mm512_loadu_ps(tab[j]);
+        t.e[j] = ax_c(am_gq_e[j]);
+    }
+    return t;
 }
 
-/* am_gelu. */
-AX_INLINE ax_v ax_gelu(ax_v x)
+/* am_gq_index, am_gq_poly and am_gq_env on 16 lanes: *e and *n of the
+ * envelope, the polynomial returned (each coefficient by one permute). */
+AX_INLINE ax_v ax_gq_parts(const struct ax_gq *T, ax_v ac, ax_v *e, ax_v *n)
 {
-    ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
-    ax_v hq = _mm512_mul_ps(tg, _mm512_add_ps(ax_c(1.0f), pm));
+    __m512i idx = _mm512_srli_epi32(_mm512_castps_si512(_mm512_add_ps(ac, ax_c(AMF_GQ_OFF))), 21);
+    ax_v u = _mm512_sub_ps(ac, _mm512_permutexvar_ps(idx, T->c));
+    ax_v q = _mm512_permutexvar_ps(idx, T->q[0]);
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        q = _mm512_fmadd_ps(q, u, _mm512_permutexvar_ps(idx, T->q[j]));
+    ax_v tt = _mm512_fmadd_ps(_mm512_mul_ps(ac, ac), ax_c(-0.5f * 1.44269502f),
+                              ax_c(12582912.0f));
+    ax_v nn = _mm512_sub_ps(tt, ax_c(12582912.0f));
+    ax_v s = _mm512_fnmsub_ps(ac, ac, _mm512_mul_ps(nn, ax_c(AMF_GQ_L)));
+    ax_v ee = T->e[0];
+#pragma GCC unroll 8
+    for (int j = 1; j < 6; j++)
+        ee = _mm512_fmadd_ps(ee, s, T->e[j]);
+    *e = ee;
+    *n = nn;
+    return q;
+}
+
+/* am_gelu (the sign by a compare: x = -0 takes x + g = -0 here, g there,
+ * the same). */
+AX_INLINE ax_v ax_gelu(ax_v x, const struct ax_gq *T)
+{
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
+    ax_v e, n;
+    ax_v q = ax_gq_parts(T, ac, &e, &n);
+    ax_v g = _mm512_scalef_ps(_mm512_mul_ps(q, e), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v q = _mm512_mask_blend_ps(neg, hq, _mm512_mul_ps(_mm512_xor_ps(ac, ax_sign()), hq));
-    ax_v h = _mm512_scalef_ps(q, n);
-    return _mm512_mask_blend_ps(neg, _mm512_mul_ps(x, _mm512_sub_ps(ax_c(1.0f), h)), h);
+    return _mm512_mask_add_ps(g, (__mmask16)~neg, x, g);
 }
 
 /* am_rsqrt. */
@@ -203,7 +226,13 @@ AX_INLINE ax_v ax_log_reduced(ax_v e, ax_v f)
 }
 
 /* am_log, with getexp/getmant for the exponent and the mantissa in [1, 2)
- * (the same numbers as am_log's bit fields, subnormals included). */
+ * (the same numbers as am_log's bit fields, subnormals included), and its
+ * special cases by one fixupimm, which picks a result by the class of x:
+ * 4 bits per class, from the lowest: QNaN and SNaN -> x quieted (2),
+ * +-0 -> -inf (4), +1 -> v (0), -inf -> the default NaN 0xffc00000 (3),
+ * +inf -> +inf (5), negative -> default NaN (3), positive -> v (0). So
+ * a NaN x needs no guard. */
+#define AX_LOG_FIXUP 0x03530422
 AX_INLINE ax_v ax_log(ax_v x)
 {
     ax_v e = _mm512_getexp_ps(x);
@@ -212,10 +241,7 @@ AX_INLINE ax_v ax_log(ax_v x)
     m = _mm512_mask_mul_ps(m, big, m, ax_c(0.5f));
     e = _mm512_mask_add_ps(e, big, e, ax_c(1.0f));
     ax_v v = ax_log_reduced(e, _mm512_sub_ps(m, ax_c(1.0f)));
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, ax_c(INFINITY), _CMP_EQ_OQ), v, ax_c(INFINITY));
-    v = _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_GT_OQ), ax_c(NAN), v);
-    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_EQ_OQ), v,
-                                ax_c(-INFINITY));
+    return _mm512_fixupimm_ps(v, x, _mm512_set1_epi32(AX_LOG_FIXUP), 0);
 }
 
 /* am_softplus. */
@@ -300,24 +326,20 @@ AX_INLINE ax_v ax_erf(ax_v x)
     return _mm512_or_ps(r, _mm512_and_ps(x, ax_sign()));
 }
 
-/* am_gelu_dx. */
-AX_INLINE ax_v ax_gelu_dx(ax_v x)
+/* am_gelu_dx (the sign by a compare: x = -0 takes 1 - h here, h there,
+ * both 1/2), and the guard of AM_LOOPN (a NaN x gives x + x, x quieted)
+ * by one fixupimm: QNaN and SNaN -> x quieted (token 2), any other class
+ * -> the value (0). */
+#define AX_NAN_FIXUP 0x00000022
+AX_INLINE ax_v ax_gelu_dx(ax_v x, const struct ax_gq *T)
 {
-    ax_v ac, pm, n;
-    ax_v tg = ax_phi_parts(x, &ac, &pm, &n);
-    ax_v d = _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CH),
-                              _mm512_fnmadd_ps(ac, ax_c(AMF_GDX_CL), tg));
-    ax_v h = _mm512_scalef_ps(_mm512_fmadd_ps(d, pm, d), n);
+    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(AMF_GQ_AMAX)); /* a < M ? a : M */
+    ax_v e, n;
+    ax_v q = ax_gq_parts(T, ac, &e, &n);
+    ax_v h = _mm512_scalef_ps(_mm512_mul_ps(q, e), n);
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v far = _mm512_mask_blend_ps(neg, _mm512_sub_ps(ax_c(1.0f), h), h);
-    ax_v r = _mm512_sub_ps(x, ax_c(AMF_GDX_X0H));
-    ax_v q = ax_c(am_gdx_g[0]);
-    for (int i = 1; i < 13; i++)
-        q = _mm512_fmadd_ps(q, r, ax_c(am_gdx_g[i]));
-    ax_v near = _mm512_mul_ps(_mm512_sub_ps(r, ax_c(AMF_GDX_X0L)), q);
-    __mmask16 in = _mm512_cmp_ps_mask(x, ax_c(-1.7f), _CMP_GT_OQ) &
-                   _mm512_cmp_ps_mask(x, ax_c(0.6f), _CMP_LT_OQ);
-    return _mm512_mask_blend_ps(in, far, near);
+    ax_v v = _mm512_mask_sub_ps(h, (__mmask16)~neg, ax_c(1.0f), h);
+    return _mm512_fixupimm_ps(v, x, _mm512_set1_epi32(AX_NAN_FIXUP), 0);
 }
 
 /* am_atan. */
@@ -518,15 +540,23 @@ AX_ATTR static bool ax_rows(unsigned func, float *dst, const float *src, size_t 
     case ISA_ACT_silu: AX_LOOPU(ax_sig_times(x, x, E)); return true;
     case ISA_ACT_gelu_apprx_tanh: AX_LOOPU(ax_gelu_tanh(x)); return true;
     case ISA_ACT_gelu_apprx_sigmoid: AX_LOOPU(ax_gelu_sigmoid(x)); return true;
-    case ISA_ACT_gelu: AX_LOOPU(ax_gelu(x)); return true;
+    case ISA_ACT_gelu: {
+        const struct ax_gq T = ax_gq_load(am_gelu_q);
+        AX_LOOPU(ax_gelu(x, &T));
+        return true;
+    }
     case ISA_ACT_rsqrt: AX_LOOPU(ax_rsqrt(x)); return true;
-    case ISA_ACT_log: AX_LOOP(ax_log(x)); return true;
+    case ISA_ACT_log: AX_LOOPU(ax_log(x)); return true;
     case ISA_ACT_softplus: AX_LOOPU(ax_softplus(x, E)); return true;
     case ISA_ACT_silu_dx: AX_LOOPU(ax_silu_dx(x, E)); return true;
     case ISA_ACT_erf_dx: AX_LOOP(ax_erf_dx(x, E)); return true;
     case ISA_ACT_mish: AX_LOOPU(ax_mish(x, E)); return true;
     case ISA_ACT_erf: AX_LOOPU(ax_erf(x)); return true;
-    case ISA_ACT_gelu_dx: AX_LOOP(ax_gelu_dx(x)); return true;
+    case ISA_ACT_gelu_dx: {
+        const struct ax_gq T = ax_gq_load(am_gdx_q);
+        AX_LOOPU(ax_gelu_dx(x, &T));
+        return true;
+    }
     case ISA_ACT_arctan: AX_LOOP(ax_atan(x)); return true;
     case ISA_ACT_sin: ax_sin_rows(dst, src, n, scale, bias, E); return true;
     default: return false;
