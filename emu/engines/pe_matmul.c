@@ -11,6 +11,10 @@
  * stored as flat bf16 or fp32 rows may instead be packed inside the
  * product, PE_PANEL_COLS columns at a time, into the calling thread's own
  * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
+ * Its stored rows lie in partitions a multiple of 4 KiB apart and miss
+ * the cache, so they are asked for PE_PANEL_AHEAD rows before they are
+ * read; the output rows of the next block are asked for while a block
+ * runs (prefetch hints: no effect on the results).
  */
 #include "emu/engines/pe_matmul.h"
 
@@ -141,6 +145,11 @@ void pe_pack_b(const struct ap_view *v, uint32_t groups, uint32_t w, float *dst,
 }
 
 /* ---- packing moving panels inside the product --------------------------------------- */
+
+/* Stored rows of the moving operand asked for ahead of the row being
+ * packed: rows come from partitions 192 KiB apart, each a miss to L3 that
+ * the hardware prefetcher does not foresee. */
+#define PE_PANEL_AHEAD 8u
 
 bool pe_panel_src_ok(const struct ap_view *v, uint32_t groups)
 {
@@ -417,13 +426,25 @@ static void pe_mm_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *bp
         pe_edge_block(fn, mm, ap, bp, c, rows, cols);
 }
 
+/* Ask for the run of `bytes` bytes of logical row kk from column n_lo on. */
+static void pe_prefetch_panel_row(const struct pe_mm *mm, uint32_t kk, uint32_t n_lo,
+                                  size_t bytes)
+{
+    pe_prefetch_row(pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n_lo), bytes);
+}
+
 void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
 {
     bool x512 = PE_X86 && pe_level() == NUM_ISA_AVX512 && mm->b_src->dtype == NUM_DT_BF16;
     n_hi = n_hi < mm->n ? n_hi : mm->n;
     if (n_hi - n_lo > PE_PANEL_COLS)
         n_hi = n_lo + PE_PANEL_COLS;
+    size_t run = (size_t)(n_hi - n_lo) * mm->b_src->esize;
+    for (uint32_t kk = 0; kk < PE_PANEL_AHEAD && kk < mm->k; kk++)
+        pe_prefetch_panel_row(mm, kk, n_lo, run);
     for (uint32_t kk = 0; kk < mm->k; kk++) {
+        if (kk + PE_PANEL_AHEAD < mm->k)
+            pe_prefetch_panel_row(mm, kk + PE_PANEL_AHEAD, n_lo, run);
 #if PE_X86
         if (x512) {
             pe_panels_row_x512(mm, kk, n_lo, n_hi, panels);
@@ -431,6 +452,25 @@ void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float 
         }
 #endif
         pe_panels_row(mm, kk, n_lo, n_hi, panels);
+    }
+}
+
+/* Ask for the output rows of the block after (n0, m0) (next rows, or the
+ * top of the next column panel below hi) into L2 while this one runs. */
+static void pe_prefetch_next_c(const struct pe_mm *mm, uint32_t n0, uint32_t m0, uint32_t hi)
+{
+    uint32_t nm = m0 + PE_MR, nn = n0;
+    if (nm >= mm->m) {
+        nm = 0;
+        nn = n0 + PE_NR;
+        if (nn >= hi)
+            return;
+    }
+    uint32_t rows = mm->m - nm < PE_MR ? mm->m - nm : PE_MR;
+    for (uint32_t r = 0; r < rows; r++) {
+        const char *row = (const char *)(mm->c + (ptrdiff_t)(nm + r) * mm->ldc + nn);
+        __builtin_prefetch(row, 1, 2);
+        __builtin_prefetch(row + 64, 1, 2);
     }
 }
 
@@ -443,8 +483,10 @@ void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, floa
         pe_pack_panels(mm, lo, hi, panels);
         for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
             const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
-            for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+            for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR) {
+                pe_prefetch_next_c(mm, n0, m0, hi);
                 pe_mm_block(fn, mm, bp, n0, m0);
+            }
         }
     }
 }
