@@ -13,8 +13,11 @@
  * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
  * Its stored rows lie in partitions a multiple of 4 KiB apart and miss
  * the cache, so they are asked for PE_PANEL_AHEAD rows before they are
- * read; the output rows of the next block are asked for while a block
- * runs (prefetch hints: no effect on the results).
+ * read. Blocks of one packed range run row block by row block (the
+ * panels, a few dozen KiB, stay in L2; each block's output rows continue
+ * the previous block's), and the output rows of the next block are asked
+ * for while a block runs (the order of blocks and the prefetch hints
+ * change no result: each output element is one block's own fmaf chain).
  */
 #include "emu/engines/pe_matmul.h"
 
@@ -455,15 +458,17 @@ void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float 
     }
 }
 
-/* Ask for the output rows of the block after (n0, m0) (next rows, or the
- * top of the next column panel below hi) into L2 while this one runs. */
-static void pe_prefetch_next_c(const struct pe_mm *mm, uint32_t n0, uint32_t m0, uint32_t hi)
+/* Ask for the output rows of the block after (n0, m0) in the order of
+ * pe_mm_run_panels (the next 32 columns of the same rows, or the next rows
+ * from column lo) into L2 while this one runs. */
+static void pe_prefetch_next_c(const struct pe_mm *mm, uint32_t n0, uint32_t m0, uint32_t lo,
+                               uint32_t hi)
 {
-    uint32_t nm = m0 + PE_MR, nn = n0;
-    if (nm >= mm->m) {
-        nm = 0;
-        nn = n0 + PE_NR;
-        if (nn >= hi)
+    uint32_t nm = m0, nn = n0 + PE_NR;
+    if (nn >= hi) {
+        nn = lo;
+        nm = m0 + PE_MR;
+        if (nm >= mm->m)
             return;
     }
     uint32_t rows = mm->m - nm < PE_MR ? mm->m - nm : PE_MR;
@@ -481,13 +486,12 @@ void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, floa
     for (uint32_t lo = n_lo; lo < n_hi; lo += PE_PANEL_COLS) {
         uint32_t hi = n_hi - lo < PE_PANEL_COLS ? n_hi : lo + PE_PANEL_COLS;
         pe_pack_panels(mm, lo, hi, panels);
-        for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
-            const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
-            for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR) {
-                pe_prefetch_next_c(mm, n0, m0, hi);
+        for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+            for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
+                const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
+                pe_prefetch_next_c(mm, n0, m0, lo, hi);
                 pe_mm_block(fn, mm, bp, n0, m0);
             }
-        }
     }
 }
 
