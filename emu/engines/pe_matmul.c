@@ -11,6 +11,14 @@
  * stored as flat bf16 or fp32 rows may instead be packed inside the
  * product, PE_PANEL_COLS columns at a time, into the calling thread's own
  * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
+ * Stored rows of either operand lie in partitions a multiple of 4 KiB
+ * apart and miss the cache, so they are asked for (into L2) PE_ROWS_AHEAD
+ * rows before they are read. Blocks of one packed range run row block by
+ * row block (the panels, a few dozen KiB, stay in L2; each block's output
+ * rows continue the previous block's), and the output rows of the next
+ * block are asked for while a block runs (the order of blocks and the
+ * prefetch hints change no result: each output element is one block's
+ * own fmaf chain).
  */
 #include "emu/engines/pe_matmul.h"
 
@@ -98,11 +106,18 @@ static void pe_scatter_bf16(const uint8_t *src, uint32_t w, uint32_t wr, uint32_
     }
 }
 
-/* Ask for the bytes of a row that will be read soon. */
+/* Stored rows of an operand asked for ahead of the row being packed:
+ * rows come from partitions 192 KiB apart, each a miss to L3 that the
+ * hardware prefetcher does not foresee. */
+#define PE_ROWS_AHEAD 8u
+
+/* Ask for the bytes of a row that will be read soon, into L2: rows of
+ * consecutive partitions share one L1 set (their stride is a multiple of
+ * 4 KiB), so PE_ROWS_AHEAD of them would evict each other from L1. */
 static void pe_prefetch_row(const uint8_t *p, size_t bytes)
 {
     for (size_t off = 0; off < bytes; off += 64)
-        __builtin_prefetch(p + off);
+        __builtin_prefetch(p + off, 0, 2);
 }
 
 void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
@@ -111,10 +126,13 @@ void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t
     uint32_t kt = groups * v->rows;
     bool bf16 = v->flat && v->dtype == NUM_DT_BF16;
     p1 = p1 < v->rows ? p1 : v->rows;
+    size_t run = (size_t)groups * w * 2;
+    for (uint32_t p = p0; bf16 && p < p0 + PE_ROWS_AHEAD && p < p1; p++)
+        pe_prefetch_row(ap_row_ptr(v, p), run);
     for (uint32_t p = p0; p < p1; p++) {
         if (bf16) {
-            if (p + 2 < p1)
-                pe_prefetch_row(ap_row_ptr(v, p + 2), (size_t)groups * w * 2);
+            if (p + PE_ROWS_AHEAD < p1)
+                pe_prefetch_row(ap_row_ptr(v, p + PE_ROWS_AHEAD), run);
             for (uint32_t j = 0; j < groups; j++)
                 pe_scatter_bf16(ap_row_ptr(v, p) + (size_t)j * w * 2, w, wr, kt,
                                 j * v->rows + p, dst);
@@ -417,13 +435,25 @@ static void pe_mm_block(pe_kernel_fn fn, const struct pe_mm *mm, const float *bp
         pe_edge_block(fn, mm, ap, bp, c, rows, cols);
 }
 
+/* Ask for the run of `bytes` bytes of logical row kk from column n_lo on. */
+static void pe_prefetch_panel_row(const struct pe_mm *mm, uint32_t kk, uint32_t n_lo,
+                                  size_t bytes)
+{
+    pe_prefetch_row(pe_chunk_src(mm, kk % mm->b_src->rows, kk / mm->b_src->rows, n_lo), bytes);
+}
+
 void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
 {
     bool x512 = PE_X86 && pe_level() == NUM_ISA_AVX512 && mm->b_src->dtype == NUM_DT_BF16;
     n_hi = n_hi < mm->n ? n_hi : mm->n;
     if (n_hi - n_lo > PE_PANEL_COLS)
         n_hi = n_lo + PE_PANEL_COLS;
+    size_t run = (size_t)(n_hi - n_lo) * mm->b_src->esize;
+    for (uint32_t kk = 0; kk < PE_ROWS_AHEAD && kk < mm->k; kk++)
+        pe_prefetch_panel_row(mm, kk, n_lo, run);
     for (uint32_t kk = 0; kk < mm->k; kk++) {
+        if (kk + PE_ROWS_AHEAD < mm->k)
+            pe_prefetch_panel_row(mm, kk + PE_ROWS_AHEAD, n_lo, run);
 #if PE_X86
         if (x512) {
             pe_panels_row_x512(mm, kk, n_lo, n_hi, panels);
@@ -434,6 +464,27 @@ void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float 
     }
 }
 
+/* Ask for the output rows of the block after (n0, m0) in the order of
+ * pe_mm_run_panels (the next 32 columns of the same rows, or the next rows
+ * from column lo) into L2 while this one runs. */
+static void pe_prefetch_next_c(const struct pe_mm *mm, uint32_t n0, uint32_t m0, uint32_t lo,
+                               uint32_t hi)
+{
+    uint32_t nm = m0, nn = n0 + PE_NR;
+    if (nn >= hi) {
+        nn = lo;
+        nm = m0 + PE_MR;
+        if (nm >= mm->m)
+            return;
+    }
+    uint32_t rows = mm->m - nm < PE_MR ? mm->m - nm : PE_MR;
+    for (uint32_t r = 0; r < rows; r++) {
+        const char *row = (const char *)(mm->c + (ptrdiff_t)(nm + r) * mm->ldc + nn);
+        __builtin_prefetch(row, 1, 2);
+        __builtin_prefetch(row + 64, 1, 2);
+    }
+}
+
 void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels)
 {
     pe_kernel_fn fn = pe_kernel();
@@ -441,11 +492,12 @@ void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, floa
     for (uint32_t lo = n_lo; lo < n_hi; lo += PE_PANEL_COLS) {
         uint32_t hi = n_hi - lo < PE_PANEL_COLS ? n_hi : lo + PE_PANEL_COLS;
         pe_pack_panels(mm, lo, hi, panels);
-        for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
-            const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
-            for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+        for (uint32_t m0 = 0; m0 < mm->m; m0 += PE_MR)
+            for (uint32_t n0 = lo; n0 < hi; n0 += PE_NR) {
+                const float *bp = panels + (size_t)(n0 - lo) / PE_NR * mm->k * PE_NR;
+                pe_prefetch_next_c(mm, n0, m0, lo, hi);
                 pe_mm_block(fn, mm, bp, n0, m0);
-        }
+            }
     }
 }
 

@@ -1,7 +1,8 @@
 /*
  * test_exec_pe.c: the Tensor-engine instructions against plain C
  * references: nc_matmul bit-exact with the fmaf definition for every input
- * type, edge shapes, accumulation chains, PSUM partition and bank offsets,
+ * type, edge shapes, accumulation chains, PSUM partition and bank offsets
+ * (also for moving operands packed inside the product, edges cut short),
  * strided operands, tiles, onezero hints, double-row fp8, transpose mode,
  * every kernel level and every host thread count giving the same bits;
  * nc_transpose on PE and DVE; nc_matmul_mx refused; shape, type and bound
@@ -179,6 +180,42 @@ static void test_matmul_accumulate_offsets(void **state)
     assert_int_equal(*harness_psum_ptr(h, part + m, off), 0x5a);
     assert_int_equal(*harness_psum_ptr(h, part, off - 1), 0x5a);
     assert_int_equal(*harness_psum_ptr(h, part, off + 4 * n), 0x5a);
+}
+
+/* Moving operands packed inside the product (flat bf16 and fp32): row
+ * blocks and column ranges cut short on both edges, dst at partition 5
+ * and a bank offset, overwrite then accumulate twice, with 1 and 2 host
+ * threads (13 rows: one thread; 121 rows: split); PSUM around the tile
+ * stays untouched. */
+static void test_matmul_panels_offsets(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t types[] = {ISA_DT_BF16, ISA_DT_F32}, ms[] = {13, 121};
+    const uint32_t k = 128, n = 300, part = 5;
+    const uint64_t off = ISA_PSUM_BANK_BYTES + 64;
+    for (unsigned threads = 1; threads <= 2; threads++) {
+        par_configure(threads);
+        for (size_t t = 0; t < 2; t++)
+            for (size_t mi = 0; mi < 2; mi++) {
+                uint32_t m = ms[mi];
+                memset(h->core->psum, 0x5a, (size_t)ISA_NUM_PARTITIONS * ISA_PSUM_PART_BYTES);
+                for (int step = 0; step < 3; step++) {
+                    harness_clear(h);
+                    uint64_t seed = 800 + 10 * t + 3 * mi + (uint64_t)step;
+                    put_tile(h, 0, k, SB_A, types[t], m, 1, seed, ta);
+                    put_tile(h, 0, k, SB_B, types[t], n, 1, seed + 100, tb);
+                    add_mm(h, k, m, n, types[t], types[t], part, off, step > 0);
+                    assert_int_equal(harness_run(h), EMU_OK);
+                    ref_mm(k, m, n, step > 0);
+                }
+                expect_psum(h, part, off, m, n);
+                assert_int_equal(*harness_psum_ptr(h, part - 1, off), 0x5a);
+                assert_int_equal(*harness_psum_ptr(h, part + m, off), 0x5a);
+                assert_int_equal(*harness_psum_ptr(h, part, off - 1), 0x5a);
+                assert_int_equal(*harness_psum_ptr(h, part, off + 4 * n), 0x5a);
+            }
+    }
+    par_configure(0);
 }
 
 /* Strided free dims on the inputs and a strided (non-flat) dst. */
@@ -710,6 +747,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_dtypes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_edge_shapes, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_accumulate_offsets, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_panels_offsets, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_strided, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_levels_identical, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_threads_identical, setup3, teardown),
