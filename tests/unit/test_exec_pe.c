@@ -159,6 +159,17 @@ static void test_matmul_edge_shapes(void **state)
                 check_mm(h, ks[a], ms[b], ns[c], ISA_DT_BF16, ISA_DT_BF16, 100 + a * 9 + b * 3 + c);
 }
 
+
+/* The PSUM bytes just outside an m x n fp32 tile at partition part, byte
+ * off, still hold the 0x5a they were filled with. */
+static void expect_psum_border(struct harness *h, uint32_t part, uint64_t off, uint32_t m,
+                               uint32_t n)
+{
+    assert_int_equal(*harness_psum_ptr(h, part - 1, off), 0x5a);
+    assert_int_equal(*harness_psum_ptr(h, part + m, off), 0x5a);
+    assert_int_equal(*harness_psum_ptr(h, part, off - 1), 0x5a);
+    assert_int_equal(*harness_psum_ptr(h, part, off + 4 * n), 0x5a);
+}
 /* Three matmuls into one PSUM tile at partition 5, bank 3 (+64 bytes):
  * overwrite, then accumulate twice; neighbours stay untouched. */
 static void test_matmul_accumulate_offsets(void **state)
@@ -176,10 +187,7 @@ static void test_matmul_accumulate_offsets(void **state)
         ref_mm(k, m, n, step > 0);
     }
     expect_psum(h, part, off, m, n);
-    assert_int_equal(*harness_psum_ptr(h, part - 1, off), 0x5a);
-    assert_int_equal(*harness_psum_ptr(h, part + m, off), 0x5a);
-    assert_int_equal(*harness_psum_ptr(h, part, off - 1), 0x5a);
-    assert_int_equal(*harness_psum_ptr(h, part, off + 4 * n), 0x5a);
+    expect_psum_border(h, part, off, m, n);
 }
 
 /* Moving operands packed inside the product (flat bf16 and fp32): row
@@ -209,10 +217,7 @@ static void test_matmul_panels_offsets(void **state)
                     ref_mm(k, m, n, step > 0);
                 }
                 expect_psum(h, part, off, m, n);
-                assert_int_equal(*harness_psum_ptr(h, part - 1, off), 0x5a);
-                assert_int_equal(*harness_psum_ptr(h, part + m, off), 0x5a);
-                assert_int_equal(*harness_psum_ptr(h, part, off - 1), 0x5a);
-                assert_int_equal(*harness_psum_ptr(h, part, off + 4 * n), 0x5a);
+                expect_psum_border(h, part, off, m, n);
             }
     }
     par_configure(0);
