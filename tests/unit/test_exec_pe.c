@@ -159,7 +159,6 @@ static void test_matmul_edge_shapes(void **state)
                 check_mm(h, ks[a], ms[b], ns[c], ISA_DT_BF16, ISA_DT_BF16, 100 + a * 9 + b * 3 + c);
 }
 
-
 /* The PSUM bytes just outside an m x n fp32 tile at partition part, byte
  * off, still hold the 0x5a they were filled with. */
 static void expect_psum_border(struct harness *h, uint32_t part, uint64_t off, uint32_t m,
