@@ -112,6 +112,22 @@ AM_INLINE float am_expm1_poly(float r)
     return AM_FMA(r * r, q, r);
 }
 
+/* e^r - 1 for |r| <= ln2/2 as r + r^2 q(r) with q of degree 4 (silu_dx;
+ * near-minimax relative fit, 1.3e-7 with the binary32 coefficients:
+ * tests/tools/act_fit.py expm1_q4). */
+#define AMF_Q4_1 1.666657925e-01f
+#define AMF_Q4_2 4.166675359e-02f
+#define AMF_Q4_3 8.362951688e-03f
+#define AMF_Q4_4 1.390672871e-03f
+AM_INLINE float am_expm1_q4(float r)
+{
+    float q = AM_FMA(AMF_Q4_4, r, AMF_Q4_3);
+    q = AM_FMA(q, r, AMF_Q4_2);
+    q = AM_FMA(q, r, AMF_Q4_1);
+    q = AM_FMA(q, r, 0.5f);
+    return AM_FMA(r * r, q, r);
+}
+
 /* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
  * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
  * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
@@ -330,9 +346,10 @@ AM_INLINE float am_silu(float x, const struct am_env *E)
 }
 
 /* silu_dx x = s (1 + x (1 - s)), s = sigmoid(x), in binary32. With
- * e = e^-|x| = (1 + pm) 2^n = 2^n + 2^n pm (one FMA) and d = 1 + e (x
+ * e = e^-|x| = (1 + pm) 2^n = 2^n + 2^n pm (one FMA; the reduction of
+ * am_expf_split, pm from am_expm1_q4) and d = 1 + e (x
  * clamped to [-200, 200]):
- *   x >= 0: (d + x e) / d^2
+ *   x >= 0: (1 + (1 + x) e) / d^2   (one FMA on the 1 + x of the other side)
  *   x < 0:  (1 + pm)((1 + x) + e) / d^2 * 2^n   (the scaling rounds last)
  * with d^2 = 1 + e (2 + e) by FMA. (1 + x) + e cancels near the zero
  * x0 = -1.2784645 of the function, so it is taken as (1 + x + 2^n) +
@@ -347,14 +364,17 @@ AM_INLINE float am_silu_dx(float x, const struct am_env *E)
     xc = xc > 200.0f ? 200.0f : xc;
     float a = -fabsf(xc);
     a = a > E->sig_lo ? a : E->sig_lo; /* a NaN x acts as sig_lo here */
-    float pm, n;
-    am_expf_split(a, -0.0f, E->sig_lo, E->expf_hi, &pm, &n);
+    float t = AM_FMA(a, 1.44269502f, 12582912.0f); /* 1.5 * 2^23: rounds a/ln2 */
+    float n = t - 12582912.0f;
+    float r = AM_FMA(n, -AMF_LN2_HI, a);
+    float pm = am_expm1_q4(AM_FMA(n, -AMF_LN2_LO, r));
     float s = am_scalef(1.0f, n);
     float e = AM_FMA(s, pm, s);
     float d2 = AM_FMA(e, 2.0f + e, 1.0f); /* (1 + e)^2 */
-    float w = AM_FMA(s, pm, (1.0f + xc) + s);
+    float x1 = 1.0f + xc;
+    float w = AM_FMA(s, pm, x1 + s);
     int neg = x < 0.0f;
-    float num = neg ? AM_FMA(pm, w, w) : AM_FMA(xc, e, 1.0f + e);
+    float num = neg ? AM_FMA(pm, w, w) : AM_FMA(e, x1, 1.0f);
     return am_scalef(num / d2, neg ? n : 0.0f);
 }
 
@@ -558,25 +578,38 @@ AM_INLINE float am_sig_finish(float x, float pm, float nn)
  * c1l, goes to ul): u is below 16, so c1h - u is exact and c3 a^2 + (c1h -
  * u), one more FMA, is u's rounding error; ul adds c3 times the low part
  * of a^2 (by FMA) and c3l a^2 + c1l. Then n = round(-a u) and f = -a u - n
- * (one rounding each, from the exact product), f - a ul, and 2^f - 1 =
- * f P(f), P of degree 5 (near-minimax on |f| <= 0.52, relative error
- * 1.6e-8 with the binary32 coefficients: tests/tools/act_fit.py exp2m1);
- * no ln2 in the reduction. Then am_sig_finish. */
+ * (one rounding each, from the exact product), f - a ul, and 2^f =
+ * 1 + f P(f), P of degree 4, the last step one FMA (near-minimax on |f|
+ * <= 0.51, relative error 1.0e-7 with the binary32 coefficients:
+ * tests/tools/act_fit.py exp2); no ln2 in the reduction. Then
+ * am_gt_finish. */
 #define AMF_GT_C1H 0x1.26aecp+1f      /* 2 sqrt(2/pi) / ln2 cut to a multiple of 2^-20 */
 #define AMF_GT_C1L 2.513669699e-07f   /* 2 sqrt(2/pi) / ln2 - AMF_GT_C1H */
 #define AMF_GT_C3 1.029432416e-01f    /* 2 sqrt(2/pi) 0.044715 / ln2 */
 #define AMF_GT_C3L (-2.016198541e-09f) /* 2 sqrt(2/pi) 0.044715 / ln2 - AMF_GT_C3 */
-static const float am_gt_p[6] = {1.538861979e-04f, 1.339174807e-03f, 9.618304670e-03f,
-                                  5.550360307e-02f, 2.402264923e-01f, 6.931471825e-01f};
+static const float am_gt_p[5] = {1.325851539e-03f, 9.673614055e-03f, 5.550771207e-02f,
+                                  2.402220964e-01f, 6.931469440e-01f};
 
-/* 2^f - 1 for |f| <= 0.52: f P(f). */
-AM_INLINE float am_exp2m1_poly(float f)
+/* 2^f for |f| <= 0.51: 1 + f P(f). */
+AM_INLINE float am_exp2_poly(float f)
 {
     float p = am_gt_p[0];
 #pragma GCC unroll 8
-    for (int i = 1; i < 6; i++)
+    for (int i = 1; i < 5; i++)
         p = AM_FMA(p, f, am_gt_p[i]);
-    return f * p;
+    return AM_FMA(f, p, 1.0f);
+}
+
+/* The quotient of am_sig_quot for gelu_apprx_tanh, from a = min(|x|, 11)
+ * and e^-|v| = p1 2^nn: x / (1 + e) for x >= 0, -(a p1) / (1 + e) * 2^nn
+ * for x < 0 (the scaling rounds last; -a for x takes the place of the
+ * clamp to -200: below -11 the result is -0 either way). */
+AM_INLINE float am_gt_finish(float x, float a, float p1, float nn)
+{
+    float den = 1.0f + am_scalef(p1, nn);
+    int neg = x < 0.0f;
+    float num = neg ? -(a * p1) : x;
+    return am_scalef(num / den, neg ? nn : 0.0f);
 }
 
 AM_INLINE float am_gelu_tanh(float x)
@@ -593,7 +626,7 @@ AM_INLINE float am_gelu_tanh(float x)
     float nn = t - 12582912.0f;
     float f = AM_FMA(-ac, u, -nn);
     f = AM_FMA(-ac, ul, f);
-    return am_sig_finish(x, am_exp2m1_poly(f), nn);
+    return am_gt_finish(x, ac, am_exp2_poly(f), nn);
 }
 
 /* x * sigmoid(1.702 x) = x / (1 + e^-v), v = 1.702 x, with 1.702 |x| never

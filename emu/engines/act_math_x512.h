@@ -107,10 +107,23 @@ AX_INLINE ax_v ax_sig_finish(ax_v x, ax_v pm, ax_v nn)
     return _mm512_scalef_ps(_mm512_div_ps(num, den), _mm512_maskz_mov_ps(neg, nn));
 }
 
-/* am_gelu_tanh, with am_exp2m1_poly. */
+/* am_gt_finish. */
+AX_INLINE ax_v ax_gt_finish(ax_v x, ax_v a, ax_v p1, ax_v nn)
+{
+    ax_v den = _mm512_add_ps(ax_c(1.0f), _mm512_scalef_ps(p1, nn));
+    __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
+    ax_v num = _mm512_mask_blend_ps(neg, x, _mm512_fnmadd_ps(a, p1, ax_c(-0.0f))); /* -(a p1) */
+    ax_v q = _mm512_div_ps(num, den);
+    return _mm512_mask_scalef_ps(q, neg, q, nn); /* q itself where x >= 0 (scaling by 2^0) */
+}
+
+/* am_gelu_tanh, with am_exp2_poly. */
 AX_INLINE ax_v ax_gelu_tanh(ax_v x)
 {
-    ax_v ac = _mm512_min_ps(_mm512_andnot_ps(ax_sign(), x), ax_c(11.0f)); /* a < 11 ? a : 11 */
+    /* min(|x|, 11): 11 for a quiet NaN as in am_gelu_tanh, a quiet NaN for a
+     * signalling one; either way the quotient gives x quieted (x / NaN is
+     * the first operand's NaN on x86) */
+    ax_v ac = _mm512_range_ps(x, ax_c(11.0f), 0x0A);
     ax_v x2 = _mm512_mul_ps(ac, ac);
     ax_v x2l = _mm512_fmsub_ps(ac, ac, x2);
     ax_v u = _mm512_fmadd_ps(ax_c(AMF_GT_C3), x2, ax_c(AMF_GT_C1H));
@@ -122,9 +135,9 @@ AX_INLINE ax_v ax_gelu_tanh(ax_v x)
     ax_v f = _mm512_fnmsub_ps(ac, u, nn);
     f = _mm512_fnmadd_ps(ac, ul, f);
     ax_v p = ax_c(am_gt_p[0]);
-    for (int i = 1; i < 6; i++)
+    for (int i = 1; i < 5; i++)
         p = _mm512_fmadd_ps(p, f, ax_c(am_gt_p[i]));
-    return ax_sig_finish(x, _mm512_mul_ps(f, p), nn);
+    return ax_gt_finish(x, ac, _mm512_fmadd_ps(f, p, ax_c(1.0f)), nn);
 }
 
 /* am_gelu_sigmoid. */
@@ -258,23 +271,32 @@ AX_INLINE ax_v ax_softplus(ax_v x, const struct am_env *E)
     return _mm512_fmadd_ps(e, h, pos);
 }
 
-/* am_silu_dx. */
+/* am_silu_dx, with am_expm1_q4. */
 AX_INLINE ax_v ax_silu_dx(ax_v x, const struct am_env *E)
 {
     ax_v xc = _mm512_min_ps(ax_c(200.0f), _mm512_max_ps(ax_c(-200.0f), x));
     ax_v n;
     ax_v ah = _mm512_or_ps(xc, ax_sign());       /* -|xc| */
     ah = _mm512_max_ps(ah, ax_c(E->sig_lo));     /* ah > lo ? ah : lo (NaN: lo) */
-    ax_v pm = ax_expf_split(ah, ah, 0, -INFINITY, INFINITY, &n); /* lo <= ah <= 0 */
+    ax_v t = _mm512_fmadd_ps(ah, ax_c(1.44269502f), ax_c(12582912.0f));
+    n = _mm512_sub_ps(t, ax_c(12582912.0f));
+    ax_v r = _mm512_fnmadd_ps(n, ax_c(AMF_LN2_HI), ah);
+    r = _mm512_fnmadd_ps(n, ax_c(AMF_LN2_LO), r);
+    ax_v q = _mm512_fmadd_ps(ax_c(AMF_Q4_4), r, ax_c(AMF_Q4_3));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_Q4_2));
+    q = _mm512_fmadd_ps(q, r, ax_c(AMF_Q4_1));
+    q = _mm512_fmadd_ps(q, r, ax_c(0.5f));
+    ax_v pm = _mm512_fmadd_ps(_mm512_mul_ps(r, r), q, r);
     ax_v s = _mm512_scalef_ps(ax_c(1.0f), n);
     ax_v e = _mm512_fmadd_ps(s, pm, s);
     ax_v d2 = _mm512_fmadd_ps(e, _mm512_add_ps(ax_c(2.0f), e), ax_c(1.0f));
-    ax_v w = _mm512_fmadd_ps(s, pm, _mm512_add_ps(_mm512_add_ps(ax_c(1.0f), xc), s));
+    ax_v x1 = _mm512_add_ps(ax_c(1.0f), xc);
+    ax_v w = _mm512_fmadd_ps(s, pm, _mm512_add_ps(x1, s));
     __mmask16 neg = _mm512_cmp_ps_mask(x, _mm512_setzero_ps(), _CMP_LT_OQ);
-    ax_v num = _mm512_mask_blend_ps(neg, _mm512_fmadd_ps(xc, e, _mm512_add_ps(ax_c(1.0f), e)),
+    ax_v num = _mm512_mask_blend_ps(neg, _mm512_fmadd_ps(e, x1, ax_c(1.0f)),
                                     _mm512_fmadd_ps(pm, w, w));
-    ax_v q = _mm512_div_ps(num, d2);
-    return _mm512_mask_scalef_ps(q, neg, q, n); /* q itself where x >= 0 (scaling by 2^0) */
+    ax_v y = _mm512_div_ps(num, d2);
+    return _mm512_mask_scalef_ps(y, neg, y, n); /* y itself where x >= 0 (scaling by 2^0) */
 }
 
 /* am_erf_dx. */

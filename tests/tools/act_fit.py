@@ -68,15 +68,12 @@ def erf():
         show(f"erfc on [2, 4], degree {deg}", c, err)
 
 
-def exp2m1():
-    """(2^f - 1) / f on f in [-0.52, 0.52] (gelu_apprx_tanh: 2^f - 1 = f P(f)),
-    relative error."""
-    f = np.linspace(-0.52, 0.52, 20001)
-    p = np.full_like(f, math.log(2.0))
-    nz = f != 0
-    p[nz] = np.expm1(f[nz] * math.log(2.0)) / f[nz]
-    c, err = fit32(f, p, 5)
-    show("(2^f - 1)/f, degree 5", c, err)
+def exp2():
+    """2^f on f in [-0.51, 0.51] (gelu_apprx_tanh: 2^f = 1 + f P(f), P of
+    degree 4), relative error, the constant term 1."""
+    f = np.linspace(-0.51, 0.51, 40001)
+    c, err = fit32(f, np.exp2(f), 5, fixed=[1.0])
+    show("2^f, degree 5", c, err)
 
 
 def phi_ratio(a):
@@ -189,6 +186,17 @@ def gelu_dx():
     tabs, errs = gq_fit(lambda a: phi_ratio(a) - a / math.sqrt(2.0 * math.pi), GQ_DEG)
     show_gq("D", tabs, GQ_DEG)
     print("relative error by piece: " + " ".join(f"{e:.2g}" for e in errs))
+
+
+def expm1_q4():
+    """(e^r - 1 - r) / r^2 on r in [-0.3466, 0.3466] (silu_dx: e^r - 1 =
+    r + r^2 Q(r)), Q of degree 4 with Q(0) = 1/2, relative error."""
+    r = np.linspace(-0.3466, 0.3466, 20001)
+    q = np.full_like(r, 0.5)
+    nz = r != 0
+    q[nz] = (np.expm1(r[nz]) - r[nz]) / (r[nz] * r[nz])
+    c, err = fit32(r, q, 4, fixed=[0.5])
+    show("(e^r - 1 - r)/r^2, degree 4", c, err)
 
 
 if __name__ == "__main__":
