@@ -480,8 +480,8 @@ static void pe_prefetch_next_c(const struct pe_mm *mm, uint32_t n0, uint32_t m0,
     uint32_t rows = mm->m - nm < PE_MR ? mm->m - nm : PE_MR;
     for (uint32_t r = 0; r < rows; r++) {
         const char *row = (const char *)(mm->c + (ptrdiff_t)(nm + r) * mm->ldc + nn);
-        __builtin_prefetch(row, 1, 2);
-        __builtin_prefetch(row + 64, 1, 2);
+        for (size_t off = 0; off < PE_NR * sizeof(float); off += 64)
+            __builtin_prefetch(row + off, 1, 2);
     }
 }
 
