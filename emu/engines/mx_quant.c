@@ -51,6 +51,11 @@
 
 #define MXQ_LANES 4 /* values of one x4 element */
 
+/* The two output types as the vector kernels take them: mantissa bits k,
+ * exponent bias, largest finite code, and emax as in mxq_scale_code. */
+#define MXQ_E4M3 3, 7, 0x7e, 8
+#define MXQ_E5M2 2, 15, 0x7b, 15
+
 uint8_t mxq_scale_code(float amax, int emax)
 {
     if (!isfinite(amax))
@@ -263,9 +268,9 @@ MXQ_X512_INLINE void mxq_x512_type(const struct mxq_block *b, int k, int bias, s
 MXQ_X512 static void mxq_block_x512(const struct mxq_block *b)
 {
     if (b->e4)
-        mxq_x512_type(b, 3, 7, 0x7e, 8);
+        mxq_x512_type(b, MXQ_E4M3);
     else
-        mxq_x512_type(b, 2, 15, 0x7b, 15);
+        mxq_x512_type(b, MXQ_E5M2);
 }
 
 /* ---- AVX2 ---------------------------------------------------------------------------- */
@@ -377,9 +382,9 @@ MXQ_X2_INLINE void mxq_x2_type(const struct mxq_block *b, int k, int bias, short
 MXQ_X2 static void mxq_block_x2(const struct mxq_block *b)
 {
     if (b->e4)
-        mxq_x2_type(b, 3, 7, 0x7e, 8);
+        mxq_x2_type(b, MXQ_E4M3);
     else
-        mxq_x2_type(b, 2, 15, 0x7b, 15);
+        mxq_x2_type(b, MXQ_E5M2);
 }
 #endif
 
