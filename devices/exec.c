@@ -277,12 +277,9 @@ static void exec_dump_inputs(const nrt_model_t *m, const struct exec_binding *b)
 /* A physical core of a split execution running on one of the VNC's helper
  * workers (core_run_threads). */
 struct exec_core_thread {
-    struct worker_job job;     /* posted to the helper; ours until on_done ran */
+    struct worker_job job;     /* posted to the helper; ours once worker_wait returned */
     void (*fn)(void *arg);     /* the core's rounds (emu) */
     void *arg;                 /* their argument */
-    pthread_mutex_t lock;      /* guards finished */
-    pthread_cond_t cond;       /* finished was set */
-    bool finished;             /* on_done ran: the helper no longer touches this */
 };
 
 /* The collectives of one execution: what its programs' core_coll points at. */
@@ -412,21 +409,17 @@ void exec_set_core_threads(bool on)
     atomic_store(&exec_core_threads_on, on);
 }
 
+/* The helper worker that runs physical core `core` (1..) of the VNC. */
+static struct worker *exec_core_helper(struct exec_coll *ec, uint32_t core)
+{
+    return &ec->mach->vncs[ec->m->gvnc].helper[core - 1];
+}
+
 static NRT_STATUS exec_core_thread_job(void *arg)
 {
     struct exec_core_thread *t = arg;
     t->fn(t->arg);
     return NRT_SUCCESS;
-}
-
-static void exec_core_thread_done(void *arg, NRT_STATUS st)
-{
-    (void)st;
-    struct exec_core_thread *t = arg;
-    pthread_mutex_lock(&t->lock);
-    t->finished = true;
-    pthread_cond_broadcast(&t->cond);
-    pthread_mutex_unlock(&t->lock);
 }
 
 /* core_run_threads.start: core `core` on the VNC's helper worker core-1. It
@@ -440,19 +433,14 @@ static bool exec_core_thread_start(void *user, uint32_t core, void (*fn)(void *a
     struct exec_core_thread *t = &ec->thr[core];
     t->fn = fn;
     t->arg = arg;
-    t->finished = false;
-    t->job = (struct worker_job){.fn = exec_core_thread_job, .arg = t,
-                                 .on_done = exec_core_thread_done, .result = NRT_SUCCESS};
-    return worker_post(&ec->mach->vncs[ec->m->gvnc].helper[core - 1], &t->job);
+    t->job = (struct worker_job){.fn = exec_core_thread_job, .arg = t, .result = NRT_SUCCESS};
+    return worker_post(exec_core_helper(ec, core), &t->job);
 }
 
 static void exec_core_thread_join(void *user, uint32_t core)
 {
-    struct exec_core_thread *t = &((struct exec_coll *)user)->thr[core];
-    pthread_mutex_lock(&t->lock);
-    while (!t->finished)
-        pthread_cond_wait(&t->cond, &t->lock);
-    pthread_mutex_unlock(&t->lock);
+    struct exec_coll *ec = user;
+    (void)worker_wait(exec_core_helper(ec, core), &ec->thr[core].job);
 }
 
 static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine *mach,
@@ -463,10 +451,6 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     ec->mach = mach;
     ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
     core_lnc_init(&ec->lnc, m->nsgs);
-    for (uint32_t c = 0; c < MACHINE_MAX_LNC; c++) {
-        pthread_mutex_init(&ec->thr[c].lock, NULL);
-        pthread_cond_init(&ec->thr[c].cond, NULL);
-    }
     ec->threads = (struct core_run_threads){ec, exec_core_thread_start, exec_core_thread_join};
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
         ec->iface[s] = (struct core_coll){ec, s, &ec->lnc, exec_coll_run, exec_coll_scratch,
@@ -479,10 +463,6 @@ static void exec_coll_teardown(struct exec_coll *ec)
 {
     for (uint32_t s = 0; s < ec->m->nsgs; s++)
         ec->m->sgs[s].prog.coll = NULL;
-    for (uint32_t c = 0; c < MACHINE_MAX_LNC; c++) {
-        pthread_cond_destroy(&ec->thr[c].cond);
-        pthread_mutex_destroy(&ec->thr[c].lock);
-    }
     core_lnc_fini(&ec->lnc);
 }
 

@@ -98,10 +98,17 @@ NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
         return fn(arg);
     }
     worker_enqueue(w, &j);
-    while (!j.done)
+    pthread_mutex_unlock(&w->lock);
+    return worker_wait(w, &j);
+}
+
+NRT_STATUS worker_wait(struct worker *w, struct worker_job *j)
+{
+    pthread_mutex_lock(&w->lock);
+    while (!j->done)
         pthread_cond_wait(&w->done, &w->lock);
     pthread_mutex_unlock(&w->lock);
-    return j.result;
+    return j->result;
 }
 
 bool worker_post(struct worker *w, struct worker_job *j)

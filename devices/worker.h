@@ -24,7 +24,7 @@ struct worker_job {
     void *arg;                    /* its argument */
     void (*on_done)(void *arg, NRT_STATUS st); /* posted jobs: called once fn returned */
     NRT_STATUS result;            /* its status, once done */
-    bool done;                    /* set by the worker (worker_run) */
+    bool done;                    /* set by the worker when there is no on_done */
     struct worker_job *next;      /* queue link */
     uint32_t spin_ns;             /* posted jobs: then poll an empty queue this long (ns) */
 };
@@ -49,11 +49,16 @@ void worker_fini(struct worker *w);
  * cannot be started, fn runs on the calling thread (logged once). */
 NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
 
-/* Queue j (fn, arg, on_done and spin_ns set by the caller) and return at
- * once; the worker runs fn(arg) and then on_done(arg, status), both
- * without any lock held. A job's spin_ns lets the worker catch a job
- * queued right after it (say, the next of a loop) without a wake-up. false (logged) when the thread cannot be started: nothing
- * was queued. */
+/* Queue j (fn, arg, on_done and spin_ns set by the caller, done false)
+ * and return at once; the worker runs fn(arg) and then on_done(arg,
+ * status), both without any lock held. With no on_done, the worker marks
+ * j done instead and the caller collects it with worker_wait. A job's
+ * spin_ns lets the worker catch a job queued right after it (say, the
+ * next of a loop) without a wake-up. false (logged) when the thread
+ * cannot be started: nothing was queued. */
 bool worker_post(struct worker *w, struct worker_job *j);
+
+/* Wait until the worker has run j (queued without on_done); its status. */
+NRT_STATUS worker_wait(struct worker *w, struct worker_job *j);
 
 #endif
