@@ -22,6 +22,7 @@
  * whether the second thread helped, and load from other processes blurs it.
  * A sample of C is checked bit-exactly against the fmaf definition, and C
  * computed with 2 threads must be bit-identical to C with 1.
+ * BENCH_MATMUL_THREADS=1 or 2 measures that count only (for profiling).
  */
 #include <math.h>
 #include <stdio.h>
@@ -307,6 +308,13 @@ int main(void)
     printf("bench-matmul: %u x %u x %u bf16 as nc_matmul %u(K) x %u(M) x %u(N), kernel %s\n",
            DIM, DIM, DIM, TK, TM, TN, pe_mm_impl_name());
     struct figures f1, f2;
+    const char *only = getenv("BENCH_MATMUL_THREADS"); /* profiling: one count only */
+    if (only != NULL && (atoi(only) == 1 || atoi(only) == 2)) {
+        struct figures f;
+        measure((unsigned)atoi(only), core, &prog, code, a, b, af, bf, c, cb, &f);
+        report((unsigned)atoi(only), &f);
+        return f.bad != 0;
+    }
     par_configure(1);
     struct span tc = {1e30, 1e30};
     for (int r = 0; r < REPS; r++)

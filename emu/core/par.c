@@ -9,10 +9,6 @@
  * inside the job; it checks that under the pool mutex, which helpers leave
  * a job under too, so every helper's writes come before par_for returns.
  *
- * A phased job counts its finished first phase parts; parts are claimed
- * in order, so a thread that claims a second phase part only waits for
- * parts other threads are running.
- *
  * An idle helper spins briefly on an atomic count of open jobs before it
  * sleeps on the condition variable: instructions arrive back to back, and
  * a sleeping thread takes tens of microseconds to wake. Helpers carry the
@@ -23,7 +19,6 @@
 #include "emu/core/par.h"
 
 #include <pthread.h>
-#include <sched.h>
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -41,8 +36,6 @@ struct par_job {
     void (*fn)(void *arg, size_t part); /* the work of one part */
     void *arg;                          /* its argument */
     size_t n_parts;                     /* parts in all */
-    size_t n_first;                     /* parts of the first phase (par_for_phased) */
-    atomic_size_t first_done;           /* first phase parts finished */
     atomic_size_t next;                 /* the next unclaimed part */
     atomic_uint helpers;                /* helpers inside the job (changed under par_mu) */
     bool linked;                        /* on the open list (par_mu) */
@@ -136,19 +129,6 @@ static inline void par_pause(void)
 #endif
 }
 
-/* Before a second phase part: wait until the first phase has finished
- * (its parts are already claimed and running); yield the core now and
- * then, in case the thread running one is waiting for it. */
-static void par_wait_first(struct par_job *j)
-{
-    for (unsigned i = 1;
-         atomic_load_explicit(&j->first_done, memory_order_acquire) < j->n_first; i++) {
-        par_pause();
-        if (i % 1024 == 0)
-            sched_yield();
-    }
-}
-
 /* Claim and run parts of j until none is left. */
 static void par_run_parts(struct par_job *j)
 {
@@ -158,11 +138,7 @@ static void par_run_parts(struct par_job *j)
         size_t p = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (p >= j->n_parts)
             break;
-        if (p >= j->n_first)
-            par_wait_first(j);
         j->fn(j->arg, p);
-        if (p < j->n_first)
-            atomic_fetch_add_explicit(&j->first_done, 1, memory_order_release);
     }
     par_in_part = was_inside;
 }
@@ -277,20 +253,12 @@ static void par_inline(size_t n_parts, void (*fn)(void *arg, size_t part), void 
 
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
 {
-    par_for_phased(0, n_parts, fn, arg);
-}
-
-void par_for_phased(size_t n_first, size_t n_parts, void (*fn)(void *arg, size_t part),
-                    void *arg)
-{
     unsigned want = par_threads();
     if (n_parts <= 1 || want <= 1 || par_in_part || par_solo_on) {
         par_inline(n_parts, fn, arg);
         return;
     }
-    struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts,
-                        .n_first = n_first < n_parts ? n_first : n_parts};
-    atomic_init(&j.first_done, 0);
+    struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts};
     atomic_init(&j.next, 0);
     atomic_init(&j.helpers, 0);
     pthread_cond_init(&j.idle, NULL);

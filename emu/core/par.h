@@ -24,8 +24,12 @@
 #include <stddef.h>
 
 /* Per-thread scratch: slots of PAR_SCRATCH_ELEMS floats each (one row of
- * the largest SBUF partition as fp32). */
-#define PAR_SCRATCH_SLOTS 4
+ * the largest SBUF partition as fp32). Slots 0-3 are for any part's
+ * temporary rows; PAR_SLOT_PE_STAT is the Tensor engine's own (a
+ * thread's packed stationary operand, kept across the parts of one
+ * matmul that the thread runs). */
+#define PAR_SCRATCH_SLOTS 5
+#define PAR_SLOT_PE_STAT 4
 #define PAR_SCRATCH_ELEMS (256u * 1024u)
 
 /* Most threads a par_for uses (caller included). */
@@ -49,13 +53,6 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
  * CPUs among themselves: the cores of a split run (emu/core/sched.c) when
  * there are no more threads than cores. Returns the previous setting. */
 bool par_solo(bool on);
-
-/* par_for in two phases: every part in [0, n_first) has finished before
- * any part in [n_first, n_parts) starts (one hand-off for work whose
- * second half reads what the first wrote; a thread that claims a second
- * phase part early waits for the first phase). */
-void par_for_phased(size_t n_first, size_t n_parts, void (*fn)(void *arg, size_t part),
-                    void *arg);
 
 /* Stop and join every helper thread (a later par_for starts them again).
  * par_for calls under way still finish: the callers run the parts no

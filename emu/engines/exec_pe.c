@@ -318,19 +318,22 @@ static emu_status pe_pack_both(struct isa_exec_ctx *ctx, const struct ap_view *s
     return EMU_OK;
 }
 
-/* A large product whose moving panels are packed inside it: one phased
- * par_for, first the stationary operand packed in parts of PE_PAR_ROWS
- * partitions, then the product in parts of PE_PANEL_PAR_COLS columns, each
- * packing its own moving panels (so no part reads what another core
- * packed but the small stationary panels). */
+/* A large product whose moving panels are packed inside it: one par_for
+ * over parts of PE_PANEL_PAR_COLS columns, each packing its own moving
+ * panels. Every thread packs the whole stationary operand itself, once
+ * per call, into its own slot (the first part it runs does it): the small
+ * stationary panels then never cross between cores, and no part waits
+ * for another. */
 struct pe_fused_job {
     const struct ap_view *st;  /* stationary operand */
     const struct pe_geom *g;   /* the shapes */
-    const struct pe_mm *mm;    /* the product (a: where the stationary goes) */
-    float *a;                  /* mm->a, writable */
-    size_t pack_parts;         /* parts of the first phase */
+    const struct pe_mm *mm;    /* the product (its a is set per thread) */
+    uint64_t call;             /* this call's number (pe_fused_calls) */
     atomic_bool no_scratch;    /* a part found no scratch row (out of memory) */
 };
+
+static atomic_uint_fast64_t pe_fused_calls;     /* numbers the calls, from 1 */
+static _Thread_local uint64_t pe_fused_packed; /* call whose stationary this thread's slot holds */
 
 _Static_assert(PE_PANEL_FLOATS <= PAR_SCRATCH_ELEMS && PE_PANEL_FLOATS <= CORE_SCRATCH_ELEMS,
                "a scratch row holds the moving panels of pe_mm_run_panels");
@@ -338,20 +341,19 @@ _Static_assert(PE_PANEL_FLOATS <= PAR_SCRATCH_ELEMS && PE_PANEL_FLOATS <= CORE_S
 static void pe_fused_part(void *arg, size_t part)
 {
     struct pe_fused_job *j = arg;
-    if (part >= j->pack_parts && atomic_load(&j->no_scratch))
-        return; /* the stationary operand is incomplete: the call fails */
-    float *buf = par_scratch(part >= j->pack_parts ? 1 : 0); /* this thread's own */
-    if (buf == NULL) {
+    float *a = par_scratch(PAR_SLOT_PE_STAT), *buf = par_scratch(1); /* this thread's own */
+    if (a == NULL || buf == NULL) {
         atomic_store(&j->no_scratch, true);
         return;
     }
-    if (part >= j->pack_parts) {
-        uint32_t n0 = (uint32_t)(part - j->pack_parts) * PE_PANEL_PAR_COLS;
-        pe_mm_run_panels(j->mm, n0, n0 + PE_PANEL_PAR_COLS, buf);
-        return;
+    if (pe_fused_packed != j->call) {
+        pe_pack_a(j->st, j->g->groups, j->g->m, a, buf);
+        pe_fused_packed = j->call;
     }
-    uint32_t p0 = (uint32_t)part * PE_PAR_ROWS;
-    pe_pack_rows(j->st, j->g->groups, j->g->m, PE_MR, p0, p0 + PE_PAR_ROWS, j->a, buf);
+    struct pe_mm mm = *j->mm;
+    mm.a = a;
+    uint32_t n0 = (uint32_t)part * PE_PANEL_PAR_COLS;
+    pe_mm_run_panels(&mm, n0, n0 + PE_PANEL_PAR_COLS, buf);
 }
 
 /* Pack the stationary operand into a and run mm (its moving panels packed
@@ -365,11 +367,10 @@ static emu_status pe_run_fused(struct isa_exec_ctx *ctx, const struct ap_view *s
         pe_mm_run_panels(mm, 0, mm->n, core_scratch(ctx, 1));
         return EMU_OK;
     }
-    struct pe_fused_job j = {.st = st, .g = g, .mm = mm, .a = a,
-                             .pack_parts = (g->parts + PE_PAR_ROWS - 1) / PE_PAR_ROWS};
+    struct pe_fused_job j = {.st = st, .g = g, .mm = mm,
+                             .call = atomic_fetch_add(&pe_fused_calls, 1) + 1};
     atomic_init(&j.no_scratch, false);
-    size_t cols = (g->n + PE_PANEL_PAR_COLS - 1) / PE_PANEL_PAR_COLS;
-    par_for_phased(j.pack_parts, j.pack_parts + cols, pe_fused_part, &j);
+    par_for((g->n + PE_PANEL_PAR_COLS - 1) / PE_PANEL_PAR_COLS, pe_fused_part, &j);
     if (atomic_load(&j.no_scratch))
         return core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a "
                          "helper thread's scratch rows");

@@ -1,10 +1,9 @@
 /*
  * test_par.c: the helper-thread pool of emu/core/par.h: every part runs
- * exactly once, a phased call finishes its first phase before its second,
- * nested calls run inline on their thread, several callers
- * at once, one thread (parts in order on the caller) against several,
- * shutdown and restart, per-thread scratch rows. The threads suite runs
- * it under ThreadSanitizer.
+ * exactly once, nested calls run inline on their
+ * thread, several callers at once, one thread (parts in order on the
+ * caller) against several, shutdown and restart, per-thread scratch rows.
+ * The threads suite runs it under ThreadSanitizer.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -118,45 +117,34 @@ static void test_solo_inline(void **state)
     par_configure(0);
 }
 
-/* par_for_phased: every first phase part has finished when any second
- * phase part starts; every part runs once. */
-struct phase_job {
-    atomic_uint first_done;    /* first phase parts finished */
+/* Every part runs exactly once, whatever the count of parts and threads,
+ * with parts long enough for helpers to join. */
+struct once_job {
     atomic_uint runs[MANY];    /* runs of each part */
-    atomic_bool early;         /* a second phase part started too soon */
-    size_t n_first;            /* parts of the first phase */
 };
 
-static void phase_part(void *arg, size_t part)
+static void once_part(void *arg, size_t part)
 {
-    struct phase_job *j = arg;
+    struct once_job *j = arg;
     atomic_fetch_add(&j->runs[part], 1);
-    if (part >= j->n_first) {
-        if (atomic_load(&j->first_done) != j->n_first)
-            atomic_store(&j->early, true);
-        return;
-    }
     volatile uint64_t x = part;
-    for (int i = 0; i < 20000; i++) /* long enough for the second phase to catch up */
+    for (int i = 0; i < 2000; i++) /* long enough for helpers to join */
         x = x * 6364136223846793005ull + 1;
-    atomic_fetch_add(&j->first_done, 1);
 }
 
-static void test_phased(void **state)
+static void test_each_part_once(void **state)
 {
     (void)state;
-    static struct phase_job j;
-    const unsigned counts[] = {1, 2, 4};
-    const size_t shapes[][2] = {{0, 10}, {3, 10}, {10, 10}, {1, 2}, {4, 200}, {40, MANY}};
+    static struct once_job j;
+    const unsigned counts[] = {1, 2, 3, 4};
+    const size_t shapes[] = {2, 3, 4, 5, 10, 200, MANY};
     for (size_t c = 0; c < sizeof counts / sizeof counts[0]; c++) {
         par_configure(counts[c]);
         for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++) {
             memset(&j, 0, sizeof j);
-            j.n_first = shapes[s][0];
-            par_for_phased(shapes[s][0], shapes[s][1], phase_part, &j);
-            assert_false(atomic_load(&j.early));
-            for (size_t p = 0; p < shapes[s][1]; p++)
-                assert_int_equal(atomic_load(&j.runs[p]), 1);
+            par_for(shapes[s], once_part, &j);
+            for (size_t p = 0; p < MANY; p++)
+                assert_int_equal(atomic_load(&j.runs[p]), p < shapes[s] ? 1 : 0);
         }
     }
     par_configure(0);
@@ -313,7 +301,7 @@ int main(void)
         cmocka_unit_test(test_every_part_once),
         cmocka_unit_test(test_one_thread_in_order),
         cmocka_unit_test(test_solo_inline),
-        cmocka_unit_test(test_phased),
+        cmocka_unit_test(test_each_part_once),
         cmocka_unit_test(test_same_results_any_count),
         cmocka_unit_test(test_nested_inline),
         cmocka_unit_test(test_concurrent_callers),
