@@ -15,6 +15,9 @@
  *   program     the whole program (DMAs included), GFLOP/s
  *   matmuls     the same 8192 nc_matmul alone on SBUF-resident tiles
  *   convert     packing the operands of 8192 matmuls into fp32 panels only
+ *   hand-off    par_for calls of as many parts as a matmul is cut into,
+ *               each part the same fixed work: the 2-thread time less half
+ *               the 1-thread time is what a hand-off and join costs
  *   sgemm       OpenBLAS, and the ratios program/sgemm and matmuls/sgemm.
  * Each is the best of REPS runs, shown as wall-clock and as the process's
  * CPU time (all its threads). With one thread the CPU ratio is what to
@@ -249,10 +252,36 @@ static void say(const char *what, struct span t)
            gflops(t.wall), t.cpu, gflops(t.cpu));
 }
 
+#define HANDOFF_CALLS 1024u   /* par_for calls timed by time_handoffs */
+#define HANDOFF_WORK 20000     /* steps of a dependent chain per part, about 20 us */
+
+static void fixed_part(void *arg, size_t part)
+{
+    volatile uint64_t *sink = arg;
+    uint64_t x = part;
+    for (int i = 0; i < HANDOFF_WORK; i++)
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    sink[part] = x;
+}
+
+/* Time HANDOFF_CALLS par_for calls of as many parts as one matmul is cut
+ * into, each part the same fixed work: with 2 threads against 1, what
+ * handing a matmul's parts to the helper and joining them costs when the
+ * parts are perfectly balanced. */
+static struct span time_handoffs(void)
+{
+    uint64_t sink[TN / PE_PANEL_PAR_COLS];
+    struct span t0 = span_now();
+    for (uint32_t i = 0; i < HANDOFF_CALLS; i++)
+        par_for(TN / PE_PANEL_PAR_COLS, fixed_part, sink);
+    return span_since(t0);
+}
+
 /* Best-of-REPS figures at one thread count. */
 struct figures {
     struct span program; /* DMA + matmuls */
     struct span matmuls; /* matmuls alone */
+    struct span handoff; /* par_for calls of balanced fixed-work parts */
     struct span sgemm;   /* OpenBLAS */
     int bad;             /* sampled entries of C that differ from the definition */
 };
@@ -264,12 +293,13 @@ static void measure(unsigned threads, struct core *core, struct core_program *pr
     par_configure(threads);
     openblas_set_num_threads((int)threads);
     struct span inf = {1e30, 1e30};
-    *f = (struct figures){inf, inf, inf, 0};
+    *f = (struct figures){inf, inf, inf, inf, 0};
     for (int r = 0; r < REPS; r++) {
         f->program = span_best(f->program, run(core, prog, code, build(code, true)));
         if (r == 0)
             f->bad = check(a, b, c);
         f->matmuls = span_best(f->matmuls, run(core, prog, code, build(code, false)));
+        f->handoff = span_best(f->handoff, time_handoffs());
         f->sgemm = span_best(f->sgemm, time_sgemm(af, bf, cb));
     }
 }
@@ -285,6 +315,18 @@ static void report(unsigned threads, const struct figures *f)
            "%.2f cpu\n", f->sgemm.wall / f->program.wall, f->sgemm.cpu / f->program.cpu,
            f->sgemm.wall / f->matmuls.wall, f->sgemm.cpu / f->matmuls.cpu);
     printf("  bit-exact sample: %d of %d differ\n", f->bad, SAMPLES);
+}
+
+/* What one hand-off and join costs with 2 threads (balanced parts: the
+ * 2-thread time less half the 1-thread time), and that times the
+ * kernel's matmuls as a share of the 2-thread matmuls. */
+static void report_handoffs(const struct figures *f1, const struct figures *f2)
+{
+    double per = (f2->handoff.wall - f1->handoff.wall / 2.0) / HANDOFF_CALLS;
+    double all = per * (DIM / TN) * (DIM / TM) * (DIM / TK);
+    printf("  hand-off and join of one matmul's %u parts (balanced fixed work, 2 threads less "
+           "half of 1): %.1f us; for 8192 matmuls %.3f s = %.1f%% of the matmuls\n",
+           TN / PE_PANEL_PAR_COLS, per * 1e6, all, 100.0 * all / f2->matmuls.wall);
 }
 
 int main(void)
@@ -328,6 +370,7 @@ int main(void)
            "convert/pack only", tc.wall, 100.0 * tc.wall / f1.matmuls.wall, tc.cpu,
            100.0 * tc.cpu / f1.matmuls.cpu);
     report(2, &f2);
+    report_handoffs(&f1, &f2);
     printf("  2 threads vs 1: program %.2fx, matmuls %.2fx, sgemm %.2fx (wall)\n",
            f1.program.wall / f2.program.wall, f1.matmuls.wall / f2.matmuls.wall,
            f1.sgemm.wall / f2.sgemm.wall);

@@ -120,6 +120,50 @@ static void pe_prefetch_row(const uint8_t *p, size_t bytes)
         __builtin_prefetch(p + off, 0, 2);
 }
 
+static int pe_level(void);
+
+#if PE_X86
+/* Rows of 8 stationary partitions at a time (bf16, panels PE_MR wide),
+ * with AVX-512: panel i then gets its 8 x 8 values for these partitions
+ * as one 256-byte run, where a row at a time writes 32-byte pieces 4 KiB
+ * apart. Columns after the last full 16 go one row at a time. Returns
+ * the first partition left (fewer than 8 remain). */
+__attribute__((target("avx512f"))) static uint32_t pe_stat_rows_x512(const struct ap_view *v,
+                                                                     uint32_t groups,
+                                                                     uint32_t w, uint32_t p0,
+                                                                     uint32_t p1, float *dst)
+{
+    uint32_t kt = groups * v->rows, wfull = w / 16 * 16;
+    size_t run = (size_t)groups * w * 2;
+    float *tail = dst + (size_t)(wfull / PE_MR) * kt * PE_MR; /* panels of the last columns */
+    uint32_t p = p0;
+    for (; p + 8 <= p1; p += 8) {
+        for (uint32_t r = p + 8; r < p + 16 && r < p1; r++)
+            pe_prefetch_row(ap_row_ptr(v, r), run);
+        for (uint32_t j = 0; j < groups; j++) {
+            uint32_t kk = j * v->rows + p;
+            for (uint32_t j0 = 0; j0 < wfull; j0 += 16) {
+                float *d0 = pe_panel_row(dst, j0 / PE_MR, kt, kk, PE_MR);
+                float *d1 = d0 + (size_t)kt * PE_MR;
+                for (uint32_t r = 0; r < 8; r++) {
+                    const uint8_t *s = ap_row_ptr(v, p + r) + ((size_t)j * w + j0) * 2;
+                    __m256i h = _mm256_loadu_si256((const __m256i *)(const void *)s);
+                    __m512i f = _mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16);
+                    _mm256_storeu_si256((__m256i *)(void *)(d0 + r * PE_MR),
+                                        _mm512_castsi512_si256(f));
+                    _mm256_storeu_si256((__m256i *)(void *)(d1 + r * PE_MR),
+                                        _mm512_extracti64x4_epi64(f, 1));
+                }
+            }
+            for (uint32_t r = 0; wfull < w && r < 8; r++)
+                pe_scatter_bf16(ap_row_ptr(v, p + r) + ((size_t)j * w + wfull) * 2, w - wfull,
+                                PE_MR, kt, kk + r, tail);
+        }
+    }
+    return p;
+}
+#endif
+
 void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t wr,
                   uint32_t p0, uint32_t p1, float *dst, float *tmp)
 {
@@ -127,6 +171,10 @@ void pe_pack_rows(const struct ap_view *v, uint32_t groups, uint32_t w, uint32_t
     bool bf16 = v->flat && v->dtype == NUM_DT_BF16;
     p1 = p1 < v->rows ? p1 : v->rows;
     size_t run = (size_t)groups * w * 2;
+#if PE_X86
+    if (bf16 && wr == PE_MR && pe_level() == NUM_ISA_AVX512)
+        p0 = pe_stat_rows_x512(v, groups, w, p0, p1, dst);
+#endif
     for (uint32_t p = p0; bf16 && p < p0 + PE_ROWS_AHEAD && p < p1; p++)
         pe_prefetch_row(ap_row_ptr(v, p), run);
     for (uint32_t p = p0; p < p1; p++) {

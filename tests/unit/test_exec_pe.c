@@ -283,6 +283,22 @@ static void test_matmul_levels_identical(void **state)
     }
 }
 
+/* bf16 operands at every level: the AVX-512 stationary packer takes 8
+ * partitions and 16 columns at a time, so shapes with partial blocks of
+ * both (and exact ones) give the definition's bits, small and split. */
+static void test_matmul_bf16_levels(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t shapes[][3] = {{128, 128, 512}, {77, 45, 40}, {8, 16, 32}, {15, 17, 33},
+                                  {128, 100, 500}, {121, 8, 64}};
+    for (int lvl = NUM_ISA_PORTABLE; lvl <= NUM_ISA_AVX512; lvl++) {
+        num_set_isa_limit(lvl);
+        for (size_t s = 0; s < sizeof shapes / sizeof shapes[0]; s++)
+            check_mm(h, shapes[s][0], shapes[s][1], shapes[s][2], ISA_DT_BF16, ISA_DT_BF16,
+                     800 + s);
+    }
+}
+
 /* Large matmuls split across 1, 2, 3 or 5 host threads (emu/core/par.h):
  * the bits are the definition's whatever the count, for bf16, fp32, fp16
  * and fp8 inputs (packed in parallel, whole rows or converted ones), on
@@ -759,6 +775,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_tiles_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_onezero, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_double_row, setup3, teardown),
+        cmocka_unit_test_setup_teardown(test_matmul_bf16_levels, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_mode, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_flag_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_errors, setup3, teardown),
