@@ -13,7 +13,10 @@
  * buffer (pe_mm_run_panels): conversion only, so the bits are the same.
  * Stored rows of either operand lie in partitions a multiple of 4 KiB
  * apart and miss the cache, so they are asked for (into L2) PE_ROWS_AHEAD
- * rows before they are read. Blocks of one packed range run row block by
+ * rows before they are read; with AVX-512 a bf16 stationary operand is
+ * packed 8 partitions at a time, so each panel is written in 256-byte
+ * runs rather than 32-byte pieces 4 KiB apart. Blocks of one packed range
+ * run row block by
  * row block (the panels, a few dozen KiB, stay in L2; each block's output
  * rows continue the previous block's), and the output rows of the next
  * block are asked for while a block runs (the order of blocks and the
