@@ -23,7 +23,7 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds per nrt_execute of dir/name.neff (best of 5 rounds). */
+/* Seconds per nrt_execute of dir/name.neff (best of 25 rounds). */
 static double time_kernel(const char *dir, const char *name)
 {
     char path[4096];
@@ -50,7 +50,7 @@ static double time_kernel(const char *dir, const char *name)
                                      t[i]);
     }
     int reps = 20;
-    for (int round = 0; round < 5; round++) {
+    for (int round = 0; round < 25; round++) {
         double t0 = now_s();
         for (int r = 0; r < reps; r++)
             if (nrt_execute(m, in, out) != NRT_SUCCESS)

@@ -15,12 +15,15 @@ void worker_init(struct worker *w)
     pthread_cond_init(&w->done, NULL);
     w->started = false;
     w->stop = false;
+    w->busy = false;
+    w->borrowed = false;
     w->head = w->tail = NULL;
     atomic_init(&w->bell, 0);
 }
 
 /* Take the oldest job, waiting for one (polling the bell for spin_ns
- * nanoseconds first); NULL when asked to stop. Lock held. */
+ * nanoseconds first) and while a caller runs one itself; NULL when asked
+ * to stop. Lock held. */
 static struct worker_job *worker_next(struct worker *w, uint32_t spin_ns)
 {
     if (w->head == NULL && !w->stop && spin_ns > 0) {
@@ -29,13 +32,14 @@ static struct worker_job *worker_next(struct worker *w, uint32_t spin_ns)
         (void)spin_until_moved(&w->bell, seen, spin_ns);  /* the lock decides, not the poll */
         pthread_mutex_lock(&w->lock);
     }
-    while (w->head == NULL && !w->stop)
+    while ((w->head == NULL || w->borrowed) && !w->stop)
         pthread_cond_wait(&w->wake, &w->lock);
-    struct worker_job *j = w->head;
+    struct worker_job *j = w->borrowed ? NULL : w->head;
     if (j != NULL) {
         w->head = j->next;
         if (w->head == NULL)
             w->tail = NULL;
+        w->busy = true;
     }
     return j;
 }
@@ -52,9 +56,11 @@ static void *worker_main(void *arg)
         if (j->on_done != NULL) {  /* posted: the job may be gone after this */
             j->on_done(j->arg, st);
             pthread_mutex_lock(&w->lock);
+            w->busy = false;
             continue;
         }
         pthread_mutex_lock(&w->lock);
+        w->busy = false;
         j->result = st;
         j->done = true;
         pthread_cond_broadcast(&w->done);
@@ -111,6 +117,24 @@ NRT_STATUS worker_wait(struct worker *w, struct worker_job *j)
     return j->result;
 }
 
+NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
+{
+    pthread_mutex_lock(&w->lock);
+    if (w->busy || w->borrowed || w->head != NULL) {
+        pthread_mutex_unlock(&w->lock);
+        return worker_run(w, fn, arg);
+    }
+    w->borrowed = true;
+    pthread_mutex_unlock(&w->lock);
+    NRT_STATUS st = fn(arg);
+    pthread_mutex_lock(&w->lock);
+    w->borrowed = false;
+    pthread_cond_broadcast(&w->wake);  /* the worker, for jobs queued meanwhile */
+    pthread_cond_broadcast(&w->done);  /* worker_fini */
+    pthread_mutex_unlock(&w->lock);
+    return st;
+}
+
 bool worker_post(struct worker *w, struct worker_job *j)
 {
     pthread_mutex_lock(&w->lock);
@@ -124,6 +148,8 @@ bool worker_post(struct worker *w, struct worker_job *j)
 void worker_fini(struct worker *w)
 {
     pthread_mutex_lock(&w->lock);
+    while (w->borrowed)
+        pthread_cond_wait(&w->done, &w->lock);
     w->stop = true;
     atomic_fetch_add_explicit(&w->bell, 1, memory_order_relaxed);
     pthread_cond_broadcast(&w->wake);

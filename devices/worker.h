@@ -5,7 +5,10 @@
  * VNCs run theirs at the same time. Each non-COMPUTE async queue has one
  * too (async.c). The thread starts with the first job and ends when its
  * owner is torn down. A posted job may ask the worker to poll its queue
- * for a while afterwards before sleeping (worker_job.spin_ns).
+ * for a while afterwards before sleeping (worker_job.spin_ns). A caller
+ * that would only wait for its job may run it itself while the worker is
+ * idle (worker_run_here): the worker then takes no job until it returns,
+ * so jobs still run one at a time and in order.
  */
 #ifndef TRNEMU_DEVICES_WORKER_H
 #define TRNEMU_DEVICES_WORKER_H
@@ -38,16 +41,25 @@ struct worker {
     bool stop;                 /* the worker should end */
     struct worker_job *head;   /* queued jobs, oldest first */
     struct worker_job *tail;   /* last queued job */
+    bool busy;                 /* the thread is running a job */
+    bool borrowed;             /* a caller is running a job itself (worker_run_here) */
     _Atomic uint32_t bell;     /* moves with every job queued and with stop */
 };
 
 void worker_init(struct worker *w);
-/* Ask the worker to end once its queue is empty, and wait for it. */
+/* Ask the worker to end once its queue is empty and no caller runs a
+ * job itself, and wait for it. */
 void worker_fini(struct worker *w);
 
 /* Run fn(arg) on the worker and wait for its status. When the thread
  * cannot be started, fn runs on the calling thread (logged once). */
 NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
+
+/* worker_run without the two thread switches when they buy nothing: when
+ * the worker is idle and nothing is queued, fn(arg) runs on the calling
+ * thread, and jobs queued meanwhile wait until it returns; otherwise it
+ * is queued behind them as with worker_run. */
+NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg);
 
 /* Queue j (fn, arg, on_done and spin_ns set by the caller, done false)
  * and return at once; the worker runs fn(arg) and then on_done(arg,

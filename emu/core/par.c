@@ -55,6 +55,7 @@ static atomic_uint par_resolved;               /* par_setting resolved, 0: not y
 static pthread_t par_helper[PAR_MAX_THREADS];  /* running helpers (par_mu) */
 static unsigned par_nhelpers;                  /* entries of par_helper (par_mu) */
 static unsigned par_gen;                       /* bumped by par_shutdown (par_mu) */
+static atomic_uint par_busy;                   /* threads inside par_busy_enter */
 static _Thread_local bool par_in_part;         /* this thread is running a part */
 static _Thread_local bool par_solo_on;         /* par_solo: this thread never splits */
 
@@ -251,10 +252,21 @@ static void par_inline(size_t n_parts, void (*fn)(void *arg, size_t part), void 
         fn(arg, p);
 }
 
+void par_busy_enter(void)
+{
+    atomic_fetch_add_explicit(&par_busy, 1, memory_order_relaxed);
+}
+
+void par_busy_leave(void)
+{
+    atomic_fetch_sub_explicit(&par_busy, 1, memory_order_relaxed);
+}
+
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
 {
     unsigned want = par_threads();
-    if (n_parts <= 1 || want <= 1 || par_in_part || par_solo_on) {
+    if (n_parts <= 1 || want <= 1 || par_in_part || par_solo_on ||
+        atomic_load_explicit(&par_busy, memory_order_relaxed) >= want) {
         par_inline(n_parts, fn, arg);
         return;
     }

@@ -48,6 +48,13 @@ unsigned par_threads(void);
  * idle helpers; return when all have finished. */
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
 
+/* A thread that keeps a CPU busy on its own for a while (an execution of
+ * a model) announces it. While as many such threads run as par_for may
+ * use, every par_for runs its parts inline: each CPU already has work,
+ * and a helper would only take a CPU from one of them. */
+void par_busy_enter(void);
+void par_busy_leave(void);
+
 /* While on, par_for calls from the calling thread run every part inline,
  * on that thread (as with 1 thread). For threads that already share the
  * CPUs among themselves: the cores of a split run (emu/core/sched.c) when

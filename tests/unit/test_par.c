@@ -1,9 +1,10 @@
 /*
  * test_par.c: the helper-thread pool of emu/core/par.h: every part runs
- * exactly once, nested calls run inline on their
- * thread, several callers at once, one thread (parts in order on the
- * caller) against several, shutdown and restart, per-thread scratch rows.
- * The threads suite runs it under ThreadSanitizer.
+ * exactly once, nested calls run inline on their thread, calls while
+ * every CPU is busy run inline, several callers at once, one thread
+ * (parts in order on the caller) against several, shutdown and restart,
+ * per-thread scratch rows. The threads suite runs it under
+ * ThreadSanitizer.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -114,6 +115,41 @@ static void test_solo_inline(void **state)
     assert_int_equal(j.n_seen, 64);
     for (size_t p = 0; p < 64; p++)
         assert_int_equal(j.seen[p], p);
+    par_configure(0);
+}
+
+/* par_busy_enter: with as many busy threads as the pool may use, a
+ * par_for runs every part on its caller (parts long enough for an idle
+ * helper to join otherwise); one fewer, and it may split again. */
+struct busy_job {
+    pthread_t caller;      /* the thread that called par_for */
+    atomic_bool elsewhere; /* a part ran on another thread */
+};
+
+static void busy_part(void *arg, size_t part)
+{
+    struct busy_job *j = arg;
+    if (!pthread_equal(pthread_self(), j->caller))
+        atomic_store(&j->elsewhere, true);
+    volatile uint64_t x = part;
+    for (int i = 0; i < 20000; i++)
+        x = x * 6364136223846793005ull + 1;
+}
+
+static void test_busy_inline(void **state)
+{
+    (void)state;
+    par_configure(2);
+    run_counted(MANY); /* the helper is started */
+    par_busy_enter();
+    par_busy_enter();
+    struct busy_job j = {.caller = pthread_self()};
+    atomic_init(&j.elsewhere, false);
+    par_for(64, busy_part, &j);
+    assert_false(atomic_load(&j.elsewhere));
+    par_busy_leave();
+    par_busy_leave();
+    run_counted(MANY);
     par_configure(0);
 }
 
@@ -301,6 +337,7 @@ int main(void)
         cmocka_unit_test(test_every_part_once),
         cmocka_unit_test(test_one_thread_in_order),
         cmocka_unit_test(test_solo_inline),
+        cmocka_unit_test(test_busy_inline),
         cmocka_unit_test(test_each_part_once),
         cmocka_unit_test(test_same_results_any_count),
         cmocka_unit_test(test_nested_inline),
