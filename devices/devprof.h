@@ -25,6 +25,10 @@
 
 /* Does an execution of m want its spans recorded? */
 bool devprof_wanted(const nrt_model_t *m);
+/* The calling thread's span buffer, DEVPROF_MAX_SPANS entries: mapped
+ * once per thread (pages come on first use and stay for the next
+ * execution), unmapped when the thread ends. NULL when out of memory. */
+struct cost_span *devprof_span_buffer(void);
 /* Keep one finished execution (spans may be NULL when none was wanted). */
 void devprof_exec(const nrt_model_t *m, const struct cost_run *r, NRT_STATUS st);
 

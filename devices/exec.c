@@ -497,8 +497,8 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     static _Thread_local struct cost_run cost;
     exec_cur_vnc = m->vnc;
     uint64_t t0 = systrace_now_ns();
-    /* Only touched as far as the spans go: pages are mapped on first use. */
-    struct cost_span *spans = devprof_wanted(m) ? malloc(DEVPROF_MAX_SPANS * sizeof *spans) : NULL;
+    /* The thread's own buffer, reused: only touched as far as the spans go. */
+    struct cost_span *spans = devprof_wanted(m) ? devprof_span_buffer() : NULL;
     cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = &cost;
     /* TRNEMU_THREADS=1 keeps every core on this thread (one fixed order). */
@@ -512,7 +512,6 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
     devprof_exec(m, &cost, st);
-    free(spans);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);
     if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)
