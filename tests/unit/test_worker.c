@@ -47,27 +47,24 @@ static void wait_started(struct probe *p)
         usleep(100);
 }
 
-static void test_run_on_worker(void **state)
+/* The thread a job ran on, run by `run` on a fresh, idle worker. */
+static pthread_t ran_on(NRT_STATUS (*run)(struct worker *, NRT_STATUS (*)(void *), void *))
 {
-    (void)state;
     struct worker w;
     worker_init(&w);
     struct probe p = {.hold = false};
-    assert_int_equal(worker_run(&w, probe_job, &p), NRT_SUCCESS);
-    assert_false(pthread_equal(p.thread, pthread_self()));
+    assert_int_equal(run(&w, probe_job, &p), NRT_SUCCESS);
     worker_fini(&w);
+    return p.thread;
 }
 
-/* Idle worker: the caller runs the job itself. */
-static void test_here_when_idle(void **state)
+/* worker_run: on the worker; worker_run_here with the worker idle: on the
+ * caller. */
+static void test_where_jobs_run(void **state)
 {
     (void)state;
-    struct worker w;
-    worker_init(&w);
-    struct probe p = {.hold = false};
-    assert_int_equal(worker_run_here(&w, probe_job, &p), NRT_SUCCESS);
-    assert_true(pthread_equal(p.thread, pthread_self()));
-    worker_fini(&w);
+    assert_false(pthread_equal(ran_on(worker_run), pthread_self()));
+    assert_true(pthread_equal(ran_on(worker_run_here), pthread_self()));
 }
 
 /* A caller running a job in another thread. */
@@ -83,6 +80,21 @@ static void *run_here_thread(void *arg)
     return NULL;
 }
 
+/* A thread calling worker_run_here(h->w, probe_job, h->p). */
+static pthread_t start_here(struct here_arg *h)
+{
+    pthread_t t;
+    assert_int_equal(pthread_create(&t, NULL, run_here_thread, h), 0);
+    return t;
+}
+
+/* Post probe_job(p) to w as j (no on_done: collected by worker_wait). */
+static void post_probe(struct worker *w, struct worker_job *j, struct probe *p)
+{
+    *j = (struct worker_job){probe_job, p, NULL, NRT_SUCCESS, false, NULL, 0};
+    assert_true(worker_post(w, j));
+}
+
 /* A job posted while a caller runs one itself starts after it returns. */
 static void test_posted_waits_for_caller(void **state)
 {
@@ -92,11 +104,10 @@ static void test_posted_waits_for_caller(void **state)
     worker_init(&w);
     struct probe inl = {.hold = true}, posted = {.hold = false};
     struct here_arg h = {&w, &inl};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, run_here_thread, &h), 0);
+    pthread_t t = start_here(&h);
     wait_started(&inl);
-    struct worker_job j = {probe_job, &posted, NULL, NRT_SUCCESS, false, NULL, 0};
-    assert_true(worker_post(&w, &j));
+    struct worker_job j;
+    post_probe(&w, &j, &posted);
     usleep(20000);
     assert_false(atomic_load(&posted.started));
     atomic_store(&inl.release, true);
@@ -117,12 +128,11 @@ static void test_here_when_busy(void **state)
     struct worker w;
     worker_init(&w);
     struct probe first = {.hold = true}, second = {.hold = false};
-    struct worker_job j = {probe_job, &first, NULL, NRT_SUCCESS, false, NULL, 0};
-    assert_true(worker_post(&w, &j));
+    struct worker_job j;
+    post_probe(&w, &j, &first);
     wait_started(&first);
     struct here_arg h = {&w, &second};
-    pthread_t t;
-    assert_int_equal(pthread_create(&t, NULL, run_here_thread, &h), 0);
+    pthread_t t = start_here(&h);
     usleep(20000);
     assert_false(atomic_load(&second.started));
     atomic_store(&first.release, true);
@@ -155,8 +165,7 @@ static void test_fini_waits_for_caller(void **state)
     worker_init(&w);
     struct probe inl = {.hold = true};
     struct here_arg h = {&w, &inl};
-    pthread_t t, f;
-    assert_int_equal(pthread_create(&t, NULL, run_here_thread, &h), 0);
+    pthread_t f, t = start_here(&h);
     wait_started(&inl);
     struct fini_arg fa = {.w = &w};
     atomic_init(&fa.done, false);
@@ -172,8 +181,7 @@ static void test_fini_waits_for_caller(void **state)
 int main(void)
 {
     const struct CMUnitTest tests[] = {
-        cmocka_unit_test(test_run_on_worker),
-        cmocka_unit_test(test_here_when_idle),
+        cmocka_unit_test(test_where_jobs_run),
         cmocka_unit_test(test_posted_waits_for_caller),
         cmocka_unit_test(test_here_when_busy),
         cmocka_unit_test(test_fini_waits_for_caller),
