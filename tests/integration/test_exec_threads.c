@@ -3,9 +3,10 @@
  * the public API: four threads run the `add` example, two on VNC 0 (they
  * are serialised) and one each on VNCs 1 and 4, each with
  * its own tensors and inputs, many times; every result is checked. VNCs
- * 0 and 1 share chip 0, VNC 4 is on chip 1; each VNC runs its executions
- * on a worker thread of its own, so all three compute at once. Runs in
- * the 'threads' suite (under TSan in `make test`).
+ * 0 and 1 share chip 0, VNC 4 is on chip 1, so all three compute at
+ * once. The threads have 256 KiB stacks: an execution runs on its
+ * caller's thread while the VNC's worker is idle, and must fit a small
+ * stack. Runs in the 'threads' suite (under TSan in `make test`).
  */
 #include <pthread.h>
 #include <stdatomic.h>
@@ -13,7 +14,7 @@
 
 #include "it_common.h"
 
-enum { N = 128 * 512, THREADS = 4, ITERS = 20 };
+enum { N = 128 * 512, THREADS = 4, ITERS = 20, STACK = 256 * 1024 };
 
 static void *neff;
 static size_t neff_size;
@@ -78,8 +79,12 @@ static void test_parallel_executions(void **state)
         assert_int_equal(nrt_load(neff, neff_size, vncs[v], -1, &models[vncs[v]]), NRT_SUCCESS);
     pthread_t th[THREADS];
     struct job jobs[THREADS] = {{0, 0}, {1, 0}, {2, 1}, {3, 4}};
+    pthread_attr_t attr;
+    pthread_attr_init(&attr);
+    assert_int_equal(pthread_attr_setstacksize(&attr, STACK), 0);
     for (int i = 0; i < THREADS; i++)
-        assert_int_equal(pthread_create(&th[i], NULL, worker, &jobs[i]), 0);
+        assert_int_equal(pthread_create(&th[i], &attr, worker, &jobs[i]), 0);
+    pthread_attr_destroy(&attr);
     for (int i = 0; i < THREADS; i++)
         pthread_join(th[i], NULL);
     assert_int_equal(atomic_load(&failures), 0);
