@@ -33,8 +33,6 @@
 
 /* Default execution time limit: the emulator runs slower than hardware. */
 #define EXEC_DEFAULT_TIMEOUT_S 600u
-/* Most inputs and outputs of one model. */
-#define EXEC_MAX_IO 4096
 
 static const char *exec_status_name(NRT_STATUS st)
 {
@@ -466,35 +464,19 @@ static void exec_coll_teardown(struct exec_coll *ec)
     core_lnc_fini(&ec->lnc);
 }
 
-/* Bind the programs of m to b's tensors and to the cores of its VNC. The
- * tensors' addresses go through a heap copy: an execution may run on the
- * caller's thread, whose stack may be small. */
+/* Bind the programs of m to b's tensors (their views, in place) and to the
+ * cores of its VNC. */
 static NRT_STATUS exec_bind_cores(nrt_model_t *m, const struct exec_binding *b,
                                   struct core **cores, const struct core_program **progs)
 {
-    if (b->n > EXEC_MAX_IO) {
-        LOG_ERROR("NRT", "'%s' has %u inputs and outputs; trnemu runs at most %d",
-                  m->neff->info.name, b->n, EXEC_MAX_IO);
-        return NRT_INVALID;
-    }
-    uint8_t **io_va = malloc(((size_t)b->n + 1) * sizeof *io_va);
-    uint64_t *io_size = malloc(((size_t)b->n + 1) * sizeof *io_size);
-    NRT_STATUS st = io_va != NULL && io_size != NULL ? NRT_SUCCESS : NRT_RESOURCE;
-    if (st != NRT_SUCCESS)
-        LOG_ERROR("NRT", "out of host memory binding the tensors of '%s'", m->neff->info.name);
-    for (uint32_t i = 0; st == NRT_SUCCESS && i < b->n; i++) {
-        io_va[i] = b->views[i].va;
-        io_size[i] = b->views[i].size;
-    }
-    for (uint32_t s = 0; st == NRT_SUCCESS && s < m->nsgs; s++) {
-        st = machine_vnc_core(rt_machine(), m->gvnc, s, &cores[s]);
-        if (st == NRT_SUCCESS)
-            model_bind_program(&m->sgs[s], io_va, io_size, cores[s]);
+    for (uint32_t s = 0; s < m->nsgs; s++) {
+        NRT_STATUS st = machine_vnc_core(rt_machine(), m->gvnc, s, &cores[s]);
+        if (st != NRT_SUCCESS)
+            return st;
+        model_bind_program(&m->sgs[s], b->views, cores[s]);
         progs[s] = &m->sgs[s].prog;
     }
-    free(io_va);
-    free(io_size);
-    return st;
+    return NRT_SUCCESS;
 }
 
 static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)

@@ -14,6 +14,7 @@
 #include "devices/runtime.h"
 #include "devices/state.h"
 #include "devices/status.h"
+#include "devices/tensor.h"
 #include "emu/isa/isa_gen.h"
 #include "emu/log.h"
 
@@ -262,11 +263,11 @@ static NRT_STATUS model_build_program(const struct nrt_model *m, struct model_sg
 
 /* Point I/O variables at the bound tensors and SBUF variables at the core. */
 static void model_bind_one(struct core_var *cv, const struct neff_var *v, uint32_t io,
-                           uint8_t *const *io_va, const uint64_t *io_size, struct core *core)
+                           const struct tensor_view *views, struct core *core)
 {
     if (io != UINT32_MAX) {
-        cv->va = io_va[io];
-        cv->size = io_size[io];
+        cv->va = views[io].va;
+        cv->size = views[io].size;
     } else if (v->type == NEFF_VAR_STATE_BUFFER) {
         uint64_t all = (uint64_t)ISA_NUM_PARTITIONS * core->sbuf_part_bytes;
         cv->va = core->sbuf;
@@ -274,12 +275,10 @@ static void model_bind_one(struct core_var *cv, const struct neff_var *v, uint32
     }
 }
 
-void model_bind_program(struct model_sg *ms, uint8_t *const *io_va, const uint64_t *io_size,
-                        struct core *core)
+void model_bind_program(struct model_sg *ms, const struct tensor_view *io, struct core *core)
 {
     for (uint32_t i = 0; i < ms->sg->n_vars; i++)
-        model_bind_one(&ms->cvar_index[i], &ms->sg->vars[i], ms->io_of_var[i], io_va, io_size,
-                       core);
+        model_bind_one(&ms->cvar_index[i], &ms->sg->vars[i], ms->io_of_var[i], io, core);
     for (uint32_t k = 0; k < ms->sg->n_vars; k++) {
         const struct neff_var *v = neff_sg_find_var_id(ms->sg, ms->cvars[k].var_id);
         uint32_t i = (uint32_t)(v - ms->sg->vars);

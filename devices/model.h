@@ -100,11 +100,12 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
 /* NRT_INVALID (one log line) for a pointer it did not hand out. */
 NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info);
 
+struct tensor_view;
+
 /* Before an execution: point the program's input/output variables at the
- * bound tensors (io_va/io_size by neff io index) and its state-buffer
+ * bound tensors (io, one view per neff io entry) and its state-buffer
  * variables at core's SBUF. The caller holds the VNC's exec_lock. */
-void model_bind_program(struct model_sg *ms, uint8_t *const *io_va, const uint64_t *io_size,
-                        struct core *core);
+void model_bind_program(struct model_sg *ms, const struct tensor_view *io, struct core *core);
 
 /* Record that m was loaded by nrt_load_collectives as rank of world. */
 void model_set_collectives(nrt_model_t *m, uint32_t rank, uint32_t world);
