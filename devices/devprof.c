@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "devices/model.h"
+#include "emu/core/tbuf.h"
 #include "emu/isa/isa.h"
 #include "emu/log.h"
 
@@ -89,40 +89,16 @@ bool devprof_wanted(const nrt_model_t *m)
 
 /* ---- span buffers, one per thread that executes ------------------------- */
 
-static pthread_key_t devprof_span_key;          /* unmaps a thread's buffer at its exit */
-static pthread_once_t devprof_span_once = PTHREAD_ONCE_INIT;
-static _Thread_local struct cost_span *devprof_spans; /* this thread's, NULL: not yet */
-
-static size_t devprof_span_bytes(void)
-{
-    return (size_t)DEVPROF_MAX_SPANS * sizeof(struct cost_span);
-}
-
-static void devprof_span_free(void *p)
-{
-    munmap(p, devprof_span_bytes());
-}
-
-static void devprof_span_key_init(void)
-{
-    (void)pthread_key_create(&devprof_span_key, devprof_span_free);
-}
+static struct tbuf devprof_span_buf = TBUF_INIT((size_t)DEVPROF_MAX_SPANS *
+                                                sizeof(struct cost_span));
 
 struct cost_span *devprof_span_buffer(void)
 {
-    if (devprof_spans != NULL)
-        return devprof_spans;
-    pthread_once(&devprof_span_once, devprof_span_key_init);
-    void *p = mmap(NULL, devprof_span_bytes(), PROT_READ | PROT_WRITE,
-                   MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
-    if (p == MAP_FAILED) {
+    struct cost_span *p = tbuf_get(&devprof_span_buf);
+    if (p == NULL)
         LOG_WARN("NRT", "out of host memory for a profile's spans; this execution keeps "
                  "only its totals");
-        return NULL;
-    }
-    devprof_spans = p;
-    (void)pthread_setspecific(devprof_span_key, p);
-    return devprof_spans;
+    return p;
 }
 
 static struct devprof_session *devprof_add(enum devprof_kind kind, const char *path)

@@ -22,10 +22,10 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
+#include "emu/core/tbuf.h"
 #include "emu/log.h"
 
 #define PAR_SPIN_NS 30000      /* how long an idle helper spins before it sleeps */
@@ -330,39 +330,17 @@ void par_configure(unsigned threads)
 
 /* ---- per-thread scratch ------------------------------------------------------------ */
 
-static pthread_key_t par_scratch_key;            /* unmaps a thread's scratch at its exit */
-static pthread_once_t par_scratch_once = PTHREAD_ONCE_INIT;
-static _Thread_local float *par_scratch_base;    /* this thread's slots, NULL: not yet */
-
-static size_t par_scratch_bytes(void)
-{
-    return (size_t)PAR_SCRATCH_SLOTS * PAR_SCRATCH_ELEMS * sizeof(float);
-}
-
-static void par_scratch_free(void *p)
-{
-    munmap(p, par_scratch_bytes());
-}
-
-static void par_scratch_key_init(void)
-{
-    (void)pthread_key_create(&par_scratch_key, par_scratch_free);
-}
+static struct tbuf par_scratch_buf =
+    TBUF_INIT((size_t)PAR_SCRATCH_SLOTS * PAR_SCRATCH_ELEMS * sizeof(float));
 
 float *par_scratch(unsigned slot)
 {
     if (slot >= PAR_SCRATCH_SLOTS)
         return NULL;
-    if (par_scratch_base == NULL) {
-        pthread_once(&par_scratch_once, par_scratch_key_init);
-        void *p = mmap(NULL, par_scratch_bytes(), PROT_READ | PROT_WRITE,
-                       MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (p == MAP_FAILED) {
-            LOG_ERROR("EMU", "out of host memory for a thread's scratch rows");
-            return NULL;
-        }
-        par_scratch_base = p;
-        (void)pthread_setspecific(par_scratch_key, p);
+    float *base = tbuf_get(&par_scratch_buf);
+    if (base == NULL) {
+        LOG_ERROR("EMU", "out of host memory for a thread's scratch rows");
+        return NULL;
     }
-    return par_scratch_base + (size_t)slot * PAR_SCRATCH_ELEMS;
+    return base + (size_t)slot * PAR_SCRATCH_ELEMS;
 }
