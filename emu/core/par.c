@@ -57,7 +57,6 @@ static unsigned par_nhelpers;                  /* entries of par_helper (par_mu)
 static unsigned par_gen;                       /* bumped by par_shutdown (par_mu) */
 static atomic_uint par_busy;                   /* threads inside par_busy_enter */
 static _Thread_local bool par_in_part;         /* this thread is running a part */
-static _Thread_local bool par_solo_on;         /* par_solo: this thread never splits */
 
 /* ---- thread count --------------------------------------------------------------- */
 
@@ -265,7 +264,7 @@ void par_busy_leave(void)
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
 {
     unsigned want = par_threads();
-    if (n_parts <= 1 || want <= 1 || par_in_part || par_solo_on ||
+    if (n_parts <= 1 || want <= 1 || par_in_part ||
         atomic_load_explicit(&par_busy, memory_order_relaxed) >= want) {
         par_inline(n_parts, fn, arg);
         return;
@@ -288,13 +287,6 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
         pthread_cond_wait(&j.idle, &par_mu);
     pthread_mutex_unlock(&par_mu);
     pthread_cond_destroy(&j.idle);
-}
-
-bool par_solo(bool on)
-{
-    bool was = par_solo_on;
-    par_solo_on = on;
-    return was;
 }
 
 /* Stop every helper and, when setting is not NULL, change the setting in

@@ -55,12 +55,6 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
 void par_busy_enter(void);
 void par_busy_leave(void);
 
-/* While on, par_for calls from the calling thread run every part inline,
- * on that thread (as with 1 thread). For threads that already share the
- * CPUs among themselves: the cores of a split run (emu/core/sched.c) when
- * there are no more threads than cores. Returns the previous setting. */
-bool par_solo(bool on);
-
 /* Stop and join every helper thread (a later par_for starts them again).
  * par_for calls under way still finish: the callers run the parts no
  * helper took. For runtime teardown. */

@@ -377,15 +377,20 @@ static void sched_split_rounds(struct sched_part *p)
     }
 }
 
-/* One core on its thread. With no more host threads than cores, its
- * instructions are not split further (par_solo): the cores already keep
- * the CPUs busy, and a core waiting for a helper that runs a part of the
- * other core's instruction would only lose time. */
+/* One core on its thread. Each core after the first is one more thread
+ * keeping a CPU busy (par_busy_enter; the first runs on the thread of the
+ * run, which its caller counts): with no more host threads than busy
+ * ones, no instruction is split further, since a core waiting for a
+ * helper that runs a part of another core's instruction would only lose
+ * time. */
 static void sched_split_core(struct sched_part *p)
 {
-    bool was = par_solo(par_threads() <= p->run->ncores);
+    bool extra = p != &p->run->parts[0];
+    if (extra)
+        par_busy_enter();
     sched_split_rounds(p);
-    par_solo(was);
+    if (extra)
+        par_busy_leave();
 }
 
 /* A helper thread's body: wait for the go, then run its core. */

@@ -101,29 +101,14 @@ static void test_one_thread_in_order(void **state)
     par_configure(0);
 }
 
-/* par_solo: with many threads configured, a solo thread still runs every
- * part itself, in order; turning it off restores the previous setting. */
-static void test_solo_inline(void **state)
-{
-    (void)state;
-    par_configure(4);
-    assert_false(par_solo(true));
-    struct order_job j = {.caller = pthread_self()};
-    par_for(64, order_part, &j);
-    assert_true(par_solo(false));
-    assert_false(j.elsewhere);
-    assert_int_equal(j.n_seen, 64);
-    for (size_t p = 0; p < 64; p++)
-        assert_int_equal(j.seen[p], p);
-    par_configure(0);
-}
-
 /* par_busy_enter: with as many busy threads as the pool may use, a
- * par_for runs every part on its caller (parts long enough for an idle
- * helper to join otherwise); one fewer, and it may split again. */
+ * par_for runs every part on its caller, in order (parts long enough for
+ * an idle helper to join otherwise); one fewer, and it may split again. */
 struct busy_job {
     pthread_t caller;      /* the thread that called par_for */
     atomic_bool elsewhere; /* a part ran on another thread */
+    size_t seen[64];       /* part indices in the order they ran on the caller */
+    atomic_size_t n_seen;  /* entries of seen */
 };
 
 static void busy_part(void *arg, size_t part)
@@ -131,6 +116,8 @@ static void busy_part(void *arg, size_t part)
     struct busy_job *j = arg;
     if (!pthread_equal(pthread_self(), j->caller))
         atomic_store(&j->elsewhere, true);
+    else
+        j->seen[atomic_fetch_add(&j->n_seen, 1)] = part;
     volatile uint64_t x = part;
     for (int i = 0; i < 20000; i++)
         x = x * 6364136223846793005ull + 1;
@@ -139,16 +126,21 @@ static void busy_part(void *arg, size_t part)
 static void test_busy_inline(void **state)
 {
     (void)state;
-    par_configure(2);
-    run_counted(MANY); /* the helper is started */
-    par_busy_enter();
-    par_busy_enter();
-    struct busy_job j = {.caller = pthread_self()};
+    par_configure(4);
+    run_counted(MANY); /* the helpers are started */
+    for (int i = 0; i < 4; i++)
+        par_busy_enter();
+    static struct busy_job j;
+    j.caller = pthread_self();
     atomic_init(&j.elsewhere, false);
+    atomic_init(&j.n_seen, 0);
     par_for(64, busy_part, &j);
     assert_false(atomic_load(&j.elsewhere));
-    par_busy_leave();
-    par_busy_leave();
+    assert_int_equal(atomic_load(&j.n_seen), 64);
+    for (size_t p = 0; p < 64; p++)
+        assert_int_equal(j.seen[p], p);
+    for (int i = 0; i < 4; i++)
+        par_busy_leave();
     run_counted(MANY);
     par_configure(0);
 }
@@ -336,7 +328,6 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_every_part_once),
         cmocka_unit_test(test_one_thread_in_order),
-        cmocka_unit_test(test_solo_inline),
         cmocka_unit_test(test_busy_inline),
         cmocka_unit_test(test_each_part_once),
         cmocka_unit_test(test_same_results_any_count),
