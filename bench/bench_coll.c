@@ -117,13 +117,6 @@ struct bench_time {
     double cpu;    /* CPU time of the rank's process per repetition (all threads) */
 };
 
-static double process_cpu_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 static int cmp_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
@@ -177,9 +170,9 @@ static struct bench_time rank_run(const struct bench_case *bc, uint32_t rank)
             iters = all[0] < 2 ? 2 : all[0] > 20 ? 20 : (int)all[0];
         }
         bool ok = nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
-        double t0 = wall_s(), c0 = process_cpu_s(), median = -1;
+        double t0 = wall_s(), c0 = bench_proc_cpu_s(), median = -1;
         ok = ok && timed_loop(t, rank, bc->n, group, iters, &median);
-        double cpu = process_cpu_s() - c0;
+        double cpu = bench_proc_cpu_s() - c0;
         ok = ok && nrt_barrier(0, rank, bc->n) == NRT_SUCCESS;
         if (ok)
             per = (struct bench_time){(wall_s() - t0) / iters, median, cpu / iters};

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench/bench_util.h"
 #include "devices/exec.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
@@ -162,14 +163,6 @@ static double bp_round(struct bp_vnc *bs, int n, long *execs)
     return failed ? -1 : (double)total / (bp_now() - t0);
 }
 
-/* Seconds of CPU this process used so far (every thread). */
-static double bp_cpu(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* The cases: which of the loaded VNCs (bp_vncs) each drives. */
 #define BP_CASES 3
 static const int bp_vncs[] = {0, 1, 4};  /* chip 0, chip 0, chip 1 */
@@ -226,12 +219,13 @@ static bool bp_run(const char *threads, int ncases, struct bp_stat *stat)
             struct bp_vnc bs[BP_MAX_VNCS];
             for (int i = 0; i < bp_cases[c].n; i++)
                 bs[i] = all[bp_cases[c].idx[i]];
-            double cpu0 = bp_cpu();
+            double cpu0 = bench_proc_cpu_s();
             long execs = 0;
             double rate = bp_round(bs, bp_cases[c].n, &execs);
             ok = rate >= 0;
             if (ok)
-                bp_note(&stat[c], rate, (bp_cpu() - cpu0) / (double)(execs > 0 ? execs : 1));
+                bp_note(&stat[c], rate,
+                        (bench_proc_cpu_s() - cpu0) / (double)(execs > 0 ? execs : 1));
         }
     for (int v = 0; v < NV; v++)
         bp_teardown(&all[v]);
@@ -250,12 +244,12 @@ static void bp_print(const char *what, const struct bp_stat *st, double base)
 /* One round of matmul_lnc2 on b from one thread, noted in st. */
 static bool bp_lnc2_round(struct bp_vnc *b, struct bp_stat *st)
 {
-    double cpu0 = bp_cpu();
+    double cpu0 = bench_proc_cpu_s();
     long execs = 0;
     double rate = bp_round(b, 1, &execs);
     if (rate < 0)
         return false;
-    bp_note(st, rate, (bp_cpu() - cpu0) / (double)(execs > 0 ? execs : 1));
+    bp_note(st, rate, (bench_proc_cpu_s() - cpu0) / (double)(execs > 0 ? execs : 1));
     return true;
 }
 

@@ -292,13 +292,6 @@ static double bs_save(const char *path, uint32_t cs, int64_t *id)
     return t;
 }
 
-static double bs_cpu_now(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
 /* Restore into a fresh runtime; seconds of snap_restore, and in *cpu the
  * CPU seconds it took in all the process's threads. */
 static double bs_restore(const char *path, int64_t id, double *cpu)
@@ -309,11 +302,11 @@ static double bs_restore(const char *path, int64_t id, double *cpu)
     struct snap_handle_map map;
     if (rt_enter() != NRT_SUCCESS || snap_open(path, false, &db) != NRT_SUCCESS)
         bench_die("bench-store", "cannot open the snapshot file");
-    double t0 = bs_now(), c0 = bs_cpu_now();
+    double t0 = bs_now(), c0 = bench_proc_cpu_s();
     if (snap_restore(db, id, &map) != NRT_SUCCESS)
         bench_die("bench-store", "restore failed");
     double t = bs_now() - t0;
-    *cpu = bs_cpu_now() - c0;
+    *cpu = bench_proc_cpu_s() - c0;
     snap_handle_map_free(&map);
     snap_close(db);
     rt_leave();

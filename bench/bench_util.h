@@ -1,5 +1,5 @@
 /*
- * bench_util.h: what the engine benchmarks share: thread CPU time (figures
+ * bench_util.h: what the benchmarks share: thread and process CPU time (figures
  * stay meaningful on a busy host, where wall-clock time would count other
  * processes' slices), a fatal-error exit, and the memcpy baseline.
  */
@@ -16,6 +16,14 @@ static inline double bench_cpu_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Seconds of CPU time of the whole process (every thread). */
+static inline double bench_proc_cpu_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
