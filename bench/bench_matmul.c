@@ -213,7 +213,7 @@ static int check(const uint16_t *a, const uint16_t *b, const float *c)
 }
 
 /* A large zeroed array on huge pages where the kernel has them, as the
- * runtime maps device HBM (devices/instance.c); NULL when out of memory. */
+ * runtime maps device HBM (devices/machine/instance.c); NULL when out of memory. */
 static void *bench_map(size_t bytes)
 {
     void *p = mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);

@@ -34,7 +34,7 @@
 #include <time.h>
 
 #include "bench/bench_util.h"
-#include "devices/exec.h"
+#include "devices/runtime/exec.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 

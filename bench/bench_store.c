@@ -27,8 +27,8 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
-#include "devices/runtime.h"
-#include "devices/state.h"
+#include "devices/runtime/runtime.h"
+#include "devices/runtime/state.h"
 #include "store/chunk.h"
 #include "store/calllog.h"
 #include "store/snapshot.h"

@@ -1,7 +1,7 @@
 /*
  * fabric_base.c: a plain libfabric transfer between two forked processes
  * (see fabric_base.h): 256 KiB messages, 16 in flight, like the bridge of
- * devices/fabric.c, received into one buffer; the receiver answers with
+ * devices/link/fabric.c, received into one buffer; the receiver answers with
  * one byte once all have arrived, and the sender times from its first send
  * to that answer.
  */

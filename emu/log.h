@@ -6,7 +6,7 @@
  * emu knows no processes nor environment: the level (ERROR until told
  * otherwise), the per-subsystem levels and the "pid:tid" stamp are given
  * by log_configure, which the layer that knows the process calls
- * (devices/log_env.c reads NEURON_RT_LOG_LEVEL[_<SUBSYS>]).
+ * (devices/config/log_env.c reads NEURON_RT_LOG_LEVEL[_<SUBSYS>]).
  * Subsystems: NRT (ABI entry points), TDRV (devices), NEFF, EMU, STORE, TOOL.
  */
 #ifndef TRNEMU_EMU_LOG_H

@@ -3,7 +3,7 @@
  *
  * emu knows nothing of the runtime's ABI: it reports in this enum of its
  * own. The values are chosen equal to the emu_status codes they become,
- * and devices/status.h maps one to the other (with a static_assert per
+ * and devices/config/status.h maps one to the other (with a static_assert per
  * value), so a status crosses the layer boundary unchanged.
  */
 #ifndef TRNEMU_EMU_STATUS_H

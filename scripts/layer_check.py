@@ -6,8 +6,8 @@ The layers and their allowed arrows (docs/architecture.md):
   emu      emu/ only: nothing of devices/, store/, shims/, tools/, and no
            vendor header (nrt/, ndl/) nor trnemu's public ABI header
   devices  emu/ and devices/, and the ABI headers (abi/: nrt/, ndl/, trnemu/)
-  store    emu/'s public headers, devices/state.h (its one view of the
-           runtime) and devices/status.h, the ABI headers, store/
+  store    emu/'s public headers, devices/runtime/state.h (its one view of the
+           runtime) and devices/config/status.h, the ABI headers, store/
   shims    everything
   tools    the ABI headers, tools/ and the documented internal headers
            listed in TOOLS_INTERNAL below
@@ -31,13 +31,13 @@ LAYERS = ("emu", "devices", "store", "shims", "tools")
 TOOLS_INTERNAL = {
     "emu/log.h", "emu/status.h", "emu/isa/asm.h", "emu/isa/disasm.h",
     "emu/neff/npy.h", "emu/num/numerics.h",
-    "devices/config.h", "devices/instance.h", "devices/node.h", "devices/topology.h",
-    "devices/log_env.h",
+    "devices/config/config.h", "devices/machine/instance.h", "devices/config/node.h", "devices/config/topology.h",
+    "devices/config/log_env.h",
     "store/calllog_replay.h", "store/snap_query.h",
 }
 
 # What store/ may see of devices/.
-STORE_DEVICES = {"devices/state.h", "devices/status.h"}
+STORE_DEVICES = {"devices/runtime/state.h", "devices/config/status.h"}
 
 INCLUDE = re.compile(r'^\s*#\s*include\s*[<"]([^>"]+)[>"]')
 
@@ -60,7 +60,7 @@ def allowed(layer, header):
     if layer == "store":
         if top == "emu" or top in ABI or header in STORE_DEVICES:
             return None
-        return "store sees devices through devices/state.h (and status.h) only"
+        return "store sees devices through devices/runtime/state.h (and status.h) only"
     if layer == "tools":
         if top in ABI or header in TOOLS_INTERNAL:
             return None

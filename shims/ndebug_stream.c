@@ -1,8 +1,8 @@
 /*
  * ndebug_stream.c: the debug-stream entry points of ndebug_stream.h
- * (devices/debugstream.c holds the streams).
+ * (devices/observe/debugstream.c holds the streams).
  */
-#include "devices/debugstream.h"
+#include "devices/observe/debugstream.h"
 #include "nrt/ndebug_stream.h"
 #include "shims/shim.h"
 

@@ -2,9 +2,9 @@
  * nrt_async.c: the explicitly asynchronous nrta_* entry points: schedule
  * tensor reads, writes, copies and executions on an LNC's execution-unit
  * queues, follow their sequence numbers, collect failures in error
- * trackers. Argument checks here; the queues live in devices/async.c.
+ * trackers. Argument checks here; the queues live in devices/runtime/async.c.
  */
-#include "devices/async.h"
+#include "devices/runtime/async.h"
 #include "nrt/nrt_async.h"
 #include "shims/shim.h"
 

@@ -2,7 +2,7 @@
  * nrt_collectives.c: the collective-communication entry points: global
  * communicators, barrier, all-gather, prepared collectives, and trnemu's
  * variable-size all-to-all and all-gather. The work is in
- * devices/coll_host.c and devices/coll_v.c; docs/collectives.md describes
+ * devices/runtime/coll_host.c and devices/runtime/coll_v.c; docs/collectives.md describes
  * the behaviour.
  *
  * Statuses: NRT_SUCCESS; NRT_INVALID for bad arguments (one log line) or
@@ -12,8 +12,8 @@
  * when shared memory cannot be made; NRT_UNINITIALIZED / NRT_CLOSED
  * outside nrt_init .. nrt_close.
  */
-#include "devices/async.h"
-#include "devices/coll.h"
+#include "devices/runtime/async.h"
+#include "devices/coll/coll.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"

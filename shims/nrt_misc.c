@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/async.h"
-#include "devices/state.h"
-#include "devices/systrace.h"
+#include "devices/runtime/async.h"
+#include "devices/runtime/state.h"
+#include "devices/observe/systrace.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"

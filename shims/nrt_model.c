@@ -4,9 +4,9 @@
  */
 #include <string.h>
 
-#include "devices/exec.h"
-#include "devices/model.h"
-#include "devices/systrace.h"
+#include "devices/runtime/exec.h"
+#include "devices/runtime/model.h"
+#include "devices/observe/systrace.h"
 #include "nrt/nrt_experimental.h"
 #include "shims/shim.h"
 

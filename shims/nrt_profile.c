@@ -1,16 +1,16 @@
 /*
  * nrt_profile.c: device profiles (nrt_profile_*), the continuous profile
  * and inspect (nrt_inspect_*): argument checks here; the timelines come
- * from the cost model (devices/devprof.c, docs/profile.md), inspect's
- * sessions from devices/inspect.c.
+ * from the cost model (devices/observe/devprof.c, docs/profile.md), inspect's
+ * sessions from devices/observe/inspect.c.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/devprof.h"
-#include "devices/inspect.h"
-#include "devices/model.h"
+#include "devices/observe/devprof.h"
+#include "devices/observe/inspect.h"
+#include "devices/runtime/model.h"
 #include "nrt/nrt_profile.h"
 #include "shims/shim.h"
 

@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devices/config.h"
+#include "devices/config/config.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_version.h"
 #include "shims/shim.h"

@@ -4,7 +4,7 @@
  * in devices/coll_p2p.c; docs/collectives.md describes it). peer_ip must
  * name this host: 127.0.0.1, ::1, localhost, 0.0.0.0 or the host name.
  */
-#include "devices/coll.h"
+#include "devices/coll/coll.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "shims/shim.h"
 

@@ -1,12 +1,12 @@
 /*
  * nrt_sys_trace.c: the system-trace entry points: capture options, event
- * types, start/stop, fetch as JSON (devices/systrace.c). The void setters
+ * types, start/stop, fetch as JSON (devices/observe/systrace.c). The void setters
  * ignore a NULL options object with a log line, as they cannot report.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/systrace.h"
+#include "devices/observe/systrace.h"
 #include "nrt/nrt_sys_trace.h"
 #include "shims/shim.h"
 

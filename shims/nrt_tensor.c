@@ -2,7 +2,7 @@
  * nrt_tensor.c: the tensor entry points (allocate, free, read, write, copy,
  * memset, batches, slices, attached buffers, queries, output completion).
  */
-#include "devices/tensor.h"
+#include "devices/runtime/tensor.h"
 #include "shims/shim.h"
 
 NRT_STATUS nrt_tensor_allocate_impl(nrt_tensor_placement_t tensor_placement, int vnc,

@@ -2,7 +2,7 @@
  * nrt_tensor_set.c: the tensor-set entry points. Sets are host containers
  * and work whether or not the runtime is initialized.
  */
-#include "devices/tensor_set.h"
+#include "devices/runtime/tensor_set.h"
 #include "shims/shim.h"
 
 NRT_STATUS nrt_allocate_tensor_set_impl(nrt_tensor_set_t **result)

@@ -25,7 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/runtime.h"
+#include "devices/runtime/runtime.h"
 #include "emu/log.h"
 #include "store/calllog.h"
 #include "store/snap_query.h"

@@ -13,7 +13,7 @@
 #include <dlfcn.h>
 #include <stdatomic.h>
 
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "emu/log.h"
 #include "store/calllog.h"
 

@@ -8,8 +8,8 @@
 #ifndef TRNEMU_SHIMS_SHIM_H
 #define TRNEMU_SHIMS_SHIM_H
 
-#include "devices/handle.h"
-#include "devices/runtime.h"
+#include "devices/runtime/handle.h"
+#include "devices/runtime/runtime.h"
 #include "emu/log.h"
 #include "nrt/nrt.h"
 
@@ -76,7 +76,7 @@ static inline const char *shim_log_name(const char *func)
     } while (0)
 
 /* Objects the shims hand out (options, name lists, buffers) are registered
- * (devices/handle.h) so that a foreign pointer is refused, never used. */
+ * (devices/runtime/handle.h) so that a foreign pointer is refused, never used. */
 static inline NRT_STATUS shim_obj_add(void *p, enum handle_kind k)
 {
     handle_lock();

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/status.h"
+#include "devices/config/status.h"
 #include "emu/isa/asm.h"
 #include "shims/shim.h"
 #include "trnemu/trnemu.h"

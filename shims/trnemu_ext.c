@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devices/config.h"
+#include "devices/config/config.h"
 #include "shims/shim.h"
 #include "store/snapshot.h"
 #include "trnemu/trnemu.h"
@@ -17,7 +17,7 @@ NRT_STATUS trnemu_get_machine_info_impl(trnemu_machine_info_t *info, size_t size
     NRT_STATUS st = rt_config(&cfg);
     if (st != NRT_SUCCESS)
         return st;
-    const struct dev_profile *p = cfg.profile;
+    const struct itype *p = cfg.profile;
     trnemu_machine_info_t v;
     memset(&v, 0, sizeof v);
     snprintf(v.instance_type, sizeof v.instance_type, "%s", p->name);

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/state.h"
+#include "devices/runtime/state.h"
 #include "emu/log.h"
 #include "store/snapshot.h"
 

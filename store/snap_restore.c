@@ -15,7 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "devices/state.h"
+#include "devices/runtime/state.h"
 #include "emu/core/core_state.h"
 #include "emu/log.h"
 #include "store/snap_int.h"

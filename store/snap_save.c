@@ -10,7 +10,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/state.h"
+#include "devices/runtime/state.h"
 #include "emu/core/core_state.h"
 #include "emu/log.h"
 #include "store/snap_int.h"

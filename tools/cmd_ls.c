@@ -20,10 +20,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/config.h"
-#include "devices/instance.h"
-#include "devices/node.h"
-#include "devices/topology.h"
+#include "devices/config/config.h"
+#include "devices/machine/instance.h"
+#include "devices/config/node.h"
+#include "devices/config/topology.h"
 #include "tools/live.h"
 #include "tools/tool.h"
 
@@ -74,7 +74,7 @@ static int ls_cmp_u32(const void *a, const void *b)
 }
 
 /* The chips linked to chip, ascending. */
-static uint32_t ls_neighbors(const struct dev_profile *p, uint32_t chip, uint32_t *chips)
+static uint32_t ls_neighbors(const struct itype *p, uint32_t chip, uint32_t *chips)
 {
     uint32_t links[TOPO_MAX_DEGREE];
     uint32_t n = topo_neighbors(p, chip, chips, links, TOPO_MAX_DEGREE);
@@ -84,7 +84,7 @@ static uint32_t ls_neighbors(const struct dev_profile *p, uint32_t chip, uint32_
     return n;
 }
 
-static const char *ls_topology_name(const struct dev_profile *p)
+static const char *ls_topology_name(const struct itype *p)
 {
     switch (p->links) {
     case DEV_LINKS_TORUS:
@@ -102,7 +102,7 @@ static const char *ls_topology_name(const struct dev_profile *p)
 
 static void ls_text(const struct machine_config *cfg)
 {
-    const struct dev_profile *p = cfg->profile;
+    const struct itype *p = cfg->profile;
     printf("instance-type: %s (%u x %s, NeuronCore-v%d, emulated by trnemu)\n", p->name,
            p->chips, p->chip_name, (int)p->gen);
     printf("logical-nc-config: %u   vncs: %u total, %u visible\n", cfg->lnc, cfg->total_vncs,
@@ -152,7 +152,7 @@ static json_t *ls_json_chip(const struct machine_config *cfg, uint32_t c)
                      "connected_devices", conn);
 }
 
-static json_t *ls_json_links(const struct dev_profile *p)
+static json_t *ls_json_links(const struct itype *p)
 {
     json_t *links = json_array();
     for (uint32_t l = 0; l < topo_nlinks(p); l++) {
@@ -176,7 +176,7 @@ static int ls_json_print(json_t *root)
 
 static int ls_json(const struct machine_config *cfg)
 {
-    const struct dev_profile *p = cfg->profile;
+    const struct itype *p = cfg->profile;
     json_t *chips = json_array();
     for (uint32_t c = 0; c < p->chips; c++)
         json_array_append_new(chips, ls_json_chip(cfg, c));
@@ -207,7 +207,7 @@ static void ls_draw_node(uint32_t node)
     }
 }
 
-static void ls_draw_torus(const struct dev_profile *p)
+static void ls_draw_torus(const struct itype *p)
 {
     for (uint32_t n = 0; n < p->nodes; n++) {
         if (p->nodes > 1)
@@ -221,9 +221,9 @@ static void ls_draw_torus(const struct dev_profile *p)
 }
 
 /* The rings across the servers of an UltraServer (chip c of every server). */
-static void ls_draw_us_rings(const struct dev_profile *p)
+static void ls_draw_us_rings(const struct itype *p)
 {
-    struct dev_profile us;
+    struct itype us;
     node_ultraserver_view(p, &us);
     if (us.nodes <= 1)
         return;
@@ -240,7 +240,7 @@ static void ls_draw_us_rings(const struct dev_profile *p)
            "collectives between servers over these rings.\n", us.nodes);
 }
 
-static void ls_draw_ring(const struct dev_profile *p)
+static void ls_draw_ring(const struct itype *p)
 {
     printf("\n  ");
     for (uint32_t c = 0; c < p->chips; c++)
@@ -251,7 +251,7 @@ static void ls_draw_ring(const struct dev_profile *p)
     printf("'\n  (the last chip is linked back to the first)\n");
 }
 
-static void ls_draw_switch(const struct dev_profile *p)
+static void ls_draw_switch(const struct itype *p)
 {
     printf("\n  every chip reaches every other chip in one hop through the switch:\n  ");
     for (uint32_t c = 0; c < p->chips; c++)
@@ -272,7 +272,7 @@ static void ls_draw_switch(const struct dev_profile *p)
 
 static void ls_topology(const struct machine_config *cfg)
 {
-    const struct dev_profile *p = cfg->profile;
+    const struct itype *p = cfg->profile;
     printf("%s: %u x %s, NeuronLink %s, %u links\n", p->name, p->chips, p->chip_name,
            ls_topology_name(p), topo_nlinks(p));
     if (p->links == DEV_LINKS_TORUS) {
@@ -303,7 +303,7 @@ static uint32_t ls_owned(const struct instance_ctl *c, const struct instance_pro
 
 static void ls_stats_text(const char *dir, const struct instance_ctl *c)
 {
-    const struct dev_profile *p = profile_find(c->profile);
+    const struct itype *p = itype_find(c->profile);
     time_t t = (time_t)(c->created_ns / 1000000000ull);
     char when[64];
     strftime(when, sizeof when, "%Y-%m-%d %H:%M:%S", localtime(&t));
@@ -355,7 +355,7 @@ static void ls_stats_text(const char *dir, const struct instance_ctl *c)
 
 static int ls_stats_json(const char *dir, const struct instance_ctl *c)
 {
-    const struct dev_profile *p = profile_find(c->profile);
+    const struct itype *p = itype_find(c->profile);
     json_t *procs = json_array(), *links = json_array();
     for (uint32_t i = 0; i < INSTANCE_MAX_PROCS; i++) {
         const struct instance_proc *pr = &c->procs[i];
@@ -638,8 +638,8 @@ static void ls_profiles(void)
 {
     printf("%-18s %6s %6s %8s %10s %6s  %s\n", "INSTANCE", "CHIPS", "CORES", "NC", "HBM/CHIP",
            "LNC", "NEURONLINK");
-    for (size_t i = 0; i < profile_count(); i++) {
-        const struct dev_profile *p = profile_at(i);
+    for (size_t i = 0; i < itype_count(); i++) {
+        const struct itype *p = itype_at(i);
         char gen[8];
         snprintf(gen, sizeof gen, "v%d", (int)p->gen);
         printf("%-18s %6u %6u %8s %6.0f GiB %6u  %s\n", p->name, p->chips,

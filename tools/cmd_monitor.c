@@ -13,7 +13,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "devices/config.h"
+#include "devices/config/config.h"
 #include "tools/monitor.h"
 #include "tools/tool.h"
 

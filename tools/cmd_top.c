@@ -12,7 +12,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "devices/config.h"
+#include "devices/config/config.h"
 #include "tools/live.h"
 #include "tools/monitor.h"
 #include "tools/tool.h"

@@ -11,7 +11,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/instance.h"
+#include "devices/machine/instance.h"
 
 /* The runtime version attached processes report (nrt_get_version's
  * rt_major.rt_minor.rt_patch), and what a process that is not a runtime

@@ -17,8 +17,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "devices/config.h"
-#include "devices/instance.h"
+#include "devices/config/config.h"
+#include "devices/machine/instance.h"
 
 /* Metric groups (bit masks). */
 enum mon_group {

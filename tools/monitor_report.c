@@ -11,7 +11,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/topology.h"
+#include "devices/config/topology.h"
 #include "tools/live.h"
 
 /* ---- samples -------------------------------------------------------------- */
@@ -161,7 +161,7 @@ static json_t *mon_group(double period)
 }
 
 static json_t *mon_nc_counters(const struct mon_sample *a, const struct mon_sample *b,
-                               const struct instance_proc *pr, const struct dev_profile *p)
+                               const struct instance_proc *pr, const struct itype *p)
 {
     json_t *g = mon_group(mon_dt(a, b)), *in_use = json_object();
     for (uint32_t v = 0; v < b->ctl.total_vncs; v++) {
@@ -298,7 +298,7 @@ static int mon_match(const struct mon_config *cfg, const char *tag)
     return -1;
 }
 
-static json_t *mon_runtime_data(const struct mon_config *cfg, const struct dev_profile *p,
+static json_t *mon_runtime_data(const struct mon_config *cfg, const struct itype *p,
                                 const struct mon_sample *a, const struct mon_sample *b)
 {
     json_t *arr = json_array();
@@ -381,7 +381,7 @@ static json_t *mon_sys_memory(double period)
 }
 
 /* The emulated HBM has no ECC: every counter is truly zero. */
-static json_t *mon_sys_hw(const struct dev_profile *p, double period)
+static json_t *mon_sys_hw(const struct itype *p, double period)
 {
     json_t *g = mon_group(period), *devs = json_array();
     for (uint32_t c = 0; c < p->chips; c++)
@@ -393,7 +393,7 @@ static json_t *mon_sys_hw(const struct dev_profile *p, double period)
     return g;
 }
 
-static json_t *mon_system_data(const struct mon_config *cfg, const struct dev_profile *p,
+static json_t *mon_system_data(const struct mon_config *cfg, const struct itype *p,
                                const struct mon_sample *a, const struct mon_sample *b)
 {
     json_t *o = json_object();
@@ -408,7 +408,7 @@ static json_t *mon_system_data(const struct mon_config *cfg, const struct dev_pr
 
 /* Not an EC2 instance: the identity fields are empty, the type is the
  * emulated one. */
-static json_t *mon_instance_info(const struct dev_profile *p)
+static json_t *mon_instance_info(const struct itype *p)
 {
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "instance_name", "",
                      "instance_id", "", "instance_type", p->name, "instance_availability_zone",
@@ -418,7 +418,7 @@ static json_t *mon_instance_info(const struct dev_profile *p)
 
 static json_t *mon_hardware_info(const struct machine_config *mc)
 {
-    const struct dev_profile *p = mc->profile;
+    const struct itype *p = mc->profile;
     char type[32], dver[16], ncver[16];
     snprintf(type, sizeof type, "%s", p->chip_name);
     for (char *c = type; *c; c++)
@@ -437,7 +437,7 @@ static json_t *mon_hardware_info(const struct machine_config *mc)
 json_t *mon_report(const struct mon_config *cfg, const struct machine_config *mc,
                    const struct mon_sample *a, const struct mon_sample *b)
 {
-    const struct dev_profile *p = mc->profile;
+    const struct itype *p = mc->profile;
     return json_pack("{s:o, s:o, s:o, s:o}", "neuron_runtime_data",
                      mon_runtime_data(cfg, p, a, b), "system_data",
                      mon_system_data(cfg, p, a, b), "instance_info", mon_instance_info(p),

@@ -4,7 +4,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "tools/tool.h"
 
 struct tool_cmd {

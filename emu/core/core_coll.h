@@ -3,7 +3,7 @@
  * ranks, without emu knowing anything of processes or shared memory.
  *
  * A program carries a pointer to a core_coll (core_program.coll), set by
- * whoever runs it (devices/exec.c). Cross-rank instructions (all_reduce,
+ * whoever runs it (devices/runtime/exec.c). Cross-rank instructions (all_reduce,
  * all_gather, reduce_scatter, all_to_all, permute) hand a core_coll_call with
  * contiguous buffers to iface->run, which blocks until the operation is
  * complete on this rank or has failed. Instructions between the physical
@@ -27,7 +27,7 @@
 #define CORE_LNC_MAX_CORES 4  /* physical cores one logical core may have */
 #define CORE_LNC_ENGINES 8    /* engines per core tracked (ISA_ENG_COUNT or more) */
 
-/* A collective operation (values shared with devices/coll.h). */
+/* A collective operation (values shared with devices/coll/coll.h). */
 enum core_coll_kind {
     CORE_COLL_ALL_REDUCE = 1,     /* every rank gets the reduction of all inputs */
     CORE_COLL_ALL_GATHER = 2,     /* every rank gets all inputs, in rank order */
@@ -51,7 +51,7 @@ struct core_coll_call {
     uint32_t recv_from;  /* permute: rank in the group to receive from */
 };
 
-/* A variable-count collective (values shared with devices/coll.h). */
+/* A variable-count collective (values shared with devices/coll/coll.h). */
 enum core_coll_vkind {
     CORE_COLL_V_ALL_TO_ALL = 1,  /* send_counts[r] elements from send_displs[r] go to rank r */
     CORE_COLL_V_ALL_GATHER = 2,  /* one chunk of send_counts[0] elements goes to every rank */

@@ -1,6 +1,6 @@
 /*
  * fuzz_boot_hello.c: fuzz target for the check rank 0's bootstrap applies
- * to every hello it receives from the network (devices/bootstrap.c,
+ * to every hello it receives from the network (devices/link/bootstrap.c,
  * boot_hello_check): wrong token, magic, version, sizes, ranks, node
  * indexes, short and oversized messages.
  *
@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "devices/bootstrap.h"
+#include "devices/link/bootstrap.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -17,9 +17,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "devices/handle.h"
-#include "devices/runtime.h"
-#include "devices/state.h"
+#include "devices/runtime/handle.h"
+#include "devices/runtime/runtime.h"
+#include "devices/runtime/state.h"
 #include "store/calllog.h"
 #include "store/snapshot.h"
 #include "../unit/test_neff_util.h"

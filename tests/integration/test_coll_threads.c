@@ -15,7 +15,7 @@
  *         loaded with nrt_load_collectives and run twice (on each VNC's
  *         worker thread); also with the four ranks on the four VNCs of one
  *         chip and TRNEMU_THREADS=1: each rank leaves the compute gate
- *         while it waits for the others (devices/gate.h), so one place is
+ *         while it waits for the others (devices/thread/gate.h), so one place is
  *         enough for four ranks
  */
 #include <pthread.h>

@@ -1,5 +1,5 @@
 /*
- * test_env.c: the NEURON_RT_* variables read at nrt_init (devices/env.c)
+ * test_env.c: the NEURON_RT_* variables read at nrt_init (devices/config/env.c)
  * through the public API: NEURON_RT_VIRTUAL_CORE_SIZE sets the logical
  * core size (and must agree with NEURON_LOGICAL_NC_CONFIG),
  * NEURON_RT_NUMERICAL_ERRORS_VERBOSITY decides which non-finite outputs

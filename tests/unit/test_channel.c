@@ -1,6 +1,6 @@
 /*
  * test_channel.c: the shared-memory SPSC rings and doorbells
- * (devices/channel.h): wrap-around, back-pressure, message framing,
+ * (devices/link/channel.h): wrap-around, back-pressure, message framing,
  * streaming between two processes, timeouts and a dead peer.
  */
 #include <setjmp.h>
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "devices/channel.h"
+#include "devices/link/channel.h"
 
 /* A ring and its two bells in one shared anonymous mapping. */
 struct pipe_mem {

@@ -1,6 +1,6 @@
 /*
  * test_coll_reduce.c: the element-wise reductions of the collectives
- * (devices/coll_reduce.h), for every dtype and op, against references
+ * (devices/coll/coll_reduce.h), for every dtype and op, against references
  * built from the scalar conversions of emu/num/numerics.h; the fold of a
  * list (coll_fold_list, the direct all-reduce's one pass) against the
  * chain of pairwise folds, bit for bit.
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "devices/coll_reduce.h"
+#include "devices/coll/coll_reduce.h"
 #include "emu/num/numerics.h"
 
 #define N 1037  /* odd: exercises the vector tails */

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <unistd.h>
 
-#include "devices/config.h"
+#include "devices/config/config.h"
 
 static const char *const config_vars[] = {
     "TRNEMU_INSTANCE", "NEURON_LOGICAL_NC_CONFIG", "NEURON_RT_VISIBLE_CORES",

@@ -14,7 +14,7 @@
 #include <cmocka.h>
 #include <pthread.h>
 
-#include "devices/gate.h"
+#include "devices/thread/gate.h"
 
 #define GT_THREADS 8   /* threads per case */
 #define GT_ROUNDS 200  /* entries per thread */

@@ -17,7 +17,7 @@
 
 #include <cmocka.h>
 
-#include "devices/handle.h"
+#include "devices/runtime/handle.h"
 
 #define NKEYS 4096
 

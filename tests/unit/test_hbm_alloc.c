@@ -13,7 +13,7 @@
 
 #include <cmocka.h>
 
-#include "devices/hbm_alloc.h"
+#include "devices/machine/hbm_alloc.h"
 
 #define G HBM_ALLOC_MIN_ALIGN
 

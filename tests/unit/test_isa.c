@@ -18,7 +18,7 @@
 
 #define ISA_WANT_DISPATCH
 #include "emu/isa/isa.h"
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "emu/log.h"
 
 void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned engine,

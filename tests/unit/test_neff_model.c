@@ -15,7 +15,7 @@
 
 #include <cmocka.h>
 
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/neff_file.h"
 #include "emu/neff/neff_model.h"

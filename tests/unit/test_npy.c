@@ -14,7 +14,7 @@
 
 #include <cmocka.h>
 
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "emu/log.h"
 #include "emu/neff/npy.h"
 #include "test_neff_util.h"

@@ -25,7 +25,7 @@
 #define HAVE_MXCSR 0
 #endif
 
-#include "devices/log_env.h"
+#include "devices/config/log_env.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 #include "emu/num/mx.h"

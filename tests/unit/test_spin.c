@@ -1,5 +1,5 @@
 /*
- * test_spin.c: bounded busy-polling (devices/spin.h): an empty window,
+ * test_spin.c: bounded busy-polling (devices/thread/spin.h): an empty window,
  * a condition already true, one that another thread makes true inside
  * the window, one that never comes, and the window's variable (default,
  * good values, malformed ones).
@@ -15,8 +15,8 @@
 
 #include <cmocka.h>
 
-#include "devices/channel.h"
-#include "devices/spin.h"
+#include "devices/link/channel.h"
+#include "devices/thread/spin.h"
 
 /* What the tests poll: a flag, and how often it was looked at. */
 struct flag {

@@ -15,12 +15,12 @@
 #include <cmocka.h>
 #include <sqlite3.h>
 
-#include "devices/handle.h"
+#include "devices/runtime/handle.h"
 #include "emu/log.h"
-#include "devices/hbm_alloc.h"
-#include "devices/log_env.h"
-#include "devices/runtime.h"
-#include "devices/state.h"
+#include "devices/machine/hbm_alloc.h"
+#include "devices/config/log_env.h"
+#include "devices/runtime/runtime.h"
+#include "devices/runtime/state.h"
 #include "store/chunk.h"
 #include "store/snap_int.h"
 #include "store/calllog.h"

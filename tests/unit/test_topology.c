@@ -1,5 +1,5 @@
 /*
- * test_topology.c: NeuronLink topologies of the profiles (devices/topology.h):
+ * test_topology.c: NeuronLink topologies of the profiles (devices/config/topology.h):
  * link counts, degrees, unique links between neighbours, wraparound,
  * routes (valid chains, shortest, symmetric lengths, deterministic), the
  * profiles without links, and machine_link_account's shared counters.
@@ -15,14 +15,14 @@
 
 #include <cmocka.h>
 
-#include "devices/instance.h"
-#include "devices/machine.h"
-#include "devices/node.h"
-#include "devices/topology.h"
+#include "devices/machine/instance.h"
+#include "devices/machine/machine.h"
+#include "devices/config/node.h"
+#include "devices/config/topology.h"
 
-static const struct dev_profile *prof(const char *name)
+static const struct itype *prof(const char *name)
 {
-    const struct dev_profile *p = profile_find(name);
+    const struct itype *p = itype_find(name);
     assert_non_null(p);
     return p;
 }
@@ -35,7 +35,7 @@ static uint32_t ring_dist(uint32_t a, uint32_t b, uint32_t n)
 }
 
 /* Shortest hop count between two chips of a torus profile. */
-static uint32_t torus_dist(const struct dev_profile *p, uint32_t a, uint32_t b)
+static uint32_t torus_dist(const struct itype *p, uint32_t a, uint32_t b)
 {
     uint32_t ca = a % 16, cb = b % 16;
     return ring_dist(ca % 4, cb % 4, 4) + ring_dist(ca / 4, cb / 4, 4) +
@@ -43,7 +43,7 @@ static uint32_t torus_dist(const struct dev_profile *p, uint32_t a, uint32_t b)
 }
 
 /* Every link joins two different chips; no two links join the same pair. */
-static void check_links_unique(const struct dev_profile *p)
+static void check_links_unique(const struct itype *p)
 {
     uint32_t n = topo_nlinks(p);
     for (uint32_t i = 0; i < n; i++) {
@@ -63,7 +63,7 @@ static void check_links_unique(const struct dev_profile *p)
     assert_int_equal(b, UINT32_MAX);
 }
 
-static void check_degree(const struct dev_profile *p, uint32_t degree)
+static void check_degree(const struct itype *p, uint32_t degree)
 {
     for (uint32_t c = 0; c < p->chips; c++) {
         uint32_t chips[TOPO_MAX_DEGREE], links[TOPO_MAX_DEGREE];
@@ -77,7 +77,7 @@ static void check_degree(const struct dev_profile *p, uint32_t degree)
 }
 
 /* The route is a chain of links from src to dst of the given length. */
-static void check_route(const struct dev_profile *p, uint32_t src, uint32_t dst, uint32_t want)
+static void check_route(const struct itype *p, uint32_t src, uint32_t dst, uint32_t want)
 {
     uint32_t links[TOPO_MAX_HOPS], again[TOPO_MAX_HOPS];
     uint32_t n = topo_route(p, src, dst, links, TOPO_MAX_HOPS);
@@ -102,7 +102,7 @@ static void check_route(const struct dev_profile *p, uint32_t src, uint32_t dst,
 static void test_trn2_torus(void **state)
 {
     (void)state;
-    const struct dev_profile *p = prof("trn2.48xlarge");
+    const struct itype *p = prof("trn2.48xlarge");
     assert_int_equal(topo_nlinks(p), 32);
     check_links_unique(p);
     check_degree(p, 4);
@@ -133,7 +133,7 @@ static void test_trn2_torus(void **state)
 static void test_trn1_torus(void **state)
 {
     (void)state;
-    const struct dev_profile *p = prof("trn1.32xlarge");
+    const struct itype *p = prof("trn1.32xlarge");
     assert_int_equal(topo_nlinks(p), 32);
     check_links_unique(p);
     check_degree(p, 4);
@@ -143,14 +143,14 @@ static void test_ultraserver(void **state)
 {
     (void)state;
     /* One server alone is a plain 4x4 torus ... */
-    const struct dev_profile *one = prof("trn2u.48xlarge");
+    const struct itype *one = prof("trn2u.48xlarge");
     assert_int_equal(topo_nlinks(one), 32);
     check_degree(one, 4);
     /* ... and the UltraServer's view adds the rings across its 4 servers:
      * 4 tori of 32 links, plus 16 rings of 4 links through the nodes. */
-    struct dev_profile us;
+    struct itype us;
     node_ultraserver_view(one, &us);
-    const struct dev_profile *p = &us;
+    const struct itype *p = &us;
     assert_int_equal(p->chips, 64);
     assert_int_equal(topo_nlinks(p), 4 * 32 + 16 * 4);
     assert_true(topo_nlinks(p) <= TOPO_MAX_LINKS);
@@ -176,7 +176,7 @@ static void test_ultraserver(void **state)
 static void test_ring_and_none(void **state)
 {
     (void)state;
-    const struct dev_profile *p = prof("inf2.48xlarge");
+    const struct itype *p = prof("inf2.48xlarge");
     assert_int_equal(topo_nlinks(p), 12);
     check_links_unique(p);
     check_degree(p, 2);
@@ -185,7 +185,7 @@ static void test_ring_and_none(void **state)
             check_route(p, a, b, ring_dist(a, b, 12));
     const char *single[] = {"trn1.2xlarge", "inf2.xlarge"};
     for (int i = 0; i < 2; i++) {
-        const struct dev_profile *s = prof(single[i]);
+        const struct itype *s = prof(single[i]);
         uint32_t r[4], c[4], l[4];
         assert_int_equal(topo_nlinks(s), 0);
         assert_int_equal(topo_route(s, 0, 0, r, 4), 0);
@@ -202,7 +202,7 @@ static void test_ring_and_none(void **state)
 static void test_switch(void **state)
 {
     (void)state;
-    const struct dev_profile *p = prof("trn3.48xlarge");
+    const struct itype *p = prof("trn3.48xlarge");
     assert_int_equal(topo_nlinks(p), 16 * 15 / 2);
     check_links_unique(p);
     check_degree(p, 15);
@@ -216,7 +216,7 @@ static void test_switch(void **state)
     assert_true(x == 1 && y == 2);
     topo_link_ends(p, topo_nlinks(p) - 1, &x, &y);
     assert_true(x == 14 && y == 15);
-    const struct dev_profile *g2 = prof("trn3pd98.48xlarge");
+    const struct itype *g2 = prof("trn3pd98.48xlarge");
     assert_int_equal(topo_nlinks(g2), 6);
     check_links_unique(g2);
     check_degree(g2, 3);
@@ -234,8 +234,8 @@ static void test_switch(void **state)
 static void test_bounds(void **state)
 {
     (void)state;
-    for (size_t i = 0; i < profile_count(); i++) {
-        const struct dev_profile *p = profile_at(i);
+    for (size_t i = 0; i < itype_count(); i++) {
+        const struct itype *p = itype_at(i);
         assert_true(topo_nlinks(p) <= TOPO_MAX_LINKS);
         for (uint32_t c = 0; c < p->chips; c++) {
             uint32_t chips[TOPO_MAX_DEGREE], links[TOPO_MAX_DEGREE];
@@ -276,7 +276,7 @@ static void test_link_account(void **state)
     assert_int_equal(instance_read(dir, c, &live), NRT_SUCCESS);
     assert_true(live);
     assert_int_equal(c->nlinks, 32);
-    const struct dev_profile *p = cfg.profile;
+    const struct itype *p = cfg.profile;
     uint32_t r[TOPO_MAX_HOPS], n = topo_route(p, 0, 10, r, TOPO_MAX_HOPS), at = 0;
     assert_int_equal(n, 4);
     uint64_t total = 0;

@@ -1,5 +1,5 @@
 /*
- * test_worker.c: worker threads with a job queue (devices/worker.h):
+ * test_worker.c: worker threads with a job queue (devices/thread/worker.h):
  * worker_run on the worker thread; worker_run_here on the calling thread
  * when the worker is idle, behind the queue when it is not; jobs queued
  * during a caller's own run waiting for it, in order; worker_fini waiting
@@ -16,7 +16,7 @@
 
 #include <cmocka.h>
 
-#include "devices/worker.h"
+#include "devices/thread/worker.h"
 
 /* What a job saw: its thread, and its place among the jobs that ran. */
 struct probe {

@@ -1,0 +1,261 @@
+/*
+ * machine.c: builds and tears down this process's view of an emulated
+ * instance (see machine.h); the shared part is in instance.c.
+ */
+#include "devices/machine/machine.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "devices/config/topology.h"
+#include "emu/core/par.h"
+#include "devices/config/status.h"
+#include "emu/log.h"
+
+struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc)
+{
+    const struct itype *p = cfg->profile;
+    uint32_t k = vnc % cfg->vncs_per_chip, first_core = k * cfg->lnc;
+    uint64_t stack_size = p->hbm_per_chip / p->hbm_stacks;
+    uint32_t cores_per_stack = p->cores_per_chip / p->hbm_stacks;
+    /* VNCs that start on the same stack split it in equal slices. */
+    uint32_t per_stack = cores_per_stack > cfg->lnc ? cores_per_stack / cfg->lnc : 1;
+    uint32_t idx = cores_per_stack > cfg->lnc ? (first_core % cores_per_stack) / cfg->lnc : 0;
+    uint64_t len = (stack_size / per_stack) & ~(uint64_t)(HBM_ALLOC_MIN_ALIGN - 1);
+    struct vnc_slice s;
+    s.chip = vnc / cfg->vncs_per_chip;
+    s.stack = first_core * p->hbm_stacks / p->cores_per_chip;
+    s.off = (uint64_t)s.stack * stack_size + (uint64_t)idx * len;
+    s.len = len;
+    return s;
+}
+
+static void machine_chip_init(struct chip *c, uint32_t index, const struct itype *p,
+                              uint8_t *hbm)
+{
+    c->index = index;
+    c->hbm = hbm;
+    c->hbm_size = p->hbm_per_chip;
+    c->nstacks = p->hbm_stacks;
+    c->stack_size = p->hbm_per_chip / p->hbm_stacks;
+}
+
+static bool machine_visible(const struct machine_config *cfg, uint32_t vnc)
+{
+    for (uint32_t i = 0; i < cfg->visible_count; i++)
+        if (cfg->visible[i] == vnc)
+            return true;
+    return false;
+}
+
+static NRT_STATUS machine_vncs_init(struct machine *m)
+{
+    for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
+        struct vnc_info *vi = &m->vncs[v];
+        struct vnc_slice s = machine_vnc_slice(&m->cfg, v);
+        vi->chip = s.chip;
+        vi->first_core = (v % m->cfg.vncs_per_chip) * m->cfg.lnc;
+        vi->stack = s.stack;
+        vi->slice_off = s.off;
+        vi->slice_size = s.len;
+        atomic_store(&vi->used, 0);
+        atomic_store(&vi->models, 0);
+        pthread_mutex_init(&vi->exec_lock, NULL);
+        worker_init(&vi->worker);
+        for (uint32_t h = 0; h + 1 < MACHINE_MAX_LNC; h++)
+            worker_init(&vi->helper[h]);
+    }
+    for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
+        struct vnc_info *vi = &m->vncs[v];
+        if (!machine_visible(&m->cfg, v))
+            continue;
+        NRT_STATUS st = hbm_alloc_init(&vi->alloc, vi->slice_size);
+        if (st != NRT_SUCCESS)
+            return st;
+        vi->owned = true;
+    }
+    return NRT_SUCCESS;
+}
+
+/* The quiesce lock prefers writers: a snapshot waits only for the
+ * executions already running, not for ones that start after it asked. */
+static void machine_quiesce_init(struct machine *m)
+{
+    pthread_rwlockattr_t attr;
+    pthread_rwlockattr_init(&attr);
+    pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
+    pthread_rwlock_init(&m->quiesce, &attr);
+    pthread_rwlockattr_destroy(&attr);
+}
+
+NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out)
+{
+    struct machine *m = calloc(1, sizeof *m);
+    if (m == NULL)
+        return NRT_RESOURCE;
+    m->cfg = *cfg;
+    machine_quiesce_init(m);
+    gate_init(&m->compute, cfg->threads);
+    par_configure(cfg->threads);  /* TRNEMU_THREADS bounds the split of one instruction too */
+    uint32_t nchips = cfg->profile->chips;
+    m->chips = calloc(nchips, sizeof *m->chips);
+    m->vncs = calloc(cfg->total_vncs, sizeof *m->vncs);
+    if (m->chips == NULL || m->vncs == NULL) {
+        machine_destroy(m);
+        return NRT_RESOURCE;
+    }
+    NRT_STATUS st = instance_attach(cfg, &m->inst);
+    if (st != NRT_SUCCESS) {
+        machine_destroy(m);
+        return st;
+    }
+    for (uint32_t i = 0; i < nchips; i++)
+        machine_chip_init(&m->chips[i], i, cfg->profile, m->inst->hbm[i]);
+    st = machine_vncs_init(m);
+    if (st != NRT_SUCCESS) {
+        machine_destroy(m);
+        return st;
+    }
+    *out = m;
+    return NRT_SUCCESS;
+}
+
+void machine_destroy(struct machine *m)
+{
+    if (m == NULL)
+        return;
+    free(m->chips);
+    if (m->vncs != NULL && m->inst != NULL)
+        for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
+            struct vnc_info *vi = &m->vncs[v];
+            worker_fini(&vi->worker);  /* joins the thread, if it was started */
+            for (uint32_t h = 0; h + 1 < MACHINE_MAX_LNC; h++)
+                worker_fini(&vi->helper[h]);
+            pthread_mutex_destroy(&vi->exec_lock);
+            for (uint32_t i = 0; i < MACHINE_MAX_LNC; i++)
+                core_destroy(vi->cores[i]);
+            if (vi->owned)
+                hbm_alloc_fini(&vi->alloc);
+        }
+    free(m->vncs);
+    instance_detach(m->inst);
+    gate_fini(&m->compute);
+    pthread_rwlock_destroy(&m->quiesce);
+    free(m);
+}
+
+int machine_vnc_global(const struct machine *m, int local_vnc)
+{
+    if (local_vnc < 0 || (uint32_t)local_vnc >= m->cfg.visible_count)
+        return -1;
+    return m->cfg.visible[local_vnc];
+}
+
+NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
+                            uint64_t align, struct hbm_block *out)
+{
+    if (vnc >= m->cfg.total_vncs || !m->vncs[vnc].owned) {
+        LOG_ERROR("TDRV", "VNC %u is not owned by this process", vnc);
+        return NRT_INVALID;
+    }
+    struct vnc_info *vi = &m->vncs[vnc];
+    struct hbm_alloc *a = &vi->alloc;
+    uint64_t off, taken;
+    NRT_STATUS st = hbm_alloc_take(a, size, align, &off, &taken);
+    if (st == NRT_RESOURCE) {
+        LOG_ERROR("TDRV", "failed to allocate %llu bytes on ND %u HBM %u for VNC %u: "
+                  "%llu of %llu bytes in use, largest free range %llu",
+                  (unsigned long long)size, vi->chip, vi->stack, vnc,
+                  (unsigned long long)hbm_alloc_used(a), (unsigned long long)a->size,
+                  (unsigned long long)hbm_alloc_largest_free(a));
+        return st;
+    }
+    if (st != NRT_SUCCESS)
+        return st;
+    *out = (struct hbm_block){vi->chip, vi->stack, vnc, vi->slice_off + off, taken};
+    atomic_fetch_add(&vi->used, taken);
+    return NRT_SUCCESS;
+}
+
+void machine_hbm_give(struct machine *m, const struct hbm_block *b)
+{
+    struct vnc_info *vi = &m->vncs[b->vnc];
+    instance_hbm_discard(m->inst, b->chip, b->off, b->len);
+    hbm_alloc_give(&vi->alloc, b->off - vi->slice_off, b->len);
+    atomic_fetch_sub(&vi->used, b->len);
+}
+
+uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b)
+{
+    return m->chips[b->chip].hbm + b->off;
+}
+
+bool machine_hbm_contains(const struct machine *m, const void *p, uint64_t len)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (uint32_t i = 0; i < m->cfg.profile->chips; i++) {
+        uintptr_t lo = (uintptr_t)m->chips[i].hbm;
+        if (a >= lo && a - lo <= m->chips[i].hbm_size && len <= m->chips[i].hbm_size - (a - lo))
+            return true;
+    }
+    return false;
+}
+
+bool machine_hbm_locate(const struct machine *m, const void *p, uint64_t len, uint32_t *chip,
+                        uint64_t *off)
+{
+    uintptr_t a = (uintptr_t)p;
+    for (uint32_t i = 0; i < m->cfg.profile->chips; i++) {
+        uintptr_t lo = (uintptr_t)m->chips[i].hbm;
+        if (a >= lo && a - lo < m->chips[i].hbm_size && len <= m->chips[i].hbm_size - (a - lo)) {
+            *chip = i;
+            *off = a - lo;
+            return true;
+        }
+    }
+    return false;
+}
+
+NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct core **out)
+{
+    struct vnc_info *vi = &m->vncs[vnc];
+    if (i >= MACHINE_MAX_LNC || i >= m->cfg.lnc)
+        return NRT_INVALID;
+    if (vi->cores[i] == NULL) {
+        NRT_STATUS st = nrt_status_of(core_create((uint32_t)m->cfg.profile->gen, &vi->cores[i]));
+        if (st != NRT_SUCCESS)
+            return st;
+    }
+    *out = vi->cores[i];
+    return NRT_SUCCESS;
+}
+
+void machine_mem_enter(struct machine *m)
+{
+    pthread_rwlock_rdlock(&m->quiesce);
+}
+
+void machine_mem_leave(struct machine *m)
+{
+    pthread_rwlock_unlock(&m->quiesce);
+}
+
+const char *machine_instance_dir(const struct machine *m)
+{
+    return m->inst->dir;
+}
+
+void machine_link_account(struct machine *m, uint32_t src_chip, uint32_t dst_chip,
+                          uint64_t bytes)
+{
+    const struct itype *p = m->cfg.profile;
+    uint32_t links[TOPO_MAX_HOPS];
+    uint32_t n = topo_route(p, src_chip, dst_chip, links, TOPO_MAX_HOPS);
+    uint32_t at = src_chip;
+    for (uint32_t i = 0; i < n && i < TOPO_MAX_HOPS; i++) {
+        uint32_t next;
+        uint32_t dir = topo_hop(p, links[i], at, &next);
+        instance_link_add(m->inst, links[i], dir, bytes);
+        at = next;
+    }
+}

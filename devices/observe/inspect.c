@@ -1,0 +1,126 @@
+/*
+ * inspect.c: inspect sessions (see inspect.h).
+ */
+#include "devices/observe/inspect.h"
+
+#include <errno.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "devices/observe/devprof.h"
+#include "emu/log.h"
+
+static const char *const inspect_names[INSPECT_ACTIVITY_COUNT] = {"system_profile",
+                                                                  "device_profile"};
+static atomic_bool inspect_on;           /* a session runs */
+static nrt_inspect_config_t inspect_cfg; /* its options (written under the runtime gate) */
+
+const char *inspect_activity_name(enum inspect_activity a)
+{
+    return (unsigned)a < INSPECT_ACTIVITY_COUNT ? inspect_names[a] : "?";
+}
+
+int inspect_activity_of(const char *name)
+{
+    for (int i = 0; name != NULL && i < INSPECT_ACTIVITY_COUNT; i++)
+        if (strcmp(inspect_names[i], name) == 0)
+            return i;
+    return -1;
+}
+
+static bool inspect_env_flag(const char *name, bool dflt)
+{
+    const char *v = getenv(name);
+    return v == NULL || *v == '\0' ? dflt : strcmp(v, "0") != 0;
+}
+
+void inspect_config_defaults(nrt_inspect_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    const char *dir = getenv("NEURON_RT_INSPECT_OUTPUT_DIR");
+    snprintf(c->output_dir, sizeof c->output_dir, "%s", dir != NULL && *dir ? dir : "./output");
+    c->enable_inspect = true;
+    c->enable_on_fail = inspect_env_flag("NEURON_RT_INSPECT_ON_FAIL", false);
+    c->activity[INSPECT_SYSTEM_PROFILE] = inspect_env_flag("NEURON_RT_INSPECT_SYSTEM_PROFILE", true);
+    c->activity[INSPECT_DEVICE_PROFILE] = inspect_env_flag("NEURON_RT_INSPECT_DEVICE_PROFILE", false);
+    systrace_config_defaults(&c->trace);
+    const char *max = getenv("NEURON_RT_INSPECT_SYS_TRACE_MAX_EVENTS_PER_NC");
+    if (max != NULL && strtoull(max, NULL, 10) > 0)
+        c->trace.max_events_per_nc = strtoull(max, NULL, 10);
+    const char *nc = getenv("NEURON_RT_INSPECT_EVENT_FILTER_NC");
+    if (nc != NULL && *nc != '\0') {  /* a comma-separated list of cores */
+        memset(c->trace.nc_on, 0, sizeof c->trace.nc_on);
+        for (char *p = (char *)nc, *end; *p != '\0'; p = *end ? end + 1 : end) {
+            unsigned long v = strtoul(p, &end, 10);
+            if (end == p)
+                break;
+            if (v < SYSTRACE_MAX_NC)
+                c->trace.nc_on[v] = 1;
+        }
+    }
+}
+
+bool inspect_running(void)
+{
+    return atomic_load(&inspect_on);
+}
+
+NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
+{
+    if (mkdir(c->output_dir, 0777) != 0 && errno != EEXIST) {
+        LOG_ERROR("NRT", "cannot create the inspect output directory '%s': %s", c->output_dir,
+                  strerror(errno));
+        return NRT_INVALID;
+    }
+    inspect_cfg = *c;
+    NRT_STATUS st = NRT_SUCCESS;
+    if (c->enable_inspect && c->activity[INSPECT_SYSTEM_PROFILE])
+        st = systrace_start(&c->trace);
+    if (st == NRT_SUCCESS && (c->enable_on_fail ||
+                              (c->enable_inspect && c->activity[INSPECT_DEVICE_PROFILE])))
+        devprof_inspect_start(c->output_dir,
+                              c->enable_inspect && c->activity[INSPECT_DEVICE_PROFILE],
+                              c->enable_on_fail);
+    if (st == NRT_SUCCESS)
+        atomic_store(&inspect_on, true);
+    return st;
+}
+
+/* Write the system trace into the output directory. */
+static NRT_STATUS inspect_write_trace(void)
+{
+    char path[4200];
+    snprintf(path, sizeof path, "%s/system-trace-%d.json", inspect_cfg.output_dir,
+             inspect_cfg.session_id);
+    return systrace_write_file(path);
+}
+
+NRT_STATUS inspect_stop(void)
+{
+    if (!atomic_exchange(&inspect_on, false)) {
+        LOG_ERROR("NRT", "inspect is not running (nrt_inspect_begin)");
+        return NRT_INVALID;
+    }
+    NRT_STATUS st = NRT_SUCCESS;
+    if (systrace_running()) {
+        st = inspect_write_trace();
+        systrace_stop();
+    }
+    NRT_STATUS st2 = devprof_inspect_stop();
+    return st != NRT_SUCCESS ? st : st2;
+}
+
+void inspect_env_start(void)
+{
+    if (!inspect_env_flag("NEURON_RT_INSPECT_ENABLE", false) &&
+        !inspect_env_flag("NEURON_RT_INSPECT_ON_FAIL", false))
+        return;
+    nrt_inspect_config_t c;
+    inspect_config_defaults(&c);
+    c.enable_inspect = inspect_env_flag("NEURON_RT_INSPECT_ENABLE", false);
+    if (inspect_begin(&c) != NRT_SUCCESS)
+        LOG_WARN("NRT", "NEURON_RT_INSPECT_*: inspect could not start");
+}

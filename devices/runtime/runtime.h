@@ -1,0 +1,50 @@
+/*
+ * runtime.h: the life cycle of the emulated runtime (nrt_init / nrt_close)
+ * and the gate every ABI call passes.
+ *
+ * A call that needs the runtime brackets its work with rt_enter() and
+ * rt_leave(). rt_enter answers NRT_UNINITIALIZED before the first
+ * nrt_init and NRT_CLOSED after nrt_close; while a call is inside, close
+ * waits for it, so no call ever sees a machine being torn down.
+ */
+#ifndef TRNEMU_DEVICES_RUNTIME_H
+#define TRNEMU_DEVICES_RUNTIME_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "devices/machine/machine.h"
+#include "nrt/nrt_status.h"
+
+enum rt_state {
+    RT_UNINITIALIZED = 0,  /* nrt_init was never called */
+    RT_OPEN = 1,           /* between nrt_init and nrt_close */
+    RT_CLOSED = 2,         /* after nrt_close */
+};
+
+/* Create the machine from the environment. Twice is harmless. */
+NRT_STATUS rt_init(uint32_t framework);
+/* Free every tensor and model, then the machine. Harmless when not open. */
+void rt_close(void);
+
+/* Enter a call that needs an open runtime; on NRT_SUCCESS the caller must
+ * call rt_leave(). On any other status nothing is held. */
+NRT_STATUS rt_enter(void);
+void rt_leave(void);
+
+/* Is an nrt_close waiting for the calls in flight? A call that may wait
+ * for long (output completion) polls this and gives up with NRT_CLOSED,
+ * so that close, and every call queued behind it, is never held up. */
+bool rt_closing(void);
+
+/* Current state (racy snapshot, for messages). */
+enum rt_state rt_state(void);
+
+/* The configuration in force: the running instance's while the runtime is
+ * open, else what the environment asks for (queries work before init). */
+NRT_STATUS rt_config(struct machine_config *cfg);
+
+/* The machine; only between rt_enter and rt_leave. */
+struct machine *rt_machine(void);
+
+#endif
