@@ -27,6 +27,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.h"
+#include "devices/runtime/rt_life.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/state.h"
 #include "store/chunk.h"

@@ -5,7 +5,9 @@ The layers and their allowed arrows (docs/architecture.md):
 
   emu      emu/ only: nothing of devices/, store/, shims/, tools/, and no
            vendor header (nrt/, ndl/) nor trnemu's public ABI header
-  devices  emu/ and devices/, and the ABI headers (abi/: nrt/, ndl/, trnemu/)
+  devices  emu/ and devices/, and the ABI headers (abi/: nrt/, ndl/, trnemu/);
+           within devices/, a file of devices/RANK/ includes only headers
+           of its own rank or of a rank listed before it in RANKS
   store    emu/'s public headers, devices/runtime/state.h (its one view of the
            runtime) and devices/config/status.h, the ABI headers, store/
   shims    everything
@@ -31,10 +33,13 @@ LAYERS = ("emu", "devices", "store", "shims", "tools")
 TOOLS_INTERNAL = {
     "emu/log.h", "emu/status.h", "emu/isa/asm.h", "emu/isa/disasm.h",
     "emu/neff/npy.h", "emu/num/numerics.h",
-    "devices/config/config.h", "devices/machine/instance.h", "devices/config/node.h", "devices/config/topology.h",
+    "devices/config/config.h", "devices/config/itype.h", "devices/machine/instance.h", "devices/config/node.h", "devices/config/topology.h",
     "devices/config/log_env.h",
     "store/calllog_replay.h", "store/snap_query.h",
 }
+
+# The folders of devices/, lowest first (docs/architecture.md).
+RANKS = ("config", "thread", "machine", "link", "coll", "observe", "runtime")
 
 # What store/ may see of devices/.
 STORE_DEVICES = {"devices/runtime/state.h", "devices/config/status.h"}
@@ -68,6 +73,20 @@ def allowed(layer, header):
     return None
 
 
+def devices_rank(path):
+    """Rank index of a devices/RANK/... path, None elsewhere."""
+    parts = path.split("/")
+    if len(parts) > 2 and parts[0] == "devices" and parts[1] in RANKS:
+        return RANKS.index(parts[1])
+    return None
+
+
+def rank_ok(rel, header):
+    """A devices file includes no header of a higher rank."""
+    mine, theirs = devices_rank(rel), devices_rank(header)
+    return mine is None or theirs is None or theirs <= mine
+
+
 def private_ok(path, header, root):
     """A *_int.h header is included from its own folder only."""
     if not header.endswith("_int.h"):
@@ -92,6 +111,9 @@ def check(root):
                         why = allowed(layer, header)
                         if why is None and not private_ok(path, header, root):
                             why = "a *_int.h header is private to its folder"
+                        rel = os.path.relpath(path, root)
+                        if why is None and not rank_ok(rel, header):
+                            why = "a devices/ file includes its own or lower ranks only"
                         if why is not None:
                             rel = os.path.relpath(path, root)
                             bad.append(f"{rel}:{lineno}: includes {header}: {why}")

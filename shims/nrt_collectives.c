@@ -2,7 +2,7 @@
  * nrt_collectives.c: the collective-communication entry points: global
  * communicators, barrier, all-gather, prepared collectives, and trnemu's
  * variable-size all-to-all and all-gather. The work is in
- * devices/runtime/coll_host.c and devices/runtime/coll_v.c; docs/collectives.md describes
+ * devices/runtime/coll_host.c and devices/coll/coll_v.c; docs/collectives.md describes
  * the behaviour.
  *
  * Statuses: NRT_SUCCESS; NRT_INVALID for bad arguments (one log line) or
@@ -14,6 +14,7 @@
  */
 #include "devices/runtime/async.h"
 #include "devices/coll/coll.h"
+#include "devices/runtime/coll_host.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_async.h"
 #include "nrt/nrt_experimental.h"

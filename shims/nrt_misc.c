@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "devices/runtime/async.h"
+#include "devices/runtime/exec.h"
 #include "devices/runtime/state.h"
 #include "devices/observe/systrace.h"
 #include "nrt/nrt.h"
@@ -91,7 +92,7 @@ NRT_STATUS nrt_memcpy_to_device_impl(void *dest, const void *src, size_t size)
 
 NRT_STATUS nrt_register_async_exec_callback_impl(NRT_ASYNC_EXEC_STATUS_CALLBACK callback, void *params)
 {
-    async_set_exec_callback(callback, params);
+    exec_set_status_callback(callback, params);
     return NRT_SUCCESS;
 }
 

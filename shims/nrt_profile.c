@@ -21,7 +21,7 @@ NRT_STATUS nrt_profile_start_impl(nrt_model_t *model, const char *filename)
     SHIM_ENTER();
     NRT_STATUS st = model_pin(model);
     if (st == NRT_SUCCESS) {
-        st = devprof_model_start(model, filename);
+        st = devprof_model_start(model->id, filename);
         model_unpin(model);
     }
     rt_leave();

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "devices/config/config.h"
+#include "devices/runtime/rt_life.h"
 #include "nrt/nrt_experimental.h"
 #include "nrt/nrt_version.h"
 #include "shims/shim.h"

@@ -5,6 +5,7 @@
  * name this host: 127.0.0.1, ::1, localhost, 0.0.0.0 or the host name.
  */
 #include "devices/coll/coll.h"
+#include "devices/runtime/coll_p2p.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "shims/shim.h"
 

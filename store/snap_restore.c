@@ -253,7 +253,7 @@ static NRT_STATUS snap_model_one(struct snap_restorer *rs, sqlite3_stmt *row, sq
         !sdb_u64(row, 4, INT64_MAX, &executions) || !sdb_int(row, 5, 0, UINT32_MAX, &world) ||
         !sdb_int(row, 6, 0, world > 0 ? world - 1 : 0, &rank))
         return snap_bad(rs, "a model row is malformed");
-    if (machine_vnc_global(rs->mach, (int)vnc) != gvnc)
+    if (state_vnc_global(rs->mach, (int)vnc) != gvnc)
         return snap_bad(rs, "a model's VNC is not visible to this process");
     struct hbm_block *blocks;
     size_t nblocks;
@@ -266,11 +266,11 @@ static NRT_STATUS snap_model_one(struct snap_restorer *rs, sqlite3_stmt *row, sq
     if (st == NRT_SUCCESS)
         st = state_model_restore(bytes, size, (int)vnc, blocks, nblocks, executions, &m);
     if (st == NRT_SUCCESS && world > 0)  /* loaded with nrt_load_collectives */
-        model_set_collectives(m, (uint32_t)rank, (uint32_t)world);
+        state_model_set_collectives(m, (uint32_t)rank, (uint32_t)world);
     sqlite3_reset(neff);
     free(blocks);
     if (st == NRT_SUCCESS && (st = snap_map_add(rs, handle, m, HANDLE_MODEL)) != NRT_SUCCESS)
-        model_unload(m);
+        state_model_unload(m);
     return st;
 }
 
@@ -339,7 +339,7 @@ static NRT_STATUS snap_storage_one(struct snap_restorer *rs, sqlite3_stmt *s, si
         if (st != NRT_SUCCESS)
             return st;
     }
-    NRT_STATUS st = tensor_storage_restore((enum tensor_storage_kind)kind, size, &b,
+    NRT_STATUS st = state_storage_restore((enum tensor_storage_kind)kind, size, &b,
                                            &rs->storages[idx]);
     if (st != NRT_SUCCESS)
         return st;
@@ -399,9 +399,9 @@ static NRT_STATUS snap_tensor_one(struct snap_restorer *rs, sqlite3_stmt *s)
         return snap_bad(rs, "a tensor name is longer than the runtime keeps");
     snprintf(r.name, sizeof r.name, "%s", name);
     nrt_tensor_t *t;
-    NRT_STATUS st = tensor_restore(&r, &t);
+    NRT_STATUS st = state_tensor_restore(&r, &t);
     if (st == NRT_SUCCESS && (st = snap_map_add(rs, handle, t, HANDLE_TENSOR)) != NRT_SUCCESS)
-        tensor_free(t);
+        state_tensor_free(t);
     return st;
 }
 
@@ -427,11 +427,11 @@ static NRT_STATUS snap_set_one(struct snap_restorer *rs, sqlite3_stmt *row, sqli
     if (!sdb_u64(row, 0, UINT64_MAX, &handle))
         return snap_bad(rs, "a tensor set row is malformed");
     nrt_tensor_set_t *set;
-    NRT_STATUS st = tensor_set_allocate(&set);
+    NRT_STATUS st = state_set_allocate(&set);
     if (st != NRT_SUCCESS)
         return st;
     if ((st = snap_map_add(rs, handle, set, HANDLE_TENSOR_SET)) != NRT_SUCCESS) {
-        tensor_set_destroy(set);
+        state_set_destroy(set);
         return st;
     }
     sqlite3_bind_int64(ent, 2, (sqlite3_int64)handle);
@@ -443,7 +443,7 @@ static NRT_STATUS snap_set_one(struct snap_restorer *rs, sqlite3_stmt *row, sqli
             break;
         }
         void *t = old != 0 ? snap_find_kind(rs, old, HANDLE_TENSOR) : NULL;
-        st = tensor_set_restore_entry(set, name, t ? t : (void *)&snap_freed_tensor);
+        st = state_set_restore_entry(set, name, t ? t : (void *)&snap_freed_tensor);
     }
     sqlite3_reset(ent);
     return st;
@@ -547,11 +547,11 @@ static void snap_undo(struct snap_restorer *rs)
     for (size_t i = rs->map.n; i-- > 0;) {
         struct snap_handle *h = &rs->map.v[i];
         if (h->kind == HANDLE_TENSOR)
-            tensor_free(h->obj);
+            state_tensor_free(h->obj);
         else if (h->kind == HANDLE_TENSOR_SET)
-            tensor_set_destroy(h->obj);
+            state_set_destroy(h->obj);
         else if (h->kind == HANDLE_MODEL)
-            model_unload(h->obj);
+            state_model_unload(h->obj);
     }
     snap_handle_map_free(&rs->map);
 }
@@ -613,7 +613,7 @@ NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *
         snap_map_file(db, false);
     }
     for (size_t i = 0; i < rs.nstorages; i++)
-        tensor_storage_put(rs.storages[i]);
+        state_storage_put(rs.storages[i]);
     free(rs.storages);
     free(rs.storage_size);
     if (st != NRT_SUCCESS)

@@ -365,7 +365,7 @@ static void coll_log_missing(struct coll_comm *c, double secs)
 /* Join: take the slot (under the file lock) and wait for the formation. */
 static NRT_STATUS coll_join(struct coll_comm *c, uint64_t deadline_ns)
 {
-    uint64_t start = chan_now_ns();
+    uint64_t start = spin_now_ns();
     for (;;) {
         coll_flock(c->fd, LOCK_EX);
         NRT_STATUS st = coll_file_open(c);
@@ -383,7 +383,7 @@ static NRT_STATUS coll_join(struct coll_comm *c, uint64_t deadline_ns)
             return st;
         if (taken)
             break;
-        uint64_t now = chan_now_ns();
+        uint64_t now = spin_now_ns();
         if (now >= deadline_ns || now - start > COLL_HELD_WAIT_NS) {
             LOG_ERROR("NCCL", "rank %u of a %u-rank communicator is held by live process %d: "
                       "another job with the same NEURON_RT_ROOT_COMM_ID? (give each job its own)",
@@ -401,7 +401,7 @@ static NRT_STATUS coll_join(struct coll_comm *c, uint64_t deadline_ns)
             return NRT_SUCCESS;
         }
         if (chan_wait(&w, seen) == NRT_TIMEOUT) {
-            coll_log_missing(c, (double)(chan_now_ns() - start) / 1e9);
+            coll_log_missing(c, (double)(spin_now_ns() - start) / 1e9);
             coll_flock(c->fd, LOCK_EX);
             coll_leave_slot(c);
             coll_flock(c->fd, LOCK_UN);
@@ -534,7 +534,7 @@ static bool coll_comm_current(struct coll_comm *c, const struct machine *m)
 {
     if (c->m != m)
         return false;
-    uint64_t now = chan_now_ns();
+    uint64_t now = spin_now_ns();
     if (c->file_seen_ns != 0 && now - c->file_seen_ns < COLL_FILE_CHECK_NS)
         return true;
     struct stat sb;
@@ -557,7 +557,7 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
          * COLL_PEERS_FULL_NS; in between, the slot and kill(pid, 0) (a peer
          * that left or whose pid is gone); a collective's own waits catch
          * the rest (an unreaped process) */
-        uint64_t now = chan_now_ns();
+        uint64_t now = spin_now_ns();
         bool full = now - c->peers_full_ns >= COLL_PEERS_FULL_NS;
         if (full)
             c->peers_full_ns = now;

@@ -93,32 +93,6 @@ NRT_STATUS coll_run(struct coll_comm *c, const struct coll_args *a);
 /* Name of a kind ("all_reduce", ...) for messages. */
 const char *coll_kind_name(enum core_coll_kind kind);
 
-/* ---- from the host, outside any NEFF (coll_host.c) ---------------------------
- * vnc is the caller's local VNC; rank/world its global device id and count.
- * Callers hold rt_enter(). */
-/* The communicator of rank of world on local VNC vnc (joined on first use). */
-NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world, struct coll_comm **out);
-NRT_STATUS coll_host_join(int32_t vnc, uint32_t rank, uint32_t world);
-NRT_STATUS coll_host_barrier(int32_t vnc, uint32_t rank, uint32_t world);
-NRT_STATUS coll_host_all_gather(int32_t vnc, uint32_t rank, uint32_t world, uint64_t bytes,
-                                const void *in, void *out);
-/* Check and record a collective over tensor lists (nrta_cc_prepare): dtype
- * an nrt_dtype_t, op an nrt_op_type_t, cc_op an nrt_cc_op_type_t. */
-NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *in,
-                           const nrt_tensor_list_t *out, uint32_t dtype, uint32_t op,
-                           uint32_t cc_op, nrt_cc_context_t **ctx);
-/* Run a prepared collective now (on an async queue's thread). */
-NRT_STATUS coll_cc_run(const nrt_cc_context_t *x);
-/* The local VNC a prepared collective runs on. */
-int32_t coll_cc_vnc(const nrt_cc_context_t *x);
-/* The ranks taking part in x (its replica group). */
-uint32_t coll_cc_ranks(const nrt_cc_context_t *x);
-/* Is x a prepared context not yet freed? */
-bool coll_cc_is_live(const nrt_cc_context_t *x);
-void coll_cc_free(nrt_cc_context_t *x);
-/* Free every prepared context never scheduled (nrt_close). */
-void coll_cc_free_all(void);
-
 /* ---- variable-count collectives (coll_v.c) ----------------------------------
  * all_to_all_v and all_gather_v over every rank of a communicator. Counts and
  * offsets are in elements of dtype; arrays have one entry per rank, except
@@ -135,25 +109,8 @@ struct coll_vargs {
 };
 /* Run one on this rank (two operations of the communicator: coll_v.c). */
 NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a);
-/* The same from the host (trnemu_all_to_all_v, trnemu_all_gather_v). */
-NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a);
 /* Free the staging memory kept for the communicators (nrt_close, after
  * coll_comm_release_all). */
 void coll_v_release_all(void);
-
-/* ---- point to point between processes (coll_p2p.c) ---------------------------
- * LNCs are machine-wide VNC ids; side 0 sends, 1 receives. Statuses as the
- * nrt_async_sendrecv_* functions document them. Callers hold rt_enter(). */
-NRT_STATUS coll_p2p_init(int lnc);
-NRT_STATUS coll_p2p_close(int lnc);
-NRT_STATUS coll_p2p_flush(int lnc);
-NRT_STATUS coll_p2p_open(const char *peer_ip, int peer_lnc, int lnc, int side,
-                         nrt_async_sendrecv_comm_t **out);
-NRT_STATUS coll_p2p_test_comm(nrt_async_sendrecv_comm_t *c, bool *done);
-NRT_STATUS coll_p2p_post(nrt_tensor_t *t, size_t off, size_t len, nrt_async_sendrecv_comm_t *c,
-                         int side, nrt_async_sendrecv_request_t **out);
-NRT_STATUS coll_p2p_test(nrt_async_sendrecv_request_t *r, bool *done, size_t *size);
-int coll_p2p_max_comms(void);
-int coll_p2p_max_pending(void);
 
 #endif

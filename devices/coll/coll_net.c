@@ -20,6 +20,7 @@
 #include "devices/link/fabric.h"
 #include "devices/machine/machine.h"
 #include "devices/config/node.h"
+#include "devices/thread/spin.h"
 #include "emu/log.h"
 
 #define NET_DEAD_MS_DEFAULT 5000.0  /* silence after which a remote rank is dead */
@@ -153,7 +154,7 @@ NRT_STATUS coll_net_start(struct coll_comm *c, uint64_t deadline_ns)
     const char *v = getenv("TRNEMU_NODE_DEAD_MS");
     if (v != NULL && *v && atof(v) > 0)
         limit_ms = atof(v);
-    uint64_t left = deadline_ns - chan_now_ns();
+    uint64_t left = deadline_ns - spin_now_ns();
     uint64_t dead_ns = (uint64_t)(limit_ms * 1e6);
     if (dead_ns > left / 2)
         dead_ns = left / 2;  /* a dead node is named before the timeout */

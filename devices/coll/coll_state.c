@@ -18,6 +18,7 @@
 #include <stdlib.h>
 
 #include "devices/machine/instance.h"
+#include "devices/thread/spin.h"
 #include "emu/log.h"
 
 /* ---- deadlines ------------------------------------------------------------------ */
@@ -41,7 +42,7 @@ uint64_t coll_deadline(void)
         s = coll_env_seconds("NEURON_RT_EXEC_TIMEOUT");
     if (s == 0)
         s = COLL_DEFAULT_TIMEOUT_S;
-    return chan_now_ns() + (uint64_t)(s * 1e9);
+    return spin_now_ns() + (uint64_t)(s * 1e9);
 }
 
 /* ---- faults and waiting ------------------------------------------------------ */
@@ -111,7 +112,7 @@ void coll_waiter(struct coll_comm *c, uint64_t deadline_ns, struct chan_waiter *
 {
     *w = (struct chan_waiter){&c->bells[c->rank], deadline_ns, c->spin_ns, 50, NULL, NULL,
                               0};
-    w->last_check_ns = chan_now_ns();
+    w->last_check_ns = spin_now_ns();
 }
 
 void coll_account(struct coll_comm *c, uint32_t peer, uint64_t bytes)

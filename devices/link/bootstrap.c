@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "devices/link/channel.h"
+#include "devices/thread/spin.h"
 #include "emu/log.h"
 
 #define BOOT_HELLO_WAIT_NS (5ull * 1000000000ull) /* a connection must say hello by then */
@@ -61,7 +62,7 @@ struct boot_pending {
 
 static int boot_ms_left(uint64_t deadline_ns, int cap_ms)
 {
-    uint64_t now = chan_now_ns();
+    uint64_t now = spin_now_ns();
     if (now >= deadline_ns)
         return 0;
     uint64_t ms = (deadline_ns - now) / 1000000 + 1;
@@ -262,7 +263,7 @@ static void boot_root_accept(int lfd, struct boot_pending *pend)
         return;
     for (int i = 0; i < BOOT_PENDING_MAX; i++)
         if (pend[i].fd < 0) {
-            pend[i] = (struct boot_pending){.fd = fd, .since = chan_now_ns()};
+            pend[i] = (struct boot_pending){.fd = fd, .since = spin_now_ns()};
             boot_addr_text((struct sockaddr *)&ss, pend[i].peer, sizeof pend[i].peer);
             return;
         }
@@ -297,7 +298,7 @@ static void boot_root_gather(struct boot_root *r, int lfd, uint64_t deadline_ns)
                 boot_root_accept(lfd, pend);
         }
         for (int i = 0; i < BOOT_PENDING_MAX; i++)
-            if (pend[i].fd >= 0 && chan_now_ns() - pend[i].since > BOOT_HELLO_WAIT_NS)
+            if (pend[i].fd >= 0 && spin_now_ns() - pend[i].since > BOOT_HELLO_WAIT_NS)
                 boot_drop(&pend[i], "no whole hello within 5 s");
     }
     for (int i = 0; i < BOOT_PENDING_MAX; i++)

@@ -203,13 +203,6 @@ uint32_t chan_bell_seen(struct chan_bell *b)
     return atomic_load_explicit(&b->seq, memory_order_seq_cst);
 }
 
-uint64_t chan_now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
-
 /* Sleep on the bell while it still reads seen, for at most ns. */
 static void chan_bell_sleep(struct chan_bell *b, uint32_t seen, uint64_t ns)
 {
@@ -223,7 +216,7 @@ static void chan_bell_sleep(struct chan_bell *b, uint32_t seen, uint64_t ns)
 /* Every slice, even while the bell keeps moving: the check and the deadline. */
 static NRT_STATUS chan_wait_check(struct chan_waiter *w, bool quiet, uint64_t slice)
 {
-    uint64_t now = chan_now_ns();
+    uint64_t now = spin_now_ns();
     if (!quiet && now - w->last_check_ns < slice)
         return NRT_SUCCESS;
     w->last_check_ns = now;
@@ -232,7 +225,7 @@ static NRT_STATUS chan_wait_check(struct chan_waiter *w, bool quiet, uint64_t sl
         if (st != NRT_SUCCESS)
             return st;
     }
-    if (w->deadline_ns != 0 && chan_now_ns() >= w->deadline_ns)
+    if (w->deadline_ns != 0 && spin_now_ns() >= w->deadline_ns)
         return NRT_TIMEOUT;
     return NRT_SUCCESS;
 }
@@ -244,7 +237,7 @@ NRT_STATUS chan_wait(struct chan_waiter *w, uint32_t seen)
         return chan_wait_check(w, false, slice);
     uint64_t nap = slice;
     if (w->deadline_ns != 0) {
-        uint64_t now = chan_now_ns();
+        uint64_t now = spin_now_ns();
         if (now >= w->deadline_ns)
             return chan_wait_check(w, true, slice);
         if (w->deadline_ns - now < nap)

@@ -139,9 +139,6 @@ struct chan_waiter {
     uint64_t last_check_ns;      /* when check last ran (set 0 to start) */
 };
 
-/* Monotonic clock in nanoseconds. */
-uint64_t chan_now_ns(void);
-
 /* Wait until the bell moves past `seen`, or one slice passes. NRT_SUCCESS
  * when the caller should look for work again, NRT_TIMEOUT past the
  * deadline, or what check returned. The check and the deadline are looked

@@ -4,6 +4,7 @@
  * credits, heartbeats, goodbyes and aborts.
  */
 #include "devices/link/fabric.h"
+#include "devices/thread/spin.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -309,7 +310,7 @@ static bool fab_pump_credit(struct fab_bridge *f, uint32_t s)
 
 static void fab_beat(struct fab_bridge *f, uint64_t *last)
 {
-    uint64_t now = chan_now_ns();
+    uint64_t now = spin_now_ns();
     if (now - *last < FAB_BEAT_NS)
         return;
     *last = now;
@@ -442,7 +443,7 @@ static bool fab_on_message(struct fab_bridge *f, struct fab_buf *b, size_t len)
         return true;
     }
     struct fab_peer *p = &f->peer[h.from];
-    atomic_store(&p->heard_ns, chan_now_ns());
+    atomic_store(&p->heard_ns, spin_now_ns());
     switch (h.kind) {
     case FAB_DATA:
         if (!fab_on_data(f, &h, b, len))
@@ -491,7 +492,7 @@ static void fab_on_error(struct fab_bridge *f)
 /* Peers silent for longer than the limit are dead. */
 static void fab_check_silence(struct fab_bridge *f)
 {
-    uint64_t now = chan_now_ns();
+    uint64_t now = spin_now_ns();
     for (uint32_t s = 0; s < f->world; s++) {
         struct fab_peer *p = &f->peer[s];
         uint64_t heard = atomic_load(&p->heard_ns);  /* 0: its bridge has not started yet */
@@ -598,14 +599,14 @@ void fab_traffic(struct fab_bridge *f, uint64_t *sent, uint64_t *received)
 /* Let queued sends finish (bounded), then say goodbye. */
 static void fab_flush(struct fab_bridge *f)
 {
-    uint64_t end = chan_now_ns() + FAB_FLUSH_NS;
+    uint64_t end = spin_now_ns() + FAB_FLUSH_NS;
     for (uint32_t s = 0; s < f->world; s++)  /* what the rank wrote last */
         if (f->peer[s].remote && atomic_load(&f->peer[s].state) == 0)
-            while (chan_fill(&f->out[s]) > 0 && chan_now_ns() < end) {
+            while (chan_fill(&f->out[s]) > 0 && spin_now_ns() < end) {
                 chan_bell_ring(&f->bell);
                 usleep(100);
             }
-    while (chan_now_ns() < end) {
+    while (spin_now_ns() < end) {
         pthread_mutex_lock(&f->lock);
         bool idle = f->idle_sends == FAB_NSEND;
         pthread_mutex_unlock(&f->lock);

@@ -24,10 +24,30 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "devices/machine/machine.h"
+#include "devices/machine/hbm_alloc.h"
 #include "emu/log.h"
 
 #define INSTANCE_LOCK_TRIES 1000
+
+/* ---- HBM slices ------------------------------------------------------ */
+
+struct vnc_slice instance_vnc_slice(const struct machine_config *cfg, uint32_t vnc)
+{
+    const struct itype *p = cfg->profile;
+    uint32_t k = vnc % cfg->vncs_per_chip, first_core = k * cfg->lnc;
+    uint64_t stack_size = p->hbm_per_chip / p->hbm_stacks;
+    uint32_t cores_per_stack = p->cores_per_chip / p->hbm_stacks;
+    /* VNCs that start on the same stack split it in equal slices. */
+    uint32_t per_stack = cores_per_stack > cfg->lnc ? cores_per_stack / cfg->lnc : 1;
+    uint32_t idx = cores_per_stack > cfg->lnc ? (first_core % cores_per_stack) / cfg->lnc : 0;
+    uint64_t len = (stack_size / per_stack) & ~(uint64_t)(HBM_ALLOC_MIN_ALIGN - 1);
+    struct vnc_slice s;
+    s.chip = vnc / cfg->vncs_per_chip;
+    s.stack = first_core * p->hbm_stacks / p->cores_per_chip;
+    s.off = (uint64_t)s.stack * stack_size + (uint64_t)idx * len;
+    s.len = len;
+    return s;
+}
 
 /* ---- processes ---------------------------------------------------------- */
 
@@ -93,7 +113,7 @@ static void instance_prune(struct instance *inst)
         if (o->pid == 0 || instance_pid_alive(o->pid, o->start_time))
             continue;
         LOG_INFO("TDRV", "VNC %u: owner pid %d is gone; taking the VNC back", v, (int)o->pid);
-        struct vnc_slice s = machine_vnc_slice(&inst->cfg, v);
+        struct vnc_slice s = instance_vnc_slice(&inst->cfg, v);
         instance_hbm_discard(inst, s.chip, s.off, s.len);
         memset(o, 0, sizeof *o);
     }
@@ -539,7 +559,7 @@ static void instance_release(struct instance *inst, bool punch)
         if (!instance_proc_same(&c->owner[v], &inst->self))
             continue;
         if (punch) {
-            struct vnc_slice s = machine_vnc_slice(&inst->cfg, v);
+            struct vnc_slice s = instance_vnc_slice(&inst->cfg, v);
             instance_hbm_discard(inst, s.chip, s.off, s.len);
         }
         memset(&c->owner[v], 0, sizeof c->owner[v]);

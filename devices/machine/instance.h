@@ -111,6 +111,18 @@ struct instance {
  * failure logs one line and leaves nothing behind. */
 NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **out);
 
+/* Where a VNC's HBM lies: a slice of one stack of one chip. */
+struct vnc_slice {
+    uint32_t chip;   /* chip that holds the VNC */
+    uint32_t stack;  /* HBM stack beside its first physical core */
+    uint64_t off;    /* first byte of the slice, chip-relative */
+    uint64_t len;    /* bytes in the slice */
+};
+
+/* The slice of HBM a machine-wide VNC allocates from (pure: every process
+ * computes the same one). */
+struct vnc_slice instance_vnc_slice(const struct machine_config *cfg, uint32_t vnc);
+
 /* Release the VNCs, detach; the last process removes the directory. */
 void instance_detach(struct instance *inst);
 

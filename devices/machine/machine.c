@@ -4,6 +4,8 @@
  */
 #include "devices/machine/machine.h"
 
+#include <inttypes.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -11,24 +13,6 @@
 #include "emu/core/par.h"
 #include "devices/config/status.h"
 #include "emu/log.h"
-
-struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc)
-{
-    const struct itype *p = cfg->profile;
-    uint32_t k = vnc % cfg->vncs_per_chip, first_core = k * cfg->lnc;
-    uint64_t stack_size = p->hbm_per_chip / p->hbm_stacks;
-    uint32_t cores_per_stack = p->cores_per_chip / p->hbm_stacks;
-    /* VNCs that start on the same stack split it in equal slices. */
-    uint32_t per_stack = cores_per_stack > cfg->lnc ? cores_per_stack / cfg->lnc : 1;
-    uint32_t idx = cores_per_stack > cfg->lnc ? (first_core % cores_per_stack) / cfg->lnc : 0;
-    uint64_t len = (stack_size / per_stack) & ~(uint64_t)(HBM_ALLOC_MIN_ALIGN - 1);
-    struct vnc_slice s;
-    s.chip = vnc / cfg->vncs_per_chip;
-    s.stack = first_core * p->hbm_stacks / p->cores_per_chip;
-    s.off = (uint64_t)s.stack * stack_size + (uint64_t)idx * len;
-    s.len = len;
-    return s;
-}
 
 static void machine_chip_init(struct chip *c, uint32_t index, const struct itype *p,
                               uint8_t *hbm)
@@ -52,7 +36,7 @@ static NRT_STATUS machine_vncs_init(struct machine *m)
 {
     for (uint32_t v = 0; v < m->cfg.total_vncs; v++) {
         struct vnc_info *vi = &m->vncs[v];
-        struct vnc_slice s = machine_vnc_slice(&m->cfg, v);
+        struct vnc_slice s = instance_vnc_slice(&m->cfg, v);
         vi->chip = s.chip;
         vi->first_core = (v % m->cfg.vncs_per_chip) * m->cfg.lnc;
         vi->stack = s.stack;
@@ -174,6 +158,28 @@ NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
         return st;
     *out = (struct hbm_block){vi->chip, vi->stack, vnc, vi->slice_off + off, taken};
     atomic_fetch_add(&vi->used, taken);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS machine_hbm_take_at(struct machine *m, const struct hbm_block *b)
+{
+    const struct machine_config *cfg = &m->cfg;
+    struct vnc_info *vi = b->vnc < cfg->total_vncs ? &m->vncs[b->vnc] : NULL;
+    if (vi == NULL || !vi->owned || vi->chip != b->chip || vi->stack != b->stack) {
+        LOG_ERROR("STORE", "HBM block on chip %u stack %u for VNC %u does not fit %s (LNC=%u) "
+                  "as this process sees it", b->chip, b->stack, b->vnc, cfg->profile->name,
+                  cfg->lnc);
+        return NRT_INVALID;
+    }
+    NRT_STATUS st = b->off < vi->slice_off
+                        ? NRT_INVALID
+                        : hbm_alloc_take_at(&vi->alloc, b->off - vi->slice_off, b->len);
+    if (st != NRT_SUCCESS) {
+        LOG_ERROR("STORE", "HBM block [0x%" PRIx64 ", +%" PRIu64 ") of chip %u is outside the "
+                  "memory of VNC %u or overlaps another block", b->off, b->len, b->chip, b->vnc);
+        return st == NRT_RESOURCE ? st : NRT_INVALID;
+    }
+    atomic_fetch_add(&vi->used, b->len);
     return NRT_SUCCESS;
 }
 

@@ -39,14 +39,6 @@ struct chip {
     uint32_t nstacks;                         /* HBM stacks on the chip */
 };
 
-/* Where a VNC's HBM lies: a slice of one stack of one chip. */
-struct vnc_slice {
-    uint32_t chip;   /* chip that holds the VNC */
-    uint32_t stack;  /* HBM stack beside its first physical core */
-    uint64_t off;    /* first byte of the slice, chip-relative */
-    uint64_t len;    /* bytes in the slice */
-};
-
 struct vnc_info {
     uint32_t chip;          /* chip that holds the VNC */
     uint32_t first_core;    /* first physical core on that chip */
@@ -82,10 +74,6 @@ struct hbm_block {
     uint64_t len;    /* bytes taken (rounded up) */
 };
 
-/* The slice of HBM a machine-wide VNC allocates from (pure: every process
- * computes the same one). */
-struct vnc_slice machine_vnc_slice(const struct machine_config *cfg, uint32_t vnc);
-
 /* Build the machine: attach to the shared instance (claiming cfg's visible
  * VNCs), map every chip's HBM, set up the owned VNCs' allocators. */
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
@@ -106,6 +94,11 @@ int machine_vnc_global(const struct machine *m, int local_vnc);
  * NRT_RESOURCE with a log line when the stack is full. */
 NRT_STATUS machine_hbm_take(struct machine *m, uint32_t vnc, uint64_t size,
                             uint64_t align, struct hbm_block *out);
+/* Take exactly block b (a restored tensor or model block) from its stack's allocator and charge its VNC.
+ * NRT_INVALID (one log line) when b does not fit the machine or is not
+ * free. */
+NRT_STATUS machine_hbm_take_at(struct machine *m, const struct hbm_block *b);
+
 /* Release a block; whole pages inside it go back to the host (the hole is
  * punched in the shared file: the pages are freed for every process). */
 void machine_hbm_give(struct machine *m, const struct hbm_block *b);

@@ -20,7 +20,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "devices/runtime/model.h"
 #include "emu/core/tbuf.h"
 #include "emu/isa/isa.h"
 #include "emu/log.h"
@@ -70,19 +69,19 @@ static const char *const devprof_lane_names[COST_LANES] = {
 
 /* ---- sessions ------------------------------------------------------------- */
 
-static bool devprof_session_wants(const struct devprof_session *s, const nrt_model_t *m)
+static bool devprof_session_wants(const struct devprof_session *s, uint32_t model_id)
 {
-    return s->kind != DEVPROF_MODEL || s->model_id == m->id;
+    return s->kind != DEVPROF_MODEL || s->model_id == model_id;
 }
 
-bool devprof_wanted(const nrt_model_t *m)
+bool devprof_wanted(uint32_t model_id)
 {
     if (!atomic_load(&devprof_active))
         return false;
     bool want = false;
     pthread_mutex_lock(&devprof_lock);
     for (struct devprof_session *s = devprof_sessions; s != NULL && !want; s = s->next)
-        want = devprof_session_wants(s, m);
+        want = devprof_session_wants(s, model_id);
     pthread_mutex_unlock(&devprof_lock);
     return want;
 }
@@ -276,7 +275,7 @@ static void devprof_mkdir(const char *dir)
         LOG_WARN("NRT", "cannot create the profile directory '%s': %s", dir, strerror(errno));
 }
 
-void devprof_exec(const nrt_model_t *m, const struct cost_run *cr, NRT_STATUS st)
+void devprof_exec(const struct devprof_model *m, const struct cost_run *cr, NRT_STATUS st)
 {
     if (!atomic_load(&devprof_active))
         return;
@@ -289,7 +288,7 @@ void devprof_exec(const nrt_model_t *m, const struct cost_run *cr, NRT_STATUS st
     memset(r, 0, sizeof *r);
     r->model_id = m->id;
     r->vnc = m->vnc;
-    snprintf(r->name, sizeof r->name, "%s", m->neff->info.name);
+    snprintf(r->name, sizeof r->name, "%s", m->name);
     r->gen_name = cr->t->name;
     r->device_ns = cr->end_ns;
     memcpy(r->busy, cr->busy, sizeof r->busy);
@@ -316,7 +315,7 @@ void devprof_exec(const nrt_model_t *m, const struct cost_run *cr, NRT_STATUS st
 
 /* ---- the sessions' entry points ------------------------------------------- */
 
-NRT_STATUS devprof_model_start(const nrt_model_t *m, const char *filename)
+NRT_STATUS devprof_model_start(uint32_t model_id, const char *filename)
 {
     pthread_mutex_lock(&devprof_lock);
     struct devprof_session *s = devprof_find(DEVPROF_MODEL, filename);
@@ -324,7 +323,7 @@ NRT_STATUS devprof_model_start(const nrt_model_t *m, const char *filename)
         devprof_remove(s);  /* restarting a file starts it afresh */
     s = devprof_add(DEVPROF_MODEL, filename);
     if (s != NULL)
-        s->model_id = m->id;
+        s->model_id = model_id;
     pthread_mutex_unlock(&devprof_lock);
     return s != NULL ? NRT_SUCCESS : NRT_RESOURCE;
 }

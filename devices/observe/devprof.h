@@ -23,17 +23,25 @@
 /* Spans an execution may record (beyond: counted as dropped). */
 #define DEVPROF_MAX_SPANS (1u << 20)
 
-/* Does an execution of m want its spans recorded? */
-bool devprof_wanted(const nrt_model_t *m);
+/* The model an execution ran, as a profile reports it (handed in by the
+ * runtime, which owns the model). */
+struct devprof_model {
+    uint32_t id;       /* load number in this process */
+    int vnc;           /* process-local VNC */
+    const char *name;  /* the NEFF's name */
+};
+
+/* Does an execution of model model_id want its spans recorded? */
+bool devprof_wanted(uint32_t model_id);
 /* The calling thread's span buffer, DEVPROF_MAX_SPANS entries: mapped
  * once per thread (pages come on first use and stay for the next
  * execution), unmapped when the thread ends. NULL when out of memory. */
 struct cost_span *devprof_span_buffer(void);
 /* Keep one finished execution (spans may be NULL when none was wanted). */
-void devprof_exec(const nrt_model_t *m, const struct cost_run *r, NRT_STATUS st);
+void devprof_exec(const struct devprof_model *m, const struct cost_run *r, NRT_STATUS st);
 
 /* nrt_profile_start / _stop. */
-NRT_STATUS devprof_model_start(const nrt_model_t *m, const char *filename);
+NRT_STATUS devprof_model_start(uint32_t model_id, const char *filename);
 NRT_STATUS devprof_model_stop(const char *filename);
 /* The continuous profile: start, save the executions of vnc so far into
  * dir/profile-vnc<V>-<N>.json, stop. */

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "devices/coll/coll.h"
+#include "devices/runtime/coll_host.h"
 #include "devices/runtime/exec.h"
 #include "devices/runtime/model.h"
 #include "devices/runtime/runtime.h"
@@ -103,8 +104,6 @@ static uint32_t async_live;      /* requests scheduled and not yet freed */
 static uint32_t async_depth = ASYNC_DEFAULT_DEPTH;  /* unfinished requests per queue */
 static uint32_t async_spin_ns = ASYNC_SPIN_US_DEFAULT * 1000;  /* TRNEMU_ASYNC_SPIN_US */
 static long async_cpus = 1;      /* the host's online CPUs */
-static NRT_ASYNC_EXEC_STATUS_CALLBACK async_cb;    /* nrt_register_async_exec_callback */
-static void *async_cb_params;                      /* its argument */
 
 #define ASYNC_NQUEUES (1u << 16)
 
@@ -426,7 +425,7 @@ static void async_req_done(void *arg, NRT_STATUS st)
     struct async_req *r = arg;
     struct async_queue *q = r->q;
     if (r->kind == ASYNC_EXEC)  /* told before the request counts as complete */
-        async_exec_notify(r->model, r->num, st);
+        exec_notify(r->model, r->num, st);
     uint64_t now = systrace_now_ns();
     systrace_emit(r->kind == ASYNC_CC ? SYS_CC_RUNNING : SYS_ASYNC_REQUEST, (int)q->lnc,
                   r->t_sched, now - r->t_sched, r->kind == ASYNC_EXEC ? r->model->neff->info.name
@@ -754,24 +753,6 @@ NRT_STATUS async_drain(int32_t vnc)
     if (st != NRT_SUCCESS)
         LOG_ERROR("NRT", "nrt_close was called while draining VNC %d", (int)vnc);
     return st;
-}
-
-void async_set_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params)
-{
-    pthread_mutex_lock(&async_lock);
-    async_cb = cb;
-    async_cb_params = params;
-    pthread_mutex_unlock(&async_lock);
-}
-
-void async_exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st)
-{
-    pthread_mutex_lock(&async_lock);
-    NRT_ASYNC_EXEC_STATUS_CALLBACK cb = async_cb;
-    void *params = async_cb_params;
-    pthread_mutex_unlock(&async_lock);
-    if (cb != NULL)
-        cb(params, m->id, (uint32_t)m->vnc, job_id, st);
 }
 
 /* ---- shutdown ----------------------------------------------------------------- */

@@ -79,11 +79,6 @@ NRT_STATUS async_tracker_create(uint32_t lnc, nrta_error_tracker_t **out);
 bool async_tracker_destroy(nrta_error_tracker_t *t);
 NRT_STATUS async_tracker_list(nrta_error_tracker_t *t, const nrta_error_t **list, size_t *n);
 
-/* The callback told of every finished execution, nrt_execute's and the
- * queues' (NULL to remove it). */
-void async_set_exec_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params);
-/* Tell the callback of one finished execution. */
-void async_exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st);
 
 /* Read the environment (rt_init): depth, busy-poll window and the
  * deprecated variable. */

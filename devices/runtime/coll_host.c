@@ -4,10 +4,8 @@
  * nrt_all_gather, nrta_cc_prepare / nrta_cc_schedule): argument checks,
  * the communicator of the caller's VNC, and the operation (coll.c).
  *
- * nrta_cc_schedule runs the prepared operation at once, on the calling
- * thread (trnemu has no asynchronous queues): when it returns the output
- * tensors hold the result, and the sequence number it hands out is
- * already complete.
+ * nrta_cc_schedule queues the prepared operation on the VNC's collectives
+ * queue (devices/runtime/async.c), which runs it with coll_cc_run.
  */
 #include <inttypes.h>
 #include <pthread.h>
@@ -15,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "devices/coll/coll.h"
+#include "devices/runtime/coll_host.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/tensor.h"
 #include "emu/log.h"
@@ -303,4 +301,16 @@ NRT_STATUS coll_cc_run(const nrt_cc_context_t *x)
     for (size_t i = 0; st == NRT_SUCCESS && i < x->n; i++)
         st = coll_cc_pair(c, x, i);
     return st;
+}
+
+NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a)
+{
+    struct coll_comm *c;
+    NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
+    if (st != NRT_SUCCESS)
+        return st;
+    struct coll_vargs v = *a;
+    if (v.deadline_ns == 0)
+        v.deadline_ns = coll_deadline();
+    return coll_v_run(c, &v);
 }

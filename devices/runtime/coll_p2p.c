@@ -28,8 +28,10 @@
 #include "devices/link/channel.h"
 #include "devices/coll/coll.h"
 #include "devices/machine/instance.h"
+#include "devices/runtime/coll_p2p.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/tensor.h"
+#include "devices/thread/spin.h"
 #include "emu/log.h"
 
 #define P2P_MAGIC 0x3150325045524e52ull /* "RNREP2P1" little-endian */
@@ -287,7 +289,7 @@ NRT_STATUS coll_p2p_test_comm(nrt_async_sendrecv_comm_t *c, bool *done)
         st = NRT_INVALID_HANDLE;
     } else {
         *done = c->connected = c->connected || p2p_end_live(&c->f->end[!c->side]);
-        if (!*done && chan_now_ns() > c->deadline_ns) {
+        if (!*done && spin_now_ns() > c->deadline_ns) {
             LOG_ERROR("NRT", "LNC %d: LNC %d did not connect in time", c->lnc, c->peer_lnc);
             st = NRT_TIMEOUT;
         }
@@ -435,7 +437,7 @@ NRT_STATUS coll_p2p_test(nrt_async_sendrecv_request_t *r, bool *done, size_t *si
         LOG_ERROR("NRT", "LNC %d: the peer LNC %d is gone (its process died or closed)", c->lnc,
                   c->peer_lnc);
         st = NRT_FAILURE;
-    } else if (!*done && chan_now_ns() > r->deadline_ns) {
+    } else if (!*done && spin_now_ns() > r->deadline_ns) {
         LOG_ERROR("NRT", "LNC %d: a %s of %" PRIu64 " bytes with LNC %d did not finish in time",
                   c->lnc, c->side ? "receive" : "send", r->cap, c->peer_lnc);
         st = NRT_TIMEOUT;

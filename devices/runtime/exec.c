@@ -12,7 +12,6 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "devices/runtime/async.h"
 #include "devices/link/channel.h"
 #include "devices/observe/devprof.h"
 #include "devices/observe/systrace.h"
@@ -23,6 +22,7 @@
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/tensor.h"
 #include "devices/runtime/tensor_set.h"
+#include "devices/thread/spin.h"
 #include "devices/thread/worker.h"
 #include "devices/config/status.h"
 #include "emu/core/par.h"
@@ -447,7 +447,7 @@ static void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine
     memset(ec, 0, sizeof *ec);
     ec->m = m;
     ec->mach = mach;
-    ec->deadline_ns = timeout_ms ? chan_now_ns() + timeout_ms * 1000000u : coll_deadline();
+    ec->deadline_ns = timeout_ms ? spin_now_ns() + timeout_ms * 1000000u : coll_deadline();
     core_lnc_init(&ec->lnc, m->nsgs);
     ec->threads = (struct core_run_threads){ec, exec_core_thread_start, exec_core_thread_join};
     for (uint32_t s = 0; s < m->nsgs && s < MACHINE_MAX_LNC; s++) {
@@ -496,7 +496,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     exec_cur_vnc = m->vnc;
     uint64_t t0 = systrace_now_ns();
     /* The thread's own buffer, reused: only touched as far as the spans go. */
-    struct cost_span *spans = devprof_wanted(m) ? devprof_span_buffer() : NULL;
+    struct cost_span *spans = devprof_wanted(m->id) ? devprof_span_buffer() : NULL;
     cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = &cost;
     /* TRNEMU_THREADS=1 keeps every core on this thread (one fixed order). */
@@ -509,7 +509,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
         exec_log_report(m->neff->info.name, st, report);
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
-    devprof_exec(m, &cost, st);
+    devprof_exec(&(struct devprof_model){m->id, m->vnc, m->neff->info.name}, &cost, st);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);
     if (st == NRT_EXEC_COMPLETED_WITH_NUM_ERR)
@@ -621,6 +621,30 @@ void exec_request_free(struct exec_request *r)
     free(r);
 }
 
+/* ---- the execution status callback ------------------------------------ */
+
+static pthread_mutex_t exec_cb_lock = PTHREAD_MUTEX_INITIALIZER;
+static NRT_ASYNC_EXEC_STATUS_CALLBACK exec_cb;  /* nrt_register_async_exec_callback */
+static void *exec_cb_params;                    /* its argument */
+
+void exec_set_status_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params)
+{
+    pthread_mutex_lock(&exec_cb_lock);
+    exec_cb = cb;
+    exec_cb_params = params;
+    pthread_mutex_unlock(&exec_cb_lock);
+}
+
+void exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st)
+{
+    pthread_mutex_lock(&exec_cb_lock);
+    NRT_ASYNC_EXEC_STATUS_CALLBACK cb = exec_cb;
+    void *params = exec_cb_params;
+    pthread_mutex_unlock(&exec_cb_lock);
+    if (cb != NULL)
+        cb(params, m->id, (uint32_t)m->vnc, job_id, st);
+}
+
 NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,
                       uint32_t repeat)
 {
@@ -633,6 +657,6 @@ NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor
     systrace_emit(SYS_NRT_EXECUTE, m->vnc, t0, systrace_now_ns() - t0, m->neff->info.name,
                   atomic_load(&m->executions), st);
     exec_request_free(r);
-    async_exec_notify(m, atomic_load(&m->executions), st);
+    exec_notify(m, atomic_load(&m->executions), st);
     return st;
 }

@@ -11,6 +11,7 @@
 
 #include "devices/thread/worker.h"
 #include "nrt/nrt.h"
+#include "nrt/nrt_experimental.h"
 
 /* Run a pinned model repeat times. Inputs and outputs are looked up by
  * name; a missing or wrongly sized tensor is NRT_INVALID before anything
@@ -38,6 +39,12 @@ struct worker *exec_request_worker(const struct exec_request *r);
 NRT_STATUS exec_request_run_on_worker(struct exec_request *r);
 /* Unpin its tensors and free it (the model pin stays the caller's). */
 void exec_request_free(struct exec_request *r);
+
+/* The callback told of every finished execution, nrt_execute's and the
+ * queues' (NULL to remove it). */
+void exec_set_status_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params);
+/* Tell the callback of one finished execution. */
+void exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st);
 
 /* May the physical cores of one execution each run on their own host
  * thread (docs/execution.md)? On by default; TRNEMU_THREADS=1 keeps them

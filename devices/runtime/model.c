@@ -12,7 +12,6 @@
 
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
-#include "devices/runtime/state.h"
 #include "devices/config/status.h"
 #include "devices/runtime/tensor.h"
 #include "emu/isa/isa_gen.h"
@@ -35,7 +34,7 @@ static NRT_STATUS model_take(struct nrt_model *m, uint64_t size, uint64_t align,
     }
     m->plan_used++;
     *out = *b;
-    return state_hbm_take_at(rt_machine(), b);
+    return machine_hbm_take_at(rt_machine(), b);
 }
 
 /* Allocate an HBM block for a variable on the model's VNC. */

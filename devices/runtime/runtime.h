@@ -1,6 +1,7 @@
 /*
- * runtime.h: the life cycle of the emulated runtime (nrt_init / nrt_close)
- * and the gate every ABI call passes.
+ * runtime.h: the gate every ABI call passes, and the machine behind it.
+ * The life cycle that opens and shuts the gate (nrt_init / nrt_close) is
+ * devices/runtime/rt_life.h, at the top of devices/.
  *
  * A call that needs the runtime brackets its work with rt_enter() and
  * rt_leave(). rt_enter answers NRT_UNINITIALIZED before the first
@@ -22,11 +23,6 @@ enum rt_state {
     RT_CLOSED = 2,         /* after nrt_close */
 };
 
-/* Create the machine from the environment. Twice is harmless. */
-NRT_STATUS rt_init(uint32_t framework);
-/* Free every tensor and model, then the machine. Harmless when not open. */
-void rt_close(void);
-
 /* Enter a call that needs an open runtime; on NRT_SUCCESS the caller must
  * call rt_leave(). On any other status nothing is held. */
 NRT_STATUS rt_enter(void);
@@ -46,5 +42,15 @@ NRT_STATUS rt_config(struct machine_config *cfg);
 
 /* The machine; only between rt_enter and rt_leave. */
 struct machine *rt_machine(void);
+
+/* For rt_life.c only, which serialises them: open the gate on machine m;
+ * shut it (waits for the calls in flight, then holds every later call);
+ * mark it closed (rt_enter answers NRT_CLOSED from now on); take back the
+ * machine to destroy; let the held calls go (they see NRT_CLOSED). */
+void rt_gate_opened(struct machine *m);
+void rt_gate_shut(void);
+void rt_gate_closed(void);
+struct machine *rt_gate_release_machine(void);
+void rt_gate_unlock(void);
 
 #endif

@@ -165,28 +165,6 @@ int state_hbm_fd(struct machine *m, uint32_t chip)
     return fd;
 }
 
-NRT_STATUS state_hbm_take_at(struct machine *m, const struct hbm_block *b)
-{
-    const struct machine_config *cfg = &m->cfg;
-    struct vnc_info *vi = b->vnc < cfg->total_vncs ? &m->vncs[b->vnc] : NULL;
-    if (vi == NULL || !vi->owned || vi->chip != b->chip || vi->stack != b->stack) {
-        LOG_ERROR("STORE", "HBM block on chip %u stack %u for VNC %u does not fit %s (LNC=%u) "
-                  "as this process sees it", b->chip, b->stack, b->vnc, cfg->profile->name,
-                  cfg->lnc);
-        return NRT_INVALID;
-    }
-    NRT_STATUS st = b->off < vi->slice_off
-                        ? NRT_INVALID
-                        : hbm_alloc_take_at(&vi->alloc, b->off - vi->slice_off, b->len);
-    if (st != NRT_SUCCESS) {
-        LOG_ERROR("STORE", "HBM block [0x%" PRIx64 ", +%" PRIu64 ") of chip %u is outside the "
-                  "memory of VNC %u or overlaps another block", b->off, b->len, b->chip, b->vnc);
-        return st == NRT_RESOURCE ? st : NRT_INVALID;
-    }
-    atomic_fetch_add(&vi->used, b->len);
-    return NRT_SUCCESS;
-}
-
 /* ---- re-creation ------------------------------------------------------- */
 
 bool state_is_fresh(struct machine *m)
@@ -251,4 +229,58 @@ bool state_is_live(const void *obj, enum handle_kind k)
     bool live = handle_has(obj, k);
     handle_unlock();
     return live;
+}
+
+/* ---- calls a restore makes, forwarded ---------------------------------- */
+
+int state_vnc_global(const struct machine *m, int local_vnc)
+{
+    return machine_vnc_global(m, local_vnc);
+}
+
+void state_model_set_collectives(nrt_model_t *m, uint32_t rank, uint32_t world)
+{
+    model_set_collectives(m, rank, world);
+}
+
+NRT_STATUS state_model_unload(nrt_model_t *m)
+{
+    return model_unload(m);
+}
+
+NRT_STATUS state_storage_restore(enum tensor_storage_kind kind, uint64_t size,
+                                 const struct hbm_block *b, struct tensor_storage **out)
+{
+    return tensor_storage_restore(kind, size, b, out);
+}
+
+void state_storage_put(struct tensor_storage *s)
+{
+    tensor_storage_put(s);
+}
+
+NRT_STATUS state_tensor_restore(const struct tensor_record *r, nrt_tensor_t **out)
+{
+    return tensor_restore(r, out);
+}
+
+bool state_tensor_free(nrt_tensor_t *t)
+{
+    return tensor_free(t);
+}
+
+NRT_STATUS state_set_allocate(nrt_tensor_set_t **out)
+{
+    return tensor_set_allocate(out);
+}
+
+bool state_set_destroy(nrt_tensor_set_t *s)
+{
+    return tensor_set_destroy(s);
+}
+
+NRT_STATUS state_set_restore_entry(nrt_tensor_set_t *s, const char *name,
+                                   nrt_tensor_t *t)
+{
+    return tensor_set_restore_entry(s, name, t);
 }

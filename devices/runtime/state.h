@@ -84,11 +84,6 @@ size_t state_hbm_slices(struct machine *m, uint32_t chip, struct state_range *ou
  * of first writes through the mapping. */
 int state_hbm_fd(struct machine *m, uint32_t chip);
 
-/* Take exactly block b from its stack's allocator and charge its VNC.
- * NRT_INVALID (one log line) when b does not fit the machine or is not
- * free. */
-NRT_STATUS state_hbm_take_at(struct machine *m, const struct hbm_block *b);
-
 /* Is the runtime fresh: no tensor, no model, and no HBM ever handed out
  * (so every HBM byte and core is still zero)? Else one log line. */
 bool state_is_fresh(struct machine *m);
@@ -103,5 +98,33 @@ NRT_STATUS state_model_restore(const void *neff, size_t size, int vnc,
  * (NULL otherwise); state_core_make creates it. */
 struct core *state_core_peek(struct machine *m, uint32_t gvnc, uint32_t i);
 NRT_STATUS state_core_make(struct machine *m, uint32_t gvnc, uint32_t i, struct core **out);
+
+/* ---- the runtime calls a restore makes, forwarded (the store calls
+ * devices/ through this header alone) ---- */
+
+/* Machine-wide VNC id of a process-local VNC index; -1 when not visible. */
+int state_vnc_global(const struct machine *m, int local_vnc);
+/* Record that a restored model was loaded by nrt_load_collectives as rank of world. */
+void state_model_set_collectives(nrt_model_t *m, uint32_t rank, uint32_t world);
+/* Unload a restored model (a failed restore); NRT_INVALID when m is not live. */
+NRT_STATUS state_model_unload(nrt_model_t *m);
+/* A storage to restore into: STORAGE_HBM takes exactly block b; any other kind becomes
+ * zeroed runtime-owned host memory of size bytes. */
+NRT_STATUS state_storage_restore(enum tensor_storage_kind kind, uint64_t size,
+                                 const struct hbm_block *b, struct tensor_storage **out);
+/* Drop a storage reference (from state_storage_restore). */
+void state_storage_put(struct tensor_storage *s);
+/* Re-create a tensor from a record (r->st: its storage, referenced anew). */
+NRT_STATUS state_tensor_restore(const struct tensor_record *r, nrt_tensor_t **out);
+/* Free a restored tensor; false when t is not live. */
+bool state_tensor_free(nrt_tensor_t *t);
+/* A new, empty tensor set to restore into. */
+NRT_STATUS state_set_allocate(nrt_tensor_set_t **out);
+/* Destroy a restored set (not its tensors); false when s is not live. */
+bool state_set_destroy(nrt_tensor_set_t *s);
+/* Append an entry without checking that t is live (an entry whose tensor had been
+ * freed: a later lookup reports it as freed). */
+NRT_STATUS state_set_restore_entry(nrt_tensor_set_t *s, const char *name,
+                                   nrt_tensor_t *t);
 
 #endif

@@ -18,7 +18,6 @@
 
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
-#include "devices/runtime/state.h"
 #include "emu/log.h"
 
 struct nrt_tensor {
@@ -667,7 +666,7 @@ NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
     if (s == NULL)
         return NRT_RESOURCE;
-    NRT_STATUS st = state_hbm_take_at(rt_machine(), b);
+    NRT_STATUS st = machine_hbm_take_at(rt_machine(), b);
     if (st != NRT_SUCCESS) {
         free(s);
         return st;

@@ -1,13 +1,13 @@
 /*
- * spin.c: bounded busy-polling (see spin.h).
+ * spin.c: bounded busy-polling and the process clock (see spin.h).
  */
 #include "devices/thread/spin.h"
 
 #include <sched.h>
 #include <stdatomic.h>
 #include <stdlib.h>
+#include <time.h>
 
-#include "devices/link/channel.h"
 #include "emu/log.h"
 
 #if defined(__x86_64__) || defined(__i386__)
@@ -16,19 +16,26 @@
 #define SPIN_PAUSE() ((void)0)
 #endif
 
+uint64_t spin_now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
 bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns)
 {
     if (ns == 0)
         return false;
     bool offer = ns >= SPIN_YIELD_MIN_NS;
-    uint64_t end = chan_now_ns() + ns;
+    uint64_t end = spin_now_ns() + ns;
     for (;;) {
         for (uint32_t i = 0; i < SPIN_POLLS; i++) {
             if (ready(arg))
                 return true;
             SPIN_PAUSE();
         }
-        if (chan_now_ns() >= end)
+        if (spin_now_ns() >= end)
             return false;
         if (offer)
             sched_yield();  /* a runnable thread of this CPU goes first; none: at once */

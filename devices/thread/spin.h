@@ -16,6 +16,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* The process clock: monotonic time in nanoseconds, for deadlines and
+ * polling windows. */
+uint64_t spin_now_ns(void);
+
 /* Polls between two looks at the clock (and two offers of the CPU). */
 #define SPIN_POLLS 16u
 /* Shortest window that offers the CPU: a shorter one (the channel waits'

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "devices/runtime/handle.h"
+#include "devices/runtime/rt_life.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/state.h"
 #include "store/calllog.h"

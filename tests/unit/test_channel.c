@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "devices/link/channel.h"
+#include "devices/thread/spin.h"
 
 /* A ring and its two bells in one shared anonymous mapping. */
 struct pipe_mem {
@@ -145,7 +146,7 @@ static void test_stream_fork(void **state)
     pid_t pid = fork();
     assert_true(pid >= 0);
     if (pid == 0) {
-        struct chan_waiter w = {p.prod, chan_now_ns() + 20000000000ull, 5000, 20, no_check, NULL,
+        struct chan_waiter w = {p.prod, spin_now_ns() + 20000000000ull, 5000, 20, no_check, NULL,
                                 0};
         static uint8_t buf[100000];
         uint64_t off = 0;
@@ -159,7 +160,7 @@ static void test_stream_fork(void **state)
         }
         _exit(0);
     }
-    struct chan_waiter w = {p.cons, chan_now_ns() + 20000000000ull, 5000, 20, no_check, NULL, 0};
+    struct chan_waiter w = {p.cons, spin_now_ns() + 20000000000ull, 5000, 20, no_check, NULL, 0};
     static uint8_t buf[77777];
     uint64_t off = 0;
     bool ok = true;
@@ -183,11 +184,11 @@ static void test_timeout(void **state)
     (void)state;
     struct pipe_mem p;
     pipe_make(&p, 4096);
-    uint64_t t0 = chan_now_ns();
+    uint64_t t0 = spin_now_ns();
     struct chan_waiter w = {p.cons, t0 + 200000000ull, 1000, 50, no_check, NULL, 0};
     uint8_t b[16];
     assert_int_equal(chan_recv(&p.c, b, sizeof b, &w), NRT_TIMEOUT);
-    uint64_t dt = chan_now_ns() - t0;
+    uint64_t dt = spin_now_ns() - t0;
     assert_true(dt >= 200000000ull);
     assert_true(dt < 1000000000ull);
     pipe_free(&p);
@@ -217,11 +218,11 @@ static void test_dead_peer(void **state)
         _exit(0);  /* dies without a word */
     }
     dead_pid = pid;
-    uint64_t t0 = chan_now_ns();
+    uint64_t t0 = spin_now_ns();
     struct chan_waiter w = {p.cons, t0 + 10000000000ull, 1000, 20, peer_check, NULL, 0};
     uint8_t b[16];
     assert_int_equal(chan_recv(&p.c, b, sizeof b, &w), NRT_EXEC_HW_ERR_COLLECTIVES);
-    assert_true(chan_now_ns() - t0 < 2000000000ull);
+    assert_true(spin_now_ns() - t0 < 2000000000ull);
     pipe_free(&p);
 }
 
@@ -239,10 +240,10 @@ static void test_bell_wakes(void **state)
         chan_bell_ring(p.cons);
         _exit(0);
     }
-    uint64_t t0 = chan_now_ns();
+    uint64_t t0 = spin_now_ns();
     struct chan_waiter w = {p.cons, t0 + 10000000000ull, 0, 5000, no_check, NULL, 0};
     assert_int_equal(chan_wait(&w, seen), NRT_SUCCESS);
-    uint64_t dt = chan_now_ns() - t0;
+    uint64_t dt = spin_now_ns() - t0;
     assert_true(chan_bell_seen(p.cons) != seen);
     assert_true(dt < 3000000000ull);  /* woken, not the 5 s slice */
     waitpid(pid, NULL, 0);

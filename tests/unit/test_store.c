@@ -19,6 +19,7 @@
 #include "emu/log.h"
 #include "devices/machine/hbm_alloc.h"
 #include "devices/config/log_env.h"
+#include "devices/runtime/rt_life.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/state.h"
 #include "store/chunk.h"

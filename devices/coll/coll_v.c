@@ -394,15 +394,3 @@ NRT_STATUS coll_v_run(struct coll_comm *c, const struct coll_vargs *a)
     free(p.table);
     return st;
 }
-
-NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a)
-{
-    struct coll_comm *c;
-    NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
-    if (st != NRT_SUCCESS)
-        return st;
-    struct coll_vargs v = *a;
-    if (v.deadline_ns == 0)
-        v.deadline_ns = coll_deadline();
-    return coll_v_run(c, &v);
-}
