@@ -15,7 +15,7 @@
 #include "devices/state.h"
 #include "devices/status.h"
 #include "devices/tensor.h"
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 #include "emu/log.h"
 
 /* ---- HBM placement ----------------------------------------------------- */

@@ -46,7 +46,8 @@ _Static_assert(ISA_MASK_BYTES <= AUX_BYTES, "mask fits in aux");
 #define ISA_UNPAREN(...) __VA_ARGS__
 
 /* Each op's fields; entry 0 is a placeholder so that empty lists compile. */
-#define ISA_OP(mn, code, engines, fields) \
+#define ISA_OP(mn, code, engines, gen, cost, fields)                              \
+    _Static_assert((gen) >= 2 && (gen) <= 4, #mn ": gen is a NeuronCore version"); \
     static const struct isa_field isa_fields_##mn[] = {{.name = NULL}, ISA_UNPAREN fields};
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
@@ -54,8 +55,8 @@ _Static_assert(ISA_MASK_BYTES <= AUX_BYTES, "mask fits in aux");
 #define ISA_NFIELDS(name) (sizeof(isa_fields_##name) / sizeof(isa_fields_##name[0]) - 1)
 
 static const struct isa_op_desc isa_ops[ISA_OPCODE_SPACE] = {
-#define ISA_OP(name, code, engines, fields) \
-    [code] = {#name, (code), (engines), ISA_NFIELDS(name), isa_fields_##name + 1},
+#define ISA_OP(mn, code, eng, gen, cost, fields)                                      \
+    [code] = {#mn, (code), (eng), (gen), ISA_COST_##cost, ISA_NFIELDS(mn), isa_fields_##mn + 1},
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };

@@ -108,7 +108,7 @@ enum isa_enum_value {
 };
 
 enum isa_opcode {
-#define ISA_OP(name, code, engines, fields) ISA_OP_##name = (code),
+#define ISA_OP(name, code, engines, gen, cost, fields) ISA_OP_##name = (code),
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };
@@ -256,10 +256,20 @@ struct isa_field {
     {.name = #nm, .kind = ISA_FK_MASK, .attr = ISA_FA_REQ}
 
 /* One op of the table. */
+/* How the cost model (emu/core/cost.c) times an op: its table column. */
+enum isa_cost_class {
+    ISA_COST_SEQ = 0,      /* sequencer work: one engine cycle */
+    ISA_COST_COMPUTE = 1,  /* elements streamed through the engine */
+    ISA_COST_MATMUL = 2,   /* the moving tensor through the PE array */
+    ISA_COST_DMA = 3,      /* bytes over the DMA engines (and between cores) */
+};
+
 struct isa_op_desc {
     const char *name;                /* mnemonic */
     uint8_t opcode;                  /* enum isa_opcode */
     uint8_t engines;                 /* ISA_EM_* mask of engines that run it */
+    uint8_t min_gen;                 /* lowest NeuronCore version with the op (2..4) */
+    uint8_t cost;                    /* enum isa_cost_class */
     uint8_t nfields;                 /* entries in fields */
     const struct isa_field *fields;  /* operands in assembly order */
 };
@@ -369,7 +379,7 @@ emu_status isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size);
 struct isa_exec_ctx;
 typedef emu_status (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 
-#define ISA_OP(name, code, engines, fields) \
+#define ISA_OP(name, code, engines, gen, cost, fields) \
     emu_status isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
@@ -380,7 +390,7 @@ typedef emu_status (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_ins
 #define TRNEMU_EMU_ISA_DISPATCH
 /* Semantics function of each opcode; NULL for unassigned opcodes. */
 static const isa_exec_fn isa_dispatch[ISA_OPCODE_SPACE] = {
-#define ISA_OP(name, code, engines, fields) [code] = isa_exec_##name,
+#define ISA_OP(name, code, engines, gen, cost, fields) [code] = isa_exec_##name,
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };
