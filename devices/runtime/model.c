@@ -10,11 +10,11 @@
 #include <string.h>
 #include <strings.h>
 
+#include "devices/config/status.h"
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
-#include "devices/config/status.h"
 #include "devices/runtime/tensor.h"
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 #include "emu/log.h"
 
 /* ---- HBM placement ----------------------------------------------------- */

@@ -47,25 +47,12 @@ void cost_begin(struct cost_run *r, uint32_t gen, struct cost_span *spans, size_
     r->span_cap = spans != NULL ? span_cap : 0;
 }
 
-static bool cost_is_dma(unsigned op)
+/* The op's cost class (the cost column of emu/isa/isa_ops.h); an opcode
+ * outside the table costs as compute. */
+static enum isa_cost_class cost_class(unsigned op)
 {
-    switch (op) {
-    case ISA_OP_dma_copy:
-    case ISA_OP_dma_transpose:
-    case ISA_OP_dma_compute:
-    case ISA_OP_dma_trigger:
-    case ISA_OP_sendrecv:
-    case ISA_OP_all_reduce:
-    case ISA_OP_all_gather:
-    case ISA_OP_reduce_scatter:
-    case ISA_OP_all_to_all:
-    case ISA_OP_permute:
-    case ISA_OP_all_to_all_v:
-    case ISA_OP_all_gather_v:
-        return true;
-    default:
-        return false;
-    }
+    const struct isa_op_desc *d = isa_op_lookup(op);
+    return d != NULL ? (enum isa_cost_class)d->cost : ISA_COST_COMPUTE;
 }
 
 /* Partitions and elements per partition of access pattern slot i (0 when absent). */
@@ -109,8 +96,7 @@ static double cost_compute_cycles(const struct cost_table *t, const struct isa_i
     if (streamed == 0)
         streamed = out;  /* memset, iota, rng: the output is the work */
     double cycles;
-    if (eng == ISA_ENG_PE && (insn->opcode == ISA_OP_nc_matmul || insn->opcode == ISA_OP_nc_matmul_mx ||
-                              insn->opcode == ISA_OP_nc_matmul_sparse)) {
+    if (eng == ISA_ENG_PE && cost_class(insn->opcode) == ISA_COST_MATMUL) {
         /* The moving tensor streams through the array one column per cycle. */
         uint64_t mp, moving;
         cost_ap_size(insn, 2, &mp, &moving);
@@ -146,7 +132,8 @@ double cost_duration(const struct cost_table *t, const struct isa_insn *insn, do
 {
     double ghz = t->clock_ghz[insn->engine < ISA_ENG_COUNT ? insn->engine : ISA_ENG_SP];
     *dma_ns = 0;
-    if (cost_is_dma(insn->opcode)) {
+    switch (cost_class(insn->opcode)) {
+    case ISA_COST_DMA: {
         uint64_t parts;
         uint64_t bytes = cost_dma_bytes(insn, &parts);
         /* A transfer is split across the DMA engines by partition rows. */
@@ -154,22 +141,13 @@ double cost_duration(const struct cost_table *t, const struct isa_insn *insn, do
         *dma_ns = t->dma_fixed_ns + (double)bytes / (engines * t->dma_engine_bytes_per_ns);
         return t->dma_issue_cycles / ghz;
     }
-    switch (insn->opcode) {
-    case ISA_OP_nop:
-    case ISA_OP_halt:
-    case ISA_OP_sem_wait:
-    case ISA_OP_sem_signal:
-    case ISA_OP_jump:
-    case ISA_OP_branch:
-    case ISA_OP_reg_move:
-    case ISA_OP_reg_alu:
-    case ISA_OP_reg_load:
-    case ISA_OP_reg_store:
-    case ISA_OP_core_barrier:
+    case ISA_COST_SEQ:
         return 1.0 / ghz;  /* sequencer work: one cycle */
-    default:
-        return cost_compute_cycles(t, insn) / ghz;
+    case ISA_COST_COMPUTE:
+    case ISA_COST_MATMUL:
+        break;
     }
+    return cost_compute_cycles(t, insn) / ghz;
 }
 
 static double *cost_cell(struct cost_run *r, uint32_t core, const struct isa_sync *s)

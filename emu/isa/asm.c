@@ -18,8 +18,9 @@
  * stages are asm_lex.c (characters, numbers, lines, directive words),
  * asm_word.c (typed values of words), asm_var.c (variables), asm_dir.c
  * (directive table and plain directives), asm_const.c (.const),
- * asm_desc.c (queues, engines, DMA descriptors) and asm_finish.c
- * (finishing); asm_int.h holds what they share.
+ * asm_desc.c (queues, engines, DMA descriptors), asm_finish.c
+ * (finishing) and asm_file.c (reading files); asm_int.h holds what they
+ * share and the one direction calls between them take.
  */
 #include "emu/isa/asm_int.h"
 
@@ -233,7 +234,7 @@ static bool do_label(struct asm_ctx *a, const char *s, size_t off, size_t n)
 }
 
 /* One logical line. */
-void asm_do_logical_line(struct asm_ctx *a)
+static void asm_do_logical_line(struct asm_ctx *a)
 {
     const char *s = a->ll.s;
     size_t i = 0;
@@ -266,7 +267,7 @@ void asm_do_logical_line(struct asm_ctx *a)
 
 /* ---- feeding ------------------------------------------------------------- */
 
-void asm_feed_reset(struct asm_ctx *a)
+static void asm_feed_reset(struct asm_ctx *a)
 {
     a->ll.n = 0;
     a->ll.open = false;
@@ -312,6 +313,17 @@ emu_status asm_line(struct asm_ctx *a, const char *line, size_t len)
     if (a->oom)
         return EMU_RESOURCE;
     return a->nerrors > before || a->gave_up ? EMU_INVALID : EMU_OK;
+}
+
+emu_status asm_finish(struct asm_ctx *a)
+{
+    if (a == NULL || a->taken)
+        return EMU_INVALID;
+    if (a->ll.open) {
+        asm_do_logical_line(a);
+        asm_feed_reset(a);
+    }
+    return asm_finish_model(a);
 }
 
 emu_status asm_text(struct asm_ctx *a, const char *text, size_t len)
@@ -474,46 +486,6 @@ void asm_free(struct asm_ctx *a)
 }
 
 /* ---- one-call helpers ---------------------------------------------------- */
-
-emu_status asm_read_file(const char *path, uint64_t max, uint8_t **data, size_t *size)
-{
-    *data = NULL;
-    *size = 0;
-    FILE *fp = fopen(path, "rb");
-    if (fp == NULL)
-        return EMU_INVALID;
-    size_t cap = 1 << 16, n = 0;
-    uint8_t *buf = malloc(cap);
-    emu_status st = buf ? EMU_OK : EMU_RESOURCE;
-    while (st == EMU_OK) {
-        if (n + 1 >= cap) {
-            uint8_t *p = cap < SIZE_MAX / 2 ? realloc(buf, cap * 2) : NULL;
-            if (p == NULL) {
-                st = EMU_RESOURCE;
-                break;
-            }
-            buf = p;
-            cap *= 2;
-        }
-        size_t r = fread(buf + n, 1, cap - n - 1, fp);
-        n += r;
-        if (max && n > max)
-            st = EMU_INVALID;
-        if (r == 0)
-            break;
-    }
-    if (st == EMU_OK && ferror(fp))
-        st = EMU_INVALID;
-    fclose(fp);
-    if (st != EMU_OK) {
-        free(buf);
-        return st;
-    }
-    buf[n] = '\0';
-    *data = buf;
-    *size = n;
-    return EMU_OK;
-}
 
 emu_status asm_buffer(const char *text, size_t len, const struct asm_opts *opts, FILE *diag,
                       struct neff_model **out)

@@ -1,5 +1,6 @@
 /*
- * asm_finish.c: finishing an assembly (see asm.h and asm_int.h).
+ * asm_finish.c: finishing an assembly (see asm.h and asm_int.h), once the
+ * driver (asm.c, asm_finish) has handed over the last logical line.
  *
  * Resolves label targets, checks targets, variable references and member
  * names, encodes each engine's stream into the draft model with its .engine
@@ -266,14 +267,8 @@ static bool order_io(struct neff_model *m)
     return true;
 }
 
-emu_status asm_finish(struct asm_ctx *a)
+emu_status asm_finish_model(struct asm_ctx *a)
 {
-    if (a == NULL || a->taken)
-        return EMU_INVALID;
-    if (a->ll.open) {
-        asm_do_logical_line(a);
-        asm_feed_reset(a);
-    }
     if (a->nerrors > 0 || a->gave_up || a->oom)
         return a->oom ? EMU_RESOURCE : EMU_INVALID;
     if (a->finished)

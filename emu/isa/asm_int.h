@@ -4,6 +4,10 @@
  * The assembler's state (context, subgraphs, streams, labels, directive
  * words) and the functions one stage file calls in another. The public
  * interface is asm.h; asm.c says which file holds which stage.
+ *
+ * Calls between the stage files go one way, down this list, never back:
+ * asm.c (driver) -> asm_finish.c -> asm_dir.c -> asm_const.c, asm_desc.c
+ * -> asm_word.c -> asm_var.c -> asm_lex.c, asm_file.c.
  */
 #ifndef TRNEMU_EMU_ASM_INT_H
 #define TRNEMU_EMU_ASM_INT_H
@@ -265,9 +269,10 @@ bool asm_dir_queue(struct asm_ctx *a, struct asm_dir *d);
 bool asm_dir_engine(struct asm_ctx *a, struct asm_dir *d);
 bool asm_dir_desc(struct asm_ctx *a, struct asm_dir *d);
 
-/* ---- asm.c: the driver ------------------------------------------------------- */
+/* ---- asm_finish.c: labels resolved, streams encoded ------------------------ */
 
-void asm_do_logical_line(struct asm_ctx *a);
-void asm_feed_reset(struct asm_ctx *a);
+/* Finish a fed assembly whose last logical line the driver has handled
+ * (asm_finish in asm.c is the public entry). */
+emu_status asm_finish_model(struct asm_ctx *a);
 
 #endif

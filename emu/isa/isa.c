@@ -46,7 +46,8 @@ _Static_assert(ISA_MASK_BYTES <= AUX_BYTES, "mask fits in aux");
 #define ISA_UNPAREN(...) __VA_ARGS__
 
 /* Each op's fields; entry 0 is a placeholder so that empty lists compile. */
-#define ISA_OP(mn, code, engines, fields) \
+#define ISA_OP(mn, code, engines, gen, cost, fields)                              \
+    _Static_assert((gen) >= 2 && (gen) <= 4, #mn ": gen is a NeuronCore version"); \
     static const struct isa_field isa_fields_##mn[] = {{.name = NULL}, ISA_UNPAREN fields};
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
@@ -54,8 +55,8 @@ _Static_assert(ISA_MASK_BYTES <= AUX_BYTES, "mask fits in aux");
 #define ISA_NFIELDS(name) (sizeof(isa_fields_##name) / sizeof(isa_fields_##name[0]) - 1)
 
 static const struct isa_op_desc isa_ops[ISA_OPCODE_SPACE] = {
-#define ISA_OP(name, code, engines, fields) \
-    [code] = {#name, (code), (engines), ISA_NFIELDS(name), isa_fields_##name + 1},
+#define ISA_OP(mn, code, eng, gen, cost, fields)                                      \
+    [code] = {#mn, (code), (eng), (gen), ISA_COST_##cost, ISA_NFIELDS(mn), isa_fields_##mn + 1},
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };
@@ -86,23 +87,17 @@ static const char *const isa_mem_names[ISA_MEM_COUNT] = {
     [ISA_MEM_SBUF] = "sbuf", [ISA_MEM_PSUM] = "psum", [ISA_MEM_HBM] = "hbm",
 };
 
-/* Size and assembly name of each dtype. */
+/* Size and assembly name of each dtype (from emu/num/dtype_list.h). */
 static const struct {
     uint8_t size;      /* bytes per element; 0 = not a dtype */
     bool is_float;     /* floating point */
+    bool is_packed;    /* a packed x4 container */
     const char *name;  /* assembly name */
 } isa_dtypes[ISA_DT_COUNT] = {
-    [ISA_DT_U64] = {8, false, "u64"},   [ISA_DT_I8] = {1, false, "i8"},
-    [ISA_DT_U8] = {1, false, "u8"},     [ISA_DT_I16] = {2, false, "i16"},
-    [ISA_DT_U16] = {2, false, "u16"},   [ISA_DT_BF16] = {2, true, "bf16"},
-    [ISA_DT_F16] = {2, true, "f16"},    [ISA_DT_I32] = {4, false, "i32"},
-    [ISA_DT_U32] = {4, false, "u32"},   [ISA_DT_F32] = {4, true, "f32"},
-    [ISA_DT_F32R] = {4, true, "f32r"},  [ISA_DT_I64] = {8, false, "i64"},
-    [ISA_DT_FP8E3] = {1, true, "fp8e3"}, [ISA_DT_FP8E4] = {1, true, "fp8e4"},
-    [ISA_DT_FP8E5] = {1, true, "fp8e5"},
-    [ISA_DT_FP8E4FN] = {1, true, "fp8e4fn"}, [ISA_DT_FP8E8M0] = {1, true, "fp8e8m0"},
-    [ISA_DT_FP8E5X4] = {4, false, "fp8e5x4"}, [ISA_DT_FP8E4FNX4] = {4, false, "fp8e4fnx4"},
-    [ISA_DT_FP4X4] = {2, false, "fp4x4"},
+#define ISA_DTYPE_ROW(num, isa, code, size, fl, mx, packed, name, asm) \
+    [ISA_DT_##isa] = {size, fl, packed, asm},
+    EMU_DTYPES(ISA_DTYPE_ROW)
+#undef ISA_DTYPE_ROW
 };
 
 /* ---- lookups ------------------------------------------------------------- */
@@ -182,7 +177,7 @@ bool isa_dtype_is_float(unsigned dtype)
 
 bool isa_dtype_is_packed(unsigned dtype)
 {
-    return dtype == ISA_DT_FP8E5X4 || dtype == ISA_DT_FP8E4FNX4 || dtype == ISA_DT_FP4X4;
+    return dtype < ISA_DT_COUNT && isa_dtypes[dtype].is_packed;
 }
 
 const char *isa_mem_name(unsigned mem)

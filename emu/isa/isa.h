@@ -16,6 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emu/num/dtype_list.h"
 #include "emu/status.h"
 
 /* ---- sizes and limits ------------------------------------------------ */
@@ -69,33 +70,19 @@ enum isa_engine {
 #define ISA_EM_ALL (ISA_EM_PE | ISA_EM_ACT | ISA_EM_POOL | ISA_EM_DVE | ISA_EM_SP)
 
 /* ---- data types: the values of nrt_dtype_t ------------------------------ */
+/* One constant per row of emu/num/dtype_list.h, the list the numerics'
+ * NUM_DT_* constants come from too (so ISA_DT_x == NUM_DT_y row by row);
+ * codes 16..20 are the NeuronCore-v4 formats (emu/num/mx.h), past the
+ * nrt_dtype_t range. */
 enum isa_dtype {
     ISA_DT_INVALID = 0,
-    ISA_DT_U64 = 1,
-    ISA_DT_I8 = 2,
-    ISA_DT_U8 = 3,
-    ISA_DT_I16 = 4,
-    ISA_DT_U16 = 5,
-    ISA_DT_BF16 = 6,
-    ISA_DT_F16 = 7,
-    ISA_DT_I32 = 8,
-    ISA_DT_U32 = 9,
-    ISA_DT_F32 = 10,
-    ISA_DT_F32R = 11,
-    ISA_DT_I64 = 12,
-    ISA_DT_FP8E3 = 13,
-    ISA_DT_FP8E4 = 14,
-    ISA_DT_FP8E5 = 15,
-    /* NeuronCore-v4 formats (emu/num/mx.h), past the nrt_dtype_t range */
-    ISA_DT_FP8E4FN = 16,    /* float8_e4m3fn */
-    ISA_DT_FP8E8M0 = 17,    /* float8_e8m0fnu */
-    ISA_DT_FP8E5X4 = 18,    /* float8_e5m2_x4: four fp8_e5 in 32 bits */
-    ISA_DT_FP8E4FNX4 = 19,  /* float8_e4m3fn_x4: four fp8_e4m3fn in 32 bits */
-    ISA_DT_FP4X4 = 20,      /* float4_e2m1fn_x4: four fp4 in 16 bits */
-    ISA_DT_COUNT = 21,
+#define ISA_DT_ROW(num, isa, code, ...) ISA_DT_##isa = code,
+    EMU_DTYPES(ISA_DT_ROW)
+#undef ISA_DT_ROW
+    ISA_DT_COUNT  /* one past the last code */
 };
 /* dtypes below this are the runtime's nrt_dtype_t values (I/O tensors). */
-#define ISA_DT_NRT_COUNT 16
+#define ISA_DT_NRT_COUNT EMU_DTYPE_NRT_COUNT
 
 /* ---- memories ------------------------------------------------------------ */
 enum isa_mem {
@@ -121,7 +108,7 @@ enum isa_enum_value {
 };
 
 enum isa_opcode {
-#define ISA_OP(name, code, engines, fields) ISA_OP_##name = (code),
+#define ISA_OP(name, code, engines, gen, cost, fields) ISA_OP_##name = (code),
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };
@@ -269,10 +256,20 @@ struct isa_field {
     {.name = #nm, .kind = ISA_FK_MASK, .attr = ISA_FA_REQ}
 
 /* One op of the table. */
+/* How the cost model (emu/core/cost.c) times an op: its table column. */
+enum isa_cost_class {
+    ISA_COST_SEQ = 0,      /* sequencer work: one engine cycle */
+    ISA_COST_COMPUTE = 1,  /* elements streamed through the engine */
+    ISA_COST_MATMUL = 2,   /* the moving tensor through the PE array */
+    ISA_COST_DMA = 3,      /* bytes over the DMA engines (and between cores) */
+};
+
 struct isa_op_desc {
     const char *name;                /* mnemonic */
     uint8_t opcode;                  /* enum isa_opcode */
     uint8_t engines;                 /* ISA_EM_* mask of engines that run it */
+    uint8_t min_gen;                 /* lowest NeuronCore version with the op (2..4) */
+    uint8_t cost;                    /* enum isa_cost_class */
     uint8_t nfields;                 /* entries in fields */
     const struct isa_field *fields;  /* operands in assembly order */
 };
@@ -382,7 +379,7 @@ emu_status isa_ap_check_bounds(const struct isa_ap *ap, uint64_t mem_size);
 struct isa_exec_ctx;
 typedef emu_status (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 
-#define ISA_OP(name, code, engines, fields) \
+#define ISA_OP(name, code, engines, gen, cost, fields) \
     emu_status isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn);
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
@@ -393,7 +390,7 @@ typedef emu_status (*isa_exec_fn)(struct isa_exec_ctx *ctx, const struct isa_ins
 #define TRNEMU_EMU_ISA_DISPATCH
 /* Semantics function of each opcode; NULL for unassigned opcodes. */
 static const isa_exec_fn isa_dispatch[ISA_OPCODE_SPACE] = {
-#define ISA_OP(name, code, engines, fields) [code] = isa_exec_##name,
+#define ISA_OP(name, code, engines, gen, cost, fields) [code] = isa_exec_##name,
 #include "emu/isa/isa_ops.h"
 #undef ISA_OP
 };

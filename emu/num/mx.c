@@ -135,17 +135,6 @@ uint8_t num_f32_to_fp4(float x)
 
 /* ---- packed containers ------------------------------------------------------------ */
 
-bool num_dtype_is_packed(uint32_t dtype)
-{
-    return dtype == NUM_DT_FP8_E5M2_X4 || dtype == NUM_DT_FP8_E4M3FN_X4 ||
-           dtype == NUM_DT_FP4_E2M1_X4;
-}
-
-bool num_dtype_is_mx(uint32_t dtype)
-{
-    return dtype == NUM_DT_FP8_E4M3FN || dtype == NUM_DT_FP8_E8M0 || num_dtype_is_packed(dtype);
-}
-
 uint32_t num_packed_elem(uint32_t dtype)
 {
     switch (dtype) {

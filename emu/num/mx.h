@@ -27,10 +27,8 @@
 #define NUM_E8M0_ONE 0x7fu
 #define NUM_E8M0_NAN 0xffu
 
-/* A dtype this file handles (fp8_e4m3fn, fp8_e8m0 or a packed x4 type). */
-bool num_dtype_is_mx(uint32_t dtype);
-/* A packed x4 container type. */
-bool num_dtype_is_packed(uint32_t dtype);
+/* num_dtype_is_mx and num_dtype_is_packed (numerics.h) say which dtypes
+ * this file handles. */
 /* The 4-bit e2m1 element of fp4_e2m1fn_x4 (not a storage dtype). */
 #define NUM_ELEM_FP4_E2M1 0x100u
 /* The element type inside a packed type (NUM_DT_FP8_E5, NUM_DT_FP8_E4M3FN

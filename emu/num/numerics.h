@@ -22,34 +22,21 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "emu/num/dtype_list.h"
 #include "emu/status.h"
 
 /* ---- data types: the values of nrt_dtype_t ------------------------------ */
-#define NUM_DT_INVALID 0
-#define NUM_DT_UINT64 1
-#define NUM_DT_INT8 2
-#define NUM_DT_UINT8 3
-#define NUM_DT_INT16 4
-#define NUM_DT_UINT16 5
-#define NUM_DT_BF16 6
-#define NUM_DT_FP16 7
-#define NUM_DT_INT32 8
-#define NUM_DT_UINT32 9
-#define NUM_DT_FP32 10
-#define NUM_DT_FP32R 11
-#define NUM_DT_INT64 12
-#define NUM_DT_FP8_E3 13
-#define NUM_DT_FP8_E4 14
-#define NUM_DT_FP8_E5 15
-/* NeuronCore-v4 formats (emu/num/mx.h); trnemu's own values, after the
+/* One constant per row of emu/num/dtype_list.h; codes 16..20 are the
+ * NeuronCore-v4 formats (emu/num/mx.h), trnemu's own values after the
  * runtime's nrt_dtype_t range, which has no names for them. */
-#define NUM_DT_FP8_E4M3FN 16     /* OCP float8_e4m3fn: no infinity */
-#define NUM_DT_FP8_E8M0 17       /* float8_e8m0fnu: a power-of-two scale */
-#define NUM_DT_FP8_E5M2_X4 18    /* four fp8_e5 in 32 bits */
-#define NUM_DT_FP8_E4M3FN_X4 19  /* four fp8_e4m3fn in 32 bits */
-#define NUM_DT_FP4_E2M1_X4 20    /* four fp4 e2m1 in 16 bits */
-#define NUM_DT_NRT_COUNT 16      /* dtypes below this are nrt_dtype_t values */
-#define NUM_DT_COUNT 21
+enum num_dtype {
+    NUM_DT_INVALID = 0,
+#define NUM_DT_ROW(num, isa, code, ...) NUM_DT_##num = code,
+    EMU_DTYPES(NUM_DT_ROW)
+#undef NUM_DT_ROW
+    NUM_DT_COUNT  /* one past the last code */
+};
+#define NUM_DT_NRT_COUNT EMU_DTYPE_NRT_COUNT /* dtypes below this are nrt_dtype_t values */
 
 /* Element size in bytes; 0 for an unknown dtype. */
 size_t num_dtype_size(uint32_t dtype);
@@ -60,6 +47,10 @@ const char *num_dtype_name(uint32_t dtype);
 int num_dtype_parse(const char *name);
 /* True for fp32, fp32r, bf16, fp16 and the fp8 types. */
 bool num_dtype_is_float(uint32_t dtype);
+/* A dtype emu/num/mx.c converts (fp8_e4m3fn, fp8_e8m0 or a packed x4 type). */
+bool num_dtype_is_mx(uint32_t dtype);
+/* A packed x4 container type. */
+bool num_dtype_is_packed(uint32_t dtype);
 
 /* ---- rounding ------------------------------------------------------------ */
 #define NUM_ROUND_RNE 0        /* round to nearest, ties to even */

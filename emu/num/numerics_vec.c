@@ -1,7 +1,7 @@
 /*
  * numerics_vec.c: the vector conversions of numerics.h, the engines' hot
  * path: load any dtype into fp32, store fp32 into any dtype (RNE or
- * stochastic), and casts.
+ * stochastic), casts, and the one-element num_to_f32/num_from_f32.
  *
  * Loops are plain C built from the branch-free kernels of numerics_int.h.
  * Contiguous runs go in fixed blocks of NUM_BLK elements so that GCC's
@@ -455,6 +455,26 @@ emu_status num_store_f32(void *dst, uint32_t dst_dtype, ptrdiff_t dst_stride_ele
     else
         num_store_any(dst, dst_dtype, step, src, n, rnd != NULL && rnd->saturate);
     return EMU_OK;
+}
+
+/* ---- one element (the scalar API's loads and stores) ------------------- */
+
+float num_to_f32(uint32_t dtype, const void *src)
+{
+    float x = 0.0f;
+    if (num_dtype_size(dtype) && src != NULL)
+        num_load_f32(&x, src, dtype, 1, 1);
+    return x;
+}
+
+emu_status num_from_f32(uint32_t dtype, void *dst, float x, const struct num_round *rnd,
+                        uint64_t i)
+{
+    if (rnd == NULL)
+        return num_store_f32(dst, dtype, 1, &x, 1, NULL);
+    struct num_round one = *rnd;
+    one.index += i;
+    return num_store_f32(dst, dtype, 1, &x, 1, &one);
 }
 
 /* Both dtypes store the same bits (equal, or fp32 and fp32r). */

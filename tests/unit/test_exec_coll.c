@@ -19,7 +19,7 @@
 #include <cmocka.h>
 
 #include "emu/core/core_coll.h"
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 

@@ -20,7 +20,7 @@
 #include "emu/core/par.h"
 #include "emu/engines/dve.h"
 #include "emu/num/numerics.h"
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 #include "emu/num/numerics.h"
 #include "exec_harness.h"
 

@@ -22,7 +22,7 @@
 #include <cmocka.h>
 
 #include "emu/core/par.h"
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
 #include "exec_harness.h"

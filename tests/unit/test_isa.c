@@ -28,7 +28,7 @@ void isa_gen_insn(struct isa_insn *in, const struct isa_op_desc *op, unsigned en
 struct isa_exec_ctx {
     unsigned calls;  /* how many stubs ran */
 };
-#define ISA_OP(name, code, engines, fields)                                              \
+#define ISA_OP(name, code, engines, gen, cost, fields)                                              \
     emu_status isa_exec_##name(struct isa_exec_ctx *ctx, const struct isa_insn *insn)    \
     {                                                                                    \
         ctx->calls++;                                                                    \

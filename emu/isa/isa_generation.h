@@ -1,5 +1,5 @@
 /*
- * isa_gen.h: which NeuronCore generation an instruction needs.
+ * isa_generation.h: which NeuronCore generation an instruction needs.
  *
  * Some ops and forms exist only from a given generation on (the NKI ISA
  * reference marks them "NeuronCore-v4 and newer"): the MX instructions,
@@ -14,8 +14,8 @@
  * instruction; the same program runs on a generation that has it.
  * docs/isa.md lists the rules.
  */
-#ifndef TRNEMU_EMU_ISA_GEN_H
-#define TRNEMU_EMU_ISA_GEN_H
+#ifndef TRNEMU_EMU_ISA_GENERATION_H
+#define TRNEMU_EMU_ISA_GENERATION_H
 
 #include <stddef.h>
 

@@ -1,18 +1,12 @@
 /*
- * isa_gen.c: the generation an instruction needs (see isa_gen.h).
+ * isa_generation.c: the generation an instruction needs (see
+ * isa_generation.h). An op's own minimum is the gen column of the op table
+ * (emu/isa/isa_ops.h); the rules here are the forms of an op that need a
+ * later generation than the op itself.
  */
-#include "emu/isa/isa_gen.h"
+#include "emu/isa/isa_generation.h"
 
 #include <stdio.h>
-
-/* A v4-only op, whatever its operands. (rand2 is v4-only in the ISA
- * reference too, but the NKI front end lowers nl.rand to it on every
- * machine, so it is not gated yet: docs/isa.md.) */
-static bool gen_v4_op(unsigned opcode)
-{
-    return opcode == ISA_OP_nc_matmul_mx || opcode == ISA_OP_quantize_mx ||
-           opcode == ISA_OP_activate2;
-}
 
 /* An op that v4 added to the Vector engine. */
 static bool gen_v4_on_dve(unsigned opcode)
@@ -83,15 +77,13 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
     return false;
 }
 
-/* The variable-count collectives: Trn2 and Trn3 (NeuronCore-v3 and later);
- * all_to_all_v's receive displacements on NeuronSwitch machines (v4) only. */
-static unsigned gen_coll_v(const struct isa_insn *insn, char *what, size_t cap)
+/* all_to_all_v's receive displacements: NeuronSwitch machines (v4) only. */
+static bool gen_v4_rdispls(const struct isa_insn *insn, char *what, size_t cap)
 {
-    if (insn->opcode == ISA_OP_all_to_all_v && (insn->flags & 2u) != 0) {
-        snprintf(what, cap, "all_to_all_v has_rdispls");
-        return 4;
-    }
-    return insn->opcode == ISA_OP_all_to_all_v || insn->opcode == ISA_OP_all_gather_v ? 3 : 2;
+    if (insn->opcode != ISA_OP_all_to_all_v || (insn->flags & 2u) == 0)
+        return false;
+    snprintf(what, cap, "all_to_all_v has_rdispls");
+    return true;
 }
 
 unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
@@ -104,16 +96,15 @@ unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
         cap = sizeof buf;
     }
     snprintf(what, cap, "%s", op);
-    if (gen_v4_op(insn->opcode))
-        return 4;
+    unsigned gen = d != NULL ? d->min_gen : 2;
+    if (gen >= 4)
+        return gen;
     if (gen_v4_on_dve(insn->opcode) && insn->engine == ISA_ENG_DVE) {
         snprintf(what, cap, "%s on the Vector engine", op);
         return 4;
     }
-    if (gen_v4_form(insn, op, what, cap))
+    if (gen_v4_form(insn, op, what, cap) || gen_v4_rdispls(insn, what, cap))
         return 4;
     snprintf(what, cap, "%s", op);
-    if (insn->opcode == ISA_OP_nc_matmul_sparse)
-        return 3;
-    return gen_coll_v(insn, what, cap);
+    return gen;
 }
