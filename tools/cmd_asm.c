@@ -13,13 +13,6 @@
 
 #define ASM_MAX_INCLUDES 64
 
-static void asm_usage(FILE *out)
-{
-    fprintf(out, "usage: trnemu asm FILE.s [-o FILE.neff] [-I DIR]...\n"
-                 "  -o FILE   output NEFF (default: FILE.s with .neff instead of .s)\n"
-                 "  -I DIR    also look for file= constants in DIR\n");
-}
-
 /* FILE.s -> FILE.neff (or FILE + ".neff"). */
 static char *asm_default_output(const char *in)
 {
@@ -54,7 +47,7 @@ int cmd_asm(int argc, char **argv)
     size_t ninc = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            asm_usage(stdout);
+            tool_usage("asm", stdout);
             return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];

@@ -24,18 +24,6 @@ struct dis_consts {
     bool failed;          /* a file could not be written */
 };
 
-static void disasm_usage(FILE *out)
-{
-    fprintf(out, "usage: trnemu disasm FILE.neff [-o FILE.s] [--const-dir DIR] [--no-index] "
-                 "[--check] [--full]\n"
-                 "  -o FILE          write the assembly there (default: stdout)\n"
-                 "  --const-dir DIR  write constants as files into DIR instead of inline\n"
-                 "  --no-index       leave out the instruction index comments\n"
-                 "  --check          assemble the disassembly again and compare the models\n"
-                 "  --full           a vendor-compiled NEFF: the whole metadata as assembly\n"
-                 "                   directives instead of its outline\n");
-}
-
 /* Relative path from directory `from` to `to` (both absolute, clean). */
 static void rel_path(const char *from, const char *to, char *out, size_t cap)
 {
@@ -179,7 +167,7 @@ int cmd_disasm(int argc, char **argv)
     bool no_index = false, check = false, full = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            disasm_usage(stdout);
+            tool_usage("disasm", stdout);
             return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];

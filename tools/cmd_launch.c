@@ -169,6 +169,8 @@ static int launch_parse(int argc, char **argv, struct launch_opts *o)
         }
         if (a[0] != '-')
             break;                       /* PROG without a "--" before it */
+        if (tool_is_help(a))
+            return -1;                   /* the caller prints the usage */
         if (strcmp(a, "--keep-going") == 0) {
             o->keep_going = true;
             continue;
@@ -184,11 +186,11 @@ static int launch_parse(int argc, char **argv, struct launch_opts *o)
                 return rc;
         }
         if (missing) {
-            fprintf(stderr, "trnemu launch: option %s needs a value (see 'trnemu help')\n", a);
+            fprintf(stderr, "trnemu launch: option %s needs a value (see 'trnemu launch --help')\n", a);
             return 2;
         }
         if (!known) {
-            fprintf(stderr, "trnemu launch: unknown option '%s' (see 'trnemu help')\n", a);
+            fprintf(stderr, "trnemu launch: unknown option '%s' (see 'trnemu launch --help')\n", a);
             return 2;
         }
     }
@@ -531,6 +533,8 @@ int cmd_launch(int argc, char **argv)
 {
     struct launch_job job = {.first_failed = -1};
     int rc = launch_parse(argc, argv, &job.opts);
+    if (rc < 0)
+        return tool_usage("launch", stdout);
     if (rc != 0)
         return rc;
     const char *name = getenv("TRNEMU_INSTANCE_NAME");

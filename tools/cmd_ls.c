@@ -655,6 +655,8 @@ static bool ls_is(const char *arg, const char *shrt, const char *lng)
 
 int cmd_ls(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("ls", stdout);
     bool json = false, topology = false, stats = false;
     /* Called as neuron-ls: its table by default. */
     const char *base = strrchr(argv[0], '/');

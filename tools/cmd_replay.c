@@ -21,14 +21,13 @@
 
 static int replay_usage(const char *msg)
 {
-    tool_usage_error("replay", msg);
-    fprintf(stderr, "usage: trnemu replay FILE [--from SNAPSHOT] [--list] [-v] [--set NAME=VALUE]\n"
-                    "                     [--lib LIBNRT]\n");
-    return 2;
+    return tool_usage_error("replay", msg);
 }
 
 int cmd_replay(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("replay", stdout);
     struct cl_replay_opts o = {.from = -1, .out = stdout};
     char *sets[32];
     o.sets = sets;

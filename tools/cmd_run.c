@@ -56,19 +56,6 @@ struct run_opts {
     int vnc;                            /* --vnc (default 0) */
 };
 
-static void run_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: trnemu run MODEL.neff [--input NAME=FILE.npy|FILE.bin]... "
-            "[--output-dir DIR]\n"
-            "                  [--repeat N] [--vnc K]\n"
-            "  --input NAME=FILE  an input tensor: a .npy of the tensor's shape and dtype, or a\n"
-            "                     raw file of exactly its bytes; inputs not given are zeros\n"
-            "  --output-dir DIR   where to write NAME.npy for every output (default .)\n"
-            "  --repeat N         execute N times (default 1); the time is per execution\n"
-            "  --vnc K            the VNC to load the model on (default 0)\n");
-}
-
 static bool run_sym(struct run_api *a, void *fp, const char *name)
 {
     void *s = dlsym(a->lib, name);
@@ -391,7 +378,7 @@ int cmd_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            run_usage(stdout);
+            tool_usage("run", stdout);
             return 0;
         } else if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
             if (run_parse_input(&o, argv[++i]) != 0)

@@ -121,9 +121,10 @@ static bool top_key_quit(int ms)
 
 int cmd_top(int argc, char **argv)
 {
-    (void)argv;
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("top", stdout);
     if (argc > 1)
-        return tool_usage_error("top", "usage: trnemu top (q quits)");
+        return tool_usage_error("top", "unknown option");
     struct machine_config mc;
     if (config_from_env(&mc) != NRT_SUCCESS)
         return 1;
