@@ -3,6 +3,7 @@
  */
 #include "tools/live.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,11 +61,48 @@ bool live_owns_any(const struct instance_ctl *c, const struct instance_proc *pro
     return false;
 }
 
+/* The first line of a sysfs file without its newline; false when unreadable. */
+static bool live_sysfs_line(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool ok = fgets(buf, (int)cap, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok && buf[0] != '\0';
+}
+
 void live_cpu_range(char *buf, size_t cap)
 {
+    if (live_sysfs_line("/sys/devices/system/cpu/online", buf, cap))
+        return;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n <= 1)
         snprintf(buf, cap, "0");
     else
         snprintf(buf, cap, "0-%ld", n - 1);
+}
+
+void live_numa_node(char *buf, size_t cap)
+{
+    char nodes[64];
+    if (!live_sysfs_line("/sys/devices/system/node/online", nodes, sizeof nodes))
+        snprintf(buf, cap, "0"); /* a kernel without NUMA: all memory is node 0 */
+    else if (strspn(nodes, "0123456789") == strlen(nodes))
+        snprintf(buf, cap, "%s", nodes);
+    else
+        snprintf(buf, cap, "-1"); /* several nodes: the emulated HBM is on none of them alone */
+}
+
+void live_instance_id(char *buf, size_t cap)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        dir[0] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance directory */
+    for (const char *c = dir; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    snprintf(buf, cap, "i-%017" PRIx64, h);
 }

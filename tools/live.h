@@ -34,7 +34,17 @@ bool live_owns(const struct instance_ctl *c, const struct instance_proc *proc, u
 bool live_owns_any(const struct instance_ctl *c, const struct instance_proc *proc,
                    uint32_t first, uint32_t n);
 
-/* This machine's CPUs as the range "0-N" (neuron-ls's cpu_affinity). */
+/* This host's online CPUs as ranges, "0-N" (neuron-ls's cpu_affinity). */
 void live_cpu_range(char *buf, size_t cap);
+
+/* The host NUMA node that holds the emulated devices' memory, as text
+ * (neuron-ls's numa_node): the only node of a one-node host ("0" without
+ * NUMA), "-1" when the host has several. */
+void live_numa_node(char *buf, size_t cap);
+
+/* The emulated EC2 instance id, "i-" and 17 hex digits: a hash of the
+ * instance directory the environment names, so each instance name keeps
+ * its own id (there is no EC2 instance to ask). */
+void live_instance_id(char *buf, size_t cap);
 
 #endif
