@@ -4,6 +4,7 @@
  * line as FILE:LINE:COLUMN: cause; the output is written only on success
  * and is the same bytes for the same source.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,7 +35,7 @@ static int asm_write(const char *path, const uint8_t *bytes, size_t size)
     if (fp != NULL && fclose(fp) != 0)
         ok = false;
     if (!ok) {
-        fprintf(stderr, "trnemu asm: cannot write %s\n", path);
+        fprintf(stderr, "trnemu asm: cannot write %s: %s\n", path, strerror(errno));
         remove(path);
     }
     return ok ? 0 : 1;

@@ -11,6 +11,7 @@
  *   gc FILE                    drop chunks no snapshot uses, compact
  * diff exits 0 when the snapshots are identical, 1 when they differ.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -311,7 +312,7 @@ static int snap_export_one(const struct snap_ref *r, const struct snapq_tensor *
             printf("%s: tensor '%s', %" PRIu64 " bytes as %s\n", out, x->name, x->size, descr);
             rc = 0;
         } else {
-            fprintf(stderr, "trnemu snapshot: cannot write %s\n", out);
+            fprintf(stderr, "trnemu snapshot: cannot write %s: %s\n", out, strerror(errno));
         }
     }
     free(bytes);
