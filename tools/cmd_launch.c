@@ -226,6 +226,23 @@ static void launch_node_instance(const struct launch_job *job, uint32_t node, ch
         snprintf(buf, cap, "%s", job->instance);
 }
 
+/* Say which instance each node started here runs on, so that the tools
+ * can be pointed at it while the job runs (it is removed at the end). */
+static void launch_announce(const struct launch_job *job)
+{
+    for (uint32_t k = 0; k < job->local_nodes; k++) {
+        char inst[128];
+        launch_node_instance(job, job->first_node + k, inst, sizeof inst);
+        if (inst[0] == '\0') {
+            const char *env = getenv("TRNEMU_INSTANCE_NAME");
+            snprintf(inst, sizeof inst, "%s", env != NULL ? env : "");
+        }
+        fprintf(stderr, "trnemu launch: instance %s (watch it with 'trnemu top --instance %s' "
+                        "or 'trnemu ls --stats --instance %s' while the job runs)\n",
+                inst, inst, inst);
+    }
+}
+
 /* In the child: the variables of the rank's node. */
 static int launch_node_env(const struct launch_job *job, uint32_t node)
 {
@@ -558,6 +575,7 @@ int cmd_launch(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigprocmask(SIG_BLOCK, &set, &job.old_mask);
 
+    launch_announce(&job);
     int status;
     if (launch_start(&job) != 0) {
         launch_kill_all(&job);

@@ -250,6 +250,17 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
                                    "models", models, "links", links));
 }
 
+/* The names of the live instances beside this one, as a JSON array. */
+static json_t *ls_live_names(void)
+{
+    struct live_entry e[64];
+    uint32_t n = live_list(e, 64);
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        json_array_append_new(a, json_string(e[i].name));
+    return a;
+}
+
 static int ls_stats(bool json)
 {
     char dir[INSTANCE_PATH_MAX];
@@ -268,11 +279,14 @@ static int ls_stats(bool json)
     if (st == NRT_INVALID) {
         rc = 1;
     } else if (st != NRT_SUCCESS || !live) {
-        if (json)
-            rc = ls_json_print(json_pack("{s:s, s:b}", "instance", dir, "live", 0));
-        else
-            printf("no live instance at %s (TRNEMU_INSTANCE_NAME and TRNEMU_SHM_DIR choose it)\n",
-                   dir);
+        if (json) {
+            rc = ls_json_print(json_pack("{s:s, s:b, s:o}", "instance", dir, "live", 0,
+                                         "live_instances", ls_live_names()));
+        } else {
+            printf("no live instance at %s (--instance NAME, or TRNEMU_INSTANCE_NAME and "
+                   "TRNEMU_SHM_DIR, choose it)\n", dir);
+            live_list_print(stdout, "ls --stats");
+        }
     } else {
         rc = json ? ls_stats_json(dir, c) : (ls_stats_text(dir, c), 0);
     }
@@ -324,6 +338,9 @@ int cmd_ls(int argc, char **argv)
             vendor = vendor || strcmp(argv[i], "-t") == 0;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            if (live_use_instance(argv[++i]) != 0)
+                return 1;
         } else if (strcmp(argv[i], "--profiles") == 0) {
             ls_profiles();
             return 0;

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "devices/config.h"
+#include "tools/live.h"
 #include "tools/monitor.h"
 #include "tools/tool.h"
 
@@ -41,6 +42,9 @@ static int monitor_args(int argc, char **argv, struct mon_config *cfg, long *cou
         if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config-file") == 0) &&
             i + 1 < argc) {
             path = argv[++i];
+        } else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            if (live_use_instance(argv[++i]) != 0)
+                return 1;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
             char *end;
             *count = strtol(argv[++i], &end, 10);

@@ -88,6 +88,18 @@ static void top_models(const struct mon_sample *b)
     }
 }
 
+/* The live instances a user could pick instead, one line each. */
+static void top_live_list(void)
+{
+    struct live_entry e[8];
+    uint32_t n = live_list(e, 8);
+    if (n > 0)
+        printf("live instances (trnemu top --instance NAME):\033[K\n");
+    for (uint32_t i = 0; i < n && i < 8; i++)
+        printf("  %-32.32s %-18s %u process%s\033[K\n", e[i].name, e[i].profile, e[i].procs,
+               e[i].procs == 1 ? "" : "es");
+}
+
 static void top_draw(const struct machine_config *mc, const struct mon_sample *a,
                      const struct mon_sample *b)
 {
@@ -97,6 +109,7 @@ static void top_draw(const struct machine_config *mc, const struct mon_sample *a
     if (!b->live) {
         printf("\033[K\nno live instance (no process has called nrt_init with this "
                "TRNEMU_INSTANCE_NAME)\033[K\n");
+        top_live_list();
     } else {
         printf("\033[K\n");
         top_cores(a, b);
@@ -123,8 +136,14 @@ int cmd_top(int argc, char **argv)
 {
     if (tool_help_asked(argc, argv, false))
         return tool_usage("top", stdout);
-    if (argc > 1)
-        return tool_usage_error("top", "unknown option");
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            if (live_use_instance(argv[++i]) != 0)
+                return 1;
+        } else {
+            return tool_usage_error("top", "unknown or incomplete option");
+        }
+    }
     struct machine_config mc;
     if (config_from_env(&mc) != NRT_SUCCESS)
         return 1;

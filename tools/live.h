@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include "devices/instance.h"
 
@@ -46,5 +47,23 @@ void live_numa_node(char *buf, size_t cap);
  * instance directory the environment names, so each instance name keeps
  * its own id (there is no EC2 instance to ask). */
 void live_instance_id(char *buf, size_t cap);
+
+/* Read the instance called name from now on (sets TRNEMU_INSTANCE_NAME);
+ * -1 with a log line for a bad name. */
+int live_use_instance(const char *name);
+
+/* One live instance found in the shared-memory directory. */
+struct live_entry {
+    char name[INSTANCE_NAME_MAX + 1]; /* its TRNEMU_INSTANCE_NAME */
+    char profile[32];                 /* its instance type */
+    uint32_t procs;                   /* live processes attached */
+};
+
+/* The live instances in the shared-memory directory the environment
+ * names (TRNEMU_SHM_DIR): up to cap into out; returns how many there are. */
+uint32_t live_list(struct live_entry *out, uint32_t cap);
+
+/* Print them for a user of `trnemu cmd` (with how to pick one). */
+void live_list_print(FILE *out, const char *cmd);
 
 #endif
