@@ -4,6 +4,7 @@
  * line as FILE:LINE:COLUMN: cause; the output is written only on success
  * and is the same bytes for the same source.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +13,6 @@
 #include "tools/tool.h"
 
 #define ASM_MAX_INCLUDES 64
-
-static void asm_usage(FILE *out)
-{
-    fprintf(out, "usage: trnemu asm FILE.s [-o FILE.neff] [-I DIR]...\n"
-                 "  -o FILE   output NEFF (default: FILE.s with .neff instead of .s)\n"
-                 "  -I DIR    also look for file= constants in DIR\n");
-}
 
 /* FILE.s -> FILE.neff (or FILE + ".neff"). */
 static char *asm_default_output(const char *in)
@@ -41,7 +35,7 @@ static int asm_write(const char *path, const uint8_t *bytes, size_t size)
     if (fp != NULL && fclose(fp) != 0)
         ok = false;
     if (!ok) {
-        fprintf(stderr, "trnemu asm: cannot write %s\n", path);
+        fprintf(stderr, "trnemu asm: cannot write %s: %s\n", path, strerror(errno));
         remove(path);
     }
     return ok ? 0 : 1;
@@ -54,7 +48,7 @@ int cmd_asm(int argc, char **argv)
     size_t ninc = 0;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            asm_usage(stdout);
+            tool_usage("asm", stdout);
             return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];

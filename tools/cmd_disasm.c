@@ -24,18 +24,6 @@ struct dis_consts {
     bool failed;          /* a file could not be written */
 };
 
-static void disasm_usage(FILE *out)
-{
-    fprintf(out, "usage: trnemu disasm FILE.neff [-o FILE.s] [--const-dir DIR] [--no-index] "
-                 "[--check] [--full]\n"
-                 "  -o FILE          write the assembly there (default: stdout)\n"
-                 "  --const-dir DIR  write constants as files into DIR instead of inline\n"
-                 "  --no-index       leave out the instruction index comments\n"
-                 "  --check          assemble the disassembly again and compare the models\n"
-                 "  --full           a vendor-compiled NEFF: the whole metadata as assembly\n"
-                 "                   directives instead of its outline\n");
-}
-
 /* Relative path from directory `from` to `to` (both absolute, clean). */
 static void rel_path(const char *from, const char *to, char *out, size_t cap)
 {
@@ -76,8 +64,8 @@ static const char *dis_const_file(void *user, const struct neff_subgraph *sg,
     if (fp != NULL && fclose(fp) != 0)
         ok = false;
     if (!ok) {
-        fprintf(stderr, "trnemu disasm: cannot write %s; constant '%s' stays inline\n", full,
-                v->name);
+        fprintf(stderr, "trnemu disasm: cannot write %s: %s; constant '%s' stays inline\n",
+                full, strerror(errno), v->name);
         c->failed = true;
         return NULL;
     }
@@ -91,7 +79,7 @@ static int dis_consts_setup(struct dis_consts *c, const char *dir, const char *o
 {
     char adir[PATH_MAX], aout[PATH_MAX], odir[PATH_MAX];
     if (mkdir(dir, 0777) != 0 && errno != EEXIST) {
-        fprintf(stderr, "trnemu disasm: cannot create %s\n", dir);
+        fprintf(stderr, "trnemu disasm: cannot create %s: %s\n", dir, strerror(errno));
         return 1;
     }
     c->dir = dir;
@@ -134,7 +122,7 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
     struct neff_file *f = NULL;
     struct neff_model *m = NULL;
     if (asm_read_file(in, 0, &bytes, &size) != EMU_OK) {
-        fprintf(stderr, "trnemu disasm: cannot read %s\n", in);
+        fprintf(stderr, "trnemu disasm: cannot read %s: %s\n", in, strerror(errno));
         return 1;
     }
     int rc = 1;
@@ -147,7 +135,7 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
         FILE *out = outp ? fopen(outp, "w") : stdout;
         rc = out != NULL && disasm_outline(out, m, f, in) == EMU_OK ? 0 : 1;
         if (out == NULL)
-            fprintf(stderr, "trnemu disasm: cannot write %s\n", outp);
+            fprintf(stderr, "trnemu disasm: cannot write %s: %s\n", outp, strerror(errno));
         if (out != NULL && out != stdout && fclose(out) != 0)
             rc = 1;
     } else {
@@ -156,7 +144,7 @@ static int dis_run(const char *in, const char *outp, const char *cdir, bool no_i
         struct disasm_opts o = {.source_name = in, .no_index = no_index};
         FILE *out = outp ? fopen(outp, "w") : stdout;
         if (out == NULL)
-            fprintf(stderr, "trnemu disasm: cannot write %s\n", outp);
+            fprintf(stderr, "trnemu disasm: cannot write %s: %s\n", outp, strerror(errno));
         else if (cdir == NULL || dis_consts_setup(&consts, cdir, outp, ref, sizeof ref) == 0) {
             if (cdir != NULL) {
                 o.const_file = dis_const_file;
@@ -179,7 +167,7 @@ int cmd_disasm(int argc, char **argv)
     bool no_index = false, check = false, full = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            disasm_usage(stdout);
+            tool_usage("disasm", stdout);
             return 0;
         } else if (strcmp(argv[i], "-o") == 0 && i + 1 < argc) {
             out = argv[++i];

@@ -19,44 +19,6 @@
 
 #include "tools/tool.h"
 
-/* Directory holding this executable, without the trailing slash. */
-static int exec_self_dir(char *dir, size_t cap)
-{
-    ssize_t n = readlink("/proc/self/exe", dir, cap - 1);
-    if (n <= 0)
-        return -1;
-    dir[n] = '\0';
-    char *slash = strrchr(dir, '/');
-    if (slash == NULL)
-        return -1;
-    *slash = '\0';
-    return 0;
-}
-
-int tool_find_libnrt(char *path, size_t cap)
-{
-    const char *env = getenv("TRNEMU_LIBNRT");
-    if (env != NULL && *env != '\0') {
-        /* Absolute, so the directory can be split off and the program
-         * finds it whatever its working directory. */
-        return realpath(env, path) != NULL && access(path, R_OK) == 0 ? 0 : -1;
-    }
-    char dir[PATH_MAX];
-    if (exec_self_dir(dir, sizeof dir) != 0)
-        return -1;
-    static const char *const rel[] = {
-        "../shims/libnrt.so.1", "../lib/x86_64-linux-gnu/libnrt.so.1",
-        "../lib64/libnrt.so.1", "../lib/libnrt.so.1",
-    };
-    for (size_t i = 0; i < sizeof rel / sizeof rel[0]; i++) {
-        char cand[PATH_MAX + 64];
-        snprintf(cand, sizeof cand, "%s/%s", dir, rel[i]);
-        if (realpath(cand, path) != NULL && access(path, R_OK) == 0 && strlen(path) < cap)
-            return 0;
-    }
-    return -1;
-}
-
 /* Prepend value to a colon-separated variable. */
 static int exec_prepend(const char *var, const char *value, char sep)
 {
@@ -79,7 +41,7 @@ static int exec_find_python(char *path, size_t cap)
 {
     char dir[PATH_MAX];
     char cand[PATH_MAX + 64];
-    if (exec_self_dir(dir, sizeof dir) == 0) {
+    if (tool_self_dir(dir, sizeof dir) == 0) {
         snprintf(cand, sizeof cand, "%s/../python", dir);
         char pkg[PATH_MAX + 96];
         snprintf(pkg, sizeof pkg, "%s/nki/__init__.py", cand);
@@ -101,6 +63,8 @@ static int exec_find_python(char *path, size_t cap)
 
 int cmd_exec(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, true))
+        return tool_usage("exec", stdout);
     int first = 1;
     if (first < argc && strcmp(argv[first], "--") == 0)
         first++;

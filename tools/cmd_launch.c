@@ -169,6 +169,8 @@ static int launch_parse(int argc, char **argv, struct launch_opts *o)
         }
         if (a[0] != '-')
             break;                       /* PROG without a "--" before it */
+        if (tool_is_help(a))
+            return -1;                   /* the caller prints the usage */
         if (strcmp(a, "--keep-going") == 0) {
             o->keep_going = true;
             continue;
@@ -184,11 +186,11 @@ static int launch_parse(int argc, char **argv, struct launch_opts *o)
                 return rc;
         }
         if (missing) {
-            fprintf(stderr, "trnemu launch: option %s needs a value (see 'trnemu help')\n", a);
+            fprintf(stderr, "trnemu launch: option %s needs a value (see 'trnemu launch --help')\n", a);
             return 2;
         }
         if (!known) {
-            fprintf(stderr, "trnemu launch: unknown option '%s' (see 'trnemu help')\n", a);
+            fprintf(stderr, "trnemu launch: unknown option '%s' (see 'trnemu launch --help')\n", a);
             return 2;
         }
     }
@@ -222,6 +224,23 @@ static void launch_node_instance(const struct launch_job *job, uint32_t node, ch
         snprintf(buf, cap, "%s-n%u", base, node);
     else
         snprintf(buf, cap, "%s", job->instance);
+}
+
+/* Say which instance each node started here runs on, so that the tools
+ * can be pointed at it while the job runs (it is removed at the end). */
+static void launch_announce(const struct launch_job *job)
+{
+    for (uint32_t k = 0; k < job->local_nodes; k++) {
+        char inst[128];
+        launch_node_instance(job, job->first_node + k, inst, sizeof inst);
+        if (inst[0] == '\0') {
+            const char *env = getenv("TRNEMU_INSTANCE_NAME");
+            snprintf(inst, sizeof inst, "%s", env != NULL ? env : "");
+        }
+        fprintf(stderr, "trnemu launch: instance %s (watch it with 'trnemu top --instance %s' "
+                        "or 'trnemu ls --stats --instance %s' while the job runs)\n",
+                inst, inst, inst);
+    }
 }
 
 /* In the child: the variables of the rank's node. */
@@ -531,6 +550,8 @@ int cmd_launch(int argc, char **argv)
 {
     struct launch_job job = {.first_failed = -1};
     int rc = launch_parse(argc, argv, &job.opts);
+    if (rc < 0)
+        return tool_usage("launch", stdout);
     if (rc != 0)
         return rc;
     const char *name = getenv("TRNEMU_INSTANCE_NAME");
@@ -554,6 +575,7 @@ int cmd_launch(int argc, char **argv)
     sigaddset(&set, SIGTERM);
     sigprocmask(SIG_BLOCK, &set, &job.old_mask);
 
+    launch_announce(&job);
     int status;
     if (launch_start(&job) != 0) {
         launch_kill_all(&job);

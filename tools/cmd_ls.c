@@ -25,6 +25,7 @@
 #include "devices/config/node.h"
 #include "devices/config/topology.h"
 #include "tools/live.h"
+#include "tools/ls.h"
 #include "tools/tool.h"
 
 #define GIB (1024.0 * 1024.0 * 1024.0)
@@ -37,24 +38,6 @@ static bool ls_vnc_visible(const struct machine_config *cfg, uint32_t vnc)
     return false;
 }
 
-/* Append ids[0..n) to buf as ranges ("0-3,8"). */
-static void ls_ranges(const uint32_t *ids, uint32_t n, char *buf, size_t cap)
-{
-    size_t len = 0;
-    buf[0] = '\0';
-    for (uint32_t i = 0; i < n; i++) {
-        uint32_t j = i;
-        while (j + 1 < n && ids[j + 1] == ids[j] + 1)
-            j++;
-        int w = j > i ? snprintf(buf + len, cap - len, "%s%u-%u", len ? "," : "", ids[i], ids[j])
-                      : snprintf(buf + len, cap - len, "%s%u", len ? "," : "", ids[i]);
-        if (w < 0 || (size_t)w >= cap - len)
-            return;
-        len += (size_t)w;
-        i = j;
-    }
-}
-
 /* Count and print (as "a-b" ranges) the visible VNCs of one chip. */
 static uint32_t ls_chip_visible(const struct machine_config *cfg, uint32_t chip, char *buf,
                                 size_t cap)
@@ -63,42 +46,10 @@ static uint32_t ls_chip_visible(const struct machine_config *cfg, uint32_t chip,
     for (uint32_t v = chip * cfg->vncs_per_chip; v < (chip + 1) * cfg->vncs_per_chip; v++)
         if (ls_vnc_visible(cfg, v))
             ids[n++] = v;
-    ls_ranges(ids, n, buf, cap);
+    tool_ranges(ids, n, buf, cap);
     return n;
 }
 
-static int ls_cmp_u32(const void *a, const void *b)
-{
-    uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-    return x < y ? -1 : x > y;
-}
-
-/* The chips linked to chip, ascending. */
-static uint32_t ls_neighbors(const struct itype *p, uint32_t chip, uint32_t *chips)
-{
-    uint32_t links[TOPO_MAX_DEGREE];
-    uint32_t n = topo_neighbors(p, chip, chips, links, TOPO_MAX_DEGREE);
-    if (n > TOPO_MAX_DEGREE)
-        n = TOPO_MAX_DEGREE;
-    qsort(chips, n, sizeof *chips, ls_cmp_u32);
-    return n;
-}
-
-static const char *ls_topology_name(const struct itype *p)
-{
-    switch (p->links) {
-    case DEV_LINKS_TORUS:
-        return p->us_nodes > 1 ? "4x4 2D torus, rings across the UltraServer's servers"
-                               : "4x4 2D torus";
-    case DEV_LINKS_RING:
-        return "ring";
-    case DEV_LINKS_SWITCH:
-        return "NeuronSwitch all-to-all";
-    case DEV_LINKS_NONE:
-        break;
-    }
-    return "none";
-}
 
 static void ls_text(const struct machine_config *cfg)
 {
@@ -189,104 +140,6 @@ static int ls_json(const struct machine_config *cfg)
         ls_topology_name(p), "devices", chips, "links", ls_json_links(p)));
 }
 
-/* ---- --topology ----------------------------------------------------------- */
-
-/* One 4x4 torus node: chips node*16 .. node*16+15. */
-static void ls_draw_node(uint32_t node)
-{
-    const uint32_t S = TOPO_TORUS_SIDE;
-    const char *wrap = "      :      :      :      :\n";
-    const char *vert = "      |      |      |      |\n";
-    printf("%s", wrap);
-    for (uint32_t r = 0; r < S; r++) {
-        printf("  ..");
-        for (uint32_t c = 0; c < S; c++)
-            printf("%s[%2u]", c ? "---" : " ", node * TOPO_NODE_CHIPS + r * S + c);
-        printf(" ..\n");
-        printf("%s", r + 1 < S ? vert : wrap);
-    }
-}
-
-static void ls_draw_torus(const struct itype *p)
-{
-    for (uint32_t n = 0; n < p->nodes; n++) {
-        if (p->nodes > 1)
-            printf("\nnode %u (chips %u-%u):\n", n, n * TOPO_NODE_CHIPS,
-                   (n + 1) * TOPO_NODE_CHIPS - 1);
-        else
-            printf("\n");
-        ls_draw_node(n);
-    }
-    printf("\n'..' and ':' mark the wraparound links: each row and each column is a ring.\n");
-}
-
-/* The rings across the servers of an UltraServer (chip c of every server). */
-static void ls_draw_us_rings(const struct itype *p)
-{
-    struct itype us;
-    node_ultraserver_view(p, &us);
-    if (us.nodes <= 1)
-        return;
-    printf("\nUltraServer: %u servers like this one, each its own node (host and runtime);\n"
-           "NeuronLink rings across the servers join the chips with the same position\n"
-           "(server:chip): %u rings of %u links:\n", us.nodes, TOPO_NODE_CHIPS, us.nodes);
-    for (uint32_t c = 0; c < TOPO_NODE_CHIPS; c++) {
-        printf("  ");
-        for (uint32_t n = 0; n <= us.nodes; n++)
-            printf("%s%u:%-2u", n ? " - " : "", n % us.nodes, c);
-        printf(c % 2 ? "\n" : "    ");
-    }
-    printf("An UltraServer job (trnemu launch --nodes %u, docs/nodes.md) carries its\n"
-           "collectives between servers over these rings.\n", us.nodes);
-}
-
-static void ls_draw_ring(const struct itype *p)
-{
-    printf("\n  ");
-    for (uint32_t c = 0; c < p->chips; c++)
-        printf("%s[%2u]", c ? "---" : "", c);
-    printf("\n   '");
-    for (uint32_t i = 0; i < p->chips * 7 - 8; i++)
-        putchar('-');
-    printf("'\n  (the last chip is linked back to the first)\n");
-}
-
-static void ls_draw_switch(const struct itype *p)
-{
-    printf("\n  every chip reaches every other chip in one hop through the switch:\n  ");
-    for (uint32_t c = 0; c < p->chips; c++)
-        printf("[%2u]%s", c, c + 1 < p->chips ? " " : "\n");
-    printf("  ");
-    for (uint32_t c = 0; c < p->chips; c++)
-        printf("  |  ");
-    printf("\n  ");
-    for (uint32_t c = 0; c < p->chips; c++)
-        printf("=====");
-    printf("\n  NeuronSwitch\n\nbandwidth per chip by level:\n");
-    struct topo_level lv[4];
-    uint32_t n = topo_levels(p, lv, 4);
-    for (uint32_t i = 0; i < n && i < 4; i++)
-        printf("  %-28s %u links  %4u GB/s%s\n", lv[i].name, lv[i].links, lv[i].gbytes_s,
-               i == 0 ? "  (the chips of this machine)" : "");
-}
-
-static void ls_topology(const struct machine_config *cfg)
-{
-    const struct itype *p = cfg->profile;
-    printf("%s: %u x %s, NeuronLink %s, %u links\n", p->name, p->chips, p->chip_name,
-           ls_topology_name(p), topo_nlinks(p));
-    if (p->links == DEV_LINKS_TORUS) {
-        ls_draw_torus(p);
-        ls_draw_us_rings(p);
-    }
-    else if (p->links == DEV_LINKS_RING)
-        ls_draw_ring(p);
-    else if (p->links == DEV_LINKS_SWITCH)
-        ls_draw_switch(p);
-    else
-        printf("a single chip: no links\n");
-}
-
 /* ---- --stats -------------------------------------------------------------- */
 
 /* VNCs owned by proc, as ranges; returns how many. */
@@ -297,7 +150,7 @@ static uint32_t ls_owned(const struct instance_ctl *c, const struct instance_pro
     for (uint32_t v = 0; v < c->total_vncs; v++)
         if (c->owner[v].pid == proc->pid && c->owner[v].start_time == proc->start_time)
             ids[n++] = v;
-    ls_ranges(ids, n, buf, cap);
+    tool_ranges(ids, n, buf, cap);
     return n;
 }
 
@@ -397,6 +250,17 @@ static int ls_stats_json(const char *dir, const struct instance_ctl *c)
                                    "models", models, "links", links));
 }
 
+/* The names of the live instances beside this one, as a JSON array. */
+static json_t *ls_live_names(void)
+{
+    struct live_entry e[64];
+    uint32_t n = live_list(e, 64);
+    json_t *a = json_array();
+    for (uint32_t i = 0; i < n && i < 64; i++)
+        json_array_append_new(a, json_string(e[i].name));
+    return a;
+}
+
 static int ls_stats(bool json)
 {
     char dir[INSTANCE_PATH_MAX];
@@ -415,220 +279,18 @@ static int ls_stats(bool json)
     if (st == NRT_INVALID) {
         rc = 1;
     } else if (st != NRT_SUCCESS || !live) {
-        if (json)
-            rc = ls_json_print(json_pack("{s:s, s:b}", "instance", dir, "live", 0));
-        else
-            printf("no live instance at %s (TRNEMU_INSTANCE_NAME and TRNEMU_SHM_DIR choose it)\n",
-                   dir);
+        if (json) {
+            rc = ls_json_print(json_pack("{s:s, s:b, s:o}", "instance", dir, "live", 0,
+                                         "live_instances", ls_live_names()));
+        } else {
+            printf("no live instance at %s (--instance NAME, or TRNEMU_INSTANCE_NAME and "
+                   "TRNEMU_SHM_DIR, choose it)\n", dir);
+            live_list_print(stdout, "ls --stats");
+        }
     } else {
         rc = json ? ls_stats_json(dir, c) : (ls_stats_text(dir, c), 0);
     }
     free(c);
-    return rc;
-}
-
-/* ---- neuron-ls's interface (-j, -w, -a, -t) ------------------------------- */
-
-/* One process using a device, as neuron-ls lists it. */
-struct ls_proc {
-    int32_t pid;          /* process id */
-    char command[4096];   /* its command line */
-    const char *version;  /* runtime version, LIVE_NO_RUNTIME when not a runtime user */
-};
-
-/* What -w/-a/-j show beyond the machine: the live instance, if any. */
-struct ls_vendor {
-    const struct machine_config *cfg; /* the machine */
-    struct instance_ctl *ctl;         /* the live instance's control block, NULL when none */
-    bool all;                         /* -a: include this process */
-    bool wide;                        /* -w: full command column */
-};
-
-/* The emulated PCI address of a chip (bus 0x10 + chip; no real device). */
-static void ls_bdf(uint32_t chip, char *buf, size_t cap)
-{
-    snprintf(buf, cap, "%02x:00.0", 0x10u + chip);
-}
-
-/* The processes using chip c: live owners of its VNCs, then (with -a) this
- * one. Returns how many were written to out (at most cap). */
-static uint32_t ls_chip_procs(const struct ls_vendor *v, uint32_t c, struct ls_proc *out,
-                              uint32_t cap)
-{
-    uint32_t n = 0, per = v->cfg->vncs_per_chip;
-    for (uint32_t i = 0; v->ctl != NULL && i < INSTANCE_MAX_PROCS && n < cap; i++) {
-        const struct instance_proc *pr = &v->ctl->procs[i];
-        if (pr->pid == 0 || !instance_pid_alive(pr->pid, pr->start_time) ||
-            !live_owns_any(v->ctl, pr, c * per, per))
-            continue;
-        out[n].pid = pr->pid;
-        live_cmdline(pr->pid, out[n].command, sizeof out[n].command);
-        out[n].version = live_runtime_version;
-        n++;
-    }
-    if (v->all && n < cap) {
-        out[n].pid = (int32_t)getpid();
-        live_cmdline(out[n].pid, out[n].command, sizeof out[n].command);
-        out[n].version = LIVE_NO_RUNTIME;
-        n++;
-    }
-    return n;
-}
-
-static json_t *ls_vendor_json_device(const struct ls_vendor *v, uint32_t c,
-                                     struct ls_proc *procs, uint32_t cap)
-{
-    const struct machine_config *cfg = v->cfg;
-    char bdf[16], cpus[32];
-    ls_bdf(c, bdf, sizeof bdf);
-    live_cpu_range(cpus, sizeof cpus);
-    uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(cfg->profile, c, nb);
-    json_t *conn = k ? json_array() : json_null();
-    for (uint32_t i = 0; i < k; i++)
-        json_array_append_new(conn, json_integer(nb[i]));
-    json_t *ids = json_array();
-    for (uint32_t i = 0; i < cfg->vncs_per_chip; i++)
-        json_array_append_new(ids, json_integer(c * cfg->vncs_per_chip + i));
-    json_t *jp = json_array();
-    uint32_t np = ls_chip_procs(v, c, procs, cap);
-    for (uint32_t i = 0; i < np; i++)
-        json_array_append_new(jp, json_pack("{s:i, s:s, s:s}", "pid", (int)procs[i].pid,
-                                            "command", procs[i].command,
-                                            "neuron_runtime_version", procs[i].version));
-    return json_pack("{s:i, s:s, s:s, s:s, s:o, s:i, s:i, s:I, s:o, s:o, s:s}", "neuron_device",
-                     (int)c, "bdf", bdf, "cpu_affinity", cpus, "numa_node", "-1",
-                     "connected_to", conn, "nc_count", (int)cfg->profile->cores_per_chip,
-                     "logical_neuroncore_config", (int)cfg->lnc, "memory_size",
-                     (json_int_t)cfg->profile->hbm_per_chip, "neuroncore_ids", ids,
-                     "neuron_processes", jp, "instance_type", cfg->profile->name);
-}
-
-static int ls_vendor_json(const struct ls_vendor *v, struct ls_proc *procs, uint32_t cap)
-{
-    json_t *root = json_array();
-    for (uint32_t c = 0; c < v->cfg->profile->chips; c++)
-        json_array_append_new(root, ls_vendor_json_device(v, c, procs, cap));
-    json_dumpf(root, stdout, JSON_INDENT(4));
-    putchar('\n');
-    json_decref(root);
-    return 0;
-}
-
-/* The widths of the device table's columns; the process columns last. */
-static const int ls_w[] = {6, 6, 7, 7, 17, 7, 7, 0, 7};
-
-static void ls_vendor_rule(bool procs, int cmd_w)
-{
-    int n = procs ? 9 : 6;
-    for (int i = 0; i < n; i++) {
-        int w = i == 7 ? cmd_w : ls_w[i];
-        putchar('+');
-        for (int j = 0; j < w + 2; j++)
-            putchar('-');
-    }
-    printf("+\n");
-}
-
-static void ls_vendor_header(bool procs, int cmd_w)
-{
-    static const char *top[] = {"NEURON", "NEURON", "LOGICAL", "NEURON", "CONNECTED",
-                                "PCI", "PID", "COMMAND", "RUNTIME"};
-    static const char *bot[] = {"DEVICE", "CORES", "NC", "MEMORY", "DEVICES", "BDF", "", "",
-                                "VERSION"};
-    int n = procs ? 9 : 6;
-    ls_vendor_rule(procs, cmd_w);
-    for (int r = 0; r < 2; r++) {
-        for (int i = 0; i < n; i++)
-            printf("| %-*s ", i == 7 ? cmd_w : ls_w[i], r ? bot[i] : top[i]);
-        printf("|\n");
-    }
-    ls_vendor_rule(procs, cmd_w);
-}
-
-/* One process cell group: pid, command cut to cmd_w (with "..."), version. */
-static void ls_vendor_proc_cells(const struct ls_proc *p, int cmd_w)
-{
-    char cmd[4096];
-    snprintf(cmd, sizeof cmd, "%s", p ? p->command : "");
-    if ((int)strlen(cmd) > cmd_w && cmd_w > 3)
-        snprintf(cmd + cmd_w - 3, sizeof cmd - (size_t)(cmd_w - 3), "...");
-    char pid[16] = "";
-    if (p)
-        snprintf(pid, sizeof pid, "%d", (int)p->pid);
-    printf("| %-*s | %-*s | %-*s ", ls_w[6], pid, cmd_w, cmd, ls_w[8], p ? p->version : "");
-}
-
-static void ls_vendor_row(const struct ls_vendor *v, uint32_t c, struct ls_proc *procs,
-                          uint32_t cap, bool show_procs, int cmd_w)
-{
-    const struct machine_config *cfg = v->cfg;
-    char mem[16], bdf[16], conn[64] = "";
-    snprintf(mem, sizeof mem, "%.0f GB", (double)cfg->profile->hbm_per_chip / GIB);
-    ls_bdf(c, bdf, sizeof bdf);
-    uint32_t nb[TOPO_MAX_DEGREE], k = ls_neighbors(cfg->profile, c, nb);
-    size_t len = 0;
-    for (uint32_t i = 0; i < k && len < sizeof conn; i++)
-        len += (size_t)snprintf(conn + len, sizeof conn - len, "%s%u", i ? ", " : "", nb[i]);
-    if ((int)strlen(conn) > ls_w[4])
-        snprintf(conn + ls_w[4] - 3, sizeof conn - (size_t)(ls_w[4] - 3), "...");
-    uint32_t np = show_procs ? ls_chip_procs(v, c, procs, cap) : 0;
-    for (uint32_t r = 0; r == 0 || r < np; r++) {
-        if (r == 0)
-            printf("| %-*u | %-*u | %-*u | %-*s | %-*s | %-*s ", ls_w[0], c, ls_w[1],
-                   cfg->profile->cores_per_chip, ls_w[2], cfg->vncs_per_chip, ls_w[3], mem,
-                   ls_w[4], conn, ls_w[5], bdf);
-        else
-            printf("| %-*s | %-*s | %-*s | %-*s | %-*s | %-*s ", ls_w[0], "", ls_w[1], "",
-                   ls_w[2], "", ls_w[3], "", ls_w[4], "", ls_w[5], "");
-        if (show_procs)
-            ls_vendor_proc_cells(r < np ? &procs[r] : NULL, cmd_w);
-        printf("|\n");
-    }
-    if (show_procs && v->all)
-        ls_vendor_rule(true, cmd_w);
-}
-
-static void ls_vendor_table(const struct ls_vendor *v, struct ls_proc *procs, uint32_t cap)
-{
-    bool show_procs = v->wide || v->all;
-    int cmd_w = v->wide ? 80 : 40;
-    ls_vendor_header(show_procs, cmd_w);
-    for (uint32_t c = 0; c < v->cfg->profile->chips; c++)
-        ls_vendor_row(v, c, procs, cap, show_procs, cmd_w);
-    if (!(show_procs && v->all))
-        ls_vendor_rule(show_procs, cmd_w);
-}
-
-/* neuron-ls: the table (or JSON) of the machine and the live instance. */
-static int ls_vendor(const struct machine_config *cfg, bool json, bool wide, bool all,
-                     bool topology)
-{
-    struct ls_vendor v = {.cfg = cfg, .ctl = malloc(sizeof(struct instance_ctl)),
-                          .all = all, .wide = wide};
-    struct ls_proc *procs = calloc(INSTANCE_MAX_PROCS + 1, sizeof *procs);
-    int rc = 1;
-    if (v.ctl == NULL || procs == NULL)
-        goto out;
-    int live = live_read(v.ctl);
-    if (live < 0)
-        goto out;
-    if (live == 0) {
-        free(v.ctl);
-        v.ctl = NULL;
-    }
-    if (json) {
-        rc = ls_vendor_json(&v, procs, INSTANCE_MAX_PROCS + 1);
-        goto out;
-    }
-    ls_vendor_table(&v, procs, INSTANCE_MAX_PROCS + 1);
-    if (topology) {
-        printf("\n\nNeuron Device Topology\n");
-        ls_topology(cfg);
-    }
-    rc = 0;
-out:
-    free(procs);
-    free(v.ctl);
     return rc;
 }
 
@@ -655,6 +317,8 @@ static bool ls_is(const char *arg, const char *shrt, const char *lng)
 
 int cmd_ls(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("ls", stdout);
     bool json = false, topology = false, stats = false;
     /* Called as neuron-ls: its table by default. */
     const char *base = strrchr(argv[0], '/');
@@ -674,6 +338,9 @@ int cmd_ls(int argc, char **argv)
             vendor = vendor || strcmp(argv[i], "-t") == 0;
         } else if (strcmp(argv[i], "--stats") == 0) {
             stats = true;
+        } else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            if (live_use_instance(argv[++i]) != 0)
+                return 1;
         } else if (strcmp(argv[i], "--profiles") == 0) {
             ls_profiles();
             return 0;

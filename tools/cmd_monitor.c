@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "devices/config/config.h"
+#include "tools/live.h"
 #include "tools/monitor.h"
 #include "tools/tool.h"
 
@@ -36,29 +37,32 @@ static void monitor_sleep(double s)
 static int monitor_args(int argc, char **argv, struct mon_config *cfg, long *count)
 {
     const char *path = NULL;
+    mon_config_default(cfg);
     for (int i = 1; i < argc; i++) {
         if ((strcmp(argv[i], "-c") == 0 || strcmp(argv[i], "--config-file") == 0) &&
             i + 1 < argc) {
             path = argv[++i];
+        } else if (strcmp(argv[i], "--instance") == 0 && i + 1 < argc) {
+            if (live_use_instance(argv[++i]) != 0)
+                return 1;
         } else if (strcmp(argv[i], "--count") == 0 && i + 1 < argc) {
             char *end;
             *count = strtol(argv[++i], &end, 10);
             if (*end != '\0' || *count <= 0)
                 return tool_usage_error("monitor", "--count wants a positive number");
         } else {
-            return tool_usage_error("monitor", "usage: trnemu monitor [-c CONFIG.json] "
-                                               "[--count N]");
+            return tool_usage_error("monitor", "unknown or incomplete option");
         }
     }
-    if (path == NULL) {
-        mon_config_default(cfg);
+    if (path == NULL)
         return 0;
-    }
     return mon_config_load(path, cfg) == 0 ? 0 : 1;
 }
 
 int cmd_monitor(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("monitor", stdout);
     struct mon_config cfg;
     long count = 0;
     int rc = monitor_args(argc, argv, &cfg, &count);

@@ -13,13 +13,15 @@
 
 int cmd_profile(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("profile", stdout);
     const char *out = "trnemu-profile.json";
     int i = 1;
     for (; i < argc && strcmp(argv[i], "--") != 0; i++) {
         if (strcmp(argv[i], "-o") == 0 && i + 1 < argc)
             out = argv[++i];
         else
-            return tool_usage_error("profile", "usage: trnemu profile [-o FILE] -- CMD [ARGS]");
+            return tool_usage_error("profile", "unknown or incomplete option");
     }
     if (i >= argc || i + 1 >= argc)
         return tool_usage_error("profile", "missing the command to run after --");

@@ -11,24 +11,56 @@
  * replayed.
  */
 #include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
 #include "store/calllog_replay.h"
+#include "store/snap_query.h"
 #include "tools/tool.h"
+
+/* Is path an SQLite file (the header's first 16 bytes)? */
+static bool replay_is_sqlite(const char *path)
+{
+    char head[16] = {0};
+    FILE *f = fopen(path, "rb");
+    bool yes = f != NULL && fread(head, 1, sizeof head, f) == sizeof head &&
+               memcmp(head, "SQLite format 3", 16) == 0;
+    if (f != NULL)
+        fclose(f);
+    return yes;
+}
+
+/* A file that replay could not read may hold snapshots only (saved with
+ * TRNEMU_SNAPSHOT_AT, trnemu_snapshot_save, ... without a recording):
+ * say how those are used instead. */
+static void replay_hint_snapshots(const char *path)
+{
+    struct snap_db *db;
+    if (!replay_is_sqlite(path) || snap_open(path, false, &db) != NRT_SUCCESS)
+        return;
+    struct snapq_snapshot *s = NULL;
+    size_t n = 0;
+    if (snapq_snapshots(db, &s, &n) == NRT_SUCCESS && n > 0)
+        fprintf(stderr, "trnemu replay: %s holds %zu snapshot%s but no call log to replay: "
+                        "restore one into a program with TRNEMU_RESTORE=%s[@ID] PROGRAM "
+                        "('trnemu snapshot list %s' lists them; docs/snapshot.md)\n",
+                path, n, n == 1 ? "" : "s", path, path);
+    free(s);
+    snap_close(db);
+}
 
 static int replay_usage(const char *msg)
 {
-    tool_usage_error("replay", msg);
-    fprintf(stderr, "usage: trnemu replay FILE [--from SNAPSHOT] [--list] [-v] [--set NAME=VALUE]\n"
-                    "                     [--lib LIBNRT]\n");
-    return 2;
+    return tool_usage_error("replay", msg);
 }
 
 int cmd_replay(int argc, char **argv)
 {
+    if (tool_help_asked(argc, argv, false))
+        return tool_usage("replay", stdout);
     struct cl_replay_opts o = {.from = -1, .out = stdout};
     char *sets[32];
     o.sets = sets;
@@ -68,5 +100,8 @@ int cmd_replay(int argc, char **argv)
         }
         o.libnrt = lib;
     }
-    return cl_replay(&o);
+    int rc = cl_replay(&o);
+    if (rc == 2)
+        replay_hint_snapshots(o.path);
+    return rc;
 }

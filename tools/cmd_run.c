@@ -18,9 +18,12 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#include "devices/config/config.h"
+#include "devices/machine/instance.h"
 #include "emu/neff/npy.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
+#include "tools/live.h"
 #include "tools/tool.h"
 
 #define RUN_MAX_INPUTS 256
@@ -55,19 +58,6 @@ struct run_opts {
     long repeat;                        /* --repeat (default 1) */
     int vnc;                            /* --vnc (default 0) */
 };
-
-static void run_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: trnemu run MODEL.neff [--input NAME=FILE.npy|FILE.bin]... "
-            "[--output-dir DIR]\n"
-            "                  [--repeat N] [--vnc K]\n"
-            "  --input NAME=FILE  an input tensor: a .npy of the tensor's shape and dtype, or a\n"
-            "                     raw file of exactly its bytes; inputs not given are zeros\n"
-            "  --output-dir DIR   where to write NAME.npy for every output (default .)\n"
-            "  --repeat N         execute N times (default 1); the time is per execution\n"
-            "  --vnc K            the VNC to load the model on (default 0)\n");
-}
 
 static bool run_sym(struct run_api *a, void *fp, const char *name)
 {
@@ -139,8 +129,10 @@ static bool run_npy_fits(const struct npy_info *ni, const nrt_tensor_info_t *t, 
     for (uint32_t d = 0; same && d < t->ndim; d++)
         same = ni->shape[d] == t->shape[d];
     if (!same) {
-        fprintf(stderr, "trnemu run: %s: input '%s' needs descr %s and shape [", file, t->name,
-                want ? want : "?");
+        fprintf(stderr, "trnemu run: %s holds descr %s shape [", file, ni->descr);
+        for (uint32_t d = 0; d < ni->ndim; d++)
+            fprintf(stderr, "%s%llu", d ? ", " : "", (unsigned long long)ni->shape[d]);
+        fprintf(stderr, "]; input '%s' needs descr %s shape [", t->name, want ? want : "?");
         for (uint32_t d = 0; d < t->ndim; d++)
             fprintf(stderr, "%s%u", d ? ", " : "", t->shape[d]);
         fprintf(stderr, "]\n");
@@ -190,7 +182,11 @@ static int run_check_inputs(const struct run_opts *o, const nrt_tensor_info_arra
             found = info->tensor_array[k].usage == NRT_TENSOR_USAGE_INPUT &&
                     strcmp(info->tensor_array[k].name, o->in_name[i]) == 0;
         if (!found) {
-            fprintf(stderr, "trnemu run: the model has no input '%s'\n", o->in_name[i]);
+            fprintf(stderr, "trnemu run: the model has no input '%s'; its inputs:", o->in_name[i]);
+            for (uint64_t k = 0; k < info->tensor_count; k++)
+                if (info->tensor_array[k].usage == NRT_TENSOR_USAGE_INPUT)
+                    fprintf(stderr, " %s", info->tensor_array[k].name);
+            fprintf(stderr, "\n");
             return -1;
         }
     }
@@ -202,6 +198,18 @@ struct run_io {
     nrt_tensor_t **t;                   /* one per tensor of the info */
     nrt_tensor_set_t *in, *out;         /* input and output sets */
 };
+
+/* Write one input tensor from its file. */
+static int run_fill_input(struct run_api *a, const char *file, const nrt_tensor_info_t *t,
+                          nrt_tensor_t *tensor)
+{
+    uint8_t *buf = malloc(t->size ? t->size : 1);
+    int rc = buf == NULL ? -1 : run_input_bytes(file, t, buf);
+    if (rc == 0 && a->write(tensor, buf, 0, t->size) != NRT_SUCCESS)
+        rc = -1;
+    free(buf);
+    return rc;
+}
 
 static int run_io_make(struct run_api *a, const struct run_opts *o,
                        const nrt_tensor_info_array_t *info, struct run_io *io)
@@ -215,17 +223,13 @@ static int run_io_make(struct run_api *a, const struct run_opts *o,
         if (a->alloc(NRT_TENSOR_PLACEMENT_DEVICE, o->vnc, t->size, t->name, &io->t[k]) !=
             NRT_SUCCESS)
             return -1;
-        uint8_t *buf = calloc(1, t->size ? t->size : 1);
         const char *file = input ? run_input_file(o, t->name) : NULL;
-        int rc = buf == NULL ? -1 : 0;
-        if (rc == 0 && file != NULL)
-            rc = run_input_bytes(file, t, buf);
-        else if (rc == 0 && input)
+        if (input && file == NULL)
             fprintf(stderr, "trnemu run: input '%s' not given: zeros\n", t->name);
-        if (rc == 0 && a->write(io->t[k], buf, 0, t->size) != NRT_SUCCESS)
-            rc = -1;
-        free(buf);
-        if (rc != 0 || a->set_add(input ? io->in : io->out, t->name, io->t[k]) != NRT_SUCCESS)
+        /* A fresh tensor is zero already (the process's VNC was cleared when
+         * it was claimed): only the inputs read from files are written. */
+        if ((file != NULL && run_fill_input(a, file, t, io->t[k]) != 0) ||
+            a->set_add(input ? io->in : io->out, t->name, io->t[k]) != NRT_SUCCESS)
             return -1;
     }
     return 0;
@@ -280,27 +284,66 @@ static double run_now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Execute N times; print the status and the time per execution. */
+static int run_cmp_double(const void *x, const void *y)
+{
+    double a = *(const double *)x, b = *(const double *)y;
+    return a < b ? -1 : a > b;
+}
+
+/* The time line: the first execution apart (it pays for first-touch page
+ * faults and warm-up), then the median and best of the others. */
+static void run_print_times(double *t, long n)
+{
+    if (n == 1) {
+        printf("executions: 1, time: %.3f ms\n", t[0] * 1e3);
+        return;
+    }
+    qsort(t + 1, (size_t)(n - 1), sizeof *t, run_cmp_double);
+    long m = n - 1;
+    double median = m % 2 ? t[1 + m / 2] : (t[m / 2] + t[1 + m / 2]) / 2;
+    printf("executions: %ld, first: %.3f ms, the other %ld: median %.3f ms, best %.3f ms\n", n,
+           t[0] * 1e3, m, median * 1e3, t[1] * 1e3);
+}
+
+/* Did the model run as a stand-in (a vendor NEFF under
+ * TRNEMU_FOREIGN_NEFF=zeros)? The runtime marks its VNC in the shared
+ * instance. */
+static bool run_stand_in(const struct run_opts *o)
+{
+    struct machine_config cfg;
+    struct instance_ctl *c = malloc(sizeof *c);
+    bool yes = false;
+    if (c != NULL && config_from_env(&cfg) == NRT_SUCCESS && o->vnc >= 0 &&
+        (uint32_t)o->vnc < cfg.visible_count && live_read(c) == 1)
+        yes = atomic_load(&c->use[cfg.visible[o->vnc]].stand_ins) > 0;
+    free(c);
+    return yes;
+}
+
+/* Execute N times; print the status and the times. */
 static int run_execute(struct run_api *a, const struct run_opts *o, nrt_model_t *m,
                        struct run_io *io)
 {
     NRT_STATUS st = NRT_SUCCESS;
-    double t0 = run_now(), best = 1e300;
+    double *t = malloc(sizeof *t * (size_t)o->repeat);
+    if (t == NULL) {
+        fprintf(stderr, "trnemu run: out of memory\n");
+        return 1;
+    }
     long r = 0;
-    for (; r < o->repeat; r++) {
+    while (r < o->repeat) {
         double t1 = run_now();
         st = a->execute(m, io->in, io->out);
-        double dt = run_now() - t1;
-        best = dt < best ? dt : best;
+        t[r++] = run_now() - t1;
         if (st != NRT_SUCCESS && st != NRT_EXEC_COMPLETED_WITH_NUM_ERR)
             break;
     }
-    double total = run_now() - t0;
-    long done = r < o->repeat ? r + 1 : r;
-    printf("status: %s (%d)\n", a->status_str(st), (int)st);
-    printf("executions: %ld, time per execution: %.3f ms (best %.3f ms)\n", done,
-           total / (double)done * 1e3, best * 1e3);
-    return st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR ? 0 : 1;
+    bool ok = st == NRT_SUCCESS || st == NRT_EXEC_COMPLETED_WITH_NUM_ERR;
+    printf("status: %s (%d)%s\n", a->status_str(st), (int)st,
+           ok && run_stand_in(o) ? "; stand-in: outputs are zeros, not computed" : "");
+    run_print_times(t, r);
+    free(t);
+    return ok ? 0 : 1;
 }
 
 static int run_outputs(struct run_api *a, const struct run_opts *o,
@@ -325,7 +368,9 @@ static int run_model(struct run_api *a, const struct run_opts *o, nrt_model_t *m
     int rc = 1;
     if (a->info(m, &info) != NRT_SUCCESS)
         return 1;
-    if (run_check_inputs(o, info) == 0 && run_io_make(a, o, info, &io) == 0) {
+    if (run_check_inputs(o, info) != 0) {
+        rc = 1;
+    } else if (run_io_make(a, o, info, &io) == 0) {
         rc = run_execute(a, o, m, &io);
         if (rc == 0)
             rc = run_outputs(a, o, info, &io);
@@ -335,6 +380,16 @@ static int run_model(struct run_api *a, const struct run_opts *o, nrt_model_t *m
     run_io_free(a, info, &io);
     a->info_free(info);
     return rc;
+}
+
+/* A NEFF starts with its 1024-byte header (header_size, the second
+ * little-endian 64-bit word, says 1024) and then a gzip stream. */
+static bool run_is_neff(const uint8_t *b, size_t size)
+{
+    uint64_t header_size = 0;
+    for (int i = 7; size >= 16 && i >= 0; i--)
+        header_size = header_size << 8 | b[8 + i];
+    return size >= 1026 && header_size == 1024 && b[1024] == 0x1f && b[1025] == 0x8b;
 }
 
 static int run_main(const struct run_opts *o)
@@ -350,13 +405,27 @@ static int run_main(const struct run_opts *o)
         free(bytes);
         return 1;
     }
+    if (!run_is_neff(bytes, size)) {
+        fprintf(stderr, "trnemu run: %s is not a NEFF (no 1024-byte NEFF header followed by "
+                        "a gzip'd tar)\n", o->neff);
+        free(bytes);
+        return 1;
+    }
     NRT_STATUS st = a.init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
+    if (st != NRT_SUCCESS) {
+        fprintf(stderr, "trnemu run: the runtime did not start (nrt_init: %s (%d)): the "
+                        "environment is at fault, see the line above; %s was not read\n",
+                a.status_str(st), (int)st, o->neff);
+        free(bytes);
+        return 1;
+    }
     nrt_model_t *m = NULL;
-    if (st == NRT_SUCCESS && (st = a.load(bytes, size, o->vnc, 1, &m)) == NRT_SUCCESS) {
+    if ((st = a.load(bytes, size, o->vnc, 1, &m)) == NRT_SUCCESS) {
         rc = run_model(&a, o, m);
         a.unload(m);
     } else {
-        fprintf(stderr, "trnemu run: %s: %s (%d)\n", o->neff, a.status_str(st), (int)st);
+        fprintf(stderr, "trnemu run: %s: nrt_load: %s (%d)\n", o->neff, a.status_str(st),
+                (int)st);
     }
     a.close();
     free(bytes);
@@ -391,7 +460,7 @@ int cmd_run(int argc, char **argv)
     for (int i = 1; i < argc; i++) {
         long v;
         if (strcmp(argv[i], "-h") == 0 || strcmp(argv[i], "--help") == 0) {
-            run_usage(stdout);
+            tool_usage("run", stdout);
             return 0;
         } else if (strcmp(argv[i], "--input") == 0 && i + 1 < argc) {
             if (run_parse_input(&o, argv[++i]) != 0)

@@ -11,6 +11,7 @@
  *   gc FILE                    drop chunks no snapshot uses, compact
  * diff exits 0 when the snapshots are identical, 1 when they differ.
  */
+#include <errno.h>
 #include <inttypes.h>
 #include <math.h>
 #include <stdio.h>
@@ -22,22 +23,6 @@
 #include "nrt/nrt.h"
 #include "store/snap_query.h"
 #include "tools/tool.h"
-
-static void snap_usage(FILE *out)
-{
-    fprintf(out,
-            "usage: trnemu snapshot list FILE\n"
-            "       trnemu snapshot show FILE[@ID]\n"
-            "       trnemu snapshot diff FILE ID1 ID2 | diff FILE[@ID] FILE[@ID]\n"
-            "       trnemu snapshot export FILE[@ID] TENSOR [-o OUT.npy]\n"
-            "       trnemu snapshot rm FILE ID...\n"
-            "       trnemu snapshot gc FILE\n"
-            "       trnemu snapshot verify FILE[@ID]\n"
-            "A snapshot is the newest of the file when @ID is left out. TENSOR is a\n"
-            "tensor name or its handle (0x...) as `show` lists it. `verify` checks\n"
-            "every snapshot of the file (or only @ID) as a restore would, without\n"
-            "restoring: manifest, rows, and every chunk against its hash.\n");
-}
 
 /* Human-readable byte count. */
 static const char *snap_bytes(uint64_t n, char *buf, size_t cap)
@@ -327,7 +312,7 @@ static int snap_export_one(const struct snap_ref *r, const struct snapq_tensor *
             printf("%s: tensor '%s', %" PRIu64 " bytes as %s\n", out, x->name, x->size, descr);
             rc = 0;
         } else {
-            fprintf(stderr, "trnemu snapshot: cannot write %s\n", out);
+            fprintf(stderr, "trnemu snapshot: cannot write %s: %s\n", out, strerror(errno));
         }
     }
     free(bytes);
@@ -721,8 +706,8 @@ static int snap_verify_cmd(int argc, char **argv)
 
 int cmd_snapshot(int argc, char **argv)
 {
-    if (argc < 2 || strcmp(argv[1], "-h") == 0 || strcmp(argv[1], "--help") == 0) {
-        snap_usage(argc < 2 ? stderr : stdout);
+    if (argc < 2 || tool_help_asked(argc, argv, false)) {
+        tool_usage("snapshot", argc < 2 ? stderr : stdout);
         return argc < 2 ? 2 : 0;
     }
     static const struct {
@@ -736,6 +721,6 @@ int cmd_snapshot(int argc, char **argv)
     for (size_t i = 0; i < sizeof subs / sizeof *subs; i++)
         if (strcmp(argv[1], subs[i].name) == 0)
             return subs[i].run(argc, argv);
-    snap_usage(stderr);
+    tool_usage("snapshot", stderr);
     return 2;
 }

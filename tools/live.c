@@ -3,6 +3,9 @@
  */
 #include "tools/live.h"
 
+#include <dirent.h>
+#include <inttypes.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -60,11 +63,108 @@ bool live_owns_any(const struct instance_ctl *c, const struct instance_proc *pro
     return false;
 }
 
+/* The first line of a sysfs file without its newline; false when unreadable. */
+static bool live_sysfs_line(const char *path, char *buf, size_t cap)
+{
+    FILE *f = fopen(path, "r");
+    if (f == NULL)
+        return false;
+    bool ok = fgets(buf, (int)cap, f) != NULL;
+    fclose(f);
+    if (ok)
+        buf[strcspn(buf, "\n")] = '\0';
+    return ok && buf[0] != '\0';
+}
+
 void live_cpu_range(char *buf, size_t cap)
 {
+    if (live_sysfs_line("/sys/devices/system/cpu/online", buf, cap))
+        return;
     long n = sysconf(_SC_NPROCESSORS_ONLN);
     if (n <= 1)
         snprintf(buf, cap, "0");
     else
         snprintf(buf, cap, "0-%ld", n - 1);
+}
+
+void live_numa_node(char *buf, size_t cap)
+{
+    char nodes[64];
+    if (!live_sysfs_line("/sys/devices/system/node/online", nodes, sizeof nodes))
+        snprintf(buf, cap, "0"); /* a kernel without NUMA: all memory is node 0 */
+    else if (strspn(nodes, "0123456789") == strlen(nodes))
+        snprintf(buf, cap, "%s", nodes);
+    else
+        snprintf(buf, cap, "-1"); /* several nodes: the emulated HBM is on none of them alone */
+}
+
+void live_instance_id(char *buf, size_t cap)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        dir[0] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance directory */
+    for (const char *c = dir; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    snprintf(buf, cap, "i-%017" PRIx64, h);
+}
+
+int live_use_instance(const char *name)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (setenv("TRNEMU_INSTANCE_NAME", name, 1) != 0 ||
+        instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        return -1;
+    return 0;
+}
+
+uint32_t live_list(struct live_entry *out, uint32_t cap)
+{
+    char self[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(self, sizeof self) != NRT_SUCCESS)
+        return 0;
+    char *slash = strrchr(self, '/');
+    *slash = '\0'; /* the shared-memory directory holding every instance */
+    DIR *d = opendir(self);
+    struct instance_ctl *c = malloc(sizeof *c);
+    uint32_t n = 0;
+    struct dirent *e;
+    while (d != NULL && c != NULL && (e = readdir(d)) != NULL) {
+        char path[INSTANCE_PATH_MAX + 300];
+        bool live = false;
+        if (strncmp(e->d_name, "trnemu-", 7) != 0 || e->d_name[7] == '\0')
+            continue;
+        snprintf(path, sizeof path, "%s/%s", self, e->d_name);
+        if (instance_read(path, c, &live) != NRT_SUCCESS || !live)
+            continue;
+        if (n < cap) {
+            snprintf(out[n].name, sizeof out[n].name, "%s", e->d_name + 7);
+            snprintf(out[n].profile, sizeof out[n].profile, "%s", c->profile);
+            out[n].procs = 0;
+            for (uint32_t i = 0; i < INSTANCE_MAX_PROCS; i++)
+                out[n].procs += c->procs[i].pid != 0 &&
+                                instance_pid_alive(c->procs[i].pid, c->procs[i].start_time);
+        }
+        n++;
+    }
+    if (d != NULL)
+        closedir(d);
+    free(c);
+    return n;
+}
+
+void live_list_print(FILE *out, const char *cmd)
+{
+    struct live_entry e[16];
+    uint32_t n = live_list(e, 16);
+    if (n == 0) {
+        fprintf(out, "no other live instance in this shared-memory directory\n");
+        return;
+    }
+    fprintf(out, "live instances (trnemu %s --instance NAME reads one):\n", cmd);
+    for (uint32_t i = 0; i < n && i < 16; i++)
+        fprintf(out, "  %-32s %-18s %u process%s\n", e[i].name, e[i].profile, e[i].procs,
+                e[i].procs == 1 ? "" : "es");
+    if (n > 16)
+        fprintf(out, "  ... and %u more\n", n - 16);
 }

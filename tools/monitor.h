@@ -72,6 +72,7 @@ struct mon_sample {
     struct mon_cpu cpu_all;                     /* /proc/stat "cpu" line */
     struct mon_cpu cpu[MON_MAX_CPUS];           /* /proc/stat "cpuN" lines */
     uint32_t ncpu;                              /* entries in cpu[] */
+    uint64_t ctxt;                              /* /proc/stat "ctxt": context switches */
     uint64_t hbm_resident[CONFIG_MAX_VNCS];     /* HBM bytes in use per chip (file blocks) */
 };
 
@@ -90,6 +91,9 @@ int mon_sample_take(struct mon_sample *s);
 json_t *mon_report(const struct mon_config *cfg, const struct machine_config *mc,
                    const struct mon_sample *a, const struct mon_sample *b);
 
+/* Was vnc in use at b: owned, with a model loaded or executions since a? */
+bool mon_vnc_in_use(const struct mon_sample *a, const struct mon_sample *b, uint32_t v);
+
 /* Utilisation of vnc between a and b, percent (0 when it was not in use). */
 double mon_vnc_utilization(const struct mon_sample *a, const struct mon_sample *b,
                            uint32_t vnc);
@@ -97,7 +101,9 @@ double mon_vnc_utilization(const struct mon_sample *a, const struct mon_sample *
 /* A process's NEURON_PROCESS_TAG, or its pid as text. */
 void mon_proc_tag(int32_t pid, char *buf, size_t cap);
 
-/* Resident host memory of pid in bytes (VmRSS), 0 when unknown. */
+/* Host memory of pid in bytes: resident pages less the shared memory it
+ * maps (VmRSS - RssShmem: the emulated HBM is not host memory of the
+ * application), 0 when unknown. */
 uint64_t mon_proc_rss(int32_t pid);
 
 #endif

@@ -2,6 +2,7 @@
  * monitor_config.c: neuron-monitor's configuration file: the period, the
  * runtime metric groups per tag filter, the system metric groups.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,7 +209,12 @@ int mon_config_load(const char *path, struct mon_config *cfg)
     FILE *f = fopen(path, "rb");
     char *text = NULL;
     size_t len = 0;
-    if (f != NULL) {
+    if (f == NULL) {
+        fprintf(stderr, "trnemu monitor: cannot read %s: %s\n", path, strerror(errno));
+        memset(cfg, 0, sizeof *cfg);
+        return -1;
+    }
+    {
         FILE *m = open_memstream(&text, &len);
         char buf[4096];
         size_t n;

@@ -19,13 +19,18 @@
 static void mon_read_stat(struct mon_sample *s)
 {
     FILE *f = fopen("/proc/stat", "r");
-    char line[512];
+    char *line = NULL; /* whole lines: "intr" runs to thousands of bytes */
+    size_t cap = 0;
     s->ncpu = 0;
-    while (f != NULL && fgets(line, sizeof line, f) != NULL && strncmp(line, "cpu", 3) == 0) {
+    s->ctxt = 0;
+    while (f != NULL && getline(&line, &cap, f) > 0) {
         struct mon_cpu c = {0};
         unsigned long long v[7] = {0};
         char name[16];
-        if (sscanf(line, "%15s %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1], &v[2],
+        if (sscanf(line, "ctxt %llu", &v[0]) == 1)
+            s->ctxt = v[0];
+        if (strncmp(line, "cpu", 3) != 0 ||
+            sscanf(line, "%15s %llu %llu %llu %llu %llu %llu %llu", name, &v[0], &v[1], &v[2],
                    &v[3], &v[4], &v[5], &v[6]) != 8)
             continue;
         for (int i = 0; i < 7; i++)
@@ -35,6 +40,7 @@ static void mon_read_stat(struct mon_sample *s)
         else if (s->ncpu < MON_MAX_CPUS)
             s->cpu[s->ncpu++] = c;
     }
+    free(line);
     if (f != NULL)
         fclose(f);
 }
@@ -114,15 +120,18 @@ void mon_proc_tag(int32_t pid, char *buf, size_t cap)
 uint64_t mon_proc_rss(int32_t pid)
 {
     char path[64], line[256];
-    unsigned long long kb = 0;
+    unsigned long long kb, rss = 0, shmem = 0;
     snprintf(path, sizeof path, "/proc/%d/status", (int)pid);
     FILE *f = fopen(path, "r");
-    while (f != NULL && fgets(line, sizeof line, f) != NULL)
+    while (f != NULL && fgets(line, sizeof line, f) != NULL) {
         if (sscanf(line, "VmRSS: %llu kB", &kb) == 1)
-            break;
+            rss = kb;
+        else if (sscanf(line, "RssShmem: %llu kB", &kb) == 1)
+            shmem = kb;
+    }
     if (f != NULL)
         fclose(f);
-    return (uint64_t)kb * 1024u;
+    return (uint64_t)(rss > shmem ? rss - shmem : 0) * 1024u;
 }
 
 /* ---- the report ----------------------------------------------------------- */
@@ -160,12 +169,24 @@ static json_t *mon_group(double period)
     return json_pack("{s:f, s:s}", "period", period, "error", "");
 }
 
+bool mon_vnc_in_use(const struct mon_sample *a, const struct mon_sample *b, uint32_t v)
+{
+    if (!b->live || v >= b->ctl.total_vncs || b->ctl.owner[v].pid == 0)
+        return false;
+    const struct instance_vnc_use *y = &b->ctl.use[v];
+    if (atomic_load(&y->models) > 0)
+        return true;
+    bool same = mon_same_owner(a, b, v);
+    return atomic_load(&y->executions) != (same ? atomic_load(&a->ctl.use[v].executions) : 0) ||
+           atomic_load(&y->busy_ns) != (same ? atomic_load(&a->ctl.use[v].busy_ns) : 0);
+}
+
 static json_t *mon_nc_counters(const struct mon_sample *a, const struct mon_sample *b,
                                const struct instance_proc *pr, const struct itype *p)
 {
     json_t *g = mon_group(mon_dt(a, b)), *in_use = json_object();
     for (uint32_t v = 0; v < b->ctl.total_vncs; v++) {
-        if (!live_owns(&b->ctl, pr, v))
+        if (!live_owns(&b->ctl, pr, v) || !mon_vnc_in_use(a, b, v))
             continue;
         double u = mon_vnc_utilization(a, b, v);
         json_t *nc = json_pack("{s:f}", "neuroncore_utilization", u);
@@ -262,18 +283,43 @@ static json_t *mon_exec_stats(const struct mon_sample *a, const struct mon_sampl
     return g;
 }
 
+/* One VNC's device memory by neuron-monitor's categories. */
+static json_t *mon_nc_memory(const struct instance_vnc_use *u, uint64_t *total)
+{
+    uint64_t t = atomic_load(&u->mem[INSTANCE_MEM_TENSORS]);
+    uint64_t c = atomic_load(&u->mem[INSTANCE_MEM_CONSTANTS]);
+    uint64_t s = atomic_load(&u->mem[INSTANCE_MEM_SCRATCHPAD]);
+    uint64_t r = atomic_load(&u->mem[INSTANCE_MEM_RUNTIME]);
+    *total += t + c + s + r;
+    /* model_code: the instruction streams live in host memory, not the emulated HBM */
+    return json_pack("{s:I, s:I, s:I, s:I, s:I}", "constants", (json_int_t)c, "model_code",
+                     (json_int_t)0, "model_shared_scratchpad", (json_int_t)s, "runtime_memory",
+                     (json_int_t)r, "tensors", (json_int_t)t);
+}
+
 static json_t *mon_memory_used(const struct mon_sample *a, const struct mon_sample *b,
                                const struct instance_proc *pr)
 {
-    uint64_t dev = 0;
-    uint32_t per = b->ctl.chips ? b->ctl.total_vncs / b->ctl.chips : 0;
-    for (uint32_t c = 0; c < b->ctl.chips && c < CONFIG_MAX_VNCS; c++)
-        if (per && live_owns_any(&b->ctl, pr, c * per, per))
-            dev += b->hbm_resident[c];
+    uint64_t dev = 0, host_tensors = 0, host = mon_proc_rss(pr->pid);
+    json_t *per_nc = json_object();
+    for (uint32_t v = 0; v < b->ctl.total_vncs; v++) {
+        if (!live_owns(&b->ctl, pr, v))
+            continue;
+        char idx[16];
+        snprintf(idx, sizeof idx, "%u", v);
+        json_object_set_new(per_nc, idx, mon_nc_memory(&b->ctl.use[v], &dev));
+        host_tensors += atomic_load(&b->ctl.use[v].mem[INSTANCE_MEM_HOST_TENSORS]);
+    }
+    if (host_tensors > host)
+        host_tensors = host;
+    json_t *hostb = json_pack("{s:I, s:I, s:I, s:I}", "application_memory",
+                              (json_int_t)(host - host_tensors), "constants", (json_int_t)0,
+                              "dma_buffers", (json_int_t)0, "tensors", (json_int_t)host_tensors);
     json_t *g = mon_group(mon_dt(a, b));
     json_object_set_new(g, "neuron_runtime_used_bytes",
-                        json_pack("{s:I, s:I}", "host", (json_int_t)mon_proc_rss(pr->pid),
-                                  "neuron_device", (json_int_t)dev));
+                        json_pack("{s:I, s:I, s:{s:o, s:o}}", "host", (json_int_t)host,
+                                  "neuron_device", (json_int_t)dev, "usage_breakdown", "host",
+                                  hostb, "neuroncore_memory_usage", per_nc));
     return g;
 }
 
@@ -351,6 +397,8 @@ static json_t *mon_sys_vcpu(const struct mon_sample *a, const struct mon_sample 
         json_object_set_new(per, key, mon_cpu_json(&a->cpu[i], &b->cpu[i]));
     }
     json_object_set_new(g, "usage_data", per);
+    json_object_set_new(g, "context_switch_count",
+                        json_integer((json_int_t)mon_d(a->ctxt, b->ctxt)));
     return g;
 }
 
@@ -406,12 +454,14 @@ static json_t *mon_system_data(const struct mon_config *cfg, const struct itype 
     return o;
 }
 
-/* Not an EC2 instance: the identity fields are empty, the type is the
- * emulated one. */
+/* Not an EC2 instance: the identity fields are empty but the made-up id
+ * neuron-ls shows; the type is the emulated one. */
 static json_t *mon_instance_info(const struct itype *p)
 {
+    char id[32];
+    live_instance_id(id, sizeof id);
     return json_pack("{s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:s}", "instance_name", "",
-                     "instance_id", "", "instance_type", p->name, "instance_availability_zone",
+                     "instance_id", id, "instance_type", p->name, "instance_availability_zone",
                      "", "instance_availability_zone_id", "", "instance_region", "", "ami_id",
                      "", "subnet_id", "", "error", "");
 }

@@ -10,44 +10,35 @@
 struct tool_cmd {
     const char *name;                 /* subcommand word */
     int (*run)(int argc, char **argv);/* its implementation */
-    const char *help;                 /* one-line description */
 };
 
 static const struct tool_cmd tool_cmds[] = {
-    {"ls", cmd_ls, "show the emulated machine (--json, --profiles, --stats); neuron-ls's\n"
-               "           -j/--json-output, -w/--wide, -a/--show-all-procs, -t/--topology"},
-    {"monitor", cmd_monitor, "stream neuron-monitor JSON reports: trnemu monitor [-c CONFIG.json]\n"
-               "           [--count N]"},
-    {"top", cmd_top, "interactive view of the live instance like neuron-top (q quits)"},
-    {"run", cmd_run, "execute a NEFF with .npy/.bin inputs, write .npy outputs: trnemu run\n"
-               "           MODEL.neff [--input NAME=FILE]... [--output-dir DIR] [--repeat N] [--vnc K]"},
-    {"exec", cmd_exec, "run a program on trnemu's libnrt.so.1: trnemu exec -- CMD [ARGS]"},
-    {"profile", cmd_profile, "run a program with every execution profiled: trnemu profile\n"
-                             "           [-o FILE] -- CMD [ARGS] (Perfetto trace + engine summary)"},
-    {"asm", cmd_asm, "assemble trnemu assembly into a NEFF: trnemu asm FILE.s [-o FILE.neff]"},
-    {"disasm", cmd_disasm, "print a NEFF as trnemu assembly: trnemu disasm FILE.neff"},
-    {"launch", cmd_launch, "start N ranks on one instance: trnemu launch -n N [--cores-per-rank K]\n"
-               "           [--first-core C] [--timeout SEC] [--keep-going] -- PROG [ARGS]"},
-    {"snapshot", cmd_snapshot, "look into snapshot files: trnemu snapshot list|show|diff|export|rm|gc\n"
-               "           FILE ... (see 'trnemu snapshot --help')"},
-    {"replay", cmd_replay, "re-run a recorded call log and compare: trnemu replay FILE\n"
-               "           [--from SNAPSHOT] [--list] [-v] [--set NAME=VALUE]"},
+    {"ls", cmd_ls}, {"monitor", cmd_monitor}, {"top", cmd_top}, {"run", cmd_run},
+    {"exec", cmd_exec}, {"profile", cmd_profile}, {"asm", cmd_asm}, {"disasm", cmd_disasm},
+    {"launch", cmd_launch}, {"snapshot", cmd_snapshot}, {"replay", cmd_replay},
 };
 
 static int tool_help(FILE *out)
 {
-    fprintf(out, "usage: trnemu COMMAND [ARGS]\n\ncommands:\n");
-    for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
-        fprintf(out, "  %-8s %s\n", tool_cmds[i].name, tool_cmds[i].help);
+    fprintf(out, "usage: trnemu COMMAND [ARGS]   (trnemu help COMMAND, or COMMAND --help:\n"
+                 "                                 its options)\n\ncommands:\n");
+    tool_usage_list(out);
     fprintf(out, "\nThe emulated machine is chosen with TRNEMU_INSTANCE (default trn2.48xlarge),\n"
-                 "NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES.\n");
+                 "NEURON_LOGICAL_NC_CONFIG, NEURON_RT_VISIBLE_CORES and NEURON_RT_NUM_CORES.\n"
+                 "Called as neuron-ls, neuron-top or neuron-monitor, trnemu acts as ls, top\n"
+                 "or monitor.\n");
     return out == stdout ? 0 : 2;
 }
 
-int tool_usage_error(const char *cmd, const char *msg)
+/* `trnemu help [COMMAND]`. */
+static int tool_help_cmd(int argc, char **argv)
 {
-    fprintf(stderr, "trnemu %s: %s (see 'trnemu help')\n", cmd, msg);
-    return 2;
+    if (argc < 3)
+        return tool_help(stdout);
+    if (tool_usage(argv[2], stdout) == 0)
+        return 0;
+    fprintf(stderr, "trnemu help: unknown command '%s'\n", argv[2]);
+    return tool_help(stderr);
 }
 
 /* Called as neuron-ls, neuron-top or neuron-monitor (the links installed
@@ -72,9 +63,8 @@ int main(int argc, char **argv)
         return vendor->run(argc, argv);
     if (argc < 2)
         return tool_help(stderr);
-    if (strcmp(argv[1], "help") == 0 || strcmp(argv[1], "--help") == 0 ||
-        strcmp(argv[1], "-h") == 0)
-        return tool_help(stdout);
+    if (strcmp(argv[1], "help") == 0 || tool_is_help(argv[1]))
+        return tool_help_cmd(argc, argv);
     for (size_t i = 0; i < sizeof tool_cmds / sizeof tool_cmds[0]; i++)
         if (strcmp(argv[1], tool_cmds[i].name) == 0)
             return tool_cmds[i].run(argc - 1, argv + 1);

@@ -590,6 +590,18 @@ void instance_use_stand_in(struct instance *inst, uint32_t vnc)
         atomic_fetch_add(&inst->ctl->use[vnc].stand_ins, 1);
 }
 
+void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
+                         uint64_t bytes, bool add)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || kind >= INSTANCE_MEM_KINDS)
+        return;
+    _Atomic uint64_t *m = &inst->ctl->use[vnc].mem[kind];
+    if (add)
+        atomic_fetch_add(m, bytes);
+    else if (atomic_load(m) >= bytes) /* the VNC may have been reset since */
+        atomic_fetch_sub(m, bytes);
+}
+
 void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n)
 {
     if (inst != NULL && vnc < CONFIG_MAX_VNCS)

@@ -32,7 +32,7 @@
 #include "nrt/nrt_status.h"
 
 #define INSTANCE_CTL_MAGIC 0x314c54434d454e52ull /* "RNEMCTL1" little-endian */
-#define INSTANCE_CTL_VERSION 3u
+#define INSTANCE_CTL_VERSION 4u
 /* Processes attached at once (each owns at least one VNC). */
 #define INSTANCE_MAX_PROCS CONFIG_MAX_VNCS
 /* Longest instance name accepted. */
@@ -59,6 +59,18 @@ struct instance_link_stat {
 /* Latencies kept per VNC (a ring of the most recent executions). */
 #define INSTANCE_LATENCIES 64
 
+/* Memory held for one VNC, by the categories of neuron-monitor's
+ * memory_used usage_breakdown. Device bytes are those placed in the
+ * emulated HBM (instruction streams are kept in host memory). */
+enum instance_mem {
+    INSTANCE_MEM_TENSORS,      /* device tensors (nrt_tensor_allocate and the like) */
+    INSTANCE_MEM_CONSTANTS,    /* models' constants and weights (file variables) */
+    INSTANCE_MEM_SCRATCHPAD,   /* models' internal buffers (tmp-buf and virtual variables) */
+    INSTANCE_MEM_RUNTIME,      /* the runtime's tables for models (pointer, DGE variables) */
+    INSTANCE_MEM_HOST_TENSORS, /* host-placed tensors of this VNC (host memory) */
+    INSTANCE_MEM_KINDS
+};
+
 /* What runs on one VNC; written only by the process that owns it, reset
  * when the VNC is claimed or given back. The monitors (trnemu monitor,
  * top) read differences of these counters over their period. */
@@ -72,6 +84,7 @@ struct instance_vnc_use {
     _Atomic uint64_t busy_ns;        /* wall time spent executing (CLOCK_MONOTONIC ns) */
     _Atomic uint64_t latencies;      /* latencies recorded so far (next ring slot mod size) */
     _Atomic uint32_t latency_us[INSTANCE_LATENCIES]; /* ring: latency of recent executions, us */
+    _Atomic uint64_t mem[INSTANCE_MEM_KINDS];        /* bytes held now, by enum instance_mem */
 };
 
 /* The control block, shared by every attached process. The process table
@@ -154,6 +167,9 @@ void instance_use_model(struct instance *inst, uint32_t vnc, const char *name,
                         bool was_stand_in);
 void instance_use_stand_in(struct instance *inst, uint32_t vnc);
 void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n);
+/* bytes of memory of kind taken (add) or given back (!add) for vnc. */
+void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
+                         uint64_t bytes, bool add);
 /* One request of executions ended on vnc after ns nanoseconds of wall
  * time, with status st (counted as busy time, a latency, an outcome). */
 void instance_use_request(struct instance *inst, uint32_t vnc, uint64_t ns, NRT_STATUS st);

@@ -10,9 +10,10 @@
 #include <string.h>
 #include <strings.h>
 
-#include "devices/config/status.h"
 #include "devices/runtime/handle.h"
+#include "devices/machine/instance.h"
 #include "devices/runtime/runtime.h"
+#include "devices/config/status.h"
 #include "devices/runtime/tensor.h"
 #include "emu/isa/isa_generation.h"
 #include "emu/log.h"
@@ -35,6 +36,20 @@ static NRT_STATUS model_take(struct nrt_model *m, uint64_t size, uint64_t align,
     m->plan_used++;
     *out = *b;
     return machine_hbm_take_at(rt_machine(), b);
+}
+
+/* The memory_used category of a variable's HBM (enum instance_mem). */
+static enum instance_mem model_var_mem_kind(enum neff_var_type type)
+{
+    switch (type) {
+    case NEFF_VAR_FILE:
+        return INSTANCE_MEM_CONSTANTS;
+    case NEFF_VAR_POINTER:
+    case NEFF_VAR_DGE_TABLE:
+        return INSTANCE_MEM_RUNTIME;
+    default:
+        return INSTANCE_MEM_SCRATCHPAD;
+    }
 }
 
 /* Allocate an HBM block for a variable on the model's VNC. */
@@ -89,6 +104,8 @@ static NRT_STATUS model_place_scratch(struct nrt_model *m)
         return st;
     m->has_scratch = true;
     m->hbm_bytes += m->scratch.len;
+    instance_use_memory(rt_machine()->inst, m->gvnc, INSTANCE_MEM_SCRATCHPAD, m->scratch.len,
+                        true);
     return NRT_SUCCESS;
 }
 
@@ -125,6 +142,9 @@ static NRT_STATUS model_place_var(struct nrt_model *m, const struct neff_var *v,
     default: /* input, output, state-buffer */
         break;
     }
+    if (st == NRT_SUCCESS && mv->owns_block)
+        instance_use_memory(rt_machine()->inst, m->gvnc, model_var_mem_kind(v->type),
+                            mv->block.len, true);
     return st;
 }
 
@@ -296,8 +316,11 @@ static void model_release(struct nrt_model *m)
     for (uint32_t s = 0; m->sgs != NULL && s < m->nsgs; s++) {
         struct model_sg *ms = &m->sgs[s];
         for (uint32_t i = 0; ms->vars != NULL && i < ms->sg->n_vars; i++)
-            if (ms->vars[i].owns_block)
+            if (ms->vars[i].owns_block) {
+                instance_use_memory(mach->inst, m->gvnc, model_var_mem_kind(ms->sg->vars[i].type),
+                                    ms->vars[i].block.len, false);
                 machine_hbm_give(mach, &ms->vars[i].block);
+            }
         free(ms->vars);
         free(ms->cvars);
         free(ms->cvar_index);
@@ -305,8 +328,10 @@ static void model_release(struct nrt_model *m)
         for (int e = 0; e < ISA_ENG_COUNT; e++)
             free(ms->code[e]);
     }
-    if (m->has_scratch)
+    if (m->has_scratch) {
+        instance_use_memory(mach->inst, m->gvnc, INSTANCE_MEM_SCRATCHPAD, m->scratch.len, false);
         machine_hbm_give(mach, &m->scratch);
+    }
     if (m->gvnc < mach->cfg.total_vncs && m->neff != NULL)
         atomic_fetch_sub(&mach->vncs[m->gvnc].models, 1);
     free(m->sgs);

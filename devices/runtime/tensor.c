@@ -17,6 +17,7 @@
 #include <time.h>
 
 #include "devices/runtime/handle.h"
+#include "devices/machine/instance.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
 
@@ -40,7 +41,20 @@ static struct tensor_storage *storage_new(enum tensor_storage_kind kind, uint64_
     atomic_store(&s->refs, 1);
     s->kind = kind;
     s->size = size;
+    s->gvnc = -1;
     return s;
+}
+
+/* Count the storage's bytes for its VNC in the shared instance (what
+ * neuron-monitor's memory breakdown reads), or give them back. */
+static void storage_charge(const struct tensor_storage *s, bool add)
+{
+    struct machine *m = rt_machine();
+    struct instance *inst = m != NULL ? m->inst : NULL;
+    if (s->kind == STORAGE_HBM)
+        instance_use_memory(inst, s->block.vnc, INSTANCE_MEM_TENSORS, s->block.len, add);
+    else if (s->kind == STORAGE_HOST && s->gvnc >= 0)
+        instance_use_memory(inst, (uint32_t)s->gvnc, INSTANCE_MEM_HOST_TENSORS, s->size, add);
 }
 
 static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_storage **out)
@@ -55,21 +69,24 @@ static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_st
         return st;
     }
     s->va = machine_hbm_va(m, &s->block);
+    storage_charge(s, true);
     *out = s;
     return NRT_SUCCESS;
 }
 
-static NRT_STATUS storage_new_host(uint64_t size, struct tensor_storage **out)
+static NRT_STATUS storage_new_host(int32_t gvnc, uint64_t size, struct tensor_storage **out)
 {
     struct tensor_storage *s = storage_new(STORAGE_HOST, size);
     if (s == NULL)
         return NRT_RESOURCE;
+    s->gvnc = gvnc;
     s->va = calloc(1, size);  /* large blocks come zeroed from mmap, untouched */
     if (s->va == NULL) {
         LOG_ERROR("TDRV", "cannot allocate %" PRIu64 " bytes of host memory", size);
         free(s);
         return NRT_RESOURCE;
     }
+    storage_charge(s, true);
     *out = s;
     return NRT_SUCCESS;
 }
@@ -84,6 +101,7 @@ static void storage_unref(struct tensor_storage *s)
 {
     if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
+    storage_charge(s, false);
     if (s->kind == STORAGE_HBM)
         machine_hbm_give(rt_machine(), &s->block);
     else if (s->kind == STORAGE_HOST)
@@ -155,7 +173,7 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
     if (t == NULL)
         return NRT_RESOURCE;
     st = placement == NRT_TENSOR_PLACEMENT_DEVICE ? storage_new_hbm((uint32_t)gvnc, size, &t->st)
-                                                  : storage_new_host(size, &t->st);
+                                                  : storage_new_host(gvnc, size, &t->st);
     if (st != NRT_SUCCESS) {
         free(t);
         return st;
@@ -662,7 +680,7 @@ NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
                                   const struct hbm_block *b, struct tensor_storage **out)
 {
     if (kind != STORAGE_HBM)
-        return storage_new_host(size ? size : 1, out);
+        return storage_new_host(-1, size ? size : 1, out);
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
     if (s == NULL)
         return NRT_RESOURCE;
@@ -673,6 +691,7 @@ NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
     }
     s->block = *b;
     s->va = machine_hbm_va(rt_machine(), b);
+    storage_charge(s, true);
     *out = s;
     return NRT_SUCCESS;
 }

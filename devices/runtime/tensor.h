@@ -35,6 +35,7 @@ struct tensor_storage {
     uint8_t *va;                    /* host address of byte 0 */
     uint64_t size;                  /* usable bytes */
     struct hbm_block block;         /* STORAGE_HBM: the HBM range */
+    int32_t gvnc;                   /* STORAGE_HOST: machine-wide VNC charged, -1 none */
 };
 
 /* A pinned, consistent copy of what a tensor refers to. */

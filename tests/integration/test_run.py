@@ -8,6 +8,7 @@ exit status 1; a usage error exits 2. Standard library only (the .npy files
 are written and read here by hand).
 """
 import ast
+import re
 import math
 import os
 import struct
@@ -58,7 +59,8 @@ def test_add(tmp):
             "--input", "b=" + os.path.join(tmp, "b.bin"), "--output-dir", out, "--repeat", "3",
             "--vnc", "1")
     check("status: Success (0)" in p.stdout, "status line: " + p.stdout)
-    check("executions: 3, time per execution:" in p.stdout, "time line: " + p.stdout)
+    check(re.search(r"^executions: 3, first: [0-9.]+ ms, the other 2: median [0-9.]+ ms, "
+                    r"best [0-9.]+ ms$", p.stdout, re.M) is not None, "time line: " + p.stdout)
     descr, shape, data = npy_read(os.path.join(out, "c.npy"))
     check(descr == "<f4" and shape == (128, 512), "c.npy header %s %s" % (descr, shape))
     c = struct.unpack("<%df" % n, data)
@@ -88,10 +90,13 @@ def test_bad_inputs(tmp):
     npy_write(os.path.join(tmp, "i32.npy"), "<i4", (128, 512), bytes(128 * 512 * 4))
     with open(os.path.join(tmp, "short.bin"), "wb") as f:
         f.write(bytes(100))
-    cases = [("a=" + os.path.join(tmp, "small.npy"), "needs descr <f4 and shape [128, 512]"),
-             ("a=" + os.path.join(tmp, "i32.npy"), "needs descr <f4"),
+    cases = [("a=" + os.path.join(tmp, "small.npy"),
+              "holds descr <f4 shape [4]; input 'a' needs descr <f4 shape [128, 512]"),
+             ("a=" + os.path.join(tmp, "i32.npy"),
+              "holds descr <i4 shape [128, 512]; input 'a' needs descr <f4"),
              ("a=" + os.path.join(tmp, "short.bin"), "100 bytes, input 'a' takes 262144"),
-             ("nope=" + os.path.join(tmp, "short.bin"), "the model has no input 'nope'"),
+             ("nope=" + os.path.join(tmp, "short.bin"),
+              "the model has no input 'nope'; its inputs: a b"),
              ("a=" + os.path.join(tmp, "missing.npy"), "cannot read")]
     for arg, msg in cases:
         p = run(add, "--input", arg, "--output-dir", os.path.join(tmp, "bad"), want=1)
@@ -99,6 +104,7 @@ def test_bad_inputs(tmp):
     p = run(add, "--repeat", "0", want=2)
     p = run(add, "--input", "a", want=2)
     p = run(os.path.join(tmp, "short.bin"), want=1)
+    check("short.bin is not a NEFF" in p.stderr, "not a NEFF: " + p.stderr)
 
 
 def main():

@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""test_monitor_clients.py TRNEMU EXAMPLES_DIR: neuron-monitor's stream read
+the way its clients read it, with a workload attached (`trnemu run
+add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
+
+- scalene's Neuron plugin: the configuration it writes (period 1s, system
+  vcpu_usage and memory_info, runtime neuroncore_counters, memory_used,
+  neuron_runtime_vcpu_usage), idle from usage_data, utilisation from
+  neuroncores_in_use, and device memory as the sum of every value under
+  memory_used.neuron_runtime_used_bytes.usage_breakdown
+  .neuroncore_memory_usage: it must not be 0 MB;
+- wandb's Trainium reader: the entry whose pid is the workload's, the
+  usage_breakdown's host object and each NeuronCore's object turned into
+  records with exactly the vendor's keys (an extra or a missing key makes
+  the reader drop the sample);
+- the vendor guide's other fields: the cores in use (only VNC 5 runs
+  anything, so only "5" is in use), vcpu_usage's context_switch_count.
+Standard library only.
+"""
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+TRNEMU, EXAMPLES = sys.argv[1], sys.argv[2]
+HOST_KEYS = ["application_memory", "constants", "dma_buffers", "tensors"]
+NC_KEYS = ["constants", "model_code", "model_shared_scratchpad", "runtime_memory", "tensors"]
+SCALENE_CONFIG = {
+    "period": "1s",
+    "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"}],
+    "neuron_runtimes": [{"tag_filter": ".*", "metrics": [
+        {"type": "neuroncore_counters"}, {"type": "memory_used"},
+        {"type": "neuron_runtime_vcpu_usage"}]}],
+}
+
+
+def start_workload(tmp, env):
+    e = dict(env, NEURON_RT_VISIBLE_CORES="4-5")
+    w = subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "add.neff"), "--repeat",
+                          "400000", "--vnc", "1", "--output-dir", tmp], env=e,
+                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    for _ in range(200):
+        devs = json.loads(subprocess.run([TRNEMU, "ls", "-j"], env=env, capture_output=True,
+                                         text=True).stdout)
+        if any(p["pid"] == w.pid for p in devs[1]["neuron_processes"]):
+            return w
+        time.sleep(0.05)
+    w.kill()
+    raise AssertionError("the workload never attached")
+
+
+def monitor_lines(tmp, env, config, count):
+    path = os.path.join(tmp, "monitor.json")
+    with open(path, "w") as f:
+        json.dump(config, f)
+    p = subprocess.run([TRNEMU, "monitor", "-c", path, "--count", str(count)], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    return p.stdout.splitlines()
+
+
+def scalene_reads(line):
+    """(cpu utilisation, NeuronCore utilisation, device MB) as scalene gets them."""
+    data = json.loads(line)
+    usage = data.get("system_data", {}).get("vcpu_usage", {}).get("usage_data", {})
+    idle = [u.get("idle", 0) for u in usage.values()]
+    cpu = 100 - sum(idle) / len(idle) if idle else 0.0
+    util, cores, mem = 0.0, 0, 0.0
+    for entry in data.get("neuron_runtime_data", []):
+        rep = entry.get("report", {})
+        for c in rep.get("neuroncore_counters", {}).get("neuroncores_in_use", {}).values():
+            u = c.get("neuroncore_utilization", 0)
+            assert u <= 100.0
+            util += u
+            cores += u > 0
+        per_nc = (rep.get("memory_used", {}).get("neuron_runtime_used_bytes", {})
+                  .get("usage_breakdown", {}).get("neuroncore_memory_usage", {}))
+        for m in per_nc.values():
+            mem += sum(m.values())
+    return cpu, util / max(cores, 1) / 100.0, mem / 1048576.0
+
+
+def wandb_reads(line, pid):
+    """wandb's sample: the workload's report turned into fixed records."""
+    raw = json.loads(line)
+    rep = [e["report"] for e in raw["neuron_runtime_data"] if int(e["pid"]) == pid][0]
+    in_use = rep["neuroncore_counters"]["neuroncores_in_use"]
+    used = rep["memory_used"]["neuron_runtime_used_bytes"]
+    breakdown = used["usage_breakdown"]
+    assert list(breakdown["host"]) == HOST_KEYS, breakdown["host"]
+    for v in breakdown["neuroncore_memory_usage"].values():
+        assert list(v) == NC_KEYS, v
+        assert all(isinstance(x, int) and x >= 0 for x in v.values()), v
+    return in_use, used
+
+
+def main():
+    env = dict(os.environ, TRNEMU_INSTANCE_NAME="mon-clients-%d" % os.getpid(),
+               NEURON_RT_LOG_LEVEL="ERROR")
+    with tempfile.TemporaryDirectory() as tmp:
+        w = start_workload(tmp, env)
+        try:
+            lines = monitor_lines(tmp, env, SCALENE_CONFIG, 2)
+            cpu, util, mb = scalene_reads(lines[-1])
+            assert 0 <= cpu <= 100 and 0 < util <= 1.0, (cpu, util)
+            assert mb > 0, "scalene would show 0 MB of device memory"
+            in_use, used = wandb_reads(lines[-1], w.pid)
+            assert set(in_use) == {"5"}, in_use  # owns 4-5, runs on 5 only
+            per_nc = used["usage_breakdown"]["neuroncore_memory_usage"]
+            assert set(per_nc) == {"4", "5"}, per_nc
+            dev = sum(sum(v.values()) for v in per_nc.values())
+            assert used["neuron_device"] == dev > 0, used
+            assert per_nc["5"]["tensors"] > 0, per_nc  # run's input and output tensors
+            assert per_nc["4"] == dict.fromkeys(NC_KEYS, 0), per_nc  # nothing on VNC 4
+            host = used["usage_breakdown"]["host"]
+            assert sum(host.values()) == used["host"] > 0, (host, used["host"])
+            vcpu = json.loads(lines[-1])["system_data"]["vcpu_usage"]
+            assert isinstance(vcpu["context_switch_count"], int), vcpu
+            assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
+        finally:
+            w.kill()
+            w.wait()
+    print("neuron-monitor as scalene and wandb read it: ok")
+
+
+if __name__ == "__main__":
+    main()
