@@ -180,6 +180,8 @@ def test_fp8_kernel_output():
 def test_fp4_is_host_only():
     with pytest.raises(TypeError, match="float4_e2m1fn"):
         _dtypes.info(F4)
+    with pytest.raises(nki.NKIError, match="test_nki_dtypes.py:[0-9]+: float4_e2m1fn has no device"):
+        widen(np.zeros((2, 8), dtype=F4))
 
 def _torch():
     return pytest.importorskip("torch")
@@ -205,3 +207,71 @@ def test_torch_bf16_shares_memory():
     assert a.dtype == nl.bfloat16
     x[0, 0] = 5.0
     assert float(a[0, 0]) == 5.0   # a view of the tensor's memory, not a copy
+
+
+_FAKE_ML_DTYPES = '''
+import importlib.util, os
+_spec = importlib.util.spec_from_file_location("ml_dtypes._hostdtypes", os.environ["HD_EXT"])
+_m = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(_m)
+globals().update({n: getattr(_m, n) for n in dir(_m) if not n.startswith("_")})
+'''
+
+_USE_ML_DTYPES = '''
+import numpy as np, ml_dtypes, nki, nki.language as nl
+from nki import _dtypes
+assert _dtypes.HOST == "ml_dtypes" and nl.bfloat16 == np.dtype(ml_dtypes.bfloat16)
+
+@nki.jit
+def twice(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.multiply(nl.load(a), 2.0))
+    return out
+
+a = np.arange(16, dtype=np.float32).reshape(2, 8).astype(ml_dtypes.bfloat16)
+r = twice(a)
+assert r.dtype == ml_dtypes.bfloat16 and r.astype(np.float32).tolist() == (2 * a.astype(np.float32)).tolist()
+print("ok")
+'''
+
+
+@trnemu_only
+def test_ml_dtypes_is_preferred(tmp_path):
+    """With an importable ml_dtypes (here a stand-in module that registers
+    the same formats under its own name), its dtypes are the host dtypes
+    and its arrays go through kernels."""
+    import os
+    import subprocess
+    import sys
+    (tmp_path / "ml_dtypes").mkdir()
+    (tmp_path / "ml_dtypes" / "__init__.py").write_text(_FAKE_ML_DTYPES)
+    env = dict(os.environ, HD_EXT=sys.modules["nki._hostdtypes"].__file__,
+               PYTHONPATH=os.pathsep.join([str(tmp_path), os.path.dirname(os.path.dirname(nki.__file__))]))
+    env.pop("TRNEMU_NKI_HOST_DTYPES", None)
+    # an instance of its own: this process holds the cores of the test's one
+    env["TRNEMU_INSTANCE_NAME"] = "%s-mld-%d" % (os.environ.get("TRNEMU_INSTANCE_NAME", "nki"), os.getpid())
+    r = subprocess.run([sys.executable, "-c", _USE_ML_DTYPES], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0 and r.stdout.strip() == "ok", r.stderr
+
+
+@trnemu_only
+def test_extension_found_under_trnemu_exec():
+    """`trnemu exec` from a build tree puts the source python/ on
+    PYTHONPATH and preloads <build>/shims/libnrt.so.1: the extension is
+    found next to that library."""
+    import os
+    import subprocess
+    import sys
+    tool = os.environ.get("TRNEMU_TOOL")
+    if not tool:
+        pytest.skip("TRNEMU_TOOL not set (meson sets it)")
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "TRNEMU_LIBNRT")}
+    env["TRNEMU_INSTANCE_NAME"] = "%s-hd-%d" % (os.environ.get("TRNEMU_INSTANCE_NAME", "nki"), os.getpid())
+    code = ("import numpy as np, nki.language as nl\n"
+            "from nki import _dtypes\n"
+            "print(_dtypes.HOST, np.zeros(2, dtype=nl.bfloat16).dtype)\n")
+    r = subprocess.run([tool, "exec", "--", sys.executable, "-c", code], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout.strip() == "trnemu bfloat16"
