@@ -7,7 +7,7 @@ set -eu
 PKGS="build-essential meson ninja-build pkg-config
 libcmocka-dev libarchive-dev zlib1g-dev libjansson-dev libssl-dev libxxhash-dev
 liblz4-dev libsqlite3-dev libffi-dev libopenblas-dev
-clang libclang-rt-14-dev python3 python3-numpy python3-pytest binutils tmux
+clang libclang-rt-14-dev python3 python3-dev python3-numpy python3-pytest binutils tmux
 libfabric-dev libfabric-bin iproute2"
 
 missing=""

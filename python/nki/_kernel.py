@@ -8,6 +8,7 @@ import hashlib
 import inspect
 import itertools
 import re
+import sys
 import time
 
 import numpy as np
@@ -17,8 +18,9 @@ from ._core import NKIError, NkiTensor
 
 
 class HostArray(np.ndarray):
-    """A host array of a dtype NumPy lacks (bfloat16, fp8): the bit
-    patterns (uint16 / uint8) with the NKI dtype attached."""
+    """A host array of a dtype NumPy lacks, where neither ml_dtypes nor
+    nki._hostdtypes gives one: the bit patterns (uint16 / uint8) with the
+    NKI dtype attached."""
 
     def __array_finalize__(self, obj):
         self.nki_dtype = getattr(obj, "nki_dtype", None)
@@ -26,13 +28,46 @@ class HostArray(np.ndarray):
 
 def bf16(x):
     """float32 values -> a bfloat16 host array (rounded to nearest even)."""
+    if isinstance(_dtypes.bfloat16, np.dtype):
+        return np.asarray(x, dtype=np.float32).astype(_dtypes.bfloat16)
     a = _dtypes.f32_to_bf16(np.asarray(x, dtype=np.float32)).view(HostArray)
     a.nki_dtype = _dtypes.bfloat16
     return a
 
 
+def _torch_to_numpy(torch, t):
+    """A CPU torch tensor as a NumPy array, sharing its memory where torch
+    can (bfloat16 and fp8 tensors through their bits, viewed with the
+    host dtype)."""
+    if t.device.type != "cpu":
+        raise NKIError("%s: a torch tensor on %s was passed; trnemu takes CPU tensors "
+                       "(call .cpu() first)" % (_core.user_line(), t.device))
+    t = t.detach().resolve_conj().resolve_neg()
+    name = str(t.dtype).replace("torch.", "")
+    if name not in ("bfloat16", "float8_e4m3fn", "float8_e5m2"):
+        return t.numpy()
+    host = _dtypes.host_dtype(name)
+    if host is None:
+        raise NKIError("%s: a torch.%s tensor needs a NumPy %s dtype (ml_dtypes or trnemu's "
+                       "nki._hostdtypes), and there is none" % (_core.user_line(), name, name))
+    bits = torch.int16 if t.element_size() == 2 else torch.uint8
+    return t.contiguous().view(bits).numpy().view(host)
+
+
+def _host_args(args, kwargs):
+    """The arguments with CPU torch tensors turned into NumPy arrays (torch
+    is never imported here: without it loaded there are no tensors)."""
+    torch = sys.modules.get("torch")
+    if torch is None:
+        return args, kwargs
+
+    def conv(a):
+        return _torch_to_numpy(torch, a) if isinstance(a, torch.Tensor) else a
+    return tuple(conv(a) for a in args), {k: conv(v) for k, v in kwargs.items()}
+
+
 def to_float32(x):
-    """A host array (bfloat16/fp16/... included) as float32 values."""
+    """A host array (bfloat16/fp8/fp16/... included) as float32 values."""
     if getattr(x, "nki_dtype", None) is _dtypes.bfloat16:
         return _dtypes.bf16_to_f32(np.asarray(x).view(np.uint16))
     return np.asarray(x, dtype=np.float32)
@@ -45,7 +80,10 @@ def _arg_dtype(a):
     if a.dtype == np.float64:
         raise NKIError("%s: a float64 array was passed; NKI has no float64 (pass float32)"
                        % _core.user_line())
-    return _dtypes.info(a.dtype)
+    try:
+        return _dtypes.info(a.dtype)
+    except TypeError as e:
+        raise NKIError("%s: %s" % (_core.user_line(), e)) from None
 
 
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
@@ -263,7 +301,7 @@ def _run(comp, args, kwargs, quiet=False):
     for name, shape, di, argpos in comp.out_specs:
         arr = np.empty(shape, dtype=di.host)
         m.read(name, arr)
-        if di.name in ("bfloat16",) or not isinstance(di.public, np.dtype):
+        if not isinstance(di.public, np.dtype):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
         outs.append(arr)
@@ -332,6 +370,7 @@ class Kernel:
         if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
             # called from inside another kernel: inline it
             return self.func(*args, **kwargs)
+        args, kwargs = _host_args(args, kwargs)
         comp = self.compile(args, kwargs)
         flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
         for argpos, name in comp.prefill:

@@ -223,7 +223,8 @@ def dtype_roundtrip(a):
 def test_bfloat16_host_form():
     a = rand(16, 40)
     got = dtype_roundtrip(a)
-    assert got.dtype == np.uint16 and got.nki_dtype is nl.bfloat16
+    # a NumPy bfloat16 array (HostArray bit patterns without host dtypes)
+    assert getattr(got, "nki_dtype", got.dtype) == nl.bfloat16
     ref = nki.to_float32(nki.bf16(a)) * 2
     assert np.array_equal(nki.to_float32(got), ref)
 
@@ -439,7 +440,7 @@ def test_dma_compute():
 def test_static_cast_host():
     x = rand(3, 3)
     h = nl.static_cast(x, nl.bfloat16)
-    assert h.nki_dtype is nl.bfloat16
+    assert getattr(h, "nki_dtype", h.dtype) == nl.bfloat16
     assert np.array_equal(nki.to_float32(h), nki.to_float32(nki.bf16(x)))
     assert nl.static_cast(x, nl.float16).dtype == np.float16
 
