@@ -1,0 +1,86 @@
+"""nki.language loops and indices: the loop iterators (unrolled by the
+tracer), SPMD launch grids and program ids, dynamic slices and the legacy
+index grids (arange, mgrid)."""
+import builtins
+
+from .._core import IndexExpr, current, fail
+
+
+def affine_range(start, stop=None, step=1, **kwargs):
+    """Iterations without loop-carried dependencies; unrolled by the tracer."""
+    return builtins.range(start, stop, step) if stop is not None else builtins.range(start)
+
+
+sequential_range = affine_range
+static_range = affine_range
+
+
+class nc:
+    """Logical NeuronCore sharding of a launch-grid dimension: nc(2)."""
+
+    def __init__(self, n):
+        self.n = int(n)   # physical cores the dimension is spread over
+
+
+class _SpmdDim(int):
+    """A launch-grid dimension of spmd_dim(...): the product of its factors;
+    nc is the number of physical cores it is sharded over."""
+    nc = 1
+
+
+def spmd_dim(*factors):
+    """A launch-grid dimension made of factors (ints and nc(n)); its size is
+    their product. The programs are spread over the nc(n) physical cores of
+    the logical core when the machine's LNC has them (else run on one)."""
+    n, cores = 1, 1
+    for f in factors:
+        n *= f.n if isinstance(f, nc) else int(f)
+        if isinstance(f, nc):
+            cores *= f.n
+    d = _SpmdDim(n)
+    d.nc = cores
+    return d
+
+
+def program_id(axis=0):
+    tr = current()
+    if not 0 <= axis < len(tr.grid):
+        fail("program_id(%d) outside a launch grid of %d dimensions" % (axis, len(tr.grid)))
+    return tr.program[axis]
+
+
+def num_programs(axes=0):
+    tr = current()
+    if isinstance(axes, (tuple, list)):
+        return tuple(tr.grid[a] for a in axes)
+    return tr.grid[axes] if axes < len(tr.grid) else 1
+
+
+def program_ndim():
+    return len(current().grid)
+
+
+def ds(start, size):
+    """A dynamic slice start:start+size (static on trnemu)."""
+    return slice(start, start + size)
+
+
+# ------------------------------------------------------- index grids
+
+def arange(*args):
+    r = builtins.range(*args)
+    return IndexExpr(r.start, {(0, 1): [r.step, len(r)]})
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        out = []
+        for i, k in enumerate(key):
+            r = builtins.range(k.start or 0, k.stop, k.step or 1)
+            out.append(IndexExpr(r.start, {(i, len(key)): [r.step, len(r)]}))
+        return tuple(out) if len(out) > 1 else out[0]
+
+
+mgrid = _MGrid()
