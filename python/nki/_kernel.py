@@ -7,6 +7,7 @@ import collections
 import hashlib
 import inspect
 import itertools
+import os
 import re
 import time
 
@@ -117,12 +118,13 @@ def _key(func, args, kwargs, grid):
     return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
-def _trace(func, args, kwargs, grid, shard=None):
+def _trace(func, args, kwargs, grid, shard=None, gen=2):
     t0 = time.perf_counter()
     ncores = 1
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]
     tr = _core.Tracer(func.__name__, ncores)
+    tr.gen = gen              # NeuronCore generation the kernel is traced for
     sig = inspect.signature(func)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -310,6 +312,28 @@ class Kernel:
             raise NKIError("launch grid %s must be positive" % (grid,))
         return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
+    def target_generation(self):
+        """The NeuronCore generation the kernel is built for: platform_target,
+        else NEURON_PLATFORM_TARGET_OVERRIDE, else the emulated machine's. A
+        target other than the machine's is refused, as a NEFF built for
+        another generation does not load."""
+        machine = _runtime.machine_generation()
+        target = self.opts.get("platform_target") or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+        if not target:
+            return machine
+        gen = PLATFORMS.get(target)
+        if gen is None:
+            raise NKIError("%s:%d: platform target %r is not one of %s"
+                           % (self.func.__code__.co_filename, self.func.__code__.co_firstlineno,
+                              target, ", ".join(sorted(PLATFORMS))))
+        if gen != machine:
+            info = _runtime.machine_info()
+            raise NKIError("%s:%d: the kernel targets %s (NeuronCore-v%d) but the emulated machine "
+                           "is %s (NeuronCore-v%d); set TRNEMU_INSTANCE to a matching instance type"
+                           % (self.func.__code__.co_filename, self.func.__code__.co_firstlineno,
+                              target, gen, info.get("instance_type", "?"), machine))
+        return gen
+
     def compile(self, args, kwargs):
         key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
         with _runtime._lock:     # one trace per key, even from several threads
@@ -318,7 +342,8 @@ class Kernel:
     def _compile_locked(self, key, args, kwargs):
         comp = _cache.get(key)
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid, self.shard)
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
+            self._save_artifacts(comp)
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
                 _, old = _cache.popitem(last=False)
@@ -327,6 +352,23 @@ class Kernel:
             _cache.move_to_end(key)
         self.last = comp
         return comp
+
+    def _save_artifacts(self, comp):
+        """save_neff_name= writes the kernel's NEFF to that file;
+        artifacts_dir= writes <kernel name>.neff into that folder."""
+        paths = []
+        if self.opts.get("save_neff_name"):
+            paths.append(self.opts["save_neff_name"])
+        if self.opts.get("artifacts_dir"):
+            os.makedirs(self.opts["artifacts_dir"], exist_ok=True)
+            paths.append(os.path.join(self.opts["artifacts_dir"], self.__name__ + ".neff"))
+        for path in paths:
+            try:
+                with open(path, "wb") as f:
+                    f.write(comp.neff)
+            except OSError as e:
+                raise NKIError("%s:%d: cannot write the NEFF to %s: %s"
+                               % (comp.file, comp.first_line, path, e.strerror)) from None
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
@@ -378,23 +420,65 @@ class BenchmarkResult:
         self.device_time_estimate = None    # no cost model yet
 
 
-def jit(func=None, **opts):
-    """Decorate an NKI kernel: calls trace, compile, load and run it."""
+# nki.jit's documented modes and the entry point each one runs as here:
+# a traced kernel ('trace', and the framework modes, called with NumPy
+# arrays) runs like 'jit'; 'simulation' is trnemu's run as well.
+_MODES = {"auto": "jit", "jit": "jit", "trace": "jit", "torchxla": "jit", "jax": "jit",
+          "baremetal": "baremetal", "benchmark": "benchmark", "simulation": "jit"}
+# platform_target / NEURON_PLATFORM_TARGET_OVERRIDE spellings -> NeuronCore generation
+PLATFORMS = {"trn1": 2, "inf2": 2, "gen2": 2, "trn2": 3, "gen3": 3, "trn3": 4, "gen4": 4}
+# the other documented options and the types they take
+_OPTION_TYPES = {"platform_target": (str,), "additional_compile_opt": (str,),
+                 "debug_kernel": (bool,), "show_compiler_tb": (bool,),
+                 "enable_out_of_bound_check": (bool,), "save_neff_name": (str,),
+                 "save_trace_name": (str,), "artifacts_dir": (str,),
+                 "experimental_flags": (str,), "compile_config": (object,),
+                 "specialization_config": (object,), "warmup": (int,), "iters": (int,)}
+
+
+def _check_options(mode, opts, where):
+    """Validate nki.jit's options: an unknown name or a wrong type is an
+    NKIError naming the decorator line."""
+    if mode not in _MODES:
+        raise NKIError("%s: nki.jit mode=%r is not one of %s" % (where, mode, ", ".join(sorted(_MODES))))
+    for k, v in opts.items():
+        if k not in _OPTION_TYPES:
+            raise NKIError("%s: nki.jit has no option %r (options: mode, %s)"
+                           % (where, k, ", ".join(sorted(_OPTION_TYPES))))
+        if v is not None and not isinstance(v, _OPTION_TYPES[k]):
+            raise NKIError("%s: nki.jit option %s=%r should be a %s"
+                           % (where, k, v, _OPTION_TYPES[k][0].__name__))
+    pt = opts.get("platform_target")
+    if pt is not None and pt not in PLATFORMS:
+        raise NKIError("%s: platform_target=%r is not one of %s" % (where, pt, ", ".join(sorted(PLATFORMS))))
+    for name, cls in (("compile_config", "CompileConfig"), ("specialization_config", "SpecializationConfig")):
+        v = opts.get(name)
+        if v is not None and type(v).__name__ != cls:
+            raise NKIError("%s: %s= takes an nki.compiler.%s, got %r" % (where, name, cls, v))
+
+
+def _decorator(default_mode, func, opts):
+    mode = opts.pop("mode", default_mode)
+    where = _core.user_line()
+    _check_options(mode, opts, where)
     if func is None:
-        return lambda f: Kernel(f, mode="jit", **opts)
-    return Kernel(func, mode="jit", **opts)
+        return lambda f: Kernel(f, mode=_MODES[mode], **opts)
+    return Kernel(func, mode=_MODES[mode], **opts)
+
+
+def jit(fn=None, **opts):
+    """Decorate an NKI kernel: calls trace, compile, load and run it.
+    Options (docs/nki.md): mode, platform_target, save_neff_name and the
+    compiler options, which are checked and recorded."""
+    return _decorator("jit", fn, opts)
 
 
 def baremetal(func=None, **opts):
-    if func is None:
-        return lambda f: Kernel(f, mode="baremetal", **opts)
-    return Kernel(func, mode="baremetal", **opts)
+    return _decorator("baremetal", func, opts)
 
 
 def benchmark(func=None, **opts):
-    if func is None:
-        return lambda f: Kernel(f, mode="benchmark", **opts)
-    return Kernel(func, mode="benchmark", **opts)
+    return _decorator("benchmark", func, opts)
 
 
 def simulate_kernel(kernel, *args, **kwargs):

@@ -117,7 +117,10 @@ class NkiTensor:
     __hash__ = object.__hash__
 
     def __bool__(self):
-        fail("a tensor has no truth value while tracing (its data exists only on the device)")
+        """A tensor handle is truthy, as Python objects are (so `if t:` tests
+        that an optional tensor argument was given); its data are on the
+        device and are not consulted."""
+        return True
 
 
 def new_tensor(shape, dtype, buffer, name=None):

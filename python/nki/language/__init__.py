@@ -2,7 +2,7 @@
 of every name). The names live in topic modules and are all importable
 from here, as `import nki.language as nl` expects:
 
-- _types: dtypes, buffers, tile_size, par_dim;
+- _types: dtypes, finfo, buffers, tile_size, par_dim, NKIObject;
 - _loops: loop iterators, SPMD grids and program ids, ds, arange/mgrid;
 - _creation: ndarray, zeros, full, ..., shared_identity_matrix, rand,
   shared_constant;
@@ -16,8 +16,9 @@ from here, as `import nki.language as nl` expects:
 """
 from ._types import (  # noqa: F401
     bool_, int8, int16, int32, uint8, uint16, uint32, float16, float32, bfloat16, tfloat32,
-    float8_e4m3, float8_e5m2, float8_e3m4, fp32, sbuf, psum, hbm, private_hbm, shared_hbm,
-    tile_size, _ParDim, par_dim)
+    float8_e4m3, float8_e5m2, float8_e3m4, float8_e4m3fn, float8_e8m0fnu, float8_e5m2_x4,
+    float8_e4m3fn_x4, float4_e2m1fn_x4, fp32, fp16, finfo, sbuf, psum, hbm, private_hbm,
+    shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
 from ._loops import (  # noqa: F401
     affine_range, sequential_range, static_range, nc, _SpmdDim, spmd_dim, program_id,
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)

@@ -3,30 +3,12 @@ instruction (docs/isa.md) on its engine. Calls accept the current form
 (dst= given, nothing returned) and the legacy form (a new tile returned)."""
 import numpy as np
 
-from . import _core, _dtypes, language as nl
-from ._core import NkiTensor, fail, current
-
-
-class engine:
-    """Engine choices for ops that run on several engines."""
-    tensor = "pe"
-    scalar = "act"
-    activation = "act"
-    gpsimd = "pool"
-    vector = "dve"
-    sync = "sp"
-    unknown = None
-
-
-class reduce_cmd:
-    idle = "idle"
-    reset = "reset"
-    reduce = "reduce"
-    reset_reduce = "reset_reduce"
-    load_reduce = "load_reduce"
-
-
-nc_version = type("nc_version", (), {"gen2": 2, "gen3": 3, "gen4": 4})
+from .. import _core, _dtypes, _runtime, language as nl
+from .._core import NkiTensor, fail, current
+from . import constants
+from .constants import (engine, reduce_cmd, dge_mode, oob_mode, matmul_perf_mode,  # noqa: F401
+                        nc_version, dma_engine, tensor_engine, vector_engine, scalar_engine,
+                        gpsimd_engine, sync_engine, unknown_engine)
 
 
 def _dst_first(legacy_tensors):
@@ -53,7 +35,18 @@ def _dst_first(legacy_tensors):
 
 
 def get_nc_version():
-    return 2
+    """The NeuronCore generation kernels are built for (an nc_version): in
+    a kernel, the one it is traced for (its platform target, which must be
+    the emulated machine's); outside one, the emulated machine's."""
+    tr = getattr(_core._tls, "tracer", None)
+    gen = getattr(tr, "gen", None) if tr is not None else None
+    return nc_version(gen or _runtime.machine_generation())
+
+
+def get_nc_sub_version():
+    """The sub-version of the NeuronCore generation: trnemu models one
+    version of each generation, 0."""
+    return 0
 
 
 # NumPy functions NKI accepts as operators (np.add, np.exp, ...), by name.
@@ -102,7 +95,26 @@ def _ret(dst, out):
 
 
 def _eng(e, default):
-    return e if e in ("pe", "act", "pool", "dve", "sp") else default
+    """The trnemu stream of an engine= value (an nisa.engine, or a stream
+    name); engine.unknown and None leave the choice to the call."""
+    if e is None or e is engine.unknown:
+        return default
+    if isinstance(e, engine):
+        return constants.ENGINE_STREAM[e]
+    if e in ("pe", "act", "pool", "dve", "sp"):
+        return e
+    fail("engine=%r is not an nki.isa.engine" % (e,))
+
+
+def _cmd(c, default):
+    """The assembly name of a reduce_cmd= value."""
+    if c is None:
+        return default
+    if isinstance(c, reduce_cmd):
+        return c.name
+    if isinstance(c, str) and c in reduce_cmd.__members__:
+        return c
+    fail("reduce_cmd=%r is not an nki.isa.reduce_cmd" % (c,))
 
 
 def _scalar_arg(nm, v, args, ins):
@@ -424,7 +436,7 @@ def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduc
     outs = {"dst": out}
     if reduce_res is not None:
         outs["reduce_res"] = reduce_res
-        args += [("reduce_res", reduce_res), ("reduce_cmd", reduce_cmd or "reset_reduce")]
+        args += [("reduce_res", reduce_res), ("reduce_cmd", _cmd(reduce_cmd, "reset_reduce"))]
     if reduce_op is not None:
         args.append(("reduce_op", _alu(reduce_op)))
     if reverse_pred:
@@ -528,7 +540,7 @@ def tensor_scalar_cumulative(src, op0, op1, imm0, imm1=None, reduce_cmd=None, ds
     if imm1 is not None:
         _scalar_arg("imm1", imm1, args, ins)
     if reduce_cmd is not None:
-        args.append(("reduce_cmd", reduce_cmd))
+        args.append(("reduce_cmd", _cmd(reduce_cmd, "reset_reduce")))
     if reverse0:
         args.append(("reverse0", None))
     tr.emit("dve", "tensor_scalar_cumulative", {"dst": out}, ins, args)
