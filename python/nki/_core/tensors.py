@@ -4,6 +4,7 @@ operators, and the creation and reshaping of tensors."""
 import numpy as np
 
 from .. import _dtypes
+from . import views
 from .access import free_dims, partitions
 from .alloc import Storage
 from .context import NUM_PARTITIONS, current, fail
@@ -66,8 +67,57 @@ class NkiTensor:
     def reshape(self, shape):
         return reshape_tensor(self, tuple(shape))
 
+    # -- the reference's view methods (_core/views.py)
+    def ap(self, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0,
+           dtype=None):
+        return views.ap(self, pattern, offset, scalar_offset, vector_offset, indirect_dim, dtype)
+
+    def get_pattern(self):
+        return views.get_pattern(self)
+
+    @property
+    def strides(self):
+        return views.strides(self)
+
+    @property
+    def offset(self):
+        return views.offset(self)
+
+    @property
+    def size(self):
+        n = 1
+        for _, c in self.dims:
+            n *= c
+        return n
+
+    def is_contiguous(self):
+        return views.is_contiguous(self)
+
+    def is_indirect(self):
+        return hasattr(self, "_indirect")
+
     def view(self, dtype):
-        fail("tensor.view(dtype) is not supported by trnemu's NKI front end yet")
+        return views.view(self, dtype)
+
+    reinterpret_cast = view
+
+    def permute(self, dims):
+        return views.permute(self, dims)
+
+    def slice(self, dim, start, end, step=1):
+        return views.slice_dim(self, dim, start, end, step)
+
+    def select(self, dim, index):
+        return views.select(self, dim, index)
+
+    def expand_dim(self, dim):
+        return views.expand_dim(self, dim)
+
+    def squeeze_dim(self, dim):
+        return views.squeeze_dim(self, dim)
+
+    def broadcast(self, dim, size):
+        return views.broadcast(self, dim, size)
 
     @property
     def T(self):
@@ -146,6 +196,7 @@ def new_tensor(shape, dtype, buffer, name=None):
         free = [s for i, s in enumerate(shape) if i != pdim]
         per_part = int(np.prod(free)) if free else 1
         st = Storage(tr, buffer, per_part * di.size)
+        st.row_bytes = per_part * di.size     # bytes of one partition's row, before alignment
         dims = []
         stride = per_part
         for i, s in enumerate(shape):

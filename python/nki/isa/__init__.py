@@ -306,9 +306,48 @@ def iota(expr=None, dtype=None, dst=None, pattern=None, offset=0, channel_multip
     return None
 
 
-def dma_copy(dst, src, **kw):
-    """A DMA from src to dst (HBM, SBUF or PSUM)."""
-    nl._dma(dst, src)
+def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, name=None,
+             dst_rmw_op=None, mask=None, **kw):
+    """A DMA from src to dst (HBM, SBUF or PSUM). An indirect view
+    (ap(vector_offset=)) on one side makes it a gather or scatter by the
+    per-partition indices; oob_mode=skip drops rows whose index is outside
+    the HBM tensor; dst_rmw_op=np.add accumulates into dst; engine= picks
+    the queue; dge_mode does not change results."""
+    views = nl._apply_mask(mask, dst, src)
+    if views is None:
+        return
+    dst, src = views
+    insn = nl._dma(dst, src)
+    if engine is not None and engine is not constants.engine.unknown:
+        insn.engine = _eng(engine, insn.engine)
+    if dst_rmw_op is not None:
+        op = _alu(dst_rmw_op)
+        if op not in ("add", "max", "min"):
+            fail("dst_rmw_op=%r: a DMA accumulates with add, max or min" % (dst_rmw_op,))
+        insn.args = [a for a in insn.args if a[0] != "op"] + [("op", op)]
+        insn.rmw = True
+    if priority:
+        insn.args.append(("priority", int(priority)))
+    _indirect_args(insn, dst, src, oob_mode)
+
+
+def _indirect_args(insn, dst, src, oob):
+    """Turn a DMA whose src (gather) or dst (scatter) is an indirect view
+    into the ISA's indexed dma_copy."""
+    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
+    if oob is not None and not isinstance(oob, constants.oob_mode):
+        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob,))
+    if side is None:
+        return
+    index, dim = (src if side == "src" else dst)._indirect
+    if dim != 0:
+        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
+    if (src if side == "src" else dst).buffer != "hbm":
+        fail("the indexed side of an indirect DMA must be in HBM")
+    insn.ins["index"] = index
+    insn.args += [("index", index), ("indirect", side)]
+    if oob is constants.oob_mode.skip:
+        insn.args.append(("oob", "skip"))
 
 
 @_dst_first(1)
