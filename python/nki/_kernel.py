@@ -125,6 +125,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
         ncores = shard[1]
     tr = _core.Tracer(func.__name__, ncores)
     tr.gen = gen              # NeuronCore generation the kernel is traced for
+    tr.force_auto_alloc = "force_auto_alloc" in getattr(func, "_nki_compiler_flags", {})
     sig = inspect.signature(func)
     try:
         bound = sig.bind(*args, **kwargs)

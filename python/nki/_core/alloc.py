@@ -25,7 +25,10 @@ class Storage:
 
     def place(self):
         """Give the storage its on-chip bytes (first use)."""
-        if self.offset is None and self.kind != "hbm":
+        if self.offset is None and self.kind != "hbm" and getattr(self, "fixed", None) is not None:
+            self.offset, self.base = self.fixed, self.alloc.reserve(self)
+            self.acc = self.alloc.manual_acc[self.kind]
+        elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
             weakref.finalize(self, self.alloc.give, self.kind, self.offset,
                              self.nbytes, self.acc)
@@ -46,6 +49,44 @@ class Allocator:
     def __init__(self):
         self.free = {"sbuf": [(0, SBUF_BYTES, {})], "psum": [(0, PSUM_BYTES, {})]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
+        self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
+        self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
+
+    def reserve(self, st):
+        """Place a tile at the bytes its address= names (st.fixed). Those
+        bytes leave the free list for the rest of the trace, and every tile
+        placed by address shares one access record, so tiles that overlap
+        wait for each other. Bytes held by a tile the allocator placed are
+        refused. Returns the clock of earlier accesses to the bytes."""
+        kind, lo, hi = st.kind, st.fixed, st.fixed + st.nbytes
+        total = SBUF_BYTES if kind == "sbuf" else PSUM_BYTES
+        if lo < 0 or hi > total:
+            raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
+                           % (st.line, lo, hi, total, kind.upper()))
+        covered = [(o, o + ln) for o, ln, _ in self.free[kind]] + self.manual[kind]
+        pos = lo
+        for a, b in sorted(covered):
+            if a <= pos < b:
+                pos = b
+        if pos < hi:
+            raise NKIError("%s: %s bytes %d..%d given by address= hold a tile the front end "
+                           "placed; give every tile of the kernel an address, or none"
+                           % (st.line, kind.upper(), lo, hi))
+        clock, rest = {}, []
+        for o, ln, c in self.free[kind]:
+            if o < hi and o + ln > lo:
+                for e, v in c.items():
+                    clock[e] = max(clock.get(e, 0), v)
+                if o < lo:
+                    rest.append((o, lo - o, c))
+                if o + ln > hi:
+                    rest.append((hi, o + ln - hi, c))
+            else:
+                rest.append((o, ln, c))
+        self.free[kind] = rest
+        self.manual[kind].append((lo, hi))
+        self.high[kind] = max(self.high[kind], hi)
+        return clock
 
     @staticmethod
     def _align(kind, start, size):

@@ -173,8 +173,10 @@ class NkiTensor:
         return True
 
 
-def new_tensor(shape, dtype, buffer, name=None):
-    """A fresh tensor of shape on buffer ('sbuf', 'psum' or an HBM kind)."""
+def new_tensor(shape, dtype, buffer, name=None, address=None):
+    """A fresh tensor of shape on buffer ('sbuf', 'psum' or an HBM kind);
+    address=(first partition, byte offset in each partition) places an
+    on-chip tile by hand (ignored under nki.compiler.force_auto_alloc)."""
     tr = current()
     di = _dtypes.info(dtype)
     pdim = None
@@ -197,6 +199,15 @@ def new_tensor(shape, dtype, buffer, name=None):
         per_part = int(np.prod(free)) if free else 1
         st = Storage(tr, buffer, per_part * di.size)
         st.row_bytes = per_part * di.size     # bytes of one partition's row, before alignment
+        part = 0
+        if address is not None and not getattr(tr, "force_auto_alloc", False):
+            try:
+                part, st.fixed = int(address[0]), int(address[1])
+            except (TypeError, ValueError, IndexError):
+                fail("address=%r is not (partition, byte offset)" % (address,))
+            if part < 0 or part + shape[pdim] > NUM_PARTITIONS:
+                fail("address=%r puts %d partitions past partition %d"
+                     % (address, shape[pdim], NUM_PARTITIONS - 1))
         dims = []
         stride = per_part
         for i, s in enumerate(shape):
@@ -205,7 +216,7 @@ def new_tensor(shape, dtype, buffer, name=None):
             else:
                 stride //= s
                 dims.append([stride, s])
-        return NkiTensor(st, di.public, dims, pdim)
+        return NkiTensor(st, di.public, dims, pdim, part)
     # HBM
     n = int(np.prod(shape)) if shape else 1
     st = tr.hbm_tensor(buffer, name, shape, di, n * di.size)

@@ -16,9 +16,10 @@ def _buf(buffer):
     return buffer
 
 
-def ndarray(shape, dtype, buffer=None, name="", **kwargs):
-    """A new tensor (uninitialised) on buffer (default SBUF)."""
-    return _core.new_tensor(_shape(shape), dtype, _buf(buffer), name or None)
+def ndarray(shape, dtype, buffer=None, name="", address=None, **kwargs):
+    """A new tensor (uninitialised) on buffer (default SBUF); an on-chip
+    tile may be placed by hand with address=(partition, byte offset)."""
+    return _core.new_tensor(_shape(shape), dtype, _buf(buffer), name or None, address)
 
 
 def _shape(shape):
