@@ -171,11 +171,13 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
         rets, shape = list(ret), "tuple" if isinstance(ret, tuple) else "list"
     else:
         rets, shape = [ret], "one"
-    outs = []
+    outs, out_views = [], []
+    where = "%s:%d" % (func.__code__.co_filename, func.__code__.co_firstlineno)
     for r in rets:
         if not isinstance(r, NkiTensor) or r.buffer != "hbm":
             raise NKIError("%s: a kernel returns HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm)), "
-                           "got %r" % (func.__code__.co_filename + ":" + str(func.__code__.co_firstlineno), r))
+                           "got %r" % (where, r))
+        out_views.append(_returned_view(r, where))
         r.storage.role = "output"
         outs.append(r.storage)
     for st in tr.inputs:
@@ -199,12 +201,17 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
         tensors.append(("output", st.name, st.nbytes))
         if hasattr(st, "argpos"):
             comp.prefill.append((st.argpos, st.name))
+    for _, st in tr.prints:
+        decls.append(("output", st.name, st.di.nrt, st.shape, st.nbytes))
+        tensors.append(("output", st.name, st.nbytes))
+    comp.prints = [(prefix, st.name, st.shape, st.di) for prefix, st in tr.prints]
     for st in tr.hbm.values():
         if st.role == "scratch":
             decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
     for name, di, shape, data in tr.consts:
         decls.append(("const", name, di.nrt, shape, data))
-    comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
+    comp.out_specs = [(st.name, shape, di, getattr(st, "argpos", None))
+                      for st, (shape, di) in zip(outs, out_views)]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
     t1 = time.perf_counter()
     subgraphs = [(decls, ct.lines) for ct in tr.cores]
@@ -224,6 +231,19 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     comp.model = _runtime.Model(neff, tensors)
     comp.load_s = time.perf_counter() - t2
     return comp
+
+
+def _returned_view(r, where):
+    """The host shape and dtype of a returned HBM tensor: the view's own
+    (a reshape or dtype view of the whole tensor comes back as such). A
+    view of part of a tensor cannot be returned."""
+    st = r.storage
+    di = _dtypes.info(r.dtype)
+    whole = int(np.prod(st.shape)) * st.di.size if st.shape else st.di.size
+    if r.off != 0 or not r.is_contiguous() or r.size * di.size != whole:
+        raise NKIError("%s: a kernel returns whole HBM tensors (or reshapes of them), not a view "
+                       "of part of one (shape %s of %s)" % (where, r.shape, tuple(st.shape)))
+    return tuple(r.shape), di
 
 
 def _locate(comp, log):
@@ -270,6 +290,7 @@ def _run(comp, args, kwargs, quiet=False):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
         outs.append(arr)
+    _print_values(comp)
     for argpos, name, shape, di in comp.written_args:
         a = flat[argpos]
         tmp = np.empty(shape, dtype=di.host)
@@ -280,6 +301,16 @@ def _run(comp, args, kwargs, quiet=False):
     if comp.ret_shape == "one":
         return outs[0]
     return tuple(outs) if comp.ret_shape == "tuple" else outs
+
+
+def _print_values(comp):
+    """Print what the kernel's nl.device_print calls captured."""
+    for prefix, name, shape, di in getattr(comp, "prints", ()):
+        arr = np.empty(shape, dtype=di.host)
+        comp.model.read(name, arr)
+        if di.name == "bfloat16":
+            arr = _dtypes.bf16_to_f32(arr)
+        print(prefix, arr, flush=True)
 
 
 class Kernel:

@@ -125,3 +125,41 @@ def test_annotation_names():
     assert nl.fp32.min == float(np.finfo(np.float32).min)
     assert np.dtype(nl.fp32) == np.float32
     assert nl.finfo(nl.bfloat16).eps == 2.0 ** -7
+
+
+def test_device_print(capsys):
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        nl.device_print("before:", t)
+        t2 = nl.multiply(t, 2.0)
+        nl.device_print("after:", t2)
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, t2)
+        return out
+    a = np.array([[1.0, 2.0], [3.0, 4.0]], np.float32)
+    np.testing.assert_array_equal(k(a), a * 2)
+    text = capsys.readouterr().out
+    assert text.index("before: [[1. 2.]") < text.index("after: [[2. 4.]")
+    with pytest.raises(nki.NKIError, match="prefix must be a constant string"):
+        nki.jit(lambda a: nl.device_print(3, a))(a)
+
+
+def test_returned_reshape_keeps_its_shape():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out.reshape((2, 12))
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    r = k(a)
+    assert r.shape == (2, 12)
+    np.testing.assert_array_equal(r, a.reshape(2, 12))
+
+    @nki.jit
+    def part(a):
+        out = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out[0:2]
+    with pytest.raises(nki.NKIError, match="not a view of part of one"):
+        part(a)

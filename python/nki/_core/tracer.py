@@ -63,6 +63,7 @@ class Tracer:
         self.scratch_n = 0        # counter for generated names
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
+        self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""

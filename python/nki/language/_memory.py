@@ -180,5 +180,17 @@ def static_cast(x, dtype):
     return np.asarray(x).astype(di.public)
 
 
-def device_print(prefix, x, **kw):
-    fail("device_print is not supported by trnemu's NKI front end yet")
+def device_print(print_prefix, tensor, **kw):
+    """Print print_prefix and the value of tensor (SBUF, PSUM or HBM) when
+    the kernel runs: the value is copied by DMA, at this point of the
+    program, into an extra output that the front end prints to stdout after
+    the execution (in the order of the device_print calls)."""
+    tr = current()
+    if not isinstance(print_prefix, str):
+        fail("device_print's prefix must be a constant string, got %r" % (print_prefix,))
+    if not isinstance(tensor, NkiTensor):
+        fail("device_print prints a tensor, got %r" % (tensor,))
+    out = _core.new_tensor(tensor.shape or (1,), tensor.dtype, "hbm", "print")
+    out.storage.role = "print"
+    _dma(out, tensor)
+    tr.prints.append((print_prefix, out.storage))
