@@ -11,6 +11,10 @@ from .constants import (engine, reduce_cmd, dge_mode, oob_mode, matmul_perf_mode
                         gpsimd_engine, sync_engine, unknown_engine)
 
 
+# the calls that take mask= (the others refuse one rather than ignore it)
+_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy")
+
+
 def _dst_first(legacy_tensors):
     """Accept the current positional form f(dst, ...) beside the legacy
     f(...) that returns a new tile: when the call starts with more tensors
@@ -23,7 +27,7 @@ def _dst_first(legacy_tensors):
             if n > legacy_tensors and "dst" not in kw:
                 kw["dst"] = args[0]
                 args = args[1:]
-            if kw.get("mask") is not None and fn.__name__ not in ("activation",):
+            if kw.get("mask") is not None and fn.__name__ not in _MASKED:
                 fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
                      % fn.__name__)
             return fn(*args, **kw)
@@ -127,25 +131,57 @@ def _scalar_arg(nm, v, args, ins):
 
 @_dst_first(2)
 def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
-              is_moving_onezero=False, is_transpose=False, **kw):
+              is_moving_onezero=False, is_transpose=False, tile_position=(), tile_size=(),
+              perf_mode=None, mask=None, name=None, **kw):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32). Without
     accumulate=, a PSUM dst that was written before accumulates and a fresh
-    one starts the accumulation group."""
+    one starts the accumulation group. mask= keeps the rows (grid axis 0,
+    M) and columns (axis 1, N) of the result its conditions allow; the
+    contraction is not masked. tile_position/tile_size place the op on a
+    tile of the systolic array; perf_mode=double_row is the FP8 mode."""
     tr = current()
     if dst is None:
-        out = nl._matmul(stationary, moving)
-        acc = False
+        if not all(isinstance(t, NkiTensor) and len(t.shape) == 2 for t in (stationary, moving)):
+            return nl._matmul(stationary, moving)     # reports what is wrong
+        dst_new = nl.ndarray((stationary.shape[1], moving.shape[1]), nl.float32, nl.psum)
+        out, acc = dst_new, False
     else:
+        out = None
         acc = dst.storage.written if accumulate is None else bool(accumulate)
-        out = nl._matmul(stationary, moving, dst=dst)
+    d = dst if dst is not None else dst_new
+    rng = nl._mask_ranges(mask)
+    if rng is not None:
+        d = _core.restrict(d, rng)
+        stationary = _core.restrict(stationary, {1: rng[0]} if 0 in rng else {})
+        moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
+        if d is None or stationary is None or moving is None:
+            return out
+    nl._matmul(stationary, moving, dst=d)
     insn = tr.pending
+    _matmul_placement(insn, tile_position, tile_size, perf_mode)
     for flag, on in (("accumulate", acc), ("transpose", is_transpose),
                      ("stationary_onezero", is_stationary_onezero),
                      ("moving_onezero", is_moving_onezero)):
         if on:
             insn.args.append((flag, None))
     insn.rmw = acc
-    return out if dst is None else None
+    return out
+
+
+def _matmul_placement(insn, tile_position, tile_size, perf_mode):
+    """tile_position=(row, col), tile_size=(rows, cols) and perf_mode of a
+    matmul, as the ISA's tile_row/col/rows/cols and perf operands."""
+    if tile_position or tile_size:
+        if len(tile_position) != 2 or len(tile_size) != 2:
+            fail("tile_position and tile_size are (row, column) pairs, got %r and %r"
+                 % (tile_position, tile_size))
+        insn.args += [("tile_row", int(tile_position[0])), ("tile_col", int(tile_position[1])),
+                      ("tile_rows", int(tile_size[0])), ("tile_cols", int(tile_size[1]))]
+    if perf_mode is not None and perf_mode is not constants.matmul_perf_mode.none:
+        mode = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
+        if mode != "double_row":
+            fail("perf_mode=%r is not an nki.isa.matmul_perf_mode" % (perf_mode,))
+        insn.args.append(("perf", "double_row"))
 
 
 @_dst_first(1)
@@ -226,8 +262,9 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=
 
 
 @_dst_first(0)
-def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, **kw):
-    out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate)
+def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, mask=None,
+                  **kw):
+    out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate, mask=mask)
     if dst is not None:
         nl._assign(dst, out)
         return None
@@ -377,10 +414,15 @@ def bn_aggr(data, dst=None, dtype=None, **kw):
 
 
 @_dst_first(1)
-def max8(src, dst=None, dtype=None, **kw):
+def max8(src, dst=None, dtype=None, mask=None, **kw):
+    """The 8 largest values of each partition, in descending order; mask=
+    limits the elements (and partitions) searched."""
     tr = current()
     out = _out(dst, (src.shape[0], 8), dtype or src.dtype)
-    tr.emit("dve", "max8", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    views = nl._mask_rows(mask, out, src)
+    if views is not None:
+        o, s = views
+        tr.emit("dve", "max8", {"dst": o}, {"src": s}, [("dst", o), ("src", s)])
     return _ret(dst, out)
 
 

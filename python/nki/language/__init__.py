@@ -26,7 +26,7 @@ from ._creation import (  # noqa: F401
     _buf, ndarray, _shape, empty_like, full, zeros, ones, zeros_like, ones_like,
     shared_identity_matrix, _is_scalar, _onchip, _memset, _fmt_value, rand, shared_constant)
 from ._memory import (  # noqa: F401
-    _no_mask, _check_same_elems, _dma, _apply_mask, load, store, load_transpose2d, _as_tile,
+    _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store, load_transpose2d, _as_tile,
     _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast, device_print)
 from ._elementwise import (  # noqa: F401
     _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, fmod, equal,

@@ -37,6 +37,29 @@ def _dma(dst, src):
     return tr.emit(eng, "dma_copy", {"dst": dst}, {"src": src}, args)
 
 
+def _mask_ranges(mask):
+    """{grid axis: (lo, hi)} that a mask keeps (None: no mask)."""
+    if mask is None:
+        return None
+    if not isinstance(mask, Mask):
+        fail("mask= must be a comparison of nl.arange/mgrid index grids")
+    return mask.ranges()
+
+
+def _mask_rows(mask, out, data):
+    """For a call whose output keeps only the partition axis of its input
+    (reductions along free axes, max8): the input restricted by every
+    condition of the mask, the output by the partition condition. None when
+    the mask keeps nothing."""
+    rng = _mask_ranges(mask)
+    if rng is None:
+        return out, data
+    d = _core.restrict(data, rng)
+    p = data.pdim if data.pdim is not None else 0
+    o = _core.restrict(out, {0: rng[p]} if p in rng else {})
+    return None if d is None or o is None else (o, d)
+
+
 def _apply_mask(mask, *views):
     if mask is None:
         return views

@@ -7,7 +7,7 @@ from .._core import NkiTensor, current, fail
 from ._creation import _onchip, ndarray
 from ._elementwise import _binary, _tensor_scalar
 from ._math import _activation, reciprocal, square
-from ._memory import _no_mask, copy
+from ._memory import _mask_rows, _no_mask, copy
 from ._types import float32, sbuf, uint32
 
 
@@ -23,6 +23,7 @@ def _reduce(alu, x, axis, dtype=None, keepdims=False, negate=False, mask=None):
                                                                            "bitwise_or", "bitwise_and"):
             fail("reducing the partition axis works only alone, on a 2-D SBUF tile "
                  "(add, max, mean, bitwise or/and)")
+        _no_mask(mask, "a reduction over the partition axis")
         out = ndarray((1, x.shape[1]), dtype or x.dtype, sbuf)
         tr.emit("pool", "tensor_partition_reduce", {"dst": out}, {"data": x},
                 [("dst", out), ("data", x), ("op", alu)])
@@ -34,6 +35,10 @@ def _reduce(alu, x, axis, dtype=None, keepdims=False, negate=False, mask=None):
         fail("reduce over axis %s of shape %s is not supported" % (axis, x.shape))
     out_dt = dtype or (x.dtype if _dtypes.info(x.dtype).is_float else float32)
     out = ndarray(out_shape, out_dt, sbuf)
+    views = _mask_rows(mask, out, x)
+    if views is None:
+        return out
+    dst, x = views
     # data pattern: kept free dims first, reduced ones last (innermost)
     kept = [x.dims[i] for i in keep if i != x.pdim]
     red = [x.dims[i] for i in axes]
@@ -42,45 +47,39 @@ def _reduce(alu, x, axis, dtype=None, keepdims=False, negate=False, mask=None):
         kept = _core._merge(kept)
     data = NkiTensor(x.storage, x.dtype, x.dims, x.pdim, x.part, x.off, x.pcount)
     data._dims = (kept + rmerge) if kept else rmerge
-    args = [("dst", out), ("data", data), ("op", alu), ("axes", len(rmerge))]
+    args = [("dst", dst), ("data", data), ("op", alu), ("axes", len(rmerge))]
     if negate:
         args.append(("negate", None))
     if keepdims:
         args.append(("keepdims", None))
     # the merged pattern must not be re-merged across the kept/reduced boundary
     data._nomerge = True
-    tr.emit("dve", "tensor_reduce", {"dst": out}, {"data": data}, args)
+    tr.emit("dve", "tensor_reduce", {"dst": dst}, {"data": data}, args)
     return out
 
 
 def sum(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("add", x, axis, dtype, keepdims)
+    return _reduce("add", x, axis, dtype, keepdims, mask=mask)
 
 
 def max(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("max", x, axis, dtype, keepdims)
+    return _reduce("max", x, axis, dtype, keepdims, mask=mask)
 
 
 def min(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("min", x, axis, dtype, keepdims)
+    return _reduce("min", x, axis, dtype, keepdims, mask=mask)
 
 
 def mean(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("average", x, axis, dtype, keepdims)
+    return _reduce("average", x, axis, dtype, keepdims, mask=mask)
 
 
 def prod(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("multiply", x, axis, dtype, keepdims)
+    return _reduce("multiply", x, axis, dtype, keepdims, mask=mask)
 
 
 def all(x, axis, dtype=None, keepdims=False, mask=None, **kw):
-    _no_mask(mask, "reductions")
-    return _reduce("logical_and", x, axis, dtype or float32, keepdims)
+    return _reduce("logical_and", x, axis, dtype or float32, keepdims, mask=mask)
 
 
 def softmax(x, axis=-1, dtype=None, mask=None, **kw):
