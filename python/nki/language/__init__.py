@@ -20,7 +20,8 @@ from ._types import (  # noqa: F401
     float8_e4m3fn_x4, float4_e2m1fn_x4, fp32, fp16, finfo, sbuf, psum, hbm, private_hbm,
     shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
 from ._loops import (  # noqa: F401
-    affine_range, sequential_range, static_range, nc, _SpmdDim, spmd_dim, program_id,
+    affine_range, sequential_range, static_range, dynamic_range, fori_loop, no_reorder, nc,
+    _SpmdDim, spmd_dim, program_id,
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)
 from ._creation import (  # noqa: F401
     _buf, ndarray, _shape, empty_like, full, zeros, ones, zeros_like, ones_like,

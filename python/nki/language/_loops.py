@@ -84,3 +84,44 @@ class _MGrid:
 
 
 mgrid = _MGrid()
+
+
+def _static_bound(v, what):
+    """A loop bound known while tracing; a register's is not."""
+    if type(v).__name__ == "VirtualRegister":
+        fail("%s over a register's value needs a dynamic loop, which trnemu's NKI front end "
+             "does not build (give the bound as a Python integer)" % what)
+    return v
+
+
+def dynamic_range(start, stop=None, step=1):
+    """A loop the hardware runs with its bounds: with integer bounds the
+    tracer unrolls it like affine_range (same results); register bounds are
+    refused (no dynamic loops yet)."""
+    for v in (start, stop, step):
+        _static_bound(v, "nl.dynamic_range")
+    if stop is None:
+        return builtins.range(start)
+    return builtins.range(start, stop, step)
+
+
+def fori_loop(lower, upper, body_fun, step=1):
+    """body_fun(i) for i in range(lower, upper, step), unrolled (integer
+    bounds only, as dynamic_range)."""
+    for v in (lower, upper, step):
+        _static_bound(v, "nl.fori_loop")
+    for i in builtins.range(lower, upper, step):
+        body_fun(i)
+
+
+class no_reorder:
+    """with nl.no_reorder(): keep the block's operations in program order.
+    trnemu's engines run their streams in order and its dependency tracker
+    orders every conflicting access, so results never depend on any other
+    order: the block runs as written."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
