@@ -206,40 +206,51 @@ def reciprocal(data, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
-def iota(expr=None, dtype=None, dst=None, pattern=None, offset=0, channel_multiplier=0, **kw):
-    """Legacy iota(index expression, dtype) or iota(dst, pattern, offset,
-    channel_multiplier): integer patterns generated on GpSimd."""
+def iota(*args, **kw):
+    """iota(dst, pattern, offset=0, channel_multiplier=0): dst[p, i...] =
+    offset + p * channel_multiplier + sum(step * i) over the [[step, count],
+    ...] pattern, on GpSimd. The legacy iota(index expression, dtype)
+    returns a new tile."""
+    if (args and isinstance(args[0], NkiTensor)) or "dst" in kw:
+        return _iota_pattern(*args, **kw)
+    return _iota_expr(*args, **kw)
+
+
+def _iota_pattern(dst, pattern, offset=0, channel_multiplier=0, name=None, **kw):
+    try:
+        pat = [[int(s), int(n)] for s, n in pattern]
+    except (TypeError, ValueError):
+        fail("iota pattern is a list of [step, count] pairs, got %r" % (pattern,))
+    current().emit("pool", "iota", {"dst": dst}, {},
+                   [("dst", dst), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
+                    ("offset", int(offset)), ("channel_multiplier", int(channel_multiplier))])
+
+
+def _iota_expr(expr, dtype=None, **kw):
     tr = current()
-    if isinstance(expr, _core.IndexExpr):
-        terms = sorted(expr.terms.items())
-        if not terms:
-            fail("iota needs an index expression with nl.arange/mgrid axes")
-        rank = terms[0][0][1]
-        shape = [1] * rank
-        for (pos, _), (c, n) in terms:
-            shape[pos] = n
-        cm = 0
-        pat = []
-        for (pos, _), (c, n) in terms:
-            if pos == 0:
-                cm = c
-            else:
-                pat.append([c, n])
-        if not pat:
-            pat = [[0, 1]]
-        out = nl.ndarray(tuple(shape), dtype or nl.int32, "sbuf")
-        tr.emit("pool", "iota", {"dst": out}, {},
-                [("dst", out), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
-                 ("offset", expr.const), ("channel_multiplier", cm)])
-        return out
-    if isinstance(expr, NkiTensor):
-        dst, expr = expr, None
-    if dst is None or pattern is None:
-        fail("iota(dst=, pattern=[[step, count], ...]) or iota(index expression, dtype)")
-    tr.emit("pool", "iota", {"dst": dst}, {},
-            [("dst", dst), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pattern)),
-             ("offset", offset), ("channel_multiplier", channel_multiplier)])
-    return None
+    if not isinstance(expr, _core.IndexExpr):
+        fail("iota(dst, pattern=[[step, count], ...]) or iota(index expression, dtype)")
+    terms = sorted(expr.terms.items())
+    if not terms:
+        fail("iota needs an index expression with nl.arange/mgrid axes")
+    rank = terms[0][0][1]
+    shape = [1] * rank
+    for (pos, _), (c, n) in terms:
+        shape[pos] = n
+    cm = 0
+    pat = []
+    for (pos, _), (c, n) in terms:
+        if pos == 0:
+            cm = c
+        else:
+            pat.append([c, n])
+    if not pat:
+        pat = [[0, 1]]
+    out = nl.ndarray(tuple(shape), dtype or nl.int32, "sbuf")
+    tr.emit("pool", "iota", {"dst": out}, {},
+            [("dst", out), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
+             ("offset", expr.const), ("channel_multiplier", cm)])
+    return out
 
 
 def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, name=None,
@@ -538,3 +549,6 @@ def rand2(dst, min, max, **kw):
 from ._cores import core_barrier, sendrecv  # noqa: E402,F401
 from ._registers import (VirtualRegister, register_alloc, register_move,  # noqa: E402,F401
                          register_load, register_store)
+from ._gpsimd import (nonzero_with_count, nc_n_gather, topk, range_select, rng,  # noqa: E402,F401
+                      rand_set_state, rand_get_state, set_rng_seed)
+from ._mx import quantize_mx, nc_matmul_mx, activate2  # noqa: E402,F401
