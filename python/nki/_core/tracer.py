@@ -97,10 +97,12 @@ class Tracer:
 
     # -- emission
     def emit(self, engine, op, outs, ins, args, rmw=False):
+        insn = Insn(engine, op, outs, ins, args, user_line())
+        if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
+            return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
         for t in list(outs.values()) + list(ins.values()):
             check_grid(t)
             check_bounds(t)
-        insn = Insn(engine, op, outs, ins, args, user_line())
         insn.rmw = rmw
         for t in outs.values():
             t.storage.written = True    # at emission: the PSUM accumulate rule reads it

@@ -25,22 +25,25 @@ from ._loops import (  # noqa: F401
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)
 from ._creation import (  # noqa: F401
     _buf, ndarray, _shape, empty_like, full, zeros, ones, zeros_like, ones_like,
-    shared_identity_matrix, _is_scalar, _onchip, _memset, _fmt_value, rand, shared_constant)
+    shared_identity_matrix, _is_scalar, _onchip, _memset, _fmt_value, rand, shared_constant,
+    random_seed)
 from ._memory import (  # noqa: F401
-    _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store, load_transpose2d, _as_tile,
-    _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast, device_print)
+    _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store,
+    load_transpose2d, _as_tile, _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast,
+    device_print, gather_flattened)
 from ._elementwise import (  # noqa: F401
-    _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, fmod, equal,
+    _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, mod, fmod, equal,
     not_equal, greater, greater_equal, less, less_equal, logical_and, logical_or,
     logical_xor, bitwise_and, bitwise_or, bitwise_xor, left_shift, right_shift, _CMP,
     _is_col, _binary, _squeeze_shape, _tensor_scalar, _inplace, negative, invert,
-    logical_not, where, dropout)
+    logical_not, where, dropout, abs_max, abs_min, bypass, average)
 from ._math import (  # noqa: F401
     _ACT, _act_fn, exp, log, tanh, sigmoid, relu, gelu, gelu_dx, gelu_apprx_tanh,
     gelu_apprx_sigmoid, silu, silu_dx, softplus, mish, erf, erf_dx, sqrt, rsqrt, sin, cos,
     arctan, square, abs, sign, identity, copy_act, reciprocal, _activation, floor, ceil,
-    tan, _matmul, matmul, _to_sbuf, transpose)
+    tan, _matmul, matmul, _to_sbuf, transpose, prelu, trunc, gelu_apprx_sigmoid_dx)
 from ._reductions import (  # noqa: F401
-    _reduce, sum, max, min, mean, prod, all, softmax, var, _arg_extreme, argmax, argmin)
+    _reduce, sum, max, min, mean, prod, all, softmax, var, _arg_extreme, argmax, argmin,
+    rms_norm)
 from ._shapes import (  # noqa: F401
     broadcast_to, expand_dims)

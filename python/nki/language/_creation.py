@@ -6,7 +6,7 @@ import math
 import numpy as np
 
 from .. import _core, _dtypes
-from .._core import current, fail
+from .._core import NkiTensor, current, fail
 from ._types import _ParDim, float32, sbuf
 
 
@@ -98,8 +98,14 @@ def rand(shape, dtype=float32, buffer=None, **kw):
 
 
 def shared_constant(data, dtype=None, **kw):
-    """An HBM tensor holding data (a NumPy array), stored in the NEFF."""
+    """An HBM tensor holding data (a NumPy array, or the path of a .npy
+    file), stored in the NEFF."""
     tr = current()
+    if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+        try:
+            data = np.load(data, allow_pickle=False)
+        except (OSError, ValueError) as e:
+            fail("shared_constant cannot read %r as a .npy file: %s" % (data, e))
     arr = np.asarray(data)
     di = _dtypes.info(dtype if dtype is not None else getattr(data, "nki_dtype", None) or arr.dtype)
     if di.name == "bfloat16" and getattr(data, "nki_dtype", None) is None:
@@ -110,3 +116,12 @@ def shared_constant(data, dtype=None, **kw):
     t.storage.role = "const"
     tr.consts.append((t.storage.name, di, host.shape, host.tobytes()))
     return t
+
+
+def random_seed(seed, **kw):
+    """Seed the Vector Engine's random generator (nl.rand, nl.dropout) from
+    the 32-bit value of a [1, 1] SBUF/PSUM tile: the same seed gives the
+    same numbers."""
+    if not isinstance(seed, NkiTensor) or int(np.prod(seed.shape)) != 1:
+        fail("random_seed takes a [1, 1] tile holding the seed, got %r" % (seed,))
+    current().emit("dve", "set_rng_seed", {}, {"src_seeds": seed}, [("src_seeds", seed)])

@@ -1,6 +1,7 @@
 """nki.language element-wise: the arithmetic, comparison, logical and
 bitwise operators (tile op tile, tile op scalar, tile op [P, 1] tile), the
 in-place forms behind +=, where and dropout."""
+import builtins
 import sys
 
 from .. import _core, _dtypes
@@ -29,7 +30,7 @@ divide = _alu_fn("divide", "divide")
 maximum = _alu_fn("maximum", "max")
 minimum = _alu_fn("minimum", "min")
 power = _alu_fn("power", "power")
-fmod = _alu_fn("fmod", "mod")
+mod = _alu_fn("mod", "mod")      # remainder with the divisor's sign (Python's %)
 equal = _alu_fn("equal", "equal")
 not_equal = _alu_fn("not_equal", "not_equal")
 greater = _alu_fn("greater", "greater")
@@ -183,3 +184,72 @@ def dropout(x, rate, dtype=None, **kw):
         args.append(("prob", _fmt_value(rate)))
     tr.emit("dve", "dropout", {"dst": out}, ins, args)
     return out
+
+
+def fmod(x, y, dtype=None, **kw):
+    """Remainder of x / y with the dividend's sign (C fmod):
+    sign(x) * (|x| mod |y|), exact, as the ISA's mod of two non-negative
+    values is."""
+    ax = _abs_of(x)
+    ay = _abs_of(y) if isinstance(y, NkiTensor) else builtins.abs(float(y))
+    r = _binary("mod", ax, ay, float32)
+    sx = _sign_of(x)
+    return _binary("multiply", r, sx, dtype or _operand_dtype(x, y))
+
+
+fmod._alu = "fmod"      # not an ALU operator: nki.isa calls refuse it
+
+
+def _abs_of(x):
+    return _scalar_act(x, "abs")
+
+
+def _sign_of(x):
+    return _scalar_act(x, "sign")
+
+
+def _scalar_act(x, func):
+    from ._math import _activation
+    return _activation(func, x, dtype=float32)
+
+
+def _operand_dtype(x, y):
+    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        return _dtypes.promote(x.dtype, y.dtype)
+    return x.dtype if isinstance(x, NkiTensor) else y.dtype
+
+
+def _abs_pick(x, y, cmp, dtype):
+    """x where |x| cmp |y| holds, else y (tiles of one shape, or a scalar y)."""
+    pred = _binary(cmp, _abs_of(x), _abs_of(y) if isinstance(y, NkiTensor) else builtins.abs(float(y)),
+                   float32)
+    return where(pred, x, y, dtype=dtype or _operand_dtype(x, y))
+
+
+def abs_max(x, y, dtype=None, **kw):
+    """Element-wise: x if |x| > |y|, else y."""
+    return _abs_pick(x, y, "greater", dtype)
+
+
+def abs_min(x, y, dtype=None, **kw):
+    """Element-wise: x if |x| < |y|, else y."""
+    return _abs_pick(x, y, "less", dtype)
+
+
+abs_max._alu = "abs_max"    # the ISA operator (NeuronCore-v4) when passed to nki.isa calls
+abs_min._alu = "abs_min"
+
+
+class _Operator:
+    """An operator constant for nki.isa calls (nl.bypass)."""
+
+    def __init__(self, name, alu):
+        self.__name__ = name
+        self._alu = alu      # the ISA ALU operator
+
+    def __repr__(self):
+        return "nki.language." + self.__name__
+
+
+bypass = _Operator("bypass", "bypass")    # no operation (an op0/op1 that passes data through)
+average = _Operator("average", "average")  # the mean, as a reduction operator

@@ -49,6 +49,7 @@ square = _act_fn("square", "square")
 abs = _act_fn("abs", "abs")
 sign = _act_fn("sign", "sign")
 identity = _act_fn("identity", "copy")
+prelu = _act_fn("prelu", "prelu")      # x > 0 ? x : alpha * x (alpha: nisa.activate2 relu_param)
 copy_act = identity
 
 
@@ -161,3 +162,19 @@ def transpose(x, dtype=None, mask=None, **kw):
     if dtype is not None and _dtypes.info(dtype).name != _dtypes.info(x.dtype).name:
         return copy(out, dtype=dtype)
     return out
+
+
+def trunc(x, dtype=None, **kw):
+    """Round toward zero: sign(x) * floor(|x|), floor(a) = a - (a mod 1)."""
+    a = _activation("abs", x, dtype=float32)
+    fl = _binary("subtract", a, _tensor_scalar(a, "mod", 1.0, dtype=float32), float32)
+    return _binary("multiply", fl, _activation("sign", x, dtype=float32), dtype or x.dtype)
+
+
+def gelu_apprx_sigmoid_dx(x, dtype=None, **kw):
+    """Derivative of gelu_apprx_sigmoid (x * sigmoid(1.702 x)):
+    s + 1.702 x s (1 - s), s = sigmoid(1.702 x)."""
+    s = _activation("sigmoid", x, dtype=float32, scale=1.702)
+    one_minus = _tensor_scalar(s, "subtract", 1.0, reverse=True, dtype=float32)
+    xs = _binary("multiply", _tensor_scalar(x, "multiply", 1.702, dtype=float32), s, float32)
+    return _binary("add", s, _binary("multiply", xs, one_minus, float32), dtype or x.dtype)

@@ -217,3 +217,17 @@ def device_print(print_prefix, tensor, **kw):
     out.storage.role = "print"
     _dma(out, tensor)
     tr.prints.append((print_prefix, out.storage))
+
+
+def gather_flattened(data, indices, axis=0, dtype=None, **kw):
+    """Per partition, out[j] = data[indices[j]] over data's flattened free
+    axes (uint32 indices; GpSimd nc_n_gather)."""
+    if axis not in (0, -1, 1) or not isinstance(data, NkiTensor) or not isinstance(indices, NkiTensor):
+        fail("gather_flattened(data, indices) gathers along the flattened free axes of SBUF tiles")
+    out = ndarray(indices.shape, dtype or data.dtype, sbuf)
+    src = data if data.buffer == "sbuf" else copy(data)
+    current().emit("pool", "nc_n_gather", {"dst": out}, {"data": src, "indices": indices},
+                   [("dst", out), ("data", src), ("indices", indices)])
+    if dtype is not None and _dtypes.info(dtype).name != _dtypes.info(data.dtype).name:
+        return copy(out, dtype=dtype)
+    return out

@@ -131,3 +131,18 @@ def argmin(x, axis, keepdims=True, **kw):
     """Index (uint32, [P, 1]) of the first smallest element along the last axis."""
     _no_mask(kw.get("mask"), "argmin")
     return _arg_extreme(x, axis, True)
+
+
+def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kw):
+    """x / sqrt(sum(x^2) / n + epsilon) * w along the free axis (x, w tiles
+    of one shape; w may be a [1, F] row broadcast across partitions)."""
+    ct = compute_dtype or float32
+    ss = _reduce("add", square(x, dtype=ct), axis, ct, keepdims=True)
+    ms = _tensor_scalar(ss, "multiply", 1.0 / float(n), dtype=ct)
+    ms = _tensor_scalar(ms, "add", float(epsilon), dtype=ct)
+    r = _activation("rsqrt", ms, dtype=ct)
+    y = _tensor_scalar(x, "multiply", r, dtype=ct)
+    if w.shape != x.shape:
+        from ._shapes import broadcast_to
+        w = broadcast_to(w, x.shape)
+    return _binary("multiply", y, w, dtype or x.dtype)

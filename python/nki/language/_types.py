@@ -147,16 +147,41 @@ class NKIObject:
         return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in self._values()))
 
 
-class tile_size:
-    """Hardware tile limits (NeuronCore-v2/v3)."""
-    pmax = 128
-    psum_fmax = 512
-    gemm_stationary_fmax = 128
-    gemm_moving_fmax = 512
+class _TileSize:
+    """Hardware tile limits (NeuronCore-v2/v3, and the SBUF trnemu's front
+    end allocates: 192 KiB per partition)."""
+    pmax = 128                      # partitions of a tile
+    psum_fmax = 512                 # fp32 elements per partition of a PSUM bank
+    psum_bank_fmax = 512
+    psum_bank_fmax_bytes = _core.PSUM_BANK
+    gemm_stationary_fmax = 128      # free size of a matmul's stationary operand
+    gemm_moving_fmax = 512          # free size of a matmul's moving operand
     bn_stats_fmax = 512
     psum_min_align = 4
     sbuf_min_align = 1
-    total_available_sbuf_size = _core.SBUF_BYTES
+
+    @property
+    def psum_num_banks(self):
+        return _core.PSUM_BYTES // _core.PSUM_BANK
+
+    @property
+    def sbuf_size_bytes(self):
+        return _core.SBUF_BYTES * _core.NUM_PARTITIONS
+
+    @property
+    def sbuf_fmax(self):
+        return _core.SBUF_BYTES // 4
+
+    @property
+    def sbuf_fmax_bytes(self):
+        return _core.SBUF_BYTES
+
+    @property
+    def total_available_sbuf_size(self):
+        return _core.SBUF_BYTES
+
+
+tile_size = _TileSize()
 
 
 class _ParDim(int):
