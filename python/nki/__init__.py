@@ -5,9 +5,16 @@ run through trnemu's libnrt.so.1 on the emulated device and return NumPy
 arrays. See docs/nki.md for what is supported.
 """
 from . import language, isa, typing
-from ._core import NKIError
+from ._core import NKIError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
+from . import compiler
+from ._dtypes import DType as _DType
+
+# annotation names: a kernel's tensor arguments and dtype parameters
+tensor = NkiTensor
+dtype = _DType
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
-           "typing", "NKIError", "Kernel", "bf16", "to_float32", "HostArray"]
+           "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32", "HostArray",
+           "tensor", "dtype"]

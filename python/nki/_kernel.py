@@ -7,6 +7,7 @@ import collections
 import hashlib
 import inspect
 import itertools
+import os
 import re
 import sys
 import time
@@ -155,12 +156,14 @@ def _key(func, args, kwargs, grid):
     return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
-def _trace(func, args, kwargs, grid, shard=None):
+def _trace(func, args, kwargs, grid, shard=None, gen=2):
     t0 = time.perf_counter()
     ncores = 1
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]
     tr = _core.Tracer(func.__name__, ncores)
+    tr.gen = gen              # NeuronCore generation the kernel is traced for
+    tr.force_auto_alloc = "force_auto_alloc" in getattr(func, "_nki_compiler_flags", {})
     sig = inspect.signature(func)
     try:
         bound = sig.bind(*args, **kwargs)
@@ -206,11 +209,13 @@ def _trace(func, args, kwargs, grid, shard=None):
         rets, shape = list(ret), "tuple" if isinstance(ret, tuple) else "list"
     else:
         rets, shape = [ret], "one"
-    outs = []
+    outs, out_views = [], []
+    where = "%s:%d" % (func.__code__.co_filename, func.__code__.co_firstlineno)
     for r in rets:
         if not isinstance(r, NkiTensor) or r.buffer != "hbm":
             raise NKIError("%s: a kernel returns HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm)), "
-                           "got %r" % (func.__code__.co_filename + ":" + str(func.__code__.co_firstlineno), r))
+                           "got %r" % (where, r))
+        out_views.append(_returned_view(r, where))
         r.storage.role = "output"
         outs.append(r.storage)
     for st in tr.inputs:
@@ -234,12 +239,17 @@ def _trace(func, args, kwargs, grid, shard=None):
         tensors.append(("output", st.name, st.nbytes))
         if hasattr(st, "argpos"):
             comp.prefill.append((st.argpos, st.name))
+    for _, st in tr.prints:
+        decls.append(("output", st.name, st.di.nrt, st.shape, st.nbytes))
+        tensors.append(("output", st.name, st.nbytes))
+    comp.prints = [(prefix, st.name, st.shape, st.di) for prefix, st in tr.prints]
     for st in tr.hbm.values():
         if st.role == "scratch":
             decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
     for name, di, shape, data in tr.consts:
         decls.append(("const", name, di.nrt, shape, data))
-    comp.out_specs = [(st.name, st.shape, st.di, getattr(st, "argpos", None)) for st in outs]
+    comp.out_specs = [(st.name, shape, di, getattr(st, "argpos", None))
+                      for st, (shape, di) in zip(outs, out_views)]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
     t1 = time.perf_counter()
     subgraphs = [(decls, ct.lines) for ct in tr.cores]
@@ -259,6 +269,19 @@ def _trace(func, args, kwargs, grid, shard=None):
     comp.model = _runtime.Model(neff, tensors)
     comp.load_s = time.perf_counter() - t2
     return comp
+
+
+def _returned_view(r, where):
+    """The host shape and dtype of a returned HBM tensor: the view's own
+    (a reshape or dtype view of the whole tensor comes back as such). A
+    view of part of a tensor cannot be returned."""
+    st = r.storage
+    di = _dtypes.info(r.dtype)
+    whole = int(np.prod(st.shape)) * st.di.size if st.shape else st.di.size
+    if r.off != 0 or not r.is_contiguous() or r.size * di.size != whole:
+        raise NKIError("%s: a kernel returns whole HBM tensors (or reshapes of them), not a view "
+                       "of part of one (shape %s of %s)" % (where, r.shape, tuple(st.shape)))
+    return tuple(r.shape), di
 
 
 def _locate(comp, log):
@@ -305,6 +328,7 @@ def _run(comp, args, kwargs, quiet=False):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
         outs.append(arr)
+    _print_values(comp)
     for argpos, name, shape, di in comp.written_args:
         a = flat[argpos]
         tmp = np.empty(shape, dtype=di.host)
@@ -315,6 +339,16 @@ def _run(comp, args, kwargs, quiet=False):
     if comp.ret_shape == "one":
         return outs[0]
     return tuple(outs) if comp.ret_shape == "tuple" else outs
+
+
+def _print_values(comp):
+    """Print what the kernel's nl.device_print calls captured."""
+    for prefix, name, shape, di in getattr(comp, "prints", ()):
+        arr = np.empty(shape, dtype=di.host)
+        comp.model.read(name, arr)
+        if di.name == "bfloat16":
+            arr = _dtypes.bf16_to_f32(arr)
+        print(prefix, arr, flush=True)
 
 
 class Kernel:
@@ -348,6 +382,28 @@ class Kernel:
             raise NKIError("launch grid %s must be positive" % (grid,))
         return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
+    def target_generation(self):
+        """The NeuronCore generation the kernel is built for: platform_target,
+        else NEURON_PLATFORM_TARGET_OVERRIDE, else the emulated machine's. A
+        target other than the machine's is refused, as a NEFF built for
+        another generation does not load."""
+        machine = _runtime.machine_generation()
+        target = self.opts.get("platform_target") or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+        if not target:
+            return machine
+        gen = PLATFORMS.get(target)
+        if gen is None:
+            raise NKIError("%s:%d: platform target %r is not one of %s"
+                           % (self.func.__code__.co_filename, self.func.__code__.co_firstlineno,
+                              target, ", ".join(sorted(PLATFORMS))))
+        if gen != machine:
+            info = _runtime.machine_info()
+            raise NKIError("%s:%d: the kernel targets %s (NeuronCore-v%d) but the emulated machine "
+                           "is %s (NeuronCore-v%d); set TRNEMU_INSTANCE to a matching instance type"
+                           % (self.func.__code__.co_filename, self.func.__code__.co_firstlineno,
+                              target, gen, info.get("instance_type", "?"), machine))
+        return gen
+
     def compile(self, args, kwargs):
         key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
         with _runtime._lock:     # one trace per key, even from several threads
@@ -356,7 +412,8 @@ class Kernel:
     def _compile_locked(self, key, args, kwargs):
         comp = _cache.get(key)
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid, self.shard)
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
+            self._save_artifacts(comp)
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
                 _, old = _cache.popitem(last=False)
@@ -365,6 +422,23 @@ class Kernel:
             _cache.move_to_end(key)
         self.last = comp
         return comp
+
+    def _save_artifacts(self, comp):
+        """save_neff_name= writes the kernel's NEFF to that file;
+        artifacts_dir= writes <kernel name>.neff into that folder."""
+        paths = []
+        if self.opts.get("save_neff_name"):
+            paths.append(self.opts["save_neff_name"])
+        if self.opts.get("artifacts_dir"):
+            os.makedirs(self.opts["artifacts_dir"], exist_ok=True)
+            paths.append(os.path.join(self.opts["artifacts_dir"], self.__name__ + ".neff"))
+        for path in paths:
+            try:
+                with open(path, "wb") as f:
+                    f.write(comp.neff)
+            except OSError as e:
+                raise NKIError("%s:%d: cannot write the NEFF to %s: %s"
+                               % (comp.file, comp.first_line, path, e.strerror)) from None
 
     def __call__(self, *args, **kwargs):
         if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
@@ -417,23 +491,65 @@ class BenchmarkResult:
         self.device_time_estimate = None    # no cost model yet
 
 
-def jit(func=None, **opts):
-    """Decorate an NKI kernel: calls trace, compile, load and run it."""
+# nki.jit's documented modes and the entry point each one runs as here:
+# a traced kernel ('trace', and the framework modes, called with NumPy
+# arrays) runs like 'jit'; 'simulation' is trnemu's run as well.
+_MODES = {"auto": "jit", "jit": "jit", "trace": "jit", "torchxla": "jit", "jax": "jit",
+          "baremetal": "baremetal", "benchmark": "benchmark", "simulation": "jit"}
+# platform_target / NEURON_PLATFORM_TARGET_OVERRIDE spellings -> NeuronCore generation
+PLATFORMS = {"trn1": 2, "inf2": 2, "gen2": 2, "trn2": 3, "gen3": 3, "trn3": 4, "gen4": 4}
+# the other documented options and the types they take
+_OPTION_TYPES = {"platform_target": (str,), "additional_compile_opt": (str,),
+                 "debug_kernel": (bool,), "show_compiler_tb": (bool,),
+                 "enable_out_of_bound_check": (bool,), "save_neff_name": (str,),
+                 "save_trace_name": (str,), "artifacts_dir": (str,),
+                 "experimental_flags": (str,), "compile_config": (object,),
+                 "specialization_config": (object,), "warmup": (int,), "iters": (int,)}
+
+
+def _check_options(mode, opts, where):
+    """Validate nki.jit's options: an unknown name or a wrong type is an
+    NKIError naming the decorator line."""
+    if mode not in _MODES:
+        raise NKIError("%s: nki.jit mode=%r is not one of %s" % (where, mode, ", ".join(sorted(_MODES))))
+    for k, v in opts.items():
+        if k not in _OPTION_TYPES:
+            raise NKIError("%s: nki.jit has no option %r (options: mode, %s)"
+                           % (where, k, ", ".join(sorted(_OPTION_TYPES))))
+        if v is not None and not isinstance(v, _OPTION_TYPES[k]):
+            raise NKIError("%s: nki.jit option %s=%r should be a %s"
+                           % (where, k, v, _OPTION_TYPES[k][0].__name__))
+    pt = opts.get("platform_target")
+    if pt is not None and pt not in PLATFORMS:
+        raise NKIError("%s: platform_target=%r is not one of %s" % (where, pt, ", ".join(sorted(PLATFORMS))))
+    for name, cls in (("compile_config", "CompileConfig"), ("specialization_config", "SpecializationConfig")):
+        v = opts.get(name)
+        if v is not None and type(v).__name__ != cls:
+            raise NKIError("%s: %s= takes an nki.compiler.%s, got %r" % (where, name, cls, v))
+
+
+def _decorator(default_mode, func, opts):
+    mode = opts.pop("mode", default_mode)
+    where = _core.user_line()
+    _check_options(mode, opts, where)
     if func is None:
-        return lambda f: Kernel(f, mode="jit", **opts)
-    return Kernel(func, mode="jit", **opts)
+        return lambda f: Kernel(f, mode=_MODES[mode], **opts)
+    return Kernel(func, mode=_MODES[mode], **opts)
+
+
+def jit(fn=None, **opts):
+    """Decorate an NKI kernel: calls trace, compile, load and run it.
+    Options (docs/nki.md): mode, platform_target, save_neff_name and the
+    compiler options, which are checked and recorded."""
+    return _decorator("jit", fn, opts)
 
 
 def baremetal(func=None, **opts):
-    if func is None:
-        return lambda f: Kernel(f, mode="baremetal", **opts)
-    return Kernel(func, mode="baremetal", **opts)
+    return _decorator("baremetal", func, opts)
 
 
 def benchmark(func=None, **opts):
-    if func is None:
-        return lambda f: Kernel(f, mode="benchmark", **opts)
-    return Kernel(func, mode="benchmark", **opts)
+    return _decorator("benchmark", func, opts)
 
 
 def simulate_kernel(kernel, *args, **kwargs):

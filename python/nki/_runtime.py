@@ -176,8 +176,10 @@ class _MachineInfo(ctypes.Structure):
                 ("hbm_bytes_per_chip", ctypes.c_uint64)]
 
 
-def machine_lnc():
-    """Physical NeuronCores per logical core of the emulated machine (1 if unknown)."""
+def machine_info():
+    """What the emulated machine is (trnemu_get_machine_info): a dict with
+    instance_type, chip_name, nc_generation (2: NeuronCore-v2 ... 4:
+    NeuronCore-v4) and lnc; empty when the library cannot say."""
     L = lib()
     info = _MachineInfo()
     f = L.trnemu_get_machine_info
@@ -185,7 +187,20 @@ def machine_lnc():
     f.restype = ctypes.c_int
     with _Capture():
         st = f(ctypes.byref(info), ctypes.sizeof(info))
-    return info.lnc if st == NRT_SUCCESS and info.lnc else 1
+    if st != NRT_SUCCESS:
+        return {}
+    return {"instance_type": info.instance_type.decode(), "chip_name": info.chip_name.decode(),
+            "nc_generation": info.nc_generation, "lnc": info.lnc}
+
+
+def machine_lnc():
+    """Physical NeuronCores per logical core of the emulated machine (1 if unknown)."""
+    return machine_info().get("lnc") or 1
+
+
+def machine_generation():
+    """NeuronCore generation of the emulated machine (2, 3 or 4; 2 if unknown)."""
+    return machine_info().get("nc_generation") or 2
 
 
 def build_neff(name, head, subgraphs):

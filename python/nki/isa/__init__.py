@@ -3,137 +3,84 @@ instruction (docs/isa.md) on its engine. Calls accept the current form
 (dst= given, nothing returned) and the legacy form (a new tile returned)."""
 import numpy as np
 
-from . import _core, _dtypes, language as nl
-from ._core import NkiTensor, fail, current
-
-
-class engine:
-    """Engine choices for ops that run on several engines."""
-    tensor = "pe"
-    scalar = "act"
-    activation = "act"
-    gpsimd = "pool"
-    vector = "dve"
-    sync = "sp"
-    unknown = None
-
-
-class reduce_cmd:
-    idle = "idle"
-    reset = "reset"
-    reduce = "reduce"
-    reset_reduce = "reset_reduce"
-    load_reduce = "load_reduce"
-
-
-nc_version = type("nc_version", (), {"gen2": 2, "gen3": 3, "gen4": 4})
-
-
-def _dst_first(legacy_tensors):
-    """Accept the current positional form f(dst, ...) beside the legacy
-    f(...) that returns a new tile: when the call starts with more tensors
-    than the legacy form can, the first one is dst."""
-    def wrap(fn):
-        def call(*args, **kw):
-            n = 0
-            while n < len(args) and isinstance(args[n], NkiTensor):
-                n += 1
-            if n > legacy_tensors and "dst" not in kw:
-                kw["dst"] = args[0]
-                args = args[1:]
-            if kw.get("mask") is not None and fn.__name__ not in ("activation",):
-                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
-                     % fn.__name__)
-            return fn(*args, **kw)
-        call.__name__ = fn.__name__
-        call.__doc__ = fn.__doc__
-        call.__wrapped__ = fn
-        return call
-    return wrap
+from .. import _core, _dtypes, _runtime, language as nl
+from .._core import NkiTensor, fail, current
+from . import constants
+from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401
+                       _scalar_arg, _NP_ALU, _NP_ACT)
+from .constants import (engine, reduce_cmd, dge_mode, oob_mode, matmul_perf_mode,  # noqa: F401
+                        nc_version, dma_engine, tensor_engine, vector_engine, scalar_engine,
+                        gpsimd_engine, sync_engine, unknown_engine)
 
 
 def get_nc_version():
-    return 2
+    """The NeuronCore generation kernels are built for (an nc_version): in
+    a kernel, the one it is traced for (its platform target, which must be
+    the emulated machine's); outside one, the emulated machine's."""
+    tr = getattr(_core._tls, "tracer", None)
+    gen = getattr(tr, "gen", None) if tr is not None else None
+    return nc_version(gen or _runtime.machine_generation())
 
 
-# NumPy functions NKI accepts as operators (np.add, np.exp, ...), by name.
-_NP_ALU = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
-           "true_divide": "divide", "maximum": "max", "minimum": "min", "power": "power",
-           "mod": "mod", "fmod": "mod", "remainder": "mod", "equal": "equal",
-           "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
-           "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
-           "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
-           "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "left_shift": "left_shift",
-           "right_shift": "right_shift", "abs": "abs", "absolute": "abs"}
-_NP_ACT = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "sin": "sin",
-           "arctan": "arctan", "square": "square", "abs": "abs", "absolute": "abs", "sign": "sign",
-           "reciprocal": "reciprocal"}
-
-
-def _alu(op):
-    """The ISA ALU name of an nl function (nl.add), a NumPy function or a name."""
-    if op is None:
-        return "bypass"
-    if hasattr(op, "_alu"):
-        return op._alu
-    if isinstance(op, str):
-        return op
-    if isinstance(op, np.ufunc) and op.__name__ in _NP_ALU:
-        return _NP_ALU[op.__name__]
-    fail("%r is not an arithmetic operator" % (op,))
-
-
-def _act(op):
-    if hasattr(op, "_act"):
-        return op._act, op._bias
-    if isinstance(op, str):
-        return op, 0.0
-    if isinstance(op, np.ufunc) and op.__name__ in _NP_ACT:
-        return _NP_ACT[op.__name__], 0.0
-    fail("%r is not an activation function" % (op,))
-
-
-def _out(dst, shape, dtype, buffer="sbuf"):
-    return dst if dst is not None else nl.ndarray(shape, dtype, buffer)
-
-
-def _ret(dst, out):
-    return None if dst is not None else out
-
-
-def _eng(e, default):
-    return e if e in ("pe", "act", "pool", "dve", "sp") else default
-
-
-def _scalar_arg(nm, v, args, ins):
-    if isinstance(v, NkiTensor):
-        ins[nm] = v
-        args.append((nm, v))
-    elif v is not None:
-        args.append((nm, nl._fmt_value(v)))
+def get_nc_sub_version():
+    """The sub-version of the NeuronCore generation: trnemu models one
+    version of each generation, 0."""
+    return 0
 
 
 @_dst_first(2)
 def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_onezero=False,
-              is_moving_onezero=False, is_transpose=False, **kw):
+              is_moving_onezero=False, is_transpose=False, tile_position=(), tile_size=(),
+              perf_mode=None, mask=None, name=None, **kw):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] (PSUM, fp32). Without
     accumulate=, a PSUM dst that was written before accumulates and a fresh
-    one starts the accumulation group."""
+    one starts the accumulation group. mask= keeps the rows (grid axis 0,
+    M) and columns (axis 1, N) of the result its conditions allow; the
+    contraction is not masked. tile_position/tile_size place the op on a
+    tile of the systolic array; perf_mode=double_row is the FP8 mode."""
     tr = current()
     if dst is None:
-        out = nl._matmul(stationary, moving)
-        acc = False
+        if not all(isinstance(t, NkiTensor) and len(t.shape) == 2 for t in (stationary, moving)):
+            return nl._matmul(stationary, moving)     # reports what is wrong
+        dst_new = nl.ndarray((stationary.shape[1], moving.shape[1]), nl.float32, nl.psum)
+        out, acc = dst_new, False
     else:
+        out = None
         acc = dst.storage.written if accumulate is None else bool(accumulate)
-        out = nl._matmul(stationary, moving, dst=dst)
+    d = dst if dst is not None else dst_new
+    rng = nl._mask_ranges(mask)
+    if rng is not None:
+        d = _core.restrict(d, rng)
+        stationary = _core.restrict(stationary, {1: rng[0]} if 0 in rng else {})
+        moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
+        if d is None or stationary is None or moving is None:
+            return out
+    nl._matmul(stationary, moving, dst=d)
     insn = tr.pending
+    _matmul_placement(insn, tile_position, tile_size, perf_mode)
     for flag, on in (("accumulate", acc), ("transpose", is_transpose),
                      ("stationary_onezero", is_stationary_onezero),
                      ("moving_onezero", is_moving_onezero)):
         if on:
             insn.args.append((flag, None))
     insn.rmw = acc
-    return out if dst is None else None
+    return out
+
+
+def _matmul_placement(insn, tile_position, tile_size, perf_mode):
+    """tile_position=(row, col), tile_size=(rows, cols) and perf_mode of a
+    matmul, as the ISA's tile_row/col/rows/cols and perf operands."""
+    if tile_position or tile_size:
+        if len(tile_position) != 2 or len(tile_size) != 2:
+            fail("tile_position and tile_size are (row, column) pairs, got %r and %r"
+                 % (tile_position, tile_size))
+        insn.args += [("tile_row", int(tile_position[0])), ("tile_col", int(tile_position[1])),
+                      ("tile_rows", int(tile_size[0])), ("tile_cols", int(tile_size[1]))]
+    if perf_mode is not None and perf_mode is not constants.matmul_perf_mode.none:
+        mode = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
+        if mode != "double_row":
+            fail("perf_mode=%r is not an nki.isa.matmul_perf_mode" % (perf_mode,))
+        insn.args.append(("perf", "double_row"))
 
 
 @_dst_first(1)
@@ -214,8 +161,9 @@ def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=
 
 
 @_dst_first(0)
-def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, **kw):
-    out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate)
+def tensor_reduce(op, data, axis, dst=None, negate=False, keepdims=False, dtype=None, mask=None,
+                  **kw):
+    out = nl._reduce(_alu(op), data, axis, dtype, keepdims, negate, mask=mask)
     if dst is not None:
         nl._assign(dst, out)
         return None
@@ -258,45 +206,95 @@ def reciprocal(data, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
-def iota(expr=None, dtype=None, dst=None, pattern=None, offset=0, channel_multiplier=0, **kw):
-    """Legacy iota(index expression, dtype) or iota(dst, pattern, offset,
-    channel_multiplier): integer patterns generated on GpSimd."""
+def iota(*args, **kw):
+    """iota(dst, pattern, offset=0, channel_multiplier=0): dst[p, i...] =
+    offset + p * channel_multiplier + sum(step * i) over the [[step, count],
+    ...] pattern, on GpSimd. The legacy iota(index expression, dtype)
+    returns a new tile."""
+    if (args and isinstance(args[0], NkiTensor)) or "dst" in kw:
+        return _iota_pattern(*args, **kw)
+    return _iota_expr(*args, **kw)
+
+
+def _iota_pattern(dst, pattern, offset=0, channel_multiplier=0, name=None, **kw):
+    try:
+        pat = [[int(s), int(n)] for s, n in pattern]
+    except (TypeError, ValueError):
+        fail("iota pattern is a list of [step, count] pairs, got %r" % (pattern,))
+    current().emit("pool", "iota", {"dst": dst}, {},
+                   [("dst", dst), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
+                    ("offset", int(offset)), ("channel_multiplier", int(channel_multiplier))])
+
+
+def _iota_expr(expr, dtype=None, **kw):
     tr = current()
-    if isinstance(expr, _core.IndexExpr):
-        terms = sorted(expr.terms.items())
-        if not terms:
-            fail("iota needs an index expression with nl.arange/mgrid axes")
-        rank = terms[0][0][1]
-        shape = [1] * rank
-        for (pos, _), (c, n) in terms:
-            shape[pos] = n
-        cm = 0
-        pat = []
-        for (pos, _), (c, n) in terms:
-            if pos == 0:
-                cm = c
-            else:
-                pat.append([c, n])
-        if not pat:
-            pat = [[0, 1]]
-        out = nl.ndarray(tuple(shape), dtype or nl.int32, "sbuf")
-        tr.emit("pool", "iota", {"dst": out}, {},
-                [("dst", out), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
-                 ("offset", expr.const), ("channel_multiplier", cm)])
-        return out
-    if isinstance(expr, NkiTensor):
-        dst, expr = expr, None
-    if dst is None or pattern is None:
-        fail("iota(dst=, pattern=[[step, count], ...]) or iota(index expression, dtype)")
-    tr.emit("pool", "iota", {"dst": dst}, {},
-            [("dst", dst), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pattern)),
-             ("offset", offset), ("channel_multiplier", channel_multiplier)])
-    return None
+    if not isinstance(expr, _core.IndexExpr):
+        fail("iota(dst, pattern=[[step, count], ...]) or iota(index expression, dtype)")
+    terms = sorted(expr.terms.items())
+    if not terms:
+        fail("iota needs an index expression with nl.arange/mgrid axes")
+    rank = terms[0][0][1]
+    shape = [1] * rank
+    for (pos, _), (c, n) in terms:
+        shape[pos] = n
+    cm = 0
+    pat = []
+    for (pos, _), (c, n) in terms:
+        if pos == 0:
+            cm = c
+        else:
+            pat.append([c, n])
+    if not pat:
+        pat = [[0, 1]]
+    out = nl.ndarray(tuple(shape), dtype or nl.int32, "sbuf")
+    tr.emit("pool", "iota", {"dst": out}, {},
+            [("dst", out), ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(p) for p in pat)),
+             ("offset", expr.const), ("channel_multiplier", cm)])
+    return out
 
 
-def dma_copy(dst, src, **kw):
-    """A DMA from src to dst (HBM, SBUF or PSUM)."""
-    nl._dma(dst, src)
+def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None, name=None,
+             dst_rmw_op=None, mask=None, **kw):
+    """A DMA from src to dst (HBM, SBUF or PSUM). An indirect view
+    (ap(vector_offset=)) on one side makes it a gather or scatter by the
+    per-partition indices; oob_mode=skip drops rows whose index is outside
+    the HBM tensor; dst_rmw_op=np.add accumulates into dst; engine= picks
+    the queue; dge_mode does not change results."""
+    views = nl._apply_mask(mask, dst, src)
+    if views is None:
+        return
+    dst, src = views
+    insn = nl._dma(dst, src)
+    if engine is not None and engine is not constants.engine.unknown:
+        insn.engine = _eng(engine, insn.engine)
+    if dst_rmw_op is not None:
+        op = _alu(dst_rmw_op)
+        if op not in ("add", "max", "min"):
+            fail("dst_rmw_op=%r: a DMA accumulates with add, max or min" % (dst_rmw_op,))
+        insn.args = [a for a in insn.args if a[0] != "op"] + [("op", op)]
+        insn.rmw = True
+    if priority:
+        insn.args.append(("priority", int(priority)))
+    _indirect_args(insn, dst, src, oob_mode)
+
+
+def _indirect_args(insn, dst, src, oob):
+    """Turn a DMA whose src (gather) or dst (scatter) is an indirect view
+    into the ISA's indexed dma_copy."""
+    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
+    if oob is not None and not isinstance(oob, constants.oob_mode):
+        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob,))
+    if side is None:
+        return
+    index, dim = (src if side == "src" else dst)._indirect
+    if dim != 0:
+        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
+    if (src if side == "src" else dst).buffer != "hbm":
+        fail("the indexed side of an indirect DMA must be in HBM")
+    insn.ins["index"] = index
+    insn.args += [("index", index), ("indirect", side)]
+    if oob is constants.oob_mode.skip:
+        insn.args.append(("oob", "skip"))
 
 
 @_dst_first(1)
@@ -326,10 +324,15 @@ def bn_aggr(data, dst=None, dtype=None, **kw):
 
 
 @_dst_first(1)
-def max8(src, dst=None, dtype=None, **kw):
+def max8(src, dst=None, dtype=None, mask=None, **kw):
+    """The 8 largest values of each partition, in descending order; mask=
+    limits the elements (and partitions) searched."""
     tr = current()
     out = _out(dst, (src.shape[0], 8), dtype or src.dtype)
-    tr.emit("dve", "max8", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    views = nl._mask_rows(mask, out, src)
+    if views is not None:
+        o, s = views
+        tr.emit("dve", "max8", {"dst": o}, {"src": s}, [("dst", o), ("src", s)])
     return _ret(dst, out)
 
 
@@ -424,7 +427,7 @@ def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduc
     outs = {"dst": out}
     if reduce_res is not None:
         outs["reduce_res"] = reduce_res
-        args += [("reduce_res", reduce_res), ("reduce_cmd", reduce_cmd or "reset_reduce")]
+        args += [("reduce_res", reduce_res), ("reduce_cmd", _cmd(reduce_cmd, "reset_reduce"))]
     if reduce_op is not None:
         args.append(("reduce_op", _alu(reduce_op)))
     if reverse_pred:
@@ -528,7 +531,7 @@ def tensor_scalar_cumulative(src, op0, op1, imm0, imm1=None, reduce_cmd=None, ds
     if imm1 is not None:
         _scalar_arg("imm1", imm1, args, ins)
     if reduce_cmd is not None:
-        args.append(("reduce_cmd", reduce_cmd))
+        args.append(("reduce_cmd", _cmd(reduce_cmd, "reset_reduce")))
     if reverse0:
         args.append(("reverse0", None))
     tr.emit("dve", "tensor_scalar_cumulative", {"dst": out}, ins, args)
@@ -541,3 +544,11 @@ def rand2(dst, min, max, **kw):
     _scalar_arg("min", min, args, ins)
     _scalar_arg("max", max, args, ins)
     current().emit("dve", "rand2", {"dst": dst}, ins, args)
+
+
+from ._cores import core_barrier, sendrecv  # noqa: E402,F401
+from ._registers import (VirtualRegister, register_alloc, register_move,  # noqa: E402,F401
+                         register_load, register_store)
+from ._gpsimd import (nonzero_with_count, nc_n_gather, topk, range_select, rng,  # noqa: E402,F401
+                      rand_set_state, rand_get_state, set_rng_seed)
+from ._mx import quantize_mx, nc_matmul_mx, activate2  # noqa: E402,F401

@@ -1,0 +1,112 @@
+"""_core/access.py: access patterns: how a tensor view is written as a
+trnemu assembly operand (docs/isa.md), its bounding box of bytes for the
+dependency tracker, and the bounds check of a view against its tensor."""
+from .. import _dtypes
+from .context import NUM_PARTITIONS, fail
+
+
+def _merge(dims):
+    """Merge adjacent free dims that walk contiguously (outermost first)."""
+    out = []
+    for s, c in dims:
+        if c == 1 and out:
+            continue
+        if out and out[-1][0] == s * c:
+            out[-1] = [s, out[-1][1] * c]
+        else:
+            out.append([s, c])
+    if len(out) > 1 and out[0][1] == 1:
+        out = out[1:]
+    return out or [[1, 1]]
+
+
+def free_dims(t):
+    return [d for i, d in enumerate(t.dims) if i != t.pdim]
+
+
+def partitions(t):
+    """(start, step, count) of the partitions an on-chip view touches."""
+    if t.pdim is None:
+        return t.part, 1, t.pcount
+    s, c = t.dims[t.pdim]
+    return t.part, s, c
+
+
+def ap_text(t, dtype_override=None, dims_override=None, merge=True):
+    """The assembly access pattern of a view (docs/isa.md)."""
+    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    st = t.storage
+    if st.kind == "hbm":
+        dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
+        if not dims:
+            dims = [[1, 1]]
+        pd = dims[0]
+        free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
+        if not dims[1:]:
+            free = [[1, 1]]
+        if len(free) > 4:
+            fail("an HBM access with more than 5 non-contiguous dimensions")
+        return "hbm:%s[[%d,%d], %d, %s]:%s" % (
+            st.name, pd[0], pd[1], t.off * di.size,
+            ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+    st.place()
+    p0, ps, pc = partitions(t)
+    free = dims_override if dims_override is not None else free_dims(t)
+    free = _merge(free) if merge else (free or [[1, 1]])
+    if len(free) > 4:
+        fail("an on-chip access with more than 4 non-contiguous free dimensions")
+    byte = st.offset + t.off * di.size
+    if byte < 0:
+        fail("a view starts before its tile")
+    if p0 < 0 or p0 + (pc - 1) * ps >= NUM_PARTITIONS:
+        fail("partitions %d..%d are outside 0..127" % (p0, p0 + (pc - 1) * ps))
+    pstop = p0 + pc * ps
+    part = "%d:%d" % (p0, pstop) if ps == 1 else "%d:%d:%d" % (p0, pstop, ps)
+    return "%s[%s, %d, %s]:%s" % (st.kind, part, byte,
+                                  ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+
+
+def rect(t, dtype_override=None):
+    """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
+    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    st = t.storage
+    if st.kind == "hbm":
+        lo = hi = t.off
+        for s, c in t.dims:
+            lo += min(0, s * (c - 1))
+            hi += max(0, s * (c - 1))
+        return (0, 1, lo * di.size, (hi + 1) * di.size)
+    st.place()
+    p0, ps, pc = partitions(t)
+    lo = hi = t.off
+    for s, c in free_dims(t):
+        lo += min(0, s * (c - 1))
+        hi += max(0, s * (c - 1))
+    return (p0, p0 + (pc - 1) * ps + 1, st.offset + lo * di.size, st.offset + (hi + 1) * di.size)
+
+
+def check_bounds(t):
+    """A view must stay inside its tile or HBM tensor."""
+    di = _dtypes.info(t.dtype)
+    lo = hi = t.off
+    for i, (s, c) in enumerate(t.dims):
+        if i == t.pdim:
+            continue
+        lo += min(0, s * (c - 1))
+        hi += max(0, s * (c - 1))
+    if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:
+        fail("the access reaches elements %d..%d outside its %s tensor of %d bytes%s"
+             % (lo, hi, t.storage.kind.upper(), t.storage.nbytes,
+                " per partition" if t.storage.kind != "hbm" else ""))
+
+
+def elems(t):
+    """Elements per partition and partitions of a view."""
+    n = 1
+    for s, c in free_dims(t):
+        n *= c
+    return n
+
+
+def _overlap(a, b):
+    return a[0] < b[1] and b[0] < a[1] and a[2] < b[3] and b[2] < a[3]

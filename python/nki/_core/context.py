@@ -1,0 +1,47 @@
+"""_core/context.py: what every part of the tracer shares: the machine
+limits the front end allocates against, the NKIError exception, the
+tracer of the kernel being traced (one per thread) and the kernel source
+line that errors name."""
+import os
+import sys
+import threading
+
+ENGINES = ("pe", "act", "pool", "dve", "sp")
+SBUF_BYTES = 192 * 1024      # per partition, NeuronCore-v2 (the smaller one)
+PSUM_BYTES = 16 * 1024       # per partition
+PSUM_BANK = 2048             # bytes per partition of one PSUM bank
+NUM_PARTITIONS = 128
+# the nki package folder: frames inside it are not kernel lines
+_PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+class NKIError(Exception):
+    """An NKI kernel failed: trace error, resource overflow or device error.
+    The message starts with the kernel source line (FILE:LINE)."""
+
+
+_tls = threading.local()
+
+
+def current():
+    """The tracer of the kernel being traced, or an error outside one."""
+    tr = getattr(_tls, "tracer", None)
+    if tr is None:
+        raise NKIError("NKI calls work only inside a kernel run by nki.jit "
+                       "(or simulate/baremetal/benchmark)")
+    return tr
+
+
+def user_line():
+    """FILE:LINE of the innermost frame outside the nki package."""
+    f = sys._getframe(1)
+    while f is not None:
+        fn = f.f_code.co_filename
+        if not os.path.abspath(fn).startswith(_PKG_DIR) and "neuronxcc" not in fn.split(os.sep)[-3:]:
+            return "%s:%d" % (fn, f.f_lineno)
+        f = f.f_back
+    return "<kernel>:0"
+
+
+def fail(msg):
+    raise NKIError("%s: %s" % (user_line(), msg))

@@ -1,0 +1,174 @@
+"""_core/tracer.py: the trace of one kernel: instructions as they are
+emitted, the dependency tracker that turns hazards between engines into
+semaphore waits, and the rendering of each instruction as an assembly
+line for the C kernel builder.
+
+Semaphores: engine e counts its finished instructions on semaphore
+`<e>_done` (every instruction signals +1), so "instruction k of engine e
+has finished" is `wait=<e>_done>=k`. An instruction waits, for each other
+engine, on the last instruction there that touched overlapping bytes in a
+conflicting way; engines run their own streams in order.
+"""
+import numpy as np
+
+from .access import _overlap, ap_text, check_bounds, rect
+from .alloc import Allocator, Storage
+from .context import ENGINES, user_line
+from .index import check_grid
+from .tensors import NkiTensor
+
+
+class Insn:
+    """One instruction waiting to be committed: its engine, op and
+    operands. Views (NkiTensor) are rendered as access patterns at commit."""
+
+    def __init__(self, engine, op, outs, ins, args, line):
+        self.engine = engine      # 'pe', 'act', 'pool', 'dve', 'sp'
+        self.op = op              # ISA mnemonic
+        self.outs = outs          # {operand: NkiTensor} written
+        self.ins = ins            # {operand: NkiTensor} read
+        self.args = args          # ordered [(name, value or None for a flag)]
+        self.line = line          # kernel source FILE:LINE
+        self.rmw = False          # dst is also read (accumulate, DMA add)
+
+
+class CoreTrace:
+    """What one physical core (one NEFF subgraph) gets: its instructions,
+    their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
+
+    def __init__(self):
+        self.alloc = Allocator()                   # SBUF/PSUM allocator of the core
+        self.lines = []                            # assembly lines
+        self.src = []                              # kernel source line of each
+        self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
+        self.eng_lines = {e: [] for e in ENGINES}  # (source line, op) per engine instruction
+
+
+class Tracer:
+    """State of one trace: instructions, HBM tensors, allocator, tracker."""
+
+    def __init__(self, name, ncores=1):
+        self.name = name          # kernel (NEFF) name
+        self.cores = [CoreTrace() for _ in range(ncores)]  # per physical core (subgraph)
+        self.core = 0             # the core programs are being traced for
+        self.pending = None       # the last instruction, not yet committed
+        self.set_core(0)
+        self.hbm = {}             # name -> Storage of HBM variables
+        self.hbm_decl = []        # (kind, name, dtype info, shape)
+        self.inputs = []          # names of input tensors in argument order
+        self.shared_seq = []      # shared_hbm Storages in creation order (SPMD reuse)
+        self.shared_pos = 0       # position in shared_seq of this program
+        self.program = (0,)       # SPMD program id
+        self.grid = (1,)          # SPMD grid
+        self.scratch_n = 0        # counter for generated names
+        self.keep = []            # storages kept alive until the end of the trace
+        self.consts = []          # (name, dtype info, shape, bytes) of shared constants
+        self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
+
+    def set_core(self, c):
+        """Trace the next instructions for physical core c (subgraph c)."""
+        self.flush()
+        self.core = c
+        ct = self.cores[c]
+        self.alloc, self.lines, self.src = ct.alloc, ct.lines, ct.src
+        self.count, self.eng_lines = ct.count, ct.eng_lines
+
+    # -- HBM
+    def hbm_tensor(self, buffer, name, shape, di, nbytes):
+        if buffer == "shared_hbm" and self.shared_pos < len(self.shared_seq):
+            st = self.shared_seq[self.shared_pos]
+            self.shared_pos += 1
+            return st
+        self.scratch_n += 1
+        nm = name or "t%d" % self.scratch_n
+        nm = "".join(ch if ch.isalnum() or ch in "_.-" else "_" for ch in nm)
+        if nm in self.hbm or not nm[0].isalpha():
+            nm = "t%d_%s" % (self.scratch_n, nm)
+        st = Storage(self, "hbm", nbytes, nm)
+        st.shape = shape
+        st.di = di
+        st.role = "scratch"
+        self.hbm[nm] = st
+        self.keep.append(st)
+        if buffer == "shared_hbm":
+            self.shared_seq.append(st)
+            self.shared_pos += 1
+        return st
+
+    # -- emission
+    def emit(self, engine, op, outs, ins, args, rmw=False):
+        insn = Insn(engine, op, outs, ins, args, user_line())
+        if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
+            return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
+        for t in list(outs.values()) + list(ins.values()):
+            check_grid(t)
+            check_bounds(t)
+        insn.rmw = rmw
+        for t in outs.values():
+            t.storage.written = True    # at emission: the PSUM accumulate rule reads it
+        self.flush()
+        self.pending = insn
+        return insn
+
+    def flush(self):
+        insn, self.pending = self.pending, None
+        if insn is not None:
+            self.commit(insn)
+
+    def commit(self, insn):
+        eng = insn.engine
+        me = (self.core, eng)
+        waits = {}
+        touched = []
+        for name, t in insn.ins.items():
+            touched.append((t, False))
+        for name, t in insn.outs.items():
+            touched.append((t, True))
+            if insn.rmw:
+                touched.append((t, False))
+        for t, w in touched:
+            st = t.storage
+            r = rect(t, getattr(t, "_as", None))
+            # only the same core's engines can be waited for: SPMD programs on
+            # other cores are independent by NKI's rules
+            for e, n in st.base.items():
+                if e != me and e[0] == self.core:
+                    waits[e[1]] = max(waits.get(e[1], 0), n)
+            for (r2, e2, w2), n in st.acc.items():
+                if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
+                    waits[e2[1]] = max(waits.get(e2[1], 0), n)
+        parts = ["%s.%s" % (eng, insn.op)]
+        for name, v in insn.args:
+            if v is None:
+                parts.append(name)
+            elif isinstance(v, NkiTensor):
+                parts.append("%s=%s" % (name, ap_text(v, getattr(v, "_as", None),
+                                                      getattr(v, "_dims", None),
+                                                      not getattr(v, "_nomerge", False))))
+            elif isinstance(v, float):
+                parts.append("%s=%s" % (name, _fmt_float(v)))
+            else:
+                parts.append("%s=%s" % (name, v))
+        for e, n in sorted(waits.items()):
+            if n > 0:
+                parts.append("wait=%s_done>=%d" % (e, n))
+        self.count[eng] += 1
+        n = self.count[eng]
+        parts.append("signal=%s_done+=1" % eng)
+        for t, w in touched:
+            st = t.storage
+            key = (rect(t, getattr(t, "_as", None)), me, w)
+            st.acc[key] = n
+            if w:
+                st.written = True
+        self.lines.append(" ".join(parts))
+        self.src.append(insn.line)
+        self.eng_lines[eng].append((insn.line, insn.op))
+
+
+def _fmt_float(v):
+    if v != v:
+        return "nan"
+    if v in (float("inf"), float("-inf")):
+        return "inf" if v > 0 else "-inf"
+    return repr(float(np.float32(v)))

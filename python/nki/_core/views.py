@@ -1,0 +1,189 @@
+"""_core/views.py: the view methods of NkiTensor that the NKI reference
+documents (ap, get_pattern, view, permute, slice, select, expand_dim,
+squeeze_dim, broadcast and the layout queries). Every view shares its
+tensor's storage; nothing is copied.
+
+Storage is addressed as flat elements: an HBM tensor as one row, an
+on-chip tile as one row of `row` elements per partition, partition p
+starting at element p * row. An access pattern [[stride, count], ...]
+(partition first on chip) walks those elements from an offset."""
+from .. import _dtypes
+from .context import NUM_PARTITIONS, fail
+
+
+def _row_elems(t, di):
+    """Elements per partition of an on-chip tile's storage, in dtype di."""
+    row_bytes = getattr(t.storage, "row_bytes", t.storage.nbytes)
+    if row_bytes % di.size:
+        fail("a %s view of a tile of %d bytes per partition does not divide evenly"
+             % (di.name, row_bytes))
+    return row_bytes // di.size
+
+
+def _flat_offset(t, di):
+    """The view's first element as a flat storage offset in dtype di."""
+    old = _dtypes.info(t.dtype)
+    nbytes = t.off * old.size
+    if t.storage.kind != "hbm":
+        nbytes += t.part * getattr(t.storage, "row_bytes", t.storage.nbytes)
+    if nbytes % di.size:
+        fail("the view starts at byte %d, not a whole %s element" % (nbytes, di.name))
+    return nbytes // di.size
+
+
+def _pairs(pattern):
+    try:
+        pairs = [[int(s), int(n)] for s, n in pattern]
+    except (TypeError, ValueError):
+        fail("an access pattern is a list of [stride, count] pairs, got %r" % (pattern,))
+    if not pairs:
+        fail("an access pattern needs at least one [stride, count] pair")
+    for s, n in pairs:
+        if n < 1:
+            fail("access pattern %r has a count below 1" % (pattern,))
+    return pairs
+
+
+def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect_dim=0, dtype=None):
+    """tensor.ap(): the view that walks pattern from the view's start plus
+    offset elements, reading the storage as dtype (default the tensor's)."""
+    from .tensors import NkiTensor
+    if scalar_offset is not None:
+        fail("ap(scalar_offset=) needs a register-indexed DMA, which trnemu's ISA does not have")
+    di = _dtypes.info(dtype if dtype is not None else t.dtype)
+    pairs = _pairs(pattern)
+    flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
+    if flat < 0:
+        fail("ap offset %d starts before the tensor" % flat)
+    if t.storage.kind == "hbm":
+        out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
+    else:
+        row = _row_elems(t, di)
+        (ps, pn), free = pairs[0], pairs[1:]
+        if pn > 1 and (ps <= 0 or ps % row):
+            fail("the partition stride %d of the access pattern is not a whole number of "
+                 "partitions (%d elements each)" % (ps, row))
+        step = ps // row if pn > 1 else 1
+        part = flat // row
+        if part + (pn - 1) * step >= NUM_PARTITIONS:
+            fail("the access pattern reaches partition %d" % (part + (pn - 1) * step))
+        out = NkiTensor(t.storage, di.public, [[step, pn]] + free, 0, part, flat % row)
+    if vector_offset is not None:
+        out._indirect = (vector_offset, int(indirect_dim))
+    return out
+
+
+def get_pattern(t):
+    """The view as [[stride, count], ...] over flat storage elements."""
+    out = []
+    for i, (s, n) in enumerate(t.dims):
+        if i == t.pdim:
+            s *= _row_elems(t, _dtypes.info(t.dtype))
+        out.append([s, n])
+    return out
+
+
+def strides(t):
+    return tuple(s for s, _ in get_pattern(t))
+
+
+def offset(t):
+    return _flat_offset(t, _dtypes.info(t.dtype))
+
+
+def is_contiguous(t):
+    """Row-major contiguous over the free dims (the partition dim skipped on chip)."""
+    expect = 1
+    for i in reversed(range(len(t.dims))):
+        s, n = t.dims[i]
+        if i == t.pdim or n == 1:
+            continue
+        if s != expect:
+            return False
+        expect *= n
+    return True
+
+
+def view(t, dtype):
+    """Reinterpret the bytes as dtype; the last dim's count scales by the
+    size ratio (it must be contiguous)."""
+    from .tensors import NkiTensor
+    old, new = _dtypes.info(t.dtype), _dtypes.info(dtype)
+    if old.size == new.size:
+        return NkiTensor(t.storage, new.public, t.dims, t.pdim, t.part, t.off, t.pcount)
+    last = len(t.dims) - 1
+    if last < 0 or last == t.pdim or t.dims[last][0] != 1:
+        fail("view(%s) needs a contiguous last dimension" % new.name)
+    dims = [list(d) for d in t.dims]
+    nbytes = t.off * old.size
+    for i, (s, n) in enumerate(dims[:-1]):
+        if i != t.pdim:
+            if (s * old.size) % new.size:
+                fail("view(%s): stride %d of dimension %d is not a whole %s element"
+                     % (new.name, s, i, new.name))
+            dims[i][0] = s * old.size // new.size
+    if (dims[-1][1] * old.size) % new.size or nbytes % new.size:
+        fail("view(%s): %d %s elements are not a whole number of %s elements"
+             % (new.name, dims[-1][1], old.name, new.name))
+    dims[-1] = [1, dims[-1][1] * old.size // new.size]
+    return NkiTensor(t.storage, new.public, dims, t.pdim, t.part, nbytes // new.size, t.pcount)
+
+
+def permute(t, order):
+    from .tensors import NkiTensor
+    order = [int(d) % len(t.dims) for d in order]
+    if sorted(order) != list(range(len(t.dims))):
+        fail("permute(%s) is not a permutation of %d dimensions" % (order, len(t.dims)))
+    if t.pdim is not None and order[0] != t.pdim:
+        fail("permute cannot move the partition dimension of an on-chip tensor")
+    pdim = None if t.pdim is None else order.index(t.pdim)
+    return NkiTensor(t.storage, t.dtype, [t.dims[d] for d in order], pdim, t.part, t.off, t.pcount)
+
+
+def slice_dim(t, dim, start, end, step=1):
+    idx = [slice(None)] * len(t.dims)
+    idx[int(dim)] = slice(start, end, step)
+    return t[tuple(idx)]
+
+
+def select(t, dim, index):
+    from .tensors import NkiTensor
+    if isinstance(index, NkiTensor):
+        fail("select() with a tensor index needs a register-indexed access, which trnemu's ISA "
+             "does not have")
+    idx = [slice(None)] * len(t.dims)
+    idx[int(dim)] = int(index)
+    return t[tuple(idx)]
+
+
+def expand_dim(t, dim):
+    from .tensors import NkiTensor
+    dims = [list(d) for d in t.dims]
+    dim = int(dim) % (len(dims) + 1)
+    dims.insert(dim, [0, 1])
+    pdim = t.pdim + 1 if t.pdim is not None and dim <= t.pdim else t.pdim
+    return NkiTensor(t.storage, t.dtype, dims, pdim, t.part, t.off, t.pcount)
+
+
+def squeeze_dim(t, dim):
+    from .tensors import NkiTensor
+    dim = int(dim) % len(t.dims)
+    if t.dims[dim][1] != 1:
+        fail("squeeze_dim(%d): the dimension has size %d, not 1" % (dim, t.dims[dim][1]))
+    if dim == t.pdim:
+        fail("squeeze_dim cannot remove the partition dimension")
+    dims = t.dims[:dim] + t.dims[dim + 1:]
+    pdim = t.pdim - 1 if t.pdim is not None and dim < t.pdim else t.pdim
+    return NkiTensor(t.storage, t.dtype, dims, pdim, t.part, t.off, t.pcount)
+
+
+def broadcast(t, dim, size):
+    from .tensors import NkiTensor
+    dim = int(dim) % len(t.dims)
+    if t.dims[dim][1] != 1:
+        fail("broadcast(%d, %d): the dimension has size %d, not 1" % (dim, size, t.dims[dim][1]))
+    if dim == t.pdim:
+        fail("broadcast cannot widen the partition dimension (use nl.broadcast_to)")
+    dims = [list(d) for d in t.dims]
+    dims[dim] = [0, int(size)]
+    return NkiTensor(t.storage, t.dtype, dims, t.pdim, t.part, t.off, t.pcount)

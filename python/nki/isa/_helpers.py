@@ -1,0 +1,114 @@
+"""nki.isa helpers shared by the call modules: the current/legacy call
+forms (dst first, or a new tile returned), operator and activation names,
+engine and accumulator-command names, and scalar-or-tile operands."""
+import numpy as np
+
+from .. import language as nl
+from .._core import NkiTensor, fail
+from . import constants
+from .constants import engine, reduce_cmd
+
+
+# the calls that take mask= (the others refuse one rather than ignore it)
+_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy")
+
+
+def _dst_first(legacy_tensors):
+    """Accept the current positional form f(dst, ...) beside the legacy
+    f(...) that returns a new tile: when the call starts with more tensors
+    than the legacy form can, the first one is dst."""
+    def wrap(fn):
+        def call(*args, **kw):
+            n = 0
+            while n < len(args) and isinstance(args[n], NkiTensor):
+                n += 1
+            if n > legacy_tensors and "dst" not in kw:
+                kw["dst"] = args[0]
+                args = args[1:]
+            if kw.get("mask") is not None and fn.__name__ not in _MASKED:
+                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                     % fn.__name__)
+            return fn(*args, **kw)
+        call.__name__ = fn.__name__
+        call.__doc__ = fn.__doc__
+        call.__wrapped__ = fn
+        return call
+    return wrap
+
+
+# NumPy functions NKI accepts as operators (np.add, np.exp, ...), by name.
+_NP_ALU = {"add": "add", "subtract": "subtract", "multiply": "multiply", "divide": "divide",
+           "true_divide": "divide", "maximum": "max", "minimum": "min", "power": "power",
+           "mod": "mod", "fmod": "mod", "remainder": "mod", "equal": "equal",
+           "not_equal": "not_equal", "greater": "greater", "greater_equal": "greater_equal",
+           "less": "less", "less_equal": "less_equal", "logical_and": "logical_and",
+           "logical_or": "logical_or", "logical_xor": "logical_xor", "bitwise_and": "bitwise_and",
+           "bitwise_or": "bitwise_or", "bitwise_xor": "bitwise_xor", "left_shift": "left_shift",
+           "right_shift": "right_shift", "abs": "abs", "absolute": "abs"}
+
+
+_NP_ACT = {"exp": "exp", "log": "log", "tanh": "tanh", "sqrt": "sqrt", "sin": "sin",
+           "arctan": "arctan", "square": "square", "abs": "abs", "absolute": "abs", "sign": "sign",
+           "reciprocal": "reciprocal"}
+
+
+def _alu(op):
+    """The ISA ALU name of an nl function (nl.add), a NumPy function or a name."""
+    if op is None:
+        return "bypass"
+    if hasattr(op, "_alu"):
+        return op._alu
+    if isinstance(op, str):
+        return op
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ALU:
+        return _NP_ALU[op.__name__]
+    fail("%r is not an arithmetic operator" % (op,))
+
+
+def _act(op):
+    if hasattr(op, "_act"):
+        return op._act, op._bias
+    if isinstance(op, str):
+        return op, 0.0
+    if isinstance(op, np.ufunc) and op.__name__ in _NP_ACT:
+        return _NP_ACT[op.__name__], 0.0
+    fail("%r is not an activation function" % (op,))
+
+
+def _out(dst, shape, dtype, buffer="sbuf"):
+    return dst if dst is not None else nl.ndarray(shape, dtype, buffer)
+
+
+def _ret(dst, out):
+    return None if dst is not None else out
+
+
+def _eng(e, default):
+    """The trnemu stream of an engine= value (an nisa.engine, or a stream
+    name); engine.unknown and None leave the choice to the call."""
+    if e is None or e is engine.unknown:
+        return default
+    if isinstance(e, engine):
+        return constants.ENGINE_STREAM[e]
+    if e in ("pe", "act", "pool", "dve", "sp"):
+        return e
+    fail("engine=%r is not an nki.isa.engine" % (e,))
+
+
+def _cmd(c, default):
+    """The assembly name of a reduce_cmd= value."""
+    if c is None:
+        return default
+    if isinstance(c, reduce_cmd):
+        return c.name
+    if isinstance(c, str) and c in reduce_cmd.__members__:
+        return c
+    fail("reduce_cmd=%r is not an nki.isa.reduce_cmd" % (c,))
+
+
+def _scalar_arg(nm, v, args, ins):
+    if isinstance(v, NkiTensor):
+        ins[nm] = v
+        args.append((nm, v))
+    elif v is not None:
+        args.append((nm, nl._fmt_value(v)))

@@ -1,0 +1,127 @@
+"""nki.language loops and indices: the loop iterators (unrolled by the
+tracer), SPMD launch grids and program ids, dynamic slices and the legacy
+index grids (arange, mgrid)."""
+import builtins
+
+from .._core import IndexExpr, current, fail
+
+
+def affine_range(start, stop=None, step=1, **kwargs):
+    """Iterations without loop-carried dependencies; unrolled by the tracer."""
+    return builtins.range(start, stop, step) if stop is not None else builtins.range(start)
+
+
+sequential_range = affine_range
+static_range = affine_range
+
+
+class nc:
+    """Logical NeuronCore sharding of a launch-grid dimension: nc(2)."""
+
+    def __init__(self, n):
+        self.n = int(n)   # physical cores the dimension is spread over
+
+
+class _SpmdDim(int):
+    """A launch-grid dimension of spmd_dim(...): the product of its factors;
+    nc is the number of physical cores it is sharded over."""
+    nc = 1
+
+
+def spmd_dim(*factors):
+    """A launch-grid dimension made of factors (ints and nc(n)); its size is
+    their product. The programs are spread over the nc(n) physical cores of
+    the logical core when the machine's LNC has them (else run on one)."""
+    n, cores = 1, 1
+    for f in factors:
+        n *= f.n if isinstance(f, nc) else int(f)
+        if isinstance(f, nc):
+            cores *= f.n
+    d = _SpmdDim(n)
+    d.nc = cores
+    return d
+
+
+def program_id(axis=0):
+    tr = current()
+    if not 0 <= axis < len(tr.grid):
+        fail("program_id(%d) outside a launch grid of %d dimensions" % (axis, len(tr.grid)))
+    return tr.program[axis]
+
+
+def num_programs(axes=0):
+    tr = current()
+    if isinstance(axes, (tuple, list)):
+        return tuple(tr.grid[a] for a in axes)
+    return tr.grid[axes] if axes < len(tr.grid) else 1
+
+
+def program_ndim():
+    return len(current().grid)
+
+
+def ds(start, size):
+    """A dynamic slice start:start+size (static on trnemu)."""
+    return slice(start, start + size)
+
+
+# ------------------------------------------------------- index grids
+
+def arange(*args):
+    r = builtins.range(*args)
+    return IndexExpr(r.start, {(0, 1): [r.step, len(r)]})
+
+
+class _MGrid:
+    def __getitem__(self, key):
+        if not isinstance(key, tuple):
+            key = (key,)
+        out = []
+        for i, k in enumerate(key):
+            r = builtins.range(k.start or 0, k.stop, k.step or 1)
+            out.append(IndexExpr(r.start, {(i, len(key)): [r.step, len(r)]}))
+        return tuple(out) if len(out) > 1 else out[0]
+
+
+mgrid = _MGrid()
+
+
+def _static_bound(v, what):
+    """A loop bound known while tracing; a register's is not."""
+    if type(v).__name__ == "VirtualRegister":
+        fail("%s over a register's value needs a dynamic loop, which trnemu's NKI front end "
+             "does not build (give the bound as a Python integer)" % what)
+    return v
+
+
+def dynamic_range(start, stop=None, step=1):
+    """A loop the hardware runs with its bounds: with integer bounds the
+    tracer unrolls it like affine_range (same results); register bounds are
+    refused (no dynamic loops yet)."""
+    for v in (start, stop, step):
+        _static_bound(v, "nl.dynamic_range")
+    if stop is None:
+        return builtins.range(start)
+    return builtins.range(start, stop, step)
+
+
+def fori_loop(lower, upper, body_fun, step=1):
+    """body_fun(i) for i in range(lower, upper, step), unrolled (integer
+    bounds only, as dynamic_range)."""
+    for v in (lower, upper, step):
+        _static_bound(v, "nl.fori_loop")
+    for i in builtins.range(lower, upper, step):
+        body_fun(i)
+
+
+class no_reorder:
+    """with nl.no_reorder(): keep the block's operations in program order.
+    trnemu's engines run their streams in order and its dependency tracker
+    orders every conflicting access, so results never depend on any other
+    order: the block runs as written."""
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False

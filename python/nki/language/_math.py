@@ -1,0 +1,180 @@
+"""nki.language math: the Scalar Engine activation functions, reciprocal,
+functions composed from them (floor, ceil, tan), and matmul and transpose
+on the Tensor Engine."""
+import math
+
+from .. import _dtypes
+from .._core import NkiTensor, current, fail
+from ._creation import _fmt_value, _onchip, ndarray
+from ._elementwise import _binary, _tensor_scalar, negative
+from ._memory import _apply_mask, _no_mask, copy
+from ._types import float32, psum, sbuf
+
+
+_ACT = {}
+
+
+def _act_fn(name, func, bias=0.0):
+    def fn(x, dtype=None, mask=None, **kw):
+        return _activation(func, x, dtype=dtype, mask=mask, bias=bias)
+    fn.__name__ = name
+    fn._act = func
+    fn._bias = bias
+    fn.__doc__ = "Element-wise %s on the Scalar Engine." % name
+    _ACT[name] = fn
+    return fn
+
+
+exp = _act_fn("exp", "exp")
+log = _act_fn("log", "log")
+tanh = _act_fn("tanh", "tanh")
+sigmoid = _act_fn("sigmoid", "sigmoid")
+relu = _act_fn("relu", "relu")
+gelu = _act_fn("gelu", "gelu")
+gelu_dx = _act_fn("gelu_dx", "gelu_dx")
+gelu_apprx_tanh = _act_fn("gelu_apprx_tanh", "gelu_apprx_tanh")
+gelu_apprx_sigmoid = _act_fn("gelu_apprx_sigmoid", "gelu_apprx_sigmoid")
+silu = _act_fn("silu", "silu")
+silu_dx = _act_fn("silu_dx", "silu_dx")
+softplus = _act_fn("softplus", "softplus")
+mish = _act_fn("mish", "mish")
+erf = _act_fn("erf", "erf")
+erf_dx = _act_fn("erf_dx", "erf_dx")
+sqrt = _act_fn("sqrt", "sqrt")
+rsqrt = _act_fn("rsqrt", "rsqrt")
+sin = _act_fn("sin", "sin")
+cos = _act_fn("cos", "sin", bias=math.pi / 2)
+arctan = _act_fn("arctan", "arctan")
+square = _act_fn("square", "square")
+abs = _act_fn("abs", "abs")
+sign = _act_fn("sign", "sign")
+identity = _act_fn("identity", "copy")
+prelu = _act_fn("prelu", "prelu")      # x > 0 ? x : alpha * x (alpha: nisa.activate2 relu_param)
+copy_act = identity
+
+
+def reciprocal(x, dtype=None, mask=None, **kw):
+    _no_mask(mask, "reciprocal")
+    tr = current()
+    out = ndarray(x.shape, dtype or (x.dtype if _dtypes.info(x.dtype).is_float else float32), sbuf)
+    tr.emit("dve", "reciprocal", {"dst": out}, {"data": x}, [("dst", out), ("data", x)])
+    return out
+
+
+reciprocal._act = "reciprocal"
+reciprocal._bias = 0.0
+
+
+def _activation(func, x, dtype=None, mask=None, bias=0.0, scale=1.0, reduce=None, dst=None):
+    tr = current()
+    if not isinstance(x, NkiTensor) or not _onchip(x):
+        fail("math functions take SBUF/PSUM tiles")
+    xi = _dtypes.info(x.dtype)
+    out = dst if dst is not None else ndarray(x.shape, dtype or (x.dtype if xi.is_float else float32), sbuf)
+    views = _apply_mask(mask, out, x)
+    if views is None:
+        return out
+    d, a = views
+    ins = {"data": a}
+    args = [("dst", d), ("data", a), ("func", func)]
+    for nm, v, dflt in (("bias", bias, 0.0), ("scale", scale, 1.0)):
+        if isinstance(v, NkiTensor):
+            ins[nm] = v
+            args.append((nm, v))
+        elif v is not None and float(v) != dflt:
+            args.append((nm, _fmt_value(v)))
+    outs = {"dst": d}
+    if reduce is not None:
+        op, res = reduce
+        outs["reduce_res"] = res
+        args += [("reduce_op", op), ("reduce_cmd", "reset_reduce"), ("reduce_res", res)]
+    tr.emit("act", "activation", outs, ins, args)
+    return out
+
+
+def floor(x, dtype=None, **kw):
+    """floor(x) = x - (x mod 1) (the mod of docs/isa.md has the divisor's sign)."""
+    frac = _tensor_scalar(x, "mod", 1.0, dtype=float32)
+    return _binary("subtract", x, frac, dtype or x.dtype)
+
+
+def ceil(x, dtype=None, **kw):
+    """ceil(x) = -floor(-x)."""
+    return negative(floor(negative(x)), dtype=dtype or x.dtype)
+
+
+def tan(x, dtype=None, **kw):
+    return _binary("divide", sin(x), cos(x), dtype)
+
+
+def _matmul(stationary, moving, dst=None):
+    """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine."""
+    tr = current()
+    if isinstance(stationary, NkiTensor) and stationary.buffer == "psum":
+        stationary = copy(stationary)     # the Tensor Engine reads SBUF only
+    if isinstance(moving, NkiTensor) and moving.buffer == "psum":
+        moving = copy(moving)
+    for nm, t in (("stationary", stationary), ("moving", moving)):
+        if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
+            fail("matmul operand '%s' must be an SBUF tile" % nm)
+        if len(t.shape) != 2:
+            fail("matmul operand '%s' must be 2-D, got shape %s" % (nm, t.shape))
+    k1, m = stationary.shape
+    k2, n = moving.shape
+    if k1 != k2:
+        fail("matmul contraction sizes differ: %d (stationary) and %d (moving)" % (k1, k2))
+    if k1 > 128 or m > 128:
+        fail("matmul stationary is [%d, %d]; at most [128, 128]" % (k1, m))
+    if n > 512:
+        fail("matmul moving free size %d exceeds 512 (nl.tile_size.gemm_moving_fmax)" % n)
+    out = dst if dst is not None else ndarray((m, n), float32, psum)
+    tr.emit("pe", "nc_matmul", {"dst": out}, {"stationary": stationary, "moving": moving},
+            [("dst", out), ("stationary", stationary), ("moving", moving)])
+    return out
+
+
+def matmul(x, y, transpose_x=False, mask=None, **kw):
+    """x @ y into a new PSUM tile. With transpose_x, x is given as x^T [K, M]."""
+    _no_mask(mask, "matmul")
+    if not transpose_x:
+        x = _to_sbuf(transpose(x))
+    return _matmul(x, y)
+
+
+def _to_sbuf(t):
+    if t.buffer == "sbuf":
+        return t
+    return copy(t)
+
+
+def transpose(x, dtype=None, mask=None, **kw):
+    """2-D transpose of a tile on the Tensor Engine (into PSUM)."""
+    _no_mask(mask, "transpose")
+    tr = current()
+    if len(x.shape) != 2 or not _onchip(x):
+        fail("transpose takes a 2-D SBUF tile")
+    p, f = x.shape
+    if f > 128:
+        fail("transpose: %d columns become partitions, at most 128" % f)
+    out = ndarray((f, p), x.dtype, psum)
+    src = _to_sbuf(x)
+    tr.emit("pe", "nc_transpose", {"dst": out}, {"data": src}, [("dst", out), ("data", src)])
+    if dtype is not None and _dtypes.info(dtype).name != _dtypes.info(x.dtype).name:
+        return copy(out, dtype=dtype)
+    return out
+
+
+def trunc(x, dtype=None, **kw):
+    """Round toward zero: sign(x) * floor(|x|), floor(a) = a - (a mod 1)."""
+    a = _activation("abs", x, dtype=float32)
+    fl = _binary("subtract", a, _tensor_scalar(a, "mod", 1.0, dtype=float32), float32)
+    return _binary("multiply", fl, _activation("sign", x, dtype=float32), dtype or x.dtype)
+
+
+def gelu_apprx_sigmoid_dx(x, dtype=None, **kw):
+    """Derivative of gelu_apprx_sigmoid (x * sigmoid(1.702 x)):
+    s + 1.702 x s (1 - s), s = sigmoid(1.702 x)."""
+    s = _activation("sigmoid", x, dtype=float32, scale=1.702)
+    one_minus = _tensor_scalar(s, "subtract", 1.0, reverse=True, dtype=float32)
+    xs = _binary("multiply", _tensor_scalar(x, "multiply", 1.702, dtype=float32), s, float32)
+    return _binary("add", s, _binary("multiply", xs, one_minus, float32), dtype or x.dtype)

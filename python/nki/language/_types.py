@@ -1,0 +1,193 @@
+"""nki.language types: the dtypes (with the NeuronCore-v4 ones and
+finfo), the buffers a tensor can live on and the predicates on them, the
+tile-size limits, par_dim and NKIObject, the base of kernel parameter
+structs."""
+import numpy as np
+
+from .. import _core, _dtypes
+
+
+bool_ = np.dtype("bool")
+int8, int16, int32 = np.dtype("int8"), np.dtype("int16"), np.dtype("int32")
+uint8, uint16, uint32 = np.dtype("uint8"), np.dtype("uint16"), np.dtype("uint32")
+float16, float32 = np.dtype("float16"), np.dtype("float32")
+bfloat16 = _dtypes.bfloat16
+tfloat32 = _dtypes.tfloat32
+float8_e4m3 = _dtypes.float8_e4m3
+float8_e5m2 = _dtypes.float8_e5m2
+float8_e3m4 = _dtypes.float8_e3m4
+
+
+def _v4_dtype(name, isa, nrt, host, size):
+    """A NeuronCore-v4 dtype: the host dtype module's own object when it has
+    one, else an NKI DType whose host form is its bit pattern (nrt: the
+    nrt_dtype_t its I/O tensors are declared with: the unsigned integer of
+    its width, since the runtime has no name for it)."""
+    own = getattr(_dtypes, name, None)
+    return own if own is not None else _dtypes.DType(name, isa, nrt, host, size, True)
+
+
+# OCP float8 without infinities, its power-of-two scale type, and the x4
+# packed MX types (four values per element; docs/numerics.md)
+float8_e4m3fn = _v4_dtype("float8_e4m3fn", "fp8e4fn", 3, "u1", 1)
+float8_e8m0fnu = _v4_dtype("float8_e8m0fnu", "fp8e8m0", 3, "u1", 1)
+float8_e5m2_x4 = _v4_dtype("float8_e5m2_x4", "fp8e5x4", 9, "<u4", 4)
+float8_e4m3fn_x4 = _v4_dtype("float8_e4m3fn_x4", "fp8e4fnx4", 9, "<u4", 4)
+float4_e2m1fn_x4 = _v4_dtype("float4_e2m1fn_x4", "fp4x4", 5, "<u2", 2)
+
+
+class _FloatName:
+    """A short float dtype name with NumPy's finfo limits on it (nl.fp32.min):
+    NumPy reads it as its dtype, so it works wherever the dtype does."""
+
+    def __init__(self, name):
+        self.dtype = np.dtype(name)      # what np.dtype(self) gives
+        fi = np.finfo(self.dtype)
+        self.min, self.max = float(fi.min), float(fi.max)   # most negative and largest finite
+        self.eps, self.tiny = float(fi.eps), float(fi.tiny)  # spacing at 1, smallest normal
+        self.bits = fi.bits
+
+    def __eq__(self, other):
+        try:
+            return np.dtype(other) == self.dtype
+        except TypeError:
+            return False
+
+    def __hash__(self):
+        return hash(self.dtype)
+
+    def __repr__(self):
+        return "nki.language." + self.dtype.name
+
+
+fp32 = _FloatName("float32")
+fp16 = _FloatName("float16")
+
+
+class _BF16Info:
+    """finfo of bfloat16: 8 exponent bits (float32's range), 7 mantissa bits."""
+    bits = 16
+    min, max = -3.3895313892515355e38, 3.3895313892515355e38
+    eps = 2.0 ** -7
+    tiny = 2.0 ** -126
+    dtype = bfloat16
+
+
+def finfo(dtype):
+    """Machine limits of a float dtype (min, max, eps, tiny, bits), as
+    numpy.finfo gives them; bfloat16 included."""
+    di = _dtypes.info(dtype)
+    if di.name == "bfloat16":
+        return _BF16Info()
+    if not isinstance(di.public, np.dtype) or di.public.kind != "f":
+        raise TypeError("finfo needs float32 or float16 or bfloat16, got %r" % (dtype,))
+    return np.finfo(di.public)
+
+
+sbuf = "sbuf"
+psum = "psum"
+hbm = "hbm"
+private_hbm = "private_hbm"
+shared_hbm = "shared_hbm"
+
+
+def is_hbm(buffer):
+    """The buffer (or a tensor's buffer) is device memory."""
+    return getattr(buffer, "buffer", buffer) in (hbm, private_hbm, shared_hbm, "input", "const")
+
+
+def is_sbuf(buffer):
+    return getattr(buffer, "buffer", buffer) == sbuf
+
+
+def is_psum(buffer):
+    return getattr(buffer, "buffer", buffer) == psum
+
+
+def is_on_chip(buffer):
+    """SBUF or PSUM."""
+    return getattr(buffer, "buffer", buffer) in (sbuf, psum)
+
+
+class NKIObject:
+    """The base of kernel parameter structs: a subclass lists its fields as
+    annotated class attributes (with defaults) and is built with keyword
+    arguments, NKIObject(field=value, ...); a dataclass subclass keeps its
+    own __init__. Two objects with equal fields are equal, and the repr
+    shows the fields (so a kernel called with one is cached by its values)."""
+
+    def __init__(self, **kwargs):
+        fields = self._fields()
+        for k, v in kwargs.items():
+            if fields and k not in fields:
+                raise TypeError("%s has no field %r (fields: %s)"
+                                % (type(self).__name__, k, ", ".join(fields)))
+            setattr(self, k, v)
+
+    @classmethod
+    def _fields(cls):
+        out = []
+        for c in reversed(cls.__mro__):
+            for k in getattr(c, "__annotations__", {}):
+                if k not in out:
+                    out.append(k)
+        return out
+
+    def _values(self):
+        names = self._fields() or sorted(vars(self))
+        return [(k, getattr(self, k, None)) for k in names]
+
+    def __eq__(self, other):
+        return type(self) is type(other) and self._values() == other._values()
+
+    def __hash__(self):
+        return hash((type(self).__name__, repr(self._values())))
+
+    def __repr__(self):
+        return "%s(%s)" % (type(self).__name__, ", ".join("%s=%r" % kv for kv in self._values()))
+
+
+class _TileSize:
+    """Hardware tile limits (NeuronCore-v2/v3, and the SBUF trnemu's front
+    end allocates: 192 KiB per partition)."""
+    pmax = 128                      # partitions of a tile
+    psum_fmax = 512                 # fp32 elements per partition of a PSUM bank
+    psum_bank_fmax = 512
+    psum_bank_fmax_bytes = _core.PSUM_BANK
+    gemm_stationary_fmax = 128      # free size of a matmul's stationary operand
+    gemm_moving_fmax = 512          # free size of a matmul's moving operand
+    bn_stats_fmax = 512
+    psum_min_align = 4
+    sbuf_min_align = 1
+
+    @property
+    def psum_num_banks(self):
+        return _core.PSUM_BYTES // _core.PSUM_BANK
+
+    @property
+    def sbuf_size_bytes(self):
+        return _core.SBUF_BYTES * _core.NUM_PARTITIONS
+
+    @property
+    def sbuf_fmax(self):
+        return _core.SBUF_BYTES // 4
+
+    @property
+    def sbuf_fmax_bytes(self):
+        return _core.SBUF_BYTES
+
+    @property
+    def total_available_sbuf_size(self):
+        return _core.SBUF_BYTES
+
+
+tile_size = _TileSize()
+
+
+class _ParDim(int):
+    _par_dim = True
+
+
+def par_dim(n):
+    """Mark a dimension of an on-chip tensor shape as its partition dim."""
+    return _ParDim(n)

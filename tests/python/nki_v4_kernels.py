@@ -1,0 +1,83 @@
+"""nki_v4_kernels.py: NeuronCore-v4 kernels checked against NumPy, run by
+test_nki_v4.py in a process of its own on an emulated Trainium3 machine
+(TRNEMU_INSTANCE=trn3.48xlarge): quantize_mx + nc_matmul_mx, activate2,
+get_nc_version and platform_target='trn3'. Prints OK on success."""
+import numpy as np
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def round_e4m3fn(x):
+    """Round to float8_e4m3fn values (3 mantissa bits, subnormal step 2^-9), ties to even."""
+    ax = np.abs(x)
+    e = np.floor(np.log2(np.where(ax > 0, ax, 1.0)))
+    q = 2.0 ** (np.maximum(e, -6) - 3)
+    return np.round(x / q) * q
+
+
+def mx_dequant(v):
+    """Quantize [K, 4F] values (K a multiple of 8) as quantize_mx does and
+    return them dequantized: one scale per 8 partitions x 4 elements."""
+    K, F4 = v.shape
+    out = np.empty_like(v, dtype=np.float64)
+    for p in range(0, K, 8):
+        for f in range(0, F4, 4):
+            g = v[p:p + 8, f:f + 4].astype(np.float64)
+            amax = np.abs(g).max()
+            s = 2.0 ** (np.floor(np.log2(amax)) - 7) if amax > 0 else 2.0 ** -127
+            out[p:p + 8, f:f + 4] = round_e4m3fn(g / s) * s
+    return out
+
+
+@nki.jit(platform_target="trn3")
+def mx_matmul(a, b):
+    K, M4 = a.shape
+    N4 = b.shape[1]
+    assert nisa.get_nc_version() == nisa.nc_version.gen4
+    sa = nl.ndarray((K, M4), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sa, src=a)
+    sb = nl.ndarray((K, N4), dtype=nl.bfloat16, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sb, src=b)
+    qa = nl.ndarray((K, M4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    qas = nl.ndarray((K, M4 // 4), dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=qa, src=sa, dst_scale=qas)
+    qb = nl.ndarray((K, N4 // 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
+    qbs = nl.ndarray((K, N4 // 4), dtype=nl.float8_e8m0fnu, buffer=nl.sbuf)
+    nisa.quantize_mx(dst=qb, src=sb, dst_scale=qbs)
+    ps = nl.ndarray((M4 // 4, N4 // 4), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul_mx(dst=ps, stationary=qa, moving=qb, stationary_scale=qas, moving_scale=qbs)
+    t = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_copy(dst=t, src=ps)
+    out = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+@nki.jit
+def act2(a):
+    t = nl.load(a)
+    o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activate2(dst=o, op=nl.exp, data=t, imm0=2.0, imm1=-1.0, op0=nl.multiply, op1=nl.add)
+    out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, o)
+    return out
+
+
+def main():
+    rng = np.random.default_rng(3)
+    a = nki.bf16(rng.uniform(-2, 2, (32, 16)).astype(np.float32))
+    b = nki.bf16(rng.uniform(-2, 2, (32, 8)).astype(np.float32))
+    r = mx_matmul(a, b)
+    da, db = mx_dequant(nki.to_float32(a)), mx_dequant(nki.to_float32(b))
+    want = np.einsum("pmj,pnj->mn", da.reshape(32, 4, 4), db.reshape(32, 2, 4))
+    np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
+    x = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    np.testing.assert_allclose(act2(x), np.exp(x * 2.0 - 1.0), rtol=1e-6)
+    assert nisa.get_nc_version().name == "gen4"
+    print("OK")
+
+
+if __name__ == "__main__":
+    main()

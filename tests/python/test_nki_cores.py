@@ -1,0 +1,106 @@
+"""test_nki_cores.py: nisa.sendrecv and nisa.core_barrier between the two
+physical cores of an LNC=2 logical core (an nl.nc(2) grid dimension), and
+the virtual registers (register_alloc/move/load/store)."""
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from nki import _runtime
+
+lnc2 = pytest.mark.skipif(_runtime.machine_lnc() < 2, reason="needs a machine with LNC=2")
+
+
+@lnc2
+def test_sendrecv_swaps_tiles():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        mine = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=a[me])
+        got = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=0)
+        nisa.dma_copy(dst=out[me], src=got)
+        return out
+    a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    r = k[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(r, a[::-1])
+
+
+@lnc2
+def test_core_barrier_orders_shared_hbm():
+    @nki.jit
+    def k(a):
+        # each core writes its half of buf, then (after the barrier) reads the other's half
+        buf = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        out = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[me])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=10.0)
+        nisa.dma_copy(dst=buf[me], src=t)
+        nisa.core_barrier(data=buf, cores=(0, 1))
+        r = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=r, src=buf[1 - me])
+        nisa.dma_copy(dst=out[me], src=r)
+        return out, buf
+    a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    out, buf = k[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(out, (a * 10)[::-1])
+
+
+def test_sendrecv_needs_two_cores():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=t, value=0.0)
+        nisa.sendrecv(src=t, dst=t, send_to_rank=1, recv_from_rank=1, pipe_id=0)
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_cores.py:\d+: sendrecv works between"):
+        k(np.zeros((4, 8), np.float32))
+
+
+def test_registers_move_load_store():
+    @nki.jit
+    def k(a):
+        src = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=src, src=a)
+        r0 = nisa.register_alloc(41)
+        r1 = nisa.register_alloc()
+        nisa.register_load(r1, src)
+        r2 = nisa.register_alloc()
+        nisa.register_move(r2, r1)
+        out = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.shared_hbm)
+        t = nl.ndarray((1, 2), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.register_store(t[:, 0:1], r0)
+        nisa.register_store(t[:, 1:2], r2)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    np.testing.assert_array_equal(k(np.array([[-7]], np.int32)), [[41, -7]])
+
+    @nki.jit
+    def loop(a):
+        r = nisa.register_alloc(3)
+        for _ in nl.dynamic_range(r):
+            pass
+        return a
+    with pytest.raises(nki.NKIError, match="dynamic loop"):
+        loop(np.zeros((1, 1), np.int32))
+
+
+def test_static_dynamic_range_fori_loop_no_reorder():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        acc = nl.zeros(a.shape, dtype=nl.float32)
+        for _ in nl.dynamic_range(1, 4):
+            acc[...] = nl.add(acc, t)
+        nl.fori_loop(0, 2, lambda i: acc.__setitem__(Ellipsis, nl.add(acc, t)))
+        with nl.no_reorder():
+            out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+            nl.store(out, acc)
+        return out
+    a = np.full((2, 3), 1.5, np.float32)
+    np.testing.assert_array_equal(k(a), a * 5)

@@ -1,0 +1,98 @@
+"""test_nki_isa_select.py: nisa.nonzero_with_count, nc_n_gather, topk,
+range_select, rng, rand_get_state/rand_set_state, iota's pattern form and
+nl.fp32.min as a fill value, against NumPy."""
+import numpy as np
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+rng = np.random.default_rng(5)
+
+
+def _store(t):
+    out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=t)
+    return out
+
+
+def test_nonzero_with_count():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        o = nl.ndarray((a.shape[0], a.shape[1] + 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=o, value=0)
+        nisa.nonzero_with_count(dst=o, src=t, index_offset=16, padding_val=-1)
+        return _store(o)
+    a = (rng.uniform(0, 1, (32, 8)) > 0.6).astype(np.float32)
+    r = k(a)
+    for p in (0, 16):
+        nz = np.nonzero(a[p])[0] + 16
+        want = np.concatenate([nz, -np.ones(8 - len(nz)), [len(nz)]])
+        np.testing.assert_array_equal(r[p], want)
+    assert not r[1].any()
+
+
+def test_nc_n_gather():
+    @nki.jit
+    def k(a, ix):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        i = nl.ndarray(ix.shape, dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i, src=ix)
+        o = nl.ndarray(ix.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.nc_n_gather(dst=o, data=t, indices=i)
+        return _store(o)
+    a = rng.uniform(-1, 1, (16, 4, 8)).astype(np.float32)
+    ix = rng.integers(0, 32, (16, 10)).astype(np.uint32)
+    r = k(a, ix)
+    np.testing.assert_array_equal(r, np.take_along_axis(a.reshape(16, 32), ix.astype(np.int64), 1))
+
+
+def test_range_select_fp32_min():
+    @nki.jit
+    def k(a, lo, hi):
+        t, b0, b1 = (nl.load(x) for x in (a, lo, hi))
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        m = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=o, on_true_tile=t, comp_op0=nl.greater_equal, comp_op1=nl.less,
+                          bound0=b0, bound1=b1, reduce_res=m, reduce_op=nl.maximum,
+                          range_start=2, on_false_value=nl.fp32.min)
+        return _store(o), _store(m)
+    a = rng.uniform(-1, 1, (8, 12)).astype(np.float32)
+    lo = rng.integers(2, 8, (8, 1)).astype(np.float32)
+    hi = lo + rng.integers(1, 6, (8, 1)).astype(np.float32)
+    o, m = k(a, lo, hi)
+    j = np.arange(12)[None, :] + 2
+    want = np.where((j >= lo) & (j < hi), a, nl.fp32.min)
+    np.testing.assert_array_equal(o, want)
+    np.testing.assert_array_equal(m[:, 0], want.max(axis=1))
+
+
+def test_rng_and_state_round_trip():
+    @nki.jit
+    def k(seeds):
+        s = nl.ndarray(seeds.shape, dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=seeds)
+        nisa.rand_set_state(src_seeds=s, engine=nisa.gpsimd_engine)
+        a = nl.ndarray((4, 16), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.rng(dst=a, engine=nisa.gpsimd_engine)
+        nisa.rand_set_state(src_seeds=s, engine=nisa.gpsimd_engine)
+        b = nl.ndarray((4, 16), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.rng(dst=b, engine=nisa.gpsimd_engine)
+        return _store(a), _store(b)
+    seeds = rng.integers(1, 2 ** 31, (4, 6)).astype(np.uint32)
+    a, b = k(seeds)
+    np.testing.assert_array_equal(a, b)
+    assert len(np.unique(a)) > 60
+
+
+def test_iota_pattern_form_positional():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 6), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.iota(t, [[2, 6]], 5, 100)
+        return _store(t)
+    r = k(np.zeros(1, np.float32))
+    np.testing.assert_array_equal(r, 5 + 2 * np.arange(6)[None, :] + 100 * np.arange(4)[:, None])

@@ -1,0 +1,150 @@
+"""test_nki_language_more.py: nki.language names of the current reference
+beyond the tutorial set: mod/fmod, trunc, abs_max/abs_min,
+gelu_apprx_sigmoid_dx, rms_norm, random_seed, gather_flattened,
+shared_constant from a .npy path, nl.bypass, tile_size and empty slices."""
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+rng = np.random.default_rng(13)
+
+
+def unary(fn):
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, fn(nl.load(a)))
+        return out
+    return k
+
+
+def test_mod_fmod_trunc():
+    a = np.array([[-7.5, -3.0, -0.5, 0.0, 0.5, 2.25, 7.5, 9.0]], np.float32)
+    np.testing.assert_array_equal(unary(lambda t: nl.mod(t, 2.0))(a), np.mod(a, 2.0))
+    np.testing.assert_array_equal(unary(lambda t: nl.fmod(t, 2.0))(a), np.fmod(a, 2.0))
+    np.testing.assert_array_equal(unary(lambda t: nl.fmod(t, -2.0))(a), np.fmod(a, -2.0))
+    np.testing.assert_array_equal(unary(nl.trunc)(a), np.trunc(a))
+
+
+def test_abs_max_min():
+    x = rng.uniform(-2, 2, (4, 16)).astype(np.float32)
+    y = rng.uniform(-2, 2, (4, 16)).astype(np.float32)
+
+    @nki.jit
+    def k(a, b):
+        ta, tb = nl.load(a), nl.load(b)
+        out = nl.ndarray((2, 4, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], nl.abs_max(ta, tb))
+        nl.store(out[1], nl.abs_min(ta, tb))
+        return out
+    r = k(x, y)
+    np.testing.assert_array_equal(r[0], np.where(np.abs(x) > np.abs(y), x, y))
+    np.testing.assert_array_equal(r[1], np.where(np.abs(x) < np.abs(y), x, y))
+
+
+def test_gelu_apprx_sigmoid_dx():
+    x = rng.uniform(-3, 3, (8, 32)).astype(np.float32)
+    s = 1 / (1 + np.exp(-1.702 * x))
+    np.testing.assert_allclose(unary(nl.gelu_apprx_sigmoid_dx)(x), s + 1.702 * x * s * (1 - s),
+                               rtol=1e-5, atol=1e-6)
+
+
+def test_rms_norm():
+    x = rng.uniform(-2, 2, (16, 64)).astype(np.float32)
+    w = rng.uniform(0.5, 1.5, (16, 64)).astype(np.float32)
+
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.rms_norm(nl.load(a), nl.load(b), axis=1, n=64))
+        return out
+    want = x / np.sqrt((x * x).mean(axis=1, keepdims=True) + 1e-6) * w
+    np.testing.assert_allclose(k(x, w), want, rtol=1e-5, atol=1e-6)
+
+
+def test_random_seed_repeats():
+    @nki.jit
+    def k(s):
+        seed = nl.load(s)
+        nl.random_seed(seed)
+        a = nl.rand((4, 32), dtype=nl.float32)
+        nl.random_seed(seed)
+        b = nl.rand((4, 32), dtype=nl.float32)
+        out = nl.ndarray((2, 4, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], a)
+        nl.store(out[1], b)
+        return out
+    r1 = k(np.array([[42]], np.int32))
+    r2 = k(np.array([[43]], np.int32))
+    np.testing.assert_array_equal(r1[0], r1[1])
+    assert not np.array_equal(r1[0], r2[0])
+    assert ((r1 >= 0) & (r1 <= 1)).all()
+
+
+def test_gather_flattened():
+    d = rng.uniform(-1, 1, (8, 4, 8)).astype(np.float32)
+    ix = rng.integers(0, 32, (8, 5)).astype(np.uint32)
+
+    @nki.jit
+    def k(a, i):
+        out = nl.ndarray((8, 5), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.gather_flattened(data=nl.load(a), indices=nl.load(i)))
+        return out
+    np.testing.assert_array_equal(k(d, ix), np.take_along_axis(d.reshape(8, 32), ix.astype(int), 1))
+
+
+def test_shared_constant_from_npy(tmp_path):
+    c = rng.uniform(-1, 1, (4, 8)).astype(np.float32)
+    path = str(tmp_path / "c.npy")
+    np.save(path, c)
+
+    @nki.jit
+    def k(a):
+        cst = nl.shared_constant(path)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.add(nl.load(a), nl.load(cst)))
+        return out
+    a = np.ones((4, 8), np.float32)
+    np.testing.assert_array_equal(k(a), a + c)
+
+    @nki.jit
+    def bad(a):
+        nl.shared_constant(str(tmp_path / "missing.npy"))
+        return a
+    with pytest.raises(nki.NKIError, match="shared_constant cannot read"):
+        bad(a)
+
+
+def test_bypass_and_tile_size():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=o, data=t, op0=nl.multiply, operand0=3.0, op1=nl.bypass, operand1=0.0)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+    a = rng.uniform(-1, 1, (2, 5)).astype(np.float32)
+    np.testing.assert_array_equal(k(a), a * 3.0)
+    ts = nl.tile_size
+    assert (ts.pmax, ts.psum_fmax, ts.psum_num_banks, ts.psum_bank_fmax_bytes) == (128, 512, 8, 2048)
+    assert ts.sbuf_fmax_bytes == ts.total_available_sbuf_size == ts.sbuf_size_bytes // 128
+
+
+def test_empty_slices_do_nothing():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        n = 0
+        assert t[:, 3:3].shape == (4, 0)
+        nisa.tensor_scalar(dst=t[:, 3:3 + n], data=t[:, 3:3 + n], op0=nl.add, operand0=1.0)
+        nisa.dma_copy(dst=t[n:n], src=a[0:0])
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = rng.uniform(-1, 1, (4, 8)).astype(np.float32)
+    np.testing.assert_array_equal(k(a), a)

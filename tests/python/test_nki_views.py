@@ -1,0 +1,126 @@
+"""test_nki_views.py: the NkiTensor view methods of the NKI reference:
+ap() access patterns (HBM and on chip, offsets, dtype reinterpretation,
+indirect rows), view(dtype), permute, slice/select, expand/squeeze,
+broadcast, get_pattern and the layout queries, against NumPy."""
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def test_hbm_ap_tile_with_offset():
+    M, K, TM, TK, row, col = 16, 24, 4, 8, 5, 9
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((TM, TK), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[K, TM], [1, TK]], offset=row * K + col))
+        out = nl.ndarray((TM, TK), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(M * K, dtype=np.float32).reshape(M, K)
+    np.testing.assert_array_equal(k(a), a[row:row + TM, col:col + TK])
+
+
+def test_sbuf_ap_strided_and_offset():
+    P, F = 8, 32
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        # every 4th element of partitions 2..5, starting at column 1
+        r = nl.ndarray((4, F // 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=t.ap(pattern=[[F, 4], [4, F // 4]], offset=2 * F + 1))
+        out = nl.ndarray((4, F // 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    a = np.arange(P * F, dtype=np.float32).reshape(P, F)
+    np.testing.assert_array_equal(k(a), a[2:6, 1::4])
+
+
+def test_ap_dtype_reinterpret_and_view():
+    @nki.jit
+    def k(a):
+        # a uint16 [4, 8] read as uint32 pairs [4, 4], then back as uint8 [4, 16]
+        t = nl.ndarray((4, 4), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[4, 4], [1, 4]], dtype=nl.uint32))
+        b = t.view(nl.uint8)
+        assert b.shape == (4, 16)
+        out = nl.ndarray((4, 16), dtype=nl.uint8, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=b)
+        return out
+    a = np.arange(32, dtype=np.uint16).reshape(4, 8) * 257
+    np.testing.assert_array_equal(k(a), a.view(np.uint8).reshape(4, 16))
+
+
+def test_permute_slice_select_expand_squeeze_broadcast():
+    @nki.jit
+    def k(a):
+        assert a.permute((0, 2, 1)).shape == (4, 6, 5)
+        t = nl.ndarray((4, 5, 6), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        s = t.slice(2, 1, 5).select(1, 3)            # [4, 4]: a[:, 3, 1:5]
+        e = s.expand_dim(1)                          # [4, 1, 4]
+        assert e.shape == (4, 1, 4) and e.squeeze_dim(1).shape == (4, 4)
+        b = e.broadcast(1, 3)                        # [4, 3, 4]
+        r = nl.ndarray((4, 3, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=r, src=b)
+        out = nl.ndarray((4, 3, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=r)
+        return out
+    a = np.arange(120, dtype=np.float32).reshape(4, 5, 6)
+    want = np.broadcast_to(a[:, 3, 1:5][:, None, :], (4, 3, 4))
+    np.testing.assert_array_equal(k(a), want)
+
+
+def test_patterns_and_queries():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.sbuf)
+        seen["sb"] = t.get_pattern()
+        seen["sub"] = t[2:4, 3:9:2].get_pattern()
+        seen["off"] = t[2:4, 3:9:2].offset
+        seen["contig"] = (t.is_contiguous(), t[:, ::2].is_contiguous(), a.is_contiguous())
+        seen["size"] = a.size
+        seen["strides"] = a.strides
+        nisa.memset(dst=t, value=0.0)
+        out = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    k(np.zeros((3, 7), np.float32))
+    assert seen["sb"] == [[16, 8], [1, 16]]
+    assert seen["sub"] == [[16, 2], [2, 3]]
+    assert seen["off"] == 2 * 16 + 3
+    assert seen["contig"] == (True, False, True)
+    assert seen["size"] == 21 and seen["strides"] == (7, 1)
+
+
+def test_indirect_gather_rows():
+    idx = np.array([[5], [0], [7], [2]], dtype=np.uint32)
+
+    @nki.jit
+    def k(a, ix):
+        i = nl.ndarray((4, 1), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=i, src=ix)
+        t = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[6, 4], [1, 6]], vector_offset=i, indirect_dim=0))
+        out = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(48, dtype=np.float32).reshape(8, 6)
+    np.testing.assert_array_equal(k(a, idx), a[idx[:, 0]])
+
+
+def test_bad_patterns_name_the_line():
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t[0:2, 0:4], src=t.ap(pattern=[[5, 2], [1, 4]]))  # BAD-AP
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_views.py:\d+: the partition stride 5"):
+        k(np.zeros((2, 2), np.float32))
