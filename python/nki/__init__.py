@@ -8,6 +8,8 @@ from . import language, isa, typing
 from ._core import NKIError
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
+from ._simulate import cpu_simulate
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
            "typing", "NKIError", "Kernel", "bf16", "to_float32", "HostArray"]
+__all__ += ["cpu_simulate"]
