@@ -155,9 +155,9 @@ def limit_memory(gib):
     return apply
 
 
-def suite_env(copy, results, libnrt):
+def suite_env(copy, results, libnrt, python_dir):
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([STANDINS, TRNEMU_PY, os.path.join(copy, "src"), copy]
+    env["PYTHONPATH"] = os.pathsep.join([STANDINS, python_dir, os.path.join(copy, "src"), copy]
                                         + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["NKILIB_RESULTS"] = results
     env["TRNEMU_INSTANCE_NAME"] = "nkilib-%d" % os.getpid()
@@ -190,7 +190,8 @@ def pytest_command(args, copy, mode, collect_only=False):
 def run_suite(args, copy, mode, results, collect_only=False):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
-    env = suite_env(copy, results, args.libnrt)
+    os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
+    env = suite_env(copy, results, args.libnrt, args.python)
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))
@@ -218,7 +219,8 @@ def load_results(path):
             if rec["when"] == "collected":
                 collected.append(rec["test"])
             elif rec["when"] == "collect":
-                collect_errors.append(rec)
+                if all(r["test"] != rec["test"] for r in collect_errors):   # each worker reports it
+                    collect_errors.append(rec)
             elif rec["test"] not in outcomes or rec["outcome"] == "failed":
                 outcomes[rec["test"]] = rec
     return collected, outcomes, collect_errors
@@ -385,10 +387,10 @@ def closure(path, scans, memo):
     return total
 
 
-def blocking_names(copy, tests):
+def blocking_names(copy, tests, python_dir):
     """[(name, tests whose files use it)] for the names trnemu lacks."""
-    if TRNEMU_PY not in sys.path:
-        sys.path.insert(0, TRNEMU_PY)
+    if python_dir not in sys.path:
+        sys.path.insert(0, python_dir)
     scans = scan_files(copy)
     per_file = collections.Counter(t.split("::")[0].split(" ")[0] for t in tests)
     memo, blocked = {}, collections.Counter()
@@ -494,12 +496,16 @@ def parse_args(argv):
     ap.add_argument("--timeout", type=int, default=600, help="seconds per test (default 600)")
     ap.add_argument("--mem-gib", type=float, default=6.0, help="data-size limit per process (default 6 GiB)")
     ap.add_argument("--platform", default="trn2", help="--platform-target of the suite (default trn2)")
+    ap.add_argument("--python", default=TRNEMU_PY,
+                    help="folder holding the nki, nki_cpu_simulator and neuron_dtypes packages "
+                         "(default: this tree's python/)")
     ap.add_argument("--libnrt", default=None, help="trnemu's libnrt.so.1 (default: the source tree's build)")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=3, help="test ids listed per cause (default 3)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
     args = ap.parse_args(argv)
     args.workers = max(1, min(2, args.workers))
+    args.python = os.path.abspath(args.python)
     if args.libnrt is None:
         built = os.path.join(REPO, "build", "shims", "libnrt.so.1")
         args.libnrt = built if os.path.exists(built) else None
@@ -530,7 +536,7 @@ def main(argv=None):
         rc2, _ = run_suite(args, copy, "compile-only", results, collect_only=True)
         collected, _, collect_errors = load_results(results)
     fam, causes = summarize(collected, outcomes, collect_errors, blocker)
-    blocked = blocking_names(copy, collected + [r["test"] for r in collect_errors])
+    blocked = blocking_names(copy, collected + [r["test"] for r in collect_errors], args.python)
     report = format_report(args, fam, causes, blocked, patched, blocker, time.time() - t0)
     sys.stdout.write(report)
     if args.report:

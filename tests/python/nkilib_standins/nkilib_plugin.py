@@ -99,7 +99,18 @@ def classify(exc):
         if type(e).__name__ == "Failed" and "Timeout" in str(e):
             return "timeout", _first_line(e)
     inner = chain[-1]
-    return "test error", "%s: %s" % (type(inner).__name__, _first_line(inner))
+    return "test error", "%s: %s%s" % (type(inner).__name__, _first_line(inner), _where(inner))
+
+
+def _where(exc):
+    """' (file:line)' of the innermost frame of an exception, relative to
+    the suite's copy when inside it."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb:
+        return ""
+    f = tb[-1]
+    path = os.path.relpath(f.filename) if f.filename.startswith(os.getcwd()) else f.filename
+    return " (%s:%d)" % (path, f.lineno)
 
 
 def _first_line(exc):
