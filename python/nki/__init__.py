@@ -10,11 +10,12 @@ from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kern
                       HostArray, bf16, to_float32)
 from . import compiler
 from ._dtypes import DType as _DType
+from ._simulate import cpu_simulate
 
 # annotation names: a kernel's tensor arguments and dtype parameters
 tensor = NkiTensor
 dtype = _DType
 
-__all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
-           "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32", "HostArray",
-           "tensor", "dtype"]
+__all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "cpu_simulate",
+           "language", "isa", "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32",
+           "HostArray", "tensor", "dtype"]

@@ -1,0 +1,1 @@
+"""Stand-in for aws_embedded_metrics.serializers (see ../__init__.py)."""

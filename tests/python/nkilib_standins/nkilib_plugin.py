@@ -1,0 +1,187 @@
+"""nkilib_plugin.py: the pytest plugin run_nkilib.py loads (-p nkilib_plugin)
+into the NKI Library suite. It changes nothing of what a test checks:
+
+- each pytest-xdist worker gets an emulated instance of its own
+  (TRNEMU_INSTANCE_NAME gets the worker id appended), since two processes
+  on one instance would claim the same NeuronCores;
+- works around an upstream defect: in simulation mode the suite's
+  Orchestrator reads self._compiled_kernel, which only its compilation
+  step (skipped when simulating) sets; the class gets the value None;
+- records every test's outcome with the cause of a failure, found on the
+  exception itself (missing name, trace error, execution error, wrong
+  number, ...), one JSON line per test in the file NKILIB_RESULTS names.
+"""
+import json
+import os
+import sys
+import traceback
+
+import pytest
+
+_worker = os.environ.get("PYTEST_XDIST_WORKER")
+if _worker:
+    os.environ["TRNEMU_INSTANCE_NAME"] = os.environ.get("TRNEMU_INSTANCE_NAME", "nkilib") + "-" + _worker
+
+
+def _patch_orchestrator():
+    mod = sys.modules.get("test.utils.test_orchestrator")
+    cls = getattr(mod, "Orchestrator", None)
+    if cls is not None and not hasattr(cls, "_compiled_kernel"):
+        cls._compiled_kernel = None
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    _patch_orchestrator()
+
+
+def pytest_sessionstart(session):
+    _patch_orchestrator()
+
+
+def _chain(exc):
+    """The exception and those it was raised from or during, outermost first."""
+    seen = []
+    while exc is not None and exc not in seen:
+        seen.append(exc)
+        exc = exc.__cause__ or exc.__context__
+    return seen
+
+
+def _frames(exc):
+    return [(f.filename, f.name) for f in traceback.extract_tb(exc.__traceback__)]
+
+
+def _missing_name(exc):
+    """'nki.language.foo' for a name trnemu's nki lacks, else None."""
+    if isinstance(exc, AttributeError):
+        obj = getattr(exc, "obj", None)
+        mod = getattr(obj, "__name__", "") if obj is not None else ""
+        if isinstance(mod, str) and mod.split(".")[0] in ("nki", "nki_cpu_simulator") and exc.name:
+            return "%s.%s" % (mod, exc.name)
+    if isinstance(exc, ImportError):
+        msg = str(exc)
+        if msg.startswith("cannot import name '"):
+            name = msg.split("'")[1]
+            src = exc.name or ""
+            if src.split(".")[0] in ("nki", "nki_cpu_simulator"):
+                return "%s.%s" % (src, name)
+        elif exc.name and exc.name.split(".")[0] in ("nki", "nki_cpu_simulator"):
+            return exc.name
+    return None
+
+
+def _trnemu_phase(exc):
+    """'trace' or 'execution' for an error trnemu's nki raised, else None."""
+    if type(exc).__name__ != "NKIError":
+        return None
+    names = [n for f, n in _frames(exc) if f.replace(os.sep, "/").endswith("nki/_kernel.py")]
+    return "execution" if "_run" in names else "trace"
+
+
+def classify(exc):
+    """(cause kind, detail) of a failed test's exception."""
+    chain = _chain(exc)
+    for e in chain:
+        name = _missing_name(e)
+        if name:
+            return "missing name", name
+    for e in chain:
+        phase = _trnemu_phase(e)
+        if phase:
+            return phase + " error", _first_line(e)
+    for e in chain:
+        if isinstance(e, MemoryError):
+            return "memory limit", _first_line(e) or "MemoryError"
+        if isinstance(e, AssertionError) and "Validation failed" in str(e):
+            return "wrong number", _first_line(e)
+    for e in chain:
+        if type(e).__name__ == "Failed" and "Timeout" in str(e):
+            return "timeout", _first_line(e)
+    inner = chain[-1]
+    return "test error", "%s: %s%s" % (type(inner).__name__, _first_line(inner), _where(inner))
+
+
+def _where(exc):
+    """' (file:line)' of the innermost frame of an exception, relative to
+    the suite's copy when inside it."""
+    tb = traceback.extract_tb(exc.__traceback__)
+    if not tb:
+        return ""
+    f = tb[-1]
+    path = os.path.relpath(f.filename) if f.filename.startswith(os.getcwd()) else f.filename
+    return " (%s:%d)" % (path, f.lineno)
+
+
+def _first_line(exc):
+    text = str(exc).strip()
+    return text.splitlines()[0][:300] if text else ""
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    rep = outcome.get_result()
+    if call.excinfo is not None and rep.failed:
+        kind, detail = classify(call.excinfo.value)
+        rep.user_properties.append(("trnemu_cause", json.dumps([kind, detail])))
+
+
+def _write(record):
+    path = os.environ.get("NKILIB_RESULTS")
+    if path:
+        with open(path, "a", encoding="utf-8") as f:
+            f.write(json.dumps(record) + "\n")
+
+
+def _cause_of(report):
+    for k, v in getattr(report, "user_properties", []):
+        if k == "trnemu_cause":
+            return json.loads(v)
+    crash = getattr(report.longrepr, "reprcrash", None)
+    return ["test error", (crash.message if crash else str(report.longrepr))[:300]]
+
+
+def pytest_runtest_logreport(report):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return        # the controller records what the workers report
+    if report.when == "call" or (report.when == "setup" and not report.passed) or (
+            report.when == "teardown" and report.failed):
+        rec = {"test": report.nodeid, "when": report.when}
+        if report.passed:
+            rec["outcome"] = "passed"
+        elif report.skipped:
+            rec["outcome"] = "skipped"
+            rec["reason"] = str(report.longrepr[-1]) if isinstance(report.longrepr, tuple) else ""
+        else:
+            rec["outcome"] = "failed"
+            rec["cause"] = _cause_of(report)
+        _write(rec)
+
+
+def pytest_collectreport(report):
+    if os.environ.get("PYTEST_XDIST_WORKER") or not report.failed:
+        return
+    _write({"test": report.nodeid, "when": "collect", "outcome": "error",
+            "text": str(report.longrepr)[-4000:]})
+
+
+def pytest_collection_finish(session):
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    for item in session.items:
+        _write({"test": item.nodeid, "when": "collected"})
+
+
+_collected_once = []
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_xdist_node_collection_finished(node, ids):
+    """With workers, the controller learns the collected tests from them
+    (every worker collects the same list: record the first)."""
+    if _collected_once:
+        return
+    _collected_once.append(node)
+    for nodeid in ids:
+        _write({"test": nodeid, "when": "collected"})

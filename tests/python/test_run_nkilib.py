@@ -1,0 +1,126 @@
+"""test_run_nkilib.py: the parts of run_nkilib.py (the NKI Library suite
+runner) and of its pytest plugin that need no copy of the library: the
+upstream-defect patch, the kernel families, and how a failure's cause is
+found."""
+import importlib.util
+import os
+
+import pytest
+
+import nki
+import nki.language as nl
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def load(path, name):
+    """A module from its file, without putting its folder on sys.path (the
+    stand-ins beside the plugin must not shadow anything here)."""
+    spec = importlib.util.spec_from_file_location(name, os.path.join(HERE, path))
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+run_nkilib = load("run_nkilib.py", "run_nkilib")
+nkilib_plugin = load("nkilib_standins/nkilib_plugin.py", "nkilib_plugin")
+
+PASTED = '''def f(x):
+    """Adds one.
+
+    Notes:
+        - returns x + 1
+    """
+
+        - returns x + 1
+    """
+
+    return x + 1
+'''
+
+
+def test_patch_drops_a_docstring_block_pasted_after_its_end(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text(PASTED)
+    assert run_nkilib.patch_duplicated_docstrings(str(p))
+    ns = {}
+    exec(p.read_text(), ns)
+    assert ns["f"](1) == 2 and "returns x + 1" in ns["f"].__doc__
+    assert not run_nkilib.patch_duplicated_docstrings(str(p))   # parses now: left alone
+
+
+def test_patch_leaves_other_syntax_errors(tmp_path):
+    p = tmp_path / "m.py"
+    p.write_text("def f(:\n    pass\n")
+    assert not run_nkilib.patch_duplicated_docstrings(str(p))
+    assert p.read_text() == "def f(:\n    pass\n"
+
+
+def test_families():
+    assert run_nkilib.family_of("integration/nkilib/core/mlp/test_mlp.py::test_x[a]") == "core/mlp"
+    assert run_nkilib.family_of(
+        "test/integration/nkilib/core/moe/moe_cte/test_b.py::t") == "core/moe"
+    assert run_nkilib.family_of("integration/nkilib/utils/test_u.py::t") == "utils"
+
+
+def test_cause_of_collection_error_text():
+    text = "E   AttributeError: module 'nki.language' has no attribute 'float8_e4m3fn_x4'"
+    assert run_nkilib.cause_of_text(text) == ("missing name", "nki.language.float8_e4m3fn_x4")
+    text = "E   ImportError: cannot import name 'NKIObject' from 'nki.language' (/x/language.py)"
+    assert run_nkilib.cause_of_text(text) == ("missing name", "nki.language.NKIObject")
+    text = "E   ModuleNotFoundError: No module named 'nkilib_src.nkilib.experimental.subkernels'"
+    assert run_nkilib.cause_of_text(text)[0] == "missing upstream module"
+    assert run_nkilib.cause_of_text("E   ValueError: bad shape") == ("test error", "E   ValueError: bad shape")
+
+
+def raised(fn):
+    try:
+        fn()
+    except BaseException as e:     # noqa: B036 - the test wants the exception object
+        return e
+    raise AssertionError("nothing raised")
+
+
+def test_classify_missing_names_through_wrapping_exceptions():
+    def inner():
+        return nl.no_such_name_in_nki
+
+    def wrapped():
+        try:
+            inner()
+        except Exception as e:
+            raise RuntimeError("inference failed") from e
+    assert nkilib_plugin.classify(raised(wrapped)) == ("missing name", "nki.language.no_such_name_in_nki")
+
+
+def test_classify_trace_and_execution_errors():
+    def bad_kernel(a):
+        out = nl.ndarray((3, 3), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))          # shape mismatch: a trace error
+        return out
+    import numpy as np
+    kind, detail = nkilib_plugin.classify(raised(lambda: nki.cpu_simulate(bad_kernel)[1](
+        np.zeros((4, 4), np.float32))))
+    assert kind == "trace error" and "test_run_nkilib.py" in detail
+
+
+def test_classify_wrong_numbers_and_other_errors():
+    def validate():
+        try:
+            assert False, "Validation failed for ['out']"
+        except AssertionError as e:
+            raise RuntimeError("validation") from e
+    assert nkilib_plugin.classify(raised(validate)) == ("wrong number", "Validation failed for ['out']")
+    kind, detail = nkilib_plugin.classify(raised(lambda: {}["k"]))
+    assert kind == "test error" and detail.startswith("KeyError: 'k' (") and "test_run_nkilib.py" in detail
+    assert nkilib_plugin.classify(raised(lambda: (_ for _ in ()).throw(MemoryError())))[0] == "memory limit"
+
+
+@pytest.mark.parametrize("name,lacks", [("nki.language.load", False), ("nki.language.zzz_missing", True),
+                                        ("nki.zzz_module.x", True), ("nki.dtype", None)])
+def test_trnemu_lacks(name, lacks):
+    if lacks is None:      # the suite's own alias: what it stands for decides
+        name = run_nkilib._canonical(name)
+        assert name == "nki.language.dtypes"
+        return
+    assert run_nkilib.trnemu_lacks(name) is lacks
