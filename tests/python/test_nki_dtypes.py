@@ -177,6 +177,23 @@ def test_fp8_kernel_output():
     assert bits(got[0]) == [0x3C, 0x3C, 0x7B, 0x7C, 0xBA, 0x42, 0x00, 0xC5]
 
 
+@nki.jit
+def from_constants(a):
+    out = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    c = nl.shared_constant(np.array([[1.1, -3.3, 300.0, 0.2]] * 2, dtype=np.float32),
+                           dtype=nl.float8_e4m3)
+    nl.store(out, nl.add(nl.copy(nl.load(c), dtype=nl.float32), nl.load(a)))
+    return out
+
+
+def test_host_casts_in_kernels():
+    # shared_constant and static_cast round on the host, as the device would
+    got = from_constants(np.zeros((2, 4), dtype=np.float32))
+    assert got[0].tolist() == [1.125, -3.25, np.inf, 0.203125]
+    h = nl.static_cast(np.array([1.1, 300.0], dtype=np.float32), nl.float8_e4m3)
+    assert h.dtype == E4M3 and bits(h) == [0x39, 0x78]
+
+
 def test_fp4_is_host_only():
     with pytest.raises(TypeError, match="float4_e2m1fn"):
         _dtypes.info(F4)
