@@ -38,6 +38,9 @@ def test_creation_and_names():
         assert np.ones(3, dtype=dt).astype(np.float32).tolist() == [1.0, 1.0, 1.0]
     assert np.array([1.5, 2], dtype=BF16).tolist() == [1.5, 2.0]
     assert float(BF16.type(1.5)) == 1.5 and BF16.type("2.25") == BF16.type(2.25)
+    assert BF16.type([1, 2.5]).dtype == BF16          # a list gives an array, as np.float32
+    with pytest.raises(TypeError, match="bfloat16: expected a number, got NoneType"):
+        BF16.type(None)
 
 
 def test_bf16_round_to_nearest_even():
