@@ -166,10 +166,16 @@ static void hd_set_cdouble(char *p, float f)
     X(cfloat, NPY_CFLOAT, 2 * sizeof(npy_float))                                               \
     X(cdouble, NPY_CDOUBLE, 2 * sizeof(npy_double))
 
-/* n elements of a NumPy type (get, size) into format t. */
+/* n elements of a NumPy type (get, size) into format t. NumPy hands
+ * legacy casts aligned, contiguous buffers: float32 goes straight through
+ * the vector conversions. */
 static void hd_cast_in(const struct hd_type *t, double (*get)(const char *), size_t size,
                        const char *src, char *dst, npy_intp n)
 {
+    if (get == hd_get_float) {
+        hd_store_f32(t, dst, (const float *)(const void *)src, n);
+        return;
+    }
     float buf[HD_CHUNK];
     for (npy_intp i = 0; i < n; i += HD_CHUNK) {
         npy_intp m = n - i < HD_CHUNK ? n - i : HD_CHUNK;
@@ -183,6 +189,10 @@ static void hd_cast_in(const struct hd_type *t, double (*get)(const char *), siz
 static void hd_cast_out(const struct hd_type *t, void (*set)(char *, float), size_t size,
                         const char *src, char *dst, npy_intp n)
 {
+    if (set == hd_set_float) {
+        hd_load_f32(t, src, (float *)(void *)dst, n);
+        return;
+    }
     float buf[HD_CHUNK];
     for (npy_intp i = 0; i < n; i += HD_CHUNK) {
         npy_intp m = n - i < HD_CHUNK ? n - i : HD_CHUNK;

@@ -96,7 +96,8 @@ int hd_value_from_object(const struct hd_type *t, PyObject *obj, uint16_t *bits)
     return -1;
 }
 
-/* bfloat16(x): x a number, a numeric string, a scalar or an array (cast). */
+/* bfloat16(x): x a number, a numeric string or a scalar; an array, list or
+ * tuple gives an array of the format. */
 static PyObject *hd_scalar_tp_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
 {
     const struct hd_type *t = hd_kind_of_type(type);
@@ -115,6 +116,10 @@ static PyObject *hd_scalar_tp_new(PyTypeObject *type, PyObject *args, PyObject *
     if (PyArray_Check(arg) && !PyArray_IsZeroDim(arg)) {
         Py_INCREF(t->descr);
         return PyArray_CastToType((PyArrayObject *)arg, t->descr, 0);
+    }
+    if (PyList_Check(arg) || PyTuple_Check(arg)) {   /* bfloat16([1, 2]): an array, as np.float32 */
+        Py_INCREF(t->descr);
+        return PyArray_FromAny(arg, t->descr, 0, 0, NPY_ARRAY_FORCECAST, NULL);
     }
     uint16_t bits;
     if (PyUnicode_Check(arg) || PyBytes_Check(arg)) {

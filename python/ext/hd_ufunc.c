@@ -162,45 +162,84 @@ static bool hd_predicate(int op, float x)
     }
 }
 
-static float hd_arg(const struct hd_type *t, const char *p)
+/* Elements per chunk: operands are converted a chunk at a time with the
+ * vector conversions of emu/num. */
+#define HD_CHUNK 256
+
+/* m elements at p, step bytes apart, as fp32. */
+static void hd_gather(const struct hd_type *t, const char *p, npy_intp step, float *buf,
+                      npy_intp m)
 {
-    return hd_to_f32(t, hd_bits_at(t, p));
+    if (step == t->itemsize) {
+        hd_load_f32(t, p, buf, m);
+        return;
+    }
+    for (npy_intp j = 0; j < m; j++)
+        buf[j] = hd_to_f32(t, hd_bits_at(t, p + j * step));
+}
+
+/* m fp32 values rounded into elements at p, step bytes apart. */
+static void hd_scatter(const struct hd_type *t, char *p, npy_intp step, const float *buf,
+                       npy_intp m)
+{
+    if (step == t->itemsize) {
+        hd_store_f32(t, p, buf, m);
+        return;
+    }
+    for (npy_intp j = 0; j < m; j++)
+        hd_put_bits(t, p + j * step, hd_from_f32(t, buf[j]));
 }
 
 static void hd_loop2(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
 {
     const struct hd_loop *l = data;
-    for (npy_intp i = 0; i < dims[0]; i++) {
-        float r = hd_apply2(l->op, hd_arg(l->t, args[0] + i * steps[0]),
-                            hd_arg(l->t, args[1] + i * steps[1]));
-        hd_put_bits(l->t, args[2] + i * steps[2], hd_from_f32(l->t, r));
+    float x[HD_CHUNK], y[HD_CHUNK];
+    for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
+        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
+        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        hd_gather(l->t, args[1] + i * steps[1], steps[1], y, m);
+        for (npy_intp j = 0; j < m; j++)
+            x[j] = hd_apply2(l->op, x[j], y[j]);
+        hd_scatter(l->t, args[2] + i * steps[2], steps[2], x, m);
     }
 }
 
 static void hd_loop1(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
 {
     const struct hd_loop *l = data;
-    for (npy_intp i = 0; i < dims[0]; i++) {
-        float r = hd_apply1(l->op, hd_arg(l->t, args[0] + i * steps[0]));
-        hd_put_bits(l->t, args[1] + i * steps[1], hd_from_f32(l->t, r));
+    float x[HD_CHUNK];
+    for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
+        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
+        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        for (npy_intp j = 0; j < m; j++)
+            x[j] = hd_apply1(l->op, x[j]);
+        hd_scatter(l->t, args[1] + i * steps[1], steps[1], x, m);
     }
 }
 
 static void hd_loopc(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
 {
     const struct hd_loop *l = data;
-    for (npy_intp i = 0; i < dims[0]; i++)
-        *(npy_bool *)(args[2] + i * steps[2]) =
-            hd_compare(l->op, hd_arg(l->t, args[0] + i * steps[0]),
-                       hd_arg(l->t, args[1] + i * steps[1]));
+    float x[HD_CHUNK], y[HD_CHUNK];
+    for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
+        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
+        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        hd_gather(l->t, args[1] + i * steps[1], steps[1], y, m);
+        for (npy_intp j = 0; j < m; j++)
+            *(npy_bool *)(args[2] + (i + j) * steps[2]) = hd_compare(l->op, x[j], y[j]);
+    }
 }
 
 static void hd_loopp(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
 {
     const struct hd_loop *l = data;
-    for (npy_intp i = 0; i < dims[0]; i++)
-        *(npy_bool *)(args[1] + i * steps[1]) =
-            hd_predicate(l->op, hd_arg(l->t, args[0] + i * steps[0]));
+    float x[HD_CHUNK];
+    for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
+        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
+        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        for (npy_intp j = 0; j < m; j++)
+            *(npy_bool *)(args[1] + (i + j) * steps[1]) = hd_predicate(l->op, x[j]);
+    }
 }
 
 /* Add one loop to numpy.<name> for t; 0 or -1. */

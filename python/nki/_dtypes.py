@@ -63,13 +63,16 @@ def _load_extension():
         for suffix in importlib.machinery.EXTENSION_SUFFIXES:
             for path in sorted(glob.glob(os.path.join(d, "_hostdtypes" + suffix))):
                 spec = importlib.util.spec_from_file_location(name, path)
-                mod = importlib.util.module_from_spec(spec)
-                sys.modules[name] = mod
                 try:
+                    mod = importlib.util.module_from_spec(spec)
+                    sys.modules[name] = mod
                     spec.loader.exec_module(mod)
                 except ImportError:
-                    del sys.modules[name]
+                    sys.modules.pop(name, None)   # built for another Python: try the next
                     continue
+                except BaseException:
+                    sys.modules.pop(name, None)
+                    raise
                 return mod
     return None
 

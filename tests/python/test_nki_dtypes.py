@@ -38,6 +38,9 @@ def test_creation_and_names():
         assert np.ones(3, dtype=dt).astype(np.float32).tolist() == [1.0, 1.0, 1.0]
     assert np.array([1.5, 2], dtype=BF16).tolist() == [1.5, 2.0]
     assert float(BF16.type(1.5)) == 1.5 and BF16.type("2.25") == BF16.type(2.25)
+    assert BF16.type([1, 2.5]).dtype == BF16          # a list gives an array, as np.float32
+    with pytest.raises(TypeError, match="bfloat16: expected a number, got NoneType"):
+        BF16.type(None)
 
 
 def test_bf16_round_to_nearest_even():
@@ -175,6 +178,23 @@ def test_fp8_kernel_output():
     got = narrow(x)
     assert got.dtype == E5M2
     assert bits(got[0]) == [0x3C, 0x3C, 0x7B, 0x7C, 0xBA, 0x42, 0x00, 0xC5]
+
+
+@nki.jit
+def from_constants(a):
+    out = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+    c = nl.shared_constant(np.array([[1.1, -3.3, 300.0, 0.2]] * 2, dtype=np.float32),
+                           dtype=nl.float8_e4m3)
+    nl.store(out, nl.add(nl.copy(nl.load(c), dtype=nl.float32), nl.load(a)))
+    return out
+
+
+def test_host_casts_in_kernels():
+    # shared_constant and static_cast round on the host, as the device would
+    got = from_constants(np.zeros((2, 4), dtype=np.float32))
+    assert got[0].tolist() == [1.125, -3.25, np.inf, 0.203125]
+    h = nl.static_cast(np.array([1.1, 300.0], dtype=np.float32), nl.float8_e4m3)
+    assert h.dtype == E4M3 and bits(h) == [0x39, 0x78]
 
 
 def test_fp4_is_host_only():
