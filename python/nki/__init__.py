@@ -9,12 +9,12 @@ from ._core import NKIError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
 from . import compiler
-from ._dtypes import DType as _DType
+from ._dtypes import AnyDType as _AnyDType
 from ._simulate import cpu_simulate
 
 # annotation names: a kernel's tensor arguments and dtype parameters
 tensor = NkiTensor
-dtype = _DType
+dtype = _AnyDType
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "cpu_simulate",
            "language", "isa", "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32",

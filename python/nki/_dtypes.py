@@ -212,6 +212,26 @@ def info(dt):
     return Info(name, isa, nrt, npdt, npdt.itemsize, npdt.kind == "f", npdt)
 
 
+class _AnyDTypeMeta(type):
+    """isinstance(x, AnyDType): x is a dtype an NKI kernel can name."""
+
+    def __instancecheck__(cls, obj):
+        if not isinstance(obj, (DType, np.dtype)) and not (
+                isinstance(obj, type) and issubclass(obj, np.generic)):
+            return False
+        try:
+            info(obj)
+        except TypeError:
+            return False
+        return True
+
+
+class AnyDType(metaclass=_AnyDTypeMeta):
+    """The type of NKI dtypes, as kernels annotate with `nki.dtype`: the
+    DType objects and every NumPy dtype (host formats included) that
+    trnemu's device has."""
+
+
 def promote(a, b):
     """Result dtype of an element-wise op on two dtypes (NKI: same stays,
     otherwise the wider float, float32 by default)."""
