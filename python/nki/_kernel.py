@@ -4,13 +4,16 @@ load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
 import collections
+import enum
 import hashlib
 import inspect
 import itertools
 import os
 import re
 import sys
+import threading
 import time
+import types
 
 import numpy as np
 
@@ -118,42 +121,123 @@ class Compiled:
         self.build_s = 0.0              # seconds assembling
         self.load_s = 0.0               # seconds in nrt_load
         self.prefill = []               # argument indices written before execution (in/out tensors)
+        self.lock = threading.Lock()    # one call at a time: write, execute, read share the tensors
+        self.cached = True              # in the kernel cache (else unloaded after its one call)
 
 
-_src_keys = {}
+_code_memo = {}   # code object -> (names it reads, its constants' key): never change
+_pinned = {}      # id -> mutable container a cache key names by identity
+_SIMPLE = (int, float, complex, str, bytes, bool, type(None))
 
 
-def _source_key(func):
-    """Source hash and closure values of a kernel function (computed once
-    per function object)."""
-    k = _src_keys.get(func)
-    if k is not None:
-        return k
-    try:
-        src = inspect.getsource(func)
-    except (OSError, TypeError):
-        src = func.__code__.co_code
-    h = hashlib.sha1(src.encode() if isinstance(src, str) else src).hexdigest()
+class _Unkeyable(Exception):
+    """A value the traced program may depend on that no key can stand for."""
+
+
+def _value_key(v, seen):
+    """A key for a value a kernel reads (a global, a closure cell, a
+    default): equal keys mean the same traced program."""
+    if isinstance(v, _SIMPLE):
+        return (type(v).__name__, repr(v))
+    if isinstance(v, (tuple, frozenset)):
+        return (type(v).__name__,) + tuple(_value_key(x, seen) for x in v)
+    if isinstance(v, (list, dict, set, bytearray)):
+        # a mutable container counts by identity (a kernel may append to a
+        # list as it traces); kept alive so that its id is never reused
+        _pinned[id(v)] = v
+        return ("mutable", type(v).__name__, id(v))
+    if isinstance(v, enum.Enum):
+        return ("enum", type(v).__qualname__, v.name)
+    if isinstance(v, types.ModuleType):
+        return ("module", v.__name__)
+    if isinstance(v, Kernel):
+        v = v.func
+    if isinstance(v, types.FunctionType):
+        if (v.__module__ or "").split(".")[0] in ("nki", "neuronxcc", "numpy"):
+            # the library's own functions live as long as their modules (some
+            # are made by one factory and share a qualname): their identity
+            return ("func", v.__module__, v.__qualname__, id(v))
+        return _code_key(v, seen)
+    if isinstance(v, type):
+        return ("type", v.__module__, v.__qualname__)
+    if isinstance(v, (np.dtype, np.generic)) or callable(v) and (
+            getattr(v, "__module__", "") or "").split(".")[0] in ("nki", "numpy", "builtins"):
+        return ("obj", repr(v))
+    if isinstance(v, np.ndarray) and v.size <= 4096:
+        return ("ndarray", v.dtype.str, v.shape, v.tobytes())
+    raise _Unkeyable(type(v).__name__)
+
+
+def _code_names(code):
+    """Every name a code object (and the code nested in it) reads."""
+    names = set(code.co_names)
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            names |= _code_names(c)
+    return names
+
+
+def _code_consts(code):
+    """The constants of a code object and of the code nested in it."""
+    out = []
+    for c in code.co_consts:
+        out.append(_code_consts(c) if isinstance(c, types.CodeType) else (type(c).__name__, repr(c)))
+    return (code.co_code,) + tuple(out)
+
+
+def _code_key(func, seen):
+    """A kernel function as the traced program sees it: its code and
+    constants, its defaults, the values of its closure cells and of the
+    globals it reads (functions it calls, recursively)."""
+    if func in seen:
+        return ("recursive", func.__qualname__)
+    seen = seen | {func}
+    code = func.__code__
+    memo = _code_memo.get(code)
+    if memo is None:
+        memo = _code_memo[code] = (sorted(_code_names(code)), _code_consts(code))
+    names, consts = memo
+    g = func.__globals__
+    glob = tuple((n, _value_key(g[n], seen)) for n in names if n in g)
     cells = []
     for c in func.__closure__ or ():
         try:
-            v = c.cell_contents
+            cells.append(_value_key(c.cell_contents, seen))
         except ValueError:
-            v = None
-        cells.append(repr(v) if isinstance(v, (int, float, str, bool, tuple, type(None))) else id(v))
-    k = (func.__module__, func.__qualname__, h, tuple(cells))
-    _src_keys[func] = k
-    return k
+            cells.append(("empty",))
+    defaults = tuple(_value_key(d, seen) for d in func.__defaults__ or ())
+    kwdefaults = tuple((k, _value_key(d, seen)) for k, d in sorted((func.__kwdefaults__ or {}).items()))
+    return (func.__module__, func.__qualname__, tuple(names), consts, glob, tuple(cells),
+            defaults, kwdefaults)
+
+
+def _source_key(func):
+    """A hash of everything in the kernel function that changes its traced
+    program; None when some value it reads cannot be keyed (such a kernel
+    is traced anew on every call). Recomputed on every call, as a global
+    or closure value may change between calls."""
+    try:
+        k = _code_key(func, frozenset())
+    except _Unkeyable:
+        return None
+    return (func.__module__, func.__qualname__, hashlib.sha1(repr(k).encode()).hexdigest())
 
 
 def _key(func, args, kwargs, grid):
+    """The cache key of one call; None when it cannot be computed."""
+    src = _source_key(func)
+    if src is None:
+        return None
     parts = []
     for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
         if isinstance(a, np.ndarray):
             parts.append(("A", a.shape, _arg_dtype(a).name))
         else:
-            parts.append(("S", repr(a)))
-    return _source_key(func) + (tuple(parts), tuple(sorted(kwargs)), grid)
+            try:
+                parts.append(("S", _value_key(a, frozenset())))
+            except _Unkeyable:
+                parts.append(("S", repr(a)))
+    return src + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
 def _trace(func, args, kwargs, grid, shard=None, gen=2):
@@ -161,6 +245,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     ncores = 1
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]
+    _check_grid_size(func, grid)
     tr = _core.Tracer(func.__name__, ncores)
     tr.gen = gen              # NeuronCore generation the kernel is traced for
     tr.force_auto_alloc = "force_auto_alloc" in getattr(func, "_nki_compiler_flags", {})
@@ -179,6 +264,9 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
             a = bound.arguments[nm]
             if isinstance(a, np.ndarray):
                 di = _arg_dtype(a)
+                if a.size == 0:
+                    raise NKIError("%s: argument %r is empty (shape %s): an NKI tensor has at "
+                                   "least one element" % (_core.user_line(), nm, a.shape))
                 t = _core.new_tensor(a.shape, di.public, "input", nm)
                 t.storage.role = "input"
                 t.storage.argpos = i
@@ -266,9 +354,27 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     comp.neff = neff
     comp.build_s = time.perf_counter() - t1
     t2 = time.perf_counter()
-    comp.model = _runtime.Model(neff, tensors)
+    try:
+        comp.model = _runtime.Model(neff, tensors)
+    except _runtime.RuntimeFailure as e:
+        raise NKIError("%s:%d: kernel %s does not fit the emulated device: %s"
+                       % (comp.file, comp.first_line, func.__name__, e)) from None
     comp.load_s = time.perf_counter() - t2
     return comp
+
+
+def _check_grid_size(func, grid):
+    """NKIError for a launch grid with more programs than a trace may
+    hold instructions (every program is traced)."""
+    limit, _ = _core.trace_limits()
+    programs = 1
+    for g in grid:
+        programs *= g
+    if limit and programs > limit:
+        raise NKIError("%s:%d: a launch grid of %d programs %s cannot be traced: more than "
+                       "TRNEMU_NKI_TRACE_LIMIT (%d)" % (func.__code__.co_filename,
+                                                        func.__code__.co_firstlineno, programs,
+                                                        grid, limit))
 
 
 def _returned_view(r, where):
@@ -405,23 +511,34 @@ class Kernel:
         return gen
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid) + (self.shard,)
+        key = _key(self.func, args, kwargs, self.grid)
+        if key is None:          # the traced program cannot be keyed: never shared
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
+            self._save_artifacts(comp)
+            comp.cached = False
+            self.last = comp
+            return comp
+        key += (self.shard,)
         with _runtime._lock:     # one trace per key, even from several threads
-            return self._compile_locked(key, args, kwargs)
+            comp, evicted = self._compile_locked(key, args, kwargs)
+        for old in evicted:      # after a call in flight on it, outside the cache lock
+            with old.lock:
+                old.model.unload()
+        return comp
 
     def _compile_locked(self, key, args, kwargs):
         comp = _cache.get(key)
+        evicted = []
         if comp is None:
             comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
             self._save_artifacts(comp)
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
-                _, old = _cache.popitem(last=False)
-                old.model.unload()
+                evicted.append(_cache.popitem(last=False)[1])
         else:
             _cache.move_to_end(key)
         self.last = comp
-        return comp
+        return comp, evicted
 
     def _save_artifacts(self, comp):
         """save_neff_name= writes the kernel's NEFF to that file;
@@ -445,7 +562,19 @@ class Kernel:
             # called from inside another kernel: inline it
             return self.func(*args, **kwargs)
         args, kwargs = _host_args(args, kwargs)
-        comp = self.compile(args, kwargs)
+        while True:
+            comp = self.compile(args, kwargs)
+            with comp.lock:      # calls of one kernel from several threads take turns
+                if comp.model.loaded():
+                    try:
+                        return self._call_compiled(comp, args, kwargs)
+                    finally:
+                        if not comp.cached:
+                            comp.model.unload()
+            # evicted by another thread's compile between the two: compile again
+
+    def _call_compiled(self, comp, args, kwargs):
+        """Write the arguments, run, read the results (comp.lock held)."""
         flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
         for argpos, name in comp.prefill:
             comp.model.write(name, np.ascontiguousarray(flat[argpos]))

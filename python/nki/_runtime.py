@@ -109,8 +109,10 @@ class _Capture:
     temporary file serves every call."""
 
     tmp = None
+    lock = threading.Lock()  # one capture at a time: fd 2 and tmp are process-wide
 
     def __enter__(self):
+        _Capture.lock.acquire()
         sys.stderr.flush()
         if _Capture.tmp is None:
             _Capture.tmp = tempfile.TemporaryFile()
@@ -131,6 +133,7 @@ class _Capture:
             os.ftruncate(fd, 0)
             sys.stderr.write(self.text)
             sys.stderr.flush()
+        _Capture.lock.release()
         return False
 
 
@@ -307,6 +310,10 @@ class Model:
 
     def status_text(self, st):
         return _status(self.L, st)
+
+    def loaded(self):
+        """Still loaded (not unloaded by the kernel cache)?"""
+        return bool(self.model)
 
     def unload(self):
         if self.model:

@@ -9,11 +9,14 @@ has finished" is `wait=<e>_done>=k`. An instruction waits, for each other
 engine, on the last instruction there that touched overlapping bytes in a
 conflicting way; engines run their own streams in order.
 """
+import os
+import time
+
 import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, user_line
+from .context import ENGINES, NKIError, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -44,6 +47,23 @@ class CoreTrace:
         self.eng_lines = {e: [] for e in ENGINES}  # (source line, op) per engine instruction
 
 
+def trace_limits():
+    """(instructions, seconds) a trace may take: TRNEMU_NKI_TRACE_LIMIT
+    (default 2,000,000 instructions) and TRNEMU_NKI_TRACE_SECONDS (default
+    600); 0 lifts a limit. A malformed value is an NKIError."""
+    out = []
+    for var, default in (("TRNEMU_NKI_TRACE_LIMIT", 2000000), ("TRNEMU_NKI_TRACE_SECONDS", 600)):
+        text = os.environ.get(var, "").strip()
+        try:
+            v = float(text) if text else default
+        except ValueError:
+            v = -1
+        if v < 0:
+            raise NKIError("%s=%r: expected a number >= 0 (0: no limit)" % (var, text))
+        out.append(v)
+    return out[0], out[1]
+
+
 class Tracer:
     """State of one trace: instructions, HBM tensors, allocator, tracker."""
 
@@ -64,6 +84,9 @@ class Tracer:
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
+        self.emitted = 0          # instructions emitted so far (all cores)
+        self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
+        self.t0 = time.perf_counter()  # when the trace began
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
@@ -96,7 +119,19 @@ class Tracer:
         return st
 
     # -- emission
+    def check_limits(self):
+        """NKIError when the trace passed its instruction or time bound."""
+        self.emitted += 1
+        if self.max_insns and self.emitted > self.max_insns:
+            raise NKIError("%s: the kernel traced more than %d instructions "
+                           "(TRNEMU_NKI_TRACE_LIMIT; 0 lifts it)" % (user_line(), self.max_insns))
+        if self.max_s and self.emitted % 64 == 0 and \
+                time.perf_counter() - self.t0 > self.max_s:
+            raise NKIError("%s: the kernel traced for more than %g s (TRNEMU_NKI_TRACE_SECONDS; "
+                           "0 lifts it)" % (user_line(), self.max_s))
+
     def emit(self, engine, op, outs, ins, args, rmw=False):
+        self.check_limits()
         insn = Insn(engine, op, outs, ins, args, user_line())
         if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
