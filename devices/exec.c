@@ -546,11 +546,13 @@ static NRT_STATUS exec_job_run(void *arg)
     uint64_t t0 = systrace_now_ns();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     par_busy_enter();         /* executions on every CPU: no instruction is split */
+    instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, true);
     for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++) {
         gate_enter(&mach->compute);
         st = exec_run(r->m, &r->b);
         gate_leave(&mach->compute);
     }
+    instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, false);
     par_busy_leave();
     machine_mem_leave(mach);
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);

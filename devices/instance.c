@@ -570,6 +570,52 @@ void instance_use_stand_in(struct instance *inst, uint32_t vnc)
         atomic_fetch_add(&inst->ctl->use[vnc].stand_ins, 1);
 }
 
+void instance_use_model_list(struct instance *inst, uint32_t vnc,
+                             const struct instance_model_use *m)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || m->id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++) {
+        if (atomic_load(&e[i].id) != 0)
+            continue;
+        e[i].nsgs = m->nsgs;
+        e[i].host = m->host;
+        atomic_store(&e[i].running, 0);
+        memcpy(e[i].name, m->name, sizeof e[i].name);
+        memcpy(e[i].uuid, m->uuid, sizeof e[i].uuid);
+        memcpy(e[i].sg, m->sg, sizeof e[i].sg);
+        atomic_store(&e[i].id, atomic_load(&m->id)); /* published last */
+        return;
+    }
+}
+
+void instance_use_model_unlist(struct instance *inst, uint32_t vnc, uint32_t id)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++)
+        if (atomic_load(&e[i].id) == id)
+            atomic_store(&e[i].id, 0);
+}
+
+void instance_use_model_running(struct instance *inst, uint32_t vnc, uint32_t id, bool start)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++) {
+        if (atomic_load(&e[i].id) != id)
+            continue;
+        if (start)
+            atomic_fetch_add(&e[i].running, 1);
+        else if (atomic_load(&e[i].running) > 0)
+            atomic_fetch_sub(&e[i].running, 1);
+        return;
+    }
+}
+
 void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
                          uint64_t bytes, bool add)
 {

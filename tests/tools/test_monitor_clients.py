@@ -13,6 +13,8 @@ add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
   usage_breakdown's host object and each NeuronCore's object turned into
   records with exactly the vendor's keys (an extra or a missing key makes
   the reader drop the sample);
+- memory_used.loaded_models: the model, its uuid and id, and per
+  subgraph its memory with the vendor's keys, on NeuronCore 5 of device 1;
 - the vendor guide's other fields: the cores in use (only VNC 5 runs
   anything, so only "5" is in use), vcpu_usage's context_switch_count.
 Standard library only.
@@ -96,6 +98,27 @@ def wandb_reads(line, pid):
     return in_use, used
 
 
+def check_loaded_models(rep, pid):
+    """memory_used.loaded_models: the model `trnemu run` loaded on VNC 5."""
+    entry = [e for e in rep["neuron_runtime_data"] if e["pid"] == pid][0]
+    models = entry["report"]["memory_used"]["loaded_models"]
+    assert len(models) == 1, models
+    m = models[0]
+    assert list(m) == ["name", "uuid", "model_id", "is_running", "subgraphs"], m
+    assert m["name"] == "add" and isinstance(m["model_id"], int) and m["model_id"] > 0, m
+    assert isinstance(m["is_running"], bool) and len(m["uuid"]) == 32, m
+    int(m["uuid"], 16)
+    assert len(m["subgraphs"]) >= 1, m
+    for sg in m["subgraphs"].values():
+        used = sg["memory_used_bytes"]
+        assert list(used["usage_breakdown"]["host"]) == HOST_KEYS, used
+        assert list(used["usage_breakdown"]["neuron_device"]) == [
+            "constants", "model_code", "runtime_memory", "tensors"], used
+        assert used["host"] == sum(used["usage_breakdown"]["host"].values()), used
+        assert used["neuron_device"] == sum(used["usage_breakdown"]["neuron_device"].values())
+        assert sg["neuroncore_index"] == 5 and sg["neuron_device_index"] == 1, sg
+
+
 def main():
     env = dict(os.environ, TRNEMU_INSTANCE_NAME="mon-clients-%d" % os.getpid(),
                NEURON_RT_LOG_LEVEL="ERROR")
@@ -116,6 +139,7 @@ def main():
             assert per_nc["4"] == dict.fromkeys(NC_KEYS, 0), per_nc  # nothing on VNC 4
             host = used["usage_breakdown"]["host"]
             assert sum(host.values()) == used["host"] > 0, (host, used["host"])
+            check_loaded_models(json.loads(lines[-1]), w.pid)
             vcpu = json.loads(lines[-1])["system_data"]["vcpu_usage"]
             assert isinstance(vcpu["context_switch_count"], int), vcpu
             assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
