@@ -82,7 +82,10 @@ int cmd_monitor(int argc, char **argv)
         monitor_sleep(cfg.period_s);
         if (monitor_stop || mon_sample_take(s[1]) != 0)
             break;
-        json_t *rep = mon_report(&cfg, &mc, s[0], s[1]);
+        struct machine_config lmc = mc; /* the live instance's machine, when there is one */
+        if (s[1]->live)
+            live_machine(&s[1]->ctl, &lmc);
+        json_t *rep = mon_report(&cfg, &lmc, s[0], s[1]);
         json_dumpf(rep, stdout, JSON_COMPACT);
         putchar('\n');
         fflush(stdout);

@@ -109,6 +109,18 @@ void live_instance_id(char *buf, size_t cap)
     snprintf(buf, cap, "i-%017" PRIx64, h);
 }
 
+void live_machine(const struct instance_ctl *c, struct machine_config *mc)
+{
+    const struct dev_profile *p = profile_find(c->profile);
+    if (p == NULL || c->chips == 0)
+        return; /* keep what the environment gave */
+    mc->profile = p;
+    mc->lnc = c->lnc;
+    mc->total_vncs = c->total_vncs;
+    mc->vncs_per_chip = c->total_vncs / c->chips;
+    mc->visible_count = 0;
+}
+
 int live_use_instance(const char *name)
 {
     char dir[INSTANCE_PATH_MAX];
