@@ -316,9 +316,13 @@ int ls_vendor(const struct machine_config *cfg, bool json, bool wide, bool all,
     int live = live_read(v.ctl);
     if (live < 0)
         goto out;
+    struct machine_config lmc = *cfg; /* a live instance shows the machine it emulates */
     if (live == 0) {
         free(v.ctl);
         v.ctl = NULL;
+    } else {
+        live_machine(v.ctl, &lmc);
+        v.cfg = cfg = &lmc;
     }
     if (json) {
         rc = ls_json(&v);
