@@ -509,6 +509,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
         exec_log_report(m->neff->info.name, st, report);
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
+    instance_use_flops(mach->inst, m->gvnc, (uint64_t)cost.flops);
     devprof_exec(m, &cost, st);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);

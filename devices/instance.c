@@ -616,6 +616,12 @@ void instance_use_model_running(struct instance *inst, uint32_t vnc, uint32_t id
     }
 }
 
+void instance_use_flops(struct instance *inst, uint32_t vnc, uint64_t n)
+{
+    if (inst != NULL && vnc < CONFIG_MAX_VNCS && n > 0)
+        atomic_fetch_add(&inst->ctl->use[vnc].flops, n);
+}
+
 void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
                          uint64_t bytes, bool add)
 {

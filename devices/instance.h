@@ -111,6 +111,7 @@ struct instance_vnc_use {
     _Atomic uint64_t latencies;      /* latencies recorded so far (next ring slot mod size) */
     _Atomic uint32_t latency_us[INSTANCE_LATENCIES]; /* ring: latency of recent executions, us */
     _Atomic uint64_t mem[INSTANCE_MEM_KINDS];        /* bytes held now, by enum instance_mem */
+    _Atomic uint64_t flops;          /* floating-point operations executed (cost model) */
     struct instance_model_use loaded[INSTANCE_VNC_MODELS]; /* models loaded (first ones) */
 };
 
@@ -189,6 +190,8 @@ void instance_use_model_list(struct instance *inst, uint32_t vnc,
 void instance_use_model_unlist(struct instance *inst, uint32_t vnc, uint32_t id);
 /* An execution of the listed model id starts (start) or ends on vnc. */
 void instance_use_model_running(struct instance *inst, uint32_t vnc, uint32_t id, bool start);
+/* n more floating-point operations executed on vnc. */
+void instance_use_flops(struct instance *inst, uint32_t vnc, uint64_t n);
 /* bytes of memory of kind taken (add) or given back (!add) for vnc. */
 void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
                          uint64_t bytes, bool add);

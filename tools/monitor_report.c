@@ -164,6 +164,14 @@ double mon_vnc_utilization(const struct mon_sample *a, const struct mon_sample *
     return u > 100.0 ? 100.0 : u;
 }
 
+double mon_vnc_flops(const struct mon_sample *a, const struct mon_sample *b, uint32_t vnc)
+{
+    if (!b->live || vnc >= b->ctl.total_vncs)
+        return 0;
+    uint64_t before = mon_same_owner(a, b, vnc) ? atomic_load(&a->ctl.use[vnc].flops) : 0;
+    return (double)mon_d(before, atomic_load(&b->ctl.use[vnc].flops)) / mon_dt(a, b);
+}
+
 static json_t *mon_group(double period)
 {
     return json_pack("{s:f, s:s}", "period", period, "error", "");
@@ -189,7 +197,8 @@ static json_t *mon_nc_counters(const struct mon_sample *a, const struct mon_samp
         if (!live_owns(&b->ctl, pr, v) || !mon_vnc_in_use(a, b, v))
             continue;
         double u = mon_vnc_utilization(a, b, v);
-        json_t *nc = json_pack("{s:f}", "neuroncore_utilization", u);
+        json_t *nc = json_pack("{s:f, s:I}", "neuroncore_utilization", u, "flops",
+                               (json_int_t)mon_vnc_flops(a, b, v));
         if (b->ctl.lnc > 1) { /* the physical cores of the VNC run in lockstep */
             json_t *phys = json_object();
             for (uint32_t k = 0; k < b->ctl.lnc; k++) {

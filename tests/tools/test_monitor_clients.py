@@ -16,7 +16,9 @@ add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
 - memory_used.loaded_models: the model, its uuid and id, and per
   subgraph its memory with the vendor's keys, on NeuronCore 5 of device 1;
 - the vendor guide's other fields: the cores in use (only VNC 5 runs
-  anything, so only "5" is in use), vcpu_usage's context_switch_count.
+  anything, so only "5" is in use), vcpu_usage's context_switch_count,
+  and flops: 0 for add.neff, the executions' 2*512^3 each per second for
+  matmul_512.neff.
 Standard library only.
 """
 import json
@@ -38,15 +40,15 @@ SCALENE_CONFIG = {
 }
 
 
-def start_workload(tmp, env):
-    e = dict(env, NEURON_RT_VISIBLE_CORES="4-5")
-    w = subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "add.neff"), "--repeat",
-                          "400000", "--vnc", "1", "--output-dir", tmp], env=e,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_workload(tmp, env, neff="add.neff", cores="4-5", vnc="1", device=1):
+    e = dict(env, NEURON_RT_VISIBLE_CORES=cores)
+    w = subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, neff), "--repeat",
+                          "400000", "--vnc", vnc, "--output-dir", os.path.join(tmp, neff)],
+                         env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         devs = json.loads(subprocess.run([TRNEMU, "ls", "-j"], env=env, capture_output=True,
                                          text=True).stdout)
-        if any(p["pid"] == w.pid for p in devs[1]["neuron_processes"]):
+        if any(p["pid"] == w.pid for p in devs[device]["neuron_processes"]):
             return w
         time.sleep(0.05)
     w.kill()
@@ -119,6 +121,26 @@ def check_loaded_models(rep, pid):
         assert sg["neuroncore_index"] == 5 and sg["neuron_device_index"] == 1, sg
 
 
+def check_flops(tmp, env):
+    """flops: operations per second of the period; matmul_512 does 2*512^3
+    per execution, so flops = completed executions * 2*512^3 / period."""
+    w = start_workload(tmp, env, "matmul_512.neff", "6-7", "0", 1)
+    try:
+        cfg = {"period": "400ms", "neuron_runtimes": [{"metrics": [
+            {"type": "neuroncore_counters"}, {"type": "execution_stats"}]}]}
+        rep = json.loads(monitor_lines(tmp, env, cfg, 1)[-1])
+        entry = [e for e in rep["neuron_runtime_data"] if e["pid"] == w.pid][0]["report"]
+        nc = entry["neuroncore_counters"]
+        flops = nc["neuroncores_in_use"]["6"]["flops"]
+        done = entry["execution_stats"]["execution_summary"]["completed"]
+        want = done * 2 * 512 ** 3 / nc["period"]
+        assert isinstance(flops, int) and done > 0, (flops, done)
+        assert abs(flops - want) <= 0.1 * want + 2 * 512 ** 3 / nc["period"], (flops, want)
+    finally:
+        w.kill()
+        w.wait()
+
+
 def main():
     env = dict(os.environ, TRNEMU_INSTANCE_NAME="mon-clients-%d" % os.getpid(),
                NEURON_RT_LOG_LEVEL="ERROR")
@@ -143,6 +165,9 @@ def main():
             vcpu = json.loads(lines[-1])["system_data"]["vcpu_usage"]
             assert isinstance(vcpu["context_switch_count"], int), vcpu
             assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
+            # add.neff has no matmul: no floating-point operations counted
+            assert in_use["5"]["flops"] == 0, in_use
+            check_flops(tmp, env)
         finally:
             w.kill()
             w.wait()
