@@ -13,6 +13,8 @@ add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
   usage_breakdown's host object and each NeuronCore's object turned into
   records with exactly the vendor's keys (an extra or a missing key makes
   the reader drop the sample);
+- the vendor guide's Prometheus exporter: every value it reads, by its
+  paths, with every metric group on;
 - memory_used.loaded_models: the model, its uuid and id, and per
   subgraph its memory with the vendor's keys, on NeuronCore 5 of device 1;
 - the vendor guide's other fields: the cores in use (only VNC 5 runs
@@ -100,6 +102,54 @@ def wandb_reads(line, pid):
     return in_use, used
 
 
+ALL_GROUPS = {
+    "period": "300ms",
+    "neuron_runtimes": [{"metrics": [
+        {"type": "neuroncore_counters"}, {"type": "memory_used"},
+        {"type": "neuron_runtime_vcpu_usage"}, {"type": "execution_stats"}]}],
+    "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"},
+                       {"type": "neuron_hw_counters"}],
+}
+
+
+def exporter_reads(rep):
+    """Every value the vendor guide's Prometheus exporter sample reads, by
+    the same paths: a missing key is the KeyError that stops it."""
+    info = rep["instance_info"]
+    labels = [info[k] for k in ("instance_name", "instance_id", "instance_type",
+                                "instance_availability_zone", "instance_region", "subnet_id")]
+    got = [labels]
+    for rt in rep["neuron_runtime_data"]:
+        assert rt["error"] == "", rt
+        r = rt["report"]
+        for g in r.values():
+            assert g["error"] == "", g
+        got += [v["neuroncore_utilization"] / 100.0
+                for v in r["neuroncore_counters"]["neuroncores_in_use"].values()]
+        got += [r["neuron_runtime_vcpu_usage"]["vcpu_usage"][f] for f in ("user", "system")]
+        used = r["memory_used"]["neuron_runtime_used_bytes"]
+        got += [used["host"], used["neuron_device"]]
+        for nc in used["usage_breakdown"]["neuroncore_memory_usage"].values():
+            got += [nc[k] for k in NC_KEYS]
+        ex = r["execution_stats"]
+        got += list(ex["error_summary"].values()) + list(ex["execution_summary"].values())
+        if ex["latency_stats"]["total_latency"] is not None:
+            got += list(ex["latency_stats"]["total_latency"].values())
+    sd = rep["system_data"]
+    for d in sd["neuron_hw_counters"]["neuron_devices"]:
+        got += [d["neuron_device_index"]] + [d[k] for k in (
+            "mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected",
+            "sram_ecc_uncorrected")]
+    v = sd["vcpu_usage"]
+    got += [len(v["usage_data"])] + [v["average_usage"][k] for k in (
+        "user", "nice", "system", "io_wait", "irq", "soft_irq")]
+    got += [sd["memory_info"][k] for k in ("memory_total_bytes", "memory_used_bytes",
+                                           "swap_total_bytes", "swap_used_bytes")]
+    hw = rep["neuron_hardware_info"]
+    got += [hw["neuron_device_count"], hw["neuroncore_per_device_count"]]
+    return got
+
+
 def check_loaded_models(rep, pid):
     """memory_used.loaded_models: the model `trnemu run` loaded on VNC 5."""
     entry = [e for e in rep["neuron_runtime_data"] if e["pid"] == pid][0]
@@ -178,6 +228,7 @@ def main():
             host = used["usage_breakdown"]["host"]
             assert sum(host.values()) == used["host"] > 0, (host, used["host"])
             check_loaded_models(json.loads(lines[-1]), w.pid)
+            assert len(exporter_reads(json.loads(monitor_lines(tmp, env, ALL_GROUPS, 1)[-1])))
             vcpu = json.loads(lines[-1])["system_data"]["vcpu_usage"]
             assert isinstance(vcpu["context_switch_count"], int), vcpu
             assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
