@@ -879,6 +879,12 @@ static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool 
     return NRT_SUCCESS;
 }
 
+NRT_STATUS instance_peek(const char *dir, struct instance_ctl *out, bool *live)
+{
+    const char *why = NULL;
+    return instance_load(dir, out, live, &why);
+}
+
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live)
 {
     const char *why = NULL;

@@ -171,6 +171,10 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
  * line) when it is corrupt. *live: some attached process is alive. */
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
 
+/* instance_read without the log line: for a tool looking through every
+ * instance of a directory, where other users' (unreadable) or another
+ * version's instances are no error. */
+NRT_STATUS instance_peek(const char *dir, struct instance_ctl *out, bool *live);
 /* Remove this user's stale instances (no live process, nobody attaching)
  * in the directory holding self_dir, other than self_dir itself; one
  * warning line names them. Returns how many were removed. */

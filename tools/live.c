@@ -147,7 +147,7 @@ uint32_t live_list(struct live_entry *out, uint32_t cap)
         if (strncmp(e->d_name, "trnemu-", 7) != 0 || e->d_name[7] == '\0')
             continue;
         snprintf(path, sizeof path, "%s/%s", self, e->d_name);
-        if (instance_read(path, c, &live) != NRT_SUCCESS || !live)
+        if (instance_peek(path, c, &live) != NRT_SUCCESS || !live)
             continue;
         if (n < cap) {
             snprintf(out[n].name, sizeof out[n].name, "%s", e->d_name + 7);
