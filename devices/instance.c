@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -858,6 +859,17 @@ void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint6
 
 /* Read the control block of dir into out without logging; *why says what
  * is wrong when the answer is NRT_INVALID. */
+/* Why a control file of n bytes has not this build's size: made by a
+ * trnemu of another layout version (its header says so), or damaged. */
+static const char *instance_size_problem(const struct instance_ctl *c, ssize_t n)
+{
+    if (n >= (ssize_t)(offsetof(struct instance_ctl, version) + sizeof c->version) &&
+        c->magic == INSTANCE_CTL_MAGIC && c->version != INSTANCE_CTL_VERSION)
+        return "made by a trnemu build of another control-block layout version; "
+               "give this one another TRNEMU_INSTANCE_NAME";
+    return "wrong file size";
+}
+
 static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool *live,
                                 const char **why)
 {
@@ -872,7 +884,8 @@ static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool 
     char extra;
     bool longer = pread(fd, &extra, 1, sizeof *out) == 1;
     close(fd);
-    *why = n != (ssize_t)sizeof *out || longer ? "wrong file size" : instance_ctl_problem(out);
+    *why = n != (ssize_t)sizeof *out || longer ? instance_size_problem(out, n)
+                                               : instance_ctl_problem(out);
     if (*why != NULL)
         return NRT_INVALID;
     *live = instance_ctl_alive(out, NULL);
