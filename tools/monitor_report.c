@@ -397,8 +397,7 @@ static json_t *mon_rt_vcpu(const struct mon_sample *a, const struct mon_sample *
     return g;
 }
 
-/* The runtime entry whose tag_filter takes this tag, -1 when none. */
-static int mon_match(const struct mon_config *cfg, const char *tag)
+int mon_match(const struct mon_config *cfg, const char *tag)
 {
     for (uint32_t i = 0; i < cfg->nrt; i++)
         if (!cfg->rt[i].has_filter || regexec(&cfg->rt[i].filter, tag, 0, NULL, 0) == 0)

@@ -38,10 +38,12 @@ static const struct tool_usage_text tool_usages[] = {
      "  -a, --show-all-procs  also processes that are not runtime users (this one)\n"
      "  -t                neuron-ls's table, then the topology\n"},
     {"monitor", "stream neuron-monitor JSON reports of the live instance",
-     "usage: trnemu monitor [-c | --config-file CONFIG.json] [--count N]"
-     "   (also as neuron-monitor)\n"
+     "usage: trnemu monitor [-c | --config-file CONFIG.json] [--verbose N] [--count N]\n"
+     "                      [--instance NAME]   (also as neuron-monitor)\n"
      "  -c, --config-file FILE  neuron-monitor's configuration (period, metric groups,\n"
      "                          tag filters); default: every group every 5 s\n"
+     "  --verbose N             0-4, what goes to stderr: 0 nothing (default), 1 a line\n"
+     "                          per report, 2-4 also one per process and its tag filter\n"
      "  --count N               stop after N reports (trnemu's own)\n"
      "  --instance NAME         the live instance to read (as TRNEMU_INSTANCE_NAME)\n"},
     {"top", "interactive view of the live instance like neuron-top",

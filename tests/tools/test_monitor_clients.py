@@ -20,7 +20,7 @@ add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
 - the vendor guide's other fields: the cores in use (only VNC 5 runs
   anything, so only "5" is in use), vcpu_usage's context_switch_count,
   and flops: 0 for add.neff, the executions' 2*512^3 each per second for
-  matmul_512.neff.
+  matmul_512.neff; --verbose's lines on stderr.
 Standard library only.
 """
 import json
@@ -182,6 +182,22 @@ def wait_executing(env, vnc):
     raise AssertionError("no execution completed on VNC %d" % vnc)
 
 
+def check_verbose(tmp, env, pid):
+    """--verbose (the vendor's 0-4): nothing on stderr at 0; at 2 a line per
+    report and one per process, here left out by the tag filter."""
+    path = os.path.join(tmp, "none.json")
+    with open(path, "w") as f:
+        json.dump({"period": "100ms", "neuron_runtimes": [{"tag_filter": "^nobody$"}]}, f)
+    for level, want in (("0", None), ("2", "pid %d tag '%d': no tag_filter takes it" % (pid, pid))):
+        p = subprocess.run([TRNEMU, "monitor", "-c", path, "--count", "1", "--verbose", level],
+                           env=env, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and json.loads(p.stdout)["neuron_runtime_data"] == [], p
+        if want is None:
+            assert p.stderr == "", p.stderr
+        else:
+            assert "report 1: 0 runtimes" in p.stderr and want in p.stderr, p.stderr
+
+
 def check_flops(tmp, env):
     """flops: operations per second of the period; matmul_512 does 2*512^3
     per execution, so flops = completed executions * 2*512^3 / period."""
@@ -234,6 +250,7 @@ def main():
             assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
             # add.neff has no matmul: no floating-point operations counted
             assert in_use["5"]["flops"] == 0, in_use
+            check_verbose(tmp, env, w.pid)
             check_flops(tmp, env)
         finally:
             w.kill()
