@@ -3,7 +3,8 @@
  * the live instance, redrawn every second in the terminal's size
  * (top_draw.c draws a frame): the utilisation of every NeuronCore (VNC),
  * the host's and runtime's vCPU use, the memory summary, the processes
- * attached and the models loaded. q (or Ctrl-C) quits.
+ * attached and the models loaded. F switches the cores to GFLOP/s; q (or
+ * Ctrl-C) quits.
  */
 #include <poll.h>
 #include <signal.h>
