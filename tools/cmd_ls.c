@@ -7,11 +7,10 @@
  *   --topology  the NeuronLink topology drawn in ASCII
  *   --stats     the live shared instance: its processes, which VNCs each
  *               owns, and the byte and message counters of every link
- * and neuron-ls's own interface (called as neuron-ls, or with its flags):
- *   -j, --json-output     neuron-ls's JSON: one object per device
- *   -w, --wide            the device table with the processes using each
- *   -a, --show-all-procs  also this process (not a runtime user)
- *   -t, --topology        the device table, then the NeuronLink drawing
+ *               (the live instances when the one named is not live)
+ *   --instance NAME  the instance to read (as TRNEMU_INSTANCE_NAME)
+ * and neuron-ls's own interface (called as neuron-ls, or with its flags:
+ * -j, -w, -a, -t), which ls_vendor.c prints; ls_topo.c draws topologies.
  */
 #include <jansson.h>
 #include <stdio.h>

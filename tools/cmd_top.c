@@ -3,7 +3,8 @@
  * the live instance, redrawn every second in the terminal's size
  * (top_draw.c draws a frame): the utilisation of every NeuronCore (VNC),
  * the host's and runtime's vCPU use, the memory summary, the processes
- * attached and the models loaded. q (or Ctrl-C) quits.
+ * attached and the models loaded. F switches the cores to GFLOP/s; q (or
+ * Ctrl-C) quits.
  */
 #include <poll.h>
 #include <signal.h>
@@ -40,16 +41,16 @@ static void top_size(int *w, int *h)
     }
 }
 
-/* Wait up to ms for a key; true when it asks to quit. */
-static bool top_key_quit(int ms)
+/* Wait up to ms for a key: the key, 0 when none came, 'q' at end of input. */
+static int top_key(int ms)
 {
     struct pollfd p = {.fd = STDIN_FILENO, .events = POLLIN};
     if (poll(&p, 1, ms) <= 0)
-        return false;
+        return 0;
     char c;
     if (read(STDIN_FILENO, &c, 1) != 1)
-        return true; /* end of input */
-    return c == 'q' || c == 'Q';
+        return 'q'; /* end of input */
+    return (unsigned char)c;
 }
 
 int cmd_top(int argc, char **argv)
@@ -84,12 +85,18 @@ int cmd_top(int argc, char **argv)
     printf("\033[?25l\033[2J"); /* hide the cursor, clear */
     *s[1] = *s[0];
     rc = 0;
+    bool flops = false; /* F: the cores' floating-point rate instead of their utilisation */
     while (!top_stop) {
         int w, h;
         top_size(&w, &h);
-        top_draw(&mc, s[0], s[1], w, h);
-        if (top_key_quit(1000))
+        top_draw(&mc, s[0], s[1], w, h, flops);
+        int key = top_key(1000);
+        if (key == 'q' || key == 'Q')
             break;
+        if (key == 'f' || key == 'F') { /* the same period again, the other figure */
+            flops = !flops;
+            continue;
+        }
         struct mon_sample *t = s[0];
         s[0] = s[1];
         s[1] = t;

@@ -109,6 +109,18 @@ void live_instance_id(char *buf, size_t cap)
     snprintf(buf, cap, "i-%017" PRIx64, h);
 }
 
+void live_machine(const struct instance_ctl *c, struct machine_config *mc)
+{
+    const struct itype *p = itype_find(c->profile);
+    if (p == NULL || c->chips == 0)
+        return; /* keep what the environment gave */
+    mc->profile = p;
+    mc->lnc = c->lnc;
+    mc->total_vncs = c->total_vncs;
+    mc->vncs_per_chip = c->total_vncs / c->chips;
+    mc->visible_count = 0;
+}
+
 int live_use_instance(const char *name)
 {
     char dir[INSTANCE_PATH_MAX];
@@ -135,7 +147,7 @@ uint32_t live_list(struct live_entry *out, uint32_t cap)
         if (strncmp(e->d_name, "trnemu-", 7) != 0 || e->d_name[7] == '\0')
             continue;
         snprintf(path, sizeof path, "%s/%s", self, e->d_name);
-        if (instance_read(path, c, &live) != NRT_SUCCESS || !live)
+        if (instance_peek(path, c, &live) != NRT_SUCCESS || !live)
             continue;
         if (n < cap) {
             snprintf(out[n].name, sizeof out[n].name, "%s", e->d_name + 7);

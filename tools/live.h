@@ -48,6 +48,10 @@ void live_numa_node(char *buf, size_t cap);
  * its own id (there is no EC2 instance to ask). */
 void live_instance_id(char *buf, size_t cap);
 
+/* The machine a live instance emulates (its type and LNC, whatever the
+ * environment says), into mc; visible VNCs are left empty. */
+void live_machine(const struct instance_ctl *c, struct machine_config *mc);
+
 /* Read the instance called name from now on (sets TRNEMU_INSTANCE_NAME);
  * -1 with a log line for a bad name. */
 int live_use_instance(const char *name);

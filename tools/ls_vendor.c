@@ -49,6 +49,7 @@ struct ls_vendor {
     bool all;                         /* -a: include this process */
     bool procs;                       /* -w or -a: the process columns */
     bool topology;                    /* -t: the short table, then the drawing */
+    bool full;                        /* no -w/-a/-t: the table with core ids, CPUs, NUMA */
     int cmd_w;                        /* width of the COMMAND column */
     struct ls_proc *buf;              /* room for the processes of one device */
 };
@@ -174,7 +175,7 @@ static void ls_col(struct ls_table *t, const char *top, const char *bot, int fix
 /* The columns of the table the flags ask for. */
 static void ls_columns(const struct ls_vendor *v, struct ls_table *t)
 {
-    bool full = !v->procs && !v->topology;
+    bool full = v->full;
     t->ncols = 0;
     ls_col(t, "NEURON", "DEVICE", 0);
     ls_col(t, "NEURON", "CORES", 0);
@@ -196,12 +197,12 @@ static void ls_columns(const struct ls_vendor *v, struct ls_table *t)
 
 /* The cells of one row of device c: its facts when first, else blanks;
  * then the process p (NULL: "NA", no process uses the device). */
-static void ls_cells(const struct ls_vendor *v, const struct ls_table *t, uint32_t c,
+static void ls_cells(const struct ls_vendor *v, uint32_t c,
                      bool first, const struct ls_proc *p, char cells[][LS_CELL])
 {
     const struct machine_config *cfg = v->cfg;
     int i = 0;
-    bool full = t->ncols == 8 && !v->procs;
+    bool full = v->full;
     snprintf(cells[i++], LS_CELL, "%u", c);
     snprintf(cells[i++], LS_CELL, "%u", cfg->vncs_per_chip);
     if (full)
@@ -273,7 +274,7 @@ static void ls_device_rows(const struct ls_vendor *v, struct ls_table *t, uint32
     char cells[LS_MAX_COLS][LS_CELL];
     uint32_t np = v->procs ? ls_chip_procs(v, c) : 0;
     for (uint32_t r = 0; r == 0 || r < np; r++) {
-        ls_cells(v, t, c, r == 0, r < np ? &v->buf[r] : NULL, cells);
+        ls_cells(v, c, r == 0, r < np ? &v->buf[r] : NULL, cells);
         ls_row(t, cells, measure);
     }
     if (!measure && v->all)
@@ -308,7 +309,7 @@ int ls_vendor(const struct machine_config *cfg, bool json, bool wide, bool all,
 {
     struct ls_vendor v = {.cfg = cfg, .ctl = malloc(sizeof(struct instance_ctl)),
                           .all = all, .procs = wide || all, .topology = topology,
-                          .cmd_w = wide ? 80 : 40,
+                          .full = !(wide || all || topology), .cmd_w = wide ? 80 : 40,
                           .buf = calloc(INSTANCE_MAX_PROCS + 1, sizeof(struct ls_proc))};
     int rc = 1;
     if (v.ctl == NULL || v.buf == NULL)
@@ -316,9 +317,13 @@ int ls_vendor(const struct machine_config *cfg, bool json, bool wide, bool all,
     int live = live_read(v.ctl);
     if (live < 0)
         goto out;
+    struct machine_config lmc = *cfg; /* a live instance shows the machine it emulates */
     if (live == 0) {
         free(v.ctl);
         v.ctl = NULL;
+    } else {
+        live_machine(v.ctl, &lmc);
+        v.cfg = cfg = &lmc;
     }
     if (json) {
         rc = ls_json(&v);

@@ -98,6 +98,13 @@ bool mon_vnc_in_use(const struct mon_sample *a, const struct mon_sample *b, uint
 double mon_vnc_utilization(const struct mon_sample *a, const struct mon_sample *b,
                            uint32_t vnc);
 
+/* Floating-point operations per second vnc executed between a and b (the
+ * cost model's count: the Tensor engine's matmuls). */
+double mon_vnc_flops(const struct mon_sample *a, const struct mon_sample *b, uint32_t vnc);
+
+/* The "neuron_runtimes" entry whose tag_filter takes tag, -1 when none. */
+int mon_match(const struct mon_config *cfg, const char *tag);
+
 /* A process's NEURON_PROCESS_TAG, or its pid as text. */
 void mon_proc_tag(int32_t pid, char *buf, size_t cap);
 

@@ -164,6 +164,14 @@ double mon_vnc_utilization(const struct mon_sample *a, const struct mon_sample *
     return u > 100.0 ? 100.0 : u;
 }
 
+double mon_vnc_flops(const struct mon_sample *a, const struct mon_sample *b, uint32_t vnc)
+{
+    if (!b->live || vnc >= b->ctl.total_vncs)
+        return 0;
+    uint64_t before = mon_same_owner(a, b, vnc) ? atomic_load(&a->ctl.use[vnc].flops) : 0;
+    return (double)mon_d(before, atomic_load(&b->ctl.use[vnc].flops)) / mon_dt(a, b);
+}
+
 static json_t *mon_group(double period)
 {
     return json_pack("{s:f, s:s}", "period", period, "error", "");
@@ -189,7 +197,8 @@ static json_t *mon_nc_counters(const struct mon_sample *a, const struct mon_samp
         if (!live_owns(&b->ctl, pr, v) || !mon_vnc_in_use(a, b, v))
             continue;
         double u = mon_vnc_utilization(a, b, v);
-        json_t *nc = json_pack("{s:f}", "neuroncore_utilization", u);
+        json_t *nc = json_pack("{s:f, s:I}", "neuroncore_utilization", u, "flops",
+                               (json_int_t)mon_vnc_flops(a, b, v));
         if (b->ctl.lnc > 1) { /* the physical cores of the VNC run in lockstep */
             json_t *phys = json_object();
             for (uint32_t k = 0; k < b->ctl.lnc; k++) {
@@ -297,6 +306,58 @@ static json_t *mon_nc_memory(const struct instance_vnc_use *u, uint64_t *total)
                      (json_int_t)r, "tensors", (json_int_t)t);
 }
 
+/* One subgraph of a loaded model: what it placed at load time. */
+static json_t *mon_sg_json(const struct instance_model_use *u, uint32_t s, uint32_t vnc,
+                           uint32_t per_chip)
+{
+    const struct instance_sg_use *g = &u->sg[s];
+    uint64_t host = s == 0 ? u->host : 0; /* the NEFF copy is the model's, kept with sg 0 */
+    json_t *hb = json_pack("{s:I, s:I, s:I, s:I}", "application_memory", (json_int_t)host,
+                           "constants", (json_int_t)0, "dma_buffers", (json_int_t)0, "tensors",
+                           (json_int_t)0);
+    json_t *db = json_pack("{s:I, s:I, s:I, s:I}", "constants", (json_int_t)g->constants,
+                           "model_code", (json_int_t)0, "runtime_memory", (json_int_t)g->runtime,
+                           "tensors", (json_int_t)0);
+    json_t *used = json_pack("{s:I, s:I, s:{s:o, s:o}}", "host", (json_int_t)host,
+                             "neuron_device", (json_int_t)(g->constants + g->runtime),
+                             "usage_breakdown", "host", hb, "neuron_device", db);
+    return json_pack("{s:o, s:i, s:i}", "memory_used_bytes", used, "neuroncore_index",
+                     (int)vnc, "neuron_device_index", (int)(per_chip ? vnc / per_chip : 0));
+}
+
+/* The models pr has loaded, as neuron-monitor's loaded_models lists them. */
+static json_t *mon_loaded_models(const struct mon_sample *b, const struct instance_proc *pr)
+{
+    json_t *arr = json_array();
+    uint32_t per = b->ctl.chips ? b->ctl.total_vncs / b->ctl.chips : 0;
+    for (uint32_t v = 0; v < b->ctl.total_vncs; v++) {
+        if (!live_owns(&b->ctl, pr, v))
+            continue;
+        for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++) {
+            const struct instance_model_use *u = &b->ctl.use[v].loaded[i];
+            uint32_t id = atomic_load(&u->id);
+            if (id == 0)
+                continue;
+            char uuid[33], name[INSTANCE_MODEL_NAME + 1];
+            for (int k = 0; k < 16; k++)
+                snprintf(uuid + 2 * k, 3, "%02x", u->uuid[k]);
+            snprintf(name, sizeof name, "%.*s", (int)sizeof u->name, u->name);
+            json_t *sgs = json_object();
+            for (uint32_t s = 0; s < u->nsgs && s < INSTANCE_MODEL_SGS; s++) {
+                char key[INSTANCE_SG_NAME + 1];
+                snprintf(key, sizeof key, "%.*s", (int)sizeof u->sg[s].name, u->sg[s].name);
+                json_object_set_new(sgs, key, mon_sg_json(u, s, v, per));
+            }
+            json_array_append_new(arr, json_pack("{s:s, s:s, s:i, s:b, s:o}", "name", name,
+                                                 "uuid", uuid, "model_id", (int)id,
+                                                 "is_running",
+                                                 atomic_load(&u->running) > 0, "subgraphs",
+                                                 sgs));
+        }
+    }
+    return arr;
+}
+
 static json_t *mon_memory_used(const struct mon_sample *a, const struct mon_sample *b,
                                const struct instance_proc *pr)
 {
@@ -320,6 +381,7 @@ static json_t *mon_memory_used(const struct mon_sample *a, const struct mon_samp
                         json_pack("{s:I, s:I, s:{s:o, s:o}}", "host", (json_int_t)host,
                                   "neuron_device", (json_int_t)dev, "usage_breakdown", "host",
                                   hostb, "neuroncore_memory_usage", per_nc));
+    json_object_set_new(g, "loaded_models", mon_loaded_models(b, pr));
     return g;
 }
 
@@ -335,8 +397,7 @@ static json_t *mon_rt_vcpu(const struct mon_sample *a, const struct mon_sample *
     return g;
 }
 
-/* The runtime entry whose tag_filter takes this tag, -1 when none. */
-static int mon_match(const struct mon_config *cfg, const char *tag)
+int mon_match(const struct mon_config *cfg, const char *tag)
 {
     for (uint32_t i = 0; i < cfg->nrt; i++)
         if (!cfg->rt[i].has_filter || regexec(&cfg->rt[i].filter, tag, 0, NULL, 0) == 0)

@@ -38,16 +38,18 @@ static const struct tool_usage_text tool_usages[] = {
      "  -a, --show-all-procs  also processes that are not runtime users (this one)\n"
      "  -t                neuron-ls's table, then the topology\n"},
     {"monitor", "stream neuron-monitor JSON reports of the live instance",
-     "usage: trnemu monitor [-c | --config-file CONFIG.json] [--count N]"
-     "   (also as neuron-monitor)\n"
+     "usage: trnemu monitor [-c | --config-file CONFIG.json] [--verbose N] [--count N]\n"
+     "                      [--instance NAME]   (also as neuron-monitor)\n"
      "  -c, --config-file FILE  neuron-monitor's configuration (period, metric groups,\n"
      "                          tag filters); default: every group every 5 s\n"
+     "  --verbose N             0-4, what goes to stderr: 0 nothing (default), 1 a line\n"
+     "                          per report, 2-4 also one per process and its tag filter\n"
      "  --count N               stop after N reports (trnemu's own)\n"
      "  --instance NAME         the live instance to read (as TRNEMU_INSTANCE_NAME)\n"},
     {"top", "interactive view of the live instance like neuron-top",
      "usage: trnemu top [--instance NAME]   (also as neuron-top)\n"
      "  --instance NAME   the live instance to show (as TRNEMU_INSTANCE_NAME)\n"
-     "Keys: q quits.\n"},
+     "Keys: F switches the cores between utilization and GFLOP/s; q quits.\n"},
     {"run", "execute a NEFF with .npy/.bin inputs, write .npy outputs",
      "usage: trnemu run MODEL.neff [--input NAME=FILE.npy|FILE.bin]... [--output-dir DIR]\n"
      "                  [--repeat N] [--vnc K]\n"

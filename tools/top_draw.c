@@ -6,8 +6,9 @@
  *
  *   the title: trnemu's runtime version, the instance id and type, the
  *     shared instance's name;
- *   NeuronCore <version> Utilization: every VNC's busy percent, or only
- *     the VNCs processes own when the whole grid does not fit;
+ *   NeuronCore <version> Utilization: every VNC's busy percent (F: its
+ *     GFLOP/s instead), or only the VNCs processes own when the whole
+ *     grid does not fit;
  *   vCPU Utilization: the host's and the runtime processes' user and
  *     system percent;
  *   Memory Usage Summary: host and device memory by neuron-monitor's
@@ -92,10 +93,14 @@ static uint32_t top_core_list(const struct mon_sample *b, uint32_t per_line, int
 }
 
 static void top_cores(struct top_screen *s, const struct mon_sample *a,
-                      const struct mon_sample *b, const struct itype *p)
+                      const struct mon_sample *b, const struct itype *p, bool flops)
 {
-    top_line(s, "NeuronCore v%d%s Utilization (VNC: percent of the period busy; - not owned)",
-             (int)p->gen, b->ctl.lnc > 1 ? "d" : "");
+    if (flops)
+        top_line(s, "NeuronCore v%d%s GFLOP/s (VNC: floating-point rate; - not owned; F: "
+                 "utilization)", (int)p->gen, b->ctl.lnc > 1 ? "d" : "");
+    else
+        top_line(s, "NeuronCore v%d%s Utilization (VNC: percent of the period busy; - not "
+                 "owned; F: GFLOP/s)", (int)p->gen, b->ctl.lnc > 1 ? "d" : "");
     uint32_t per_line = (uint32_t)((s->w - 1) / TOP_CELL);
     per_line = per_line ? per_line : 1;
     int rows = top_rows_left(s) - TOP_TAIL;
@@ -108,7 +113,10 @@ static void top_cores(struct top_screen *s, const struct mon_sample *a,
     size_t len = 0;
     for (uint32_t i = 0; i < n && i < fit; i++) {
         uint32_t v = ids[i];
-        if (b->ctl.owner[v].pid != 0)
+        if (b->ctl.owner[v].pid != 0 && flops)
+            len += (size_t)snprintf(line + len, sizeof line - len, " %4u:%5.0fG", v,
+                                    mon_vnc_flops(a, b, v) / 1e9);
+        else if (b->ctl.owner[v].pid != 0)
             len += (size_t)snprintf(line + len, sizeof line - len, " %4u:%5.1f%%", v,
                                     mon_vnc_utilization(a, b, v));
         else
@@ -247,7 +255,7 @@ static void top_models(struct top_screen *s, const struct mon_sample *b)
 }
 
 void top_draw(const struct machine_config *mc, const struct mon_sample *a,
-              const struct mon_sample *b, int w, int h)
+              const struct mon_sample *b, int w, int h, bool flops)
 {
     struct top_screen s = {.w = w, .h = h};
     const struct itype *p = b->live ? itype_find(b->ctl.profile) : NULL;
@@ -265,7 +273,7 @@ void top_draw(const struct machine_config *mc, const struct mon_sample *a,
             top_line(&s, "  %-32.32s %-18s %u process%s", e[i].name, e[i].profile, e[i].procs,
                      e[i].procs == 1 ? "" : "es");
     } else {
-        top_cores(&s, a, b, p);
+        top_cores(&s, a, b, p, flops);
         top_vcpu(&s, a, b);
         top_memory(&s, b);
         top_procs(&s, a, b);

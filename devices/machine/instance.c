@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -590,6 +591,58 @@ void instance_use_stand_in(struct instance *inst, uint32_t vnc)
         atomic_fetch_add(&inst->ctl->use[vnc].stand_ins, 1);
 }
 
+void instance_use_model_list(struct instance *inst, uint32_t vnc,
+                             const struct instance_model_use *m)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || m->id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++) {
+        if (atomic_load(&e[i].id) != 0)
+            continue;
+        e[i].nsgs = m->nsgs;
+        e[i].host = m->host;
+        atomic_store(&e[i].running, 0);
+        memcpy(e[i].name, m->name, sizeof e[i].name);
+        memcpy(e[i].uuid, m->uuid, sizeof e[i].uuid);
+        memcpy(e[i].sg, m->sg, sizeof e[i].sg);
+        atomic_store(&e[i].id, atomic_load(&m->id)); /* published last */
+        return;
+    }
+}
+
+void instance_use_model_unlist(struct instance *inst, uint32_t vnc, uint32_t id)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++)
+        if (atomic_load(&e[i].id) == id)
+            atomic_store(&e[i].id, 0);
+}
+
+void instance_use_model_running(struct instance *inst, uint32_t vnc, uint32_t id, bool start)
+{
+    if (inst == NULL || vnc >= CONFIG_MAX_VNCS || id == 0)
+        return;
+    struct instance_model_use *e = inst->ctl->use[vnc].loaded;
+    for (uint32_t i = 0; i < INSTANCE_VNC_MODELS; i++) {
+        if (atomic_load(&e[i].id) != id)
+            continue;
+        if (start)
+            atomic_fetch_add(&e[i].running, 1);
+        else if (atomic_load(&e[i].running) > 0)
+            atomic_fetch_sub(&e[i].running, 1);
+        return;
+    }
+}
+
+void instance_use_flops(struct instance *inst, uint32_t vnc, uint64_t n)
+{
+    if (inst != NULL && vnc < CONFIG_MAX_VNCS && n > 0)
+        atomic_fetch_add(&inst->ctl->use[vnc].flops, n);
+}
+
 void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
                          uint64_t bytes, bool add)
 {
@@ -826,6 +879,17 @@ void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint6
 
 /* Read the control block of dir into out without logging; *why says what
  * is wrong when the answer is NRT_INVALID. */
+/* Why a control file of n bytes has not this build's size: made by a
+ * trnemu of another layout version (its header says so), or damaged. */
+static const char *instance_size_problem(const struct instance_ctl *c, ssize_t n)
+{
+    if (n >= (ssize_t)(offsetof(struct instance_ctl, version) + sizeof c->version) &&
+        c->magic == INSTANCE_CTL_MAGIC && c->version != INSTANCE_CTL_VERSION)
+        return "made by a trnemu build of another control-block layout version; "
+               "give this one another TRNEMU_INSTANCE_NAME";
+    return "wrong file size";
+}
+
 static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool *live,
                                 const char **why)
 {
@@ -840,11 +904,18 @@ static NRT_STATUS instance_load(const char *dir, struct instance_ctl *out, bool 
     char extra;
     bool longer = pread(fd, &extra, 1, sizeof *out) == 1;
     close(fd);
-    *why = n != (ssize_t)sizeof *out || longer ? "wrong file size" : instance_ctl_problem(out);
+    *why = n != (ssize_t)sizeof *out || longer ? instance_size_problem(out, n)
+                                               : instance_ctl_problem(out);
     if (*why != NULL)
         return NRT_INVALID;
     *live = instance_ctl_alive(out, NULL);
     return NRT_SUCCESS;
+}
+
+NRT_STATUS instance_peek(const char *dir, struct instance_ctl *out, bool *live)
+{
+    const char *why = NULL;
+    return instance_load(dir, out, live, &why);
 }
 
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live)

@@ -71,6 +71,32 @@ enum instance_mem {
     INSTANCE_MEM_KINDS
 };
 
+/* Models listed per VNC, and subgraphs per model, for neuron-monitor's
+ * loaded_models (more are loaded and counted, not listed). */
+#define INSTANCE_VNC_MODELS 4
+#define INSTANCE_MODEL_SGS 4
+/* Longest subgraph name kept (with its NUL). */
+#define INSTANCE_SG_NAME 32
+
+/* Device memory one subgraph of a loaded model placed at load time. */
+struct instance_sg_use {
+    char name[INSTANCE_SG_NAME];  /* subgraph name ("sg00"), "" when unused */
+    uint64_t constants;           /* its file variables (weights, constants) */
+    uint64_t runtime;             /* its pointer and DGE table variables */
+};
+
+/* One model loaded on a VNC, as neuron-monitor lists it. The owner fills
+ * the entry, then publishes it by storing its id; 0 marks a free entry. */
+struct instance_model_use {
+    _Atomic uint32_t id;                   /* the runtime's model id, 0 when free */
+    _Atomic uint32_t running;              /* its executions in progress now */
+    uint32_t nsgs;                         /* entries of sg[] in use */
+    uint64_t host;                         /* host bytes the runtime keeps for it (its NEFF) */
+    char name[INSTANCE_MODEL_NAME];        /* the NEFF's name */
+    uint8_t uuid[16];                      /* the NEFF header's uuid */
+    struct instance_sg_use sg[INSTANCE_MODEL_SGS]; /* its first subgraphs */
+};
+
 /* What runs on one VNC; written only by the process that owns it, reset
  * when the VNC is claimed or given back. The monitors (trnemu monitor,
  * top) read differences of these counters over their period. */
@@ -85,6 +111,8 @@ struct instance_vnc_use {
     _Atomic uint64_t latencies;      /* latencies recorded so far (next ring slot mod size) */
     _Atomic uint32_t latency_us[INSTANCE_LATENCIES]; /* ring: latency of recent executions, us */
     _Atomic uint64_t mem[INSTANCE_MEM_KINDS];        /* bytes held now, by enum instance_mem */
+    _Atomic uint64_t flops;          /* floating-point operations executed (cost model) */
+    struct instance_model_use loaded[INSTANCE_VNC_MODELS]; /* models loaded (first ones) */
 };
 
 /* The control block, shared by every attached process. The process table
@@ -155,6 +183,10 @@ NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
  * line) when it is corrupt. *live: some attached process is alive. */
 NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live);
 
+/* instance_read without the log line: for a tool looking through every
+ * instance of a directory, where other users' (unreadable) or another
+ * version's instances are no error. */
+NRT_STATUS instance_peek(const char *dir, struct instance_ctl *out, bool *live);
 /* Remove this user's stale instances (no live process, nobody attaching)
  * in the directory holding self_dir, other than self_dir itself; one
  * warning line names them. Returns how many were removed. */
@@ -167,6 +199,15 @@ void instance_use_model(struct instance *inst, uint32_t vnc, const char *name,
                         bool was_stand_in);
 void instance_use_stand_in(struct instance *inst, uint32_t vnc);
 void instance_use_executions(struct instance *inst, uint32_t vnc, uint64_t n);
+/* List a loaded model on vnc (m->id must be nonzero; dropped silently
+ * when the VNC lists INSTANCE_VNC_MODELS already), or take it off the list. */
+void instance_use_model_list(struct instance *inst, uint32_t vnc,
+                             const struct instance_model_use *m);
+void instance_use_model_unlist(struct instance *inst, uint32_t vnc, uint32_t id);
+/* An execution of the listed model id starts (start) or ends on vnc. */
+void instance_use_model_running(struct instance *inst, uint32_t vnc, uint32_t id, bool start);
+/* n more floating-point operations executed on vnc. */
+void instance_use_flops(struct instance *inst, uint32_t vnc, uint64_t n);
 /* bytes of memory of kind taken (add) or given back (!add) for vnc. */
 void instance_use_memory(struct instance *inst, uint32_t vnc, enum instance_mem kind,
                          uint64_t bytes, bool add);

@@ -509,6 +509,7 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
         exec_log_report(m->neff->info.name, st, report);
     atomic_store(&m->device_ns_last, (uint64_t)cost.end_ns);
     atomic_fetch_add(&m->device_ns_total, (uint64_t)cost.end_ns);
+    instance_use_flops(mach->inst, m->gvnc, (uint64_t)cost.flops);
     devprof_exec(&(struct devprof_model){m->id, m->vnc, m->neff->info.name}, &cost, st);
     systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, (uint64_t)cost.end_ns, m->neff->info.name,
                   atomic_load(&m->executions) + 1, st);
@@ -546,11 +547,13 @@ static NRT_STATUS exec_job_run(void *arg)
     uint64_t t0 = systrace_now_ns();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     par_busy_enter();         /* executions on every CPU: no instruction is split */
+    instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, true);
     for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++) {
         gate_enter(&mach->compute);
         st = exec_run(r->m, &r->b);
         gate_leave(&mach->compute);
     }
+    instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, false);
     par_busy_leave();
     machine_mem_leave(mach);
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);

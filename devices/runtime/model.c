@@ -308,11 +308,42 @@ void model_bind_program(struct model_sg *ms, const struct tensor_view *io, struc
 
 /* ---- load / unload ----------------------------------------------------- */
 
+/* List m in the shared instance for neuron-monitor's loaded_models: its
+ * name, uuid and each subgraph's constants and runtime tables (the
+ * scratchpad is the VNC's, not the model's, as neuron-monitor counts it). */
+static void model_list_use(const struct nrt_model *m)
+{
+    struct instance_model_use u;
+    memset(&u, 0, sizeof u);
+    atomic_store(&u.id, m->id);
+    snprintf(u.name, sizeof u.name, "%.*s", (int)sizeof u.name - 1, m->neff->info.name);
+    memcpy(u.uuid, m->neff->info.uuid, sizeof u.uuid);
+    u.nsgs = m->nsgs < INSTANCE_MODEL_SGS ? m->nsgs : INSTANCE_MODEL_SGS;
+    u.host = m->neff_size;
+    for (uint32_t s = 0; s < u.nsgs; s++) {
+        const struct model_sg *ms = &m->sgs[s];
+        snprintf(u.sg[s].name, sizeof u.sg[s].name, "%.*s", (int)sizeof u.sg[s].name - 1,
+                 ms->sg->name);
+        for (uint32_t i = 0; i < ms->sg->n_vars; i++) {
+            if (!ms->vars[i].owns_block)
+                continue;
+            enum instance_mem k = model_var_mem_kind(ms->sg->vars[i].type);
+            if (k == INSTANCE_MEM_CONSTANTS)
+                u.sg[s].constants += ms->vars[i].block.len;
+            else if (k == INSTANCE_MEM_RUNTIME)
+                u.sg[s].runtime += ms->vars[i].block.len;
+        }
+    }
+    instance_use_model_list(rt_machine()->inst, m->gvnc, &u);
+}
+
 static void model_release(struct nrt_model *m)
 {
     struct machine *mach = rt_machine();
-    if (m->use_counted)
+    if (m->use_counted) {
         instance_use_model(mach->inst, m->gvnc, NULL, atomic_load(&m->stand_in_warned));
+        instance_use_model_unlist(mach->inst, m->gvnc, m->id);
+    }
     for (uint32_t s = 0; m->sgs != NULL && s < m->nsgs; s++) {
         struct model_sg *ms = &m->sgs[s];
         for (uint32_t i = 0; ms->vars != NULL && i < ms->sg->n_vars; i++)
@@ -486,6 +517,7 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
         return st;
     }
     instance_use_model(rt_machine()->inst, m->gvnc, m->neff->info.name, false);
+    model_list_use(m);
     m->use_counted = true;
     LOG_INFO("NRT", "loaded '%s' on VNC %d: %u subgraph(s), %" PRIu64 " bytes of device memory%s",
              m->neff->info.name, m->vnc, m->nsgs, m->hbm_bytes,

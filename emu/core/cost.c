@@ -169,6 +169,21 @@ static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, cons
         r->spans_dropped++;
 }
 
+/* Floating-point operations of one instruction as neuron-monitor counts
+ * them: a Tensor-engine matmul does a multiply and an add per output
+ * element and contraction row, 2*M*N*K (the output's M partitions of N,
+ * the moving tensor's K partitions); other instructions count 0. */
+static double cost_flops(const struct isa_insn *insn)
+{
+    if (insn->opcode != ISA_OP_nc_matmul && insn->opcode != ISA_OP_nc_matmul_mx &&
+        insn->opcode != ISA_OP_nc_matmul_sparse)
+        return 0;
+    uint64_t m, n, k, e;
+    cost_ap_size(insn, 0, &m, &n);
+    cost_ap_size(insn, 2, &k, &e);
+    return 2.0 * (double)m * (double)n * (double)k;
+}
+
 double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
                  const struct isa_insn *insn)
 {
@@ -190,6 +205,7 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
     double start = waited, end = start + dur;
     r->eng_free[core][eng] = end;
     r->insns++;
+    r->flops += cost_flops(insn);
     if (insn->opcode == ISA_OP_sem_signal) {
         double *cell = &r->sem_at[core][(uint64_t)insn->imm[0].i % ISA_NUM_SEMS];
         if (end > *cell)
@@ -227,4 +243,5 @@ void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t c
     if (from->end_ns > r->end_ns)
         r->end_ns = from->end_ns;
     r->insns += from->insns;
+    r->flops += from->flops;
 }

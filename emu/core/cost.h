@@ -69,6 +69,8 @@ struct cost_run {
     double busy[COST_MAX_CORES][COST_LANES];             /* busy time per lane */
     double end_ns;                                       /* the latest end so far */
     uint64_t insns;                                      /* instructions costed */
+    double flops;                                        /* floating-point operations of the
+                                                            Tensor engine's matmuls */
     struct cost_span *spans;                             /* caller's buffer, or NULL */
     size_t span_cap;                                     /* its entries */
     size_t nspans;                                       /* spans recorded (<= span_cap) */

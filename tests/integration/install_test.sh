@@ -41,7 +41,7 @@ cc -o "$root/client_v" "$client" "$@" -I"$p/include" -L"$p/lib" -lnrt
 LD_LIBRARY_PATH="$p/lib" "$root/client_v" >/dev/null || fail "client (vendor line) failed"
 "$p/bin/neuron-ls" >"$root/ls.txt" || fail "neuron-ls failed"
 # neuron-ls's own table (docs/cli.md), and its JSON with -j
-grep -q "| NEURON | NEURON | LOGICAL |" "$root/ls.txt" || fail "neuron-ls printed: $(cat "$root/ls.txt")"
+grep -q "| NEURON | NEURON |  NEURON  | NEURON |   CONNECTED   |" "$root/ls.txt" || fail "neuron-ls printed: $(cat "$root/ls.txt")"
 "$p/bin/neuron-ls" -j | grep -q '"neuron_device": 0' || fail "neuron-ls -j printed no devices"
 # The NKI front end: <prefix>/python, found by the installed `trnemu exec`
 # (plain builds with a NumPy python3 only: a sanitizer-built library cannot

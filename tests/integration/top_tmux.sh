@@ -4,7 +4,8 @@
 # VNC 5; each screen, read back with capture-pane, must start with the
 # title (nothing wrapped or scrolled it away), keep every line inside the
 # width, and show the core section with VNC 5 busy, the vCPU and memory
-# sections, the workload's pid and its model; q must end it. Skipped
+# sections, the workload's pid and its model; F must switch the cores to
+# GFLOP/s, q must end it. Skipped
 # (exit 77) when tmux is not installed.
 # Usage: top_tmux.sh TRNEMU EXAMPLES_DIR
 set -u
@@ -57,6 +58,19 @@ for size in 80x24 160x40; do
         fi
     done
     [ "$ok" = 1 ] || fail "$size: the screen never showed every section within the terminal"
+    # F: the cores' GFLOP/s instead (add.neff does no matmul: 0)
+    tmux -L "$SOCK" send-keys -t top F
+    ok=0
+    for _ in $(seq 1 20); do
+        sleep 0.1
+        tmux -L "$SOCK" capture-pane -p -t top > "$TMP/screen" 2>/dev/null || continue
+        if grep -q "^NeuronCore v3d GFLOP/s" "$TMP/screen" && grep -Eq " +5: +0G" "$TMP/screen"
+        then
+            ok=1
+            break
+        fi
+    done
+    [ "$ok" = 1 ] || fail "$size: F did not switch to GFLOP/s"
     tmux -L "$SOCK" send-keys -t top q
     gone=0
     for _ in $(seq 1 40); do

@@ -13,8 +13,14 @@ add.neff` looping on VNC 5 of a process that owns VNCs 4 and 5):
   usage_breakdown's host object and each NeuronCore's object turned into
   records with exactly the vendor's keys (an extra or a missing key makes
   the reader drop the sample);
+- the vendor guide's Prometheus exporter: every value it reads, by its
+  paths, with every metric group on;
+- memory_used.loaded_models: the model, its uuid and id, and per
+  subgraph its memory with the vendor's keys, on NeuronCore 5 of device 1;
 - the vendor guide's other fields: the cores in use (only VNC 5 runs
-  anything, so only "5" is in use), vcpu_usage's context_switch_count.
+  anything, so only "5" is in use), vcpu_usage's context_switch_count,
+  and flops: 0 for add.neff, the executions' 2*512^3 each per second for
+  matmul_512.neff; --verbose's lines on stderr.
 Standard library only.
 """
 import json
@@ -36,15 +42,15 @@ SCALENE_CONFIG = {
 }
 
 
-def start_workload(tmp, env):
-    e = dict(env, NEURON_RT_VISIBLE_CORES="4-5")
-    w = subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "add.neff"), "--repeat",
-                          "400000", "--vnc", "1", "--output-dir", tmp], env=e,
-                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+def start_workload(tmp, env, neff="add.neff", cores="4-5", vnc="1", device=1):
+    e = dict(env, NEURON_RT_VISIBLE_CORES=cores)
+    w = subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, neff), "--repeat",
+                          "400000", "--vnc", vnc, "--output-dir", os.path.join(tmp, neff)],
+                         env=e, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     for _ in range(200):
         devs = json.loads(subprocess.run([TRNEMU, "ls", "-j"], env=env, capture_output=True,
                                          text=True).stdout)
-        if any(p["pid"] == w.pid for p in devs[1]["neuron_processes"]):
+        if any(p["pid"] == w.pid for p in devs[device]["neuron_processes"]):
             return w
         time.sleep(0.05)
     w.kill()
@@ -96,12 +102,133 @@ def wandb_reads(line, pid):
     return in_use, used
 
 
+ALL_GROUPS = {
+    "period": "300ms",
+    "neuron_runtimes": [{"metrics": [
+        {"type": "neuroncore_counters"}, {"type": "memory_used"},
+        {"type": "neuron_runtime_vcpu_usage"}, {"type": "execution_stats"}]}],
+    "system_metrics": [{"type": "vcpu_usage"}, {"type": "memory_info"},
+                       {"type": "neuron_hw_counters"}],
+}
+
+
+def exporter_reads(rep):
+    """Every value the vendor guide's Prometheus exporter sample reads, by
+    the same paths: a missing key is the KeyError that stops it."""
+    info = rep["instance_info"]
+    labels = [info[k] for k in ("instance_name", "instance_id", "instance_type",
+                                "instance_availability_zone", "instance_region", "subnet_id")]
+    got = [labels]
+    for rt in rep["neuron_runtime_data"]:
+        assert rt["error"] == "", rt
+        r = rt["report"]
+        for g in r.values():
+            assert g["error"] == "", g
+        got += [v["neuroncore_utilization"] / 100.0
+                for v in r["neuroncore_counters"]["neuroncores_in_use"].values()]
+        got += [r["neuron_runtime_vcpu_usage"]["vcpu_usage"][f] for f in ("user", "system")]
+        used = r["memory_used"]["neuron_runtime_used_bytes"]
+        got += [used["host"], used["neuron_device"]]
+        for nc in used["usage_breakdown"]["neuroncore_memory_usage"].values():
+            got += [nc[k] for k in NC_KEYS]
+        ex = r["execution_stats"]
+        got += list(ex["error_summary"].values()) + list(ex["execution_summary"].values())
+        if ex["latency_stats"]["total_latency"] is not None:
+            got += list(ex["latency_stats"]["total_latency"].values())
+    sd = rep["system_data"]
+    for d in sd["neuron_hw_counters"]["neuron_devices"]:
+        got += [d["neuron_device_index"]] + [d[k] for k in (
+            "mem_ecc_corrected", "mem_ecc_uncorrected", "sram_ecc_corrected",
+            "sram_ecc_uncorrected")]
+    v = sd["vcpu_usage"]
+    got += [len(v["usage_data"])] + [v["average_usage"][k] for k in (
+        "user", "nice", "system", "io_wait", "irq", "soft_irq")]
+    got += [sd["memory_info"][k] for k in ("memory_total_bytes", "memory_used_bytes",
+                                           "swap_total_bytes", "swap_used_bytes")]
+    hw = rep["neuron_hardware_info"]
+    got += [hw["neuron_device_count"], hw["neuroncore_per_device_count"]]
+    return got
+
+
+def check_loaded_models(rep, pid):
+    """memory_used.loaded_models: the model `trnemu run` loaded on VNC 5."""
+    entry = [e for e in rep["neuron_runtime_data"] if e["pid"] == pid][0]
+    models = entry["report"]["memory_used"]["loaded_models"]
+    assert len(models) == 1, models
+    m = models[0]
+    assert list(m) == ["name", "uuid", "model_id", "is_running", "subgraphs"], m
+    assert m["name"] == "add" and isinstance(m["model_id"], int) and m["model_id"] > 0, m
+    assert isinstance(m["is_running"], bool) and len(m["uuid"]) == 32, m
+    int(m["uuid"], 16)
+    assert len(m["subgraphs"]) >= 1, m
+    for sg in m["subgraphs"].values():
+        used = sg["memory_used_bytes"]
+        assert list(used["usage_breakdown"]["host"]) == HOST_KEYS, used
+        assert list(used["usage_breakdown"]["neuron_device"]) == [
+            "constants", "model_code", "runtime_memory", "tensors"], used
+        assert used["host"] == sum(used["usage_breakdown"]["host"].values()), used
+        assert used["neuron_device"] == sum(used["usage_breakdown"]["neuron_device"].values())
+        assert sg["neuroncore_index"] == 5 and sg["neuron_device_index"] == 1, sg
+
+
+def wait_executing(env, vnc):
+    """Until the model on vnc has completed an execution (the first is slow)."""
+    for _ in range(300):
+        st = json.loads(subprocess.run([TRNEMU, "ls", "--stats", "--json"], env=env,
+                                       capture_output=True, text=True).stdout)
+        if any(m["vnc"] == vnc and m["executions"] > 0 for m in st.get("models", [])):
+            return
+        time.sleep(0.05)
+    raise AssertionError("no execution completed on VNC %d" % vnc)
+
+
+def check_verbose(tmp, env, pid):
+    """--verbose (the vendor's 0-4): nothing on stderr at 0; at 2 a line per
+    report and one per process, here left out by the tag filter."""
+    path = os.path.join(tmp, "none.json")
+    with open(path, "w") as f:
+        json.dump({"period": "100ms", "neuron_runtimes": [{"tag_filter": "^nobody$"}]}, f)
+    for level, want in (("0", None), ("2", "pid %d tag '%d': no tag_filter takes it" % (pid, pid))):
+        p = subprocess.run([TRNEMU, "monitor", "-c", path, "--count", "1", "--verbose", level],
+                           env=env, capture_output=True, text=True, timeout=30)
+        assert p.returncode == 0 and json.loads(p.stdout)["neuron_runtime_data"] == [], p
+        if want is None:
+            assert p.stderr == "", p.stderr
+        else:
+            assert "report 1: 0 runtimes" in p.stderr and want in p.stderr, p.stderr
+
+
+def check_flops(tmp, env):
+    """flops: operations per second of the period; matmul_512 does 2*512^3
+    per execution, so flops = completed executions * 2*512^3 / period."""
+    w = start_workload(tmp, env, "matmul_512.neff", "6-7", "0", 1)
+    try:
+        wait_executing(env, 6)
+        cfg = {"period": "400ms", "neuron_runtimes": [{"metrics": [
+            {"type": "neuroncore_counters"}, {"type": "execution_stats"}]}]}
+        for _ in range(5):  # a loaded host may finish no execution in one period
+            rep = json.loads(monitor_lines(tmp, env, cfg, 1)[-1])
+            entry = [e for e in rep["neuron_runtime_data"] if e["pid"] == w.pid][0]["report"]
+            nc = entry["neuroncore_counters"]
+            done = entry["execution_stats"]["execution_summary"]["completed"]
+            if done > 0:
+                break
+        flops = nc["neuroncores_in_use"]["6"]["flops"]
+        want = done * 2 * 512 ** 3 / nc["period"]
+        assert isinstance(flops, int) and done > 0, (flops, done)
+        assert abs(flops - want) <= 0.1 * want + 2 * 512 ** 3 / nc["period"], (flops, want)
+    finally:
+        w.kill()
+        w.wait()
+
+
 def main():
     env = dict(os.environ, TRNEMU_INSTANCE_NAME="mon-clients-%d" % os.getpid(),
                NEURON_RT_LOG_LEVEL="ERROR")
     with tempfile.TemporaryDirectory() as tmp:
         w = start_workload(tmp, env)
         try:
+            wait_executing(env, 5)
             lines = monitor_lines(tmp, env, SCALENE_CONFIG, 2)
             cpu, util, mb = scalene_reads(lines[-1])
             assert 0 <= cpu <= 100 and 0 < util <= 1.0, (cpu, util)
@@ -116,9 +243,15 @@ def main():
             assert per_nc["4"] == dict.fromkeys(NC_KEYS, 0), per_nc  # nothing on VNC 4
             host = used["usage_breakdown"]["host"]
             assert sum(host.values()) == used["host"] > 0, (host, used["host"])
+            check_loaded_models(json.loads(lines[-1]), w.pid)
+            assert len(exporter_reads(json.loads(monitor_lines(tmp, env, ALL_GROUPS, 1)[-1])))
             vcpu = json.loads(lines[-1])["system_data"]["vcpu_usage"]
             assert isinstance(vcpu["context_switch_count"], int), vcpu
             assert vcpu["context_switch_count"] > 0, vcpu  # a busy workload switches
+            # add.neff has no matmul: no floating-point operations counted
+            assert in_use["5"]["flops"] == 0, in_use
+            check_verbose(tmp, env, w.pid)
+            check_flops(tmp, env)
         finally:
             w.kill()
             w.wait()
