@@ -5,7 +5,7 @@ run through trnemu's libnrt.so.1 on the emulated device and return NumPy
 arrays. See docs/nki.md for what is supported.
 """
 from . import language, isa, typing
-from ._core import NKIError, NkiTensor
+from ._core import NKIError, NKIIndexError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
 from . import compiler
@@ -16,5 +16,5 @@ tensor = NkiTensor
 dtype = _DType
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
-           "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32", "HostArray",
+           "typing", "compiler", "NKIError", "NKIIndexError", "Kernel", "bf16", "to_float32", "HostArray",
            "tensor", "dtype"]

@@ -50,6 +50,7 @@ def _arg_dtype(a):
 
 
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
+_NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
 _sigs = {}
@@ -279,7 +280,8 @@ def _run(comp, args, kwargs, quiet=False):
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
         cause = _causes(log)
-        raise NKIError("%s: %s: %s" % (where, m.status_text(st),
+        err = _core.NKIIndexError if st == _NRT_EXEC_OOB else NKIError
+        raise err("%s: %s: %s" % (where, m.status_text(st),
                                        "; ".join(cause[1:3] or cause[:1]) if cause else
                                        "the execution failed"))
     outs = []
@@ -493,6 +495,8 @@ def _decorator(default_mode, func, opts):
     mode = opts.pop("mode", default_mode)
     where = _core.user_line()
     _check_options(mode, opts, where)
+    if isinstance(func, Kernel):      # nki.jit(kernel, mode=...) of an already decorated kernel
+        func = func.func
     if func is None:
         return lambda f: Kernel(f, mode=_MODES[mode], **opts)
     return Kernel(func, mode=_MODES[mode], **opts)

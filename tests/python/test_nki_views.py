@@ -124,3 +124,17 @@ def test_bad_patterns_name_the_line():
         return a
     with pytest.raises(nki.NKIError, match=r"test_nki_views.py:\d+: the partition stride 5"):
         k(np.zeros((2, 2), np.float32))
+
+
+def test_hbm_to_hbm_copy_of_many_rows():
+    @nki.jit
+    def k(a):
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=b, src=a)
+        c = nl.ndarray((300, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=c, src=a[:, 1:5:2])
+        return b, c
+    a = np.arange(300 * 6, dtype=np.float32).reshape(300, 6)
+    b, c = k(a)
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(c, a[:, 1:5:2])

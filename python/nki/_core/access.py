@@ -44,6 +44,10 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
         if not dims[1:]:
             free = [[1, 1]]
+        if pd[1] > NUM_PARTITIONS:
+            # an HBM pattern's first dimension counts at most 128: walk a
+            # longer one as a free dimension of a single row (same order)
+            pd, free = [0, 1], (_merge(dims) if merge else dims)
         if len(free) > 4:
             fail("an HBM access with more than 5 non-contiguous dimensions")
         return "hbm:%s[[%d,%d], %d, %s]:%s" % (

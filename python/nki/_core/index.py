@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .context import fail
+from .context import fail, fail_index
 from .tensors import NkiTensor
 
 
@@ -107,6 +107,8 @@ class Mask:
 def index_tensor(t, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
+    if any(isinstance(i, NkiTensor) for i in idx):
+        return _index_indirect(t, idx)
     if any(isinstance(i, IndexExpr) for i in idx):
         return _index_grid(t, idx)
     if any(i is Ellipsis for i in idx):
@@ -124,7 +126,7 @@ def index_tensor(t, idx):
             if ix < 0:
                 ix += count
             if not 0 <= ix < count:
-                fail("index %d is out of bounds for dimension %d of size %d" % (ix, i, count))
+                fail_index("index %d is out of bounds for dimension %d of size %d" % (ix, i, count))
             if i == pdim:
                 part += ix * step
                 pcount = 1
@@ -134,7 +136,7 @@ def index_tensor(t, idx):
             start, stop, stp = ix.indices(count)
             if ix.start is not None and ix.stop is not None and ix.step in (None, 1):
                 if not (0 <= ix.start <= count and ix.stop <= count) or ix.start > ix.stop:
-                    fail("slice %d:%d is out of bounds for dimension %d of size %d"
+                    fail_index("slice %d:%d is out of bounds for dimension %d of size %d"
                          % (ix.start, ix.stop, i, count))
             n = len(range(start, stop, stp))     # 0 for an empty slice: the view has no elements
             if i == pdim:
@@ -208,7 +210,7 @@ def check_grid(t):
             lo += builtins_min(c * a, c * (b - 1))
             hi += builtins_max(c * a, c * (b - 1))
         if lo < 0 or hi >= count:
-            fail("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
+            fail_index("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
 
 
 builtins_min, builtins_max = min, max
@@ -237,3 +239,21 @@ def restrict(t, ranges):
         for k, (lo, hi) in ranges.items():
             out._ranges[k] = (lo, hi)
     return out
+
+
+def _index_indirect(t, idx):
+    """t[index_tile, ...]: the rows of an HBM tensor named by the
+    per-partition values of an on-chip tile (an indirect DMA view: a gather
+    when read, a scatter when written)."""
+    if not isinstance(idx[0], NkiTensor) or any(isinstance(i, NkiTensor) for i in idx[1:]):
+        fail("a tensor index works on the first dimension only")
+    if t.storage.kind != "hbm":
+        fail("a tensor index works on an HBM tensor (an indirect DMA)")
+    rows = idx[0].shape[0]
+    if rows > t.dims[0][1]:
+        fail("%d indexed rows exceed the %d rows of the tensor" % (rows, t.dims[0][1]))
+    ranks = [r for i in idx[1:] if isinstance(i, IndexExpr) for (_, r) in i.terms]
+    first = IndexExpr(0, {(0, ranks[0]): [1, rows]}) if ranks else slice(0, rows)
+    view = index_tensor(t, (first,) + tuple(idx[1:]))
+    view._indirect = (idx[0], 0)
+    return view

@@ -264,7 +264,9 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
     if views is None:
         return
     dst, src = views
-    insn = nl._dma(dst, src)
+    if oob_mode is not None and not isinstance(oob_mode, constants.oob_mode):
+        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob_mode,))
+    insn = nl._dma(dst, src, skip_oob=oob_mode is constants.oob_mode.skip)
     if engine is not None and engine is not constants.engine.unknown:
         insn.engine = _eng(engine, insn.engine)
     if dst_rmw_op is not None:
@@ -275,29 +277,8 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.rmw = True
     if priority:
         insn.args.append(("priority", int(priority)))
-    _indirect_args(insn, dst, src, oob_mode)
 
 
-def _indirect_args(insn, dst, src, oob):
-    """Turn a DMA whose src (gather) or dst (scatter) is an indirect view
-    into the ISA's indexed dma_copy."""
-    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
-    if oob is not None and not isinstance(oob, constants.oob_mode):
-        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob,))
-    if side is None:
-        return
-    index, dim = (src if side == "src" else dst)._indirect
-    if dim != 0:
-        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
-    if (src if side == "src" else dst).buffer != "hbm":
-        fail("the indexed side of an indirect DMA must be in HBM")
-    insn.ins["index"] = index
-    insn.args += [("index", index), ("indirect", side)]
-    if oob is constants.oob_mode.skip:
-        insn.args.append(("oob", "skip"))
-
-
-@_dst_first(1)
 def dma_transpose(src, dst=None, **kw):
     tr = current()
     if len(src.shape) != 2:

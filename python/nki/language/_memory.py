@@ -22,7 +22,11 @@ def _check_same_elems(a, b, what):
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
 
 
-def _dma(dst, src):
+def _dma(dst, src, skip_oob=False):
+    """One DMA from src to dst (a cast when the dtypes differ). An indirect
+    view on one side (a tensor index, or ap(vector_offset=)) makes it a
+    gather or scatter by its per-partition indices; skip_oob drops the rows
+    whose index is outside the HBM tensor instead of failing."""
     tr = current()
     _check_same_elems(dst, src, "DMA")
     if _onchip(dst) and _onchip(src):
@@ -34,7 +38,27 @@ def _dma(dst, src):
     # loads queue on the sync engine, stores on GpSimd: a store waiting for
     # its compute does not hold up the next tile's loads
     eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
-    return tr.emit(eng, "dma_copy", {"dst": dst}, {"src": src}, args)
+    ins = {"src": src}
+    args += _indirect_args(dst, src, ins, skip_oob)
+    return tr.emit(eng, "dma_copy", {"dst": dst}, ins, args)
+
+
+def _indirect_args(dst, src, ins, skip_oob):
+    """The index operands of a DMA whose src (gather) or dst (scatter) is an
+    indirect view: the ISA's indexed dma_copy (docs/isa.md)."""
+    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
+    if side is None:
+        return []
+    view = src if side == "src" else dst
+    index, dim = view._indirect
+    if dim != 0:
+        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
+    if view.buffer != "hbm":
+        fail("the indexed side of an indirect DMA must be in HBM")
+    if not isinstance(index, NkiTensor) or not _onchip(index):
+        fail("the indices of an indirect DMA must be an SBUF tile")
+    ins["index"] = index
+    return [("index", index), ("indirect", side)] + ([("oob", "skip")] if skip_oob else [])
 
 
 def _mask_ranges(mask):
