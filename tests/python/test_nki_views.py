@@ -138,3 +138,21 @@ def test_hbm_to_hbm_copy_of_many_rows():
     b, c = k(a)
     np.testing.assert_array_equal(b, a)
     np.testing.assert_array_equal(c, a[:, 1:5:2])
+
+
+def test_tensor_index_gather_and_scatter():
+    @nki.jit
+    def k(data, idx):
+        i_p = nl.arange(6)[:, None]
+        i_f = nl.arange(8)[None, :]
+        ix = nl.load(idx[i_p])                       # a 1-D tensor read as [6, 1]
+        rows = nl.load(data[ix[i_p, 0], i_f])        # gather rows idx[...] of data
+        out = nl.ndarray((10, 8), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((10, 8), dtype=data.dtype))
+        nl.store(out[ix[i_p, 0], i_f], value=rows)   # scatter them to the same rows
+        return out
+    data = np.arange(80, dtype=np.float32).reshape(10, 8)
+    idx = np.array([9, 0, 4, 7, 2, 5], np.int32)
+    want = np.zeros_like(data)
+    want[idx] = data[idx]
+    np.testing.assert_array_equal(k(data, idx), want)

@@ -74,6 +74,8 @@ def rect(t, dtype_override=None):
     """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
     di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
     st = t.storage
+    if st.kind == "hbm" and hasattr(t, "_indirect"):
+        return (0, 1, 0, st.nbytes)      # indexed rows: any row of the tensor
     if st.kind == "hbm":
         lo = hi = t.off
         for s, c in t.dims:

@@ -184,6 +184,10 @@ def _index_grid(t, idx):
                 if a[2]:
                     fail("a grid axis used for the partition cannot also index a free dimension")
                 a[0] += c * step
+    # a grid axis no index uses is a dimension of size 1 (t1d[arange(n)[:, None]] is [n, 1])
+    rank = max([r for ix in idx if isinstance(ix, IndexExpr) for (_, r) in ix.terms] or [0])
+    for pos in range(rank):
+        axes.setdefault(pos, [0, 1, False])
     dims, newp = [], None
     for pos in sorted(axes):
         s, n, isp = axes[pos]
