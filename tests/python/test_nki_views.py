@@ -156,3 +156,18 @@ def test_tensor_index_gather_and_scatter():
     want = np.zeros_like(data)
     want[idx] = data[idx]
     np.testing.assert_array_equal(k(data, idx), want)
+
+
+def test_transpose_load_of_many_rows():
+    @nki.jit
+    def k(a):
+        t = nl.load_transpose2d(a)
+        u = nisa.dma_transpose(a)
+        out = nl.ndarray((2,) + t.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out[0], t)
+        nl.store(out[1], u)
+        return out
+    a = np.arange(300 * 16, dtype=np.float32).reshape(300, 16)
+    r = k(a)
+    np.testing.assert_array_equal(r[0], a.T)
+    np.testing.assert_array_equal(r[1], a.T)

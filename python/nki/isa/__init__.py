@@ -280,11 +280,10 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
 
 
 def dma_transpose(src, dst=None, **kw):
-    tr = current()
     if len(src.shape) != 2:
         fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
     out = _out(dst, src.shape[::-1], src.dtype)
-    tr.emit("sp", "dma_transpose", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    nl._transpose2d(out, src)
     return _ret(dst, out)
 
 

@@ -129,9 +129,19 @@ def load_transpose2d(src, dtype=None, **kw):
     if b > _core.NUM_PARTITIONS:
         fail("load_transpose2d: %d rows after the transpose exceed %d" % (b, _core.NUM_PARTITIONS))
     t = ndarray((b, a), dtype or src.dtype, sbuf)
-    tr = current()
-    tr.emit("sp", "dma_transpose", {"dst": t}, {"src": src}, [("dst", t), ("src", src)])
+    _transpose2d(t, src)
     return t
+
+
+def _transpose2d(dst, src):
+    """dst[j, i] = src[i, j] by DMA: the transposing DMA, or, when src has
+    more rows than a DMA pattern has partitions, a copy that walks src
+    column by column (the same elements in the same order)."""
+    if src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
+        cols = NkiTensor(src.storage, src.dtype, [src.dims[1], src.dims[0]], None, 0, src.off)
+        return _dma(dst, cols)
+    return current().emit("sp", "dma_transpose", {"dst": dst}, {"src": src},
+                          [("dst", dst), ("src", src)])
 
 
 def _as_tile(value, shape, dtype):
