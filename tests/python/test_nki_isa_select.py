@@ -96,3 +96,17 @@ def test_iota_pattern_form_positional():
         return _store(t)
     r = k(np.zeros(1, np.float32))
     np.testing.assert_array_equal(r, 5 + 2 * np.arange(6)[None, :] + 100 * np.arange(4)[:, None])
+
+
+def test_affine_select_pattern_form_causal_mask():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        # keep element (p, j) where p - j >= 0 (lower triangle), else fp32 min
+        nisa.affine_select(o, pattern=[[-1, a.shape[1]]], channel_multiplier=1, on_true_tile=t,
+                           on_false_value=nl.fp32.min, cmp_op=nl.greater_equal, offset=0)
+        return _store(o)
+    a = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    want = np.where(np.tril(np.ones((16, 16), bool)), a, nl.fp32.min)
+    np.testing.assert_array_equal(k(a), want)

@@ -316,9 +316,33 @@ def max8(src, dst=None, dtype=None, mask=None, **kw):
     return _ret(dst, out)
 
 
-def affine_select(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw):
-    """Legacy affine_select(pred, on_true, on_false): keep on_true where the
-    affine predicate of the index grids holds (e.g. a causal mask)."""
+def affine_select(*args, **kw):
+    """affine_select(dst, pattern, channel_multiplier, on_true_tile,
+    on_false_value, cmp_op=nl.equal, offset=0): dst = on_true where
+    cmp_op(offset + p * channel_multiplier + sum(step * i), 0) holds, else
+    on_false_value (e.g. a causal mask), on GpSimd. The legacy form
+    affine_select(pred, on_true, on_false) takes the predicate as a
+    comparison of index grids and returns a new tile."""
+    if (args and isinstance(args[0], NkiTensor)) or "dst" in kw:
+        return _affine_select_pattern(*args, **kw)
+    return _affine_select_pred(*args, **kw)
+
+
+def _affine_select_pattern(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
+                           cmp_op=None, offset=0, name=None, **kw):
+    try:
+        pat = [[int(st), int(n)] for st, n in pattern]
+    except (TypeError, ValueError):
+        fail("affine_select pattern is a list of [step, count] pairs, got %r" % (pattern,))
+    cmp = _alu(cmp_op if cmp_op is not None else nl.equal)
+    current().emit("pool", "affine_select", {"dst": dst}, {"on_true": on_true_tile},
+                   [("dst", dst), ("on_true", on_true_tile),
+                    ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(q) for q in pat)),
+                    ("channel_multiplier", int(channel_multiplier)), ("offset", int(offset)),
+                    ("on_false", nl._fmt_value(on_false_value)), ("cmp_op", cmp)])
+
+
+def _affine_select_pred(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw):
     tr = current()
     if not isinstance(pred, _core.Mask) or len(pred.conds) != 1:
         fail("affine_select needs one comparison of an affine index expression")
