@@ -145,6 +145,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=False,
                          reverse1=False, dtype=None, **kw):
     tr = current()
@@ -364,6 +365,7 @@ def _affine_select_pred(pred, on_true_tile, on_false_value, dst=None, dtype=None
     return _ret(dst, out)
 
 
+@_dst_first(2)
 def tensor_tensor_scan(data0, data1, initial, op0, op1, dst=None, reverse0=False, reverse1=False,
                        dtype=None, **kw):
     tr = current()
@@ -440,6 +442,7 @@ def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduc
     return _ret(dst, out)
 
 
+@_dst_first(2)
 def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
     """Per partition, the index of each of the 8 vals in data."""
     tr = current()
@@ -449,6 +452,7 @@ def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
+@_dst_first(2)
 def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw):
     """data with the first occurrence of each of the 8 vals replaced by imm."""
     tr = current()
@@ -462,7 +466,8 @@ def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw)
     return _ret(dst, out)
 
 
-def dma_compute(dst, srcs, scales=None, reduce_op=None, **kw):
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None,
+                name=None, **kw):
     """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
     tr = current()
     srcs = list(srcs)
@@ -489,6 +494,7 @@ def dropout(data, prob, dst=None, dtype=None, **kw):
     return out
 
 
+@_dst_first(2)
 def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
                  dtype=None, **kw):
     """Gather within each group of 16 partitions by the uint16 offsets in index."""
@@ -502,7 +508,7 @@ def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, 
     return _ret(dst, out)
 
 
-def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **kw):
     """Within each quadrant of 32 partitions, dst partition i copies src
     partition shuffle_mask[i] (255 leaves it)."""
     mask = list(shuffle_mask)
@@ -513,6 +519,7 @@ def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
                    rmw=True)
 
 
+@_dst_first(1)
 def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
     """Start and end index of the segment of each element (one partition)."""
     tr = current()
