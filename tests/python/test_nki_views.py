@@ -171,3 +171,20 @@ def test_transpose_load_of_many_rows():
     r = k(a)
     np.testing.assert_array_equal(r[0], a.T)
     np.testing.assert_array_equal(r[1], a.T)
+
+
+def test_integer_index_keeps_the_partition_dim_on_chip():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        seen["sb"] = (t[2].shape, t[2, 3].shape, t[..., 0].shape)
+        seen["hbm"] = (a[2].shape, a[2, 3].shape)
+        out = nl.ndarray((1, 6), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t[2])
+        return out
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_array_equal(k(a), a[2:3])
+    assert seen["sb"] == ((1, 6), (1, 1), (4, 1)) and seen["hbm"] == ((6,), ())

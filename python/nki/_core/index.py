@@ -128,8 +128,10 @@ def index_tensor(t, idx):
             if not 0 <= ix < count:
                 fail_index("index %d is out of bounds for dimension %d of size %d" % (ix, i, count))
             if i == pdim:
+                # an on-chip tensor keeps its partition dimension, of size 1
                 part += ix * step
-                pcount = 1
+                newp = len(dims)
+                dims.append([step, 1])
             else:
                 off += ix * step
         elif isinstance(ix, slice):
@@ -149,6 +151,8 @@ def index_tensor(t, idx):
             dims.append([step * stp, n])
         else:
             fail("unsupported index %r" % (ix,))
+    if t.storage.kind != "hbm" and newp is not None and len(dims) < 2:
+        dims.append([1, 1])      # an on-chip view is at least [partitions, elements]
     return NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
 
 
