@@ -188,3 +188,37 @@ def test_integer_index_keeps_the_partition_dim_on_chip():
     a = np.arange(24, dtype=np.float32).reshape(4, 6)
     np.testing.assert_array_equal(k(a), a[2:3])
     assert seen["sb"] == ((1, 6), (1, 1), (4, 1)) and seen["hbm"] == ((6,), ())
+
+
+def test_reshape_dim_flatten_rearrange():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 24), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        seen["split"] = t.reshape_dim(1, (4, -1)).shape
+        seen["flat"] = t.reshape_dim(1, (2, 3, 4)).flatten_dims(1, 2).shape
+        r = t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": 4})    # [4, 6, 4]
+        o = nl.ndarray((4, 6, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=r)
+        out = nl.ndarray((4, 6, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+    a = np.arange(96, dtype=np.float32).reshape(4, 24)
+    np.testing.assert_array_equal(k(a), a.reshape(4, 4, 6).transpose(0, 2, 1))
+    assert seen == {"split": (4, 4, 6), "flat": (4, 6, 4)}
+
+
+def test_vector_select_rows():
+    @nki.jit
+    def k(a, ix):
+        i = nl.load(ix)
+        t = nl.ndarray((8, 4, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.vector_select(0, i))
+        out = nl.ndarray((8, 4, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(5 * 8, dtype=np.float32).reshape(5, 4, 2)
+    ix = np.array([[4], [0], [3], [3], [1], [2], [0], [4]], np.int32)
+    np.testing.assert_array_equal(k(a, ix), a[ix[:, 0]])

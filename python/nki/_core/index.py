@@ -258,10 +258,10 @@ def _index_indirect(t, idx):
     if t.storage.kind != "hbm":
         fail("a tensor index works on an HBM tensor (an indirect DMA)")
     rows = idx[0].shape[0]
-    if rows > t.dims[0][1]:
-        fail("%d indexed rows exceed the %d rows of the tensor" % (rows, t.dims[0][1]))
+    # one row per index (the indices are checked against the tensor when the DMA runs)
+    base = NkiTensor(t.storage, t.dtype, [[t.dims[0][0], rows]] + t.dims[1:], None, 0, t.off)
     ranks = [r for i in idx[1:] if isinstance(i, IndexExpr) for (_, r) in i.terms]
     first = IndexExpr(0, {(0, ranks[0]): [1, rows]}) if ranks else slice(0, rows)
-    view = index_tensor(t, (first,) + tuple(idx[1:]))
+    view = index_tensor(base, (first,) + tuple(idx[1:]))
     view._indirect = (idx[0], 0)
     return view
