@@ -453,17 +453,27 @@ def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
 
 
 @_dst_first(2)
-def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw):
-    """data with the first occurrence of each of the 8 vals replaced by imm."""
+def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, mask=None, **kw):
+    """data with the first occurrence of each of the 8 vals replaced by imm;
+    mask= limits data and dst by every condition and dst_idx and vals by
+    the partition one."""
     tr = current()
-    out = _out(dst, data.shape, dtype or data.dtype)
+    res = out = _out(dst, data.shape, dtype or data.dtype)
+    rng = nl._mask_ranges(mask)
+    if rng is not None:
+        rows = {0: rng[0]} if 0 in rng else {}
+        data, out = _core.restrict(data, rng), _core.restrict(out, rng)
+        vals = _core.restrict(vals, rows)
+        dst_idx = _core.restrict(dst_idx, rows) if dst_idx is not None else None
+        if data is None or out is None or vals is None:
+            return _ret(dst, res)
     outs = {"dst": out}
     args = [("dst", out), ("data", data), ("vals", vals), ("imm", nl._fmt_value(imm))]
     if dst_idx is not None:
         outs["dst_idx"] = dst_idx
         args.append(("dst_idx", dst_idx))
     tr.emit("dve", "nc_match_replace8", outs, {"data": data, "vals": vals}, args)
-    return _ret(dst, out)
+    return _ret(dst, res)
 
 
 def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None,

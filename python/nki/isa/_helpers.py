@@ -10,7 +10,7 @@ from .constants import engine, reduce_cmd
 
 
 # the calls that take mask= (the others refuse one rather than ignore it)
-_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy")
+_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy", "nc_match_replace8")
 
 
 def _dst_first(legacy_tensors):
