@@ -344,6 +344,9 @@ class Kernel:
         grid = tuple(int(g) for g in grid)
         if any(g < 1 for g in grid):
             raise NKIError("launch grid %s must be positive" % (grid,))
+        if shard is None and len(grid) == 1 and grid[0] > 1 and grid[0] == _runtime.machine_lnc():
+            # kernel[lnc]: the current API's LNC launch, one program per physical core
+            shard = (0, grid[0])
         return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
     def target_generation(self):
