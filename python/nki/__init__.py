@@ -8,7 +8,7 @@ from . import language, isa, typing
 from ._core import NKIError, NKIIndexError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
-from . import compiler
+from . import compiler, collectives
 from ._dtypes import DType as _DType
 
 # annotation names: a kernel's tensor arguments and dtype parameters
@@ -16,5 +16,5 @@ tensor = NkiTensor
 dtype = _DType
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "language", "isa",
-           "typing", "compiler", "NKIError", "NKIIndexError", "Kernel", "bf16", "to_float32", "HostArray",
+           "typing", "compiler", "collectives", "NKIError", "NKIIndexError", "Kernel", "bf16", "to_float32", "HostArray",
            "tensor", "dtype"]

@@ -229,7 +229,11 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     comp.neff = neff
     comp.build_s = time.perf_counter() - t1
     t2 = time.perf_counter()
-    comp.model = _runtime.Model(neff, tensors)
+    rank = None
+    if tr.collectives:
+        from . import collectives
+        rank = collectives.world()
+    comp.model = _runtime.Model(neff, tensors, rank)
     comp.load_s = time.perf_counter() - t2
     return comp
 

@@ -64,6 +64,7 @@ class Tracer:
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
+        self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
