@@ -75,3 +75,32 @@ def test_positional_find_index_and_shuffle():
     idx, sh = k(a)
     np.testing.assert_array_equal(idx, np.argsort(-a, axis=1)[:, :8])
     np.testing.assert_array_equal(sh, -np.sort(-a, axis=1)[::-1, :8])
+
+
+def test_language_functions_as_isa_operators():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        m = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        # |x| reduced with max, as the NKI Library's quantizers write it
+        nisa.tensor_scalar_reduce(dst=r, data=t, op0=nl.abs, operand0=0.0, reduce_op=nl.maximum,
+                                  reduce_res=m)
+        c = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=c, op=nl.copy, data=t, scale=2.0)
+        s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=s, data=c, op0=nl.rsqrt, operand0=0.0, op1=nl.multiply, operand1=1.0)
+        out = nl.ndarray((3,) + a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], r)
+        nl.store(out[1], c)
+        nl.store(out[2], s)
+        mo = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(mo, m)
+        return out, mo
+    a = rng.uniform(0.25, 2.0, (4, 8)).astype(np.float32) * np.where(rng.random((4, 8)) < 0.5, -1, 1)
+    r, m = k(a.astype(np.float32))
+    np.testing.assert_array_equal(r[0], np.abs(a))
+    np.testing.assert_array_equal(m[:, 0], np.abs(a).max(axis=1))
+    np.testing.assert_array_equal(r[1], 2 * a)
+    pos = r[1] > 0
+    np.testing.assert_allclose(r[2][pos], 1 / np.sqrt(2 * a[pos]), rtol=1e-6)

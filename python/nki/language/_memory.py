@@ -223,6 +223,9 @@ def copy(x, dtype=None, **kw):
     return out
 
 
+copy._act, copy._bias = "copy", 0.0     # as nki.isa.activation's op: the identity
+
+
 def static_cast(x, dtype):
     """Convert: a NumPy array on the host (bfloat16 gives an nki.HostArray),
     or a tile on the device (a copy)."""
