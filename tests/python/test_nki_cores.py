@@ -120,3 +120,17 @@ def test_lnc_launch_bracket_runs_one_program_per_core():
         return out
     a = np.arange(2 * 4 * 8, dtype=np.float32).reshape(2, 4, 8)
     np.testing.assert_array_equal(k[_runtime.machine_lnc()](a), a[::-1])
+
+
+def test_single_core_barrier_and_self_sendrecv():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=t, dst=u, send_to_rank=0, recv_from_rank=0, pipe_id=0)
+        nisa.dma_copy(dst=out, src=u)
+        nisa.core_barrier(out, (0, 1))        # one core: nothing to wait for
+        return out
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(k(a), a)
