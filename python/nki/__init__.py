@@ -5,10 +5,10 @@ run through trnemu's libnrt.so.1 on the emulated device and return NumPy
 arrays. See docs/nki.md for what is supported.
 """
 from . import language, isa, typing
-from ._core import NKIError, NkiTensor
+from ._core import NKIError, NKIIndexError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
-from . import compiler
+from . import compiler, collectives
 from ._dtypes import AnyDType as _AnyDType
 from ._simulate import cpu_simulate
 
@@ -17,5 +17,5 @@ tensor = NkiTensor
 dtype = _AnyDType
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "cpu_simulate",
-           "language", "isa", "typing", "compiler", "NKIError", "Kernel", "bf16", "to_float32",
-           "HostArray", "tensor", "dtype"]
+           "language", "isa", "typing", "compiler", "collectives", "NKIError", "NKIIndexError",
+           "Kernel", "bf16", "to_float32", "HostArray", "tensor", "dtype"]

@@ -91,6 +91,7 @@ def _arg_dtype(a):
 
 
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
+_NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
 _sigs = {}
@@ -354,8 +355,12 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     comp.neff = neff
     comp.build_s = time.perf_counter() - t1
     t2 = time.perf_counter()
+    rank = None
+    if tr.collectives:
+        from . import collectives
+        rank = collectives.world()
     try:
-        comp.model = _runtime.Model(neff, tensors)
+        comp.model = _runtime.Model(neff, tensors, rank)
     except _runtime.RuntimeFailure as e:
         raise NKIError("%s:%d: kernel %s does not fit the emulated device: %s"
                        % (comp.file, comp.first_line, func.__name__, e)) from None
@@ -423,7 +428,8 @@ def _run(comp, args, kwargs, quiet=False):
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
         cause = _causes(log)
-        raise NKIError("%s: %s: %s" % (where, m.status_text(st),
+        err = _core.NKIIndexError if st == _NRT_EXEC_OOB else NKIError
+        raise err("%s: %s: %s" % (where, m.status_text(st),
                                        "; ".join(cause[1:3] or cause[:1]) if cause else
                                        "the execution failed"))
     outs = []
@@ -486,6 +492,9 @@ class Kernel:
         grid = tuple(int(g) for g in grid)
         if any(g < 1 for g in grid):
             raise NKIError("launch grid %s must be positive" % (grid,))
+        if shard is None and len(grid) == 1 and grid[0] > 1 and grid[0] == _runtime.machine_lnc():
+            # kernel[lnc]: the current API's LNC launch, one program per physical core
+            shard = (0, grid[0])
         return Kernel(self.func, grid, self.mode, shard, **self.opts)
 
     def target_generation(self):
@@ -661,6 +670,8 @@ def _decorator(default_mode, func, opts):
     mode = opts.pop("mode", default_mode)
     where = _core.user_line()
     _check_options(mode, opts, where)
+    if isinstance(func, Kernel):      # nki.jit(kernel, mode=...) of an already decorated kernel
+        func = func.func
     if func is None:
         return lambda f: Kernel(f, mode=_MODES[mode], **opts)
     return Kernel(func, mode=_MODES[mode], **opts)

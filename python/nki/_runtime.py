@@ -76,6 +76,7 @@ def _declare(L):
         "nrt_init": ([I, ctypes.c_char_p, ctypes.c_char_p], I),
         "nrt_close": ([], None),
         "nrt_load": ([P, S, ctypes.c_int32, ctypes.c_int32, PP], I),
+        "nrt_load_collectives": ([P, S, ctypes.c_int32, ctypes.c_int32, U32, U32, PP], I),
         "nrt_unload": ([P], I),
         "nrt_execute": ([P, P, P], I),
         "nrt_tensor_allocate": ([I, I, S, ctypes.c_char_p, PP], I),
@@ -262,14 +263,22 @@ class Model:
 
     live = set()
 
-    def __init__(self, neff, tensors):
+    def __init__(self, neff, tensors, rank=None):
+        """rank: (this rank, number of ranks) for a NEFF with collectives,
+        loaded with nrt_load_collectives; None for nrt_load."""
         L = start()
         self.L = L
         self.model = ctypes.c_void_p()
         with _Capture() as cap:
-            st = L.nrt_load(neff, len(neff), vnc(), 1, ctypes.byref(self.model))
+            if rank is None:
+                call = "nrt_load"
+                st = L.nrt_load(neff, len(neff), vnc(), 1, ctypes.byref(self.model))
+            else:
+                call = "nrt_load_collectives"
+                st = L.nrt_load_collectives(neff, len(neff), vnc(), -1, rank[0], rank[1],
+                                            ctypes.byref(self.model))
         if st != NRT_SUCCESS:
-            raise RuntimeFailure("nrt_load", st, _status(L, st), cap.text.strip())
+            raise RuntimeFailure(call, st, _status(L, st), cap.text.strip())
         Model.live.add(self)
         self.tensors = {}           # name -> (nrt_tensor_t*, nbytes)
         self.sets = {}

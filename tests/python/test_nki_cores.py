@@ -104,3 +104,33 @@ def test_static_dynamic_range_fori_loop_no_reorder():
         return out
     a = np.full((2, 3), 1.5, np.float32)
     np.testing.assert_array_equal(k(a), a * 5)
+
+
+@lnc2
+def test_lnc_launch_bracket_runs_one_program_per_core():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        mine = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=mine, src=a[me])
+        got = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=mine, dst=got, send_to_rank=1 - me, recv_from_rank=1 - me, pipe_id=1)
+        nisa.dma_copy(dst=out[me], src=got)
+        return out
+    a = np.arange(2 * 4 * 8, dtype=np.float32).reshape(2, 4, 8)
+    np.testing.assert_array_equal(k[_runtime.machine_lnc()](a), a[::-1])
+
+
+def test_single_core_barrier_and_self_sendrecv():
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.sendrecv(src=t, dst=u, send_to_rank=0, recv_from_rank=0, pipe_id=0)
+        nisa.dma_copy(dst=out, src=u)
+        nisa.core_barrier(out, (0, 1))        # one core: nothing to wait for
+        return out
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(k(a), a)

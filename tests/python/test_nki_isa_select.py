@@ -96,3 +96,55 @@ def test_iota_pattern_form_positional():
         return _store(t)
     r = k(np.zeros(1, np.float32))
     np.testing.assert_array_equal(r, 5 + 2 * np.arange(6)[None, :] + 100 * np.arange(4)[:, None])
+
+
+def test_affine_select_pattern_form_causal_mask():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        # keep element (p, j) where p - j >= 0 (lower triangle), else fp32 min
+        nisa.affine_select(o, pattern=[[-1, a.shape[1]]], channel_multiplier=1, on_true_tile=t,
+                           on_false_value=nl.fp32.min, cmp_op=nl.greater_equal, offset=0)
+        return _store(o)
+    a = rng.uniform(-1, 1, (16, 16)).astype(np.float32)
+    want = np.where(np.tril(np.ones((16, 16), bool)), a, nl.fp32.min)
+    np.testing.assert_array_equal(k(a), want)
+
+
+def test_topk_snake_layout():
+    @nki.jit
+    def k(a):
+        src = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=src, src=a)
+        v = nl.ndarray((16, 8), dtype=nl.bfloat16, buffer=nl.sbuf)
+        i = nl.ndarray((16, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.memset(dst=v, value=0.0)
+        nisa.memset(dst=i, value=0)
+        nisa.topk(val_dst=v, idx_dst=i, src=src, n=42)
+        ov = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=ov, src=v)
+        return ov, _store(i)
+    vals = rng.permutation(48).astype(np.float32)
+    v, i = k(nki.bf16(vals.reshape(3, 16).T.copy()))     # element j at [j % 16, j // 16]
+    order = np.argsort(vals[:42])[-8:]                  # the 8 largest of the first 42, ascending
+    np.testing.assert_array_equal(v[:8, 0], vals[order])
+    np.testing.assert_array_equal(i[:8, 0], order)
+
+
+def test_masked_match_replace8():
+    @nki.jit
+    def k(a):
+        ix, iy = nl.mgrid[0:8, 0:32]
+        t = nl.load(a)
+        top = nisa.max8(src=t[ix, iy], mask=(iy < 16))
+        out = nisa.nc_match_replace8(data=t[ix, iy], vals=top, imm=-1.0, mask=(iy < 16))
+        o = nl.ndarray((8, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o, out)
+        return o
+    a = np.stack([rng.permutation(32) for _ in range(8)]).astype(np.float32)
+    r = k(a)
+    want = a[:, :16].copy()
+    for p in range(8):
+        want[p, np.argsort(-want[p])[:8]] = -1.0
+    np.testing.assert_array_equal(r[:, :16], want)

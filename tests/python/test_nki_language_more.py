@@ -148,3 +148,23 @@ def test_empty_slices_do_nothing():
         return out
     a = rng.uniform(-1, 1, (4, 8)).astype(np.float32)
     np.testing.assert_array_equal(k(a), a)
+
+
+def test_broadcasting_operands():
+    a = rng.uniform(-1, 1, (16, 8)).astype(np.float32)
+    row = rng.uniform(-1, 1, (1, 8)).astype(np.float32)
+    one = np.array([[2.5]], np.float32)
+    col = rng.uniform(-1, 1, (16, 1)).astype(np.float32)
+
+    @nki.jit
+    def k(x, r, s, c):
+        tx, tr, ts, tc = nl.load(x), nl.load(r), nl.load(s), nl.load(c)
+        out = nl.ndarray((3, 16, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], nl.add(tx, tr))
+        nl.store(out[1], nl.multiply(ts, tx))
+        nl.store(out[2], nl.subtract(tc, tr))
+        return out
+    r = k(a, row, one, col)
+    np.testing.assert_allclose(r[0], a + row, rtol=1e-6)
+    np.testing.assert_allclose(r[1], one * a, rtol=1e-6)
+    np.testing.assert_allclose(r[2], col - row, rtol=1e-6)

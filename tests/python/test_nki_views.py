@@ -124,3 +124,101 @@ def test_bad_patterns_name_the_line():
         return a
     with pytest.raises(nki.NKIError, match=r"test_nki_views.py:\d+: the partition stride 5"):
         k(np.zeros((2, 2), np.float32))
+
+
+def test_hbm_to_hbm_copy_of_many_rows():
+    @nki.jit
+    def k(a):
+        b = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=b, src=a)
+        c = nl.ndarray((300, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=c, src=a[:, 1:5:2])
+        return b, c
+    a = np.arange(300 * 6, dtype=np.float32).reshape(300, 6)
+    b, c = k(a)
+    np.testing.assert_array_equal(b, a)
+    np.testing.assert_array_equal(c, a[:, 1:5:2])
+
+
+def test_tensor_index_gather_and_scatter():
+    @nki.jit
+    def k(data, idx):
+        i_p = nl.arange(6)[:, None]
+        i_f = nl.arange(8)[None, :]
+        ix = nl.load(idx[i_p])                       # a 1-D tensor read as [6, 1]
+        rows = nl.load(data[ix[i_p, 0], i_f])        # gather rows idx[...] of data
+        out = nl.ndarray((10, 8), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((10, 8), dtype=data.dtype))
+        nl.store(out[ix[i_p, 0], i_f], value=rows)   # scatter them to the same rows
+        return out
+    data = np.arange(80, dtype=np.float32).reshape(10, 8)
+    idx = np.array([9, 0, 4, 7, 2, 5], np.int32)
+    want = np.zeros_like(data)
+    want[idx] = data[idx]
+    np.testing.assert_array_equal(k(data, idx), want)
+
+
+def test_transpose_load_of_many_rows():
+    @nki.jit
+    def k(a):
+        t = nl.load_transpose2d(a)
+        u = nisa.dma_transpose(a)
+        out = nl.ndarray((2,) + t.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out[0], t)
+        nl.store(out[1], u)
+        return out
+    a = np.arange(300 * 16, dtype=np.float32).reshape(300, 16)
+    r = k(a)
+    np.testing.assert_array_equal(r[0], a.T)
+    np.testing.assert_array_equal(r[1], a.T)
+
+
+def test_integer_index_keeps_the_partition_dim_on_chip():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 6), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        seen["sb"] = (t[2].shape, t[2, 3].shape, t[..., 0].shape)
+        seen["hbm"] = (a[2].shape, a[2, 3].shape)
+        out = nl.ndarray((1, 6), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t[2])
+        return out
+    a = np.arange(24, dtype=np.float32).reshape(4, 6)
+    np.testing.assert_array_equal(k(a), a[2:3])
+    assert seen["sb"] == ((1, 6), (1, 1), (4, 1)) and seen["hbm"] == ((6,), ())
+
+
+def test_reshape_dim_flatten_rearrange():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray((4, 24), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        seen["split"] = t.reshape_dim(1, (4, -1)).shape
+        seen["flat"] = t.reshape_dim(1, (2, 3, 4)).flatten_dims(1, 2).shape
+        r = t.rearrange(("b", ("h", "w")), ("b", "w", "h"), {"h": 4})    # [4, 6, 4]
+        o = nl.ndarray((4, 6, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=r)
+        out = nl.ndarray((4, 6, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=o)
+        return out
+    a = np.arange(96, dtype=np.float32).reshape(4, 24)
+    np.testing.assert_array_equal(k(a), a.reshape(4, 4, 6).transpose(0, 2, 1))
+    assert seen == {"split": (4, 4, 6), "flat": (4, 6, 4)}
+
+
+def test_vector_select_rows():
+    @nki.jit
+    def k(a, ix):
+        i = nl.load(ix)
+        t = nl.ndarray((8, 4, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.vector_select(0, i))
+        out = nl.ndarray((8, 4, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(5 * 8, dtype=np.float32).reshape(5, 4, 2)
+    ix = np.array([[4], [0], [3], [3], [1], [2], [0], [4]], np.int32)
+    np.testing.assert_array_equal(k(a, ix), a[ix[:, 0]])

@@ -6,9 +6,9 @@ import nki as _nki
 import nki.typing  # noqa: F401
 import nki.isa.constants  # noqa: F401
 from nki import (jit, baremetal, benchmark, simulate, simulate_kernel, language, isa,  # noqa: F401
-                 compiler, NKIError, bf16, to_float32, tensor, dtype)
+                 compiler, collectives, NKIError, bf16, to_float32, tensor, dtype)
 
-for _name in ("language", "isa", "isa.constants", "typing", "compiler"):
+for _name in ("language", "isa", "isa.constants", "typing", "compiler", "collectives"):
     _sys.modules[__name__ + "." + _name] = _sys.modules["nki." + _name]
 typing = _nki.typing
 

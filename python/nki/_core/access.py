@@ -44,6 +44,10 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
         if not dims[1:]:
             free = [[1, 1]]
+        if pd[1] > NUM_PARTITIONS:
+            # an HBM pattern's first dimension counts at most 128: walk a
+            # longer one as a free dimension of a single row (same order)
+            pd, free = [0, 1], (_merge(dims) if merge else dims)
         if len(free) > 4:
             fail("an HBM access with more than 5 non-contiguous dimensions")
         return "hbm:%s[[%d,%d], %d, %s]:%s" % (
@@ -70,6 +74,8 @@ def rect(t, dtype_override=None):
     """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
     di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
     st = t.storage
+    if st.kind == "hbm" and hasattr(t, "_indirect"):
+        return (0, 1, 0, st.nbytes)      # indexed rows: any row of the tensor
     if st.kind == "hbm":
         lo = hi = t.off
         for s, c in t.dims:
@@ -90,8 +96,8 @@ def check_bounds(t):
     di = _dtypes.info(t.dtype)
     lo = hi = t.off
     for i, (s, c) in enumerate(t.dims):
-        if i == t.pdim:
-            continue
+        if i == t.pdim or (i == 0 and hasattr(t, "_indirect")):
+            continue      # partitions; or indexed rows, checked when the DMA runs
         lo += min(0, s * (c - 1))
         hi += max(0, s * (c - 1))
     if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:

@@ -20,6 +20,12 @@ class NKIError(Exception):
     The message starts with the kernel source line (FILE:LINE)."""
 
 
+class NKIIndexError(NKIError, IndexError):
+    """An access outside a tensor: an index found out of bounds while
+    tracing, or an out-of-bounds access the execution reported (as the
+    vendor's simulator, it is also an IndexError)."""
+
+
 _tls = threading.local()
 
 
@@ -45,3 +51,7 @@ def user_line():
 
 def fail(msg):
     raise NKIError("%s: %s" % (user_line(), msg))
+
+
+def fail_index(msg):
+    raise NKIIndexError("%s: %s" % (user_line(), msg))

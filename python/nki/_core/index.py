@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .context import fail
+from .context import fail, fail_index
 from .tensors import NkiTensor
 
 
@@ -107,6 +107,8 @@ class Mask:
 def index_tensor(t, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
+    if any(isinstance(i, NkiTensor) for i in idx):
+        return _index_indirect(t, idx)
     if any(isinstance(i, IndexExpr) for i in idx):
         return _index_grid(t, idx)
     if any(i is Ellipsis for i in idx):
@@ -124,17 +126,19 @@ def index_tensor(t, idx):
             if ix < 0:
                 ix += count
             if not 0 <= ix < count:
-                fail("index %d is out of bounds for dimension %d of size %d" % (ix, i, count))
+                fail_index("index %d is out of bounds for dimension %d of size %d" % (ix, i, count))
             if i == pdim:
+                # an on-chip tensor keeps its partition dimension, of size 1
                 part += ix * step
-                pcount = 1
+                newp = len(dims)
+                dims.append([step, 1])
             else:
                 off += ix * step
         elif isinstance(ix, slice):
             start, stop, stp = ix.indices(count)
             if ix.start is not None and ix.stop is not None and ix.step in (None, 1):
                 if not (0 <= ix.start <= count and ix.stop <= count) or ix.start > ix.stop:
-                    fail("slice %d:%d is out of bounds for dimension %d of size %d"
+                    fail_index("slice %d:%d is out of bounds for dimension %d of size %d"
                          % (ix.start, ix.stop, i, count))
             n = len(range(start, stop, stp))     # 0 for an empty slice: the view has no elements
             if i == pdim:
@@ -147,6 +151,8 @@ def index_tensor(t, idx):
             dims.append([step * stp, n])
         else:
             fail("unsupported index %r" % (ix,))
+    if t.storage.kind != "hbm" and newp is not None and len(dims) < 2:
+        dims.append([1, 1])      # an on-chip view is at least [partitions, elements]
     return NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
 
 
@@ -182,6 +188,10 @@ def _index_grid(t, idx):
                 if a[2]:
                     fail("a grid axis used for the partition cannot also index a free dimension")
                 a[0] += c * step
+    # a grid axis no index uses is a dimension of size 1 (t1d[arange(n)[:, None]] is [n, 1])
+    rank = max([r for ix in idx if isinstance(ix, IndexExpr) for (_, r) in ix.terms] or [0])
+    for pos in range(rank):
+        axes.setdefault(pos, [0, 1, False])
     dims, newp = [], None
     for pos in sorted(axes):
         s, n, isp = axes[pos]
@@ -208,7 +218,7 @@ def check_grid(t):
             lo += builtins_min(c * a, c * (b - 1))
             hi += builtins_max(c * a, c * (b - 1))
         if lo < 0 or hi >= count:
-            fail("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
+            fail_index("index %d..%d is out of bounds for dimension %d of size %d" % (lo, hi, i, count))
 
 
 builtins_min, builtins_max = min, max
@@ -237,3 +247,21 @@ def restrict(t, ranges):
         for k, (lo, hi) in ranges.items():
             out._ranges[k] = (lo, hi)
     return out
+
+
+def _index_indirect(t, idx):
+    """t[index_tile, ...]: the rows of an HBM tensor named by the
+    per-partition values of an on-chip tile (an indirect DMA view: a gather
+    when read, a scatter when written)."""
+    if not isinstance(idx[0], NkiTensor) or any(isinstance(i, NkiTensor) for i in idx[1:]):
+        fail("a tensor index works on the first dimension only")
+    if t.storage.kind != "hbm":
+        fail("a tensor index works on an HBM tensor (an indirect DMA)")
+    rows = idx[0].shape[0]
+    # one row per index (the indices are checked against the tensor when the DMA runs)
+    base = NkiTensor(t.storage, t.dtype, [[t.dims[0][0], rows]] + t.dims[1:], None, 0, t.off)
+    ranks = [r for i in idx[1:] if isinstance(i, IndexExpr) for (_, r) in i.terms]
+    first = IndexExpr(0, {(0, ranks[0]): [1, rows]}) if ranks else slice(0, rows)
+    view = index_tensor(base, (first,) + tuple(idx[1:]))
+    view._indirect = (idx[0], 0)
+    return view

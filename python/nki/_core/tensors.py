@@ -119,6 +119,18 @@ class NkiTensor:
     def broadcast(self, dim, size):
         return views.broadcast(self, dim, size)
 
+    def vector_select(self, dim, vector_offset):
+        return views.vector_select(self, dim, vector_offset)
+
+    def reshape_dim(self, dim, shape):
+        return views.reshape_dim(self, dim, shape)
+
+    def flatten_dims(self, start_dim, end_dim):
+        return views.flatten_dims(self, start_dim, end_dim)
+
+    def rearrange(self, src_pattern, dst_pattern, fixed_sizes=None):
+        return views.rearrange(self, src_pattern, dst_pattern, fixed_sizes)
+
     @property
     def T(self):
         from .. import language

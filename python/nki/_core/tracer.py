@@ -87,6 +87,7 @@ class Tracer:
         self.emitted = 0          # instructions emitted so far (all cores)
         self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
         self.t0 = time.perf_counter()  # when the trace began
+        self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""

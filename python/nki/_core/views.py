@@ -187,3 +187,107 @@ def broadcast(t, dim, size):
     dims = [list(d) for d in t.dims]
     dims[dim] = [0, int(size)]
     return NkiTensor(t.storage, t.dtype, dims, t.pdim, t.part, t.off, t.pcount)
+
+
+def vector_select(t, dim, vector_offset):
+    """Row vector_offset[p] of dimension 0 for partition p (an indirect DMA
+    view of an HBM tensor; dim 0 gets vector_offset's partition count)."""
+    from .tensors import NkiTensor
+    if int(dim) != 0:
+        fail("vector_select works on dimension 0 (got %d)" % dim)
+    if t.storage.kind != "hbm":
+        fail("vector_select works on HBM tensors")
+    if hasattr(t, "_indirect"):
+        fail("the tensor view is already indirect")
+    if not isinstance(vector_offset, NkiTensor) or vector_offset.buffer not in ("sbuf", "psum"):
+        fail("vector_select's offsets must be an on-chip [P, 1] tile")
+    rows = vector_offset.shape[0]
+    out = NkiTensor(t.storage, t.dtype, [[t.dims[0][0], rows]] + t.dims[1:], None, 0, t.off)
+    out._indirect = (vector_offset, 0)
+    return out
+
+
+def _split_sizes(n, shape):
+    shape = [int(s) for s in shape]
+    if shape.count(-1) > 1:
+        fail("reshape_dim shape %r has more than one -1" % (shape,))
+    known = 1
+    for s in shape:
+        if s != -1:
+            known *= s
+    if -1 in shape:
+        if known == 0 or n % known:
+            fail("cannot split a dimension of %d into %r" % (n, shape))
+        shape[shape.index(-1)] = n // known
+    elif known != n:
+        fail("cannot split a dimension of %d into %r" % (n, shape))
+    return shape
+
+
+def reshape_dim(t, dim, shape):
+    """Split dimension dim into shape (one entry may be -1)."""
+    from .tensors import NkiTensor
+    dim = int(dim) % len(t.dims)
+    s, n = t.dims[dim]
+    sizes = _split_sizes(n, shape)
+    if dim == t.pdim and len(sizes) > 1:
+        fail("reshape_dim cannot split the partition dimension of an on-chip tensor")
+    new, stride = [], s
+    for c in reversed(sizes):
+        new.insert(0, [stride, c])
+        stride *= c
+    dims = t.dims[:dim] + new + t.dims[dim + 1:]
+    pdim = t.pdim + len(new) - 1 if t.pdim is not None and t.pdim > dim else t.pdim
+    return NkiTensor(t.storage, t.dtype, dims, pdim, t.part, t.off, t.pcount)
+
+
+def flatten_dims(t, start_dim, end_dim):
+    """Merge dimensions start_dim..end_dim (inclusive), which must be
+    contiguous in memory."""
+    from .tensors import NkiTensor
+    a, b = int(start_dim) % len(t.dims), int(end_dim) % len(t.dims)
+    if a > b:
+        fail("flatten_dims(%d, %d): the range is empty" % (start_dim, end_dim))
+    if t.pdim is not None and a <= t.pdim <= b and a != b:
+        fail("flatten_dims cannot merge the partition dimension of an on-chip tensor")
+    for i in range(a, b):
+        if t.dims[i][0] != t.dims[i + 1][0] * t.dims[i + 1][1]:
+            fail("flatten_dims(%d, %d): the dimensions are not contiguous in memory" % (a, b))
+    n = 1
+    for _, c in t.dims[a:b + 1]:
+        n *= c
+    dims = t.dims[:a] + [[t.dims[b][0], n]] + t.dims[b + 1:]
+    pdim = t.pdim - (b - a) if t.pdim is not None and t.pdim > b else t.pdim
+    return NkiTensor(t.storage, t.dtype, dims, pdim, t.part, t.off, t.pcount)
+
+
+def _names(group):
+    return list(group) if isinstance(group, (tuple, list)) else [group]
+
+
+def rearrange(t, src_pattern, dst_pattern, fixed_sizes=None):
+    """einops-style: split the groups of src_pattern (sizes from
+    fixed_sizes, one unknown inferred per group), reorder to dst_pattern's
+    order, and merge its groups."""
+    fixed = dict(fixed_sizes or {})
+    if len(src_pattern) != len(t.dims):
+        fail("rearrange pattern %r names %d dimensions, the tensor has %d"
+             % (src_pattern, len(src_pattern), len(t.dims)))
+    v, order = t, []
+    for i in reversed(range(len(src_pattern))):     # split from the back: indices stay valid
+        names = _names(src_pattern[i])
+        if len(names) > 1:
+            v = reshape_dim(v, i, [fixed.get(nm, -1) for nm in names])
+    for g in src_pattern:
+        order += _names(g)
+    flat_dst = [nm for g in dst_pattern for nm in _names(g)]
+    if sorted(flat_dst) != sorted(order) or len(set(order)) != len(order):
+        fail("rearrange: %r and %r do not name the same dimensions" % (src_pattern, dst_pattern))
+    v = permute(v, [order.index(nm) for nm in flat_dst])
+    pos = 0
+    for g in dst_pattern:
+        k = len(_names(g))
+        if k > 1:
+            v = flatten_dims(v, pos, pos + k - 1)
+        pos += 1
+    return v

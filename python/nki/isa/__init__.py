@@ -145,6 +145,7 @@ def tensor_scalar(data, op0, operand0, reverse0=False, op1=None, operand1=None, 
     return _ret(dst, out)
 
 
+@_dst_first(1)
 def scalar_tensor_tensor(data, op0, operand0, op1, operand1, dst=None, reverse0=False,
                          reverse1=False, dtype=None, **kw):
     tr = current()
@@ -264,7 +265,9 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
     if views is None:
         return
     dst, src = views
-    insn = nl._dma(dst, src)
+    if oob_mode is not None and not isinstance(oob_mode, constants.oob_mode):
+        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob_mode,))
+    insn = nl._dma(dst, src, skip_oob=oob_mode is constants.oob_mode.skip)
     if engine is not None and engine is not constants.engine.unknown:
         insn.engine = _eng(engine, insn.engine)
     if dst_rmw_op is not None:
@@ -275,35 +278,13 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.rmw = True
     if priority:
         insn.args.append(("priority", int(priority)))
-    _indirect_args(insn, dst, src, oob_mode)
 
 
-def _indirect_args(insn, dst, src, oob):
-    """Turn a DMA whose src (gather) or dst (scatter) is an indirect view
-    into the ISA's indexed dma_copy."""
-    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
-    if oob is not None and not isinstance(oob, constants.oob_mode):
-        fail("oob_mode=%r is not an nki.isa.oob_mode" % (oob,))
-    if side is None:
-        return
-    index, dim = (src if side == "src" else dst)._indirect
-    if dim != 0:
-        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
-    if (src if side == "src" else dst).buffer != "hbm":
-        fail("the indexed side of an indirect DMA must be in HBM")
-    insn.ins["index"] = index
-    insn.args += [("index", index), ("indirect", side)]
-    if oob is constants.oob_mode.skip:
-        insn.args.append(("oob", "skip"))
-
-
-@_dst_first(1)
 def dma_transpose(src, dst=None, **kw):
-    tr = current()
     if len(src.shape) != 2:
         fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
     out = _out(dst, src.shape[::-1], src.dtype)
-    tr.emit("sp", "dma_transpose", {"dst": out}, {"src": src}, [("dst", out), ("src", src)])
+    nl._transpose2d(out, src)
     return _ret(dst, out)
 
 
@@ -336,9 +317,33 @@ def max8(src, dst=None, dtype=None, mask=None, **kw):
     return _ret(dst, out)
 
 
-def affine_select(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw):
-    """Legacy affine_select(pred, on_true, on_false): keep on_true where the
-    affine predicate of the index grids holds (e.g. a causal mask)."""
+def affine_select(*args, **kw):
+    """affine_select(dst, pattern, channel_multiplier, on_true_tile,
+    on_false_value, cmp_op=nl.equal, offset=0): dst = on_true where
+    cmp_op(offset + p * channel_multiplier + sum(step * i), 0) holds, else
+    on_false_value (e.g. a causal mask), on GpSimd. The legacy form
+    affine_select(pred, on_true, on_false) takes the predicate as a
+    comparison of index grids and returns a new tile."""
+    if (args and isinstance(args[0], NkiTensor)) or "dst" in kw:
+        return _affine_select_pattern(*args, **kw)
+    return _affine_select_pred(*args, **kw)
+
+
+def _affine_select_pattern(dst, pattern, channel_multiplier, on_true_tile, on_false_value,
+                           cmp_op=None, offset=0, name=None, **kw):
+    try:
+        pat = [[int(st), int(n)] for st, n in pattern]
+    except (TypeError, ValueError):
+        fail("affine_select pattern is a list of [step, count] pairs, got %r" % (pattern,))
+    cmp = _alu(cmp_op if cmp_op is not None else nl.equal)
+    current().emit("pool", "affine_select", {"dst": dst}, {"on_true": on_true_tile},
+                   [("dst", dst), ("on_true", on_true_tile),
+                    ("pattern", "[%s]" % ", ".join("[%d,%d]" % tuple(q) for q in pat)),
+                    ("channel_multiplier", int(channel_multiplier)), ("offset", int(offset)),
+                    ("on_false", nl._fmt_value(on_false_value)), ("cmp_op", cmp)])
+
+
+def _affine_select_pred(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw):
     tr = current()
     if not isinstance(pred, _core.Mask) or len(pred.conds) != 1:
         fail("affine_select needs one comparison of an affine index expression")
@@ -360,6 +365,7 @@ def affine_select(pred, on_true_tile, on_false_value, dst=None, dtype=None, **kw
     return _ret(dst, out)
 
 
+@_dst_first(2)
 def tensor_tensor_scan(data0, data1, initial, op0, op1, dst=None, reverse0=False, reverse1=False,
                        dtype=None, **kw):
     tr = current()
@@ -436,6 +442,7 @@ def select_reduce(predicate, on_true, on_false, dst=None, reduce_res=None, reduc
     return _ret(dst, out)
 
 
+@_dst_first(2)
 def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
     """Per partition, the index of each of the 8 vals in data."""
     tr = current()
@@ -445,20 +452,32 @@ def nc_find_index8(data, vals, dst=None, dtype=None, **kw):
     return _ret(dst, out)
 
 
-def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, **kw):
-    """data with the first occurrence of each of the 8 vals replaced by imm."""
+@_dst_first(2)
+def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, mask=None, **kw):
+    """data with the first occurrence of each of the 8 vals replaced by imm;
+    mask= limits data and dst by every condition and dst_idx and vals by
+    the partition one."""
     tr = current()
-    out = _out(dst, data.shape, dtype or data.dtype)
+    res = out = _out(dst, data.shape, dtype or data.dtype)
+    rng = nl._mask_ranges(mask)
+    if rng is not None:
+        rows = {0: rng[0]} if 0 in rng else {}
+        data, out = _core.restrict(data, rng), _core.restrict(out, rng)
+        vals = _core.restrict(vals, rows)
+        dst_idx = _core.restrict(dst_idx, rows) if dst_idx is not None else None
+        if data is None or out is None or vals is None:
+            return _ret(dst, res)
     outs = {"dst": out}
     args = [("dst", out), ("data", data), ("vals", vals), ("imm", nl._fmt_value(imm))]
     if dst_idx is not None:
         outs["dst_idx"] = dst_idx
         args.append(("dst_idx", dst_idx))
     tr.emit("dve", "nc_match_replace8", outs, {"data": data, "vals": vals}, args)
-    return _ret(dst, out)
+    return _ret(dst, res)
 
 
-def dma_compute(dst, srcs, scales=None, reduce_op=None, **kw):
+def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None,
+                name=None, **kw):
     """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
     tr = current()
     srcs = list(srcs)
@@ -485,6 +504,7 @@ def dropout(data, prob, dst=None, dtype=None, **kw):
     return out
 
 
+@_dst_first(2)
 def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
                  dtype=None, **kw):
     """Gather within each group of 16 partitions by the uint16 offsets in index."""
@@ -498,7 +518,7 @@ def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, 
     return _ret(dst, out)
 
 
-def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
+def nc_stream_shuffle(dst, src, shuffle_mask, name=None, **kw):
     """Within each quadrant of 32 partitions, dst partition i copies src
     partition shuffle_mask[i] (255 leaves it)."""
     mask = list(shuffle_mask)
@@ -509,6 +529,7 @@ def nc_stream_shuffle(src, dst, shuffle_mask, **kw):
                    rmw=True)
 
 
+@_dst_first(1)
 def sequence_bounds(segment_ids, dst=None, dtype=None, **kw):
     """Start and end index of the segment of each element (one partition)."""
     tr = current()

@@ -2,6 +2,7 @@
 core_barrier and sendrecv. The programs of an nl.nc(2) launch-grid
 dimension run on the two cores (docs/nki.md); on a machine with one core
 per logical core the calls are refused, since the peer does not exist."""
+from .. import language as nl
 from .._core import NkiTensor, current, fail
 from . import constants
 from ._helpers import _eng
@@ -18,11 +19,15 @@ def _cores_of(tr, what):
 def core_barrier(data, cores=(0, 1), engine=None, name=None, **kw):
     """Block the engine until every core in cores has reached this barrier
     (as many times). data is the shared HBM tensor the cores synchronise
-    on; later accesses to it on this core wait for the barrier."""
+    on; later accesses to it on this core wait for the barrier. A kernel
+    that runs on one core (LNC=1) has no other core to wait for: there the
+    barrier is a no-op (the NKI Library calls it unconditionally)."""
     tr = current()
-    n = _cores_of(tr, "core_barrier")
     if not isinstance(data, NkiTensor) or data.buffer != "hbm":
         fail("core_barrier's data must be a shared HBM tensor")
+    if len(tr.cores) < 2:
+        return
+    n = _cores_of(tr, "core_barrier")
     ids = sorted(set(int(c) for c in cores))
     if not ids or ids[0] < 0 or ids[-1] >= n or tr.core not in ids:
         fail("core_barrier cores=%r must name this core and cores 0..%d only" % (tuple(cores), n - 1))
@@ -39,6 +44,9 @@ def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None,
     recv_from_rank sends to this one (SBUF tiles of the same dtype and
     layout)."""
     tr = current()
+    if len(tr.cores) < 2 and int(send_to_rank) == 0 and int(recv_from_rank) == 0:
+        nl._dma(dst, src)       # one core exchanging with itself gets its own data
+        return
     n = _cores_of(tr, "sendrecv")
     for nm, t in (("src", src), ("dst", dst)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":

@@ -53,12 +53,23 @@ def topk(val_dst, idx_dst, src, n, name=None, **kw):
                    [("val_dst", val_dst), ("idx_dst", idx_dst), ("src", src), ("n", int(n))])
 
 
-def range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None,
-                 reduce_res=None, reduce_op=None, range_start=0, on_false_value=None, name=None,
-                 **kw):
-    """dst[j] = on_true[j] where (range_start + j) comp_op0 bound0 and
+def range_select(*args, **kw):
+    """range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, ...):
+    dst[j] = on_true[j] where (range_start + j) comp_op0 bound0 and
     comp_op1 bound1 hold, else on_false_value (default the most negative
-    fp32); max-reduced into reduce_res."""
+    fp32); max-reduced into reduce_res. The legacy form without dst
+    returns a new tile."""
+    if "dst" in kw or (len(args) > 1 and isinstance(args[1], NkiTensor)):
+        return _range_select(*args, **kw)
+    on_true = args[0] if args else kw["on_true_tile"]
+    out = nl.ndarray(on_true.shape, kw.pop("dtype", None) or on_true.dtype, nl.sbuf)
+    _range_select(out, *args, **kw)
+    return out
+
+
+def _range_select(dst, on_true_tile, comp_op0, comp_op1, bound0, bound1, reduce_cmd=None,
+                  reduce_res=None, reduce_op=None, range_start=0, on_false_value=None, name=None,
+                  **kw):
     outs = {"dst": dst}
     args = [("dst", dst), ("on_true", on_true_tile), ("comp_op0", _alu(comp_op0)),
             ("comp_op1", _alu(comp_op1)), ("bound0", bound0), ("bound1", bound1),

@@ -10,7 +10,7 @@ from .constants import engine, reduce_cmd
 
 
 # the calls that take mask= (the others refuse one rather than ignore it)
-_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy")
+_MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy", "nc_match_replace8")
 
 
 def _dst_first(legacy_tensors):
@@ -62,7 +62,14 @@ def _alu(op):
         return op
     if isinstance(op, np.ufunc) and op.__name__ in _NP_ALU:
         return _NP_ALU[op.__name__]
+    if op in _NP_REDUCERS:
+        return _NP_REDUCERS[op]
     fail("%r is not an arithmetic operator" % (op,))
+
+
+# NumPy's reduction functions, accepted as the operators they reduce with
+_NP_REDUCERS = {np.max: "max", np.amax: "max", np.min: "min", np.amin: "min", np.sum: "add",
+                np.prod: "multiply", np.mean: "average"}
 
 
 def _act(op):

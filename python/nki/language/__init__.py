@@ -19,6 +19,7 @@ from ._types import (  # noqa: F401
     float8_e4m3, float8_e5m2, float8_e3m4, float8_e4m3fn, float8_e8m0fnu, float8_e5m2_x4,
     float8_e4m3fn_x4, float4_e2m1fn_x4, fp32, fp16, finfo, sbuf, psum, hbm, private_hbm,
     shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
+from .._core import NkiTensor  # noqa: F401,E402
 from ._loops import (  # noqa: F401
     affine_range, sequential_range, static_range, dynamic_range, fori_loop, no_reorder, nc,
     _SpmdDim, spmd_dim, program_id,
@@ -29,7 +30,7 @@ from ._creation import (  # noqa: F401
     random_seed)
 from ._memory import (  # noqa: F401
     _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store,
-    load_transpose2d, _as_tile, _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast,
+    load_transpose2d, _transpose2d, _as_tile, _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast,
     device_print, gather_flattened)
 from ._elementwise import (  # noqa: F401
     _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, mod, fmod, equal,

@@ -61,6 +61,8 @@ def _binary(alu, x, y, dtype=None, mask=None):
         fail("element-wise ops take SBUF/PSUM tiles; nl.load the HBM tensor first")
     if _is_scalar(x) and _is_scalar(y):
         fail("element-wise op of two scalars")
+    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        x, y = _broadcast_pair(x, y)
     if _is_scalar(x) or (isinstance(y, NkiTensor) and _is_col(x, y)):
         return _tensor_scalar(y, alu, x, reverse=True, dtype=dtype, mask=mask)
     if _is_scalar(y) or _is_col(y, x):
@@ -79,6 +81,29 @@ def _binary(alu, x, y, dtype=None, mask=None):
         tr.emit("dve", "tensor_tensor", {"dst": d}, {"data1": a, "data2": b},
                 [("dst", d), ("data1", a), ("data2", b), ("op", alu)])
     return out
+
+
+def _broadcast_pair(x, y):
+    """NumPy broadcasting of two 2-D tiles: a [1, F] (or [1, 1]) tile is
+    spread across the partitions (nl.broadcast_to); a [P, 1] column stays
+    a column (the tensor_scalar form broadcasts it along the free axis)."""
+    if x.shape == y.shape or _squeeze_shape(x.shape) == _squeeze_shape(y.shape):
+        return x, y
+    if len(x.shape) != 2 or len(y.shape) != 2:
+        return x, y
+    p = builtins.max(x.shape[0], y.shape[0])
+    out = []
+    for t in (x, y):
+        if t.shape[0] not in (1, p):
+            fail("shapes %s and %s do not match (nor broadcast)" % (x.shape, y.shape))
+        if t.shape[0] == 1 and p > 1:
+            from ._shapes import broadcast_to
+            t = broadcast_to(t, (p, t.shape[1]))
+        out.append(t)
+    x, y = out
+    if x.shape[1] not in (1, y.shape[1]) and y.shape[1] != 1:
+        fail("shapes %s and %s do not match (nor broadcast)" % (x.shape, y.shape))
+    return x, y
 
 
 def _squeeze_shape(s):

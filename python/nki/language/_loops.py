@@ -21,6 +21,14 @@ class nc:
     def __init__(self, n):
         self.n = int(n)   # physical cores the dimension is spread over
 
+    def __mul__(self, k):
+        """nl.nc(2) * 2: spmd_dim(nl.nc(2), 2)."""
+        return spmd_dim(self, k)
+
+    def __rmul__(self, k):
+        """2 * nl.nc(2): spmd_dim(2, nl.nc(2))."""
+        return spmd_dim(k, self)
+
 
 class _SpmdDim(int):
     """A launch-grid dimension of spmd_dim(...): the product of its factors;
@@ -80,7 +88,22 @@ class _MGrid:
         for i, k in enumerate(key):
             r = builtins.range(k.start or 0, k.stop, k.step or 1)
             out.append(IndexExpr(r.start, {(i, len(key)): [r.step, len(r)]}))
-        return tuple(out) if len(out) > 1 else out[0]
+        return _Grid(out) if len(out) > 1 else out[0]
+
+
+class _Grid(tuple):
+    """The index grids of nl.mgrid[...], also by name: .p (the first, the
+    partition axis), then .x, .y, .z."""
+
+    def _axis(self, i):
+        if i >= len(self):
+            fail("the grid has %d axes" % len(self))
+        return self[i]
+
+    p = property(lambda self: self._axis(0))
+    x = property(lambda self: self._axis(1))
+    y = property(lambda self: self._axis(2))
+    z = property(lambda self: self._axis(3))
 
 
 mgrid = _MGrid()

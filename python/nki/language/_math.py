@@ -21,8 +21,14 @@ def _act_fn(name, func, bias=0.0):
     fn._act = func
     fn._bias = bias
     fn.__doc__ = "Element-wise %s on the Scalar Engine." % name
+    if name in _ALU_TOO:
+        fn._alu = name       # also an ALU operator of nki.isa calls (op0=nl.abs)
     _ACT[name] = fn
     return fn
+
+
+# functions that are also ALU operators (docs/isa.md; square and relu need NeuronCore-v4)
+_ALU_TOO = ("abs", "rsqrt", "square", "relu")
 
 
 exp = _act_fn("exp", "exp")

@@ -22,7 +22,11 @@ def _check_same_elems(a, b, what):
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
 
 
-def _dma(dst, src):
+def _dma(dst, src, skip_oob=False):
+    """One DMA from src to dst (a cast when the dtypes differ). An indirect
+    view on one side (a tensor index, or ap(vector_offset=)) makes it a
+    gather or scatter by its per-partition indices; skip_oob drops the rows
+    whose index is outside the HBM tensor instead of failing."""
     tr = current()
     _check_same_elems(dst, src, "DMA")
     if _onchip(dst) and _onchip(src):
@@ -34,7 +38,27 @@ def _dma(dst, src):
     # loads queue on the sync engine, stores on GpSimd: a store waiting for
     # its compute does not hold up the next tile's loads
     eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
-    return tr.emit(eng, "dma_copy", {"dst": dst}, {"src": src}, args)
+    ins = {"src": src}
+    args += _indirect_args(dst, src, ins, skip_oob)
+    return tr.emit(eng, "dma_copy", {"dst": dst}, ins, args)
+
+
+def _indirect_args(dst, src, ins, skip_oob):
+    """The index operands of a DMA whose src (gather) or dst (scatter) is an
+    indirect view: the ISA's indexed dma_copy (docs/isa.md)."""
+    side = "src" if hasattr(src, "_indirect") else "dst" if hasattr(dst, "_indirect") else None
+    if side is None:
+        return []
+    view = src if side == "src" else dst
+    index, dim = view._indirect
+    if dim != 0:
+        fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
+    if view.buffer != "hbm":
+        fail("the indexed side of an indirect DMA must be in HBM")
+    if not isinstance(index, NkiTensor) or not _onchip(index):
+        fail("the indices of an indirect DMA must be an SBUF tile")
+    ins["index"] = index
+    return [("index", index), ("indirect", side)] + ([("oob", "skip")] if skip_oob else [])
 
 
 def _mask_ranges(mask):
@@ -105,9 +129,19 @@ def load_transpose2d(src, dtype=None, **kw):
     if b > _core.NUM_PARTITIONS:
         fail("load_transpose2d: %d rows after the transpose exceed %d" % (b, _core.NUM_PARTITIONS))
     t = ndarray((b, a), dtype or src.dtype, sbuf)
-    tr = current()
-    tr.emit("sp", "dma_transpose", {"dst": t}, {"src": src}, [("dst", t), ("src", src)])
+    _transpose2d(t, src)
     return t
+
+
+def _transpose2d(dst, src):
+    """dst[j, i] = src[i, j] by DMA: the transposing DMA, or, when src has
+    more rows than a DMA pattern has partitions, a copy that walks src
+    column by column (the same elements in the same order)."""
+    if src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
+        cols = NkiTensor(src.storage, src.dtype, [src.dims[1], src.dims[0]], None, 0, src.off)
+        return _dma(dst, cols)
+    return current().emit("sp", "dma_transpose", {"dst": dst}, {"src": src},
+                          [("dst", dst), ("src", src)])
 
 
 def _as_tile(value, shape, dtype):
@@ -187,6 +221,9 @@ def copy(x, dtype=None, **kw):
     tr.emit("dve" if x.buffer == "psum" else "act", "tensor_copy", {"dst": out}, {"src": x},
             [("dst", out), ("src", x)])
     return out
+
+
+copy._act, copy._bias = "copy", 0.0     # as nki.isa.activation's op: the identity
 
 
 def static_cast(x, dtype):

@@ -146,3 +146,9 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kw)
         from ._shapes import broadcast_to
         w = broadcast_to(w, x.shape)
     return _binary("multiply", y, w, dtype or x.dtype)
+
+
+# a reduction named as the operator of an nki.isa call (reduce_op=nl.max ...)
+for _fn, _op in ((sum, "add"), (max, "max"), (min, "min"), (mean, "average"), (prod, "multiply"),
+                 (all, "logical_and")):
+    _fn._alu = _op

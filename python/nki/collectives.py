@@ -1,0 +1,198 @@
+"""nki.collectives: collectives between ranks, each one instruction of
+trnemu's ISA (docs/isa.md "Between cores"). A rank is one process of a job
+started by `trnemu launch -n N` (RANK and WORLD_SIZE in the environment;
+without them the process is rank 0 of 1); a kernel that uses a collective
+is loaded with nrt_load_collectives as that rank. trnemu's collectives
+run over every rank of the job (replica group 0), so a ReplicaGroup must be
+the one rank-list of all ranks."""
+import os
+from enum import Enum
+
+from ._core import NkiTensor, current, fail
+from .isa._helpers import _alu
+
+
+class rg_partition_op(Enum):
+    """How ReplicaGroup.from_partition_op groups ranks: rank-list id =
+    op(rank, operand)."""
+    bitwise_and = 0
+    div = 1
+    mod = 2
+
+
+class ReplicaGroup:
+    """The ranks a collective runs on, as a list of disjoint rank-lists."""
+
+    def __init__(self, replica_groups):
+        groups = [[int(r) for r in g] for g in replica_groups]
+        seen = [r for g in groups for r in g]
+        if len(seen) != len(set(seen)):
+            raise ValueError("a rank appears in two rank-lists of %r" % (groups,))
+        self.replica_groups = groups     # list of rank-lists
+
+    @staticmethod
+    def from_partition_op(world_size, op, operand):
+        """Ranks 0..world_size-1 grouped by op(rank, operand)."""
+        key = {rg_partition_op.bitwise_and: lambda r: r & operand,
+               rg_partition_op.div: lambda r: r // operand,
+               rg_partition_op.mod: lambda r: r % operand}[op]
+        groups = {}
+        for r in range(world_size):
+            groups.setdefault(key(r), []).append(r)
+        return ReplicaGroup([groups[k] for k in sorted(groups)])
+
+    def __repr__(self):
+        return "ReplicaGroup(%r)" % (self.replica_groups,)
+
+    def __eq__(self, other):
+        return isinstance(other, ReplicaGroup) and other.replica_groups == self.replica_groups
+
+    def __hash__(self):
+        return hash(repr(self))
+
+
+def world():
+    """(rank, number of ranks) of this process: RANK and WORLD_SIZE, as
+    `trnemu launch` sets them, else (0, 1)."""
+    try:
+        n = int(os.environ.get("WORLD_SIZE", "1"))
+        r = int(os.environ.get("RANK", "0"))
+    except ValueError:
+        fail("RANK=%r / WORLD_SIZE=%r are not integers"
+             % (os.environ.get("RANK"), os.environ.get("WORLD_SIZE")))
+    if not 0 <= r < n:
+        fail("RANK=%d is outside WORLD_SIZE=%d" % (r, n))
+    return r, n
+
+
+def rank_id(name=None):
+    """This process's rank (an integer known while tracing)."""
+    current()
+    return world()[0]
+
+
+def _group(replica_group):
+    """ISA group 0 (all ranks): the only group trnemu's collectives take."""
+    _, n = world()
+    groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
+        [list(g) for g in replica_group]
+    if [sorted(g) for g in groups] != [list(range(n))]:
+        fail("replica group %r: trnemu's collectives run over all %d ranks of the job as one "
+             "rank-list ([[0, ..., %d]])" % (groups, n, n - 1))
+    return 0
+
+
+def _pairs(srcs, dsts, what):
+    srcs = list(srcs) if isinstance(srcs, (list, tuple)) else [srcs]
+    dsts = list(dsts) if isinstance(dsts, (list, tuple)) else [dsts]
+    if len(srcs) != len(dsts) or not srcs:
+        fail("%s takes lists of as many sources as destinations (%d and %d)"
+             % (what, len(srcs), len(dsts)))
+    for t in srcs + dsts:
+        if not isinstance(t, NkiTensor):
+            fail("%s takes tensors, got %r" % (what, t))
+    kinds = set(t.buffer == "hbm" for t in srcs + dsts)
+    if len(kinds) > 1:
+        fail("%s: the tensors are all in HBM or all in SBUF" % what)
+    return list(zip(srcs, dsts))
+
+
+def _dim0(collective_dim, what):
+    if collective_dim != 0:
+        fail("%s: trnemu joins and splits ranks' data along dimension 0 (collective_dim=%r)"
+             % (what, collective_dim))
+
+
+def _op(op):
+    a = _alu(op)
+    if a not in ("add", "max", "min"):
+        fail("a collective reduces with nl.add, nl.maximum or nl.minimum, got %r" % (op,))
+    return a
+
+
+def _emit(op, src, dst, args, extra_ins=None):
+    tr = current()
+    tr.collectives = True
+    ins = {"src": src}
+    ins.update(extra_ins or {})
+    tr.emit("sp", op, {"dst": dst}, ins, [("dst", dst), ("src", src)] + args)
+
+
+def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
+    """dst = op over every rank's src, element by element."""
+    g, a = _group(replica_group), _op(op)
+    for s, d in _pairs(srcs, dsts, "all_reduce"):
+        _emit("all_reduce", s, d, [("group", g), ("op", a)])
+
+
+def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
+    """dst = every rank's src, joined along dimension 0 in rank order."""
+    g = _group(replica_group)
+    _dim0(collective_dim, "all_gather")
+    for s, d in _pairs(srcs, dsts, "all_gather"):
+        _emit("all_gather", s, d, [("group", g)])
+
+
+def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):
+    """op over every rank's src, split along dimension 0: part r to rank r."""
+    g, a = _group(replica_group), _op(op)
+    _dim0(collective_dim, "reduce_scatter")
+    for s, d in _pairs(srcs, dsts, "reduce_scatter"):
+        _emit("reduce_scatter", s, d, [("group", g), ("op", a)])
+
+
+def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
+    """Part j of src (along dimension 0) goes to rank j, which keeps it as
+    part r (the sender's rank) of its dst."""
+    g = _group(replica_group)
+    _dim0(collective_dim, "all_to_all")
+    for s, d in _pairs(srcs, dsts, "all_to_all"):
+        _emit("all_to_all", s, d, [("group", g)])
+
+
+def _variable(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls):
+    g = _group(replica_group)
+    if not isinstance(metadata_tensor, NkiTensor):
+        fail("%s needs a metadata tensor" % op)
+    for s, d in _pairs(srcs, dsts, op):
+        args = [("metadata", metadata_tensor), ("group", g)]
+        if recv_counts_known:
+            args.append(("recv_counts_known", None))
+        if has_rdispls:
+            args.append(("has_rdispls", None))
+        tr = current()
+        tr.collectives = True
+        # metadata rows 2.. are written back and dst keeps what no chunk covers
+        tr.emit("sp", op, {"dst": d, "metadata": metadata_tensor}, {"src": s},
+                [("dst", d), ("src", s)] + args, rmw=True)
+
+
+def all_to_all_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """All-to-all of counts known at run time (metadata rows: send counts,
+    send displacements, receive counts, receive displacements)."""
+    _variable("all_to_all_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls)
+
+
+def all_gather_v(srcs, dsts, replica_group, metadata_tensor, recv_counts_known=False,
+                 has_rdispls=False, priority=None, name=None):
+    """All-gather of one chunk per rank whose size is known at run time."""
+    _variable("all_gather_v", srcs, dsts, replica_group, metadata_tensor, recv_counts_known,
+              has_rdispls)
+
+
+def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None):
+    """Send src to the rank this one targets in source_target_pairs and
+    receive into dst from the rank that targets this one."""
+    me, n = world()
+    pairs = [(int(s), int(t)) for s, t in source_target_pairs]
+    send = [t for s, t in pairs if s == me]
+    recv = [s for s, t in pairs if t == me]
+    if len(send) != 1 or len(recv) != 1:
+        fail("collective_permute: rank %d must appear once as a source and once as a target "
+             "in %r" % (me, pairs))
+    if not (0 <= send[0] < n and 0 <= recv[0] < n):
+        fail("collective_permute pairs %r name ranks outside 0..%d" % (pairs, n - 1))
+    for s, d in _pairs(srcs, dsts, "collective_permute"):
+        _emit("permute", s, d, [("group", 0), ("send_to", send[0]), ("recv_from", recv[0])])

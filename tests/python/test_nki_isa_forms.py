@@ -1,0 +1,106 @@
+"""test_nki_isa_forms.py: the current nki.isa call form, destination first
+and positional (as the NKI Library writes it), for the calls that also
+keep a legacy form: each result against NumPy."""
+import numpy as np
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+rng = np.random.default_rng(17)
+
+
+def test_positional_dst_first_calls():
+    @nki.jit
+    def k(a, b):
+        P, F = a.shape
+        ta = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+        tb = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(ta, a)
+        nisa.dma_copy(tb, b)
+        res = nl.ndarray((P, 8, F), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(res[:, 0], ta, tb, nl.add)
+        nisa.tensor_scalar(res[:, 1], ta, nl.multiply, 3.0)
+        nisa.scalar_tensor_tensor(res[:, 2], ta, nl.multiply, 2.0, nl.subtract, tb)
+        nisa.tensor_copy(res[:, 3], tb)
+        nisa.activation(res[:, 4], nl.exp, ta)
+        nisa.reciprocal(res[:, 5], tb)
+        nisa.memset(res[:, 6], 7.0)
+        scan = nl.ndarray((P, F), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor_scan(scan, ta, tb, 0.0, nl.multiply, nl.add)
+        nisa.tensor_copy(res[:, 7], scan)
+        red = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(red, nl.add, ta, 1, keepdims=True)
+        out = nl.ndarray((8, P, F), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i in range(8):
+            nisa.dma_copy(out[i], res[:, i])
+        o2 = nl.ndarray((P, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(o2, red)
+        return out, o2
+    a = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
+    b = rng.uniform(0.5, 2, (8, 16)).astype(np.float32)
+    r, red = k(a, b)
+    np.testing.assert_allclose(r[0], a + b, rtol=1e-6)
+    np.testing.assert_allclose(r[1], a * 3, rtol=1e-6)
+    np.testing.assert_allclose(r[2], a * 2 - b, rtol=1e-6)
+    np.testing.assert_array_equal(r[3], b)
+    np.testing.assert_allclose(r[4], np.exp(a), rtol=1e-6)
+    np.testing.assert_allclose(r[5], 1 / b, rtol=1e-6)
+    np.testing.assert_array_equal(r[6], 7.0)
+    want = np.zeros_like(a)
+    acc = np.zeros(8, np.float32)
+    for j in range(16):
+        acc = acc * a[:, j] + b[:, j]
+        want[:, j] = acc
+    np.testing.assert_allclose(r[7], want, rtol=1e-5)
+    np.testing.assert_allclose(red[:, 0], a.sum(axis=1), rtol=1e-5)
+
+
+def test_positional_find_index_and_shuffle():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        top = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.max8(top, t)
+        idx = nl.ndarray((32, 8), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.nc_find_index8(idx, t, top)
+        sh = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.nc_stream_shuffle(sh, top, list(range(31, -1, -1)))
+        o1 = nl.ndarray((32, 8), dtype=nl.uint32, buffer=nl.shared_hbm)
+        o2 = nl.ndarray((32, 8), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(o1, idx)
+        nl.store(o2, sh)
+        return o1, o2
+    a = np.stack([rng.permutation(24) for _ in range(32)]).astype(np.float32)
+    idx, sh = k(a)
+    np.testing.assert_array_equal(idx, np.argsort(-a, axis=1)[:, :8])
+    np.testing.assert_array_equal(sh, -np.sort(-a, axis=1)[::-1, :8])
+
+
+def test_language_functions_as_isa_operators():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        r = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        m = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        # |x| reduced with max, as the NKI Library's quantizers write it
+        nisa.tensor_scalar_reduce(dst=r, data=t, op0=nl.abs, operand0=0.0, reduce_op=nl.maximum,
+                                  reduce_res=m)
+        c = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=c, op=nl.copy, data=t, scale=2.0)
+        s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=s, data=c, op0=nl.rsqrt, operand0=0.0, op1=nl.multiply, operand1=1.0)
+        out = nl.ndarray((3,) + a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out[0], r)
+        nl.store(out[1], c)
+        nl.store(out[2], s)
+        mo = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(mo, m)
+        return out, mo
+    a = rng.uniform(0.25, 2.0, (4, 8)).astype(np.float32) * np.where(rng.random((4, 8)) < 0.5, -1, 1)
+    r, m = k(a.astype(np.float32))
+    np.testing.assert_array_equal(r[0], np.abs(a))
+    np.testing.assert_array_equal(m[:, 0], np.abs(a).max(axis=1))
+    np.testing.assert_array_equal(r[1], 2 * a)
+    pos = r[1] > 0
+    np.testing.assert_allclose(r[2][pos], 1 / np.sqrt(2 * a[pos]), rtol=1e-6)
