@@ -4,6 +4,7 @@ load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
 import collections
+import dataclasses
 import enum
 import hashlib
 import inspect
@@ -149,6 +150,12 @@ def _value_key(v, seen):
         return ("mutable", type(v).__name__, id(v))
     if isinstance(v, enum.Enum):
         return ("enum", type(v).__qualname__, v.name)
+    if any(c.__name__ == "NKIObject" for c in type(v).__mro__) and hasattr(v, "_values"):
+        return ("nkiobject", type(v).__qualname__) + tuple(
+            (k, _value_key(x, seen)) for k, x in v._values())
+    if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        return ("dataclass", type(v).__qualname__) + tuple(
+            (f.name, _value_key(getattr(v, f.name), seen)) for f in dataclasses.fields(v))
     if isinstance(v, types.ModuleType):
         return ("module", v.__name__)
     if isinstance(v, Kernel):

@@ -143,3 +143,19 @@ def test_the_trace_limit(monkeypatch):
     monkeypatch.setenv("TRNEMU_NKI_TRACE_LIMIT", "many")
     with pytest.raises(NKIError, match="TRNEMU_NKI_TRACE_LIMIT='many'"):
         long_loop(np.ones((4, 4), np.float32))
+
+
+def test_parameter_structs_key_the_cache_by_value():
+    class Params(nl.NKIObject):
+        scale: float = 1.0
+
+    @nki.jit
+    def k(a, p):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.multiply(nl.load(a), p.scale))
+        return out
+
+    a = np.ones((128, 8), np.float32)
+    assert k(a, Params(scale=2.0))[0, 0] == 2.0
+    assert k(a, Params(scale=4.0))[0, 0] == 4.0
+    assert k(a, Params(scale=2.0))[0, 0] == 2.0
