@@ -266,7 +266,8 @@ class NameScan(ast.NodeVisitor):
     """The names of nki modules one source file uses, and the local modules
     it imports."""
 
-    def __init__(self):
+    def __init__(self, package):
+        self.package = package  # the dotted package the file belongs to (for relative imports)
         self.aliases = {}       # local name -> nki module it stands for
         self.used = set()       # 'nki.language.foo', 'nki.compiler' (modules too)
         self.imports = set()    # dotted names of every module imported
@@ -280,6 +281,11 @@ class NameScan(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         mod = node.module or ""
+        if node.level:
+            base = self.package.split(".")[:len(self.package.split(".")) - (node.level - 1)]
+            mod = ".".join([p for p in base if p] + ([mod] if mod else []))
+            for a in node.names:
+                self.imports.add(mod + "." + a.name)
         self.imports.add(mod)
         if mod.split(".")[0] in NKI_ROOTS and node.level == 0:
             self.used.add(mod)
@@ -361,7 +367,8 @@ def scan_files(copy):
             tree = ast.parse(open(path, encoding="utf-8").read())
         except (SyntaxError, UnicodeDecodeError):
             continue
-        s = NameScan()
+        is_pkg = os.path.basename(path) == "__init__.py"
+        s = NameScan(mod if is_pkg else mod.rpartition(".")[0])
         s.visit(tree)
         local = set()
         for imp in s.imports:
@@ -387,6 +394,19 @@ def closure(path, scans, memo):
     return total
 
 
+def conftests_of(path, copy):
+    """The conftest.py files that apply to a test file (its folders up to the copy's root)."""
+    out, d = [], os.path.dirname(path)
+    while d.startswith(copy):
+        c = os.path.join(d, "conftest.py")
+        if os.path.exists(c):
+            out.append(c)
+        if d == copy:
+            break
+        d = os.path.dirname(d)
+    return out
+
+
 def blocking_names(copy, tests, python_dir):
     """[(name, tests whose files use it)] for the names trnemu lacks."""
     if python_dir not in sys.path:
@@ -397,9 +417,12 @@ def blocking_names(copy, tests, python_dir):
     for rel, n in per_file.items():
         path = next((p for p in (os.path.join(copy, "test", rel), os.path.join(copy, rel))
                      if os.path.exists(p)), None)
-        for name in closure(path, scans, memo) if path else ():
+        names = set()
+        for f in ([path] + conftests_of(path, copy)) if path else ():
+            names |= {_canonical(x) for x in closure(f, scans, memo)}
+        for name in names:
             if trnemu_lacks(name):
-                blocked[_canonical(name)] += n
+                blocked[name] += n
     # a name under a missing module or class is that one's consequence: keep the first missing prefix
     first = {n: c for n, c in blocked.items()
              if not any(n.startswith(p + ".") for p in blocked)}
