@@ -253,11 +253,9 @@ def cause_of_text(text):
 
 def session_blocker(output):
     """The error that stopped the session before any test ran, if any."""
-    if "INTERNALERROR" not in output and "ImportError" not in output and "Error" not in output:
+    if "Error" not in output:
         return None
-    tail = output[-6000:]
-    kind, detail = cause_of_text(tail)
-    return kind, detail
+    return cause_of_text(output[-6000:])
 
 
 # ---------------------------------------------------------------- static scan
@@ -346,7 +344,7 @@ def trnemu_lacks(name, cache={}):
 def module_files(copy):
     """Dotted module name -> file, for the library's sources and tests."""
     out = {}
-    for base, prefix in ((os.path.join(copy, "src"), ""), (copy, "")):
+    for base in (os.path.join(copy, "src"), copy):
         for d, _, files in os.walk(base):
             for f in files:
                 if not f.endswith(".py"):
@@ -354,7 +352,7 @@ def module_files(copy):
                 p = os.path.join(d, f)
                 rel = os.path.relpath(p, base)[:-3].replace(os.sep, ".")
                 rel = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
-                out.setdefault(prefix + rel, p)
+                out.setdefault(rel, p)
     return out
 
 
@@ -550,13 +548,13 @@ def main(argv=None):
     t0 = time.time()
     patched = copy_checkout(args.root, copy)
     results = os.path.join(work, "results.jsonl")
-    rc, output = run_suite(args, copy, "simulation", results)
+    _, output = run_suite(args, copy, "simulation", results)
     collected, outcomes, collect_errors = load_results(results)
     blocker = None
     if not outcomes and not collected:
         blocker = session_blocker(output)
         # count what the session would have run: collect without the simulator
-        rc2, _ = run_suite(args, copy, "compile-only", results, collect_only=True)
+        run_suite(args, copy, "compile-only", results, collect_only=True)
         collected, _, collect_errors = load_results(results)
     fam, causes = summarize(collected, outcomes, collect_errors, blocker)
     blocked = blocking_names(copy, collected + [r["test"] for r in collect_errors], args.python)
