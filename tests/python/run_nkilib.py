@@ -484,10 +484,11 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
         out.append("  %s: %d" % (kind, sum(n for n, _, _ in items)))
         for n, detail, tests in items:
             out.append("    %5d  %s" % (n, detail))
-            for t in tests[:args.show]:
+            shown = tests if args.show is None else tests[:args.show]
+            for t in shown:
                 out.append("           %s" % t)
-            if len(tests) > args.show:
-                out.append("           ... %d more" % (len(tests) - args.show))
+            if len(tests) > len(shown):
+                out.append("           ... %d more" % (len(tests) - len(shown)))
     out.append("")
     out.append("names the suite's sources use that trnemu's nki lacks, by the collected tests (or files that")
     out.append("failed to collect) that use them, themselves or through the library modules they import:")
@@ -522,7 +523,7 @@ def parse_args(argv):
                          "(default: this tree's python/)")
     ap.add_argument("--libnrt", default=None, help="trnemu's libnrt.so.1 (default: the source tree's build)")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
-    ap.add_argument("--show", type=int, default=3, help="test ids listed per cause (default 3)")
+    ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
     args = ap.parse_args(argv)
     args.workers = max(1, min(2, args.workers))
