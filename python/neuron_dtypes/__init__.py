@@ -22,8 +22,8 @@ gives the type a NumPy dtype of its own, which is then used.
 import numpy as np
 
 from ._minifloat import Minifloat
-from ._types import (PackedType, ScalarType, FORMATS, as_dtype, dtype_name,  # noqa: F401
-                     is_float_type, sizeinbytes, finfo, nki_host_type)
+from ._types import (PackedType, ScalarType, as_dtype, dtype_name, is_float_type,
+                     sizeinbytes, finfo, nki_host_type)
 
 float32, float16, float64 = np.float32, np.float16, np.float64
 int8, int16, int32, int64 = np.int8, np.int16, np.int32, np.int64

@@ -253,11 +253,9 @@ def cause_of_text(text):
 
 def session_blocker(output):
     """The error that stopped the session before any test ran, if any."""
-    if "INTERNALERROR" not in output and "ImportError" not in output and "Error" not in output:
+    if "Error" not in output:
         return None
-    tail = output[-6000:]
-    kind, detail = cause_of_text(tail)
-    return kind, detail
+    return cause_of_text(output[-6000:])
 
 
 # ---------------------------------------------------------------- static scan
@@ -266,7 +264,8 @@ class NameScan(ast.NodeVisitor):
     """The names of nki modules one source file uses, and the local modules
     it imports."""
 
-    def __init__(self):
+    def __init__(self, package):
+        self.package = package  # the dotted package the file belongs to (for relative imports)
         self.aliases = {}       # local name -> nki module it stands for
         self.used = set()       # 'nki.language.foo', 'nki.compiler' (modules too)
         self.imports = set()    # dotted names of every module imported
@@ -280,6 +279,11 @@ class NameScan(ast.NodeVisitor):
 
     def visit_ImportFrom(self, node):
         mod = node.module or ""
+        if node.level:
+            base = self.package.split(".")[:len(self.package.split(".")) - (node.level - 1)]
+            mod = ".".join([p for p in base if p] + ([mod] if mod else []))
+            for a in node.names:
+                self.imports.add(mod + "." + a.name)
         self.imports.add(mod)
         if mod.split(".")[0] in NKI_ROOTS and node.level == 0:
             self.used.add(mod)
@@ -340,7 +344,7 @@ def trnemu_lacks(name, cache={}):
 def module_files(copy):
     """Dotted module name -> file, for the library's sources and tests."""
     out = {}
-    for base, prefix in ((os.path.join(copy, "src"), ""), (copy, "")):
+    for base in (os.path.join(copy, "src"), copy):
         for d, _, files in os.walk(base):
             for f in files:
                 if not f.endswith(".py"):
@@ -348,7 +352,7 @@ def module_files(copy):
                 p = os.path.join(d, f)
                 rel = os.path.relpath(p, base)[:-3].replace(os.sep, ".")
                 rel = rel[:-len(".__init__")] if rel.endswith(".__init__") else rel
-                out.setdefault(prefix + rel, p)
+                out.setdefault(rel, p)
     return out
 
 
@@ -361,7 +365,8 @@ def scan_files(copy):
             tree = ast.parse(open(path, encoding="utf-8").read())
         except (SyntaxError, UnicodeDecodeError):
             continue
-        s = NameScan()
+        is_pkg = os.path.basename(path) == "__init__.py"
+        s = NameScan(mod if is_pkg else mod.rpartition(".")[0])
         s.visit(tree)
         local = set()
         for imp in s.imports:
@@ -387,6 +392,19 @@ def closure(path, scans, memo):
     return total
 
 
+def conftests_of(path, copy):
+    """The conftest.py files that apply to a test file (its folders up to the copy's root)."""
+    out, d = [], os.path.dirname(path)
+    while d.startswith(copy):
+        c = os.path.join(d, "conftest.py")
+        if os.path.exists(c):
+            out.append(c)
+        if d == copy:
+            break
+        d = os.path.dirname(d)
+    return out
+
+
 def blocking_names(copy, tests, python_dir):
     """[(name, tests whose files use it)] for the names trnemu lacks."""
     if python_dir not in sys.path:
@@ -397,9 +415,12 @@ def blocking_names(copy, tests, python_dir):
     for rel, n in per_file.items():
         path = next((p for p in (os.path.join(copy, "test", rel), os.path.join(copy, rel))
                      if os.path.exists(p)), None)
-        for name in closure(path, scans, memo) if path else ():
+        names = set()
+        for f in ([path] + conftests_of(path, copy)) if path else ():
+            names |= {_canonical(x) for x in closure(f, scans, memo)}
+        for name in names:
             if trnemu_lacks(name):
-                blocked[_canonical(name)] += n
+                blocked[name] += n
     # a name under a missing module or class is that one's consequence: keep the first missing prefix
     first = {n: c for n, c in blocked.items()
              if not any(n.startswith(p + ".") for p in blocked)}
@@ -463,10 +484,11 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
         out.append("  %s: %d" % (kind, sum(n for n, _, _ in items)))
         for n, detail, tests in items:
             out.append("    %5d  %s" % (n, detail))
-            for t in tests[:args.show]:
+            shown = tests if args.show is None else tests[:args.show]
+            for t in shown:
                 out.append("           %s" % t)
-            if len(tests) > args.show:
-                out.append("           ... %d more" % (len(tests) - args.show))
+            if len(tests) > len(shown):
+                out.append("           ... %d more" % (len(tests) - len(shown)))
     out.append("")
     out.append("names the suite's sources use that trnemu's nki lacks, by the collected tests (or files that")
     out.append("failed to collect) that use them, themselves or through the library modules they import:")
@@ -501,7 +523,7 @@ def parse_args(argv):
                          "(default: this tree's python/)")
     ap.add_argument("--libnrt", default=None, help="trnemu's libnrt.so.1 (default: the source tree's build)")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
-    ap.add_argument("--show", type=int, default=3, help="test ids listed per cause (default 3)")
+    ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
     args = ap.parse_args(argv)
     args.workers = max(1, min(2, args.workers))
@@ -527,13 +549,13 @@ def main(argv=None):
     t0 = time.time()
     patched = copy_checkout(args.root, copy)
     results = os.path.join(work, "results.jsonl")
-    rc, output = run_suite(args, copy, "simulation", results)
+    _, output = run_suite(args, copy, "simulation", results)
     collected, outcomes, collect_errors = load_results(results)
     blocker = None
     if not outcomes and not collected:
         blocker = session_blocker(output)
         # count what the session would have run: collect without the simulator
-        rc2, _ = run_suite(args, copy, "compile-only", results, collect_only=True)
+        run_suite(args, copy, "compile-only", results, collect_only=True)
         collected, _, collect_errors = load_results(results)
     fam, causes = summarize(collected, outcomes, collect_errors, blocker)
     blocked = blocking_names(copy, collected + [r["test"] for r in collect_errors], args.python)

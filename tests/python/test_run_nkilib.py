@@ -104,6 +104,19 @@ def test_classify_trace_and_execution_errors():
     assert kind == "trace error" and "test_run_nkilib.py" in detail
 
 
+def test_classify_execution_errors():
+    import nki.isa as nisa
+    import numpy as np
+
+    def stats_too_wide(a):
+        out = nl.ndarray((a.shape[0], 6), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nisa.bn_stats(nl.load(a)))     # bn_stats refuses 1024 elements at run time
+        return out
+    kind, detail = nkilib_plugin.classify(raised(lambda: nki.cpu_simulate(stats_too_wide)[1](
+        np.zeros((8, 1024), np.float32))))
+    assert kind == "execution error" and "bn_stats" in detail
+
+
 def test_classify_wrong_numbers_and_other_errors():
     def validate():
         try:

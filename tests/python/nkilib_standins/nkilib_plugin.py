@@ -75,8 +75,9 @@ def _trnemu_phase(exc):
     """'trace' or 'execution' for an error trnemu's nki raised, else None."""
     if type(exc).__name__ != "NKIError":
         return None
-    names = [n for f, n in _frames(exc) if f.replace(os.sep, "/").endswith("nki/_kernel.py")]
-    return "execution" if "_run" in names else "trace"
+    names = [n for f, n in _frames(exc) if "/nki/" in f.replace(os.sep, "/")]
+    running = any(n.lstrip("_").startswith(("run", "execute")) for n in names)
+    return "execution" if running else "trace"
 
 
 def classify(exc):
