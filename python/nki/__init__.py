@@ -4,18 +4,38 @@
 run through trnemu's libnrt.so.1 on the emulated device and return NumPy
 arrays. See docs/nki.md for what is supported.
 """
+import sys as _sys
+import types as _types
+
 from . import language, isa, typing
 from ._core import NKIError, NKIIndexError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
-from . import compiler, collectives
+from . import compiler, collectives, builtin
+from . import tensor as _tensor_module   # sys.modules["nki.tensor"]: `import nki.tensor`
 from ._dtypes import AnyDType as _AnyDType
 from ._simulate import cpu_simulate
 
-# annotation names: a kernel's tensor arguments and dtype parameters
+# annotation names: a kernel's tensor arguments and dtype parameters (the
+# attribute nki.tensor is the class; the module of that name stays
+# importable through sys.modules)
 tensor = NkiTensor
 dtype = _AnyDType
 
+
+class _NkiPackage(_types.ModuleType):
+    """The nki package: importing its submodule nki.tensor (directly or
+    through an alias such as nki_cpu_simulator.nki.tensor) leaves the
+    attribute nki.tensor the class kernels annotate with."""
+
+    def __setattr__(self, name, value):
+        if name == "tensor" and value is _tensor_module:
+            return
+        super().__setattr__(name, value)
+
+
+_sys.modules[__name__].__class__ = _NkiPackage
+
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "cpu_simulate",
            "language", "isa", "typing", "compiler", "collectives", "NKIError", "NKIIndexError",
-           "Kernel", "bf16", "to_float32", "HostArray", "tensor", "dtype"]
+           "builtin", "Kernel", "bf16", "to_float32", "HostArray", "tensor", "dtype"]

@@ -164,6 +164,9 @@ def suite_env(copy, results, libnrt, python_dir):
     env.setdefault("OMP_NUM_THREADS", "1")
     env.setdefault("OPENBLAS_NUM_THREADS", "1")
     env["PYTHONDONTWRITEBYTECODE"] = "1"
+    # the ml_dtypes stand-in is trnemu's host dtypes: nki must not take it
+    # for the real ml_dtypes
+    env["TRNEMU_NKI_HOST_DTYPES"] = "trnemu"
     if libnrt:
         env["TRNEMU_LIBNRT"] = libnrt
     return env
