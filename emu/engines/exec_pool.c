@@ -22,6 +22,7 @@
 #include "emu/engines/act_acc.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pool.h"
+#include "emu/isa/isa_args.h"
 
 #define POOL_GROUP 16u          /* partitions per GpSimd core */
 #define POOL_QUADRANT 32u       /* partitions per shuffle quadrant */
@@ -67,7 +68,7 @@ static emu_status pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
  * elements of data, then of the odd-indexed ones (6 values). */
 emu_status isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(bn_stats, dst), ISA_AP_SLOT(bn_stats, data)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -92,7 +93,7 @@ emu_status isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *in
  * variance x count) triples of data describe. */
 emu_status isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(bn_aggr, dst), ISA_AP_SLOT(bn_aggr, data)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -128,7 +129,7 @@ static emu_status pool_need_8_to_16k(struct isa_exec_ctx *ctx, const char *name,
 /* dst[p] = the 8 largest values of src[p], in descending order. */
 emu_status isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(max8, dst), ISA_AP_SLOT(max8, src)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -152,7 +153,9 @@ emu_status isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
  * and vals ([P, 8]). */
 static emu_status pool_bind_match(struct isa_exec_ctx *ctx, struct ap_view v[3])
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(nc_find_index8, dst),
+                                      ISA_AP_SLOT(nc_find_index8, data),
+                                      ISA_AP_SLOT(nc_find_index8, vals)};
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK)
         st = pool_need_shape(ctx, "vals", &v[2], v[1].rows, 8);
@@ -191,12 +194,12 @@ emu_status isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_in
 emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3], vi;
-    bool has_idx = ap_present(insn, 3);
+    bool has_idx = ap_present(insn, ISA_AP_SLOT(nc_match_replace8, dst_idx));
     emu_status st = pool_bind_match(ctx, v);
     if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems);
     if (st == EMU_OK && has_idx)
-        st = pool_bind1(ctx, 3, &vi);
+        st = pool_bind1(ctx, ISA_AP_SLOT(nc_match_replace8, dst_idx), &vi);
     if (st == EMU_OK && has_idx)
         st = pool_need_shape(ctx, "dst_idx", &vi, v[1].rows, 8);
     if (st == EMU_OK && has_idx)
@@ -212,7 +215,7 @@ emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa
         pool_match8(w, v[1].elems, vals, true, idx);
         for (int i = 0; i < 8; i++)
             if (idx[i] >= 0)
-                w[idx[i]] = insn->fimm[0];
+                w[idx[i]] = ISA_ARG_F32(insn, nc_match_replace8, imm);
         ap_row_store(&v[0], r, w);
         if (has_idx)
             pool_row_store_i64(&vi, r, idx);
@@ -270,7 +273,9 @@ struct pool_sel {
 static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                 struct pool_sel *s)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(select_reduce, dst),
+                                      ISA_AP_SLOT(select_reduce, predicate),
+                                      ISA_AP_SLOT(select_reduce, on_true)};
     static const uint32_t pred_dt = POOL_DT(ISA_DT_I8) | POOL_DT(ISA_DT_U8) |
                                     POOL_DT(ISA_DT_I16) | POOL_DT(ISA_DT_U16);
     static const uint32_t true_dt = POOL_ALL_DT & ~(POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32) |
@@ -288,11 +293,14 @@ static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn 
     if (st == EMU_OK && s->v[1].mem == ISA_MEM_PSUM && s->v[2].mem == ISA_MEM_PSUM)
         st = core_fail(ctx, POOL_ERR, "predicate and on_true cannot both be in PSUM");
     if (st == EMU_OK)
-        st = pool_acc_check(ctx, insn->enums[0], insn->enums[1]);
+        st = pool_acc_check(ctx, ISA_ARG_ENUM(insn, select_reduce, reduce_cmd),
+                            ISA_ARG_ENUM(insn, select_reduce, reduce_op));
     if (st == EMU_OK)
-        st = pool_scalar_bind(ctx, 3, 0, rows, "on_false", &s->f);
+        st = pool_scalar_bind(ctx, ISA_AP_SLOT(select_reduce, on_false),
+                              ISA_F32_SLOT(select_reduce, on_false), rows, "on_false", &s->f);
     if (st == EMU_OK)
-        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+        st = pool_bind_res(ctx, ISA_AP_SLOT(select_reduce, reduce_res), rows, &s->res,
+                           &s->has_res);
     if (st == EMU_OK && s->has_res)
         st = pool_need_dtype(ctx, "reduce_res", &s->res, POOL_DT_FLOATS, "a float dtype");
     return st;
@@ -303,8 +311,8 @@ static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn 
 emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_sel s;
-    unsigned cmd = insn->enums[0];
-    bool rev = insn->flags & 1u;
+    unsigned cmd = ISA_ARG_ENUM(insn, select_reduce, reduce_cmd);
+    bool rev = ISA_ARG_FLAG(insn, select_reduce, reverse_pred);
     emu_status st = pool_sel_bind(ctx, insn, &s);
     if (st != EMU_OK)
         return st;
@@ -320,7 +328,7 @@ emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
             m = pool_fmax(m, w[i]);
         }
         ap_row_store(&s.v[0], r, w);
-        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        float out = pool_acc_max(&acc[pool_part(insn, ISA_AP_SLOT(select_reduce, dst), r)], cmd, m);
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
@@ -346,7 +354,10 @@ struct pool_rsel {
 static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  struct pool_rsel *s)
 {
-    static const unsigned slots[4] = {0, 1, 2, 3};
+    static const unsigned slots[4] = {ISA_AP_SLOT(range_select, dst),
+                                      ISA_AP_SLOT(range_select, on_true),
+                                      ISA_AP_SLOT(range_select, bound0),
+                                      ISA_AP_SLOT(range_select, bound1)};
     static const uint32_t f32 = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R);
     emu_status st = pool_need_gen(ctx, "range_select", 3);
     if (st == EMU_OK)
@@ -365,13 +376,15 @@ static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn
     if (st == EMU_OK)
         st = pool_need_dtype(ctx, "bound1", &s->v[3], f32, "fp32");
     if (st == EMU_OK)
-        st = pool_range_op_check(ctx, "comp_op0", insn->enums[0]);
+        st = pool_range_op_check(ctx, "comp_op0", ISA_ARG_ENUM(insn, range_select, comp_op0));
     if (st == EMU_OK)
-        st = pool_range_op_check(ctx, "comp_op1", insn->enums[1]);
+        st = pool_range_op_check(ctx, "comp_op1", ISA_ARG_ENUM(insn, range_select, comp_op1));
     if (st == EMU_OK)
-        st = pool_acc_check(ctx, insn->enums[2], insn->enums[3]);
+        st = pool_acc_check(ctx, ISA_ARG_ENUM(insn, range_select, reduce_cmd),
+                            ISA_ARG_ENUM(insn, range_select, reduce_op));
     if (st == EMU_OK)
-        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+        st = pool_bind_res(ctx, ISA_AP_SLOT(range_select, reduce_res), rows, &s->res,
+                           &s->has_res);
     return st;
 }
 
@@ -380,9 +393,11 @@ static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn
 emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_rsel s;
-    unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
-    int64_t start = insn->imm[0].i;
-    float off = insn->fimm[0];
+    unsigned op0 = ISA_ARG_ENUM(insn, range_select, comp_op0);
+    unsigned op1 = ISA_ARG_ENUM(insn, range_select, comp_op1);
+    unsigned cmd = ISA_ARG_ENUM(insn, range_select, reduce_cmd);
+    int64_t start = ISA_ARG_INT(insn, range_select, range_start);
+    float off = ISA_ARG_F32(insn, range_select, on_false);
     emu_status st = pool_rsel_bind(ctx, insn, &s);
     if (st != EMU_OK)
         return st;
@@ -399,7 +414,7 @@ emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn
             m = pool_fmax(m, w[j]);
         }
         ap_row_store(&s.v[0], r, w);
-        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        float out = pool_acc_max(&acc[pool_part(insn, ISA_AP_SLOT(range_select, dst), r)], cmd, m);
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
@@ -461,9 +476,10 @@ static void pool_affine_row(struct isa_exec_ctx *ctx, const struct ap_view *v, u
  * value) cmp_op 0 holds, else on_false. */
 emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(affine_select, dst),
+                                      ISA_AP_SLOT(affine_select, on_true)};
     struct ap_view v[2];
-    unsigned op = insn->enums[0];
+    unsigned op = ISA_ARG_ENUM(insn, affine_select, cmp_op);
     uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
     uint8_t *keep = pool_bytes(ctx, 1);
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -478,10 +494,11 @@ emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_ins
     if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
-        uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
+        uint32_t base = (uint32_t)ISA_ARG_INT(insn, affine_select, offset) +
+                        (uint32_t)ISA_ARG_INT(insn, affine_select, channel_multiplier) * r;
         for (uint64_t i = 0; i < v[0].elems; i++)
             keep[i] = pool_cmp_i64(op, (int32_t)(base + pat[i]), 0);
-        pool_affine_row(ctx, v, r, keep, insn->fimm[0]);
+        pool_affine_row(ctx, v, r, keep, ISA_ARG_F32(insn, affine_select, on_false));
     }
     return EMU_OK;
 }
@@ -492,8 +509,10 @@ emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_ins
 static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct ap_view v[3], uint64_t *nvi)
 {
-    static const unsigned slots[3] = {0, 1, 2};
-    int64_t per = insn->imm[0].i;
+    static const unsigned slots[3] = {ISA_AP_SLOT(local_gather, dst),
+                                      ISA_AP_SLOT(local_gather, src),
+                                      ISA_AP_SLOT(local_gather, index)};
+    int64_t per = ISA_ARG_INT(insn, local_gather, num_elem_per_idx);
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK && (per < 1 || per > 32 || (per & (per - 1)) != 0))
         st = core_fail(ctx, POOL_ERR, "num_elem_per_idx is %lld; it must be 1, 2, 4, 8, 16 or "
@@ -510,7 +529,8 @@ static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
     if (st != EMU_OK)
         return st;
     uint64_t avail = POOL_GROUP * v[2].elems;
-    *nvi = insn->imm[1].i > 0 ? (uint64_t)insn->imm[1].i : avail;
+    int64_t valid = ISA_ARG_INT(insn, local_gather, num_valid_indices);
+    *nvi = valid > 0 ? (uint64_t)valid : avail;
     if (*nvi > avail || *nvi > 4096)
         return core_fail(ctx, POOL_ERR, "num_valid_indices is %llu; each group of 16 index "
                          "partitions holds %llu (at most 4096 are used)",
@@ -545,7 +565,7 @@ static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v
 emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3];
-    uint64_t nvi = 0, per = (uint64_t)insn->imm[0].i;
+    uint64_t nvi = 0, per = (uint64_t)ISA_ARG_INT(insn, local_gather, num_elem_per_idx);
     emu_status st = pool_lg_bind(ctx, insn, v, &nvi);
     if (st != EMU_OK)
         return st;
@@ -568,7 +588,9 @@ emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn
 /* dst[p][j] = data[p][indices[p][j]] over the flattened free axes of data. */
 emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(nc_n_gather, dst),
+                                      ISA_AP_SLOT(nc_n_gather, data),
+                                      ISA_AP_SLOT(nc_n_gather, indices)};
     struct ap_view v[3];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 3, v);
@@ -626,9 +648,9 @@ static emu_status pool_shuffle_check(struct isa_exec_ctx *ctx, const struct isa_
     uint32_t most = v[0].rows > v[1].rows ? v[0].rows : v[1].rows;
     uint32_t active = (most + POOL_QUADRANT - 1) / POOL_QUADRANT * POOL_QUADRANT;
     if (st == EMU_OK)
-        st = pool_shuffle_start(ctx, "src", &insn->ap[1], active);
+        st = pool_shuffle_start(ctx, "src", ISA_ARG_AP(insn, nc_stream_shuffle, src), active);
     if (st == EMU_OK)
-        st = pool_shuffle_start(ctx, "dst", &insn->ap[0], active);
+        st = pool_shuffle_start(ctx, "dst", ISA_ARG_AP(insn, nc_stream_shuffle, dst), active);
     for (uint32_t d = 0; d < v[0].rows && st == EMU_OK; d++) {
         uint32_t m = insn->mask[d % POOL_QUADRANT], s = d / POOL_QUADRANT * POOL_QUADRANT + m;
         if (m != POOL_MASK_KEEP && (m >= POOL_QUADRANT || s >= v[1].rows))
@@ -665,7 +687,8 @@ static void pool_shuffle_chunk(struct isa_exec_ctx *ctx, const struct isa_insn *
  * mask[i] (255: dst partition i keeps its bytes). */
 emu_status isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(nc_stream_shuffle, dst),
+                                      ISA_AP_SLOT(nc_stream_shuffle, src)};
     struct ap_view v[2];
     emu_status st = pool_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
@@ -716,7 +739,8 @@ static void pool_seg_bounds(const struct pool_seg *s, uint64_t n, int64_t *out)
 /* Per partition, [start, end) of the segment of every element. */
 emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(sequence_bounds, dst),
+                                      ISA_AP_SLOT(sequence_bounds, segment_ids)};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
     (void)insn;
@@ -750,6 +774,8 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
 {
     int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
     float *f = core_scratch(ctx, 4);
+    int64_t offset = ISA_ARG_INT(insn, nonzero_with_count, index_offset);
+    int64_t pad = ISA_ARG_INT(insn, nonzero_with_count, padding_val);
     uint64_t n = v[1].elems, count = 0;
     bool ints = pool_dtype_is_int(v[1].dtype);
     if (ints)
@@ -758,9 +784,9 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
         ap_row_load(&v[1], r, f);
     for (uint64_t i = 0; i < n; i++)
         if (ints ? ids[i] != 0 : f[i] != 0.0f)
-            out[count++] = (int32_t)((uint32_t)i + (uint32_t)insn->imm[0].i);
+            out[count++] = (int32_t)((uint32_t)i + (uint32_t)offset);
     for (uint64_t i = count; i < n; i++)
-        out[i] = (int32_t)insn->imm[1].i;
+        out[i] = (int32_t)pad;
     out[n] = (int64_t)count;
     pool_row_store_i64(&v[0], r, out);
 }
@@ -769,7 +795,8 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
  * non-zero elements, padding_val to the input length, then their count. */
 emu_status isa_exec_nonzero_with_count(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(nonzero_with_count, dst),
+                                      ISA_AP_SLOT(nonzero_with_count, src)};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
     emu_status st = pool_need_gen(ctx, "nonzero_with_count", 3);
@@ -857,9 +884,11 @@ static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3],
  * their snake indices. */
 emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(topk, val_dst),
+                                      ISA_AP_SLOT(topk, idx_dst),
+                                      ISA_AP_SLOT(topk, src)};
     struct ap_view v[3];
-    uint64_t n = (uint64_t)insn->imm[0].i;
+    uint64_t n = (uint64_t)ISA_ARG_INT(insn, topk, n);
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK)
         st = pool_topk_check(ctx, v, n);
