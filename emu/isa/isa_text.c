@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/isa/isa_lex.h"
+
 #define MAX_FIELDS 32  /* more than any op in the table has */
 
 /* ---- output buffer ------------------------------------------------------- */
@@ -370,25 +372,6 @@ static size_t read_floattok(struct parser *p, const char **start)
 }
 
 /* ---- parsing: numbers ------------------------------------------------------- */
-/* Digits of base at s[0..n) into *v; false on a bad digit or overflow. */
-static bool digits_u64(const char *s, size_t n, unsigned base, uint64_t *v)
-{
-    *v = 0;
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        int c = tolower((unsigned char)s[i]);
-        unsigned d = 99;
-        if (isdigit(c))
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        if (d >= base || __builtin_mul_overflow(*v, base, v) || __builtin_add_overflow(*v, d, v))
-            return false;
-    }
-    return true;
-}
-
 /* An integer: [-]decimal or [-]0xhex, within [lo, hi]. */
 static emu_status parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -397,15 +380,10 @@ static emu_status parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *o
     size_t n = read_inttok(p, &s);
     bool neg = n > 0 && s[0] == '-';
     size_t skip = neg ? 1 : 0;
-    unsigned base = 10;
-    if (n > skip + 2 && s[skip] == '0' && tolower((unsigned char)s[skip + 1]) == 'x') {
-        base = 16;
-        skip += 2;
-    }
     uint64_t mag;
     if (n == 0)
         return perr(p, at, "expected a number");
-    if (!digits_u64(s + skip, n - skip, base, &mag))
+    if (!isa_lex_u64(s + skip, n - skip, &mag))
         return perr(p, at, "bad number '%.*s'", (int)n, s);
     bool fits = neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX;
     int64_t v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
@@ -421,10 +399,9 @@ static emu_status parse_u64(struct parser *p, uint64_t *out)
     size_t at = p->pos;
     const char *s;
     size_t n = read_inttok(p, &s);
-    bool hex = n > 2 && s[0] == '0' && tolower((unsigned char)s[1]) == 'x';
     if (n == 0)
         return perr(p, at, "expected a number");
-    if (!digits_u64(s + (hex ? 2 : 0), n - (hex ? 2 : 0), hex ? 16 : 10, out))
+    if (!isa_lex_u64(s, n, out))
         return perr(p, at, "bad number '%.*s' (0..2^64-1)", (int)n, s);
     return EMU_OK;
 }
@@ -436,7 +413,7 @@ static emu_status parse_bits(struct parser *p, unsigned nbits, uint64_t *bits)
     const char *s;
     size_t n = read_inttok(p, &s);
     if (n < 3 || s[0] != '0' || s[1] != 'x' || n - 2 > nbits / 4 ||
-        !digits_u64(s + 2, n - 2, 16, bits))
+        !isa_lex_digits(s + 2, n - 2, 16, bits))
         return perr(p, at, "expected 0x and at most %u hex digits after 'bits:'", nbits / 4);
     return EMU_OK;
 }
@@ -484,7 +461,7 @@ static emu_status parse_float(struct parser *p, unsigned nbits, uint64_t *bits, 
     *set = true;
     if (at_bits(p))
         return parse_bits(p, nbits, bits);
-    char tmp[64], *end;
+    char tmp[64];
     size_t at;
     bool nan;
     if (float_literal(p, tmp, &at, &nan) != EMU_OK) {
@@ -495,16 +472,8 @@ static emu_status parse_float(struct parser *p, unsigned nbits, uint64_t *bits, 
         *bits = nbits == 32 ? 0x7fc00000u : 0x7ff8000000000000ull;
         return EMU_OK;
     }
-    if (nbits == 32) {
-        float f = strtof(tmp, &end);
-        uint32_t b32;
-        memcpy(&b32, &f, sizeof b32);
-        *bits = b32;
-    } else {
-        double d = strtod(tmp, &end);
-        memcpy(bits, &d, sizeof d);
-    }
-    return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
+    bool whole = isa_lex_float_bits(tmp, strlen(tmp), nbits, bits);
+    return whole ? EMU_OK : perr(p, at, "bad number '%s'", tmp);
 }
 
 static emu_status parse_f32(struct parser *p, float *out)
