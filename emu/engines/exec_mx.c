@@ -69,17 +69,6 @@ static inline float mx_lane(const struct mx_lut *t, uint32_t dtype, const uint8_
     return t->v[p[j]];
 }
 
-/* Address of element i (flattened pattern order) of row r. */
-static uint8_t *mx_elem(const struct ap_view *v, uint32_t r, uint64_t i)
-{
-    int64_t off = 0;
-    for (int d = (int)v->ndims - 1; d >= 0; d--) {
-        off += (int64_t)(i % v->count[d]) * v->stride[d];
-        i /= v->count[d];
-    }
-    return ap_row_ptr(v, r) + off;
-}
-
 /* Row of the scale operand holding the scale of data partition p. */
 static uint32_t mx_scale_row(uint32_t p)
 {
@@ -152,13 +141,13 @@ static void mx_quantize_group(const struct ap_view *dst, const struct ap_view *s
             amax = isnan(a) || a > amax ? a : amax;
         }
     uint8_t code = mxq_scale_code(amax, emax);
-    *mx_elem(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
+    *ap_elem_ptr(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
     int shift = 127 - (int)code;
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
         float q[NUM_X4_LANES];
         for (unsigned j = 0; j < NUM_X4_LANES; j++)
             q[j] = code == NUM_E8M0_NAN ? NAN : ldexpf(rows[i][4 * f + j], shift);
-        num_x4_pack(dst->dtype, q, true, mx_elem(dst, p0 + i, f));
+        num_x4_pack(dst->dtype, q, true, ap_elem_ptr(dst, p0 + i, f));
     }
 }
 
@@ -184,7 +173,7 @@ static void mx_quantize_block_fast(const struct ap_view *dst, const struct ap_vi
     }
     mxq_block_run(&b);
     for (uint64_t f = 0; !sc->flat && f < dst->elems; f++)
-        *mx_elem(sc, sr, f) = codes[f];
+        *ap_elem_ptr(sc, sr, f) = codes[f];
 }
 
 emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
@@ -322,8 +311,8 @@ static void mx_pack(const struct ap_view *v, const struct ap_view *sc, uint64_t 
         uint32_t sr = full ? mx_scale_row(p) : p / MX_GROUP_PARTS;
         const uint8_t *drow = ap_row_ptr(v, p) + c0 * v->esize, *srow = ap_row_ptr(sc, sr) + c0;
         for (uint32_t i = 0; i < w; i++) {
-            const uint8_t *e = flat ? drow + (size_t)i * v->esize : mx_elem(v, p, c0 + i);
-            float s = stab[flat ? srow[i] : *mx_elem(sc, sr, c0 + i)];
+            const uint8_t *e = flat ? drow + (size_t)i * v->esize : ap_elem_ptr(v, p, c0 + i);
+            float s = stab[flat ? srow[i] : *ap_elem_ptr(sc, sr, c0 + i)];
             for (unsigned j = 0; j < NUM_X4_LANES; j++)
                 lane[j][i] = mx_lane(&lut, v->dtype, e, j) * s;
         }

@@ -61,17 +61,6 @@ static bool pe_input_ok(uint32_t dt)
     return pe_is_f32(dt) || dt == ISA_DT_BF16 || dt == ISA_DT_F16 || pe_is_fp8(dt);
 }
 
-/* Address of element i (flattened order) of row r. */
-static uint8_t *pe_elem(const struct ap_view *v, uint32_t r, uint64_t i)
-{
-    int64_t off = 0;
-    for (int d = (int)v->ndims - 1; d >= 0; d--) {
-        off += (int64_t)(i % v->count[d]) * v->stride[d];
-        i /= v->count[d];
-    }
-    return ap_row_ptr(v, r) + off;
-}
-
 static emu_status pe_bind3(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *st,
                            struct ap_view *mv)
 {
@@ -498,7 +487,7 @@ static emu_status pe_transpose_mode(struct isa_exec_ctx *ctx, const struct isa_i
     emu_status s = pe_select_rows(ctx, mv, sel);
     for (uint32_t m = 0; s == EMU_OK && m < g->m; m++)
         for (uint32_t n = 0; n < g->n; n++)
-            pe_move_elem(pe_elem(dst, m, n), ddt, pe_elem(st, sel[n], m), sdt);
+            pe_move_elem(ap_elem_ptr(dst, m, n), ddt, ap_elem_ptr(st, sel[n], m), sdt);
     return s;
 }
 
@@ -554,10 +543,10 @@ static void pe_transpose_bits(const struct ap_view *dst, const struct ap_view *d
     size_t es = data->esize;
     for (uint32_t p = 0; p < data->rows; p++)
         for (uint64_t f = 0; f < data->elems; f++)
-            memcpy(buf + (p * data->elems + f) * es, pe_elem(data, p, f), es);
+            memcpy(buf + (p * data->elems + f) * es, ap_elem_ptr(data, p, f), es);
     for (uint64_t f = 0; f < data->elems; f++)
         for (uint32_t p = 0; p < data->rows; p++)
-            memcpy(pe_elem(dst, (uint32_t)f, p), buf + (p * data->elems + f) * es, es);
+            memcpy(ap_elem_ptr(dst, (uint32_t)f, p), buf + (p * data->elems + f) * es, es);
 }
 
 /* Engine, memories, sizes and types of an nc_transpose. */
