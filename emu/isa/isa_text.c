@@ -77,7 +77,8 @@ static void print_var(struct text_out *t, const struct isa_text_env *env, uint32
         out_printf(t, "$%u", id);
 }
 
-static void print_dims(struct text_out *t, unsigned ndims, const struct isa_dim *dim, const char *sep)
+static void print_dims(struct text_out *t, unsigned ndims, const struct isa_dim *dim,
+                       const char *sep)
 {
     for (unsigned d = 0; d < ndims && d < ISA_MAX_DIMS; d++)
         out_printf(t, "%s[%d,%u]", d ? sep : "", (int)dim[d].step, dim[d].count);
