@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/isa/isa_args.h"
 #include "emu/isa/isa_text.h"
 
@@ -163,14 +164,8 @@ static int race_remember(struct race_state *r, const struct race_access *acc, ui
 {
     if (r->nhist + n > r->cap) {
         race_prune(r);
-        if (r->nhist + n > r->cap) {
-            size_t ncap = (r->cap ? r->cap * 2 : 256) + n;
-            struct race_access *h = realloc(r->hist, ncap * sizeof *h);
-            if (h == NULL)
-                return -1;
-            r->hist = h;
-            r->cap = ncap;
-        }
+        if (!grow_array((void **)&r->hist, r->nhist + n, &r->cap, sizeof *r->hist, 256))
+            return -1;
     }
     memcpy(r->hist + r->nhist, acc, n * sizeof *acc);
     r->nhist += n;

@@ -331,7 +331,7 @@ static bool dir_sym(struct asm_ctx *a, struct asm_dir *d, bool event)
     }
     if (!asm_dir_done(a, d, what))
         return false;
-    if (!asm_grow_array((void **)&a->syms, a->nsyms, &a->capsyms, sizeof *a->syms) ||
+    if (!grow_array((void **)&a->syms, a->nsyms + 1, &a->capsyms, sizeof *a->syms, 16) ||
         (a->syms[a->nsyms].name = asm_dup_n(s, n)) == NULL)
         return asm_oom_at(a, tn->at);
     a->syms[a->nsyms].id = id;

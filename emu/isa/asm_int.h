@@ -20,6 +20,7 @@
 #include "emu/isa/asm.h"
 #include "emu/isa/isa.h"
 #include "emu/isa/isa_lex.h"
+#include "emu/grow.h"
 
 #define ASM_MAX_TOKS 96          /* words of one directive */
 #define ASM_NAME_MAX 512         /* longest variable, queue, member name */
@@ -182,7 +183,6 @@ struct asm_name_list {
 
 /* ---- asm_lex.c: characters, errors, numbers, logical lines, directive words --- */
 
-bool asm_grow_array(void **arr, size_t n, size_t *cap, size_t elem);
 char *asm_dup_n(const char *s, size_t n);
 bool asm_is_ident_char(char c);
 size_t asm_ident_len(const char *s);

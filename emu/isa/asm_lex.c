@@ -17,21 +17,6 @@
 
 /* ---- small helpers ------------------------------------------------------- */
 
-bool asm_grow_array(void **arr, size_t n, size_t *cap, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    if (ncap > SIZE_MAX / elem)
-        return false;
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL)
-        return false;
-    *arr = p;
-    *cap = ncap;
-    return true;
-}
-
 char *asm_dup_n(const char *s, size_t n)
 {
     char *c = malloc(n + 1);
@@ -171,15 +156,9 @@ bool asm_ll_push(struct asm_ctx *a, char c, struct asm_pos p)
 {
     struct asm_lline *l = &a->ll;
     if (l->n + 1 >= l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 256;
-        char *s = realloc(l->s, ncap);
-        if (s == NULL)
+        size_t ncap = grow_cap(l->cap, l->n + 2, 256);
+        if (!grow_to((void **)&l->s, ncap, 1) || !grow_to((void **)&l->pos, ncap, sizeof *l->pos))
             return false;
-        l->s = s;
-        struct asm_pos *q = realloc(l->pos, ncap * sizeof *q);
-        if (q == NULL)
-            return false;
-        l->pos = q;
         l->cap = ncap;
     }
     l->s[l->n] = c;

@@ -106,7 +106,7 @@ static bool u64_item(struct asm_ctx *a, void *user, const char *s, size_t n, siz
         return asm_err_at(a, off, "expected an integer in 0..%llu", (unsigned long long)l->max);
     if (l->n == l->max_items)
         return asm_err_at(a, off, "more than %zu items", l->max_items);
-    if (!asm_grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v))
+    if (!grow_array((void **)&l->v, l->n + 1, &l->cap, sizeof *l->v, 16))
         return asm_oom_at(a, off);
     l->v[l->n++] = x;
     return true;
@@ -159,7 +159,7 @@ bool asm_tok_u32_array(struct asm_ctx *a, const struct asm_dir *d, const struct 
 static bool name_push(struct asm_ctx *a, struct asm_name_list *l, const char *s, size_t n,
                       size_t off)
 {
-    if (!asm_grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v) ||
+    if (!grow_array((void **)&l->v, l->n + 1, &l->cap, sizeof *l->v, 16) ||
         (l->v[l->n] = asm_dup_n(s, n)) == NULL)
         return asm_oom_at(a, off);
     if (!asm_name_ok(l->v[l->n])) {
