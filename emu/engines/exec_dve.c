@@ -1,10 +1,11 @@
 /*
  * exec_dve.c: semantics of the Vector/GpSimd elementwise, copy and reduce
  * instructions: tensor_tensor, tensor_scalar, scalar_tensor_tensor,
- * tensor_copy, tensor_copy_predicated, memset, iota, tensor_reduce,
- * tensor_partition_reduce, tensor_tensor_scan, tensor_scalar_reduce and
- * tensor_scalar_cumulative, after the NKI ISA reference. docs/isa.md has
- * the table of choices where the reference is silent.
+ * tensor_copy, tensor_copy_predicated, memset, tensor_reduce,
+ * tensor_tensor_scan, tensor_scalar_reduce and tensor_scalar_cumulative,
+ * after the NKI ISA reference (the GpSimd-only iota and
+ * tensor_partition_reduce are in exec_pool.c). docs/isa.md has the table
+ * of choices where the reference is silent.
  *
  * Every instruction works row by row (a row is one partition's free
  * elements in pattern order): rows go in increasing order, and each row
@@ -46,18 +47,6 @@ static size_t dve_min(size_t a, size_t b)
     return a < b ? a : b;
 }
 
-/* Bind the operands in slots[0..n) into v[0..n). */
-static emu_status dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
-                           struct ap_view *v)
-{
-    for (unsigned i = 0; i < n; i++) {
-        emu_status st = ap_bind(ctx, slots[i], &v[i]);
-        if (st != EMU_OK)
-            return st;
-    }
-    return EMU_OK;
-}
-
 /* a must have b's shape (rows x elements). */
 static emu_status dve_shape(struct isa_exec_ctx *ctx, const char *an, const struct ap_view *a,
                             const char *bn, const struct ap_view *b)
@@ -66,28 +55,6 @@ static emu_status dve_shape(struct isa_exec_ctx *ctx, const char *an, const stru
         return EMU_OK;
     return core_fail(ctx, DVE_ERR, "%s is [%u, %llu] but %s is [%u, %llu]", an, a->rows,
                      (unsigned long long)a->elems, bn, b->rows, (unsigned long long)b->elems);
-}
-
-/* op must be an ALU operator with every property bit of need. */
-static emu_status dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
-                               unsigned need)
-{
-    unsigned p = dve_op_props(op);
-    if (p != 0 && (p & need) == need)
-        return EMU_OK;
-    const char *why = p == 0 ? "is not an ALU operator"
-                      : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
-                      : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"
-                      : "cannot run here";
-    return core_fail(ctx, DVE_ERR, "%s %s (%u) %s", field, dve_op_name(op), op, why);
-}
-
-static bool dve_all_int(const struct ap_view *v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        if (!dve_dtype_is_int(v[i].dtype))
-            return false;
-    return true;
 }
 
 /* The partition of row r of operand slot (accumulator registers are per partition). */
@@ -640,69 +607,6 @@ emu_status isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn
     return EMU_OK;
 }
 
-/* ---- iota ------------------------------------------------------------------------------- */
-
-/* Elements of the iota pattern (more than cap: cap + 1). */
-static uint64_t dve_iota_count(const struct isa_pattern *pat, uint64_t cap)
-{
-    uint64_t n = pat->ndims > 0;
-    for (unsigned d = 0; d < pat->ndims && n <= cap; d++)
-        n *= pat->dim[d].count;
-    return n > cap ? cap + 1 : n;
-}
-
-/* The pattern part of every value, sum(idx_d * step_d), in int32
- * (wrapping) arithmetic, in pattern order: n values into out. */
-static void dve_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64_t n)
-{
-    uint32_t idx[ISA_MAX_DIMS] = {0};
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t v = 0;
-        for (unsigned d = 0; d < pat->ndims; d++)
-            v += idx[d] * (uint32_t)pat->dim[d].step;
-        out[i] = (int32_t)v;
-        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
-            if (++idx[d] < pat->dim[d].count)
-                break;
-            idx[d] = 0;
-        }
-    }
-}
-
-/* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
- * in int32 arithmetic, p counting the dst rows from 0. */
-emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    struct ap_view d;
-    emu_status st = ap_bind(ctx, ISA_AP_SLOT(iota, dst), &d);
-    if (st != EMU_OK)
-        return st;
-    int64_t *pat = dve_wide_scratch(ctx, 0), *row = dve_wide_scratch(ctx, 2);
-    float *frow = core_scratch(ctx, 4);
-    uint64_t n = dve_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
-    if (n != d.elems)
-        return core_fail(ctx, DVE_ERR, "the iota pattern has %s%llu elements but dst has %llu "
-                         "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
-                         (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
-                         (unsigned long long)d.elems);
-    dve_iota_pattern(&insn->pattern, pat, n);
-    bool ints = dve_dtype_is_int(d.dtype);
-    for (uint32_t r = 0; r < d.rows; r++) {
-        uint32_t base = (uint32_t)ISA_ARG_INT(insn, iota, offset) +
-                        (uint32_t)ISA_ARG_INT(insn, iota, channel_multiplier) * r;
-        for (uint64_t i = 0; i < n; i++)
-            row[i] = (int32_t)(base + (uint32_t)pat[i]);
-        if (ints) {
-            dve_row_store_i64(&d, r, row);
-            continue;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            frow[i] = (float)row[i];
-        ap_row_store(&d, r, frow);
-    }
-    return EMU_OK;
-}
-
 /* ---- tensor_reduce ------------------------------------------------------------------------ */
 
 /* Elements per reduced group: the product of the last axes dims of data. */
@@ -782,62 +686,6 @@ emu_status isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
     st = dve_op_check(ctx, "op", op, DVE_OP_F32);
     if (st == EMU_OK)
         dve_reduce_f32(ctx, op, neg, &v[0], &v[1], inner);
-    return st;
-}
-
-/* ---- tensor_partition_reduce --------------------------------------------------------------- */
-
-static void dve_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
-                            const struct ap_view *x_v)
-{
-    float *acc = core_scratch(ctx, 0);
-    size_t n = d->elems;
-    unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
-    ap_row_load(x_v, 0, acc);
-    for (uint32_t r = 1; r < x_v->rows; r++)
-        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
-    if (op == ISA_ALU_average)
-        dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
-    ap_row_store(d, 0, acc);
-}
-
-static void dve_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
-                            const struct ap_view *x_v)
-{
-    int64_t *acc = dve_wide_scratch(ctx, 0), *x = dve_wide_scratch(ctx, 2);
-    unsigned bits = dve_dtype_bits(d->dtype);
-    dve_row_load_i64(x_v, 0, acc);
-    for (uint32_t r = 1; r < x_v->rows; r++) {
-        dve_row_load_i64(x_v, r, x);
-        dve_i64_vv(op, acc, acc, x, false, bits, d->elems);
-    }
-    dve_row_store_i64(d, 0, acc);
-}
-
-/* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
-emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_partition_reduce, dst),
-                                      ISA_AP_SLOT(tensor_partition_reduce, data)};
-    struct ap_view v[2];
-    unsigned op = ISA_ARG_ENUM(insn, tensor_partition_reduce, op);
-    emu_status st = dve_bind(ctx, slots, 2, v);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
-    if (st != EMU_OK)
-        return st;
-    if (v[0].rows != 1 || v[0].elems != v[1].elems)
-        return core_fail(ctx, DVE_ERR, "dst is [%u, %llu]; reducing the partitions of data "
-                         "[%u, %llu] gives [1, %llu]", v[0].rows, (unsigned long long)v[0].elems,
-                         v[1].rows, (unsigned long long)v[1].elems,
-                         (unsigned long long)v[1].elems);
-    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
-        dve_preduce_int(ctx, op, &v[0], &v[1]);
-        return EMU_OK;
-    }
-    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
-    if (st == EMU_OK)
-        dve_preduce_f32(ctx, op, &v[0], &v[1]);
     return st;
 }
 

@@ -3,9 +3,9 @@
  * instructions, after the NKI ISA reference: bn_stats, bn_aggr, max8,
  * nc_find_index8, nc_match_replace8, select_reduce, range_select,
  * affine_select, local_gather, nc_n_gather, nc_stream_shuffle,
- * sequence_bounds, nonzero_with_count and topk (quantize_mx is in
- * exec_mx.c). docs/isa.md has the table of choices where the
- * reference is silent.
+ * sequence_bounds, nonzero_with_count and topk, and the GpSimd-only
+ * iota and tensor_partition_reduce (quantize_mx is in exec_mx.c).
+ * docs/isa.md has the table of choices where the reference is silent.
  *
  * Rows are partitions, their free elements flattened in pattern order.
  * Values are compared and computed in fp32 and stored rounded to nearest
@@ -21,6 +21,7 @@
 
 #include "emu/engines/act_acc.h"
 #include "emu/num/numerics.h"
+#include "emu/engines/dve.h"
 #include "emu/engines/pool.h"
 #include "emu/isa/isa_args.h"
 
@@ -901,4 +902,123 @@ emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
         pool_topk_write(ctx, v, g, rk);
     }
     return EMU_OK;
+}
+
+/* ---- iota ------------------------------------------------------------------------------- */
+
+/* Elements of the iota pattern (more than cap: cap + 1). */
+static uint64_t pool_iota_count(const struct isa_pattern *pat, uint64_t cap)
+{
+    uint64_t n = pat->ndims > 0;
+    for (unsigned d = 0; d < pat->ndims && n <= cap; d++)
+        n *= pat->dim[d].count;
+    return n > cap ? cap + 1 : n;
+}
+
+/* The pattern part of every value, sum(idx_d * step_d), in int32
+ * (wrapping) arithmetic, in pattern order: n values into out. */
+static void pool_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64_t n)
+{
+    uint32_t idx[ISA_MAX_DIMS] = {0};
+    for (uint64_t i = 0; i < n; i++) {
+        uint32_t v = 0;
+        for (unsigned d = 0; d < pat->ndims; d++)
+            v += idx[d] * (uint32_t)pat->dim[d].step;
+        out[i] = (int32_t)v;
+        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
+            if (++idx[d] < pat->dim[d].count)
+                break;
+            idx[d] = 0;
+        }
+    }
+}
+
+/* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
+ * in int32 arithmetic, p counting the dst rows from 0. */
+emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view d;
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(iota, dst), &d);
+    if (st != EMU_OK)
+        return st;
+    int64_t *pat = pool_wide(ctx, 0), *row = pool_wide(ctx, 2);
+    float *frow = core_scratch(ctx, 4);
+    uint64_t n = pool_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
+    if (n != d.elems)
+        return core_fail(ctx, POOL_ERR, "the iota pattern has %s%llu elements but dst has %llu "
+                         "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
+                         (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
+                         (unsigned long long)d.elems);
+    pool_iota_pattern(&insn->pattern, pat, n);
+    bool ints = dve_dtype_is_int(d.dtype);
+    for (uint32_t r = 0; r < d.rows; r++) {
+        uint32_t base = (uint32_t)ISA_ARG_INT(insn, iota, offset) +
+                        (uint32_t)ISA_ARG_INT(insn, iota, channel_multiplier) * r;
+        for (uint64_t i = 0; i < n; i++)
+            row[i] = (int32_t)(base + (uint32_t)pat[i]);
+        if (ints) {
+            dve_row_store_i64(&d, r, row);
+            continue;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            frow[i] = (float)row[i];
+        ap_row_store(&d, r, frow);
+    }
+    return EMU_OK;
+}
+
+/* ---- tensor_partition_reduce --------------------------------------------------------------- */
+
+static void pool_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    float *acc = core_scratch(ctx, 0);
+    size_t n = d->elems;
+    unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
+    ap_row_load(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++)
+        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
+    if (op == ISA_ALU_average)
+        dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
+    ap_row_store(d, 0, acc);
+}
+
+static void pool_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    int64_t *acc = pool_wide(ctx, 0), *x = pool_wide(ctx, 2);
+    unsigned bits = dve_dtype_bits(d->dtype);
+    dve_row_load_i64(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++) {
+        dve_row_load_i64(x_v, r, x);
+        dve_i64_vv(op, acc, acc, x, false, bits, d->elems);
+    }
+    dve_row_store_i64(d, 0, acc);
+}
+
+/* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
+emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_partition_reduce, dst),
+                                      ISA_AP_SLOT(tensor_partition_reduce, data)};
+    struct ap_view v[2];
+    unsigned op = ISA_ARG_ENUM(insn, tensor_partition_reduce, op);
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
+        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
+    if (st != EMU_OK)
+        return st;
+    if (v[0].rows != 1 || v[0].elems != v[1].elems)
+        return core_fail(ctx, POOL_ERR, "dst is [%u, %llu]; reducing the partitions of data "
+                         "[%u, %llu] gives [1, %llu]", v[0].rows, (unsigned long long)v[0].elems,
+                         v[1].rows, (unsigned long long)v[1].elems,
+                         (unsigned long long)v[1].elems);
+    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
+        pool_preduce_int(ctx, op, &v[0], &v[1]);
+        return EMU_OK;
+    }
+    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
+    if (st == EMU_OK)
+        pool_preduce_f32(ctx, op, &v[0], &v[1]);
+    return st;
 }
