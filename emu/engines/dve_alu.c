@@ -329,13 +329,10 @@ const char *dve_op_name(unsigned op)
     return name != NULL ? name : "(not an ALU operator)";
 }
 
-/* op must be an ALU operator with every property bit of need. */
-emu_status dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
-                        unsigned need)
+/* The error of dve_op_check: why op cannot serve where need asks. */
+emu_status dve_op_fail(struct isa_exec_ctx *ctx, const char *field, unsigned op, unsigned need)
 {
     unsigned p = dve_op_props(op);
-    if (p != 0 && (p & need) == need)
-        return EMU_OK;
     const char *why = p == 0 ? "is not an ALU operator"
                       : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
                       : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"

@@ -108,28 +108,6 @@ void dve_row_scatter(const struct ap_view *v, uint32_t r, const void *src)
     AP_FOR_RUNS(v, r, dve_move(run_ptr, run_step, s + run_first * es, (int64_t)es, es, run_n));
 }
 
-/* ---- operands ------------------------------------------------------------------ */
-
-/* Bind the operands in slots[0..n) into v[0..n). */
-emu_status dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
-                    struct ap_view *v)
-{
-    for (unsigned i = 0; i < n; i++) {
-        emu_status st = ap_bind(ctx, slots[i], &v[i]);
-        if (st != EMU_OK)
-            return st;
-    }
-    return EMU_OK;
-}
-
-bool dve_all_int(const struct ap_view *v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        if (!dve_dtype_is_int(v[i].dtype))
-            return false;
-    return true;
-}
-
 const float *dve_in_f32_load(struct isa_exec_ctx *ctx, unsigned slot, const struct ap_view *v,
                              uint32_t r)
 {
