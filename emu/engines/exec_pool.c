@@ -185,7 +185,7 @@ emu_status isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_in
         ap_row_load(&v[2], r, vals);
         const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
         pool_match8(x, v[1].elems, vals, false, idx);
-        pool_row_store_i64(&v[0], r, idx);
+        dve_row_store_i64(&v[0], r, idx);
     }
     return EMU_OK;
 }
@@ -219,7 +219,7 @@ emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa
                 w[idx[i]] = ISA_ARG_F32(insn, nc_match_replace8, imm);
         ap_row_store(&v[0], r, w);
         if (has_idx)
-            pool_row_store_i64(&vi, r, idx);
+            dve_row_store_i64(&vi, r, idx);
     }
     return EMU_OK;
 }
@@ -321,7 +321,7 @@ emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
     int64_t *pred = pool_wide(ctx, 0);
     for (uint32_t r = 0; r < s.v[0].rows; r++) {
         float k = pool_scalar_f32(&s.f, r), m = -INFINITY;
-        pool_row_load_i64(&s.v[1], r, pred);
+        dve_row_load_i64(&s.v[1], r, pred);
         ap_row_load(&s.v[2], r, w);
         for (uint64_t i = 0; i < s.v[0].elems; i++) {
             if ((pred[i] != 0) == rev)
@@ -466,11 +466,11 @@ static void pool_affine_row(struct isa_exec_ctx *ctx, const struct ap_view *v, u
     uint8_t *b = pool_bytes(ctx, 2), fb[8];
     uint32_t es = v[0].esize;
     (void)num_from_f32(v[0].dtype, fb, on_false, NULL, 0);
-    pool_row_gather(&v[1], r, b);
+    dve_row_gather(&v[1], r, b);
     for (uint64_t i = 0; i < n; i++)
         if (!keep[i])
             memcpy(b + i * es, fb, es);
-    pool_row_scatter(&v[0], r, b);
+    dve_row_scatter(&v[0], r, b);
 }
 
 /* dst = on_true where (offset + partition * channel_multiplier + pattern
@@ -546,7 +546,7 @@ static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v
 {
     int64_t *row = pool_wide(ctx, 0);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
-        pool_row_load_i64(&v[2], g * POOL_GROUP + p, row);
+        dve_row_load_i64(&v[2], g * POOL_GROUP + p, row);
         for (uint64_t k = p; k < nvi; k += POOL_GROUP) {
             list[k] = (uint32_t)row[k / POOL_GROUP];
             if (list[k] + per > v[1].elems)
@@ -577,10 +577,10 @@ emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn
         if (st != EMU_OK)
             return st;
         for (uint32_t r = g * POOL_GROUP; r < (g + 1) * POOL_GROUP; r++) {
-            pool_row_gather(&v[1], r, in);
+            dve_row_gather(&v[1], r, in);
             for (uint64_t k = 0; k < nvi; k++)
                 memcpy(out + k * per * es, in + (uint64_t)list[k] * es, per * es);
-            pool_row_scatter(&v[0], r, out);
+            dve_row_scatter(&v[0], r, out);
         }
     }
     return EMU_OK;
@@ -610,8 +610,8 @@ emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
     uint8_t *in = pool_bytes(ctx, 2), *out = pool_bytes(ctx, 3);
     uint32_t es = v[0].esize;
     for (uint32_t r = 0; r < v[0].rows; r++) {
-        pool_row_load_i64(&v[2], r, idx);
-        pool_row_gather(&v[1], r, in);
+        dve_row_load_i64(&v[2], r, idx);
+        dve_row_gather(&v[1], r, in);
         for (uint64_t j = 0; j < v[0].elems; j++) {
             if ((uint64_t)idx[j] >= v[1].elems)
                 return core_fail(ctx, EMU_EXEC_OOB, "nc_n_gather index %lld (partition %u, "
@@ -620,7 +620,7 @@ emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
                                  (unsigned long long)v[1].elems);
             memcpy(out + j * es, in + (uint64_t)idx[j] * es, es);
         }
-        pool_row_scatter(&v[0], r, out);
+        dve_row_scatter(&v[0], r, out);
     }
     return EMU_OK;
 }
@@ -760,11 +760,11 @@ emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
     struct pool_seg s = {ints ? ids : NULL, fids};
     for (uint32_t r = 0; r < v[0].rows; r++) {
         if (ints)
-            pool_row_load_i64(&v[1], r, ids);
+            dve_row_load_i64(&v[1], r, ids);
         else
             ap_row_load(&v[1], r, fids);
         pool_seg_bounds(&s, v[1].elems, out);
-        pool_row_store_i64(&v[0], r, out);
+        dve_row_store_i64(&v[0], r, out);
     }
     return EMU_OK;
 }
@@ -778,9 +778,9 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
     int64_t offset = ISA_ARG_INT(insn, nonzero_with_count, index_offset);
     int64_t pad = ISA_ARG_INT(insn, nonzero_with_count, padding_val);
     uint64_t n = v[1].elems, count = 0;
-    bool ints = pool_dtype_is_int(v[1].dtype);
+    bool ints = dve_dtype_is_int(v[1].dtype);
     if (ints)
-        pool_row_load_i64(&v[1], r, ids);
+        dve_row_load_i64(&v[1], r, ids);
     else
         ap_row_load(&v[1], r, f);
     for (uint64_t i = 0; i < n; i++)
@@ -789,7 +789,7 @@ static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, 
     for (uint64_t i = count; i < n; i++)
         out[i] = (int32_t)pad;
     out[n] = (int64_t)count;
-    pool_row_store_i64(&v[0], r, out);
+    dve_row_store_i64(&v[0], r, out);
 }
 
 /* On partitions 0, 16, ..., 112 of the tiles: the indices of src's
@@ -851,7 +851,7 @@ static void pool_topk_read(struct isa_exec_ctx *ctx, const struct ap_view *src, 
 {
     uint16_t *raw = (uint16_t *)(void *)core_scratch(ctx, 2);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
-        pool_row_gather(src, g * POOL_GROUP + p, raw);
+        dve_row_gather(src, g * POOL_GROUP + p, raw);
         for (uint64_t i = p; i < n; i += POOL_GROUP)
             rk[i] = (struct pool_rank){num_bf16_to_f32(raw[i / POOL_GROUP]), (uint32_t)i,
                                        raw[i / POOL_GROUP]};
@@ -869,15 +869,15 @@ static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3],
     uint32_t *idx = (uint32_t *)(void *)core_scratch(ctx, 3);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
         uint32_t r = g * POOL_GROUP + p;
-        pool_row_gather(&v[0], r, val);
-        pool_row_gather(&v[1], r, idx);
+        dve_row_gather(&v[0], r, val);
+        dve_row_gather(&v[1], r, idx);
         for (uint64_t c = 0; c < cols; c++) {
             uint64_t j = c * POOL_GROUP + p;
             val[c] = j < k ? rk[k - 1 - j].bits : 0xff80u;
             idx[c] = j < k ? rk[k - 1 - j].i : 0xffffffffu;
         }
-        pool_row_scatter(&v[0], r, val);
-        pool_row_scatter(&v[1], r, idx);
+        dve_row_scatter(&v[0], r, val);
+        dve_row_scatter(&v[1], r, idx);
     }
 }
 
