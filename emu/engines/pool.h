@@ -4,9 +4,9 @@
  *
  * pool_row.c moves element ranges of a row as raw bytes (whole rows, raw
  * or as int64, are dve_row.c's, shared with the Vector engine); it binds
- * and checks operands (shapes, dtypes, [P, 1]
- * scalars) with one clear message each, and holds the ranking order that
- * every sort-like instruction shares.
+ * and checks operands (shapes, dtypes, [P, 1] scalars) with one clear
+ * message each, and holds the ranking order that every sort-like
+ * instruction shares.
  */
 #ifndef TRNEMU_EMU_POOL_H
 #define TRNEMU_EMU_POOL_H
