@@ -424,8 +424,9 @@ emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn
 
 /* ---- affine_select --------------------------------------------------------------------- */
 
-/* Write the pattern's affine values (int32 arithmetic, wrapping) into out;
- * false when the pattern does not have exactly n elements. */
+/* Write the pattern's affine values, sum(idx_d * step_d) in int32
+ * (wrapping) arithmetic and pattern order, into out; false when the
+ * pattern does not have exactly n elements. affine_select and iota. */
 static bool pool_pattern(const struct isa_pattern *pat, uint32_t *out, uint64_t n)
 {
     uint64_t total = pat->ndims > 0 && pat->ndims <= ISA_MAX_DIMS;
@@ -915,24 +916,6 @@ static uint64_t pool_iota_count(const struct isa_pattern *pat, uint64_t cap)
     return n > cap ? cap + 1 : n;
 }
 
-/* The pattern part of every value, sum(idx_d * step_d), in int32
- * (wrapping) arithmetic, in pattern order: n values into out. */
-static void pool_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64_t n)
-{
-    uint32_t idx[ISA_MAX_DIMS] = {0};
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t v = 0;
-        for (unsigned d = 0; d < pat->ndims; d++)
-            v += idx[d] * (uint32_t)pat->dim[d].step;
-        out[i] = (int32_t)v;
-        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
-            if (++idx[d] < pat->dim[d].count)
-                break;
-            idx[d] = 0;
-        }
-    }
-}
-
 /* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
  * in int32 arithmetic, p counting the dst rows from 0. */
 emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
@@ -941,21 +924,21 @@ emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
     emu_status st = ap_bind(ctx, ISA_AP_SLOT(iota, dst), &d);
     if (st != EMU_OK)
         return st;
-    int64_t *pat = pool_wide(ctx, 0), *row = pool_wide(ctx, 2);
+    uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
+    int64_t *row = pool_wide(ctx, 2);
     float *frow = core_scratch(ctx, 4);
     uint64_t n = pool_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
-    if (n != d.elems)
+    if (n != d.elems || !pool_pattern(&insn->pattern, pat, n))
         return core_fail(ctx, POOL_ERR, "the iota pattern has %s%llu elements but dst has %llu "
                          "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
                          (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
                          (unsigned long long)d.elems);
-    pool_iota_pattern(&insn->pattern, pat, n);
     bool ints = dve_dtype_is_int(d.dtype);
     for (uint32_t r = 0; r < d.rows; r++) {
         uint32_t base = (uint32_t)ISA_ARG_INT(insn, iota, offset) +
                         (uint32_t)ISA_ARG_INT(insn, iota, channel_multiplier) * r;
         for (uint64_t i = 0; i < n; i++)
-            row[i] = (int32_t)(base + (uint32_t)pat[i]);
+            row[i] = (int32_t)(base + pat[i]);
         if (ints) {
             dve_row_store_i64(&d, r, row);
             continue;
