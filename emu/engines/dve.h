@@ -121,6 +121,13 @@ static inline bool dve_dtype_is_int(uint32_t dtype)
 }
 /* Bits of an element of dtype. */
 unsigned dve_dtype_bits(uint32_t dtype);
+/* Two adjacent scratch slots (from slot, an even number) as one row of
+ * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
+static inline int64_t *dve_wide(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    return (int64_t *)(void *)core_scratch(ctx, slot);
+}
+
 /* Are all n views of integer dtypes? */
 static inline bool dve_all_int(const struct ap_view *v, unsigned n)
 {

@@ -35,13 +35,6 @@
 #define DVE_PAR_MIN_BYTES (1u << 20) /* output bytes from which tensor_tensor/tensor_scalar split */
 #define DVE_PAR_ROWS 16u             /* rows per part of a split pass */
 
-/* Two adjacent scratch slots (from slot, an even number) as one row of
- * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
-static int64_t *dve_wide_scratch(struct isa_exec_ctx *ctx, unsigned slot)
-{
-    return (int64_t *)(void *)core_scratch(ctx, slot);
-}
-
 static size_t dve_min(size_t a, size_t b)
 {
     return a < b ? a : b;
@@ -165,7 +158,7 @@ static emu_status dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct
 
 static emu_status dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0), *y = dve_wide_scratch(ctx, 2);
+    int64_t *x = dve_wide(ctx, 0), *y = dve_wide(ctx, 2);
     unsigned bits = dve_dtype_bits(v[0].dtype);
     for (uint32_t r = 0; r < v[0].rows; r++) {
         dve_row_load_i64(&v[1], r, x);
@@ -255,7 +248,7 @@ static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
 static emu_status dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
                              const struct ap_view *d, const struct ap_view *x_v)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0);
+    int64_t *x = dve_wide(ctx, 0);
     unsigned bits = dve_dtype_bits(d->dtype);
     int steps = t->op[1] != ISA_ALU_bypass ? 2 : 1;
     for (uint32_t r = 0; r < d->rows; r++) {
@@ -444,7 +437,7 @@ static bool dve_rows_overlap(const struct ap_view *a, const struct ap_view *b, u
 static void dve_copy_bits(struct isa_exec_ctx *ctx, const struct ap_view *d,
                           const struct ap_view *s)
 {
-    void *buf = dve_wide_scratch(ctx, 0);
+    void *buf = dve_wide(ctx, 0);
     for (uint32_t r = 0; r < d->rows; r++) {
         if (d->flat && s->flat) {
             memmove(ap_row_ptr(d, r), ap_row_ptr(s, r), d->elems * d->esize);
@@ -515,7 +508,7 @@ static void dve_select(void *dst, const void *src, size_t sstep, const uint8_t *
 static const void *dve_pred_src(struct isa_exec_ctx *ctx, const struct ap_view *d,
                                 const struct ap_view *s, uint32_t r)
 {
-    void *bytes = dve_wide_scratch(ctx, 2);
+    void *bytes = dve_wide(ctx, 2);
     if (dve_same_bits(d->dtype, s->dtype)) {
         dve_row_gather(s, r, bytes);
     } else {
@@ -544,7 +537,7 @@ emu_status isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struc
         return st;
     uint64_t imm = 0;
     (void)num_from_f32(v[0].dtype, &imm, ISA_ARG_F32(insn, tensor_copy_predicated, src), NULL, 0);
-    void *row = dve_wide_scratch(ctx, 0);
+    void *row = dve_wide(ctx, 0);
     float *pred = core_scratch(ctx, 4);
     uint8_t *keep = (uint8_t *)(void *)core_scratch(ctx, 5);
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -599,7 +592,7 @@ emu_status isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn
         return st;
     uint64_t elem;
     dve_encode_double(d.dtype, ISA_ARG_F64(insn, memset, value), &elem);
-    uint8_t *row = (uint8_t *)dve_wide_scratch(ctx, 0);
+    uint8_t *row = (uint8_t *)dve_wide(ctx, 0);
     for (size_t i = 0; i < d.elems; i++)
         memcpy(row + i * d.esize, &elem, d.esize);
     for (uint32_t r = 0; r < d.rows; r++)
@@ -641,7 +634,7 @@ static void dve_reduce_f32(struct isa_exec_ctx *ctx, unsigned op, bool neg,
 static void dve_reduce_int(struct isa_exec_ctx *ctx, unsigned op, bool neg,
                            const struct ap_view *d, const struct ap_view *x_v, uint64_t inner)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0), *res = dve_wide_scratch(ctx, 2);
+    int64_t *x = dve_wide(ctx, 0), *res = dve_wide(ctx, 2);
     unsigned bits = dve_dtype_bits(d->dtype);
     for (uint32_t r = 0; r < d->rows; r++) {
         dve_row_load_i64(x_v, r, x);

@@ -34,12 +34,6 @@
 #define POOL_ALL_DT (POOL_DT_INTS | POOL_DT_FLOATS)
 #define POOL_IDX_DT (POOL_DT(ISA_DT_U16) | POOL_DT(ISA_DT_U32))
 
-/* Two adjacent scratch slots (slot even) as one row of int64 values. */
-static int64_t *pool_wide(struct isa_exec_ctx *ctx, unsigned slot)
-{
-    return (int64_t *)(void *)core_scratch(ctx, slot);
-}
-
 /* Scratch slot as raw bytes. */
 static uint8_t *pool_bytes(struct isa_exec_ctx *ctx, unsigned slot)
 {
@@ -318,7 +312,7 @@ emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
     if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 2);
-    int64_t *pred = pool_wide(ctx, 0);
+    int64_t *pred = dve_wide(ctx, 0);
     for (uint32_t r = 0; r < s.v[0].rows; r++) {
         float k = pool_scalar_f32(&s.f, r), m = -INFINITY;
         dve_row_load_i64(&s.v[1], r, pred);
@@ -545,7 +539,7 @@ static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
 static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t g,
                                uint64_t nvi, uint64_t per, uint32_t *list)
 {
-    int64_t *row = pool_wide(ctx, 0);
+    int64_t *row = dve_wide(ctx, 0);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
         dve_row_load_i64(&v[2], g * POOL_GROUP + p, row);
         for (uint64_t k = p; k < nvi; k += POOL_GROUP) {
@@ -607,7 +601,7 @@ emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
         st = pool_same_dtype(ctx, "dst", &v[0], "data", &v[1]);
     if (st != EMU_OK)
         return st;
-    int64_t *idx = pool_wide(ctx, 0);
+    int64_t *idx = dve_wide(ctx, 0);
     uint8_t *in = pool_bytes(ctx, 2), *out = pool_bytes(ctx, 3);
     uint32_t es = v[0].esize;
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -755,7 +749,7 @@ emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2 * v[1].elems);
     if (st != EMU_OK)
         return st;
-    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    int64_t *ids = dve_wide(ctx, 0), *out = dve_wide(ctx, 2);
     float *fids = core_scratch(ctx, 4);
     bool ints = v[1].dtype == ISA_DT_I32;
     struct pool_seg s = {ints ? ids : NULL, fids};
@@ -774,7 +768,7 @@ emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
 static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t r,
                              const struct isa_insn *insn)
 {
-    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    int64_t *ids = dve_wide(ctx, 0), *out = dve_wide(ctx, 2);
     float *f = core_scratch(ctx, 4);
     int64_t offset = ISA_ARG_INT(insn, nonzero_with_count, index_offset);
     int64_t pad = ISA_ARG_INT(insn, nonzero_with_count, padding_val);
@@ -925,7 +919,7 @@ emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
     if (st != EMU_OK)
         return st;
     uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
-    int64_t *row = pool_wide(ctx, 2);
+    int64_t *row = dve_wide(ctx, 2);
     float *frow = core_scratch(ctx, 4);
     uint64_t n = pool_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
     if (n != d.elems || !pool_pattern(&insn->pattern, pat, n))
@@ -969,7 +963,7 @@ static void pool_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct
 static void pool_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
                             const struct ap_view *x_v)
 {
-    int64_t *acc = pool_wide(ctx, 0), *x = pool_wide(ctx, 2);
+    int64_t *acc = dve_wide(ctx, 0), *x = dve_wide(ctx, 2);
     unsigned bits = dve_dtype_bits(d->dtype);
     dve_row_load_i64(x_v, 0, acc);
     for (uint32_t r = 1; r < x_v->rows; r++) {
