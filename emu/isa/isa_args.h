@@ -40,7 +40,8 @@
 #define ISA_ARG_FLAG(insn, op, fld) ((((insn)->flags >> ISA_SLOT_FLAG_##op##_##fld) & 1u) != 0)
 
 /* ---- the constants, from the table ---------------------------------------- */
-/* Apply m(op, field) to each field of a list of at most 16. */
+/* Apply m(op, field) to each field of a list of at most 16 (emu/isa/isa.c
+ * asserts that no row has more). */
 #define ISA_ARGS_NARG(...) \
     ISA_ARGS_NARG_(__VA_ARGS__, 16, 15, 14, 13, 12, 11, 10, 9, 8, 7, 6, 5, 4, 3, 2, 1, 0)
 #define ISA_ARGS_NARG_(a1, a2, a3, a4, a5, a6, a7, a8, a9, a10, a11, a12, a13, a14, a15, a16, n, \
