@@ -2,7 +2,7 @@
  * status.h: the statuses emu's functions return.
  *
  * emu knows nothing of the runtime's ABI: it reports in this enum of its
- * own. The values are chosen equal to the emu_status codes they become,
+ * own. The values are chosen equal to the NRT_STATUS codes they become,
  * and devices/config/status.h maps one to the other (with a static_assert per
  * value), so a status crosses the layer boundary unchanged.
  */

@@ -154,39 +154,17 @@ float *ap_row_f32(const struct ap_view *v, uint32_t r)
     return (float *)(void *)ap_row_ptr(v, r);
 }
 
-/* Call fn on each innermost run of row r: (address, elements, stride in
- * elements, index of its first element in the row). */
-#define AP_FOR_RUNS(v, r, BODY)                                                       \
-    do {                                                                              \
-        uint32_t ap_in_ = (v)->ndims - 1;                                             \
-        uint32_t ap_idx_[ISA_MAX_DIMS] = {0};                                         \
-        uint64_t ap_runs_ = (v)->elems / (v)->count[ap_in_];                          \
-        for (uint64_t ap_k_ = 0; ap_k_ < ap_runs_; ap_k_++) {                         \
-            int64_t ap_off_ = 0;                                                      \
-            for (uint32_t d = 0; d < ap_in_; d++)                                     \
-                ap_off_ += (int64_t)ap_idx_[d] * (v)->stride[d];                      \
-            uint8_t *run_ptr = ap_row_ptr((v), (r)) + ap_off_;                        \
-            size_t run_n = (v)->count[ap_in_];                                        \
-            ptrdiff_t run_stride = (ptrdiff_t)((v)->stride[ap_in_] / (int64_t)(v)->esize); \
-            size_t run_first = (size_t)(ap_k_ * run_n);                               \
-            BODY;                                                                     \
-            for (int d = (int)ap_in_ - 1; d >= 0; d--) {                              \
-                if (++ap_idx_[d] < (v)->count[d])                                     \
-                    break;                                                            \
-                ap_idx_[d] = 0;                                                       \
-            }                                                                         \
-        }                                                                             \
-    } while (0)
-
 void ap_row_load(const struct ap_view *v, uint32_t r, float *dst)
 {
-    AP_FOR_RUNS(v, r, (void)num_load_f32(dst + run_first, run_ptr, v->dtype, run_stride, run_n));
+    AP_FOR_RUNS(v, r, (void)num_load_f32(dst + run_first, run_ptr, v->dtype,
+                                         (ptrdiff_t)(run_step / (int64_t)v->esize), run_n));
 }
 
 void ap_row_store(const struct ap_view *v, uint32_t r, const float *src)
 {
-    AP_FOR_RUNS(v, r, (void)num_store_f32(run_ptr, v->dtype, run_stride, src + run_first, run_n,
-                                          v->rnd));
+    AP_FOR_RUNS(v, r, (void)num_store_f32(run_ptr, v->dtype,
+                                          (ptrdiff_t)(run_step / (int64_t)v->esize),
+                                          src + run_first, run_n, v->rnd));
     if (v->rnd != NULL)
         v->rnd->index += v->elems;
 }

@@ -50,6 +50,45 @@ static inline uint8_t *ap_row_ptr(const struct ap_view *v, uint32_t r)
     return v->base + (int64_t)r * v->row_stride;
 }
 
+/* Address of element i (in pattern order) of row r. */
+static inline uint8_t *ap_elem_ptr(const struct ap_view *v, uint32_t r, uint64_t i)
+{
+    int64_t off = 0;
+    for (int d = (int)v->ndims - 1; d >= 0; d--) {
+        off += (int64_t)(i % v->count[d]) * v->stride[d];
+        i /= v->count[d];
+    }
+    return ap_row_ptr(v, r) + off;
+}
+
+/* Run BODY for each innermost run of row r of view v, with run_ptr
+ * (uint8_t *: its first element), run_n (size_t: its elements), run_step
+ * (int64_t: bytes from one element to the next) and run_first (size_t:
+ * the index of its first element in the row). The one walk over a row's
+ * runs: ap.c's fp32 loads and stores and the Vector engine's integer and
+ * raw-byte rows use it. */
+#define AP_FOR_RUNS(v, r, BODY)                                                   \
+    do {                                                                          \
+        uint32_t ap_in_ = (v)->ndims - 1;                                         \
+        uint32_t ap_idx_[ISA_MAX_DIMS] = {0};                                     \
+        uint64_t ap_runs_ = (v)->elems / (v)->count[ap_in_];                      \
+        for (uint64_t ap_k_ = 0; ap_k_ < ap_runs_; ap_k_++) {                     \
+            int64_t ap_off_ = 0;                                                  \
+            for (uint32_t ap_d_ = 0; ap_d_ < ap_in_; ap_d_++)                     \
+                ap_off_ += (int64_t)ap_idx_[ap_d_] * (v)->stride[ap_d_];          \
+            uint8_t *run_ptr = ap_row_ptr((v), (r)) + ap_off_;                    \
+            size_t run_n = (v)->count[ap_in_];                                    \
+            int64_t run_step = (v)->stride[ap_in_];                               \
+            size_t run_first = (size_t)(ap_k_ * run_n);                           \
+            BODY;                                                                 \
+            for (int ap_d_ = (int)ap_in_ - 1; ap_d_ >= 0; ap_d_--) {              \
+                if (++ap_idx_[ap_d_] < (v)->count[ap_d_])                         \
+                    break;                                                        \
+                ap_idx_[ap_d_] = 0;                                               \
+            }                                                                     \
+        }                                                                         \
+    } while (0)
+
 /* Row r as a writable fp32 array when it is flat fp32 memory, else NULL. */
 float *ap_row_f32(const struct ap_view *v, uint32_t r);
 

@@ -17,7 +17,10 @@
  */
 #include "emu/core/cost.h"
 
+#include <assert.h>
 #include <string.h>
+
+#include "emu/isa/isa_args.h"
 
 /* Engine order: PE, ACT, POOL, DVE, SP. */
 static const struct cost_table cost_tables[] = {
@@ -46,6 +49,11 @@ void cost_begin(struct cost_run *r, uint32_t gen, struct cost_span *spans, size_
     r->spans = spans;
     r->span_cap = spans != NULL ? span_cap : 0;
 }
+
+/* Every matmul keeps its moving tensor in the same slot. */
+static_assert(ISA_AP_SLOT(nc_matmul_mx, moving) == ISA_AP_SLOT(nc_matmul, moving), "moving slot");
+static_assert(ISA_AP_SLOT(nc_matmul_sparse, moving) == ISA_AP_SLOT(nc_matmul, moving),
+              "moving slot");
 
 /* The op's cost class (the cost column of emu/isa/isa_ops.h); an opcode
  * outside the table costs as compute. */
@@ -98,9 +106,10 @@ static double cost_compute_cycles(const struct cost_table *t, const struct isa_i
     double cycles;
     if (eng == ISA_ENG_PE && cost_class(insn->opcode) == ISA_COST_MATMUL) {
         /* The moving tensor streams through the array one column per cycle. */
+        const int mv = ISA_AP_SLOT(nc_matmul, moving);
         uint64_t mp, moving;
-        cost_ap_size(insn, 2, &mp, &moving);
-        bool fp32 = insn->ap[2].mem != ISA_MEM_NONE && isa_dtype_size(insn->ap[2].dtype) >= 4;
+        cost_ap_size(insn, mv, &mp, &moving);
+        bool fp32 = insn->ap[mv].mem != ISA_MEM_NONE && isa_dtype_size(insn->ap[mv].dtype) >= 4;
         cycles = (double)moving * (fp32 ? t->pe_fp32_slowdown : 1.0);
     } else {
         double rate = t->elems_per_cycle[eng];
@@ -196,7 +205,7 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
             waited = at;
     }
     if (insn->opcode == ISA_OP_sem_wait) {  /* an explicit wait on a semaphore */
-        double at = r->sem_at[core][(uint64_t)insn->imm[0].i % ISA_NUM_SEMS];
+        double at = r->sem_at[core][(uint64_t)ISA_ARG_INT(insn, sem_wait, sem) % ISA_NUM_SEMS];
         if (at > waited)
             waited = at;
     }
@@ -207,7 +216,8 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
     r->insns++;
     r->flops += cost_flops(insn);
     if (insn->opcode == ISA_OP_sem_signal) {
-        double *cell = &r->sem_at[core][(uint64_t)insn->imm[0].i % ISA_NUM_SEMS];
+        uint64_t sem = (uint64_t)ISA_ARG_INT(insn, sem_signal, sem);
+        double *cell = &r->sem_at[core][sem % ISA_NUM_SEMS];
         if (end > *cell)
             *cell = end;
     }

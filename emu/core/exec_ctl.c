@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "emu/core/ap.h"
+#include "emu/isa/isa_args.h"
 
 emu_status isa_exec_nop(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
@@ -23,16 +24,17 @@ emu_status isa_exec_halt(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 /* Blocks (retried on a later turn) until sem <cmp> value. */
 emu_status isa_exec_sem_wait(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    uint32_t have = ctx->core->sem[insn->imm[0].i % ISA_NUM_SEMS];
-    ctx->blocked = !core_cmp(have, insn->enums[0], (uint32_t)insn->imm[1].i);
+    uint32_t have = ctx->core->sem[ISA_ARG_INT(insn, sem_wait, sem) % ISA_NUM_SEMS];
+    ctx->blocked = !core_cmp(have, ISA_ARG_ENUM(insn, sem_wait, cmp),
+                             (uint32_t)ISA_ARG_INT(insn, sem_wait, value));
     return EMU_OK;
 }
 
 emu_status isa_exec_sem_signal(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    uint32_t *sem = &ctx->core->sem[insn->imm[0].i % ISA_NUM_SEMS];
-    uint32_t v = (uint32_t)insn->imm[1].i;
-    switch (insn->enums[0]) {
+    uint32_t *sem = &ctx->core->sem[ISA_ARG_INT(insn, sem_signal, sem) % ISA_NUM_SEMS];
+    uint32_t v = (uint32_t)ISA_ARG_INT(insn, sem_signal, value);
+    switch (ISA_ARG_ENUM(insn, sem_signal, op)) {
     case ISA_SEMOP_set: *sem = v; break;
     case ISA_SEMOP_add: *sem += v; break;
     case ISA_SEMOP_sub: *sem -= v; break;
@@ -42,21 +44,22 @@ emu_status isa_exec_sem_signal(struct isa_exec_ctx *ctx, const struct isa_insn *
 
 emu_status isa_exec_jump(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    ctx->next_pc = (size_t)insn->imm[0].i;
+    ctx->next_pc = (size_t)ISA_ARG_INT(insn, jump, target);
     return EMU_OK;
 }
 
 emu_status isa_exec_branch(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    int64_t r = ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS];
-    if (core_cmp(r, insn->enums[0], insn->imm[1].i))
-        ctx->next_pc = (size_t)insn->imm[2].i;
+    int64_t r = ctx->core->reg[ctx->engine][ISA_ARG_INT(insn, branch, reg) % ISA_NUM_REGS];
+    if (core_cmp(r, ISA_ARG_ENUM(insn, branch, cmp), ISA_ARG_INT(insn, branch, value)))
+        ctx->next_pc = (size_t)ISA_ARG_INT(insn, branch, target);
     return EMU_OK;
 }
 
 emu_status isa_exec_reg_move(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS] = insn->imm[1].i;
+    ctx->core->reg[ctx->engine][ISA_ARG_INT(insn, reg_move, rd) % ISA_NUM_REGS] =
+        ISA_ARG_INT(insn, reg_move, value);
     return EMU_OK;
 }
 
@@ -94,15 +97,17 @@ static int64_t ctl_alu(unsigned op, int64_t a, int64_t b, bool *ok)
 emu_status isa_exec_reg_alu(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     int64_t *regs = ctx->core->reg[ctx->engine];
-    int64_t a = regs[insn->imm[1].i % ISA_NUM_REGS];
-    int64_t b = insn->imm[2].i >= 0 ? regs[insn->imm[2].i % ISA_NUM_REGS] : insn->imm[3].i;
+    int64_t rt = ISA_ARG_INT(insn, reg_alu, rt);
+    int64_t a = regs[ISA_ARG_INT(insn, reg_alu, rs) % ISA_NUM_REGS];
+    int64_t b = rt >= 0 ? regs[rt % ISA_NUM_REGS] : ISA_ARG_INT(insn, reg_alu, imm);
+    unsigned op = ISA_ARG_ENUM(insn, reg_alu, op);
     bool ok;
-    int64_t v = ctl_alu(insn->enums[0], a, b, &ok);
+    int64_t v = ctl_alu(op, a, b, &ok);
     if (!ok)
         return core_fail(ctx, EMU_EXEC_ERR,
                          "register ALU op %u cannot be applied to %lld and %lld",
-                         insn->enums[0], (long long)a, (long long)b);
-    regs[insn->imm[0].i % ISA_NUM_REGS] = v;
+                         op, (long long)a, (long long)b);
+    regs[ISA_ARG_INT(insn, reg_alu, rd) % ISA_NUM_REGS] = v;
     return EMU_OK;
 }
 
@@ -110,7 +115,7 @@ emu_status isa_exec_reg_alu(struct isa_exec_ctx *ctx, const struct isa_insn *ins
 emu_status isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v;
-    emu_status st = ap_bind(ctx, 1, &v);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(reg_load, src), &v);
     if (st != EMU_OK)
         return st;
     const uint8_t *p = v.base;
@@ -128,7 +133,7 @@ emu_status isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *in
         x = f != f ? 0 : f >= 9.2e18f ? INT64_MAX : f <= -9.2e18f ? INT64_MIN : (int64_t)f;
     }
     }
-    ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS] = x;
+    ctx->core->reg[ctx->engine][ISA_ARG_INT(insn, reg_load, rd) % ISA_NUM_REGS] = x;
     return EMU_OK;
 }
 
@@ -136,10 +141,10 @@ emu_status isa_exec_reg_load(struct isa_exec_ctx *ctx, const struct isa_insn *in
 emu_status isa_exec_reg_store(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v;
-    emu_status st = ap_bind(ctx, 0, &v);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(reg_store, dst), &v);
     if (st != EMU_OK)
         return st;
-    int64_t x = ctx->core->reg[ctx->engine][insn->imm[0].i % ISA_NUM_REGS];
+    int64_t x = ctx->core->reg[ctx->engine][ISA_ARG_INT(insn, reg_store, rs) % ISA_NUM_REGS];
     uint8_t *p = v.base;
     switch (v.dtype) {
     case ISA_DT_I8: case ISA_DT_U8: *p = (uint8_t)x; break;

@@ -7,6 +7,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
+#include "emu/isa/isa_args.h"
 #include "emu/isa/isa_text.h"
 
 #define RACE_MAX_ENG (4 * ISA_ENG_COUNT)
@@ -79,7 +81,7 @@ void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
     for (int i = 0; i < ISA_MAX_WAIT && insn->wait[i].kind != ISA_SYNC_NONE; i++)
         race_join(r->vc[me], race_sync_vc(r, core, &insn->wait[i]), r->neng);
     if (insn->opcode == ISA_OP_sem_wait) {
-        struct isa_sync s = {ISA_SYNC_SEM, 0, (uint16_t)insn->imm[0].i, 0};
+        struct isa_sync s = {ISA_SYNC_SEM, 0, (uint16_t)ISA_ARG_INT(insn, sem_wait, sem), 0};
         race_join(r->vc[me], race_sync_vc(r, core, &s), r->neng);
     }
 }
@@ -162,14 +164,8 @@ static int race_remember(struct race_state *r, const struct race_access *acc, ui
 {
     if (r->nhist + n > r->cap) {
         race_prune(r);
-        if (r->nhist + n > r->cap) {
-            size_t ncap = (r->cap ? r->cap * 2 : 256) + n;
-            struct race_access *h = realloc(r->hist, ncap * sizeof *h);
-            if (h == NULL)
-                return -1;
-            r->hist = h;
-            r->cap = ncap;
-        }
+        if (!grow_array((void **)&r->hist, r->nhist + n, &r->cap, sizeof *r->hist, 256))
+            return -1;
     }
     memcpy(r->hist + r->nhist, acc, n * sizeof *acc);
     r->nhist += n;

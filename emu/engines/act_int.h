@@ -48,25 +48,15 @@ emu_status act_bind_column(struct isa_exec_ctx *ctx, unsigned slot, uint32_t row
                            const char *what, struct ap_view *v, bool *present);
 
 /* Run BODY with P (uint8_t *) at each element of row R of view V, in
- * pattern order, and K (uint64_t) its index in the row. */
-#define ACT_EACH_ELEM(V, R, P, K, BODY)                                                  \
-    do {                                                                               \
-        uint32_t c_[ISA_MAX_DIMS] = {1, 1, 1, 1};                                      \
-        int64_t s_[ISA_MAX_DIMS] = {0, 0, 0, 0};                                       \
-        for (uint32_t d_ = 0; d_ < (V)->ndims; d_++) {                                 \
-            c_[ISA_MAX_DIMS - (V)->ndims + d_] = (V)->count[d_];                       \
-            s_[ISA_MAX_DIMS - (V)->ndims + d_] = (V)->stride[d_];                      \
-        }                                                                              \
-        uint8_t *b_ = ap_row_ptr((V), (R));                                            \
-        uint64_t K = 0;                                                                \
-        for (uint32_t a0_ = 0; a0_ < c_[0]; a0_++)                                     \
-            for (uint32_t a1_ = 0; a1_ < c_[1]; a1_++)                                 \
-                for (uint32_t a2_ = 0; a2_ < c_[2]; a2_++)                             \
-                    for (uint32_t a3_ = 0; a3_ < c_[3]; a3_++, K++) {                  \
-                        uint8_t *P = b_ + a0_ * s_[0] + a1_ * s_[1] + a2_ * s_[2] +    \
-                                     a3_ * s_[3];                                      \
-                        BODY;                                                          \
-                    }                                                                  \
-    } while (0)
+ * pattern order, and K (uint64_t) its index in the row: AP_FOR_RUNS
+ * (emu/core/ap.h), one element at a time. */
+#define ACT_EACH_ELEM(V, R, P, K, BODY)                                        \
+    AP_FOR_RUNS((V), (R), {                                                  \
+        for (uint64_t act_e_ = 0; act_e_ < run_n; act_e_++) {                \
+            uint8_t *P = run_ptr + (int64_t)act_e_ * run_step;               \
+            uint64_t K = run_first + act_e_;                                 \
+            BODY;                                                            \
+        }                                                                    \
+    })
 
 #endif

@@ -4,15 +4,15 @@
  *
  * Each function is an always-inline kernel on one value, branch-free so
  * that GCC's -O2 vectoriser turns the fixed 16-element blocks of
- * act_math_body.h into SIMD code. Numbers that must stay unknown to the
+ * act_math_body.h.inc into SIMD code. Numbers that must stay unknown to the
  * compiler (clamp limits) travel in struct am_env, hidden behind an empty
  * asm: if GCC knew them it would thread the clamps into branches and give
  * up vectorising. The kernels use IEEE add, sub, mul, div and sqrt, bit
  * moves, and fused multiply-adds written out as AM_FMA (fmaf: one
  * rounding, the FMA instruction at the AVX2 and AVX-512 levels); nothing is
  * contracted behind the code's back. So every ISA level, the scalar
- * act_math_one, and the intrinsic loops of act_math_x512.h (AVX-512) and
- * act_math_x256.h (AVX2: gelu, gelu_dx), which repeat the binary32 kernels
+ * act_math_one, and the intrinsic loops of act_math_x512.h.inc (AVX-512) and
+ * act_math_x256.h.inc (AVX2: gelu, gelu_dx), which repeat the binary32 kernels
  * step for step, give the same bits.
  *
  * exp, log, tanh, sigmoid, silu, gelu and its two approximations, rsqrt,
@@ -22,7 +22,7 @@
  * Chebyshev fits for exp and log (computed in double from the C library's
  * expm1 and log1p), erf, gelu_dx, arctan and sin (mpmath); near-minimax
  * binary32 fits for softplus, erf's erfc piece, gelu_apprx_tanh's 2^f and
- * gelu's pieces (tests/tools/act_fit.py, numpy). Each fit's interval and
+ * gelu's pieces (scripts/act_fit.py, numpy). Each fit's interval and
  * error are noted beside it.
  */
 #include "emu/engines/act_math.h"
@@ -114,7 +114,7 @@ AM_INLINE float am_expm1_poly(float r)
 
 /* e^r - 1 for |r| <= ln2/2 as r + r^2 q(r) with q of degree 4 (silu_dx;
  * near-minimax relative fit, 1.3e-7 with the binary32 coefficients:
- * tests/tools/act_fit.py expm1_q4). */
+ * scripts/act_fit.py expm1_q4). */
 #define AMF_Q4_1 1.666657925e-01f
 #define AMF_Q4_2 4.166675359e-02f
 #define AMF_Q4_3 8.362951688e-03f
@@ -131,7 +131,7 @@ AM_INLINE float am_expm1_q4(float r)
 /* e^(xh + xl) = (1 + *pm) 2^*n, for xh clamped to [lo, hi] (xl is a small
  * correction, -0 for a plain argument): xh = n ln2 + r, then the polynomial
  * in r + xl. *pm is in [-0.3, 0.42], *n an integer in [lo/ln2 - 1,
- * hi/ln2 + 1] (NaN for a NaN xh). act_math_x512.h has the same steps on 16
+ * hi/ln2 + 1] (NaN for a NaN xh). act_math_x512.h.inc has the same steps on 16
  * lanes. */
 AM_INLINE void am_expf_split(float xh, float xl, float lo, float hi, float *pm, float *n)
 {
@@ -181,7 +181,7 @@ AM_INLINE float am_expf(float x, const struct am_env *E)
  * then by k mod 4 +-sin r = r + r z S(z) or +-cos r = 1 - z/2 + z^2 C(z),
  * z = r^2, S and C of degree 3 (Chebyshev fits with mpmath at 50 digits,
  * 0.06 and 0.01 ulp). sin r takes the sign of r (a zero r keeps its sign).
- * act_math_x512.h has the same steps on 16 lanes. */
+ * act_math_x512.h.inc has the same steps on 16 lanes. */
 static const float am_sin_s[4] = {2.724992555e-06f, -1.984008704e-04f, 8.333331905e-03f,
                                   -1.666666716e-01f};
 static const float am_sin_c[4] = {-2.730095900e-07f, 2.480059993e-05f, -1.388888806e-03f,
@@ -281,7 +281,7 @@ AM_INLINE float am_log(float x)
 /* softplus x = max(x, 0) + ln(1 + e^-|x|) in binary32, as one FMA:
  * e h(e) + max(x, 0) with e = e^-|x| in [0, 1] and h(e) = ln(1 + e)/e,
  * h a degree-8 polynomial with h(0) = 1 exactly (near-minimax fit of the
- * relative error, tests/tools/act_fit.py softplus: 3.3e-8 relative with
+ * relative error, scripts/act_fit.py softplus: 3.3e-8 relative with
  * the binary32 coefficients). A NaN x reaches the last FMA only as its
  * addend, so the result is x quieted with no guard. */
 static const float am_sp_h[9] = {
@@ -416,7 +416,7 @@ AM_INLINE float am_mish(float x, const struct am_env *E)
  * lanes, AVX2 with two permutes over 8 and a blend, the portable level by
  * plain indexing, the same numbers. c is 0 on
  * the first piece, 0.7517915 (the zero of gelu_dx) on [0.625, 0.875) and
- * the middle elsewhere, so that u is exact. Fits: tests/tools/act_fit.py
+ * the middle elsewhere, so that u is exact. Fits: scripts/act_fit.py
  * gelu and gelu_dx (near-minimax). */
 #define AMF_GQ_OFF 1.125f /* v = |x| + AMF_GQ_OFF picks the piece */
 #define AMF_GQ_AMAX 14.75f /* |x| clamp: both are +-0 (or x, 1) from 14.55 up */
@@ -522,7 +522,7 @@ AM_INLINE float am_gelu(float x)
  * min(|x|, 14.75), h = Phi(-a) - a phi(a) = e^(-a^2/2) D(a) formed as
  * (D P(s)) 2^n (the scaling rounds last); gelu_dx = h for x < 0 (-0
  * included: h(0) = 1/2), 1 - h otherwise. D of degree 5 per piece
- * (tests/tools/act_fit.py gelu_dx, relative error 4.7e-8 with the
+ * (scripts/act_fit.py gelu_dx, relative error 4.7e-8 with the
  * binary32 coefficients); the piece [0.625, 0.875) is centred on the zero
  * a0 = 0.7517915 of D, rounded to binary32, with D there as its constant
  * term, so h keeps its relative accuracy next to the zero x0 = -a0 of
@@ -581,7 +581,7 @@ AM_INLINE float am_sig_finish(float x, float pm, float nn)
  * (one rounding each, from the exact product), f - a ul, and 2^f =
  * 1 + f P(f), P of degree 4, the last step one FMA (near-minimax on |f|
  * <= 0.51, relative error 1.0e-7 with the binary32 coefficients:
- * tests/tools/act_fit.py exp2); no ln2 in the reduction. Then
+ * scripts/act_fit.py exp2); no ln2 in the reduction. Then
  * am_gt_finish. */
 #define AMF_GT_C1H 0x1.26aecp+1f      /* 2 sqrt(2/pi) / ln2 cut to a multiple of 2^-20 */
 #define AMF_GT_C1L 2.513669699e-07f   /* 2 sqrt(2/pi) / ln2 - AMF_GT_C1H */
@@ -657,7 +657,7 @@ AM_INLINE float am_gelu_sigmoid(float x)
  *             to binary32), run as degree 10 with a zero leading term
  *   above:    1 - Q(z - 3) with the sign of x, Q of degree 10 fitting
  *             erfc on [2, 4] (near-minimax, absolute error 9.3e-9 with
- *             the binary32 coefficients: tests/tools/act_fit.py erf)
+ *             the binary32 coefficients: scripts/act_fit.py erf)
  * and the last step x P or 1 - Q as one FMA. A NaN x takes the first form
  * with z = 4, so it reaches that FMA as the only NaN and comes out
  * quieted, with no guard. */
@@ -778,25 +778,25 @@ AM_INLINE float am_sign(float x)
 
 #define AM_SUFFIX base
 #define AM_ATTR AM_NOTRAP
-#include "emu/engines/act_math_body.h"
+#include "emu/engines/act_math_body.h.inc"
 #undef AM_SUFFIX
 #undef AM_ATTR
 
 #if defined(__x86_64__) && defined(__GNUC__)
 #define AM_SUFFIX avx2
 #define AM_ATTR AM_NOTRAP __attribute__((target("avx2,fma")))
-#include "emu/engines/act_math_body.h"
+#include "emu/engines/act_math_body.h.inc"
 #undef AM_SUFFIX
 #undef AM_ATTR
 
 #define AM_SUFFIX avx512
 #define AM_ATTR AM_NOTRAP __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,fma")))
-#include "emu/engines/act_math_body.h"
+#include "emu/engines/act_math_body.h.inc"
 #undef AM_SUFFIX
 #undef AM_ATTR
 
-#include "emu/engines/act_math_x512.h"
-#include "emu/engines/act_math_x256.h"
+#include "emu/engines/act_math_x512.h.inc"
+#include "emu/engines/act_math_x256.h.inc"
 #define AM_X86 1
 #else
 #define AM_X86 0

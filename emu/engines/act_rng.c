@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "emu/engines/act_int.h"
+#include "emu/isa/isa_args.h"
 
 /* No fused multiply-add anywhere: clang contracts a * b + c by default
  * (GCC does not under -std=c17), which would change the bits by ISA. */
@@ -103,7 +104,7 @@ emu_status isa_exec_rng(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     (void)insn;
     struct ap_view dst;
-    emu_status st = ap_bind(ctx, 0, &dst);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(rng, dst), &dst);
     if (st != EMU_OK)
         return st;
     if (!rng_dtype_ok(dst.dtype))
@@ -111,7 +112,7 @@ emu_status isa_exec_rng(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
                          "rng: dst must be int8, uint8, int16, uint16, int32 or uint32, not %s",
                          isa_dtype_name(dst.dtype) ? isa_dtype_name(dst.dtype) : "?");
     for (uint32_t r = 0; r < dst.rows; r++) {
-        const uint32_t *bits = rng_row(ctx, 0, &dst, r);
+        const uint32_t *bits = rng_row(ctx, ISA_AP_SLOT(rng, dst), &dst, r);
         ACT_EACH_ELEM(&dst, r, p, k, memcpy(p, &bits[k], dst.esize)); /* the low bytes */
     }
     return EMU_OK;
@@ -125,19 +126,21 @@ emu_status isa_exec_rand2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
     (void)insn;
     struct ap_view dst;
     struct act_scalar lo, hi;
-    emu_status st = ap_bind(ctx, 0, &dst);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(rand2, dst), &dst);
     if (st == EMU_OK)
         st = act_check_row(ctx, &dst);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 1, 0, dst.rows, "min", &lo);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(rand2, min), ISA_F32_SLOT(rand2, min), dst.rows,
+                             "min", &lo);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 2, 1, dst.rows, "max", &hi);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(rand2, max), ISA_F32_SLOT(rand2, max), dst.rows,
+                             "max", &hi);
     if (st != EMU_OK)
         return st;
     float *row = core_scratch(ctx, 0);
     for (uint32_t r = 0; r < dst.rows; r++) {
         float a = act_scalar_at(&lo, r), span = act_scalar_at(&hi, r) - a;
-        const uint32_t *bits = rng_row(ctx, 0, &dst, r);
+        const uint32_t *bits = rng_row(ctx, ISA_AP_SLOT(rand2, dst), &dst, r);
         for (uint64_t i = 0; i < dst.elems; i++)
             row[i] = a + rng_unit(bits[i]) * span;
         ap_row_store(&dst, r, row);
@@ -182,9 +185,11 @@ emu_status isa_exec_dropout(struct isa_exec_ctx *ctx, const struct isa_insn *ins
     (void)insn;
     struct ap_view dst, data;
     struct act_scalar prob;
-    emu_status st = act_bind_pair(ctx, 0, 1, &dst, &data);
+    emu_status st = act_bind_pair(ctx, ISA_AP_SLOT(dropout, dst), ISA_AP_SLOT(dropout, data),
+                                  &dst, &data);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 2, 0, data.rows, "prob", &prob);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(dropout, prob), ISA_F32_SLOT(dropout, prob),
+                             data.rows, "prob", &prob);
     if (st != EMU_OK)
         return st;
     bool raw = dst.dtype == data.dtype;
@@ -195,7 +200,7 @@ emu_status isa_exec_dropout(struct isa_exec_ctx *ctx, const struct isa_insn *ins
                          data.elems, data.esize, (size_t)CORE_SCRATCH_ELEMS * sizeof(float));
     for (uint32_t r = 0; r < data.rows; r++) {
         float p = act_scalar_at(&prob, r);
-        const uint32_t *bits = rng_row(ctx, 1, &data, r);
+        const uint32_t *bits = rng_row(ctx, ISA_AP_SLOT(dropout, data), &data, r);
         if (raw)
             dropout_row_raw(ctx, &dst, &data, r, p, bits);
         else
@@ -228,12 +233,13 @@ emu_status isa_exec_rand_get_state(struct isa_exec_ctx *ctx, const struct isa_in
 {
     (void)insn;
     struct ap_view dst;
-    emu_status st = rng_bind_state(ctx, 0, &dst);
+    emu_status st = rng_bind_state(ctx, ISA_AP_SLOT(rand_get_state, dst), &dst);
     if (st != EMU_OK)
         return st;
     struct xw_gen g = rng_gen(ctx);
     for (uint32_t r = 0; r < dst.rows; r++) {
-        const uint32_t *w = &g.lanes[rng_lane(ctx, 0, &dst, r)][0][0];
+        uint32_t lane = rng_lane(ctx, ISA_AP_SLOT(rand_get_state, dst), &dst, r);
+        const uint32_t *w = &g.lanes[lane][0][0];
         ACT_EACH_ELEM(&dst, r, p, k, memcpy(p, &w[k], 4));
     }
     return EMU_OK;
@@ -244,12 +250,13 @@ emu_status isa_exec_rand_set_state(struct isa_exec_ctx *ctx, const struct isa_in
 {
     (void)insn;
     struct ap_view src;
-    emu_status st = rng_bind_state(ctx, 1, &src);
+    emu_status st = rng_bind_state(ctx, ISA_AP_SLOT(rand_set_state, src_seeds), &src);
     if (st != EMU_OK)
         return st;
     struct xw_gen g = rng_gen(ctx);
     for (uint32_t r = 0; r < src.rows; r++) {
-        uint32_t *w = &g.lanes[rng_lane(ctx, 1, &src, r)][0][0];
+        uint32_t lane = rng_lane(ctx, ISA_AP_SLOT(rand_set_state, src_seeds), &src, r);
+        uint32_t *w = &g.lanes[lane][0][0];
         ACT_EACH_ELEM(&src, r, p, k, memcpy(&w[k], p, 4));
     }
     return EMU_OK;
@@ -259,7 +266,7 @@ emu_status isa_exec_set_rng_seed(struct isa_exec_ctx *ctx, const struct isa_insn
 {
     (void)insn;
     struct ap_view src;
-    emu_status st = ap_bind(ctx, 1, &src);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(set_rng_seed, src_seeds), &src);
     if (st != EMU_OK)
         return st;
     if (src.esize != 4 || src.rows != 1 || src.elems != 1)

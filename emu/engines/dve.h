@@ -49,6 +49,19 @@ static inline unsigned dve_op_props(unsigned op)
 }
 /* Its name, for messages ("op 99" style text when unknown). */
 const char *dve_op_name(unsigned op);
+/* The error (core_fail) for an op that lacks a DVE_OP_* bit of need. */
+emu_status dve_op_fail(struct isa_exec_ctx *ctx, const char *field, unsigned op, unsigned need);
+
+/* EMU_OK when op is an ALU operator with every DVE_OP_* bit of need, else
+ * the error naming the instruction's field. */
+static inline emu_status dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
+                                      unsigned need)
+{
+    unsigned p = dve_op_props(op);
+    if (p != 0 && (p & need) == need)
+        return EMU_OK;
+    return dve_op_fail(ctx, field, op, need);
+}
 
 /* ---- fp32 kernels ----------------------------------------------------------
  * n elements; out may be the same array as an input (not a partial
@@ -108,6 +121,33 @@ static inline bool dve_dtype_is_int(uint32_t dtype)
 }
 /* Bits of an element of dtype. */
 unsigned dve_dtype_bits(uint32_t dtype);
+/* Two adjacent scratch slots (from slot, an even number) as one row of
+ * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
+static inline int64_t *dve_wide(struct isa_exec_ctx *ctx, unsigned slot)
+{
+    return (int64_t *)(void *)core_scratch(ctx, slot);
+}
+
+/* Are all n views of integer dtypes? */
+static inline bool dve_all_int(const struct ap_view *v, unsigned n)
+{
+    for (unsigned i = 0; i < n; i++)
+        if (!dve_dtype_is_int(v[i].dtype))
+            return false;
+    return true;
+}
+
+/* Bind the operands in slots[0..n) into v[0..n). */
+static inline emu_status dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
+                                  struct ap_view *v)
+{
+    for (unsigned i = 0; i < n; i++) {
+        emu_status st = ap_bind(ctx, slots[i], &v[i]);
+        if (st != EMU_OK)
+            return st;
+    }
+    return EMU_OK;
+}
 /* Does the fp32 value hold an integer that int64 represents? */
 bool dve_f32_is_int(float f);
 

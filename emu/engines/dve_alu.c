@@ -329,6 +329,17 @@ const char *dve_op_name(unsigned op)
     return name != NULL ? name : "(not an ALU operator)";
 }
 
+/* The error of dve_op_check: why op cannot serve where need asks. */
+emu_status dve_op_fail(struct isa_exec_ctx *ctx, const char *field, unsigned op, unsigned need)
+{
+    unsigned p = dve_op_props(op);
+    const char *why = p == 0 ? "is not an ALU operator"
+                      : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
+                      : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"
+                      : "cannot run here";
+    return core_fail(ctx, EMU_EXEC_ERR, "%s %s (%u) %s", field, dve_op_name(op), op, why);
+}
+
 /* ---- fp32 entry points ---------------------------------------------------------- */
 
 void dve_f32_vv(unsigned op, float *out, const float *s, const float *o, bool rev, size_t n)

@@ -24,31 +24,6 @@ bool dve_f32_is_int(float f)
 
 /* ---- walking a row ------------------------------------------------------------- */
 
-/* Run BODY for each innermost run of row r of v, with run_ptr (its first
- * element), run_n (elements), run_stride (bytes between elements) and
- * run_first (index of its first element in the row). */
-#define DVE_FOR_RUNS(v, r, BODY)                                                  \
-    do {                                                                          \
-        uint32_t in_ = (v)->ndims - 1;                                            \
-        uint32_t idx_[ISA_MAX_DIMS] = {0};                                        \
-        uint64_t runs_ = (v)->elems / (v)->count[in_];                            \
-        for (uint64_t k_ = 0; k_ < runs_; k_++) {                                 \
-            int64_t off_ = 0;                                                     \
-            for (uint32_t d_ = 0; d_ < in_; d_++)                                 \
-                off_ += (int64_t)idx_[d_] * (v)->stride[d_];                      \
-            uint8_t *run_ptr = ap_row_ptr((v), (r)) + off_;                       \
-            size_t run_n = (v)->count[in_];                                       \
-            int64_t run_stride = (v)->stride[in_];                                \
-            size_t run_first = (size_t)(k_ * run_n);                              \
-            BODY;                                                                 \
-            for (int d_ = (int)in_ - 1; d_ >= 0; d_--) {                          \
-                if (++idx_[d_] < (v)->count[d_])                                  \
-                    break;                                                        \
-                idx_[d_] = 0;                                                     \
-            }                                                                     \
-        }                                                                         \
-    } while (0)
-
 /* Read n elements of type T at p (stride bytes apart) into dst as int64. */
 #define DVE_WIDEN(T, dst, p, stride, n)                                           \
     for (size_t i = 0; i < (n); i++) {                                            \
@@ -99,12 +74,12 @@ static void dve_narrow(uint8_t *p, int64_t stride, uint32_t dt, const int64_t *s
 
 void dve_row_load_i64(const struct ap_view *v, uint32_t r, int64_t *dst)
 {
-    DVE_FOR_RUNS(v, r, dve_widen(dst + run_first, run_ptr, run_stride, v->dtype, run_n));
+    AP_FOR_RUNS(v, r, dve_widen(dst + run_first, run_ptr, run_step, v->dtype, run_n));
 }
 
 void dve_row_store_i64(const struct ap_view *v, uint32_t r, const int64_t *src)
 {
-    DVE_FOR_RUNS(v, r, dve_narrow(run_ptr, run_stride, v->dtype, src + run_first, run_n));
+    AP_FOR_RUNS(v, r, dve_narrow(run_ptr, run_step, v->dtype, src + run_first, run_n));
 }
 
 /* Copy n elements of size es between a strided run and a packed array. */
@@ -123,14 +98,14 @@ void dve_row_gather(const struct ap_view *v, uint32_t r, void *dst)
 {
     uint8_t *d = dst;
     size_t es = v->esize;
-    DVE_FOR_RUNS(v, r, dve_move(d + run_first * es, (int64_t)es, run_ptr, run_stride, es, run_n));
+    AP_FOR_RUNS(v, r, dve_move(d + run_first * es, (int64_t)es, run_ptr, run_step, es, run_n));
 }
 
 void dve_row_scatter(const struct ap_view *v, uint32_t r, const void *src)
 {
     const uint8_t *s = src;
     size_t es = v->esize;
-    DVE_FOR_RUNS(v, r, dve_move(run_ptr, run_stride, s + run_first * es, (int64_t)es, es, run_n));
+    AP_FOR_RUNS(v, r, dve_move(run_ptr, run_step, s + run_first * es, (int64_t)es, es, run_n));
 }
 
 const float *dve_in_f32_load(struct isa_exec_ctx *ctx, unsigned slot, const struct ap_view *v,

@@ -23,6 +23,7 @@
  * runs its rows in parts of 16 on several host threads (emu/core/par.h):
  * each row is then computed alone, with the same bits.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -31,6 +32,7 @@
 #include "emu/engines/act_acc.h"
 #include "emu/engines/act_int.h"
 #include "emu/engines/act_math.h"
+#include "emu/isa/isa_args.h"
 
 #define ACT_PAR_MIN_BYTES (1u << 20) /* output bytes from which a job is split */
 #define ACT_PAR_ROWS 16u             /* rows per part of a split job */
@@ -77,12 +79,36 @@ static void act_job_init(struct act_job *j, unsigned func)
     j->reduce_cmd = ISA_RCMD_idle;
 }
 
-/* Bind dst (ap[0]) and the input (ap[1]) and note the input's partitions. */
+/* Every op here keeps dst and its input where activation does. */
+#define ACT_SLOT_DST ISA_AP_SLOT(activation, dst)
+#define ACT_SLOT_IN ISA_AP_SLOT(activation, data)
+static_assert(ISA_AP_SLOT(activation_reduce, dst) == ACT_SLOT_DST &&
+                  ISA_AP_SLOT(activation_reduce, data) == ACT_SLOT_IN &&
+                  ISA_AP_SLOT(activate2, dst) == ACT_SLOT_DST &&
+                  ISA_AP_SLOT(activate2, data) == ACT_SLOT_IN &&
+                  ISA_AP_SLOT(exponential, dst) == ACT_SLOT_DST &&
+                  ISA_AP_SLOT(exponential, src) == ACT_SLOT_IN &&
+                  ISA_AP_SLOT(reciprocal, dst) == ACT_SLOT_DST &&
+                  ISA_AP_SLOT(reciprocal, data) == ACT_SLOT_IN,
+              "the activation ops' dst and input");
+/* activation_reduce is activation with a reduction always on. */
+static_assert(ISA_AP_SLOT(activation_reduce, bias) == ISA_AP_SLOT(activation, bias) &&
+                  ISA_F32_SLOT(activation_reduce, bias) == ISA_F32_SLOT(activation, bias) &&
+                  ISA_AP_SLOT(activation_reduce, scale) == ISA_AP_SLOT(activation, scale) &&
+                  ISA_F32_SLOT(activation_reduce, scale) == ISA_F32_SLOT(activation, scale) &&
+                  ISA_AP_SLOT(activation_reduce, reduce_res) ==
+                      ISA_AP_SLOT(activation, reduce_res) &&
+                  ISA_SLOT(ENUM, activation_reduce, func) == ISA_SLOT(ENUM, activation, func) &&
+                  ISA_SLOT(ENUM, activation_reduce, reduce_op) ==
+                      ISA_SLOT(ENUM, activation, reduce_op),
+              "activation_reduce's layout");
+
+/* Bind dst and the input and note the input's partitions. */
 static emu_status act_job_bind_io(struct isa_exec_ctx *ctx, struct act_job *j)
 {
-    emu_status st = act_bind_pair(ctx, 0, 1, &j->dst, &j->data);
-    j->lane0 = ctx->insn->ap[1].start_part;
-    j->lane_step = ctx->insn->ap[1].part_step;
+    emu_status st = act_bind_pair(ctx, ACT_SLOT_DST, ACT_SLOT_IN, &j->dst, &j->data);
+    j->lane0 = ctx->insn->ap[ACT_SLOT_IN].start_part;
+    j->lane_step = ctx->insn->ap[ACT_SLOT_IN].part_step;
     return st;
 }
 
@@ -343,15 +369,18 @@ static emu_status act_job_run(struct isa_exec_ctx *ctx, const struct act_job *j)
  * accumulator fields are set by the callers. */
 static emu_status act_bind_activation(struct isa_exec_ctx *ctx, struct act_job *j)
 {
-    act_job_init(j, ctx->insn->enums[0]);
+    act_job_init(j, ISA_ARG_ENUM(ctx->insn, activation, func));
     emu_status st = act_job_bind_io(ctx, j);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 2, 0, j->data.rows, "bias", &j->bias);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(activation, bias), ISA_F32_SLOT(activation, bias),
+                             j->data.rows, "bias", &j->bias);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 3, 1, j->data.rows, "scale", &j->scale);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(activation, scale),
+                             ISA_F32_SLOT(activation, scale), j->data.rows, "scale", &j->scale);
     if (st == EMU_OK)
-        st = act_bind_column(ctx, 4, j->data.rows, "reduce_res", &j->res, &j->has_res);
-    j->reduce_op = ctx->insn->enums[1];
+        st = act_bind_column(ctx, ISA_AP_SLOT(activation, reduce_res), j->data.rows,
+                             "reduce_res", &j->res, &j->has_res);
+    j->reduce_op = ISA_ARG_ENUM(ctx->insn, activation, reduce_op);
     return st;
 }
 
@@ -359,7 +388,7 @@ emu_status isa_exec_activation(struct isa_exec_ctx *ctx, const struct isa_insn *
 {
     struct act_job j;
     emu_status st = act_bind_activation(ctx, &j);
-    j.reduce_cmd = insn->enums[2];
+    j.reduce_cmd = ISA_ARG_ENUM(insn, activation, reduce_cmd);
     return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
@@ -376,10 +405,10 @@ emu_status isa_exec_activation_reduce(struct isa_exec_ctx *ctx, const struct isa
 static emu_status act2_bind_stage(struct isa_exec_ctx *ctx, struct act_job *j)
 {
     const struct isa_insn *insn = ctx->insn;
-    j->op[0] = insn->enums[1];
-    j->op[1] = insn->enums[2];
-    j->rev[0] = (insn->flags & 1u) != 0;
-    j->rev[1] = (insn->flags & 2u) != 0;
+    j->op[0] = ISA_ARG_ENUM(insn, activate2, op0);
+    j->op[1] = ISA_ARG_ENUM(insn, activate2, op1);
+    j->rev[0] = ISA_ARG_FLAG(insn, activate2, reverse0);
+    j->rev[1] = ISA_ARG_FLAG(insn, activate2, reverse1);
     for (int k = 0; k < 2; k++)
         if (!act2_alu_known(j->op[k]))
             return core_fail(ctx, EMU_EXEC_ERR,
@@ -388,25 +417,31 @@ static emu_status act2_bind_stage(struct isa_exec_ctx *ctx, struct act_job *j)
                              k);
     float s, c;
     j->affine = act2_affine(j->op, j->rev, 1.0f, 1.0f, &s, &c) ? ACT_AFF_IMMS : ACT_AFF_GENERAL;
-    emu_status st = act_scalar_bind(ctx, 2, 0, j->data.rows, "imm0", &j->imm[0]);
+    emu_status st = act_scalar_bind(ctx, ISA_AP_SLOT(activate2, imm0),
+                                    ISA_F32_SLOT(activate2, imm0), j->data.rows, "imm0",
+                                    &j->imm[0]);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 3, 1, j->data.rows, "imm1", &j->imm[1]);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(activate2, imm1), ISA_F32_SLOT(activate2, imm1),
+                             j->data.rows, "imm1", &j->imm[1]);
     return st;
 }
 
 emu_status isa_exec_activate2(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct act_job j;
-    act_job_init(&j, insn->enums[0]);
+    act_job_init(&j, ISA_ARG_ENUM(insn, activate2, func));
     emu_status st = act_job_bind_io(ctx, &j);
     if (st == EMU_OK)
         st = act2_bind_stage(ctx, &j);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 5, 2, j.data.rows, "relu_param", &j.alpha);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(activate2, relu_param),
+                             ISA_F32_SLOT(activate2, relu_param), j.data.rows, "relu_param",
+                             &j.alpha);
     if (st == EMU_OK)
-        st = act_bind_column(ctx, 4, j.data.rows, "reduce_res", &j.res, &j.has_res);
-    j.reduce_op = insn->enums[3];
-    j.reduce_cmd = insn->enums[4];
+        st = act_bind_column(ctx, ISA_AP_SLOT(activate2, reduce_res), j.data.rows, "reduce_res",
+                             &j.res, &j.has_res);
+    j.reduce_op = ISA_ARG_ENUM(insn, activate2, reduce_op);
+    j.reduce_cmd = ISA_ARG_ENUM(insn, activate2, reduce_cmd);
     return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 
@@ -418,14 +453,19 @@ emu_status isa_exec_exponential(struct isa_exec_ctx *ctx, const struct isa_insn 
     act_job_init(&j, ISA_ACT_exp);
     emu_status st = act_job_bind_io(ctx, &j);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 2, 0, j.data.rows, "max_value", &j.bias);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(exponential, max_value),
+                             ISA_F32_SLOT(exponential, max_value), j.data.rows, "max_value",
+                             &j.bias);
     if (st == EMU_OK)
-        st = act_scalar_bind(ctx, 4, 1, j.data.rows, "reduce_init", &j.init);
+        st = act_scalar_bind(ctx, ISA_AP_SLOT(exponential, reduce_init),
+                             ISA_F32_SLOT(exponential, reduce_init), j.data.rows, "reduce_init",
+                             &j.init);
     if (st == EMU_OK)
-        st = act_bind_column(ctx, 3, j.data.rows, "reduce_res", &j.res, &j.has_res);
+        st = act_bind_column(ctx, ISA_AP_SLOT(exponential, reduce_res), j.data.rows,
+                             "reduce_res", &j.res, &j.has_res);
     j.bias_neg = true;
     j.has_init = true;
-    j.reduce_cmd = insn->enums[0];
+    j.reduce_cmd = ISA_ARG_ENUM(insn, exponential, reduce_cmd);
     return st != EMU_OK ? st : act_job_run(ctx, &j);
 }
 

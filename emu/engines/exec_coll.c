@@ -20,6 +20,7 @@
  * through core_lnc_changed, which wakes a core scheduler that sleeps. A
  * core that never arrives shows up as a deadlock report.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -27,14 +28,37 @@
 
 #include "emu/core/core_coll.h"
 #include "emu/engines/dma_xfer.h"
+#include "emu/isa/isa_args.h"
 #include "emu/num/numerics.h"
 
-#define XCOLL_SLOT_DST 0
-#define XCOLL_SLOT_SRC 1
+/* Every collective keeps dst, src and the replica group in the same slots
+ * (checked below), so the shared helpers read them through all_reduce's. */
+#define XCOLL_SLOT_DST ISA_AP_SLOT(all_reduce, dst)
+#define XCOLL_SLOT_SRC ISA_AP_SLOT(all_reduce, src)
+#define XCOLL_SAME_LAYOUT(op)                                                        \
+    static_assert(ISA_AP_SLOT(op, dst) == XCOLL_SLOT_DST &&                          \
+                      ISA_AP_SLOT(op, src) == XCOLL_SLOT_SRC &&                      \
+                      ISA_SLOT(INT, op, group) == ISA_SLOT(INT, all_reduce, group),  \
+                  #op ": the collectives' layout")
+XCOLL_SAME_LAYOUT(all_gather);
+XCOLL_SAME_LAYOUT(reduce_scatter);
+XCOLL_SAME_LAYOUT(all_to_all);
+XCOLL_SAME_LAYOUT(permute);
+XCOLL_SAME_LAYOUT(all_to_all_v);
+XCOLL_SAME_LAYOUT(all_gather_v);
+static_assert(ISA_SLOT(ENUM, reduce_scatter, op) == ISA_SLOT(ENUM, all_reduce, op), "op");
+static_assert(ISA_AP_SLOT(all_gather_v, metadata) == ISA_AP_SLOT(all_to_all_v, metadata) &&
+                  ISA_SLOT(FLAG, all_gather_v, recv_counts_known) ==
+                      ISA_SLOT(FLAG, all_to_all_v, recv_counts_known) &&
+                  ISA_SLOT(FLAG, all_gather_v, has_rdispls) ==
+                      ISA_SLOT(FLAG, all_to_all_v, has_rdispls),
+              "the v-collectives' layout");
+static_assert(ISA_AP_SLOT(sendrecv, dst) == XCOLL_SLOT_DST &&
+                  ISA_AP_SLOT(sendrecv, src) == XCOLL_SLOT_SRC, "sendrecv's layout");
 #define XCOLL_SCRATCH_DST 0   /* staging of a non-contiguous dst */
 #define XCOLL_SCRATCH_SRC 1   /* staging of a non-contiguous (or overlapping) src */
 #define XCOLL_SCRATCH_SEND 2  /* + core index: a posted sendrecv's data */
-#define XCOLL_SLOT_META 2
+#define XCOLL_SLOT_META ISA_AP_SLOT(all_to_all_v, metadata)
 #define XCOLL_SCRATCH_META 6  /* a v-collective's metadata, and its counts widened */
 
 /* ---- contiguous staging ------------------------------------------------------ */
@@ -162,7 +186,7 @@ static emu_status xcoll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *i
                              enum core_coll_kind kind)
 {
     const struct core_coll *ci = ctx->prog->coll;
-    uint32_t group = (uint32_t)insn->imm[0].i;
+    uint32_t group = (uint32_t)ISA_ARG_INT(insn, all_reduce, group);
     if (ci == NULL || ci->run == NULL)
         return core_fail(ctx, EMU_EXEC_ERR, "%s: this run has no other ranks to "
                          "talk to", xcoll_name(kind));
@@ -178,10 +202,10 @@ static emu_status xcoll_cross(struct isa_exec_ctx *ctx, const struct isa_insn *i
     struct core_coll_call call = {kind, group, src.dtype, 0, NULL, (uint64_t)src.rows * src.elems,
                              NULL, (uint64_t)dst.rows * dst.elems, 0, 0};
     if (kind == CORE_COLL_ALL_REDUCE || kind == CORE_COLL_REDUCE_SCATTER)
-        call.op = insn->enums[0];
+        call.op = ISA_ARG_ENUM(insn, all_reduce, op);
     if (kind == CORE_COLL_PERMUTE) {
-        call.send_to = (uint32_t)insn->imm[1].i;
-        call.recv_from = (uint32_t)insn->imm[2].i;
+        call.send_to = (uint32_t)ISA_ARG_INT(insn, permute, send_to);
+        call.recv_from = (uint32_t)ISA_ARG_INT(insn, permute, recv_from);
         if (call.send_to >= n || call.recv_from >= n)
             return core_fail(ctx, EMU_EXEC_ERR, "permute to rank %u from rank "
                              "%u: group %u has %u ranks", call.send_to, call.recv_from, group, n);
@@ -338,8 +362,9 @@ static emu_status xcoll_v(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                          enum core_coll_vkind kind)
 {
     const struct core_coll *ci = ctx->prog->coll;
-    uint32_t group = (uint32_t)insn->imm[0].i;
-    bool known = insn->flags & 1u, rdispls = insn->flags >> 1 & 1u;
+    uint32_t group = (uint32_t)ISA_ARG_INT(insn, all_to_all_v, group);
+    bool known = ISA_ARG_FLAG(insn, all_to_all_v, recv_counts_known);
+    bool rdispls = ISA_ARG_FLAG(insn, all_to_all_v, has_rdispls);
     emu_status s = xcoll_v_gen(ctx, kind, rdispls);
     if (s != EMU_OK)
         return s;
@@ -429,12 +454,13 @@ static struct core_lnc *xcoll_lnc_of(struct isa_exec_ctx *ctx, uint32_t *me, uin
 emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view data;
-    emu_status s = ap_bind(ctx, XCOLL_SLOT_SRC, &data);  /* only its bounds matter here */
+    /* only data's bounds matter here */
+    emu_status s = ap_bind(ctx, ISA_AP_SLOT(core_barrier, data), &data);
     if (s != EMU_OK)
         return s;
     uint32_t me, ncores;
     struct core_lnc *l = xcoll_lnc_of(ctx, &me, &ncores);
-    uint64_t mask = (uint64_t)insn->imm[0].i;
+    uint64_t mask = (uint64_t)ISA_ARG_INT(insn, core_barrier, cores);
     if (mask >> ncores != 0 || !(mask >> me & 1))
         return core_fail(ctx, EMU_EXEC_ERR, "core_barrier cores=0x%" PRIx64
                          ": this logical core has %u physical cores (mask bits 0..%u), and the "
@@ -476,8 +502,9 @@ static emu_status xcoll_post(struct isa_exec_ctx *ctx, const struct isa_insn *in
     s = xcoll_stage(ctx, &src, stage, false);
     if (s != EMU_OK)
         return s;
-    *p = (struct core_lnc_post){true, false, false, (uint32_t)insn->imm[0].i,
-                                (uint32_t)insn->imm[1].i, (uint32_t)insn->imm[2].i, src.dtype,
+    *p = (struct core_lnc_post){true, false, false, (uint32_t)ISA_ARG_INT(insn, sendrecv, send_to),
+                                (uint32_t)ISA_ARG_INT(insn, sendrecv, recv_from),
+                                (uint32_t)ISA_ARG_INT(insn, sendrecv, pipe_id), src.dtype,
                                 (uint64_t)src.rows * src.elems, stage, (uint32_t)ctx->engine,
                                 dst};
     return EMU_OK;
@@ -538,7 +565,8 @@ emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *in
 {
     uint32_t me, ncores;
     struct core_lnc *l = xcoll_lnc_of(ctx, &me, &ncores);
-    uint32_t to = (uint32_t)insn->imm[0].i, from = (uint32_t)insn->imm[1].i;
+    uint32_t to = (uint32_t)ISA_ARG_INT(insn, sendrecv, send_to);
+    uint32_t from = (uint32_t)ISA_ARG_INT(insn, sendrecv, recv_from);
     if (to >= ncores || from >= ncores)
         return core_fail(ctx, EMU_EXEC_ERR, "sendrecv send_to=%u recv_from=%u: "
                          "this logical core has %u physical cores", to, from, ncores);

@@ -16,15 +16,20 @@
  * an index reaching outside the variable is EMU_EXEC_OOB (oob=error) or
  * skips that row (oob=skip).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "emu/engines/dma_desc.h"
 #include "emu/engines/dma_xfer.h"
+#include "emu/isa/isa_args.h"
 
-#define DMA_SLOT_DST 0
-#define DMA_SLOT_SRC 1
-#define DMA_SLOT_INDEX 2
+/* dma_copy's operands; dma_transpose keeps dst and src in the same slots. */
+#define DMA_SLOT_DST ISA_AP_SLOT(dma_copy, dst)
+#define DMA_SLOT_SRC ISA_AP_SLOT(dma_copy, src)
+#define DMA_SLOT_INDEX ISA_AP_SLOT(dma_copy, index)
+static_assert(ISA_AP_SLOT(dma_transpose, dst) == DMA_SLOT_DST, "dma_transpose dst");
+static_assert(ISA_AP_SLOT(dma_transpose, src) == DMA_SLOT_SRC, "dma_transpose src");
 #define DMA_MAX_ROWS 256  /* rows an operand may have (num_part is 8 bits) */
 
 static emu_status dma_bind2(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *src)
@@ -55,8 +60,8 @@ static emu_status dma_check_accumulate(struct isa_exec_ctx *ctx, const struct is
 static emu_status dma_copy_job(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct dma_job *job)
 {
-    unsigned op = insn->enums[0];
-    float scale = insn->fimm[0];
+    unsigned op = ISA_ARG_ENUM(insn, dma_copy, op);
+    float scale = ISA_ARG_F32(insn, dma_copy, scale);
     memset(job, 0, sizeof *job);
     job->nsrc = 1;
     job->scale[0] = 1.0f;
@@ -148,7 +153,7 @@ static emu_status dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn
                   !__builtin_add_overflow((int64_t)ext->hi, off[r], &hi) && lo >= 0 &&
                   (uint64_t)hi <= var->size;
         skip[r] = !in;
-        if (!in && insn->enums[2] != ISA_OOB_skip)
+        if (!in && ISA_ARG_ENUM(insn, dma_copy, oob) != ISA_OOB_skip)
             return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
                              "outside variable '%s' (%" PRIu64 " bytes)", i, r,
                              var->name ? var->name : "?", var->size);
@@ -160,14 +165,16 @@ static emu_status dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn
 static emu_status dma_check_indirect(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                      unsigned *slot)
 {
-    *slot = insn->enums[1] == ISA_INDIR_src ? DMA_SLOT_SRC : DMA_SLOT_DST;
-    if (insn->enums[1] != ISA_INDIR_src && insn->enums[1] != ISA_INDIR_dst)
-        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy indirect=%u is unknown",
-                         insn->enums[1]);
-    if (insn->imm[0].i != 0)
+    unsigned indirect = ISA_ARG_ENUM(insn, dma_copy, indirect);
+    int64_t dim = ISA_ARG_INT(insn, dma_copy, indirect_dim);
+    *slot = indirect == ISA_INDIR_src ? DMA_SLOT_SRC : DMA_SLOT_DST;
+    if (indirect != ISA_INDIR_src && indirect != ISA_INDIR_dst)
+        return core_fail(ctx, EMU_EXEC_ERR, "dma_copy indirect=%u is unknown", indirect);
+    if (dim != 0)
         return core_fail(ctx, EMU_EXEC_ERR, "dma_copy indirect_dim=%" PRId64
-                         ": only 0 (one row index per partition) is emulated", insn->imm[0].i);
-    if (insn->enums[0] == ISA_DMAOP_transpose || !ap_present(insn, DMA_SLOT_INDEX) ||
+                         ": only 0 (one row index per partition) is emulated", dim);
+    if (ISA_ARG_ENUM(insn, dma_copy, op) == ISA_DMAOP_transpose ||
+        !ap_present(insn, DMA_SLOT_INDEX) ||
         insn->ap[*slot].mem != ISA_MEM_HBM)
         return core_fail(ctx, EMU_EXEC_ERR, "indirect dma_copy needs an index "
                          "operand, an HBM indexed operand and an op other than transpose");
@@ -216,7 +223,7 @@ static emu_status dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_i
 
 emu_status isa_exec_dma_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    if (insn->enums[1] != ISA_INDIR_none)
+    if (ISA_ARG_ENUM(insn, dma_copy, indirect) != ISA_INDIR_none)
         return dma_copy_indirect(ctx, insn);
     if (ap_present(insn, DMA_SLOT_INDEX))
         return core_fail(ctx, EMU_EXEC_ERR, "dma_copy has an index operand but "
@@ -225,7 +232,7 @@ emu_status isa_exec_dma_copy(struct isa_exec_ctx *ctx, const struct isa_insn *in
     emu_status s = dma_bind2(ctx, &dst, &src);
     if (s != EMU_OK)
         return s;
-    if (insn->enums[0] == ISA_DMAOP_transpose)
+    if (ISA_ARG_ENUM(insn, dma_copy, op) == ISA_DMAOP_transpose)
         return dma_transpose_views(ctx, &dst, &src);
     struct dma_job job;
     struct dma_stream d, a;
@@ -252,24 +259,30 @@ emu_status isa_exec_dma_compute(struct isa_exec_ctx *ctx, const struct isa_insn 
 {
     struct ap_view dst, src[4];
     struct dma_stream d, a[4];
+    static const int src_slot[4] = {ISA_AP_SLOT(dma_compute, src0), ISA_AP_SLOT(dma_compute, src1),
+                                    ISA_AP_SLOT(dma_compute, src2), ISA_AP_SLOT(dma_compute, src3)};
+    static const int scale_slot[4] = {
+        ISA_F32_SLOT(dma_compute, scale0), ISA_F32_SLOT(dma_compute, scale1),
+        ISA_F32_SLOT(dma_compute, scale2), ISA_F32_SLOT(dma_compute, scale3)};
     struct dma_job job = {.kind = DMA_K_ADD};
-    switch (insn->enums[0]) {
+    unsigned rop = ISA_ARG_ENUM(insn, dma_compute, reduce_op);
+    switch (rop) {
     case ISA_ALU_add: break;
     case ISA_ALU_max: job.kind = DMA_K_MAX; break;
     case ISA_ALU_min: job.kind = DMA_K_MIN; break;
     default:
         return core_fail(ctx, EMU_EXEC_ERR, "dma_compute reduce_op %s: add, max "
-                         "or min", isa_enum_name(ISA_ET_ALU, insn->enums[0]));
+                         "or min", isa_enum_name(ISA_ET_ALU, rop));
     }
-    emu_status s = ap_bind(ctx, 0, &dst);
+    emu_status s = ap_bind(ctx, ISA_AP_SLOT(dma_compute, dst), &dst);
     for (unsigned i = 0; s == EMU_OK && i < 4; i++) {
-        if (!ap_present(insn, 1 + i))
+        if (!ap_present(insn, src_slot[i]))
             continue;
-        s = ap_bind(ctx, 1 + i, &src[i]);
+        s = ap_bind(ctx, src_slot[i], &src[i]);
         if (s != EMU_OK)
             break;
         dma_stream_from_view(&a[job.nsrc], &src[i], 0, src[i].rows);
-        job.scale[job.nsrc] = insn->fimm[i];
+        job.scale[job.nsrc] = insn->fimm[scale_slot[i]];
         job.src[job.nsrc] = &a[job.nsrc];
         job.nsrc++;
     }
@@ -282,5 +295,5 @@ emu_status isa_exec_dma_compute(struct isa_exec_ctx *ctx, const struct isa_insn 
 
 emu_status isa_exec_dma_trigger(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    return dma_desc_trigger(ctx, (uint32_t)insn->imm[0].i);
+    return dma_desc_trigger(ctx, (uint32_t)ISA_ARG_INT(insn, dma_trigger, queue));
 }

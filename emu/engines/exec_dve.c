@@ -1,10 +1,11 @@
 /*
  * exec_dve.c: semantics of the Vector/GpSimd elementwise, copy and reduce
  * instructions: tensor_tensor, tensor_scalar, scalar_tensor_tensor,
- * tensor_copy, tensor_copy_predicated, memset, iota, tensor_reduce,
- * tensor_partition_reduce, tensor_tensor_scan, tensor_scalar_reduce and
- * tensor_scalar_cumulative, after the NKI ISA reference. docs/isa.md has
- * the table of choices where the reference is silent.
+ * tensor_copy, tensor_copy_predicated, memset, tensor_reduce,
+ * tensor_tensor_scan, tensor_scalar_reduce and tensor_scalar_cumulative,
+ * after the NKI ISA reference (the GpSimd-only iota and
+ * tensor_partition_reduce are in exec_pool.c). docs/isa.md has the table
+ * of choices where the reference is silent.
  *
  * Every instruction works row by row (a row is one partition's free
  * elements in pattern order): rows go in increasing order, and each row
@@ -20,6 +21,7 @@
  * on several host threads (emu/core/par.h): rows are independent there,
  * so the bits are those of the in-order run.
  */
+#include <assert.h>
 #include <math.h>
 #include <stdatomic.h>
 #include <string.h>
@@ -27,38 +29,15 @@
 #include "emu/core/par.h"
 #include "emu/engines/act_acc.h"
 #include "emu/engines/dve.h"
+#include "emu/isa/isa_args.h"
 
 #define DVE_ERR EMU_EXEC_ERR
 #define DVE_PAR_MIN_BYTES (1u << 20) /* output bytes from which tensor_tensor/tensor_scalar split */
 #define DVE_PAR_ROWS 16u             /* rows per part of a split pass */
 
-/* Two adjacent scratch slots (from slot, an even number) as one row of
- * CORE_SCRATCH_ELEMS int64 values or 8-byte elements. */
-static int64_t *dve_wide_scratch(struct isa_exec_ctx *ctx, unsigned slot)
-{
-    return (int64_t *)(void *)core_scratch(ctx, slot);
-}
-
-static bool dve_flag(const struct isa_insn *insn, unsigned bit)
-{
-    return (insn->flags >> bit) & 1u;
-}
-
 static size_t dve_min(size_t a, size_t b)
 {
     return a < b ? a : b;
-}
-
-/* Bind the operands in slots[0..n) into v[0..n). */
-static emu_status dve_bind(struct isa_exec_ctx *ctx, const unsigned *slots, unsigned n,
-                           struct ap_view *v)
-{
-    for (unsigned i = 0; i < n; i++) {
-        emu_status st = ap_bind(ctx, slots[i], &v[i]);
-        if (st != EMU_OK)
-            return st;
-    }
-    return EMU_OK;
 }
 
 /* a must have b's shape (rows x elements). */
@@ -69,28 +48,6 @@ static emu_status dve_shape(struct isa_exec_ctx *ctx, const char *an, const stru
         return EMU_OK;
     return core_fail(ctx, DVE_ERR, "%s is [%u, %llu] but %s is [%u, %llu]", an, a->rows,
                      (unsigned long long)a->elems, bn, b->rows, (unsigned long long)b->elems);
-}
-
-/* op must be an ALU operator with every property bit of need. */
-static emu_status dve_op_check(struct isa_exec_ctx *ctx, const char *field, unsigned op,
-                               unsigned need)
-{
-    unsigned p = dve_op_props(op);
-    if (p != 0 && (p & need) == need)
-        return EMU_OK;
-    const char *why = p == 0 ? "is not an ALU operator"
-                      : (need & DVE_OP_REDUCE) ? "is not a reduction operator"
-                      : (p & DVE_OP_BITVEC) ? "is a bit-pattern operator, which needs integer dtypes on every operand"
-                      : "cannot run here";
-    return core_fail(ctx, DVE_ERR, "%s %s (%u) %s", field, dve_op_name(op), op, why);
-}
-
-static bool dve_all_int(const struct ap_view *v, unsigned n)
-{
-    for (unsigned i = 0; i < n; i++)
-        if (!dve_dtype_is_int(v[i].dtype))
-            return false;
-    return true;
 }
 
 /* The partition of row r of operand slot (accumulator registers are per partition). */
@@ -201,7 +158,7 @@ static emu_status dve_tt_f32(struct isa_exec_ctx *ctx, unsigned op, const struct
 
 static emu_status dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *v)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0), *y = dve_wide_scratch(ctx, 2);
+    int64_t *x = dve_wide(ctx, 0), *y = dve_wide(ctx, 2);
     unsigned bits = dve_dtype_bits(v[0].dtype);
     for (uint32_t r = 0; r < v[0].rows; r++) {
         dve_row_load_i64(&v[1], r, x);
@@ -215,9 +172,11 @@ static emu_status dve_tt_int(struct isa_exec_ctx *ctx, unsigned op, const struct
 /* dst = data1 <op> data2 */
 emu_status isa_exec_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(tensor_tensor, dst),
+                                      ISA_AP_SLOT(tensor_tensor, data1),
+                                      ISA_AP_SLOT(tensor_tensor, data2)};
     struct ap_view v[3];
-    unsigned op = insn->enums[0];
+    unsigned op = ISA_ARG_ENUM(insn, tensor_tensor, op);
     emu_status st = dve_bind(ctx, slots, 3, v);
     if (st == EMU_OK)
         st = dve_shape(ctx, "data1", &v[1], "dst", &v[0]);
@@ -289,7 +248,7 @@ static emu_status dve_ts_f32(struct isa_exec_ctx *ctx, const struct dve_ts *t,
 static emu_status dve_ts_int(struct isa_exec_ctx *ctx, const struct dve_ts *t,
                              const struct ap_view *d, const struct ap_view *x_v)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0);
+    int64_t *x = dve_wide(ctx, 0);
     unsigned bits = dve_dtype_bits(d->dtype);
     int steps = t->op[1] != ISA_ALU_bypass ? 2 : 1;
     for (uint32_t r = 0; r < d->rows; r++) {
@@ -330,23 +289,29 @@ static emu_status dve_ts_ops_check(struct isa_exec_ctx *ctx, const struct dve_ts
 /* dst = (data <op0> operand0) <op1> operand1 */
 emu_status isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_scalar, dst),
+                                      ISA_AP_SLOT(tensor_scalar, data)};
     struct ap_view v[2];
     struct dve_ts t;
-    for (int i = 0; i < 2; i++) {
-        t.op[i] = insn->enums[i];
+    t.op[0] = ISA_ARG_ENUM(insn, tensor_scalar, op0);
+    t.op[1] = ISA_ARG_ENUM(insn, tensor_scalar, op1);
+    t.rev[0] = ISA_ARG_FLAG(insn, tensor_scalar, reverse0);
+    t.rev[1] = ISA_ARG_FLAG(insn, tensor_scalar, reverse1);
+    for (int i = 0; i < 2; i++)
         t.props[i] = dve_op_props(t.op[i]);
-        t.rev[i] = dve_flag(insn, (unsigned)i);
-    }
     emu_status st = dve_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
         st = dve_shape(ctx, "data", &v[1], "dst", &v[0]);
     if (st == EMU_OK)
         st = dve_ts_ops_check(ctx, &t);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "operand0", &t.k[0]);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar, operand0),
+                             ISA_F32_SLOT(tensor_scalar, operand0), v[0].rows, "operand0",
+                             &t.k[0]);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "operand1", &t.k[1]);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar, operand1),
+                             ISA_F32_SLOT(tensor_scalar, operand1), v[0].rows, "operand1",
+                             &t.k[1]);
     if (st != EMU_OK)
         return st;
     if (dve_all_int(v, 2) && dve_ts_int_ok(&t))
@@ -364,8 +329,8 @@ emu_status isa_exec_tensor_scalar(struct isa_exec_ctx *ctx, const struct isa_ins
 struct dve_two_ops {
     struct ap_view v[3];     /* dst, x, y */
     struct dve_scalar k;     /* the per-row scalar */
-    unsigned op0, op1;       /* the ops, from enums[0] and enums[1] */
-    bool rev0, rev1;         /* their operands swapped (flags 0 and 1) */
+    unsigned op0, op1;       /* the ops (fields op0 and op1) */
+    bool rev0, rev1;         /* their operands swapped (reverse0, reverse1) */
 };
 
 /* One row of a two-op instruction: its output and inputs. */
@@ -375,17 +340,30 @@ struct dve_two_row {
     float *w;                /* where to write: o, or scratch to store */
 };
 
+/* Both two-op instructions keep their ops and their order flags where
+ * scalar_tensor_tensor does. */
+static_assert(ISA_SLOT(ENUM, tensor_tensor_scan, op0) ==
+                      ISA_SLOT(ENUM, scalar_tensor_tensor, op0) &&
+                  ISA_SLOT(ENUM, tensor_tensor_scan, op1) ==
+                      ISA_SLOT(ENUM, scalar_tensor_tensor, op1) &&
+                  ISA_SLOT(FLAG, tensor_tensor_scan, reverse0) ==
+                      ISA_SLOT(FLAG, scalar_tensor_tensor, reverse0) &&
+                  ISA_SLOT(FLAG, tensor_tensor_scan, reverse1) ==
+                      ISA_SLOT(FLAG, scalar_tensor_tensor, reverse1),
+              "the two-op instructions' ops");
+
 /* Bind a two-op instruction (slots: dst, x, y; names x and y for
- * messages; the scalar in slot kslot, named kname) into *t. */
+ * messages; the scalar in ap slot kslot or fimm slot kfslot, named kname)
+ * into *t. */
 static emu_status dve_bind_two_ops(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                    const unsigned slots[3], const char *xname,
-                                   const char *yname, unsigned kslot, const char *kname,
-                                   struct dve_two_ops *t)
+                                   const char *yname, unsigned kslot, unsigned kfslot,
+                                   const char *kname, struct dve_two_ops *t)
 {
-    t->op0 = insn->enums[0];
-    t->op1 = insn->enums[1];
-    t->rev0 = dve_flag(insn, 0);
-    t->rev1 = dve_flag(insn, 1);
+    t->op0 = ISA_ARG_ENUM(insn, scalar_tensor_tensor, op0);
+    t->op1 = ISA_ARG_ENUM(insn, scalar_tensor_tensor, op1);
+    t->rev0 = ISA_ARG_FLAG(insn, scalar_tensor_tensor, reverse0);
+    t->rev1 = ISA_ARG_FLAG(insn, scalar_tensor_tensor, reverse1);
     emu_status st = dve_bind(ctx, slots, 3, t->v);
     if (st == EMU_OK)
         st = dve_shape(ctx, xname, &t->v[1], "dst", &t->v[0]);
@@ -396,7 +374,7 @@ static emu_status dve_bind_two_ops(struct isa_exec_ctx *ctx, const struct isa_in
     if (st == EMU_OK)
         st = dve_op_check(ctx, "op1", t->op1, DVE_OP_F32);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, kslot, 0, t->v[0].rows, kname, &t->k);
+        st = dve_scalar_bind(ctx, kslot, kfslot, t->v[0].rows, kname, &t->k);
     return st;
 }
 
@@ -414,9 +392,13 @@ static void dve_two_row_get(struct isa_exec_ctx *ctx, struct dve_two_ops *t, uin
 /* dst = (data <op0> operand0) <op1> operand1, in fp32 */
 emu_status isa_exec_scalar_tensor_tensor(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 3};
+    static const unsigned slots[3] = {ISA_AP_SLOT(scalar_tensor_tensor, dst),
+                                      ISA_AP_SLOT(scalar_tensor_tensor, data),
+                                      ISA_AP_SLOT(scalar_tensor_tensor, operand1)};
     struct dve_two_ops t;
-    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data", "operand1", 2, "operand0", &t);
+    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data", "operand1",
+                                     ISA_AP_SLOT(scalar_tensor_tensor, operand0),
+                                     ISA_F32_SLOT(scalar_tensor_tensor, operand0), "operand0", &t);
     if (st != EMU_OK)
         return st;
     size_t n = t.v[0].elems;
@@ -455,7 +437,7 @@ static bool dve_rows_overlap(const struct ap_view *a, const struct ap_view *b, u
 static void dve_copy_bits(struct isa_exec_ctx *ctx, const struct ap_view *d,
                           const struct ap_view *s)
 {
-    void *buf = dve_wide_scratch(ctx, 0);
+    void *buf = dve_wide(ctx, 0);
     for (uint32_t r = 0; r < d->rows; r++) {
         if (d->flat && s->flat) {
             memmove(ap_row_ptr(d, r), ap_row_ptr(s, r), d->elems * d->esize);
@@ -484,7 +466,8 @@ static void dve_copy_cast(struct isa_exec_ctx *ctx, const struct ap_view *d,
 
 emu_status isa_exec_tensor_copy(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_copy, dst),
+                                      ISA_AP_SLOT(tensor_copy, src)};
     struct ap_view v[2];
     emu_status st = dve_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
@@ -525,7 +508,7 @@ static void dve_select(void *dst, const void *src, size_t sstep, const uint8_t *
 static const void *dve_pred_src(struct isa_exec_ctx *ctx, const struct ap_view *d,
                                 const struct ap_view *s, uint32_t r)
 {
-    void *bytes = dve_wide_scratch(ctx, 2);
+    void *bytes = dve_wide(ctx, 2);
     if (dve_same_bits(d->dtype, s->dtype)) {
         dve_row_gather(s, r, bytes);
     } else {
@@ -539,19 +522,22 @@ static const void *dve_pred_src(struct isa_exec_ctx *ctx, const struct ap_view *
 /* dst = src where (predicate != 0) != reverse_pred; elsewhere dst keeps its value. */
 emu_status isa_exec_tensor_copy_predicated(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 2};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_copy_predicated, dst),
+                                      ISA_AP_SLOT(tensor_copy_predicated, predicate)};
+    const unsigned src_slot = ISA_AP_SLOT(tensor_copy_predicated, src);
     struct ap_view v[3];
-    bool has_src = ap_present(insn, 1), rev = dve_flag(insn, 0);
+    bool has_src = ap_present(insn, src_slot);
+    bool rev = ISA_ARG_FLAG(insn, tensor_copy_predicated, reverse_pred);
     emu_status st = dve_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
         st = dve_shape(ctx, "predicate", &v[1], "dst", &v[0]);
-    if (st == EMU_OK && has_src && (st = ap_bind(ctx, 1, &v[2])) == EMU_OK)
+    if (st == EMU_OK && has_src && (st = ap_bind(ctx, src_slot, &v[2])) == EMU_OK)
         st = dve_shape(ctx, "src", &v[2], "dst", &v[0]);
     if (st != EMU_OK)
         return st;
     uint64_t imm = 0;
-    (void)num_from_f32(v[0].dtype, &imm, insn->fimm[0], NULL, 0);
-    void *row = dve_wide_scratch(ctx, 0);
+    (void)num_from_f32(v[0].dtype, &imm, ISA_ARG_F32(insn, tensor_copy_predicated, src), NULL, 0);
+    void *row = dve_wide(ctx, 0);
     float *pred = core_scratch(ctx, 4);
     uint8_t *keep = (uint8_t *)(void *)core_scratch(ctx, 5);
     for (uint32_t r = 0; r < v[0].rows; r++) {
@@ -601,78 +587,16 @@ static void dve_encode_double(uint32_t dt, double x, uint64_t *out)
 emu_status isa_exec_memset(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view d;
-    emu_status st = ap_bind(ctx, 0, &d);
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(memset, dst), &d);
     if (st != EMU_OK)
         return st;
     uint64_t elem;
-    dve_encode_double(d.dtype, insn->imm[0].f, &elem);
-    uint8_t *row = (uint8_t *)dve_wide_scratch(ctx, 0);
+    dve_encode_double(d.dtype, ISA_ARG_F64(insn, memset, value), &elem);
+    uint8_t *row = (uint8_t *)dve_wide(ctx, 0);
     for (size_t i = 0; i < d.elems; i++)
         memcpy(row + i * d.esize, &elem, d.esize);
     for (uint32_t r = 0; r < d.rows; r++)
         dve_row_scatter(&d, r, row);
-    return EMU_OK;
-}
-
-/* ---- iota ------------------------------------------------------------------------------- */
-
-/* Elements of the iota pattern (more than cap: cap + 1). */
-static uint64_t dve_iota_count(const struct isa_pattern *pat, uint64_t cap)
-{
-    uint64_t n = pat->ndims > 0;
-    for (unsigned d = 0; d < pat->ndims && n <= cap; d++)
-        n *= pat->dim[d].count;
-    return n > cap ? cap + 1 : n;
-}
-
-/* The pattern part of every value, sum(idx_d * step_d), in int32
- * (wrapping) arithmetic, in pattern order: n values into out. */
-static void dve_iota_pattern(const struct isa_pattern *pat, int64_t *out, uint64_t n)
-{
-    uint32_t idx[ISA_MAX_DIMS] = {0};
-    for (uint64_t i = 0; i < n; i++) {
-        uint32_t v = 0;
-        for (unsigned d = 0; d < pat->ndims; d++)
-            v += idx[d] * (uint32_t)pat->dim[d].step;
-        out[i] = (int32_t)v;
-        for (int d = (int)pat->ndims - 1; d >= 0; d--) {
-            if (++idx[d] < pat->dim[d].count)
-                break;
-            idx[d] = 0;
-        }
-    }
-}
-
-/* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
- * in int32 arithmetic, p counting the dst rows from 0. */
-emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    struct ap_view d;
-    emu_status st = ap_bind(ctx, 0, &d);
-    if (st != EMU_OK)
-        return st;
-    int64_t *pat = dve_wide_scratch(ctx, 0), *row = dve_wide_scratch(ctx, 2);
-    float *frow = core_scratch(ctx, 4);
-    uint64_t n = dve_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
-    if (n != d.elems)
-        return core_fail(ctx, DVE_ERR, "the iota pattern has %s%llu elements but dst has %llu "
-                         "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
-                         (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
-                         (unsigned long long)d.elems);
-    dve_iota_pattern(&insn->pattern, pat, n);
-    bool ints = dve_dtype_is_int(d.dtype);
-    for (uint32_t r = 0; r < d.rows; r++) {
-        uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
-        for (uint64_t i = 0; i < n; i++)
-            row[i] = (int32_t)(base + (uint32_t)pat[i]);
-        if (ints) {
-            dve_row_store_i64(&d, r, row);
-            continue;
-        }
-        for (uint64_t i = 0; i < n; i++)
-            frow[i] = (float)row[i];
-        ap_row_store(&d, r, frow);
-    }
     return EMU_OK;
 }
 
@@ -710,7 +634,7 @@ static void dve_reduce_f32(struct isa_exec_ctx *ctx, unsigned op, bool neg,
 static void dve_reduce_int(struct isa_exec_ctx *ctx, unsigned op, bool neg,
                            const struct ap_view *d, const struct ap_view *x_v, uint64_t inner)
 {
-    int64_t *x = dve_wide_scratch(ctx, 0), *res = dve_wide_scratch(ctx, 2);
+    int64_t *x = dve_wide(ctx, 0), *res = dve_wide(ctx, 2);
     unsigned bits = dve_dtype_bits(d->dtype);
     for (uint32_t r = 0; r < d->rows; r++) {
         dve_row_load_i64(x_v, r, x);
@@ -725,16 +649,18 @@ static void dve_reduce_int(struct isa_exec_ctx *ctx, unsigned op, bool neg,
 /* dst[p, g] = op over group g of the last `axes` free dims of data (negated on request). */
 emu_status isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_reduce, dst),
+                                      ISA_AP_SLOT(tensor_reduce, data)};
     struct ap_view v[2];
-    unsigned op = insn->enums[0];
-    bool neg = dve_flag(insn, 0);
+    unsigned op = ISA_ARG_ENUM(insn, tensor_reduce, op);
+    bool neg = ISA_ARG_FLAG(insn, tensor_reduce, negate);
     uint64_t inner = 1;
     emu_status st = dve_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
         st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
     if (st == EMU_OK)
-        st = dve_reduce_inner(ctx, &insn->ap[1], insn->imm[0].i, &inner);
+        st = dve_reduce_inner(ctx, ISA_ARG_AP(insn, tensor_reduce, data),
+                              ISA_ARG_INT(insn, tensor_reduce, axes), &inner);
     if (st != EMU_OK)
         return st;
     if (v[0].rows != v[1].rows || v[0].elems * inner != v[1].elems)
@@ -756,69 +682,18 @@ emu_status isa_exec_tensor_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
     return st;
 }
 
-/* ---- tensor_partition_reduce --------------------------------------------------------------- */
-
-static void dve_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
-                            const struct ap_view *x_v)
-{
-    float *acc = core_scratch(ctx, 0);
-    size_t n = d->elems;
-    unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
-    ap_row_load(x_v, 0, acc);
-    for (uint32_t r = 1; r < x_v->rows; r++)
-        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
-    if (op == ISA_ALU_average)
-        dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
-    ap_row_store(d, 0, acc);
-}
-
-static void dve_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
-                            const struct ap_view *x_v)
-{
-    int64_t *acc = dve_wide_scratch(ctx, 0), *x = dve_wide_scratch(ctx, 2);
-    unsigned bits = dve_dtype_bits(d->dtype);
-    dve_row_load_i64(x_v, 0, acc);
-    for (uint32_t r = 1; r < x_v->rows; r++) {
-        dve_row_load_i64(x_v, r, x);
-        dve_i64_vv(op, acc, acc, x, false, bits, d->elems);
-    }
-    dve_row_store_i64(d, 0, acc);
-}
-
-/* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
-emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
-{
-    static const unsigned slots[2] = {0, 1};
-    struct ap_view v[2];
-    unsigned op = insn->enums[0];
-    emu_status st = dve_bind(ctx, slots, 2, v);
-    if (st == EMU_OK)
-        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
-    if (st != EMU_OK)
-        return st;
-    if (v[0].rows != 1 || v[0].elems != v[1].elems)
-        return core_fail(ctx, DVE_ERR, "dst is [%u, %llu]; reducing the partitions of data "
-                         "[%u, %llu] gives [1, %llu]", v[0].rows, (unsigned long long)v[0].elems,
-                         v[1].rows, (unsigned long long)v[1].elems,
-                         (unsigned long long)v[1].elems);
-    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
-        dve_preduce_int(ctx, op, &v[0], &v[1]);
-        return EMU_OK;
-    }
-    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
-    if (st == EMU_OK)
-        dve_preduce_f32(ctx, op, &v[0], &v[1]);
-    return st;
-}
-
 /* ---- tensor_tensor_scan ---------------------------------------------------------------------- */
 
 /* dst[i] = op1(op0(data0[i], dst[i-1]), data1[i]), dst[-1] = initial; in fp32. */
 emu_status isa_exec_tensor_tensor_scan(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(tensor_tensor_scan, dst),
+                                      ISA_AP_SLOT(tensor_tensor_scan, data0),
+                                      ISA_AP_SLOT(tensor_tensor_scan, data1)};
     struct dve_two_ops t;
-    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data0", "data1", 3, "initial", &t);
+    emu_status st = dve_bind_two_ops(ctx, insn, slots, "data0", "data1",
+                                     ISA_AP_SLOT(tensor_tensor_scan, initial),
+                                     ISA_F32_SLOT(tensor_tensor_scan, initial), "initial", &t);
     if (st != EMU_OK)
         return st;
     size_t n = t.v[0].elems;
@@ -864,14 +739,15 @@ static emu_status dve_acc_op_check(struct isa_exec_ctx *ctx, const char *field, 
                      dve_op_name(op), op, allow_sub ? "subtract, " : "");
 }
 
-/* The optional [P, 1] reduce_res operand in slot 3. */
+/* tensor_scalar_reduce's optional [P, 1] reduce_res operand. */
 static emu_status dve_bind_res(struct isa_exec_ctx *ctx, uint32_t rows, struct ap_view *res,
                                bool *has)
 {
-    *has = ap_present(ctx->insn, 3);
+    const unsigned slot = ISA_AP_SLOT(tensor_scalar_reduce, reduce_res);
+    *has = ap_present(ctx->insn, slot);
     if (!*has)
         return EMU_OK;
-    emu_status st = ap_bind(ctx, 3, res);
+    emu_status st = ap_bind(ctx, slot, res);
     if (st == EMU_OK && (res->rows != rows || res->elems != 1))
         st = core_fail(ctx, DVE_ERR, "reduce_res must be [%u, 1]; it is [%u, %llu]", rows,
                        res->rows, (unsigned long long)res->elems);
@@ -890,18 +766,24 @@ struct dve_tsr {
 static emu_status dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct dve_tsr *t)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_scalar_reduce, dst),
+                                      ISA_AP_SLOT(tensor_scalar_reduce, data)};
     emu_status st = dve_bind(ctx, slots, 2, t->v);
     if (st == EMU_OK)
         st = dve_shape(ctx, "data", &t->v[1], "dst", &t->v[0]);
     if (st == EMU_OK)
-        st = dve_op_check(ctx, "op0", insn->enums[0], DVE_OP_F32);
+        st = dve_op_check(ctx, "op0", ISA_ARG_ENUM(insn, tensor_scalar_reduce, op0), DVE_OP_F32);
     if (st == EMU_OK)
-        st = dve_acc_op_check(ctx, "reduce_op", insn->enums[1], false);
+        st = dve_acc_op_check(ctx, "reduce_op", ISA_ARG_ENUM(insn, tensor_scalar_reduce, reduce_op),
+                              false);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 2, 0, t->v[0].rows, "operand0", &t->k);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar_reduce, operand0),
+                             ISA_F32_SLOT(tensor_scalar_reduce, operand0), t->v[0].rows,
+                             "operand0", &t->k);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 4, 1, t->v[0].rows, "reduce_init", &t->init);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar_reduce, reduce_init),
+                             ISA_F32_SLOT(tensor_scalar_reduce, reduce_init), t->v[0].rows,
+                             "reduce_init", &t->init);
     if (st == EMU_OK)
         st = dve_bind_res(ctx, t->v[0].rows, &t->res, &t->has_res);
     return st;
@@ -913,8 +795,11 @@ static emu_status dve_tsr_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
 emu_status isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct dve_tsr t;
-    unsigned op0 = insn->enums[0], rop = insn->enums[1], cmd = insn->enums[2];
-    bool rev0 = dve_flag(insn, 0), neg = dve_flag(insn, 1);
+    unsigned op0 = ISA_ARG_ENUM(insn, tensor_scalar_reduce, op0);
+    unsigned rop = ISA_ARG_ENUM(insn, tensor_scalar_reduce, reduce_op);
+    unsigned cmd = ISA_ARG_ENUM(insn, tensor_scalar_reduce, reduce_cmd);
+    bool rev0 = ISA_ARG_FLAG(insn, tensor_scalar_reduce, reverse0);
+    bool neg = ISA_ARG_FLAG(insn, tensor_scalar_reduce, reduce_res_negate);
     emu_status st = dve_tsr_bind(ctx, insn, &t);
     if (st != EMU_OK)
         return st;
@@ -925,7 +810,7 @@ emu_status isa_exec_tensor_scalar_reduce(struct isa_exec_ctx *ctx, const struct 
         const float *x = dve_in_f32(ctx, 0, &t.v[1], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 1);
         dve_f32_vk(op0, w, x, dve_scalar_f32(&t.k, r), rev0, n);
-        float *a = &acc[dve_part(insn, 1, r)];
+        float *a = &acc[dve_part(insn, ISA_AP_SLOT(tensor_scalar_reduce, data), r)];
         dve_acc_apply(rop, cmd, a, dve_f32_reduce(rop, w, n), dve_scalar_f32(&t.init, r));
         if (o == NULL)
             ap_row_store(&t.v[0], r, w);
@@ -948,11 +833,14 @@ static float dve_cum_start(unsigned op1, unsigned cmd, float acc, float imm1)
  * and dst = reg; the accumulator keeps the last reg. */
 emu_status isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_scalar_cumulative, dst),
+                                      ISA_AP_SLOT(tensor_scalar_cumulative, src)};
     struct ap_view v[2];
     struct dve_scalar k0, k1;
-    unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
-    bool rev0 = dve_flag(insn, 0);
+    unsigned op0 = ISA_ARG_ENUM(insn, tensor_scalar_cumulative, op0);
+    unsigned op1 = ISA_ARG_ENUM(insn, tensor_scalar_cumulative, op1);
+    unsigned cmd = ISA_ARG_ENUM(insn, tensor_scalar_cumulative, reduce_cmd);
+    bool rev0 = ISA_ARG_FLAG(insn, tensor_scalar_cumulative, reverse0);
     emu_status st = dve_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
         st = dve_shape(ctx, "src", &v[1], "dst", &v[0]);
@@ -964,9 +852,11 @@ emu_status isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const str
         cmd != ISA_RCMD_load_reduce)
         st = core_fail(ctx, DVE_ERR, "reduce_cmd must be reset_reduce, reduce or load_reduce");
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 2, 0, v[0].rows, "imm0", &k0);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar_cumulative, imm0),
+                             ISA_F32_SLOT(tensor_scalar_cumulative, imm0), v[0].rows, "imm0", &k0);
     if (st == EMU_OK)
-        st = dve_scalar_bind(ctx, 3, 1, v[0].rows, "imm1", &k1);
+        st = dve_scalar_bind(ctx, ISA_AP_SLOT(tensor_scalar_cumulative, imm1),
+                             ISA_F32_SLOT(tensor_scalar_cumulative, imm1), v[0].rows, "imm1", &k1);
     if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx);
@@ -975,7 +865,7 @@ emu_status isa_exec_tensor_scalar_cumulative(struct isa_exec_ctx *ctx, const str
         float *o = ap_row_f32(&v[0], r);
         const float *x = dve_in_f32(ctx, 0, &v[1], r, o, n);
         float *w = o != NULL ? o : core_scratch(ctx, 1);
-        float *a = &acc[dve_part(insn, 1, r)];
+        float *a = &acc[dve_part(insn, ISA_AP_SLOT(tensor_scalar_cumulative, src), r)];
         dve_f32_vk(op0, w, x, dve_scalar_f32(&k0, r), rev0, n);
         *a = dve_f32_scan(op1, w, dve_cum_start(op1, cmd, *a, dve_scalar_f32(&k1, r)), n);
         if (o == NULL)

@@ -34,6 +34,7 @@
 #include "emu/core/ap.h"
 #include "emu/engines/mx_quant.h"
 #include "emu/engines/pe_matmul.h"
+#include "emu/isa/isa_args.h"
 #include "emu/num/mx.h"
 
 #define MX_QUADRANT 32        /* partitions per SBUF quadrant */
@@ -45,7 +46,6 @@
 #define MX_MAX_N_F32 4096     /* moving free size with an fp32 dst */
 #define MX_MAX_N_BF16 8192    /* moving free size with a bf16 dst */
 #define MX_N_CHUNK 512        /* moving columns packed at once (scratch bound) */
-#define MX_FLAG_ACCUMULATE 0  /* flag bit of nc_matmul_mx (isa_ops.h) */
 
 /* Decoded values of every code of one packed element type. */
 struct mx_lut {
@@ -67,17 +67,6 @@ static inline float mx_lane(const struct mx_lut *t, uint32_t dtype, const uint8_
     if (dtype == NUM_DT_FP4_E2M1_X4)
         return t->v[(p[j / 2] >> (4 * (j % 2))) & 15u];
     return t->v[p[j]];
-}
-
-/* Address of element i (flattened pattern order) of row r. */
-static uint8_t *mx_elem(const struct ap_view *v, uint32_t r, uint64_t i)
-{
-    int64_t off = 0;
-    for (int d = (int)v->ndims - 1; d >= 0; d--) {
-        off += (int64_t)(i % v->count[d]) * v->stride[d];
-        i /= v->count[d];
-    }
-    return ap_row_ptr(v, r) + off;
 }
 
 /* Row of the scale operand holding the scale of data partition p. */
@@ -136,7 +125,8 @@ static emu_status mx_quantize_check(struct isa_exec_ctx *ctx, const struct ap_vi
                          ": src partitions a multiple of 32 up to 128, free size a multiple of "
                          "4; dst the same partitions and a quarter of the free size", src->rows,
                          src->elems, dst->rows, dst->elems);
-    return mx_check_scale(ctx, op, "dst_scale", dst, 0, sc, 1);
+    return mx_check_scale(ctx, op, "dst_scale", dst, ISA_AP_SLOT(quantize_mx, dst), sc,
+                          ISA_AP_SLOT(quantize_mx, dst_scale));
 }
 
 /* One group: rows p0..p0+7 of src (as fp32 in rows[]), x4 column f. */
@@ -151,13 +141,13 @@ static void mx_quantize_group(const struct ap_view *dst, const struct ap_view *s
             amax = isnan(a) || a > amax ? a : amax;
         }
     uint8_t code = mxq_scale_code(amax, emax);
-    *mx_elem(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
+    *ap_elem_ptr(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
     int shift = 127 - (int)code;
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
         float q[NUM_X4_LANES];
         for (unsigned j = 0; j < NUM_X4_LANES; j++)
             q[j] = code == NUM_E8M0_NAN ? NAN : ldexpf(rows[i][4 * f + j], shift);
-        num_x4_pack(dst->dtype, q, true, mx_elem(dst, p0 + i, f));
+        num_x4_pack(dst->dtype, q, true, ap_elem_ptr(dst, p0 + i, f));
     }
 }
 
@@ -183,7 +173,7 @@ static void mx_quantize_block_fast(const struct ap_view *dst, const struct ap_vi
     }
     mxq_block_run(&b);
     for (uint64_t f = 0; !sc->flat && f < dst->elems; f++)
-        *mx_elem(sc, sr, f) = codes[f];
+        *ap_elem_ptr(sc, sr, f) = codes[f];
 }
 
 emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
@@ -193,11 +183,11 @@ emu_status isa_exec_quantize_mx(struct isa_exec_ctx *ctx, const struct isa_insn 
     if (ctx->core->gen < 4)
         return core_fail(ctx, EMU_EXEC_ERR, "quantize_mx needs NeuronCore-v4; this core is "
                          "NeuronCore-v%u", ctx->core->gen);
-    emu_status s = ap_bind(ctx, 0, &dst);
+    emu_status s = ap_bind(ctx, ISA_AP_SLOT(quantize_mx, dst), &dst);
     if (s == EMU_OK)
-        s = ap_bind(ctx, 1, &sc);
+        s = ap_bind(ctx, ISA_AP_SLOT(quantize_mx, dst_scale), &sc);
     if (s == EMU_OK)
-        s = ap_bind(ctx, 2, &src);
+        s = ap_bind(ctx, ISA_AP_SLOT(quantize_mx, src), &src);
     if (s == EMU_OK)
         s = mx_quantize_check(ctx, &dst, &sc, &src);
     if (s != EMU_OK)
@@ -234,9 +224,13 @@ struct mx_mm {
 
 static emu_status mx_mm_bind(struct isa_exec_ctx *ctx, struct mx_mm *o)
 {
+    static const int slot[5] = {
+        ISA_AP_SLOT(nc_matmul_mx, dst), ISA_AP_SLOT(nc_matmul_mx, stationary),
+        ISA_AP_SLOT(nc_matmul_mx, moving), ISA_AP_SLOT(nc_matmul_mx, stationary_scale),
+        ISA_AP_SLOT(nc_matmul_mx, moving_scale)};
     struct ap_view *v[5] = {&o->dst, &o->st, &o->mv, &o->st_sc, &o->mv_sc};
     for (unsigned i = 0; i < 5; i++) {
-        emu_status s = ap_bind(ctx, i, v[i]);
+        emu_status s = ap_bind(ctx, slot[i], v[i]);
         if (s != EMU_OK)
             return s;
     }
@@ -247,8 +241,10 @@ static emu_status mx_mm_bind(struct isa_exec_ctx *ctx, struct mx_mm *o)
 static emu_status mx_mm_check_tiles(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                     uint32_t k)
 {
-    int64_t row = insn->imm[0].i, col = insn->imm[1].i;
-    int64_t rows = insn->imm[2].i, cols = insn->imm[3].i;
+    int64_t row = ISA_ARG_INT(insn, nc_matmul_mx, tile_row);
+    int64_t col = ISA_ARG_INT(insn, nc_matmul_mx, tile_col);
+    int64_t rows = ISA_ARG_INT(insn, nc_matmul_mx, tile_rows);
+    int64_t cols = ISA_ARG_INT(insn, nc_matmul_mx, tile_cols);
     if (col != 0 || cols != 128 || (rows != 32 && rows != 64 && rows != 128) ||
         row % rows != 0 || row + rows > 128 || k > rows)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_mx tile (%" PRId64 ", %" PRId64 ") of %"
@@ -280,9 +276,12 @@ static emu_status mx_mm_check(struct isa_exec_ctx *ctx, const struct isa_insn *i
                          "32 up to 128, M even up to 128, N up to %u (%s dst), dst M x N", k,
                          o->st.elems, o->mv.rows, o->mv.elems, o->dst.rows, o->dst.elems, nmax,
                          bf16 ? "bf16" : "f32");
-    emu_status s = mx_check_scale(ctx, op, "stationary_scale", &o->st, 1, &o->st_sc, 3);
+    emu_status s = mx_check_scale(ctx, op, "stationary_scale", &o->st,
+                                  ISA_AP_SLOT(nc_matmul_mx, stationary), &o->st_sc,
+                                  ISA_AP_SLOT(nc_matmul_mx, stationary_scale));
     if (s == EMU_OK)
-        s = mx_check_scale(ctx, op, "moving_scale", &o->mv, 2, &o->mv_sc, 4);
+        s = mx_check_scale(ctx, op, "moving_scale", &o->mv, ISA_AP_SLOT(nc_matmul_mx, moving),
+                           &o->mv_sc, ISA_AP_SLOT(nc_matmul_mx, moving_scale));
     return s == EMU_OK ? mx_mm_check_tiles(ctx, insn, k) : s;
 }
 
@@ -312,8 +311,8 @@ static void mx_pack(const struct ap_view *v, const struct ap_view *sc, uint64_t 
         uint32_t sr = full ? mx_scale_row(p) : p / MX_GROUP_PARTS;
         const uint8_t *drow = ap_row_ptr(v, p) + c0 * v->esize, *srow = ap_row_ptr(sc, sr) + c0;
         for (uint32_t i = 0; i < w; i++) {
-            const uint8_t *e = flat ? drow + (size_t)i * v->esize : mx_elem(v, p, c0 + i);
-            float s = stab[flat ? srow[i] : *mx_elem(sc, sr, c0 + i)];
+            const uint8_t *e = flat ? drow + (size_t)i * v->esize : ap_elem_ptr(v, p, c0 + i);
+            float s = stab[flat ? srow[i] : *ap_elem_ptr(sc, sr, c0 + i)];
             for (unsigned j = 0; j < NUM_X4_LANES; j++)
                 lane[j][i] = mx_lane(&lut, v->dtype, e, j) * s;
         }
@@ -359,7 +358,7 @@ emu_status isa_exec_nc_matmul_mx(struct isa_exec_ctx *ctx, const struct isa_insn
         return s;
     float *a = core_scratch(ctx, 0);
     mx_pack(&o.st, &o.st_sc, 0, (uint32_t)o.st.elems, PE_MR, a, core_scratch(ctx, 2));
-    bool acc = (insn->flags >> MX_FLAG_ACCUMULATE) & 1u;
+    bool acc = ISA_ARG_FLAG(insn, nc_matmul_mx, accumulate);
     for (uint64_t c0 = 0; c0 < o.mv.elems; c0 += MX_N_CHUNK) {
         uint64_t left = o.mv.elems - c0;
         mx_mm_chunk(ctx, &o, a, c0, (uint32_t)(left < MX_N_CHUNK ? left : MX_N_CHUNK), acc);

@@ -23,11 +23,8 @@
 #include "emu/core/ap.h"
 #include "emu/core/par.h"
 #include "emu/engines/pe_matmul.h"
+#include "emu/isa/isa_args.h"
 
-#define PE_FLAG_ACCUMULATE 0       /* flag bits of nc_matmul (isa_ops.h) */
-#define PE_FLAG_TRANSPOSE 1
-#define PE_FLAG_STAT_ONEZERO 2
-#define PE_FLAG_MOV_ONEZERO 3
 #define PE_MAX_M 128               /* stationary free size (PE columns) */
 #define PE_MAX_N ISA_PE_MAX_N_V2    /* moving free size before v4 (fp32 per PSUM bank) */
 #define PE_MAX_N_V4_BYTES ISA_PSUM_PART_BYTES /* v4: a dst row may fill its partition */
@@ -41,11 +38,6 @@ struct pe_geom {
     uint32_t m;       /* stationary free size = dst partitions */
     uint32_t n;       /* moving free size = dst free size */
 };
-
-static bool pe_flag(const struct isa_insn *insn, unsigned bit)
-{
-    return (insn->flags >> bit) & 1u;
-}
 
 static bool pe_is_f32(uint32_t dt)
 {
@@ -69,25 +61,14 @@ static bool pe_input_ok(uint32_t dt)
     return pe_is_f32(dt) || dt == ISA_DT_BF16 || dt == ISA_DT_F16 || pe_is_fp8(dt);
 }
 
-/* Address of element i (flattened order) of row r. */
-static uint8_t *pe_elem(const struct ap_view *v, uint32_t r, uint64_t i)
-{
-    int64_t off = 0;
-    for (int d = (int)v->ndims - 1; d >= 0; d--) {
-        off += (int64_t)(i % v->count[d]) * v->stride[d];
-        i /= v->count[d];
-    }
-    return ap_row_ptr(v, r) + off;
-}
-
 static emu_status pe_bind3(struct isa_exec_ctx *ctx, struct ap_view *dst, struct ap_view *st,
                            struct ap_view *mv)
 {
-    emu_status s = ap_bind(ctx, 0, dst);
+    emu_status s = ap_bind(ctx, ISA_AP_SLOT(nc_matmul, dst), dst);
     if (s == EMU_OK)
-        s = ap_bind(ctx, 1, st);
+        s = ap_bind(ctx, ISA_AP_SLOT(nc_matmul, stationary), st);
     if (s == EMU_OK)
-        s = ap_bind(ctx, 2, mv);
+        s = ap_bind(ctx, ISA_AP_SLOT(nc_matmul, moving), mv);
     if (s != EMU_OK)
         return s;
     if (dst->mem != ISA_MEM_PSUM || st->mem != ISA_MEM_SBUF || mv->mem != ISA_MEM_SBUF)
@@ -107,8 +88,10 @@ static bool pe_tile_size_ok(int64_t size, uint32_t gen)
 static emu_status pe_check_tiles(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  const struct pe_geom *g)
 {
-    int64_t row = insn->imm[0].i, col = insn->imm[1].i;
-    int64_t rows = insn->imm[2].i, cols = insn->imm[3].i;
+    int64_t row = ISA_ARG_INT(insn, nc_matmul, tile_row);
+    int64_t col = ISA_ARG_INT(insn, nc_matmul, tile_col);
+    int64_t rows = ISA_ARG_INT(insn, nc_matmul, tile_rows);
+    int64_t cols = ISA_ARG_INT(insn, nc_matmul, tile_cols);
     uint32_t gen = ctx->core->gen;
     if (!pe_tile_size_ok(rows, gen) || !pe_tile_size_ok(cols, gen))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul tile %" PRId64 " x %"
@@ -131,16 +114,18 @@ static emu_status pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn 
                                 uint32_t *groups)
 {
     *groups = 1;
-    if (insn->enums[0] == ISA_PERF_none)
+    unsigned perf = ISA_ARG_ENUM(insn, nc_matmul, perf);
+    if (perf == ISA_PERF_none)
         return EMU_OK;
-    if (insn->enums[0] != ISA_PERF_double_row)
-        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf mode %u is unknown",
-                         insn->enums[0]);
-    const struct isa_ap *st = &insn->ap[1], *mv = &insn->ap[2];
+    if (perf != ISA_PERF_double_row)
+        return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf mode %u is unknown", perf);
+    const struct isa_ap *st = ISA_ARG_AP(insn, nc_matmul, stationary);
+    const struct isa_ap *mv = ISA_ARG_AP(insn, nc_matmul, moving);
     bool fp8 = (st->dtype == ISA_DT_FP8E4 || st->dtype == ISA_DT_FP8E5) &&
                (mv->dtype == ISA_DT_FP8E4 || mv->dtype == ISA_DT_FP8E5);
     if (ctx->core->gen < 3 || !fp8 || st->ndims < 2 || mv->ndims < 2 || st->dim[0].count != 2 ||
-        mv->dim[0].count != 2 || insn->imm[3].i != 128 || pe_flag(insn, PE_FLAG_TRANSPOSE))
+        mv->dim[0].count != 2 || ISA_ARG_INT(insn, nc_matmul, tile_cols) != 128 ||
+        ISA_ARG_FLAG(insn, nc_matmul, transpose))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf=double_row needs "
                          "NeuronCore-v3, fp8_e4/fp8_e5 inputs shaped [K, 2, x], no column "
                          "tiling and no transpose");
@@ -201,7 +186,7 @@ static emu_status pe_check_bank(struct isa_exec_ctx *ctx, const struct isa_insn 
     struct isa_extent ext;
     if (ctx->core->gen >= 4)
         return EMU_OK;
-    if (isa_ap_extent(&insn->ap[0], &ext) != EMU_OK || ext.hi <= ext.lo)
+    if (isa_ap_extent(ISA_ARG_AP(insn, nc_matmul, dst), &ext) != EMU_OK || ext.hi <= ext.lo)
         return EMU_OK; /* ap_bind already judged the pattern */
     if (ext.lo / ISA_PSUM_BANK_BYTES != (ext.hi - 1) / ISA_PSUM_BANK_BYTES)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul dst spans PSUM bytes [%"
@@ -385,14 +370,14 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
 {
     float *a = core_scratch(ctx, 0);
     emu_status s = pe_pack_both(ctx, st, mv, g, a, b);
-    if (s == EMU_OK && pe_flag(insn, PE_FLAG_STAT_ONEZERO))
+    if (s == EMU_OK && ISA_ARG_FLAG(insn, nc_matmul, stationary_onezero))
         s = pe_check_onezero(ctx, "stationary", st->dtype, a, pe_pack_a_floats(g->k, g->m));
-    if (s == EMU_OK && pe_flag(insn, PE_FLAG_MOV_ONEZERO))
+    if (s == EMU_OK && ISA_ARG_FLAG(insn, nc_matmul, moving_onezero))
         s = pe_check_onezero(ctx, "moving", mv->dtype, b, pe_pack_b_floats(g->k, g->n));
     if (s != EMU_OK)
         return s;
     struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b = b,
-                       .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
+                       .accumulate = ISA_ARG_FLAG(insn, nc_matmul, accumulate)};
     mm.c = pe_direct_dst(dst, &mm.ldc);
     if (mm.c != NULL) {
         pe_mm_run(&mm);
@@ -412,8 +397,10 @@ static bool pe_multiply_fused(struct isa_exec_ctx *ctx, const struct isa_insn *i
 {
     float *a = core_scratch(ctx, 0);
     struct pe_mm mm = {.k = g->k, .m = g->m, .n = g->n, .a = a, .b_src = mv,
-                       .b_groups = g->groups, .accumulate = pe_flag(insn, PE_FLAG_ACCUMULATE)};
-    if (pe_flag(insn, PE_FLAG_STAT_ONEZERO) || pe_flag(insn, PE_FLAG_MOV_ONEZERO) ||
+                       .b_groups = g->groups,
+                       .accumulate = ISA_ARG_FLAG(insn, nc_matmul, accumulate)};
+    if (ISA_ARG_FLAG(insn, nc_matmul, stationary_onezero) ||
+        ISA_ARG_FLAG(insn, nc_matmul, moving_onezero) ||
         !pe_panel_src_ok(mv, g->groups))
         return false;
     mm.c = pe_direct_dst(dst, &mm.ldc);
@@ -492,7 +479,7 @@ static emu_status pe_transpose_mode(struct isa_exec_ctx *ctx, const struct isa_i
 {
     uint32_t sdt = st->dtype, ddt = dst->dtype;
     bool ok = pe_same_type(ddt, sdt) || pe_is_f32(ddt) || (pe_is_fp8(sdt) && dst->esize == 2);
-    if (!ok || pe_flag(insn, PE_FLAG_ACCUMULATE))
+    if (!ok || ISA_ARG_FLAG(insn, nc_matmul, accumulate))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul transpose mode writes "
                          "the stationary type, fp32 or (fp8 input) 16-bit elements, without "
                          "accumulate; dst is %s", isa_dtype_name(ddt));
@@ -500,7 +487,7 @@ static emu_status pe_transpose_mode(struct isa_exec_ctx *ctx, const struct isa_i
     emu_status s = pe_select_rows(ctx, mv, sel);
     for (uint32_t m = 0; s == EMU_OK && m < g->m; m++)
         for (uint32_t n = 0; n < g->n; n++)
-            pe_move_elem(pe_elem(dst, m, n), ddt, pe_elem(st, sel[n], m), sdt);
+            pe_move_elem(ap_elem_ptr(dst, m, n), ddt, ap_elem_ptr(st, sel[n], m), sdt);
     return s;
 }
 
@@ -517,7 +504,7 @@ emu_status isa_exec_nc_matmul(struct isa_exec_ctx *ctx, const struct isa_insn *i
         s = pe_check_tiles(ctx, insn, &g);
     if (s != EMU_OK)
         return s;
-    if (pe_flag(insn, PE_FLAG_TRANSPOSE) && ctx->core->gen >= 3)
+    if (ISA_ARG_FLAG(insn, nc_matmul, transpose) && ctx->core->gen >= 3)
         return pe_transpose_mode(ctx, insn, &dst, &st, &mv, &g);
     if (!pe_is_f32(dst.dtype) && !(ctx->core->gen >= 4 && dst.dtype == ISA_DT_BF16))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul writes fp32 PSUM (or bf16 "
@@ -556,10 +543,10 @@ static void pe_transpose_bits(const struct ap_view *dst, const struct ap_view *d
     size_t es = data->esize;
     for (uint32_t p = 0; p < data->rows; p++)
         for (uint64_t f = 0; f < data->elems; f++)
-            memcpy(buf + (p * data->elems + f) * es, pe_elem(data, p, f), es);
+            memcpy(buf + (p * data->elems + f) * es, ap_elem_ptr(data, p, f), es);
     for (uint64_t f = 0; f < data->elems; f++)
         for (uint32_t p = 0; p < data->rows; p++)
-            memcpy(pe_elem(dst, (uint32_t)f, p), buf + (p * data->elems + f) * es, es);
+            memcpy(ap_elem_ptr(dst, (uint32_t)f, p), buf + (p * data->elems + f) * es, es);
 }
 
 /* Engine, memories, sizes and types of an nc_transpose. */
@@ -587,9 +574,9 @@ emu_status isa_exec_nc_transpose(struct isa_exec_ctx *ctx, const struct isa_insn
 {
     (void)insn;
     struct ap_view dst, data;
-    emu_status s = ap_bind(ctx, 0, &dst);
+    emu_status s = ap_bind(ctx, ISA_AP_SLOT(nc_transpose, dst), &dst);
     if (s == EMU_OK)
-        s = ap_bind(ctx, 1, &data);
+        s = ap_bind(ctx, ISA_AP_SLOT(nc_transpose, data), &data);
     if (s == EMU_OK)
         s = pe_check_transpose(ctx, &dst, &data);
     if (s != EMU_OK)

@@ -3,9 +3,9 @@
  * instructions, after the NKI ISA reference: bn_stats, bn_aggr, max8,
  * nc_find_index8, nc_match_replace8, select_reduce, range_select,
  * affine_select, local_gather, nc_n_gather, nc_stream_shuffle,
- * sequence_bounds, nonzero_with_count and topk (quantize_mx is in
- * exec_mx.c). docs/isa.md has the table of choices where the
- * reference is silent.
+ * sequence_bounds, nonzero_with_count and topk, and the GpSimd-only
+ * iota and tensor_partition_reduce (quantize_mx is in exec_mx.c).
+ * docs/isa.md has the table of choices where the reference is silent.
  *
  * Rows are partitions, their free elements flattened in pattern order.
  * Values are compared and computed in fp32 and stored rounded to nearest
@@ -21,7 +21,9 @@
 
 #include "emu/engines/act_acc.h"
 #include "emu/num/numerics.h"
+#include "emu/engines/dve.h"
 #include "emu/engines/pool.h"
+#include "emu/isa/isa_args.h"
 
 #define POOL_GROUP 16u          /* partitions per GpSimd core */
 #define POOL_QUADRANT 32u       /* partitions per shuffle quadrant */
@@ -31,12 +33,6 @@
 #define POOL_MASK_KEEP 255u     /* nc_stream_shuffle: leave the partition alone */
 #define POOL_ALL_DT (POOL_DT_INTS | POOL_DT_FLOATS)
 #define POOL_IDX_DT (POOL_DT(ISA_DT_U16) | POOL_DT(ISA_DT_U32))
-
-/* Two adjacent scratch slots (slot even) as one row of int64 values. */
-static int64_t *pool_wide(struct isa_exec_ctx *ctx, unsigned slot)
-{
-    return (int64_t *)(void *)core_scratch(ctx, slot);
-}
 
 /* Scratch slot as raw bytes. */
 static uint8_t *pool_bytes(struct isa_exec_ctx *ctx, unsigned slot)
@@ -67,7 +63,7 @@ static emu_status pool_same_dtype(struct isa_exec_ctx *ctx, const char *a,
  * elements of data, then of the odd-indexed ones (6 values). */
 emu_status isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(bn_stats, dst), ISA_AP_SLOT(bn_stats, data)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -92,7 +88,7 @@ emu_status isa_exec_bn_stats(struct isa_exec_ctx *ctx, const struct isa_insn *in
  * variance x count) triples of data describe. */
 emu_status isa_exec_bn_aggr(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(bn_aggr, dst), ISA_AP_SLOT(bn_aggr, data)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -128,7 +124,7 @@ static emu_status pool_need_8_to_16k(struct isa_exec_ctx *ctx, const char *name,
 /* dst[p] = the 8 largest values of src[p], in descending order. */
 emu_status isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(max8, dst), ISA_AP_SLOT(max8, src)};
     struct ap_view v[2];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -152,7 +148,9 @@ emu_status isa_exec_max8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
  * and vals ([P, 8]). */
 static emu_status pool_bind_match(struct isa_exec_ctx *ctx, struct ap_view v[3])
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(nc_find_index8, dst),
+                                      ISA_AP_SLOT(nc_find_index8, data),
+                                      ISA_AP_SLOT(nc_find_index8, vals)};
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK)
         st = pool_need_shape(ctx, "vals", &v[2], v[1].rows, 8);
@@ -181,7 +179,7 @@ emu_status isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_in
         ap_row_load(&v[2], r, vals);
         const float *x = ap_row_get(&v[1], r, core_scratch(ctx, 0), &direct);
         pool_match8(x, v[1].elems, vals, false, idx);
-        pool_row_store_i64(&v[0], r, idx);
+        dve_row_store_i64(&v[0], r, idx);
     }
     return EMU_OK;
 }
@@ -191,12 +189,12 @@ emu_status isa_exec_nc_find_index8(struct isa_exec_ctx *ctx, const struct isa_in
 emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3], vi;
-    bool has_idx = ap_present(insn, 3);
+    bool has_idx = ap_present(insn, ISA_AP_SLOT(nc_match_replace8, dst_idx));
     emu_status st = pool_bind_match(ctx, v);
     if (st == EMU_OK)
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, v[1].elems);
     if (st == EMU_OK && has_idx)
-        st = pool_bind1(ctx, 3, &vi);
+        st = pool_bind1(ctx, ISA_AP_SLOT(nc_match_replace8, dst_idx), &vi);
     if (st == EMU_OK && has_idx)
         st = pool_need_shape(ctx, "dst_idx", &vi, v[1].rows, 8);
     if (st == EMU_OK && has_idx)
@@ -212,10 +210,10 @@ emu_status isa_exec_nc_match_replace8(struct isa_exec_ctx *ctx, const struct isa
         pool_match8(w, v[1].elems, vals, true, idx);
         for (int i = 0; i < 8; i++)
             if (idx[i] >= 0)
-                w[idx[i]] = insn->fimm[0];
+                w[idx[i]] = ISA_ARG_F32(insn, nc_match_replace8, imm);
         ap_row_store(&v[0], r, w);
         if (has_idx)
-            pool_row_store_i64(&vi, r, idx);
+            dve_row_store_i64(&vi, r, idx);
     }
     return EMU_OK;
 }
@@ -270,7 +268,9 @@ struct pool_sel {
 static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                 struct pool_sel *s)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(select_reduce, dst),
+                                      ISA_AP_SLOT(select_reduce, predicate),
+                                      ISA_AP_SLOT(select_reduce, on_true)};
     static const uint32_t pred_dt = POOL_DT(ISA_DT_I8) | POOL_DT(ISA_DT_U8) |
                                     POOL_DT(ISA_DT_I16) | POOL_DT(ISA_DT_U16);
     static const uint32_t true_dt = POOL_ALL_DT & ~(POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32) |
@@ -288,11 +288,14 @@ static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn 
     if (st == EMU_OK && s->v[1].mem == ISA_MEM_PSUM && s->v[2].mem == ISA_MEM_PSUM)
         st = core_fail(ctx, POOL_ERR, "predicate and on_true cannot both be in PSUM");
     if (st == EMU_OK)
-        st = pool_acc_check(ctx, insn->enums[0], insn->enums[1]);
+        st = pool_acc_check(ctx, ISA_ARG_ENUM(insn, select_reduce, reduce_cmd),
+                            ISA_ARG_ENUM(insn, select_reduce, reduce_op));
     if (st == EMU_OK)
-        st = pool_scalar_bind(ctx, 3, 0, rows, "on_false", &s->f);
+        st = pool_scalar_bind(ctx, ISA_AP_SLOT(select_reduce, on_false),
+                              ISA_F32_SLOT(select_reduce, on_false), rows, "on_false", &s->f);
     if (st == EMU_OK)
-        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+        st = pool_bind_res(ctx, ISA_AP_SLOT(select_reduce, reduce_res), rows, &s->res,
+                           &s->has_res);
     if (st == EMU_OK && s->has_res)
         st = pool_need_dtype(ctx, "reduce_res", &s->res, POOL_DT_FLOATS, "a float dtype");
     return st;
@@ -303,16 +306,16 @@ static emu_status pool_sel_bind(struct isa_exec_ctx *ctx, const struct isa_insn 
 emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_sel s;
-    unsigned cmd = insn->enums[0];
-    bool rev = insn->flags & 1u;
+    unsigned cmd = ISA_ARG_ENUM(insn, select_reduce, reduce_cmd);
+    bool rev = ISA_ARG_FLAG(insn, select_reduce, reverse_pred);
     emu_status st = pool_sel_bind(ctx, insn, &s);
     if (st != EMU_OK)
         return st;
     float *acc = act_acc_regs(ctx), *w = core_scratch(ctx, 2);
-    int64_t *pred = pool_wide(ctx, 0);
+    int64_t *pred = dve_wide(ctx, 0);
     for (uint32_t r = 0; r < s.v[0].rows; r++) {
         float k = pool_scalar_f32(&s.f, r), m = -INFINITY;
-        pool_row_load_i64(&s.v[1], r, pred);
+        dve_row_load_i64(&s.v[1], r, pred);
         ap_row_load(&s.v[2], r, w);
         for (uint64_t i = 0; i < s.v[0].elems; i++) {
             if ((pred[i] != 0) == rev)
@@ -320,7 +323,7 @@ emu_status isa_exec_select_reduce(struct isa_exec_ctx *ctx, const struct isa_ins
             m = pool_fmax(m, w[i]);
         }
         ap_row_store(&s.v[0], r, w);
-        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        float out = pool_acc_max(&acc[pool_part(insn, ISA_AP_SLOT(select_reduce, dst), r)], cmd, m);
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
@@ -346,7 +349,10 @@ struct pool_rsel {
 static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  struct pool_rsel *s)
 {
-    static const unsigned slots[4] = {0, 1, 2, 3};
+    static const unsigned slots[4] = {ISA_AP_SLOT(range_select, dst),
+                                      ISA_AP_SLOT(range_select, on_true),
+                                      ISA_AP_SLOT(range_select, bound0),
+                                      ISA_AP_SLOT(range_select, bound1)};
     static const uint32_t f32 = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R);
     emu_status st = pool_need_gen(ctx, "range_select", 3);
     if (st == EMU_OK)
@@ -365,13 +371,15 @@ static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn
     if (st == EMU_OK)
         st = pool_need_dtype(ctx, "bound1", &s->v[3], f32, "fp32");
     if (st == EMU_OK)
-        st = pool_range_op_check(ctx, "comp_op0", insn->enums[0]);
+        st = pool_range_op_check(ctx, "comp_op0", ISA_ARG_ENUM(insn, range_select, comp_op0));
     if (st == EMU_OK)
-        st = pool_range_op_check(ctx, "comp_op1", insn->enums[1]);
+        st = pool_range_op_check(ctx, "comp_op1", ISA_ARG_ENUM(insn, range_select, comp_op1));
     if (st == EMU_OK)
-        st = pool_acc_check(ctx, insn->enums[2], insn->enums[3]);
+        st = pool_acc_check(ctx, ISA_ARG_ENUM(insn, range_select, reduce_cmd),
+                            ISA_ARG_ENUM(insn, range_select, reduce_op));
     if (st == EMU_OK)
-        st = pool_bind_res(ctx, 4, rows, &s->res, &s->has_res);
+        st = pool_bind_res(ctx, ISA_AP_SLOT(range_select, reduce_res), rows, &s->res,
+                           &s->has_res);
     return st;
 }
 
@@ -380,9 +388,11 @@ static emu_status pool_rsel_bind(struct isa_exec_ctx *ctx, const struct isa_insn
 emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct pool_rsel s;
-    unsigned op0 = insn->enums[0], op1 = insn->enums[1], cmd = insn->enums[2];
-    int64_t start = insn->imm[0].i;
-    float off = insn->fimm[0];
+    unsigned op0 = ISA_ARG_ENUM(insn, range_select, comp_op0);
+    unsigned op1 = ISA_ARG_ENUM(insn, range_select, comp_op1);
+    unsigned cmd = ISA_ARG_ENUM(insn, range_select, reduce_cmd);
+    int64_t start = ISA_ARG_INT(insn, range_select, range_start);
+    float off = ISA_ARG_F32(insn, range_select, on_false);
     emu_status st = pool_rsel_bind(ctx, insn, &s);
     if (st != EMU_OK)
         return st;
@@ -399,7 +409,7 @@ emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn
             m = pool_fmax(m, w[j]);
         }
         ap_row_store(&s.v[0], r, w);
-        float out = pool_acc_max(&acc[pool_part(insn, 0, r)], cmd, m);
+        float out = pool_acc_max(&acc[pool_part(insn, ISA_AP_SLOT(range_select, dst), r)], cmd, m);
         if (s.has_res)
             ap_row_store(&s.res, r, &out);
     }
@@ -408,8 +418,9 @@ emu_status isa_exec_range_select(struct isa_exec_ctx *ctx, const struct isa_insn
 
 /* ---- affine_select --------------------------------------------------------------------- */
 
-/* Write the pattern's affine values (int32 arithmetic, wrapping) into out;
- * false when the pattern does not have exactly n elements. */
+/* Write the pattern's affine values, sum(idx_d * step_d) in int32
+ * (wrapping) arithmetic and pattern order, into out; false when the
+ * pattern does not have exactly n elements. affine_select and iota. */
 static bool pool_pattern(const struct isa_pattern *pat, uint32_t *out, uint64_t n)
 {
     uint64_t total = pat->ndims > 0 && pat->ndims <= ISA_MAX_DIMS;
@@ -450,20 +461,21 @@ static void pool_affine_row(struct isa_exec_ctx *ctx, const struct ap_view *v, u
     uint8_t *b = pool_bytes(ctx, 2), fb[8];
     uint32_t es = v[0].esize;
     (void)num_from_f32(v[0].dtype, fb, on_false, NULL, 0);
-    pool_row_gather(&v[1], r, b);
+    dve_row_gather(&v[1], r, b);
     for (uint64_t i = 0; i < n; i++)
         if (!keep[i])
             memcpy(b + i * es, fb, es);
-    pool_row_scatter(&v[0], r, b);
+    dve_row_scatter(&v[0], r, b);
 }
 
 /* dst = on_true where (offset + partition * channel_multiplier + pattern
  * value) cmp_op 0 holds, else on_false. */
 emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(affine_select, dst),
+                                      ISA_AP_SLOT(affine_select, on_true)};
     struct ap_view v[2];
-    unsigned op = insn->enums[0];
+    unsigned op = ISA_ARG_ENUM(insn, affine_select, cmp_op);
     uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
     uint8_t *keep = pool_bytes(ctx, 1);
     emu_status st = pool_bind(ctx, slots, 2, v);
@@ -478,10 +490,11 @@ emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_ins
     if (st != EMU_OK)
         return st;
     for (uint32_t r = 0; r < v[0].rows; r++) {
-        uint32_t base = (uint32_t)insn->imm[0].i + (uint32_t)insn->imm[1].i * r;
+        uint32_t base = (uint32_t)ISA_ARG_INT(insn, affine_select, offset) +
+                        (uint32_t)ISA_ARG_INT(insn, affine_select, channel_multiplier) * r;
         for (uint64_t i = 0; i < v[0].elems; i++)
             keep[i] = pool_cmp_i64(op, (int32_t)(base + pat[i]), 0);
-        pool_affine_row(ctx, v, r, keep, insn->fimm[0]);
+        pool_affine_row(ctx, v, r, keep, ISA_ARG_F32(insn, affine_select, on_false));
     }
     return EMU_OK;
 }
@@ -492,8 +505,10 @@ emu_status isa_exec_affine_select(struct isa_exec_ctx *ctx, const struct isa_ins
 static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                struct ap_view v[3], uint64_t *nvi)
 {
-    static const unsigned slots[3] = {0, 1, 2};
-    int64_t per = insn->imm[0].i;
+    static const unsigned slots[3] = {ISA_AP_SLOT(local_gather, dst),
+                                      ISA_AP_SLOT(local_gather, src),
+                                      ISA_AP_SLOT(local_gather, index)};
+    int64_t per = ISA_ARG_INT(insn, local_gather, num_elem_per_idx);
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK && (per < 1 || per > 32 || (per & (per - 1)) != 0))
         st = core_fail(ctx, POOL_ERR, "num_elem_per_idx is %lld; it must be 1, 2, 4, 8, 16 or "
@@ -510,7 +525,8 @@ static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
     if (st != EMU_OK)
         return st;
     uint64_t avail = POOL_GROUP * v[2].elems;
-    *nvi = insn->imm[1].i > 0 ? (uint64_t)insn->imm[1].i : avail;
+    int64_t valid = ISA_ARG_INT(insn, local_gather, num_valid_indices);
+    *nvi = valid > 0 ? (uint64_t)valid : avail;
     if (*nvi > avail || *nvi > 4096)
         return core_fail(ctx, POOL_ERR, "num_valid_indices is %llu; each group of 16 index "
                          "partitions holds %llu (at most 4096 are used)",
@@ -523,9 +539,9 @@ static emu_status pool_lg_bind(struct isa_exec_ctx *ctx, const struct isa_insn *
 static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t g,
                                uint64_t nvi, uint64_t per, uint32_t *list)
 {
-    int64_t *row = pool_wide(ctx, 0);
+    int64_t *row = dve_wide(ctx, 0);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
-        pool_row_load_i64(&v[2], g * POOL_GROUP + p, row);
+        dve_row_load_i64(&v[2], g * POOL_GROUP + p, row);
         for (uint64_t k = p; k < nvi; k += POOL_GROUP) {
             list[k] = (uint32_t)row[k / POOL_GROUP];
             if (list[k] + per > v[1].elems)
@@ -545,7 +561,7 @@ static emu_status pool_lg_list(struct isa_exec_ctx *ctx, const struct ap_view *v
 emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
     struct ap_view v[3];
-    uint64_t nvi = 0, per = (uint64_t)insn->imm[0].i;
+    uint64_t nvi = 0, per = (uint64_t)ISA_ARG_INT(insn, local_gather, num_elem_per_idx);
     emu_status st = pool_lg_bind(ctx, insn, v, &nvi);
     if (st != EMU_OK)
         return st;
@@ -556,10 +572,10 @@ emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn
         if (st != EMU_OK)
             return st;
         for (uint32_t r = g * POOL_GROUP; r < (g + 1) * POOL_GROUP; r++) {
-            pool_row_gather(&v[1], r, in);
+            dve_row_gather(&v[1], r, in);
             for (uint64_t k = 0; k < nvi; k++)
                 memcpy(out + k * per * es, in + (uint64_t)list[k] * es, per * es);
-            pool_row_scatter(&v[0], r, out);
+            dve_row_scatter(&v[0], r, out);
         }
     }
     return EMU_OK;
@@ -568,7 +584,9 @@ emu_status isa_exec_local_gather(struct isa_exec_ctx *ctx, const struct isa_insn
 /* dst[p][j] = data[p][indices[p][j]] over the flattened free axes of data. */
 emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(nc_n_gather, dst),
+                                      ISA_AP_SLOT(nc_n_gather, data),
+                                      ISA_AP_SLOT(nc_n_gather, indices)};
     struct ap_view v[3];
     (void)insn;
     emu_status st = pool_bind(ctx, slots, 3, v);
@@ -583,12 +601,12 @@ emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
         st = pool_same_dtype(ctx, "dst", &v[0], "data", &v[1]);
     if (st != EMU_OK)
         return st;
-    int64_t *idx = pool_wide(ctx, 0);
+    int64_t *idx = dve_wide(ctx, 0);
     uint8_t *in = pool_bytes(ctx, 2), *out = pool_bytes(ctx, 3);
     uint32_t es = v[0].esize;
     for (uint32_t r = 0; r < v[0].rows; r++) {
-        pool_row_load_i64(&v[2], r, idx);
-        pool_row_gather(&v[1], r, in);
+        dve_row_load_i64(&v[2], r, idx);
+        dve_row_gather(&v[1], r, in);
         for (uint64_t j = 0; j < v[0].elems; j++) {
             if ((uint64_t)idx[j] >= v[1].elems)
                 return core_fail(ctx, EMU_EXEC_OOB, "nc_n_gather index %lld (partition %u, "
@@ -597,7 +615,7 @@ emu_status isa_exec_nc_n_gather(struct isa_exec_ctx *ctx, const struct isa_insn 
                                  (unsigned long long)v[1].elems);
             memcpy(out + j * es, in + (uint64_t)idx[j] * es, es);
         }
-        pool_row_scatter(&v[0], r, out);
+        dve_row_scatter(&v[0], r, out);
     }
     return EMU_OK;
 }
@@ -626,9 +644,9 @@ static emu_status pool_shuffle_check(struct isa_exec_ctx *ctx, const struct isa_
     uint32_t most = v[0].rows > v[1].rows ? v[0].rows : v[1].rows;
     uint32_t active = (most + POOL_QUADRANT - 1) / POOL_QUADRANT * POOL_QUADRANT;
     if (st == EMU_OK)
-        st = pool_shuffle_start(ctx, "src", &insn->ap[1], active);
+        st = pool_shuffle_start(ctx, "src", ISA_ARG_AP(insn, nc_stream_shuffle, src), active);
     if (st == EMU_OK)
-        st = pool_shuffle_start(ctx, "dst", &insn->ap[0], active);
+        st = pool_shuffle_start(ctx, "dst", ISA_ARG_AP(insn, nc_stream_shuffle, dst), active);
     for (uint32_t d = 0; d < v[0].rows && st == EMU_OK; d++) {
         uint32_t m = insn->mask[d % POOL_QUADRANT], s = d / POOL_QUADRANT * POOL_QUADRANT + m;
         if (m != POOL_MASK_KEEP && (m >= POOL_QUADRANT || s >= v[1].rows))
@@ -665,7 +683,8 @@ static void pool_shuffle_chunk(struct isa_exec_ctx *ctx, const struct isa_insn *
  * mask[i] (255: dst partition i keeps its bytes). */
 emu_status isa_exec_nc_stream_shuffle(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(nc_stream_shuffle, dst),
+                                      ISA_AP_SLOT(nc_stream_shuffle, src)};
     struct ap_view v[2];
     emu_status st = pool_bind(ctx, slots, 2, v);
     if (st == EMU_OK)
@@ -716,7 +735,8 @@ static void pool_seg_bounds(const struct pool_seg *s, uint64_t n, int64_t *out)
 /* Per partition, [start, end) of the segment of every element. */
 emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(sequence_bounds, dst),
+                                      ISA_AP_SLOT(sequence_bounds, segment_ids)};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
     (void)insn;
@@ -729,17 +749,17 @@ emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
         st = pool_need_shape(ctx, "dst", &v[0], v[1].rows, 2 * v[1].elems);
     if (st != EMU_OK)
         return st;
-    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    int64_t *ids = dve_wide(ctx, 0), *out = dve_wide(ctx, 2);
     float *fids = core_scratch(ctx, 4);
     bool ints = v[1].dtype == ISA_DT_I32;
     struct pool_seg s = {ints ? ids : NULL, fids};
     for (uint32_t r = 0; r < v[0].rows; r++) {
         if (ints)
-            pool_row_load_i64(&v[1], r, ids);
+            dve_row_load_i64(&v[1], r, ids);
         else
             ap_row_load(&v[1], r, fids);
         pool_seg_bounds(&s, v[1].elems, out);
-        pool_row_store_i64(&v[0], r, out);
+        dve_row_store_i64(&v[0], r, out);
     }
     return EMU_OK;
 }
@@ -748,28 +768,31 @@ emu_status isa_exec_sequence_bounds(struct isa_exec_ctx *ctx, const struct isa_i
 static void pool_nonzero_row(struct isa_exec_ctx *ctx, const struct ap_view *v, uint32_t r,
                              const struct isa_insn *insn)
 {
-    int64_t *ids = pool_wide(ctx, 0), *out = pool_wide(ctx, 2);
+    int64_t *ids = dve_wide(ctx, 0), *out = dve_wide(ctx, 2);
     float *f = core_scratch(ctx, 4);
+    int64_t offset = ISA_ARG_INT(insn, nonzero_with_count, index_offset);
+    int64_t pad = ISA_ARG_INT(insn, nonzero_with_count, padding_val);
     uint64_t n = v[1].elems, count = 0;
-    bool ints = pool_dtype_is_int(v[1].dtype);
+    bool ints = dve_dtype_is_int(v[1].dtype);
     if (ints)
-        pool_row_load_i64(&v[1], r, ids);
+        dve_row_load_i64(&v[1], r, ids);
     else
         ap_row_load(&v[1], r, f);
     for (uint64_t i = 0; i < n; i++)
         if (ints ? ids[i] != 0 : f[i] != 0.0f)
-            out[count++] = (int32_t)((uint32_t)i + (uint32_t)insn->imm[0].i);
+            out[count++] = (int32_t)((uint32_t)i + (uint32_t)offset);
     for (uint64_t i = count; i < n; i++)
-        out[i] = (int32_t)insn->imm[1].i;
+        out[i] = (int32_t)pad;
     out[n] = (int64_t)count;
-    pool_row_store_i64(&v[0], r, out);
+    dve_row_store_i64(&v[0], r, out);
 }
 
 /* On partitions 0, 16, ..., 112 of the tiles: the indices of src's
  * non-zero elements, padding_val to the input length, then their count. */
 emu_status isa_exec_nonzero_with_count(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[2] = {0, 1};
+    static const unsigned slots[2] = {ISA_AP_SLOT(nonzero_with_count, dst),
+                                      ISA_AP_SLOT(nonzero_with_count, src)};
     static const uint32_t dts = POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_I32);
     struct ap_view v[2];
     emu_status st = pool_need_gen(ctx, "nonzero_with_count", 3);
@@ -823,7 +846,7 @@ static void pool_topk_read(struct isa_exec_ctx *ctx, const struct ap_view *src, 
 {
     uint16_t *raw = (uint16_t *)(void *)core_scratch(ctx, 2);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
-        pool_row_gather(src, g * POOL_GROUP + p, raw);
+        dve_row_gather(src, g * POOL_GROUP + p, raw);
         for (uint64_t i = p; i < n; i += POOL_GROUP)
             rk[i] = (struct pool_rank){num_bf16_to_f32(raw[i / POOL_GROUP]), (uint32_t)i,
                                        raw[i / POOL_GROUP]};
@@ -841,15 +864,15 @@ static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3],
     uint32_t *idx = (uint32_t *)(void *)core_scratch(ctx, 3);
     for (uint32_t p = 0; p < POOL_GROUP; p++) {
         uint32_t r = g * POOL_GROUP + p;
-        pool_row_gather(&v[0], r, val);
-        pool_row_gather(&v[1], r, idx);
+        dve_row_gather(&v[0], r, val);
+        dve_row_gather(&v[1], r, idx);
         for (uint64_t c = 0; c < cols; c++) {
             uint64_t j = c * POOL_GROUP + p;
             val[c] = j < k ? rk[k - 1 - j].bits : 0xff80u;
             idx[c] = j < k ? rk[k - 1 - j].i : 0xffffffffu;
         }
-        pool_row_scatter(&v[0], r, val);
-        pool_row_scatter(&v[1], r, idx);
+        dve_row_scatter(&v[0], r, val);
+        dve_row_scatter(&v[1], r, idx);
     }
 }
 
@@ -857,9 +880,11 @@ static void pool_topk_write(struct isa_exec_ctx *ctx, const struct ap_view v[3],
  * their snake indices. */
 emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
 {
-    static const unsigned slots[3] = {0, 1, 2};
+    static const unsigned slots[3] = {ISA_AP_SLOT(topk, val_dst),
+                                      ISA_AP_SLOT(topk, idx_dst),
+                                      ISA_AP_SLOT(topk, src)};
     struct ap_view v[3];
-    uint64_t n = (uint64_t)insn->imm[0].i;
+    uint64_t n = (uint64_t)ISA_ARG_INT(insn, topk, n);
     emu_status st = pool_bind(ctx, slots, 3, v);
     if (st == EMU_OK)
         st = pool_topk_check(ctx, v, n);
@@ -872,4 +897,105 @@ emu_status isa_exec_topk(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
         pool_topk_write(ctx, v, g, rk);
     }
     return EMU_OK;
+}
+
+/* ---- iota ------------------------------------------------------------------------------- */
+
+/* Elements of the iota pattern (more than cap: cap + 1). */
+static uint64_t pool_iota_count(const struct isa_pattern *pat, uint64_t cap)
+{
+    uint64_t n = pat->ndims > 0;
+    for (unsigned d = 0; d < pat->ndims && n <= cap; d++)
+        n *= pat->dim[d].count;
+    return n > cap ? cap + 1 : n;
+}
+
+/* dst[p, i] = offset + channel_multiplier * p + pattern value i, computed
+ * in int32 arithmetic, p counting the dst rows from 0. */
+emu_status isa_exec_iota(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    struct ap_view d;
+    emu_status st = ap_bind(ctx, ISA_AP_SLOT(iota, dst), &d);
+    if (st != EMU_OK)
+        return st;
+    uint32_t *pat = (uint32_t *)(void *)core_scratch(ctx, 0);
+    int64_t *row = dve_wide(ctx, 2);
+    float *frow = core_scratch(ctx, 4);
+    uint64_t n = pool_iota_count(&insn->pattern, CORE_SCRATCH_ELEMS);
+    if (n != d.elems || !pool_pattern(&insn->pattern, pat, n))
+        return core_fail(ctx, POOL_ERR, "the iota pattern has %s%llu elements but dst has %llu "
+                         "per partition", n > CORE_SCRATCH_ELEMS ? "over " : "",
+                         (unsigned long long)(n > CORE_SCRATCH_ELEMS ? n - 1 : n),
+                         (unsigned long long)d.elems);
+    bool ints = dve_dtype_is_int(d.dtype);
+    for (uint32_t r = 0; r < d.rows; r++) {
+        uint32_t base = (uint32_t)ISA_ARG_INT(insn, iota, offset) +
+                        (uint32_t)ISA_ARG_INT(insn, iota, channel_multiplier) * r;
+        for (uint64_t i = 0; i < n; i++)
+            row[i] = (int32_t)(base + pat[i]);
+        if (ints) {
+            dve_row_store_i64(&d, r, row);
+            continue;
+        }
+        for (uint64_t i = 0; i < n; i++)
+            frow[i] = (float)row[i];
+        ap_row_store(&d, r, frow);
+    }
+    return EMU_OK;
+}
+
+/* ---- tensor_partition_reduce --------------------------------------------------------------- */
+
+static void pool_preduce_f32(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    float *acc = core_scratch(ctx, 0);
+    size_t n = d->elems;
+    unsigned fold = op == ISA_ALU_average ? ISA_ALU_add : op;
+    ap_row_load(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++)
+        dve_f32_vv(fold, acc, acc, dve_in_f32(ctx, 1, x_v, r, NULL, 0), false, n);
+    if (op == ISA_ALU_average)
+        dve_f32_vk(ISA_ALU_divide, acc, acc, (float)x_v->rows, false, n);
+    ap_row_store(d, 0, acc);
+}
+
+static void pool_preduce_int(struct isa_exec_ctx *ctx, unsigned op, const struct ap_view *d,
+                            const struct ap_view *x_v)
+{
+    int64_t *acc = dve_wide(ctx, 0), *x = dve_wide(ctx, 2);
+    unsigned bits = dve_dtype_bits(d->dtype);
+    dve_row_load_i64(x_v, 0, acc);
+    for (uint32_t r = 1; r < x_v->rows; r++) {
+        dve_row_load_i64(x_v, r, x);
+        dve_i64_vv(op, acc, acc, x, false, bits, d->elems);
+    }
+    dve_row_store_i64(d, 0, acc);
+}
+
+/* dst[0, i] = op over the partitions p of data[p, i], folded in partition order. */
+emu_status isa_exec_tensor_partition_reduce(struct isa_exec_ctx *ctx, const struct isa_insn *insn)
+{
+    static const unsigned slots[2] = {ISA_AP_SLOT(tensor_partition_reduce, dst),
+                                      ISA_AP_SLOT(tensor_partition_reduce, data)};
+    struct ap_view v[2];
+    unsigned op = ISA_ARG_ENUM(insn, tensor_partition_reduce, op);
+    emu_status st = dve_bind(ctx, slots, 2, v);
+    if (st == EMU_OK)
+        st = dve_op_check(ctx, "op", op, DVE_OP_REDUCE);
+    if (st != EMU_OK)
+        return st;
+    if (v[0].rows != 1 || v[0].elems != v[1].elems)
+        return core_fail(ctx, POOL_ERR, "dst is [%u, %llu]; reducing the partitions of data "
+                         "[%u, %llu] gives [1, %llu]", v[0].rows, (unsigned long long)v[0].elems,
+                         v[1].rows, (unsigned long long)v[1].elems,
+                         (unsigned long long)v[1].elems);
+    if (dve_all_int(v, 2) && (dve_op_props(op) & DVE_OP_INT)) {
+        pool_preduce_int(ctx, op, &v[0], &v[1]);
+        return EMU_OK;
+    }
+    st = dve_op_check(ctx, "op", op, DVE_OP_F32);
+    if (st == EMU_OK)
+        pool_preduce_f32(ctx, op, &v[0], &v[1]);
+    return st;
 }

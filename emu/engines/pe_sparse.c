@@ -17,17 +17,25 @@
  * increasing k; pruned positions contribute nothing. A NaN result is
  * stored as 0x7fc00000, as nc_matmul does.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <string.h>
 
 #include "emu/core/ap.h"
 #include "emu/engines/pe_matmul.h"
+#include "emu/isa/isa_args.h"
 
 #define SP_MAX_PARTS 128 /* partitions of the compressed operands */
 #define SP_MAX_M 128     /* stationary free size (PE columns) */
 #define SP_MAX_F 512     /* dst free size: one PSUM bank of fp32 */
 #define SP_TAGS_PER_WORD 4
-#define SP_FLAG_ACCUMULATE 0
+/* The operands, each at its slot: v[SP_DST] is dst (ap_bind of slot SP_DST). */
+enum sp_operand {
+    SP_DST = ISA_AP_SLOT(nc_matmul_sparse, dst),             /* fp32 PSUM result */
+    SP_STAT = ISA_AP_SLOT(nc_matmul_sparse, stationary),     /* compressed weights */
+    SP_MOV = ISA_AP_SLOT(nc_matmul_sparse, moving),          /* dense moving data */
+    SP_TAG = ISA_AP_SLOT(nc_matmul_sparse, tag),             /* 4-bit position tags */
+};
 _Static_assert(CORE_SCRATCH_SLOTS >= 6, "pe_sparse.c uses six scratch rows");
 
 /* The M:N patterns of the NeuronCore-v3/v4 Tensor engine (keep, group). */
@@ -71,21 +79,22 @@ static bool sp_is_f32(uint32_t dt)
 
 static emu_status sp_bind(struct isa_exec_ctx *ctx, struct ap_view v[4])
 {
+    static_assert(SP_DST < 4 && SP_STAT < 4 && SP_MOV < 4 && SP_TAG < 4, "four operands");
     for (unsigned i = 0; i < 4; i++) {
         emu_status s = ap_bind(ctx, i, &v[i]);
         if (s != EMU_OK)
             return s;
     }
-    if (v[0].mem != ISA_MEM_PSUM || v[0].dtype != ISA_DT_F32)
+    if (v[SP_DST].mem != ISA_MEM_PSUM || v[SP_DST].dtype != ISA_DT_F32)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse writes fp32 PSUM");
-    if (!sp_input_ok(v[1].dtype) || !sp_input_ok(v[2].dtype) ||
-        sp_is_f32(v[1].dtype) != sp_is_f32(v[2].dtype))
+    if (!sp_input_ok(v[SP_STAT].dtype) || !sp_input_ok(v[SP_MOV].dtype) ||
+        sp_is_f32(v[SP_STAT].dtype) != sp_is_f32(v[SP_MOV].dtype))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse inputs %s x %s: fp32/fp32r "
-                         "(both), bf16, fp16 or fp8", isa_dtype_name(v[1].dtype),
-                         isa_dtype_name(v[2].dtype));
-    if (v[3].dtype != ISA_DT_U16 && v[3].dtype != ISA_DT_I16)
+                         "(both), bf16, fp16 or fp8", isa_dtype_name(v[SP_STAT].dtype),
+                         isa_dtype_name(v[SP_MOV].dtype));
+    if (v[SP_TAG].dtype != ISA_DT_U16 && v[SP_TAG].dtype != ISA_DT_I16)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse tag is 16-bit integers "
-                         "(four 4-bit tags each), not %s", isa_dtype_name(v[3].dtype));
+                         "(four 4-bit tags each), not %s", isa_dtype_name(v[SP_TAG].dtype));
     return EMU_OK;
 }
 
@@ -93,29 +102,31 @@ static emu_status sp_bind(struct isa_exec_ctx *ctx, struct ap_view v[4])
 static emu_status sp_check(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                            const struct ap_view v[4], struct sp_geom *g)
 {
-    g->keep = (uint32_t)insn->imm[0].i;
-    g->group = (uint32_t)insn->imm[1].i;
+    g->keep = (uint32_t)ISA_ARG_INT(insn, nc_matmul_sparse, keep);
+    g->group = (uint32_t)ISA_ARG_INT(insn, nc_matmul_sparse, group);
     if (!sp_pattern_ok(g->keep, g->group))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse pattern %u:%u: the Tensor "
                          "engine takes 4:8, 4:12, 4:16, 2:8, 2:4, 1:4 and 1:2",
                          g->keep, g->group);
     g->ratio = g->group / g->keep;
-    g->parts = v[1].rows;
-    g->m = (uint32_t)v[1].elems;
-    g->f = (uint32_t)v[0].elems;
+    g->parts = v[SP_STAT].rows;
+    g->m = (uint32_t)v[SP_STAT].elems;
+    g->f = (uint32_t)v[SP_DST].elems;
     uint64_t tags = (g->m + SP_TAGS_PER_WORD - 1) / SP_TAGS_PER_WORD;
     if (g->parts > SP_MAX_PARTS || g->parts % g->keep != 0 || g->m > SP_MAX_M ||
-        g->f > SP_MAX_F || v[0].rows != g->m || v[2].rows != g->parts ||
-        v[2].elems != (uint64_t)g->ratio * g->f || v[3].rows != g->parts || v[3].elems != tags)
+        g->f > SP_MAX_F || v[SP_DST].rows != g->m || v[SP_MOV].rows != g->parts ||
+        v[SP_MOV].elems != (uint64_t)g->ratio * g->f || v[SP_TAG].rows != g->parts ||
+        v[SP_TAG].elems != tags)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse %u:%u shapes: stationary %u x "
                          "%" PRIu64 ", moving %u x %" PRIu64 ", tag %u x %" PRIu64 ", dst %u x %"
                          PRIu64 "; need [P x Mo], [P x %u*F], [P x ceil(Mo/4)], [Mo x F] with P "
                          "a multiple of %u, P <= %u, Mo <= %u, F <= %u", g->keep, g->group,
-                         v[1].rows, v[1].elems, v[2].rows, v[2].elems, v[3].rows, v[3].elems,
-                         v[0].rows, v[0].elems, g->ratio, g->keep, SP_MAX_PARTS, SP_MAX_M,
+                         v[SP_STAT].rows, v[SP_STAT].elems, v[SP_MOV].rows, v[SP_MOV].elems,
+                         v[SP_TAG].rows, v[SP_TAG].elems,
+                         v[SP_DST].rows, v[SP_DST].elems, g->ratio, g->keep, SP_MAX_PARTS, SP_MAX_M,
                          SP_MAX_F);
     struct isa_extent ext;
-    if (isa_ap_extent(&insn->ap[0], &ext) == EMU_OK && ext.hi > ext.lo &&
+    if (isa_ap_extent(ISA_ARG_AP(insn, nc_matmul_sparse, dst), &ext) == EMU_OK && ext.hi > ext.lo &&
         ext.lo / ISA_PSUM_BANK_BYTES != (ext.hi - 1) / ISA_PSUM_BANK_BYTES)
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul_sparse dst spans PSUM bytes [%" PRIu64
                          ", %" PRIu64 ") of each partition, across a %u-byte bank boundary",
@@ -185,19 +196,19 @@ static emu_status sp_multiply(struct isa_exec_ctx *ctx, const struct isa_insn *i
     float *acc = core_scratch(ctx, 3), *panels = core_scratch(ctx, 5);
     struct sp_entry *col = (struct sp_entry *)(void *)core_scratch(ctx, 4);
     for (uint32_t p = 0; p < g->parts; p++) {
-        ap_row_load(&v[1], p, st + (size_t)p * g->m);
-        ap_row_load(&v[2], p, mv + (size_t)p * g->ratio * g->f);
-        ap_row_load(&v[3], p, tag + (size_t)p * v[3].elems);
+        ap_row_load(&v[SP_STAT], p, st + (size_t)p * g->m);
+        ap_row_load(&v[SP_MOV], p, mv + (size_t)p * g->ratio * g->f);
+        ap_row_load(&v[SP_TAG], p, tag + (size_t)p * v[SP_TAG].elems);
     }
-    bool accumulate = (insn->flags >> SP_FLAG_ACCUMULATE) & 1u;
+    bool accumulate = ISA_ARG_FLAG(insn, nc_matmul_sparse, accumulate);
     for (uint32_t m = 0; m < g->m; m++) {
         emu_status s = sp_column(ctx, tag, g, m, col);
         if (s != EMU_OK)
             return s;
         if (accumulate)
-            ap_row_load(&v[0], m, acc);
+            ap_row_load(&v[SP_DST], m, acc);
         sp_row(g, col, st, mv, m, accumulate, acc, panels);
-        ap_row_store(&v[0], m, acc);
+        ap_row_store(&v[SP_DST], m, acc);
     }
     return EMU_OK;
 }

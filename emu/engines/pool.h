@@ -2,11 +2,11 @@
  * pool.h: building blocks of the selection, gather, sort and statistics
  * instructions (exec_pool.c), private to exec_pool.c and pool_*.c.
  *
- * pool_row.c moves rows that the fp32 helpers of ap.h do not cover: raw
- * element bytes (bit-exact copies, whole rows or element ranges), integer
- * rows as int64; it binds and checks operands (shapes, dtypes, [P, 1]
- * scalars) with one clear message each, and holds the ranking order that
- * every sort-like instruction shares.
+ * pool_row.c moves element ranges of a row as raw bytes (whole rows, raw
+ * or as int64, are dve_row.c's, shared with the Vector engine); it binds
+ * and checks operands (shapes, dtypes, [P, 1] scalars) with one clear
+ * message each, and holds the ranking order that every sort-like
+ * instruction shares.
  */
 #ifndef TRNEMU_EMU_POOL_H
 #define TRNEMU_EMU_POOL_H
@@ -31,12 +31,6 @@
     (POOL_DT(ISA_DT_F32) | POOL_DT(ISA_DT_F32R) | POOL_DT(ISA_DT_BF16) | POOL_DT(ISA_DT_F16) | \
      POOL_DT(ISA_DT_FP8E3) | POOL_DT(ISA_DT_FP8E4) | POOL_DT(ISA_DT_FP8E5))
 
-/* True for int8..int64 and uint8..uint64. */
-static inline bool pool_dtype_is_int(uint32_t dtype)
-{
-    return dtype < 32 && (POOL_DT_INTS & POOL_DT(dtype)) != 0;
-}
-
 /* Does a rank above b? Larger values rank higher and NaN ranks above every
  * number (ties, including -0 and +0, are left to the caller). */
 static inline bool pool_f32_above(float a, float b)
@@ -45,20 +39,15 @@ static inline bool pool_f32_above(float a, float b)
 }
 
 /* ---- rows --------------------------------------------------------------- */
-/* Copy row r's element bytes to / from a packed array (v->esize each). */
-void pool_row_gather(const struct ap_view *v, uint32_t r, void *dst);
-void pool_row_scatter(const struct ap_view *v, uint32_t r, const void *src);
-/* The same for the elements [first, first + n) of row r only. */
+/* Whole rows as bytes or int64 values are dve_row_gather/scatter and
+ * dve_row_load_i64/store_i64 (emu/engines/dve.h), shared with the Vector
+ * engine. */
+/* Copy the elements [first, first + n) of row r's bytes to / from a packed
+ * array (v->esize each). */
 void pool_range_gather(const struct ap_view *v, uint32_t r, uint64_t first, uint64_t n,
                        void *dst);
 void pool_range_scatter(const struct ap_view *v, uint32_t r, uint64_t first, uint64_t n,
                         const void *src);
-/* Row r as int64: integer dtypes sign- or zero-extended, float dtypes
- * through fp32 rounded to nearest even and saturated (NaN gives 0). */
-void pool_row_load_i64(const struct ap_view *v, uint32_t r, int64_t *dst);
-/* Store int64 values into row r: integer dtypes keep the low bits, float
- * dtypes get the value rounded to nearest even. */
-void pool_row_store_i64(const struct ap_view *v, uint32_t r, const int64_t *src);
 
 /* ---- operands ------------------------------------------------------------ */
 /* Bind operand slot into v; an on-chip operand only (HBM is an error: its

@@ -41,16 +41,10 @@ struct asm_sub {
 
 static bool sub_put(struct asm_sub *b, const char *s, size_t n, size_t from, bool fixed)
 {
-    while (b->n + n + 1 > b->cap) {
-        size_t ncap = b->cap ? b->cap * 2 : 256;
-        char *p = realloc(b->s, ncap);
-        if (p == NULL)
+    if (b->n + n + 1 > b->cap) {
+        size_t ncap = grow_cap(b->cap, b->n + n + 1, 256);
+        if (!grow_to((void **)&b->s, ncap, 1) || !grow_to((void **)&b->map, ncap, sizeof *b->map))
             return false;
-        b->s = p;
-        size_t *q = realloc(b->map, ncap * sizeof *q);
-        if (q == NULL)
-            return false;
-        b->map = q;
         b->cap = ncap;
     }
     for (size_t i = 0; i < n; i++) {
@@ -151,15 +145,10 @@ static bool stream_push(struct asm_stream *st, const struct isa_insn *insn, stru
     if (st->n >= UINT32_MAX)
         return false;
     if (st->n == st->cap) {
-        size_t ncap = st->cap ? st->cap * 2 : 64;
-        struct isa_insn *q = realloc(st->insns, ncap * sizeof *q);
-        if (q == NULL)
+        size_t ncap = grow_cap(st->cap, st->n + 1, 64);
+        if (!grow_to((void **)&st->insns, ncap, sizeof *st->insns) ||
+            !grow_to((void **)&st->pos, ncap, sizeof *st->pos))
             return false;
-        st->insns = q;
-        struct asm_pos *r = realloc(st->pos, ncap * sizeof *r);
-        if (r == NULL)
-            return false;
-        st->pos = r;
         st->cap = ncap;
     }
     st->insns[st->n] = *insn;
@@ -176,7 +165,7 @@ static bool add_fixup(struct asm_ctx *a, struct label_ref *ref, const struct isa
     int f = op ? isa_op_field(op, "target", 6) : -1;
     if (f < 0)
         return asm_err_at(a, ref->off, "this op has no target");
-    if (!asm_grow_array((void **)&s->fixups, s->nfixups, &s->capfixups, sizeof *s->fixups))
+    if (!grow_array((void **)&s->fixups, s->nfixups + 1, &s->capfixups, sizeof *s->fixups, 16))
         return asm_oom_at(a, ref->off);
     s->fixups[s->nfixups++] = (struct asm_fixup){ref->name, insn->engine, index,
                                                  op->fields[f].slot, asm_line_pos(a, ref->off)};
@@ -224,7 +213,8 @@ static bool do_label(struct asm_ctx *a, const char *s, size_t off, size_t n)
         if (asm_same(s + off, n, sg->labels[i].name))
             return asm_err_at(a, off, "label '%.*s' is defined twice (first at line %u)", (int)n,
                               s + off, sg->labels[i].pos.line);
-    if (!asm_grow_array((void **)&sg->labels, sg->nlabels, &sg->caplabels, sizeof *sg->labels) ||
+    if (!grow_array((void **)&sg->labels, sg->nlabels + 1, &sg->caplabels, sizeof *sg->labels,
+                    16) ||
         (sg->labels[sg->nlabels].name = asm_dup_n(s + off, n)) == NULL)
         return asm_oom_at(a, off);
     sg->labels[sg->nlabels].engine = -1;

@@ -42,11 +42,11 @@ static bool put_float(struct asm_ctx *a, const struct const_fill *f, const char 
 {
     uint64_t bits;
     double x;
-    if (asm_parse_bits(s, n, (unsigned)f->esize * 8, &bits)) {
+    if (isa_lex_bits(s, n, (unsigned)f->esize * 8, &bits)) {
         memcpy(dst, &bits, f->esize);  /* little-endian host */
         return true;
     }
-    if (!asm_parse_f64(s, n, &x))
+    if (!isa_lex_f64(s, n, &x))
         return asm_err_at(a, off, "expected a number or bits:0x...");
     float v = f64_to_f32(x);
     uint16_t h;
@@ -73,13 +73,13 @@ static bool put_int(struct asm_ctx *a, const struct const_fill *f, const char *s
     if (is_signed) {
         int64_t lo = bits == 64 ? INT64_MIN : -(1ll << (bits - 1));
         int64_t hi = bits == 64 ? INT64_MAX : (1ll << (bits - 1)) - 1;
-        if (!asm_parse_i64(s, n, &i) || i < lo || i > hi)
+        if (!isa_lex_i64(s, n, &i) || i < lo || i > hi)
             return asm_err_at(a, off, "expected an integer in %lld..%lld", (long long)lo,
                               (long long)hi);
         u = (uint64_t)i;
     } else {
         uint64_t hi = bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
-        if (!asm_parse_u64(s, n, &u) || u > hi)
+        if (!isa_lex_u64(s, n, &u) || u > hi)
             return asm_err_at(a, off, "expected an integer in 0..%llu", (unsigned long long)hi);
     }
     memcpy(dst, &u, f->esize);  /* little-endian host */
@@ -203,7 +203,7 @@ static bool const_hex(struct asm_ctx *a, const struct asm_dir *d, const struct a
         return asm_oom_at(a, t->vat);
     for (size_t i = 0; i < n / 2; i++) {
         uint64_t x;
-        if (!asm_parse_u64((char[]){'0', 'x', s[2 * i], s[2 * i + 1]}, 4, &x)) {
+        if (!isa_lex_u64((char[]){'0', 'x', s[2 * i], s[2 * i + 1]}, 4, &x)) {
             neff_buf_unref(*buf);
             *buf = NULL;
             return asm_err_at(a, t->vat + 2 * i, "not a hexadecimal digit");

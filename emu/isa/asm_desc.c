@@ -171,7 +171,7 @@ static bool desc_ap(struct asm_ctx *a, const struct asm_dir *d, const struct asm
     size_t ol = (size_t)(oe - p);
     while (ol > 0 && asm_is_blank(p[ol - 1]))
         ol--;
-    if (!asm_parse_u64(p, ol, &ap->off) || ap->off > INT64_MAX)
+    if (!isa_lex_u64(p, ol, &ap->off) || ap->off > INT64_MAX)
         return asm_err_at(a, off + (size_t)(p - s), "expected the byte offset");
     int64_t steps[NEFF_AP_MAX_DIMS];
     uint64_t sizes[NEFF_AP_MAX_DIMS];
@@ -191,8 +191,8 @@ static bool desc_ap(struct asm_ctx *a, const struct asm_dir *d, const struct asm
         while (se > sb && asm_is_blank(se[-1])) se--;
         while (zb < ze && asm_is_blank(*zb)) zb++;
         while (ze > zb && asm_is_blank(ze[-1])) ze--;
-        if (!asm_parse_i64(sb, (size_t)(se - sb), &steps[nd]) ||
-            !asm_parse_u64(zb, (size_t)(ze - zb), &sizes[nd]) || sizes[nd] > INT64_MAX)
+        if (!isa_lex_i64(sb, (size_t)(se - sb), &steps[nd]) ||
+            !isa_lex_u64(zb, (size_t)(ze - zb), &sizes[nd]) || sizes[nd] > INT64_MAX)
             return asm_err_at(a, off + (size_t)(p - s), "expected [step,size] integers");
         nd++;
         p = q + 1;

@@ -35,7 +35,7 @@ static bool hdr_uuid(struct asm_ctx *a, const struct asm_dir *d, const struct as
         return asm_err_at(a, t->vat, "uuid is %u hexadecimal digits", 2 * NEFF_UUID_SIZE);
     for (unsigned i = 0; i < NEFF_UUID_SIZE; i++) {
         uint64_t x;
-        if (!asm_parse_u64((char[]){'0', 'x', s[2 * i], s[2 * i + 1]}, 4, &x))
+        if (!isa_lex_u64((char[]){'0', 'x', s[2 * i], s[2 * i + 1]}, 4, &x))
             return asm_err_at(a, t->vat + 2 * i, "not a hexadecimal digit");
         a->hdr.info.uuid[i] = (uint8_t)x;
     }
@@ -48,8 +48,8 @@ static bool hdr_version(struct asm_ctx *a, const struct asm_dir *d, const struct
     const char *s = asm_tok_val(d, t, &n);
     const char *dot = memchr(s, '.', n);
     if (t->str || dot == NULL ||
-        !asm_parse_u64(s, (size_t)(dot - s), &a->hdr.info.neff_version_major) ||
-        !asm_parse_u64(dot + 1, n - (size_t)(dot - s) - 1, &a->hdr.info.neff_version_minor))
+        !isa_lex_u64(s, (size_t)(dot - s), &a->hdr.info.neff_version_major) ||
+        !isa_lex_u64(dot + 1, n - (size_t)(dot - s) - 1, &a->hdr.info.neff_version_minor))
         return asm_err_at(a, t->vat, "version is MAJOR.MINOR");
     if (a->hdr.info.neff_version_major > NEFF_VERSION_MAJOR_MAX)
         return asm_err_at(a, t->vat, "NEFF version %llu is newer than this reader's %u",
@@ -331,7 +331,7 @@ static bool dir_sym(struct asm_ctx *a, struct asm_dir *d, bool event)
     }
     if (!asm_dir_done(a, d, what))
         return false;
-    if (!asm_grow_array((void **)&a->syms, a->nsyms, &a->capsyms, sizeof *a->syms) ||
+    if (!grow_array((void **)&a->syms, a->nsyms + 1, &a->capsyms, sizeof *a->syms, 16) ||
         (a->syms[a->nsyms].name = asm_dup_n(s, n)) == NULL)
         return asm_oom_at(a, tn->at);
     a->syms[a->nsyms].id = id;

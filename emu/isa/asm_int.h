@@ -7,7 +7,8 @@
  *
  * Calls between the stage files go one way, down this list, never back:
  * asm.c (driver) -> asm_finish.c -> asm_dir.c -> asm_const.c, asm_desc.c
- * -> asm_word.c -> asm_var.c -> asm_lex.c, asm_file.c.
+ * -> asm_word.c -> asm_var.c -> asm_lex.c, asm_file.c; numbers are read
+ * by emu/isa/isa_lex.c, the lexer the instruction text uses too.
  */
 #ifndef TRNEMU_EMU_ASM_INT_H
 #define TRNEMU_EMU_ASM_INT_H
@@ -18,6 +19,8 @@
 
 #include "emu/isa/asm.h"
 #include "emu/isa/isa.h"
+#include "emu/isa/isa_lex.h"
+#include "emu/grow.h"
 
 #define ASM_MAX_TOKS 96          /* words of one directive */
 #define ASM_NAME_MAX 512         /* longest variable, queue, member name */
@@ -180,7 +183,6 @@ struct asm_name_list {
 
 /* ---- asm_lex.c: characters, errors, numbers, logical lines, directive words --- */
 
-bool asm_grow_array(void **arr, size_t n, size_t *cap, size_t elem);
 char *asm_dup_n(const char *s, size_t n);
 bool asm_is_ident_char(char c);
 size_t asm_ident_len(const char *s);
@@ -196,10 +198,6 @@ struct asm_pos asm_line_pos(const struct asm_ctx *a, size_t off);
 __attribute__((format(printf, 3, 4)))
 bool asm_err_at(struct asm_ctx *a, size_t off, const char *fmt, ...);
 bool asm_oom_at(struct asm_ctx *a, size_t off);
-bool asm_parse_u64(const char *s, size_t n, uint64_t *v);
-bool asm_parse_i64(const char *s, size_t n, int64_t *v);
-bool asm_parse_f64(const char *s, size_t n, double *v);
-bool asm_parse_bits(const char *s, size_t n, unsigned nbits, uint64_t *v);
 bool asm_ll_push(struct asm_ctx *a, char c, struct asm_pos p);
 size_t asm_comment_start(const char *s, size_t n);
 void asm_dir_clear(struct asm_dir *d);

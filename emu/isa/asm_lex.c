@@ -2,35 +2,20 @@
  * asm_lex.c: the assembler's reading of characters (see asm_int.h).
  *
  * Small character and memory helpers, error recording with file, line and
- * column, number literals, the logical line being joined from physical
+ * column (number literals are emu/isa/isa_lex.c, shared with the
+ * instruction text), the logical line being joined from physical
  * lines, comments, and the splitting of a directive line into words
  * (key=value, "strings", [lists], "= rest") with the calls directives use
  * to take those words one by one.
  */
 #include "emu/isa/asm_int.h"
 
-#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- small helpers ------------------------------------------------------- */
-
-bool asm_grow_array(void **arr, size_t n, size_t *cap, size_t elem)
-{
-    if (n < *cap)
-        return true;
-    size_t ncap = *cap ? *cap * 2 : 16;
-    if (ncap > SIZE_MAX / elem)
-        return false;
-    void *p = realloc(*arr, ncap * elem);
-    if (p == NULL)
-        return false;
-    *arr = p;
-    *cap = ncap;
-    return true;
-}
 
 char *asm_dup_n(const char *s, size_t n)
 {
@@ -165,93 +150,15 @@ const char *asm_error_text(const struct asm_ctx *a, size_t i)
     return a && i < a->nerrors ? a->errors[i] : NULL;
 }
 
-/* ---- numbers ------------------------------------------------------------- */
-
-/* Unsigned decimal or 0x hexadecimal, the whole of s[0..n). */
-bool asm_parse_u64(const char *s, size_t n, uint64_t *v)
-{
-    unsigned base = 10;
-    uint64_t x = 0;
-    if (n > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X')) {
-        base = 16;
-        s += 2;
-        n -= 2;
-    }
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        char c = s[i];
-        unsigned d;
-        if (c >= '0' && c <= '9')
-            d = (unsigned)(c - '0');
-        else if (base == 16 && c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        else if (base == 16 && c >= 'A' && c <= 'F')
-            d = (unsigned)(c - 'A' + 10);
-        else
-            return false;
-        if (x > (UINT64_MAX - d) / base)
-            return false;
-        x = x * base + d;
-    }
-    *v = x;
-    return true;
-}
-
-/* Signed: an optional '-' or '+', then as asm_parse_u64. */
-bool asm_parse_i64(const char *s, size_t n, int64_t *v)
-{
-    bool neg = n > 0 && s[0] == '-';
-    uint64_t u;
-    if (n > 0 && (s[0] == '-' || s[0] == '+')) {
-        s++;
-        n--;
-    }
-    if (!asm_parse_u64(s, n, &u))
-        return false;
-    if (neg ? u > (uint64_t)INT64_MAX + 1 : u > (uint64_t)INT64_MAX)
-        return false;
-    *v = neg ? (int64_t)(0 - u) : (int64_t)u;
-    return true;
-}
-
-/* A C floating-point literal (also inf, nan), the whole of s[0..n). */
-bool asm_parse_f64(const char *s, size_t n, double *v)
-{
-    char buf[96];
-    if (n == 0 || n >= sizeof buf)
-        return false;
-    memcpy(buf, s, n);
-    buf[n] = '\0';
-    char *end;
-    errno = 0;
-    *v = strtod(buf, &end);
-    return end == buf + n && !(buf[0] == '0' && (buf[1] == 'x' || buf[1] == 'X'));
-}
-
-/* "bits:0x..." for the exact bits of a float element. */
-bool asm_parse_bits(const char *s, size_t n, unsigned nbits, uint64_t *v)
-{
-    if (n < 5 || memcmp(s, "bits:", 5) != 0 || !asm_parse_u64(s + 5, n - 5, v))
-        return false;
-    return nbits >= 64 || *v < (1ull << nbits);
-}
-
 /* ---- logical lines ------------------------------------------------------- */
 
 bool asm_ll_push(struct asm_ctx *a, char c, struct asm_pos p)
 {
     struct asm_lline *l = &a->ll;
     if (l->n + 1 >= l->cap) {
-        size_t ncap = l->cap ? l->cap * 2 : 256;
-        char *s = realloc(l->s, ncap);
-        if (s == NULL)
+        size_t ncap = grow_cap(l->cap, l->n + 2, 256);
+        if (!grow_to((void **)&l->s, ncap, 1) || !grow_to((void **)&l->pos, ncap, sizeof *l->pos))
             return false;
-        l->s = s;
-        struct asm_pos *q = realloc(l->pos, ncap * sizeof *q);
-        if (q == NULL)
-            return false;
-        l->pos = q;
         l->cap = ncap;
     }
     l->s[l->n] = c;
@@ -309,7 +216,7 @@ static bool lex_string(struct asm_ctx *a, const char *s, size_t *i, char **out)
         else if (c == 't')
             buf[n++] = '\t';
         else if (c == 'x' && s[j + 1] != '\0' && s[j + 2] != '\0' &&
-                 asm_parse_u64((char[]){'0', 'x', s[j + 1], s[j + 2]}, 4, &x) && x != 0) {
+                 isa_lex_u64((char[]){'0', 'x', s[j + 1], s[j + 2]}, 4, &x) && x != 0) {
             buf[n++] = (char)x;
             j += 2;
         } else {

@@ -78,7 +78,7 @@ bool asm_member_ok(const char *s)
 static bool sg_track_var(struct asm_sg *s, struct asm_pos p)
 {
     size_t n = s->sg->n_vars;
-    if (!asm_grow_array((void **)&s->var_pos, n, &s->cap_var_pos, sizeof *s->var_pos))
+    if (!grow_array((void **)&s->var_pos, n + 1, &s->cap_var_pos, sizeof *s->var_pos, 16))
         return false;
     s->var_pos[n] = p;
     return true;

@@ -18,7 +18,7 @@ bool asm_tok_u64(struct asm_ctx *a, const struct asm_dir *d, const struct asm_to
 {
     size_t n;
     const char *s = asm_tok_val(d, t, &n);
-    if (t->str != NULL || !asm_parse_u64(s, n, v) || *v > max)
+    if (t->str != NULL || !isa_lex_u64(s, n, v) || *v > max)
         return asm_err_at(a, t->vat, "expected an integer in 0..%llu", (unsigned long long)max);
     return true;
 }
@@ -38,7 +38,7 @@ bool asm_tok_f64(struct asm_ctx *a, const struct asm_dir *d, const struct asm_to
 {
     size_t n;
     const char *s = asm_tok_val(d, t, &n);
-    if (t->str != NULL || !asm_parse_f64(s, n, v) || !isfinite(*v))
+    if (t->str != NULL || !isa_lex_f64(s, n, v) || !isfinite(*v))
         return asm_err_at(a, t->vat, "expected a finite number");
     return true;
 }
@@ -102,11 +102,11 @@ static bool u64_item(struct asm_ctx *a, void *user, const char *s, size_t n, siz
 {
     struct asm_u64_list *l = user;
     uint64_t x;
-    if (!asm_parse_u64(s, n, &x) || x > l->max)
+    if (!isa_lex_u64(s, n, &x) || x > l->max)
         return asm_err_at(a, off, "expected an integer in 0..%llu", (unsigned long long)l->max);
     if (l->n == l->max_items)
         return asm_err_at(a, off, "more than %zu items", l->max_items);
-    if (!asm_grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v))
+    if (!grow_array((void **)&l->v, l->n + 1, &l->cap, sizeof *l->v, 16))
         return asm_oom_at(a, off);
     l->v[l->n++] = x;
     return true;
@@ -159,7 +159,7 @@ bool asm_tok_u32_array(struct asm_ctx *a, const struct asm_dir *d, const struct 
 static bool name_push(struct asm_ctx *a, struct asm_name_list *l, const char *s, size_t n,
                       size_t off)
 {
-    if (!asm_grow_array((void **)&l->v, l->n, &l->cap, sizeof *l->v) ||
+    if (!grow_array((void **)&l->v, l->n + 1, &l->cap, sizeof *l->v, 16) ||
         (l->v[l->n] = asm_dup_n(s, n)) == NULL)
         return asm_oom_at(a, off);
     if (!asm_name_ok(l->v[l->n])) {
@@ -224,7 +224,7 @@ static bool var_ref_of(struct asm_ctx *a, const struct asm_dir *d, const struct 
     size_t n;
     const char *s = asm_tok_val(d, t, &n);
     uint64_t x;
-    if (t->str == NULL && asm_parse_u64(s, n, &x) && x <= UINT32_MAX) {
+    if (t->str == NULL && isa_lex_u64(s, n, &x) && x <= UINT32_MAX) {
         *id = (uint32_t)x;
         return true;
     }

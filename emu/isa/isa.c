@@ -54,6 +54,12 @@ _Static_assert(ISA_MASK_BYTES <= AUX_BYTES, "mask fits in aux");
 
 #define ISA_NFIELDS(name) (sizeof(isa_fields_##name) / sizeof(isa_fields_##name[0]) - 1)
 
+/* emu/isa/isa_args.h names the fields of rows of at most 16 fields. */
+#define ISA_OP(mn, code, eng, gen, cost, fields) \
+    _Static_assert(ISA_NFIELDS(mn) <= 16, #mn ": isa_args.h reads at most 16 fields");
+#include "emu/isa/isa_ops.h"
+#undef ISA_OP
+
 static const struct isa_op_desc isa_ops[ISA_OPCODE_SPACE] = {
 #define ISA_OP(mn, code, eng, gen, cost, fields)                                      \
     [code] = {#mn, (code), (eng), (gen), ISA_COST_##cost, ISA_NFIELDS(mn), isa_fields_##mn + 1},

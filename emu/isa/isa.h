@@ -255,7 +255,6 @@ struct isa_field {
 #define ISA_MASK(nm) \
     {.name = #nm, .kind = ISA_FK_MASK, .attr = ISA_FA_REQ}
 
-/* One op of the table. */
 /* How the cost model (emu/core/cost.c) times an op: its table column. */
 enum isa_cost_class {
     ISA_COST_SEQ = 0,      /* sequencer work: one engine cycle */
@@ -264,6 +263,7 @@ enum isa_cost_class {
     ISA_COST_DMA = 3,      /* bytes over the DMA engines (and between cores) */
 };
 
+/* One op of the table. */
 struct isa_op_desc {
     const char *name;                /* mnemonic */
     uint8_t opcode;                  /* enum isa_opcode */

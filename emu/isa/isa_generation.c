@@ -8,6 +8,8 @@
 
 #include <stdio.h>
 
+#include "emu/isa/isa_args.h"
+
 /* An op that v4 added to the Vector engine. */
 static bool gen_v4_on_dve(unsigned opcode)
 {
@@ -34,8 +36,8 @@ static uint64_t gen_ap_elems(const struct isa_ap *ap)
 /* nc_matmul's moving free size N (columns per contraction row). */
 static uint64_t gen_matmul_n(const struct isa_insn *insn)
 {
-    uint64_t n = gen_ap_elems(&insn->ap[2]);
-    return insn->enums[0] == ISA_PERF_double_row ? n / 2 : n;
+    uint64_t n = gen_ap_elems(ISA_ARG_AP(insn, nc_matmul, moving));
+    return ISA_ARG_ENUM(insn, nc_matmul, perf) == ISA_PERF_double_row ? n / 2 : n;
 }
 
 /* An operand or enum of insn that only v4 has; describes it in what. */
@@ -55,18 +57,23 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             return true;
         }
     }
-    if (insn->opcode == ISA_OP_nc_matmul && insn->ap[0].dtype == ISA_DT_BF16) {
+    if (insn->opcode == ISA_OP_nc_matmul &&
+        ISA_ARG_AP(insn, nc_matmul, dst)->dtype == ISA_DT_BF16) {
         snprintf(what, cap, "nc_matmul with a bf16 dst");
         return true;
     }
-    if (insn->opcode == ISA_OP_dma_copy && insn->enums[0] == ISA_DMAOP_accumulate) {
+    if (insn->opcode == ISA_OP_dma_copy &&
+        ISA_ARG_ENUM(insn, dma_copy, op) == ISA_DMAOP_accumulate) {
         snprintf(what, cap, "dma_copy op=accumulate (SBUF read-add-write)");
         return true;
     }
-    if ((insn->opcode == ISA_OP_dma_copy && insn->imm[1].i != 0) ||
-        (insn->opcode == ISA_OP_dma_transpose && insn->imm[0].i != 0)) {
-        snprintf(what, cap, "%s priority=%lld", op,
-                 (long long)insn->imm[insn->opcode == ISA_OP_dma_copy ? 1 : 0].i);
+    int64_t prio = 0;
+    if (insn->opcode == ISA_OP_dma_copy)
+        prio = ISA_ARG_INT(insn, dma_copy, priority);
+    else if (insn->opcode == ISA_OP_dma_transpose)
+        prio = ISA_ARG_INT(insn, dma_transpose, priority);
+    if (prio != 0) {
+        snprintf(what, cap, "%s priority=%lld", op, (long long)prio);
         return true;
     }
     if (insn->opcode == ISA_OP_nc_matmul && gen_matmul_n(insn) > ISA_PE_MAX_N_V2) {
@@ -80,7 +87,7 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
 /* all_to_all_v's receive displacements: NeuronSwitch machines (v4) only. */
 static bool gen_v4_rdispls(const struct isa_insn *insn, char *what, size_t cap)
 {
-    if (insn->opcode != ISA_OP_all_to_all_v || (insn->flags & 2u) == 0)
+    if (insn->opcode != ISA_OP_all_to_all_v || !ISA_ARG_FLAG(insn, all_to_all_v, has_rdispls))
         return false;
     snprintf(what, cap, "all_to_all_v has_rdispls");
     return true;

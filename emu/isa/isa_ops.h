@@ -15,7 +15,9 @@
  * in the order the assembler prints them, each operand's keyword and where
  * it lives in the instruction: access-pattern slot ap[], float slot fimm[],
  * 64-bit slot imm[], enum slot enums[], or flag bit. By convention ap[0] is
- * the main output. gen is the lowest NeuronCore version (2, 3 or 4) with
+ * the main output. Semantics read a field by its name, never its slot:
+ * emu/isa/isa_args.h makes the accessors (ISA_ARG_ENUM(insn, op, field)
+ * and friends) from these rows. gen is the lowest NeuronCore version (2, 3 or 4) with
  * the op at all (forms that need a later one, such as a v4 dtype or ALU
  * operator, are rules in emu/isa/isa_generation.c); cost is its class in
  * the cost model (emu/core/cost.c): SEQ (sequencer work, one cycle),

@@ -23,17 +23,21 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/isa/isa_lex.h"
+
 #define MAX_FIELDS 32  /* more than any op in the table has */
 
-/* ---- output buffer ------------------------------------------------------- */
-struct tbuf {
+/* ---- output text -------------------------------------------------------- */
+/* Text written into a caller's buffer of fixed size, counting what does not
+ * fit (snprintf style). Not emu/core/tbuf.h's per-thread buffers. */
+struct text_out {
     char *buf;   /* destination, may be NULL when cap is 0 */
     size_t cap;  /* bytes available in buf */
     size_t len;  /* characters the full text needs so far */
 };
 
 __attribute__((format(printf, 2, 3)))
-static void tb_printf(struct tbuf *t, const char *fmt, ...)
+static void out_printf(struct text_out *t, const char *fmt, ...)
 {
     char *dst = t->len < t->cap ? t->buf + t->len : NULL;
     size_t room = t->len < t->cap ? t->cap - t->len : 0;
@@ -64,65 +68,66 @@ static bool var_name_ok(const char *name)
     return true;
 }
 
-static void print_var(struct tbuf *t, const struct isa_text_env *env, uint32_t id)
+static void print_var(struct text_out *t, const struct isa_text_env *env, uint32_t id)
 {
     const char *name = env && env->var_name ? env->var_name(env->user, id) : NULL;
     if (var_name_ok(name))
-        tb_printf(t, "%s", name);
+        out_printf(t, "%s", name);
     else
-        tb_printf(t, "$%u", id);
+        out_printf(t, "$%u", id);
 }
 
-static void print_dims(struct tbuf *t, unsigned ndims, const struct isa_dim *dim, const char *sep)
+static void print_dims(struct text_out *t, unsigned ndims, const struct isa_dim *dim,
+                       const char *sep)
 {
     for (unsigned d = 0; d < ndims && d < ISA_MAX_DIMS; d++)
-        tb_printf(t, "%s[%d,%u]", d ? sep : "", (int)dim[d].step, dim[d].count);
+        out_printf(t, "%s[%d,%u]", d ? sep : "", (int)dim[d].step, dim[d].count);
 }
 
-static void print_ap(struct tbuf *t, const struct isa_text_env *env, const struct isa_ap *ap)
+static void print_ap(struct text_out *t, const struct isa_text_env *env, const struct isa_ap *ap)
 {
     const char *mem = isa_mem_name(ap->mem);
     if (ap->mem == ISA_MEM_HBM) {
-        tb_printf(t, "hbm:");
+        out_printf(t, "hbm:");
         print_var(t, env, ap->var_id);
-        tb_printf(t, "[[%d,%u], ", (int)ap->part_step, ap->num_part);
+        out_printf(t, "[[%d,%u], ", (int)ap->part_step, ap->num_part);
     } else {
         long long stop = ap->start_part + (long long)ap->num_part * ap->part_step;
-        tb_printf(t, "%s[%u:%lld", mem ? mem : "?mem", ap->start_part, stop);
+        out_printf(t, "%s[%u:%lld", mem ? mem : "?mem", ap->start_part, stop);
         if (ap->part_step != 1)
-            tb_printf(t, ":%d", (int)ap->part_step);
-        tb_printf(t, ", ");
+            out_printf(t, ":%d", (int)ap->part_step);
+        out_printf(t, ", ");
     }
-    tb_printf(t, "%llu, ", (unsigned long long)ap->offset);
+    out_printf(t, "%llu, ", (unsigned long long)ap->offset);
     print_dims(t, ap->ndims, ap->dim, ", ");
     const char *dt = isa_dtype_name(ap->dtype);
-    tb_printf(t, "]:%s", dt ? dt : "?dtype");
+    out_printf(t, "]:%s", dt ? dt : "?dtype");
 }
 
-static void print_f32(struct tbuf *t, float v)
+static void print_f32(struct text_out *t, float v)
 {
     uint32_t bits;
     memcpy(&bits, &v, sizeof(bits));
     if (isnan(v))
-        tb_printf(t, bits == 0x7fc00000u ? "nan" : "bits:0x%08x", bits);
+        out_printf(t, bits == 0x7fc00000u ? "nan" : "bits:0x%08x", bits);
     else if (isinf(v))
-        tb_printf(t, v < 0 ? "-inf" : "inf");
+        out_printf(t, v < 0 ? "-inf" : "inf");
     else
-        tb_printf(t, "%.9g", (double)v);
+        out_printf(t, "%.9g", (double)v);
 }
 
-static void print_f64(struct tbuf *t, double v)
+static void print_f64(struct text_out *t, double v)
 {
     uint64_t bits;
     memcpy(&bits, &v, sizeof(bits));
     if (isnan(v) && bits != 0x7ff8000000000000ull)
-        tb_printf(t, "bits:0x%016llx", (unsigned long long)bits);
+        out_printf(t, "bits:0x%016llx", (unsigned long long)bits);
     else if (isnan(v))
-        tb_printf(t, "nan");
+        out_printf(t, "nan");
     else if (isinf(v))
-        tb_printf(t, v < 0 ? "-inf" : "inf");
+        out_printf(t, v < 0 ? "-inf" : "inf");
     else
-        tb_printf(t, "%.17g", v);
+        out_printf(t, "%.17g", v);
 }
 
 static bool f32_same(float a, double def)
@@ -136,36 +141,36 @@ static bool f64_same(double a, double def)
     return memcmp(&a, &def, sizeof(a)) == 0;
 }
 
-static void print_enum(struct tbuf *t, unsigned etype, unsigned value)
+static void print_enum(struct text_out *t, unsigned etype, unsigned value)
 {
     const char *name = isa_enum_name(etype, value);
     if (name)
-        tb_printf(t, "%s", name);
+        out_printf(t, "%s", name);
     else
-        tb_printf(t, "?%u", value);
+        out_printf(t, "?%u", value);
 }
 
-static void print_mask(struct tbuf *t, const uint8_t *mask)
+static void print_mask(struct text_out *t, const uint8_t *mask)
 {
     for (unsigned i = 0; i < ISA_MASK_BYTES; i++)
-        tb_printf(t, "%s%u", i ? "," : "[", mask[i]);
-    tb_printf(t, "]");
+        out_printf(t, "%s%u", i ? "," : "[", mask[i]);
+    out_printf(t, "]");
 }
 
-static void print_apf(struct tbuf *t, const struct isa_text_env *env,
+static void print_apf(struct text_out *t, const struct isa_text_env *env,
                       const struct isa_insn *insn, const struct isa_field *f)
 {
     if (insn->ap[f->slot].mem != ISA_MEM_NONE) {
-        tb_printf(t, " %s=", f->name);
+        out_printf(t, " %s=", f->name);
         print_ap(t, env, &insn->ap[f->slot]);
     } else if ((f->attr & ISA_FA_REQ) || !f32_same(insn->fimm[f->fslot], f->fdef)) {
-        tb_printf(t, " %s=", f->name);
+        out_printf(t, " %s=", f->name);
         print_f32(t, insn->fimm[f->fslot]);
     }
 }
 
 /* One field, or nothing when it is absent or holds its default. */
-static void print_field(struct tbuf *t, const struct isa_text_env *env,
+static void print_field(struct text_out *t, const struct isa_text_env *env,
                         const struct isa_insn *insn, const struct isa_field *f)
 {
     bool req = (f->attr & ISA_FA_REQ) != 0;
@@ -173,7 +178,7 @@ static void print_field(struct tbuf *t, const struct isa_text_env *env,
     case ISA_FK_AP:
         if (insn->ap[f->slot].mem == ISA_MEM_NONE)
             return;
-        tb_printf(t, " %s=", f->name);
+        out_printf(t, " %s=", f->name);
         print_ap(t, env, &insn->ap[f->slot]);
         return;
     case ISA_FK_APF:
@@ -181,37 +186,37 @@ static void print_field(struct tbuf *t, const struct isa_text_env *env,
         return;
     case ISA_FK_F32:
         if (req || !f32_same(insn->fimm[f->slot], f->fdef)) {
-            tb_printf(t, " %s=", f->name);
+            out_printf(t, " %s=", f->name);
             print_f32(t, insn->fimm[f->slot]);
         }
         return;
     case ISA_FK_F64:
         if (req || !f64_same(insn->imm[f->slot].f, f->fdef)) {
-            tb_printf(t, " %s=", f->name);
+            out_printf(t, " %s=", f->name);
             print_f64(t, insn->imm[f->slot].f);
         }
         return;
     case ISA_FK_INT:
         if (req || insn->imm[f->slot].i != f->idef)
-            tb_printf(t, " %s=%lld", f->name, (long long)insn->imm[f->slot].i);
+            out_printf(t, " %s=%lld", f->name, (long long)insn->imm[f->slot].i);
         return;
     case ISA_FK_ENUM:
         if (req || insn->enums[f->slot] != f->idef) {
-            tb_printf(t, " %s=", f->name);
+            out_printf(t, " %s=", f->name);
             print_enum(t, f->etype, insn->enums[f->slot]);
         }
         return;
     case ISA_FK_FLAG:
         if (insn->flags & (1u << f->slot))
-            tb_printf(t, " %s", f->name);
+            out_printf(t, " %s", f->name);
         return;
     case ISA_FK_PATTERN:
-        tb_printf(t, " %s=[", f->name);
+        out_printf(t, " %s=[", f->name);
         print_dims(t, insn->pattern.ndims, insn->pattern.dim, ",");
-        tb_printf(t, "]");
+        out_printf(t, "]");
         return;
     case ISA_FK_MASK:
-        tb_printf(t, " %s=", f->name);
+        out_printf(t, " %s=", f->name);
         print_mask(t, insn->mask);
         return;
     default:
@@ -229,30 +234,30 @@ static const char *const semop_text[] = {
 #define NCMP (sizeof(cmp_text) / sizeof(cmp_text[0]))
 #define NSEMOP (sizeof(semop_text) / sizeof(semop_text[0]))
 
-static void print_sync(struct tbuf *t, const struct isa_sync *s, bool is_wait)
+static void print_sync(struct text_out *t, const struct isa_sync *s, bool is_wait)
 {
     const char *op = NULL;
     if (is_wait && s->op < NCMP)
         op = cmp_text[s->op];
     if (!is_wait && s->op < NSEMOP)
         op = semop_text[s->op];
-    tb_printf(t, " %s=%c%u%s%u", is_wait ? "wait" : "signal",
+    out_printf(t, " %s=%c%u%s%u", is_wait ? "wait" : "signal",
               s->kind == ISA_SYNC_EVENT ? 'e' : 's', s->id, op ? op : "?", s->value);
 }
 
 size_t isa_text_print(const struct isa_insn *insn, const struct isa_text_env *env,
                       char *buf, size_t cap)
 {
-    struct tbuf t = {buf, cap, 0};
+    struct text_out t = {buf, cap, 0};
     if (cap > 0)
         buf[0] = '\0';
     const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
     const char *eng = isa_engine_name(insn->engine);
     if (op == NULL) {
-        tb_printf(&t, "%s.?op%u", eng ? eng : "?", insn->opcode);
+        out_printf(&t, "%s.?op%u", eng ? eng : "?", insn->opcode);
         return t.len;
     }
-    tb_printf(&t, "%s.%s", eng ? eng : "?", op->name);
+    out_printf(&t, "%s.%s", eng ? eng : "?", op->name);
     for (int i = 0; i < op->nfields; i++)
         print_field(&t, env, insn, &op->fields[i]);
     for (unsigned i = 0; i < ISA_MAX_WAIT && insn->wait[i].kind != ISA_SYNC_NONE; i++)
@@ -370,25 +375,6 @@ static size_t read_floattok(struct parser *p, const char **start)
 }
 
 /* ---- parsing: numbers ------------------------------------------------------- */
-/* Digits of base at s[0..n) into *v; false on a bad digit or overflow. */
-static bool digits_u64(const char *s, size_t n, unsigned base, uint64_t *v)
-{
-    *v = 0;
-    if (n == 0)
-        return false;
-    for (size_t i = 0; i < n; i++) {
-        int c = tolower((unsigned char)s[i]);
-        unsigned d = 99;
-        if (isdigit(c))
-            d = (unsigned)(c - '0');
-        else if (c >= 'a' && c <= 'f')
-            d = (unsigned)(c - 'a' + 10);
-        if (d >= base || __builtin_mul_overflow(*v, base, v) || __builtin_add_overflow(*v, d, v))
-            return false;
-    }
-    return true;
-}
-
 /* An integer: [-]decimal or [-]0xhex, within [lo, hi]. */
 static emu_status parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *out)
 {
@@ -397,15 +383,10 @@ static emu_status parse_int(struct parser *p, int64_t lo, int64_t hi, int64_t *o
     size_t n = read_inttok(p, &s);
     bool neg = n > 0 && s[0] == '-';
     size_t skip = neg ? 1 : 0;
-    unsigned base = 10;
-    if (n > skip + 2 && s[skip] == '0' && tolower((unsigned char)s[skip + 1]) == 'x') {
-        base = 16;
-        skip += 2;
-    }
     uint64_t mag;
     if (n == 0)
         return perr(p, at, "expected a number");
-    if (!digits_u64(s + skip, n - skip, base, &mag))
+    if (!isa_lex_u64(s + skip, n - skip, &mag))
         return perr(p, at, "bad number '%.*s'", (int)n, s);
     bool fits = neg ? mag <= (uint64_t)INT64_MAX + 1 : mag <= (uint64_t)INT64_MAX;
     int64_t v = neg ? (int64_t)(0 - mag) : (int64_t)mag;
@@ -421,10 +402,9 @@ static emu_status parse_u64(struct parser *p, uint64_t *out)
     size_t at = p->pos;
     const char *s;
     size_t n = read_inttok(p, &s);
-    bool hex = n > 2 && s[0] == '0' && tolower((unsigned char)s[1]) == 'x';
     if (n == 0)
         return perr(p, at, "expected a number");
-    if (!digits_u64(s + (hex ? 2 : 0), n - (hex ? 2 : 0), hex ? 16 : 10, out))
+    if (!isa_lex_u64(s, n, out))
         return perr(p, at, "bad number '%.*s' (0..2^64-1)", (int)n, s);
     return EMU_OK;
 }
@@ -436,7 +416,7 @@ static emu_status parse_bits(struct parser *p, unsigned nbits, uint64_t *bits)
     const char *s;
     size_t n = read_inttok(p, &s);
     if (n < 3 || s[0] != '0' || s[1] != 'x' || n - 2 > nbits / 4 ||
-        !digits_u64(s + 2, n - 2, 16, bits))
+        !isa_lex_digits(s + 2, n - 2, 16, bits))
         return perr(p, at, "expected 0x and at most %u hex digits after 'bits:'", nbits / 4);
     return EMU_OK;
 }
@@ -484,7 +464,7 @@ static emu_status parse_float(struct parser *p, unsigned nbits, uint64_t *bits, 
     *set = true;
     if (at_bits(p))
         return parse_bits(p, nbits, bits);
-    char tmp[64], *end;
+    char tmp[64];
     size_t at;
     bool nan;
     if (float_literal(p, tmp, &at, &nan) != EMU_OK) {
@@ -495,16 +475,8 @@ static emu_status parse_float(struct parser *p, unsigned nbits, uint64_t *bits, 
         *bits = nbits == 32 ? 0x7fc00000u : 0x7ff8000000000000ull;
         return EMU_OK;
     }
-    if (nbits == 32) {
-        float f = strtof(tmp, &end);
-        uint32_t b32;
-        memcpy(&b32, &f, sizeof b32);
-        *bits = b32;
-    } else {
-        double d = strtod(tmp, &end);
-        memcpy(bits, &d, sizeof d);
-    }
-    return *end != '\0' ? perr(p, at, "bad number '%s'", tmp) : EMU_OK;
+    bool whole = isa_lex_float_bits(tmp, strlen(tmp), nbits, bits);
+    return whole ? EMU_OK : perr(p, at, "bad number '%s'", tmp);
 }
 
 static emu_status parse_f32(struct parser *p, float *out)

@@ -18,6 +18,7 @@
 #include <string.h>
 #include <zlib.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 
 /* ---- header layout, as documented ------------------------------------- */
@@ -323,14 +324,9 @@ static emu_status member_append(struct neff_file *f, const char *name, struct ne
         return EMU_INVALID;
     }
     *why = "out of memory";
-    if (f->n_members == f->cap_members) {
-        size_t cap = f->cap_members ? f->cap_members * 2 : 16;
-        struct neff_member *m = realloc(f->members, cap * sizeof *m);
-        if (m == NULL)
-            return EMU_RESOURCE;
-        f->members = m;
-        f->cap_members = cap;
-    }
+    if (!grow_array((void **)&f->members, f->n_members + 1, &f->cap_members, sizeof *f->members,
+                    16))
+        return EMU_RESOURCE;
     if ((f->n_members + 1) * 2 > f->index_cap && !index_grow(f))
         return EMU_RESOURCE;
     char *copy = strdup(norm);
@@ -466,16 +462,10 @@ static emu_status tar_read_unsized(struct tar_reader *t, const char *name, struc
     size_t len = 0, cap = 0;
     uint8_t *data = NULL;
     for (;;) {
-        if (len == cap) {
-            size_t ncap = cap ? cap * 2 : 65536;
-            uint8_t *p = realloc(data, ncap);
-            if (p == NULL) {
-                free(data);
-                LOG_ERROR("NEFF", "member '%s': out of memory", name);
-                return EMU_RESOURCE;
-            }
-            data = p;
-            cap = ncap;
+        if (!grow_array((void **)&data, len + 1, &cap, 1, 65536)) {
+            free(data);
+            LOG_ERROR("NEFF", "member '%s': out of memory", name);
+            return EMU_RESOURCE;
         }
         la_ssize_t r = archive_read_data(t->ar, data + len, cap - len);
         if (r < 0) {
@@ -790,16 +780,8 @@ static bool out_append(struct out_buf *o, const void *buf, size_t n)
 {
     if (n > SIZE_MAX / 2 - o->len)
         return false;
-    if (o->len + n > o->cap) {
-        size_t cap = o->cap ? o->cap : 65536;
-        while (cap < o->len + n)
-            cap *= 2;
-        uint8_t *p = realloc(o->data, cap);
-        if (p == NULL)
-            return false;
-        o->data = p;
-        o->cap = cap;
-    }
+    if (!grow_array((void **)&o->data, o->len + n, &o->cap, 1, 65536))
+        return false;
     memcpy(o->data + o->len, buf, n);
     o->len += n;
     return true;

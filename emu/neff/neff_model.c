@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "emu/neff/neff_model_int.h"
 
@@ -265,16 +266,12 @@ void neff_model_free(struct neff_model *m)
 /* Make room for one more element in *arr (count n, capacity *cap). */
 static bool grow(void **arr, uint32_t n, uint32_t *cap, size_t elem)
 {
-    if (n < *cap)
-        return true;
-    if (*cap >= UINT32_MAX / 2)
+    size_t c = *cap;
+    if (n >= *cap && *cap >= UINT32_MAX / 2)
+        return false; /* the model's counts are 32-bit */
+    if (!grow_array(arr, (size_t)n + 1, &c, elem, 8))
         return false;
-    uint32_t ncap = *cap ? *cap * 2 : 8;
-    void *p = realloc(*arr, (size_t)ncap * elem);
-    if (p == NULL)
-        return false;
-    *arr = p;
-    *cap = ncap;
+    *cap = (uint32_t)c;
     return true;
 }
 

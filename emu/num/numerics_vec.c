@@ -7,7 +7,7 @@
  * Contiguous runs go in fixed blocks of NUM_BLK elements so that GCC's
  * -O2 vectoriser (which will not add scalar epilogues) turns each block
  * into SIMD code. The contiguous loops are compiled once per ISA level
- * (numerics_runs.h) and picked at run time from cpuid; contiguous fp16
+ * (numerics_runs.h.inc) and picked at run time from cpuid; contiguous fp16
  * uses the F16C instructions where present. Every level gives the same bits.
  */
 #include <stdatomic.h>
@@ -197,20 +197,20 @@ static void num_store_sr(unsigned char *d, uint32_t dt, ptrdiff_t step, const fl
 
 #define NUM_RUNS_SUFFIX base
 #define NUM_RUNS_ATTR
-#include "emu/num/numerics_runs.h"
+#include "emu/num/numerics_runs.h.inc"
 #undef NUM_RUNS_SUFFIX
 #undef NUM_RUNS_ATTR
 
 #if NUM_X86
 #define NUM_RUNS_SUFFIX avx2
 #define NUM_RUNS_ATTR __attribute__((target("avx2,f16c")))
-#include "emu/num/numerics_runs.h"
+#include "emu/num/numerics_runs.h.inc"
 #undef NUM_RUNS_SUFFIX
 #undef NUM_RUNS_ATTR
 
 #define NUM_RUNS_SUFFIX avx512
 #define NUM_RUNS_ATTR __attribute__((target("avx512f,avx512bw,avx512vl,avx512dq,avx2,f16c")))
-#include "emu/num/numerics_runs.h"
+#include "emu/num/numerics_runs.h.inc"
 #undef NUM_RUNS_SUFFIX
 #undef NUM_RUNS_ATTR
 

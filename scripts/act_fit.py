@@ -6,7 +6,7 @@ error, the coefficients rounded to binary32 one at a time from the lowest
 order up (each rounding followed by a refit of the higher ones). Not part
 of the product; run it with /usr/bin/python3 (numpy) to print the tables:
 
-    /usr/bin/python3 tests/tools/act_fit.py softplus
+    /usr/bin/python3 scripts/act_fit.py softplus
 """
 import math
 import sys
