@@ -5,9 +5,11 @@ simulator package (nki_cpu_simulator), served by trnemu.
 
 runs `kernel` on the emulated device with NumPy inputs and returns its
 outputs, like nki.simulate. The index is the logical NeuronCore size the
-kernel is launched for: 1 launches it without a launch grid (one program;
-nl.program_ndim() is 0), 2 launches two programs on the two physical cores
-of an LNC=2 logical core (nl.program_ndim() is 1, nl.num_programs(0) is 2,
+kernel is launched for, and the launch grid the kernel sees is that one
+dimension: 1 launches one program (nl.program_ndim() is 1,
+nl.num_programs(0) is 1, nl.program_id(0) is 0, as the vendor's kernels
+that ask for their core id at LNC=1 expect), 2 launches two programs on
+the two physical cores of an LNC=2 logical core (nl.num_programs(0) is 2,
 nl.program_id(0) tells them apart), as `kernel[nl.spmd_dim(nl.nc(2))]`
 does; when the emulated machine's LNC is 1 the two programs share one core.
 """
@@ -34,7 +36,7 @@ def _launch(kernel, lnc):
         raise NKIError("nki.cpu_simulate(%s)[%r]: the index is the logical NeuronCore size, "
                        "1 or 2" % (kernel.__name__, lnc))
     if lnc == 1:
-        return Kernel(kernel.func, (), kernel.mode, None, **kernel.opts)
+        return kernel[1]
     from . import language as nl
     return kernel[nl.spmd_dim(nl.nc(lnc))]
 

@@ -29,10 +29,21 @@ def scale_by_program(a):
     return out
 
 
-def test_cpu_simulate_lnc1_runs_one_program_without_grid():
+def test_cpu_simulate_lnc1_runs_one_program():
     a = rand(128, 64)
     got = nki.cpu_simulate(scale_by_program)[1](a=a)
     assert np.array_equal(got, a)
+
+
+def test_cpu_simulate_lnc1_program_id_is_zero():
+    def ids(a):
+        out = nl.ndarray((1, 3), dtype=nl.float32, buffer=nl.shared_hbm)
+        t = nl.load(a)
+        nl.store(out, t * 0.0 + float(nl.program_id(0) * 10 + nl.num_programs(0)
+                                      + 100 * nl.program_ndim()))
+        return out
+    got = nki.cpu_simulate(ids)[1](a=np.ones((1, 3), np.float32))
+    assert got.tolist() == [[101.0, 101.0, 101.0]]
 
 
 def test_cpu_simulate_lnc2_runs_two_programs():
