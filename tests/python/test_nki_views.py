@@ -222,3 +222,23 @@ def test_vector_select_rows():
     a = np.arange(5 * 8, dtype=np.float32).reshape(5, 4, 2)
     ix = np.array([[4], [0], [3], [3], [1], [2], [0], [4]], np.int32)
     np.testing.assert_array_equal(k(a, ix), a[ix[:, 0]])
+
+
+def test_ap_scalar_offset_from_a_tile():
+    @nki.jit
+    def k(a, r):
+        F = a.shape[1]
+        row = nl.load(r)                                     # [1, 1] int32: a row known at run time
+        t = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[F, 1], [1, F]], offset=0, scalar_offset=row,
+                                      indirect_dim=0))
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros(a.shape, dtype=a.dtype))
+        # write it back one row further down, shifted by the same run-time row along dim 0
+        nisa.dma_copy(dst=out.ap(pattern=[[F, 1], [1, F]], offset=F, scalar_offset=row,
+                                 indirect_dim=0), src=t)
+        return out
+    a = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+    want = np.zeros_like(a)
+    want[3] = a[2]
+    np.testing.assert_array_equal(k(a, np.array([[2]], np.int32)), want)

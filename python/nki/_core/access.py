@@ -40,6 +40,8 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
         if not dims:
             dims = [[1, 1]]
+        if hasattr(t, "_scalar_step"):
+            dims = [[t._scalar_step, 1]] + dims    # the row the index value selects
         pd = dims[0]
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
         if not dims[1:]:
@@ -96,7 +98,7 @@ def check_bounds(t):
     di = _dtypes.info(t.dtype)
     lo = hi = t.off
     for i, (s, c) in enumerate(t.dims):
-        if i == t.pdim or (i == 0 and hasattr(t, "_indirect")):
+        if i == t.pdim or (i == 0 and hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")):
             continue      # partitions; or indexed rows, checked when the DMA runs
         lo += min(0, s * (c - 1))
         hi += max(0, s * (c - 1))

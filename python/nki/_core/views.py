@@ -48,10 +48,10 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
     """tensor.ap(): the view that walks pattern from the view's start plus
     offset elements, reading the storage as dtype (default the tensor's)."""
     from .tensors import NkiTensor
-    if scalar_offset is not None:
-        fail("ap(scalar_offset=) needs a register-indexed DMA, which trnemu's ISA does not have")
     di = _dtypes.info(dtype if dtype is not None else t.dtype)
     pairs = _pairs(pattern)
+    if scalar_offset is not None:
+        return _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim)
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     if flat < 0:
         fail("ap offset %d starts before the tensor" % flat)
@@ -291,3 +291,24 @@ def rearrange(t, src_pattern, dst_pattern, fixed_sizes=None):
             v = flatten_dims(v, pos, pos + k - 1)
         pos += 1
     return v
+
+
+def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
+    """ap(scalar_offset=tile): the pattern moved by tile's value times the
+    stride of dimension indirect_dim, known only when the DMA runs: an
+    indexed DMA whose one index row selects that shift (docs/isa.md)."""
+    from .tensors import NkiTensor
+    if not isinstance(scalar_offset, NkiTensor):
+        fail("ap(scalar_offset=%r): a register offset needs a register-indexed DMA, which "
+             "trnemu's ISA does not have; give a [1, 1] SBUF tile" % (scalar_offset,))
+    if scalar_offset.buffer not in ("sbuf", "psum") or scalar_offset.size != 1:
+        fail("ap(scalar_offset=) takes a one-element SBUF tile")
+    if t.storage.kind != "hbm":
+        fail("ap(scalar_offset=) indexes an HBM tensor (an indirect DMA)")
+    if not 0 <= int(indirect_dim) < len(pairs):
+        fail("indirect_dim=%r is not a dimension of the pattern %r" % (indirect_dim, pairs))
+    flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
+    out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
+    out._indirect = (scalar_offset, 0)
+    out._scalar_step = pairs[int(indirect_dim)][0]   # rendered as a one-row index dimension
+    return out
