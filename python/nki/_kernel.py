@@ -233,7 +233,11 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     if tr.collectives:
         from . import collectives
         rank = collectives.world()
-    comp.model = _runtime.Model(neff, tensors, rank)
+    try:
+        comp.model = _runtime.Model(neff, tensors, rank)
+    except _runtime.RuntimeFailure as e:
+        raise NKIError("%s: %s" % (_load_line(comp, e.log) or "%s:%d" % (comp.file, comp.first_line),
+                                   "; ".join(_causes(e.log)[:2]) or str(e))) from None
     comp.load_s = time.perf_counter() - t2
     return comp
 
@@ -249,6 +253,19 @@ def _returned_view(r, where):
         raise NKIError("%s: a kernel returns whole HBM tensors (or reshapes of them), not a view "
                        "of part of one (shape %s of %s)" % (where, r.shape, tuple(st.shape)))
     return tuple(r.shape), di
+
+
+def _load_line(comp, log):
+    """The kernel line of the instruction a load failure names
+    ("sg01: pool instruction 3: ...")."""
+    tr = comp.tracer
+    m = re.search(r"sg(\d+): (pe|act|pool|dve|sp) instruction (\d+)", log or "")
+    if m is None:
+        return None
+    core = int(m.group(1)) % len(tr.cores)
+    lines = tr.cores[core].eng_lines.get(m.group(2), [])
+    idx = int(m.group(3))
+    return lines[idx][0] if 0 <= idx < len(lines) else None
 
 
 def _locate(comp, log):

@@ -10,6 +10,10 @@ from .alloc import Storage
 from .context import NUM_PARTITIONS, current, fail
 
 
+# trnemu ISA dtypes that only NeuronCore-v4 has (docs/isa.md, "Data types")
+V4_TYPES = ("fp8e4fn", "fp8e8m0", "fp8e5x4", "fp8e4fnx4", "fp4x4")
+
+
 class NkiTensor:
     """A tensor or a view of one: HBM, SBUF or PSUM.
 
@@ -191,6 +195,9 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
     on-chip tile by hand (ignored under nki.compiler.force_auto_alloc)."""
     tr = current()
     di = _dtypes.info(dtype)
+    if di.isa in V4_TYPES and getattr(tr, "gen", 4) < 4:
+        fail("%s is a NeuronCore-v4 type: the kernel is built for NeuronCore-v%d (use a Trainium3 "
+             "instance type, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" % (di.name, tr.gen))
     pdim = None
     for i, s in enumerate(shape):
         if getattr(s, "_par_dim", False):
