@@ -9,11 +9,13 @@ has finished" is `wait=<e>_done>=k`. An instruction waits, for each other
 engine, on the last instruction there that touched overlapping bytes in a
 conflicting way; engines run their own streams in order.
 """
+import re
+
 import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, user_line
+from .context import ENGINES, fail, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -65,6 +67,8 @@ class Tracer:
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
+        self.last = None          # the last instruction emitted (nki.isa calls return its handle)
+        self.emitted = 0          # instructions emitted so far
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
@@ -109,6 +113,8 @@ class Tracer:
             t.storage.written = True    # at emission: the PSUM accumulate rule reads it
         self.flush()
         self.pending = insn
+        self.last = insn
+        self.emitted += 1
         return insn
 
     def flush(self):
@@ -155,6 +161,7 @@ class Tracer:
                 parts.append("wait=%s_done>=%d" % (e, n))
         self.count[eng] += 1
         n = self.count[eng]
+        insn.core, insn.number, insn.index = self.core, n, len(self.lines)
         parts.append("signal=%s_done+=1" % eng)
         for t, w in touched:
             st = t.storage
@@ -173,3 +180,33 @@ def _fmt_float(v):
     if v in (float("inf"), float("-inf")):
         return "inf" if v > 0 else "-inf"
     return repr(float(np.float32(v)))
+
+
+def add_dependency(tr, consumer, producer):
+    """Make the committed instruction consumer wait for producer to finish
+    (NkiInstruction.depends_on): a semaphore wait added to its line."""
+    tr.flush()
+    for insn in (consumer, producer):
+        if getattr(insn, "number", None) is None:
+            fail("depends_on: an instruction that emitted nothing (an empty view) has no place "
+                 "in the program")
+    if consumer.core != producer.core:
+        fail("depends_on between instructions of different physical cores: use nisa.core_barrier")
+    if consumer.engine == producer.engine:
+        if producer.number > consumer.number:
+            fail("depends_on: the producer comes after the consumer on the same engine (%s), "
+                 "which would never start" % consumer.engine)
+        return      # one engine runs its instructions in order
+    lines = tr.cores[consumer.core].lines
+    line = lines[consumer.index]
+    sem = "%s_done" % producer.engine
+    m = re.search(r"wait=%s>=(\d+)" % sem, line)
+    if m:
+        if int(m.group(1)) < producer.number:
+            line = line[:m.start(1)] + str(producer.number) + line[m.end(1):]
+    else:
+        if line.count(" wait=") >= 4:
+            fail("depends_on: the instruction already waits on 4 semaphores, the most it can")
+        at = line.index(" signal=")
+        line = line[:at] + " wait=%s>=%d" % (sem, producer.number) + line[at:]
+    lines[consumer.index] = line

@@ -573,3 +573,17 @@ from ._registers import (VirtualRegister, register_alloc, register_move,  # noqa
 from ._gpsimd import (nonzero_with_count, nc_n_gather, topk, range_select, rng,  # noqa: E402,F401
                       rand_set_state, rand_get_state, set_rng_seed)
 from ._mx import quantize_mx, nc_matmul_mx, activate2  # noqa: E402,F401
+from ._handles import NkiInstruction, returning_handle  # noqa: E402
+
+
+def _wrap_calls():
+    """Every instruction call returns an NkiInstruction in the current form."""
+    skip = {"get_nc_version", "get_nc_sub_version", "register_alloc", "returning_handle"}
+    g = globals()
+    for name, fn in list(g.items()):
+        if (callable(fn) and not name.startswith("_") and not isinstance(fn, type)
+                and name not in skip and getattr(fn, "__module__", "").startswith("nki.isa")):
+            g[name] = returning_handle(fn)
+
+
+_wrap_calls()
