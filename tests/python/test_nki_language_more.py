@@ -168,3 +168,21 @@ def test_broadcasting_operands():
     np.testing.assert_allclose(r[0], a + row, rtol=1e-6)
     np.testing.assert_allclose(r[1], one * a, rtol=1e-6)
     np.testing.assert_allclose(r[2], col - row, rtol=1e-6)
+
+
+def test_loop_reduce():
+    x = rng.uniform(-1, 1, (3, 8, 16)).astype(np.float32)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        for rep in range(2):          # the same call site starts again when its index is 0
+            for i in nl.affine_range(3):
+                m = nl.loop_reduce(nl.load(a[i]), op=np.maximum, loop_indices=[i])
+                s = nl.loop_reduce(nl.load(a[i]), op=nl.add, loop_indices=i, dtype=nl.float32)
+            nl.store(out[0], m)
+            nl.store(out[1], s)
+        return out
+    r = k(x)
+    np.testing.assert_array_equal(r[0], x.max(axis=0))
+    np.testing.assert_allclose(r[1], x.sum(axis=0), rtol=1e-6)

@@ -45,6 +45,6 @@ from ._math import (  # noqa: F401
     tan, _matmul, matmul, _to_sbuf, transpose, prelu, trunc, gelu_apprx_sigmoid_dx)
 from ._reductions import (  # noqa: F401
     _reduce, sum, max, min, mean, prod, all, softmax, var, _arg_extreme, argmax, argmin,
-    rms_norm)
+    rms_norm, loop_reduce)
 from ._shapes import (  # noqa: F401
     broadcast_to, expand_dims)
