@@ -186,3 +186,23 @@ def test_loop_reduce():
     r = k(x)
     np.testing.assert_array_equal(r[0], x.max(axis=0))
     np.testing.assert_allclose(r[1], x.sum(axis=0), rtol=1e-6)
+
+
+def test_atomic_rmw_plain_and_indexed():
+    base = rng.uniform(-1, 1, (6, 4)).astype(np.float32)
+    upd = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    rows = np.array([[4], [0], [2]], np.int32)
+
+    @nki.jit
+    def k(a, u, r):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        tu, tr_ = nl.load(u), nl.load(r)
+        nl.atomic_rmw(out[0:3], value=tu, op=np.add)                      # rows 0..2 += u
+        i_p, i_f = nl.mgrid[0:3, 0:4]
+        nl.atomic_rmw(out[tr_[i_p, 0], i_f], value=tu, op=nl.maximum)     # rows r = max(., u)
+        return out
+    want = base.copy()
+    want[0:3] += upd
+    want[rows[:, 0]] = np.maximum(want[rows[:, 0]], upd)
+    np.testing.assert_allclose(k(base, upd, rows), want, rtol=1e-6)

@@ -31,7 +31,7 @@ from ._creation import (  # noqa: F401
 from ._memory import (  # noqa: F401
     _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store,
     load_transpose2d, _transpose2d, _as_tile, _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast,
-    device_print, gather_flattened)
+    device_print, gather_flattened, atomic_rmw)
 from ._elementwise import (  # noqa: F401
     _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, mod, fmod, equal,
     not_equal, greater, greater_equal, less, less_equal, logical_and, logical_or,

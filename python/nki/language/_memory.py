@@ -268,3 +268,21 @@ def gather_flattened(data, indices, axis=0, dtype=None, **kw):
     if dtype is not None and _dtypes.info(dtype).name != _dtypes.info(data.dtype).name:
         return copy(out, dtype=dtype)
     return out
+
+
+def atomic_rmw(dst, value, op, mask=None, **kw):
+    """dst = op(dst, value) on an HBM view (a tensor-indexed view included)
+    by one DMA that reads and writes dst (add, maximum or minimum)."""
+    from ..isa._helpers import _alu
+    alu = _alu(op)
+    if alu not in ("add", "max", "min"):
+        fail("atomic_rmw works with add, maximum or minimum, got %r" % (op,))
+    if not isinstance(dst, NkiTensor) or dst.buffer != "hbm":
+        fail("atomic_rmw's dst is an HBM tensor")
+    value = _as_tile(value, dst.shape, dst.dtype)
+    views = _apply_mask(mask, dst, value)
+    if views is None:
+        return
+    insn = _dma(views[0], views[1])
+    insn.args = [a for a in insn.args if a[0] != "op"] + [("op", alu)]
+    insn.rmw = True
