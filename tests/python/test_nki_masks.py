@@ -2,10 +2,15 @@
 nisa.max8 and nisa.nc_matmul: the masked rows and columns are computed
 from the unmasked elements only and the rest of the output is untouched."""
 import numpy as np
+import pytest
 
 import nki
 import nki.isa as nisa
 import nki.language as nl
+from nki import _runtime
+
+# ops (and 32-row matmul tiles) that NeuronCore-v2 does not have
+needs_v3 = pytest.mark.skipif(_runtime.machine_generation() < 3, reason="needs NeuronCore-v3")
 
 rng = np.random.default_rng(11)
 
@@ -63,6 +68,7 @@ def test_masked_matmul():
     np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
 
 
+@needs_v3
 def test_matmul_tile_position():
     @nki.jit
     def k(x, y):
