@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from . import _core, _dtypes, _runtime
+from ._core import loops
 from ._core import NKIError, NkiTensor
 
 
@@ -49,7 +50,7 @@ def _arg_dtype(a):
     return _dtypes.info(a.dtype)
 
 
-_SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
+_SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES] + loops.sem_lines()
 _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded

@@ -80,14 +80,36 @@ def test_registers_move_load_store():
         return out
     np.testing.assert_array_equal(k(np.array([[-7]], np.int32)), [[41, -7]])
 
+
+
+def test_device_loop_over_a_register():
+    """One NEFF, trip counts from the input: the body (a DMA on the sync
+    engine, Vector and Scalar work) runs n times on the device."""
     @nki.jit
-    def loop(a):
-        r = nisa.register_alloc(3)
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        r = nisa.register_alloc()
+        nisa.register_load(r, cnt)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=1.0)
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
         for _ in nl.dynamic_range(r):
-            pass
-        return a
-    with pytest.raises(nki.NKIError, match="dynamic loop"):
-        loop(np.zeros((1, 1), np.int32))
+            nisa.dma_copy(dst=t, src=a)                                     # sync engine
+            nisa.activation(dst=u, op=nl.copy, data=t, scale=2.0)           # Scalar
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=u, op=nl.add)      # Vector
+            nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=0.5)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    for n in (0, 1, 3):
+        want = np.ones_like(a)
+        for _ in range(n):
+            want = (want + 2 * a) * 0.5
+        np.testing.assert_allclose(k(a, np.array([[n]], np.int32)), want, rtol=1e-6)
+    assert len(nki.jit.__globals__["_cache"]) >= 1
 
 
 def test_static_dynamic_range_fori_loop_no_reorder():

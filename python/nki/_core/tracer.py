@@ -68,6 +68,7 @@ class Tracer:
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
         self.last = None          # the last instruction emitted (nki.isa calls return its handle)
+        self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
         self.emitted = 0          # instructions emitted so far
 
     def set_core(self, c):
@@ -156,6 +157,9 @@ class Tracer:
                 parts.append("%s=%s" % (name, _fmt_float(v)))
             else:
                 parts.append("%s=%s" % (name, v))
+        if self.loop is not None:
+            self.loop.record(insn, parts, waits, touched)
+            return
         for e, n in sorted(waits.items()):
             if n > 0:
                 parts.append("wait=%s_done>=%d" % (e, n))

@@ -7,7 +7,7 @@ which the front end does not build: it is refused with an NKIError."""
 from .._core import NkiTensor, current, fail
 
 _ENGINE = "pool"       # the sequencer that holds the registers
-_REGS = 64             # registers per engine sequencer
+_REGS = 61             # registers per engine sequencer (61..63 count device loops)
 
 
 class VirtualRegister:
