@@ -164,6 +164,9 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
                 ret = r
             del r
         tr.flush()
+        if tr.loop is not None:
+            raise NKIError("%s: a device loop was left open: a register is tested as a condition "
+                           "only by `while reg:`" % tr.loop.line)
     finally:
         _core._tls.tracer = prev
     # outputs

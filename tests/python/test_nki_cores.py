@@ -156,3 +156,37 @@ def test_single_core_barrier_and_self_sendrecv():
         return out
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(k(a), a)
+
+
+def test_device_while_loop_on_a_register():
+    """`while reg:` runs on the device until the condition the body
+    computes reaches 0 (one NEFF for every count)."""
+    @nki.jit
+    def k(a, n):
+        cond = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cond, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cond)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        while reg:
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            nisa.tensor_scalar(dst=cond, data=cond, op0=nl.subtract, operand0=1.0)
+            nisa.register_load(reg, cond)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n in (0, 1, 4):
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a)
+
+    @nki.jit
+    def bad(a):
+        reg = nisa.register_alloc(1)
+        if reg:
+            nisa.memset(dst=nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf), value=0.0)
+        return a
+    with pytest.raises(nki.NKIError, match="a device loop was left open"):
+        bad(np.zeros((1, 1), np.float32))

@@ -32,8 +32,10 @@ def sem_lines():
 class DeviceLoop:
     """One device loop being traced: for i in range(start, stop, step)."""
 
-    def __init__(self, tr, start, stop, step, words):
+    def __init__(self, tr, start, stop, step, words, kind="range", cond=None):
         self.tr = tr
+        self.kind = kind          # 'range' (a counter) or 'while' (a register condition)
+        self.cond = cond          # the while loop's condition register (on GpSimd)
         self.line = user_line()   # the kernel line of the loop
         self.start, self.stop, self.step = start, stop, step
         self.words = words        # {"start"/"stop": (SBUF word tile, pool reg_store count)}
@@ -65,7 +67,8 @@ class DeviceLoop:
         tr = self.tr
         if not self.body:
             return
-        engines = [e for e in ENGINES if any(b[0].engine == e for b in self.body)]
+        engines = [e for e in ENGINES if any(b[0].engine == e for b in self.body)
+                   or (e == "pool" and self.kind == "while")]
         blocks = {e: self._engine_body(e) for e in engines}
         for e in engines:
             self._emit_engine(e, engines, blocks[e])
@@ -109,39 +112,17 @@ class DeviceLoop:
     def _emit_engine(self, eng, engines, block):
         tr = self.tr
         others = [f for f in engines if f != eng]
-        pro = []
-        for name in ("start", "stop"):
-            v = getattr(self, name)
-            reg = REG_COUNTER if name == "start" else REG_BOUND
-            if name in self.words:
-                word, n = self.words[name]
-                wait = " wait=pool_done>=%d" % n if eng != "pool" else ""
-                pro.append("%s.reg_load rd=%d src=%s%s" % (eng, reg, ap_text(word), wait))
-            else:
-                pro.append("%s.reg_move rd=%d value=%d" % (eng, reg, int(v)))
-        for ln in pro:
+        for ln in self._prologue(eng):
             self._line(eng, ln, "loop start")
         top = len(tr.eng_lines[eng])
         body = []
         for idx, text, static, pair in block:
-            waits = ["wait=%s_done>=%d" % (e, n) for e, n in sorted(static.items())]
-            waits += ["wait=L_%s_%s>=1" % (p, eng) for p in pair]
-            downs = ["signal=L_%s_%s-=1" % (p, eng) for p in pair]
-            ups = ["signal=L_%s_%s+=1" % (eng, c) for c in self._signals.get(idx, [])]
-            if len(waits) > 4 or len(downs) + len(ups) > 4:
-                body.append(("%s.nop %s" % (eng, " ".join(waits[:4] + downs)), idx))
-                waits, downs = waits[4:], []
-                if len(waits) > 4:
-                    fail("a device-loop instruction waits for more than 8 semaphores")
-            body.append((" ".join([text] + waits + downs + ups), idx))
-        # lines: top: temp = counter - bound; leave when done; body; barrier; step; jump
-        cmp = "ge" if self.step > 0 else "le"
-        n_after = len(body) + (2 if others else 0) + 2
-        end = top + 2 + n_after
-        self._line(eng, "%s.reg_alu rd=%d rs=%d op=subtract rt=%d" % (eng, REG_TEMP, REG_COUNTER,
-                                                                     REG_BOUND), "loop test")
-        self._line(eng, "%s.branch reg=%d cmp=%s value=0 target=%d" % (eng, REG_TEMP, cmp, end),
-                   "loop test")
+            body += self._with_sync(eng, idx, text, static, pair)
+        head = self._test(eng, others, 0)
+        n_tail = (2 if others else 0) + (2 if self.kind == "range" else 1)
+        end = top + len(head) + len(body) + n_tail
+        for ln in self._test(eng, others, end):
+            self._line(eng, ln, "loop test")
         for ln, idx in body:
             self._line(eng, ln, self.body[idx][0].line, self.body[idx][0].op)
         if others:
@@ -151,9 +132,60 @@ class DeviceLoop:
                                                             for f in others),
                                              " ".join("signal=B_%s_%s-=1" % (f, eng)
                                                       for f in others)), "loop barrier")
-        self._line(eng, "%s.reg_alu rd=%d rs=%d op=add imm=%d" % (eng, REG_COUNTER, REG_COUNTER,
-                                                                  self.step), "loop step")
+        if self.kind == "range":
+            self._line(eng, "%s.reg_alu rd=%d rs=%d op=add imm=%d"
+                       % (eng, REG_COUNTER, REG_COUNTER, self.step), "loop step")
         self._line(eng, "%s.jump target=%d" % (eng, top), "loop step")
+
+    def _prologue(self, eng):
+        """A range loop's counter and bound, in this engine's registers."""
+        if self.kind != "range":
+            return []
+        out = []
+        for name, reg in (("start", REG_COUNTER), ("stop", REG_BOUND)):
+            if name in self.words:
+                word, n = self.words[name]
+                wait = " wait=pool_done>=%d" % n if eng != "pool" else ""
+                out.append("%s.reg_load rd=%d src=%s%s" % (eng, reg, ap_text(word), wait))
+            else:
+                out.append("%s.reg_move rd=%d value=%d" % (eng, reg, int(getattr(self, name))))
+        return out
+
+    def _test(self, eng, others, end):
+        """The lines at the top of an iteration that leave the loop: a range
+        loop compares its counter with the bound; a while loop reads the
+        condition register (GpSimd publishes it to the other engines)."""
+        if self.kind == "range":
+            cmp = "ge" if self.step > 0 else "le"
+            return ["%s.reg_alu rd=%d rs=%d op=subtract rt=%d" % (eng, REG_TEMP, REG_COUNTER, REG_BOUND),
+                    "%s.branch reg=%d cmp=%s value=0 target=%d" % (eng, REG_TEMP, cmp, end)]
+        word = ap_text(self.words["cond"][0])
+        if eng == "pool":
+            ups = " ".join("signal=L_pool_%s+=1" % f for f in others)
+            return ["pool.reg_store dst=%s rs=%d %s" % (word, self.cond, ups),
+                    "pool.branch reg=%d cmp=eq value=0 target=%d" % (self.cond, end)]
+        return ["%s.reg_load rd=%d src=%s wait=L_pool_%s>=1 signal=L_pool_%s-=1"
+                % (eng, REG_TEMP, word, eng, eng),
+                "%s.branch reg=%d cmp=eq value=0 target=%d" % (eng, REG_TEMP, end)]
+
+    def _with_sync(self, eng, idx, text, static, pair):
+        """A body instruction with its waits (pair semaphores first, each
+        consumed where it is waited for) and its signals, split onto
+        preceding nops when they exceed the 4 waits / 4 signals a line holds."""
+        entries = [("wait=L_%s_%s>=1" % (p, eng), "signal=L_%s_%s-=1" % (p, eng)) for p in pair]
+        entries += [("wait=%s_done>=%d" % (e, n), None) for e, n in sorted(static.items())]
+        ups = ["signal=L_%s_%s+=1" % (eng, c) for c in self._signals.get(idx, [])]
+        chunks = [entries[i:i + 4] for i in range(0, len(entries), 4)] or [[]]
+        last = chunks.pop()
+        if len([d for _, d in last if d]) + len(ups) > 4:
+            chunks.append(last)
+            last = []
+        out = []
+        for ch in chunks:
+            out.append(("%s.nop %s" % (eng, " ".join([w for w, _ in ch] + [d for _, d in ch if d])),
+                        idx))
+        out.append((" ".join([text] + [w for w, _ in last] + [d for _, d in last if d] + ups), idx))
+        return out
 
     def _line(self, eng, text, src, op=None):
         tr = self.tr
@@ -185,6 +217,7 @@ class DeviceLoop:
         for word, _ in self.words.values():
             for e, n in exits.items():
                 word.storage.acc[(rect(word), (core, e), False)] = n
+                word.storage.acc[(rect(word), (core, e), True)] = n
 
 
 class LoopIndex:
@@ -227,3 +260,23 @@ def device_range(start, stop, step):
         tr.flush()
         tr.loop = None
         loop.finish()
+
+
+def begin_while(reg):
+    """`while reg:` with a register: the first truth test starts a device
+    loop over the body (returns True), the next one, after the body has
+    been traced, closes it (returns False)."""
+    from .. import language as nl
+    tr = current()
+    loop = tr.loop
+    if loop is not None and loop.kind == "while" and loop.cond == reg.number:
+        tr.flush()
+        tr.loop = None
+        loop.finish()
+        return False
+    if loop is not None:
+        fail("device loops (`while reg:`, nl.dynamic_range over a register) do not nest")
+    tr.flush()
+    word = nl.ndarray((1, 1), nl.int32, nl.sbuf)
+    tr.loop = DeviceLoop(tr, None, None, 1, {"cond": (word, 0)}, kind="while", cond=reg.number)
+    return True
