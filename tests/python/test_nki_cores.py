@@ -190,3 +190,35 @@ def test_device_while_loop_on_a_register():
         return a
     with pytest.raises(nki.NKIError, match="a device loop was left open"):
         bad(np.zeros((1, 1), np.float32))
+
+
+def test_while_loop_and_fori_loop_with_registers():
+    @nki.jit
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=one, value=1)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        t = nl.load(a)
+
+        def body(r):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            nisa.tensor_tensor(dst=cnt, data1=cnt, data2=one, op=nl.subtract)
+            nisa.register_load(r, cnt)
+            return r
+        nl.while_loop(reg, body)                      # acc = n * a
+        ub = nisa.register_alloc()
+        nisa.dma_copy(dst=cnt, src=n)
+        nisa.register_load(ub, cnt)
+        nl.fori_loop(0, ub, lambda i: nisa.tensor_tensor(dst=acc, data1=acc, data2=acc,
+                                                         op=nl.add))   # acc *= 2 ** n
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n in (0, 2, 3):
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a * 2 ** n)

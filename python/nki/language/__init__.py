@@ -21,7 +21,8 @@ from ._types import (  # noqa: F401
     shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
 from .._core import NkiTensor  # noqa: F401,E402
 from ._loops import (  # noqa: F401
-    affine_range, sequential_range, static_range, dynamic_range, fori_loop, no_reorder, nc,
+    affine_range, sequential_range, static_range, dynamic_range, fori_loop, while_loop,
+    no_reorder, nc,
     _SpmdDim, spmd_dim, program_id,
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)
 from ._creation import (  # noqa: F401

@@ -154,3 +154,18 @@ class no_reorder:
 
     def __exit__(self, *exc):
         return False
+
+
+def while_loop(init, body_fun):
+    """while init != 0: init = body_fun(init), as a device loop on the
+    register init (the body returns the register of the next condition)."""
+    if not _is_register(init):
+        fail("nl.while_loop's init is a register (nisa.register_alloc), got %r" % (init,))
+    from ..isa import _registers
+    reg = init
+    while reg:
+        nxt = body_fun(reg)
+        if nxt is not reg:
+            if not _is_register(nxt):
+                fail("nl.while_loop's body returns the condition register, got %r" % (nxt,))
+            _registers.register_move(reg, nxt)
