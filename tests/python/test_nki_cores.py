@@ -222,3 +222,34 @@ def test_while_loop_and_fori_loop_with_registers():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     for n in (0, 2, 3):
         np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a * 2 ** n)
+
+
+def test_device_loop_with_run_time_offsets():
+    """The dynamic-shape pattern: a device loop over n row tiles, each
+    iteration reading and writing rows at an offset kept in SBUF."""
+    P, F = 4, 8
+
+    @nki.jit
+    def k(a, n):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros(a.shape, dtype=a.dtype))
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        row = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=row, value=0)
+        for _ in nl.dynamic_range(0, reg, 1):
+            t = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a.ap(pattern=[[F, P], [1, F]], offset=0, scalar_offset=row,
+                                          indirect_dim=0))
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=-1.0)
+            nisa.dma_copy(dst=out.ap(pattern=[[F, P], [1, F]], offset=0, scalar_offset=row,
+                                     indirect_dim=0), src=t)
+            nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=float(P))
+        return out
+    a = np.arange(4 * P * F, dtype=np.float32).reshape(4 * P, F) + 1
+    for n in (0, 2, 4):
+        want = np.zeros_like(a)
+        want[:n * P] = -a[:n * P]
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), want)

@@ -310,5 +310,5 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
     out._indirect = (scalar_offset, 0)
-    out._scalar_step = pairs[int(indirect_dim)][0]   # rendered as a one-row index dimension
+    out._scalar = (scalar_offset, int(indirect_dim))   # the DMA builds its row indices
     return out

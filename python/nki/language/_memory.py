@@ -8,7 +8,7 @@ import numpy as np
 from .. import _core, _dtypes
 from .._core import Mask, NkiTensor, current, fail
 from ._creation import _is_scalar, _memset, _onchip, full, ndarray
-from ._types import sbuf
+from ._types import int32, sbuf
 
 
 def _no_mask(mask, what):
@@ -50,6 +50,8 @@ def _indirect_args(dst, src, ins, skip_oob):
     if side is None:
         return []
     view = src if side == "src" else dst
+    if hasattr(view, "_scalar"):
+        _scalar_rows(view)
     index, dim = view._indirect
     if dim != 0:
         fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
@@ -286,3 +288,33 @@ def atomic_rmw(dst, value, op, mask=None, **kw):
     insn = _dma(views[0], views[1])
     insn.args = [a for a in insn.args if a[0] != "op"] + [("op", alu)]
     insn.rmw = True
+
+
+def _scalar_rows(view):
+    """Row indices for an ap(scalar_offset=s, indirect_dim=k) view: the
+    pattern's rows r = 0..P-1 become rows r + s * (stride_k / stride_0) of
+    the ISA's indexed DMA, built on the device (s spread over P partitions
+    through an HBM word, plus an iota). A one-row pattern instead indexes
+    one extra row of stride_k by s itself."""
+    tile, k = view._scalar
+    (s0, rows) = view.dims[0]
+    sk = view.dims[k][0]
+    if rows == 1:
+        view._scalar_step = sk
+        view._indirect = (tile, 0)
+        return
+    if s0 == 0 or sk % s0:
+        fail("ap(scalar_offset=, indirect_dim=%d): stride %d is not a multiple of the first "
+             "dimension's stride %d, so the shift is not a whole number of rows" % (k, sk, s0))
+    word = _core.new_tensor((1, 1), int32, "hbm")
+    _dma(word, tile)
+    spread = ndarray((rows, 1), int32, sbuf)
+    _dma(spread, NkiTensor(word.storage, int32, [[0, rows], [1, 1]], None, 0, word.off))
+    rowid = ndarray((rows, 1), int32, sbuf)
+    current().emit("pool", "iota", {"dst": rowid}, {},
+                   [("dst", rowid), ("pattern", "[[0,1]]"), ("offset", 0), ("channel_multiplier", 1)])
+    idx = ndarray((rows, 1), int32, sbuf)
+    args = [("dst", idx), ("data", spread), ("op0", "multiply"), ("operand0", float(sk // s0)),
+            ("op1", "add"), ("operand1", rowid)]
+    current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": spread, "operand1": rowid}, args)
+    view._indirect = (idx, 0)
