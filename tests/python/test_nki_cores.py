@@ -253,3 +253,30 @@ def test_device_loop_with_run_time_offsets():
         want = np.zeros_like(a)
         want[:n * P] = -a[:n * P]
         np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), want)
+
+
+def test_fori_loop_index_as_scalar_offset():
+    """The reference's fori_loop example: the loop index (a device value)
+    picks the element each iteration copies."""
+    N = 6
+
+    @nki.jit
+    def k(data, ub):
+        out = nl.ndarray((1, N), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((1, N), dtype=data.dtype))
+        ub_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ub_sb, src=ub)
+        ub_reg = nisa.register_alloc()
+        nisa.register_load(ub_reg, ub_sb)
+        temp = nl.ndarray((1, 1), dtype=data.dtype, buffer=nl.sbuf)
+
+        def body(i):
+            nisa.dma_copy(dst=temp, src=data.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1))
+            nisa.dma_copy(dst=out.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1), src=temp)
+        nl.fori_loop(0, ub_reg, body)
+        return out
+    d = np.arange(1, N + 1, dtype=np.float32).reshape(1, N)
+    for n in (0, 3, N):
+        want = np.zeros_like(d)
+        want[:, :n] = d[:, :n]
+        np.testing.assert_array_equal(k(d, np.array([[n]], np.int32)), want)

@@ -299,8 +299,7 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     indexed DMA whose one index row selects that shift (docs/isa.md)."""
     from .tensors import NkiTensor
     if not isinstance(scalar_offset, NkiTensor):
-        fail("ap(scalar_offset=%r): a register offset needs a register-indexed DMA, which "
-             "trnemu's ISA does not have; give a [1, 1] SBUF tile" % (scalar_offset,))
+        scalar_offset = _register_word(scalar_offset)
     if scalar_offset.buffer not in ("sbuf", "psum") or scalar_offset.size != 1:
         fail("ap(scalar_offset=) takes a one-element SBUF tile")
     if t.storage.kind != "hbm":
@@ -312,3 +311,24 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     out._indirect = (scalar_offset, 0)
     out._scalar = (scalar_offset, int(indirect_dim))   # the DMA builds its row indices
     return out
+
+
+def _register_word(reg):
+    """A register (nisa.register_alloc) or a device loop's index as a
+    [1, 1] int32 SBUF tile written on GpSimd where the access is traced, so
+    that it can index a DMA (trnemu's ISA indexes DMAs by memory, not by
+    registers)."""
+    from .. import language as nl
+    from .context import current
+    from .loops import REG_COUNTER, LoopIndex
+    from ..isa._registers import VirtualRegister
+    if isinstance(reg, VirtualRegister):
+        rs = reg.number
+    elif isinstance(reg, LoopIndex):
+        rs = REG_COUNTER        # every engine in a device loop keeps its counter there
+    else:
+        fail("ap(scalar_offset=%r): give a [1, 1] SBUF tile, a register or a device loop's "
+             "index" % (reg,))
+    word = nl.ndarray((1, 1), nl.int32, nl.sbuf)
+    current().emit("pool", "reg_store", {"dst": word}, {}, [("dst", word), ("rs", rs)])
+    return word
