@@ -242,3 +242,19 @@ def test_ap_scalar_offset_from_a_tile():
     want = np.zeros_like(a)
     want[3] = a[2]
     np.testing.assert_array_equal(k(a, np.array([[2]], np.int32)), want)
+
+
+def test_select_with_a_run_time_index():
+    @nki.jit
+    def k(a, i):
+        ix = nl.load(i)
+        v = a.select(0, ix)                                   # a[i] with i read on the device
+        assert v.shape == a.shape[1:]
+        t = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=v)
+        out = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(5 * 3 * 4, dtype=np.float32).reshape(5, 3, 4)
+    for r in (0, 3):
+        np.testing.assert_array_equal(k(a, np.array([[r]], np.int32)), a[r])

@@ -147,10 +147,21 @@ def slice_dim(t, dim, start, end, step=1):
 
 
 def select(t, dim, index):
+    """Remove dimension dim at index: an integer, or a one-element tile (or
+    register) whose value is read when a DMA of the view runs (HBM)."""
     from .tensors import NkiTensor
-    if isinstance(index, NkiTensor):
-        fail("select() with a tensor index needs a register-indexed access, which trnemu's ISA "
-             "does not have")
+    if not isinstance(index, int):
+        if t.storage.kind != "hbm":
+            fail("select() with a run-time index works on HBM tensors (an indirect DMA)")
+        tile = index if isinstance(index, NkiTensor) else _register_word(index)
+        if tile.size != 1:
+            fail("select() takes a one-element index tile, got shape %s" % (tile.shape,))
+        dim = int(dim) % len(t.dims)
+        stride = t.dims[dim][0]
+        out = NkiTensor(t.storage, t.dtype, t.dims[:dim] + t.dims[dim + 1:], None, 0, t.off)
+        out._indirect = (tile, 0)
+        out._scalar = (tile, stride)
+        return out
     idx = [slice(None)] * len(t.dims)
     idx[int(dim)] = int(index)
     return t[tuple(idx)]
@@ -309,7 +320,7 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
     out._indirect = (scalar_offset, 0)
-    out._scalar = (scalar_offset, int(indirect_dim))   # the DMA builds its row indices
+    out._scalar = (scalar_offset, pairs[int(indirect_dim)][0])   # the DMA builds its row indices
     return out
 
 

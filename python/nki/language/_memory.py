@@ -296,16 +296,15 @@ def _scalar_rows(view):
     the ISA's indexed DMA, built on the device (s spread over P partitions
     through an HBM word, plus an iota). A one-row pattern instead indexes
     one extra row of stride_k by s itself."""
-    tile, k = view._scalar
+    tile, sk = view._scalar
     (s0, rows) = view.dims[0]
-    sk = view.dims[k][0]
     if rows == 1:
         view._scalar_step = sk
         view._indirect = (tile, 0)
         return
     if s0 == 0 or sk % s0:
-        fail("ap(scalar_offset=, indirect_dim=%d): stride %d is not a multiple of the first "
-             "dimension's stride %d, so the shift is not a whole number of rows" % (k, sk, s0))
+        fail("a run-time offset of stride %d is not a multiple of the first dimension's stride "
+             "%d, so the shift is not a whole number of rows" % (sk, s0))
     word = _core.new_tensor((1, 1), int32, "hbm")
     _dma(word, tile)
     spread = ndarray((rows, 1), int32, sbuf)
