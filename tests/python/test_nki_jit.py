@@ -163,3 +163,30 @@ def test_returned_reshape_keeps_its_shape():
         return out[0:2]
     with pytest.raises(nki.NKIError, match="not a view of part of one"):
         part(a)
+
+
+def test_nkiobject_dataclasses_keep_keyword_init():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Loose(nl.NKIObject):
+        idx = None                  # unannotated: no dataclass field, still a keyword
+        offset = None
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked(nl.NKIObject):
+        eps: float = 1e-6
+        tags: list = dataclasses.field(default_factory=list)
+
+        def __post_init__(self):
+            if self.eps < 0:
+                raise ValueError("eps must be positive")
+
+    p = Loose(idx=3, offset=7)
+    assert (p.idx, p.offset) == (3, 7)
+    c = Checked(eps=0.5)
+    assert c.eps == 0.5 and c.tags == [] and Checked(0.25).eps == 0.25
+    with pytest.raises(ValueError, match="eps must be positive"):
+        Checked(eps=-1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.eps = 1.0

@@ -2,6 +2,8 @@
 finfo), the buffers a tensor can live on and the predicates on them, the
 tile-size limits, par_dim and NKIObject, the base of kernel parameter
 structs."""
+import dataclasses
+
 import numpy as np
 
 from .. import _core, _dtypes
@@ -111,18 +113,41 @@ def is_on_chip(buffer):
 
 class NKIObject:
     """The base of kernel parameter structs: a subclass lists its fields as
-    annotated class attributes (with defaults) and is built with keyword
-    arguments, NKIObject(field=value, ...); a dataclass subclass keeps its
-    own __init__. Two objects with equal fields are equal, and the repr
-    shows the fields (so a kernel called with one is cached by its values)."""
+    class attributes (annotated or not, with defaults) and is built with
+    keyword arguments (or positional ones, in field order),
+    NKIObject(field=value, ...). Every subclass keeps this keyword
+    constructor, @dataclass ones included (the decorator does not replace
+    an __init__ the class already has): it fills dataclass default
+    factories, calls __post_init__ and works on frozen dataclasses. Two
+    objects with equal fields are equal, and the repr shows the fields (so
+    a kernel called with one is cached by its values)."""
 
-    def __init__(self, **kwargs):
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = NKIObject.__init__
+
+    def __init__(self, *args, **kwargs):
         fields = self._fields()
+        if len(args) > len(fields):
+            raise TypeError("%s takes at most %d positional arguments (%d given)"
+                            % (type(self).__name__, len(fields), len(args)))
+        for name, v in zip(fields, args):
+            if name in kwargs:
+                raise TypeError("%s got two values for %r" % (type(self).__name__, name))
+            kwargs[name] = v
         for k, v in kwargs.items():
             if fields and k not in fields:
                 raise TypeError("%s has no field %r (fields: %s)"
                                 % (type(self).__name__, k, ", ".join(fields)))
-            setattr(self, k, v)
+            object.__setattr__(self, k, v)
+        for f in getattr(type(self), "__dataclass_fields__", {}).values():
+            if f.name not in kwargs and not hasattr(self, f.name):
+                if f.default_factory is not dataclasses.MISSING:
+                    object.__setattr__(self, f.name, f.default_factory())
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
 
     @classmethod
     def _fields(cls):
