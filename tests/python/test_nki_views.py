@@ -258,3 +258,24 @@ def test_select_with_a_run_time_index():
     a = np.arange(5 * 3 * 4, dtype=np.float32).reshape(5, 3, 4)
     for r in (0, 3):
         np.testing.assert_array_equal(k(a, np.array([[r]], np.int32)), a[r])
+
+
+def test_dma_transpose_ranks_3_and_4():
+    @nki.jit
+    def k(a, b):
+        t = nl.ndarray((4, 3, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=a)                       # [2, 3, 4] -> [4, 3, 2]
+        u = nl.ndarray((8, 1, 1, 16), dtype=b.dtype, buffer=nl.sbuf)
+        # the NKI Library's form: 4-D access patterns with two unit dims
+        nisa.dma_transpose(dst=u.ap([[16, 8], [1, 1], [1, 1], [1, 16]]),
+                           src=b.ap([[8, 16], [1, 1], [1, 1], [1, 8]]))
+        o1 = nl.ndarray((4, 3, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t)
+        o2 = nl.ndarray((8, 16), dtype=b.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=u.reshape((8, 16)))
+        return o1, o2
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = np.arange(128, dtype=np.float32).reshape(16, 8)
+    o1, o2 = k(a, b)
+    np.testing.assert_array_equal(o1, a.transpose(2, 1, 0))
+    np.testing.assert_array_equal(o2, b.T)

@@ -1,6 +1,8 @@
 """nki.isa: NKI instruction-level calls on trnemu. Each call is one trnemu
 instruction (docs/isa.md) on its engine. Calls accept the current form
 (dst= given, nothing returned) and the legacy form (a new tile returned)."""
+import copy
+
 import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
@@ -280,11 +282,28 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.args.append(("priority", int(priority)))
 
 
-def dma_transpose(src, dst=None, **kw):
-    if len(src.shape) != 2:
-        fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
-    out = _out(dst, src.shape[::-1], src.dtype)
-    nl._transpose2d(out, src)
+def dma_transpose(src, dst=None, axes=None, priority=None, dge_mode=None, oob_mode=None,
+                  name=None, **kw):
+    """Transpose src into dst by DMA: 2-D [1, 0], 3-D [2, 1, 0], 4-D
+    [3, 1, 2, 0] (the permutation follows the rank, partition dim
+    included); axes=, when given, must be that permutation."""
+    r = len(src.shape)
+    perm = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(r)
+    if perm is None:
+        fail("dma_transpose takes a 2-D to 4-D view, got %d-D" % r)
+    if axes is not None and tuple(axes) != perm:
+        fail("dma_transpose of a %d-D view permutes axes %s, not %s" % (r, perm, tuple(axes)))
+    shape = tuple(src.shape[i] for i in perm)
+    out = _out(dst, shape, src.dtype)
+    if r == 2:
+        nl._transpose2d(out, src)
+    else:
+        if int(np.prod(out.shape)) != int(np.prod(shape)):
+            fail("dma_transpose: dst %s does not hold the transposed %s" % (out.shape, shape))
+        s, d = copy.copy(src), copy.copy(out)
+        s._nomerge = d._nomerge = True        # the rank decides the permutation: keep every dim
+        args = [("dst", d), ("src", s)] + ([("priority", int(priority))] if priority else [])
+        current().emit("sp", "dma_transpose", {"dst": d}, {"src": s}, args)
     return _ret(dst, out)
 
 
