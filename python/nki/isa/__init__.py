@@ -297,6 +297,11 @@ def dma_transpose(src, dst=None, axes=None, priority=None, dge_mode=None, oob_mo
     out = _out(dst, shape, src.dtype)
     if r == 2:
         nl._transpose2d(out, src)
+    elif src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
+        # more rows than a DMA pattern has partitions: a copy that walks
+        # src in the transposed order moves the same elements
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[i] for i in perm], None, 0,
+                               src.off))
     else:
         if int(np.prod(out.shape)) != int(np.prod(shape)):
             fail("dma_transpose: dst %s does not hold the transposed %s" % (out.shape, shape))
