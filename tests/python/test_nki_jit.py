@@ -64,6 +64,7 @@ def test_platform_target_matches_machine():
     a = np.ones((1, 4), np.float32)
     np.testing.assert_array_equal(k(a), a)
     assert seen == [nisa.nc_version(gen)] and seen[0].name == "gen%d" % gen
+    assert nisa.nc_version.gen2 <= seen[0] <= nisa.nc_version.gen4 and nisa.nc_version.gen3 > nisa.nc_version.gen2
     assert nisa.get_nc_version() is nisa.nc_version(gen)
 
     other = names[2 if gen != 2 else 3]

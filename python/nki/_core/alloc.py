@@ -18,7 +18,8 @@ class Storage:
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
-        self.written = False      # some instruction wrote it (PSUM accumulation rule)
+        self.written = False      # some instruction wrote it
+        self.written_rects = []   # PSUM byte boxes written so far (the accumulate=None rule)
         self.line = user_line()   # where it was created, for overflow errors
         self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
         self.alloc = tracer.alloc  # that core's allocator

@@ -112,6 +112,8 @@ class Tracer:
         insn.rmw = rmw
         for t in outs.values():
             t.storage.written = True    # at emission: the PSUM accumulate rule reads it
+            if t.storage.kind == "psum":
+                t.storage.written_rects.append(rect(t, getattr(t, "_as", None)))
         self.flush()
         self.pending = insn
         self.last = insn
@@ -214,3 +216,12 @@ def add_dependency(tr, consumer, producer):
         at = line.index(" signal=")
         line = line[:at] + " wait=%s>=%d" % (sem, producer.number) + line[at:]
     lines[consumer.index] = line
+
+
+def region_written(t):
+    """Whether every byte of the PSUM view t was written by an earlier
+    instruction: the accumulate=None rule of nc_matmul ("first write
+    overwrites, later writes accumulate", per PSUM location)."""
+    r = rect(t, getattr(t, "_as", None))
+    return any(a[0] <= r[0] and r[1] <= a[1] and a[2] <= r[2] and r[3] <= a[3]
+               for a in getattr(t.storage, "written_rects", ()))

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
 from .._core import NkiTensor, fail, current
+from .._core.tracer import region_written
 from . import constants
 from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401
                        _scalar_arg, _NP_ALU, _NP_ACT)
@@ -48,7 +49,7 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         out, acc = dst_new, False
     else:
         out = None
-        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        acc = None if accumulate is None else bool(accumulate)
     d = dst if dst is not None else dst_new
     rng = nl._mask_ranges(mask)
     if rng is not None:
@@ -57,6 +58,8 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
+    if acc is None:
+        acc = region_written(d)
     nl._matmul(stationary, moving, dst=d)
     insn = tr.pending
     _matmul_placement(insn, tile_position, tile_size, perf_mode)
