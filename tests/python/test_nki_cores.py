@@ -280,3 +280,42 @@ def test_fori_loop_index_as_scalar_offset():
         want = np.zeros_like(d)
         want[:, :n] = d[:, :n]
         np.testing.assert_array_equal(k(d, np.array([[n]], np.int32)), want)
+
+
+def test_device_loop_instruction_with_many_partners():
+    """A body instruction that waits for two engines and feeds three
+    (more semaphore updates than one instruction holds)."""
+    @nki.jit
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        P = a.shape[0]
+        acc = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        x = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        c = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        d = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        ident = nl.shared_identity_matrix(P, dtype=nl.float32)
+        for _ in nl.dynamic_range(reg):
+            nisa.dma_copy(dst=b, src=a)                                        # sp
+            nisa.activation(dst=c, op=nl.copy, data=b)                        # act (after sp)
+            nisa.tensor_tensor(dst=x, data1=b, data2=c, op=nl.add, engine=nisa.vector_engine)
+            ps = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(ps, x, ident)                                       # pe reads x
+            nisa.tensor_copy(dst=d, src=x, engine=nisa.gpsimd_engine)          # pool reads x
+            nisa.activation(dst=c, op=nl.copy, data=x)                        # act reads x
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=ps, op=nl.add)        # x^T
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=d, op=nl.add)         # x
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=c, op=nl.add)         # x
+        out = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    x = 2 * a
+    for n in (1, 2):
+        np.testing.assert_allclose(k(a, np.array([[n]], np.int32)), n * (x.T + 2 * x), rtol=1e-6)
+    lines = k.last.tracer.cores[0].lines
+    assert any(ln.startswith("dve.nop wait=L_") for ln in lines), "the split path was not used"
