@@ -1,6 +1,11 @@
 """nki.isa: NKI instruction-level calls on trnemu. Each call is one trnemu
 instruction (docs/isa.md) on its engine. Calls accept the current form
-(dst= given, nothing returned) and the legacy form (a new tile returned)."""
+(dst given, by keyword or first; an NkiInstruction handle returned) and the
+legacy form (a new tile returned). This module holds the compute, DMA and
+selection calls; the others live in constants (the enums), _helpers (call
+forms, operator names), _cores (core_barrier, sendrecv), _registers
+(virtual registers), _gpsimd (selection, gather, random numbers), _mx (the
+NeuronCore-v4 calls) and _handles (NkiInstruction)."""
 import copy
 
 import numpy as np
