@@ -85,12 +85,20 @@ def rect(t, dtype_override=None):
             hi += max(0, s * (c - 1))
         return (0, 1, lo * di.size, (hi + 1) * di.size)
     st.place()
+    p_lo, p_hi, b_lo, b_hi = local_rect(t, di)
+    return (p_lo, p_hi, st.offset + b_lo, st.offset + b_hi)
+
+
+def local_rect(t, di=None):
+    """The bounding box of an on-chip view within its tile (bytes from the
+    tile's start): what rect() gives, before the tile is placed."""
+    di = di or _dtypes.info(getattr(t, "_as", None) or t.dtype)
     p0, ps, pc = partitions(t)
     lo = hi = t.off
     for s, c in free_dims(t):
         lo += min(0, s * (c - 1))
         hi += max(0, s * (c - 1))
-    return (p0, p0 + (pc - 1) * ps + 1, st.offset + lo * di.size, st.offset + (hi + 1) * di.size)
+    return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
 
 
 def check_bounds(t):

@@ -19,7 +19,7 @@ class Storage:
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
         self.written = False      # some instruction wrote it
-        self.written_rects = []   # PSUM byte boxes written so far (the accumulate=None rule)
+        self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
         self.line = user_line()   # where it was created, for overflow errors
         self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
         self.alloc = tracer.alloc  # that core's allocator

@@ -13,7 +13,7 @@ import re
 
 import numpy as np
 
-from .access import _overlap, ap_text, check_bounds, rect
+from .access import _overlap, ap_text, check_bounds, local_rect, rect
 from .alloc import Allocator, Storage
 from .context import ENGINES, fail, user_line
 from .index import check_grid
@@ -113,7 +113,7 @@ class Tracer:
         for t in outs.values():
             t.storage.written = True    # at emission: the PSUM accumulate rule reads it
             if t.storage.kind == "psum":
-                t.storage.written_rects.append(rect(t, getattr(t, "_as", None)))
+                t.storage.written_boxes.append(local_rect(t))   # within the tile: no placement
         self.flush()
         self.pending = insn
         self.last = insn
@@ -222,6 +222,8 @@ def region_written(t):
     """Whether every byte of the PSUM view t was written by an earlier
     instruction: the accumulate=None rule of nc_matmul ("first write
     overwrites, later writes accumulate", per PSUM location)."""
-    r = rect(t, getattr(t, "_as", None))
-    return any(a[0] <= r[0] and r[1] <= a[1] and a[2] <= r[2] and r[3] <= a[3]
-               for a in getattr(t.storage, "written_rects", ()))
+    boxes = getattr(t.storage, "written_boxes", ())
+    if not boxes:
+        return False
+    r = local_rect(t)
+    return any(a[0] <= r[0] and r[1] <= a[1] and a[2] <= r[2] and r[3] <= a[3] for a in boxes)
