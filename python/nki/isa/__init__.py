@@ -539,9 +539,13 @@ def dropout(data, prob, dst=None, dtype=None, **kw):
 @_dst_first(2)
 def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
                  dtype=None, **kw):
-    """Gather within each group of 16 partitions by the uint16 offsets in index."""
+    """Gather within each group of 16 partitions by the uint16 offsets in
+    index: each group's indices (its 16 partitions of index, flattened, or
+    the first num_valid_indices) pick num_elem_per_idx elements each, so
+    every partition receives indices x num_elem_per_idx elements."""
     tr = current()
-    n_idx = int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1
+    per_group = 16 * (int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1)
+    n_idx = int(num_valid_indices) if num_valid_indices else per_group
     out = _out(dst, (src_buffer.shape[0], n_idx * num_elem_per_idx), dtype or src_buffer.dtype)
     args = [("dst", out), ("src", src_buffer), ("index", index), ("num_elem_per_idx", num_elem_per_idx)]
     if num_valid_indices:
