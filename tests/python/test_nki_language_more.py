@@ -206,3 +206,14 @@ def test_atomic_rmw_plain_and_indexed():
     want[0:3] += upd
     want[rows[:, 0]] = np.maximum(want[rows[:, 0]], upd)
     np.testing.assert_allclose(k(base, upd, rows), want, rtol=1e-6)
+
+
+def test_abs_max_with_a_column():
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.abs_max(nl.load(a), nl.load(b)))
+        return out
+    a = rng.uniform(-2, 2, (8, 16)).astype(np.float32)
+    b = rng.uniform(-2, 2, (8, 1)).astype(np.float32)
+    np.testing.assert_array_equal(k(a, b), np.where(np.abs(a) > np.abs(b), a, np.broadcast_to(b, a.shape)))
