@@ -40,8 +40,8 @@ class DeviceLoop:
         self.start, self.stop, self.step = start, stop, step
         self.words = words        # {"start"/"stop": (SBUF word tile, pool reg_store count)}
         self.body = []            # [(insn, operand text, static waits, body deps)]
-        self.touched = set()      # Storage objects the body accessed (ids -> storage)
-        self.storages = {}
+        self.storages = {}        # id -> Storage the body accessed
+        self.signals = {}         # body index -> consumer engines its producer signals
 
     # -- while the body is traced
     def record(self, insn, parts, waits, touched):
@@ -80,11 +80,13 @@ class DeviceLoop:
         self._retire(exits)
 
     def _engine_body(self, eng):
-        """The body lines of one engine, with the pair-semaphore waits and
-        signals (each dependency counted once per iteration)."""
+        """One engine's body instructions with the pair semaphores they wait
+        on (a consumer waits on producer engine p only when it needs a later
+        p instruction than the engine already waited for, so each signal is
+        taken exactly once per iteration); records which producer signals
+        which consumer engine in self.signals."""
         consumed = {}             # producer engine -> highest body index already waited for
-        signals = {}              # body index -> [consumer engines]
-        needs = []
+        out = []
         for idx, (insn, text, static, deps) in enumerate(self.body):
             if insn.engine != eng:
                 continue
@@ -93,21 +95,9 @@ class DeviceLoop:
                 if j > consumed.get(p, -1):
                     consumed[p] = j
                     pair.append(p)
-            needs.append((idx, text, static, pair))
-        # every consumer of this engine tells its producer to count it
-        out = []
-        for idx, text, static, pair in needs:
-            for p in pair:
-                pidx = self._producer_of(eng, p, idx)
-                signals.setdefault(pidx, []).append(eng)
+                    self.signals.setdefault(j, []).append(eng)
             out.append((idx, text, static, pair))
-        self._signals = getattr(self, "_signals", {})
-        for k, v in signals.items():
-            self._signals.setdefault(k, []).extend(v)
         return out
-
-    def _producer_of(self, eng, p, idx):
-        return self.body[idx][3][p]
 
     def _emit_engine(self, eng, engines, block):
         tr = self.tr
@@ -174,7 +164,7 @@ class DeviceLoop:
         preceding nops when they exceed the 4 waits / 4 signals a line holds."""
         entries = [("wait=L_%s_%s>=1" % (p, eng), "signal=L_%s_%s-=1" % (p, eng)) for p in pair]
         entries += [("wait=%s_done>=%d" % (e, n), None) for e, n in sorted(static.items())]
-        ups = ["signal=L_%s_%s+=1" % (eng, c) for c in self._signals.get(idx, [])]
+        ups = ["signal=L_%s_%s+=1" % (eng, c) for c in self.signals.get(idx, [])]
         chunks = [entries[i:i + 4] for i in range(0, len(entries), 4)] or [[]]
         last = chunks.pop()
         if len([d for _, d in last if d]) + len(ups) > 4:
