@@ -1,10 +1,13 @@
-"""_core/loops.py: device loops, the loops nl.dynamic_range runs when a
-bound is a register (its value known only on the device).
+"""_core/loops.py: device loops, the loops that run on the device because
+a bound or condition is a register (its value known only there):
+nl.dynamic_range / fori_loop over a register, `while reg:` and
+nl.while_loop.
 
 The body is traced once. Every engine with instructions in it runs the
-loop itself: a counter in its own registers (61-63), a branch out when the
-counter reaches the bound, the body, a barrier of all those engines, and a
-jump back. Inside the body the static semaphore counts of straight-line
+loop itself: a counter in its own registers (61-63) and a branch out when
+it reaches the bound (a while loop instead reads the condition register,
+which GpSimd publishes to the others through an SBUF word each
+iteration), the body, a barrier of all those engines, and a jump back. Inside the body the static semaphore counts of straight-line
 code cannot work (the number of instructions run depends on the trip
 count), so body instructions signal no `<e>_done`; instead a body
 instruction that needs an earlier one of another engine waits on a
@@ -30,7 +33,8 @@ def sem_lines():
 
 
 class DeviceLoop:
-    """One device loop being traced: for i in range(start, stop, step)."""
+    """One device loop being traced: for i in range(start, stop, step), or
+    while the condition register is not 0."""
 
     def __init__(self, tr, start, stop, step, words, kind="range", cond=None):
         self.tr = tr
