@@ -451,14 +451,21 @@ class Kernel:
         for _ in range(warmup):
             out = _run(comp, args, kwargs)
         times = []
-        for _ in range(iters):
-            t = time.perf_counter()
-            out = _run(comp, args, kwargs)
-            times.append((time.perf_counter() - t) * 1e6)
-        self.benchmark_result = BenchmarkResult(times)
-        print("nki.benchmark %s: host wall time per call p50 %.1f us over %d runs; "
-              "device-time estimate: none (trnemu has no cost model yet)"
-              % (self.__name__, self.benchmark_result.nc_latency.get_latency_percentile(50), iters))
+
+        def timed():
+            nonlocal out
+            for _ in range(iters):
+                t = time.perf_counter()
+                out = _run(comp, args, kwargs)
+                times.append((time.perf_counter() - t) * 1e6)
+        device = comp.model.device_times(timed)
+        self.benchmark_result = BenchmarkResult(device, times)
+        r = self.benchmark_result
+        print("nki.benchmark %s: device time (trnemu's cost model) p50 %.2f us, p99 %.2f us; "
+              "host wall time per call p50 %.1f us; %d runs"
+              % (self.__name__, r.nc_latency.get_latency_percentile(50),
+                 r.nc_latency.get_latency_percentile(99),
+                 r.host_latency.get_latency_percentile(50), iters))
         return out
 
 
@@ -474,12 +481,13 @@ class _Latency:
 
 
 class BenchmarkResult:
-    """What nki.benchmark measured: host wall-clock latency per call. The
-    device-time estimate needs trnemu's cost model, which does not exist yet."""
+    """What nki.benchmark measured: nc_latency, the NeuronCore time of each
+    run as trnemu's cost model estimates it (docs/cost-model.md), and
+    host_latency, the host wall-clock time of each call (microseconds)."""
 
-    def __init__(self, times):
-        self.nc_latency = _Latency(times)   # host microseconds per call
-        self.device_time_estimate = None    # no cost model yet
+    def __init__(self, device_us, host_us):
+        self.nc_latency = _Latency(device_us)    # estimated device microseconds per run
+        self.host_latency = _Latency(host_us)    # host microseconds per call
 
 
 # nki.jit's documented modes and the entry point each one runs as here:

@@ -298,8 +298,10 @@ def test_simulate_and_benchmark(capsys):
     assert np.array_equal(nki.simulate_kernel(nki.jit(plain), a), a * 3)
     b = nki.benchmark(warmup=1, iters=3)(plain)
     assert np.array_equal(b(a), a * 3)
-    assert b.benchmark_result.nc_latency.get_latency_percentile(50) > 0
-    assert "no cost model" in capsys.readouterr().out
+    r = b.benchmark_result
+    assert len(r.nc_latency.times) == 3 and r.nc_latency.get_latency_percentile(50) > 0
+    assert r.host_latency.get_latency_percentile(50) > 0
+    assert "device time (trnemu's cost model) p50" in capsys.readouterr().out
 
 
 @nki.jit
