@@ -147,3 +147,23 @@ def test_depends_on_adds_a_wait_without_data_dependency():
     lines = k.last.tracer.cores[0].lines
     second_line = [ln for ln in lines if ln.startswith("dve.memset")][0]
     assert "wait=pool_done>=1" in second_line, second_line
+
+
+def test_dma_compute_many_sources():
+    srcs = [rng.uniform(-1, 1, (4, 8)).astype(np.float32) for _ in range(9)]
+    scales = [float(i + 1) for i in range(9)]
+
+    @nki.jit
+    def k(s0, s1, s2, s3, s4, s5, s6, s7, s8):
+        ins = [s0, s1, s2, s3, s4, s5, s6, s7, s8]
+        out = nl.ndarray(s0.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(out, ins, nl.add, scales=scales)
+        mx = nl.ndarray(s0.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(dst=mx, srcs=ins, reduce_op=nl.maximum)
+        return out, mx
+    out, mx = k(*srcs)
+    want = np.zeros_like(srcs[0])
+    for s, c in zip(srcs, scales):
+        want = want + s * np.float32(c)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(mx, np.maximum.reduce(srcs))

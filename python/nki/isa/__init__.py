@@ -510,20 +510,38 @@ def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, mask=
 
 def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None,
                 name=None, **kw):
-    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
-    tr = current()
+    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA, 1 to 16
+    sources in order. The ISA's dma_compute takes 4: more sources run as a
+    chain where each link starts from the previous result (scale 1), the
+    same order of operations; a dst narrower than fp32 is rounded at each
+    link."""
     srcs = list(srcs)
-    if not 1 <= len(srcs) <= 4:
-        fail("dma_compute takes 1 to 4 sources on trnemu (NKI allows 16)")
+    if not 1 <= len(srcs) <= 16:
+        fail("dma_compute takes 1 to 16 sources, got %d" % len(srcs))
     scales = list(scales) if scales is not None else [1.0] * len(srcs)
+    if len(scales) != len(srcs):
+        fail("dma_compute has %d sources and %d scales" % (len(srcs), len(scales)))
+    op = _alu(reduce_op or nl.add)
+    first = True
+    while srcs:
+        take = 4 if first else 3
+        chunk, srcs = srcs[:take], srcs[take:]
+        sc, scales = scales[:take], scales[take:]
+        if not first:
+            chunk, sc = [dst] + chunk, [1.0] + sc
+        _dma_compute_one(dst, chunk, sc, op)
+        first = False
+
+
+def _dma_compute_one(dst, srcs, scales, op):
     args, ins = [("dst", dst)], {}
     for i, sv in enumerate(srcs):
         ins["src%d" % i] = sv
         args.append(("src%d" % i, sv))
-    args.append(("reduce_op", _alu(reduce_op or nl.add)))
+    args.append(("reduce_op", op))
     for i, sc in enumerate(scales):
         args.append(("scale%d" % i, nl._fmt_value(sc)))
-    tr.emit("sp", "dma_compute", {"dst": dst}, ins, args)
+    current().emit("sp", "dma_compute", {"dst": dst}, ins, args)
 
 
 @_dst_first(1)
