@@ -173,8 +173,10 @@ class NKIObject:
 
 
 class _TileSize:
-    """Hardware tile limits (NeuronCore-v2/v3, and the SBUF trnemu's front
-    end allocates: 192 KiB per partition)."""
+    """Hardware tile limits. The SBUF sizes are those of the NeuronCore
+    generation the kernel is traced for (outside a kernel: the emulated
+    machine's): 192 KiB per partition on v2, 224 KiB on v3, 256 KiB on v4,
+    all of it available to the kernel on trnemu."""
     pmax = 128                      # partitions of a tile
     psum_fmax = 512                 # fp32 elements per partition of a PSUM bank
     psum_bank_fmax = 512
@@ -185,25 +187,33 @@ class _TileSize:
     psum_min_align = 4
     sbuf_min_align = 1
 
+    @staticmethod
+    def _sbuf():
+        tr = getattr(_core._tls, "tracer", None)
+        if tr is not None:
+            return _core.context.sbuf_bytes(tr.gen)
+        from .. import _runtime
+        return _core.context.sbuf_bytes(_runtime.machine_generation())
+
     @property
     def psum_num_banks(self):
         return _core.PSUM_BYTES // _core.PSUM_BANK
 
     @property
     def sbuf_size_bytes(self):
-        return _core.SBUF_BYTES * _core.NUM_PARTITIONS
+        return self._sbuf() * _core.NUM_PARTITIONS
 
     @property
     def sbuf_fmax(self):
-        return _core.SBUF_BYTES // 4
+        return self._sbuf() // 4
 
     @property
     def sbuf_fmax_bytes(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
     @property
     def total_available_sbuf_size(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
 
 tile_size = _TileSize()
