@@ -61,7 +61,9 @@ def test_address_errors():
     def over_auto(a):
         auto = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(dst=auto, value=1.0)
-        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        # the front end places its tiles from the top of SBUF down
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf,
+                       address=(0, nl.tile_size.total_available_sbuf_size - 32))
         nisa.tensor_copy(dst=t, src=auto)
         return a
     with pytest.raises(nki.NKIError, match="hold a tile the front end placed"):

@@ -279,3 +279,30 @@ def test_dma_transpose_ranks_3_and_4():
     o1, o2 = k(a, b)
     np.testing.assert_array_equal(o1, a.transpose(2, 1, 0))
     np.testing.assert_array_equal(o2, b.T)
+
+
+def test_indirect_dim_names_a_dimension_of_the_tensor():
+    """ap(indirect_dim=k) scales the run-time offset by the stride of the
+    tensor's dimension k, whatever the pattern walks (the NKI Library's
+    TensorView selects experts this way)."""
+    E, H, I = 3, 4, 8
+    w = np.arange(E * H * I, dtype=np.float32).reshape(E, H, I)
+
+    @nki.jit
+    def k(w, e, rows):
+        ex = nl.load(e)                                         # [1, 1]: the expert
+        t = nl.ndarray((H, I), dtype=w.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=w.ap([[I, H], [1, I]], offset=0, scalar_offset=ex, indirect_dim=0))
+        r = nl.load(rows)                                       # [H, 1]: an expert per row
+        u = nl.ndarray((H, I), dtype=w.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u, src=w.ap([[I, H], [1, I]], offset=0, vector_offset=r, indirect_dim=0))
+        out = nl.ndarray((2, H, I), dtype=w.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0], src=t)
+        nisa.dma_copy(dst=out[1], src=u)
+        return out
+    rows = np.array([[2], [0], [1], [2]], np.int32)
+    r = k(w, np.array([[2]], np.int32), rows)
+    np.testing.assert_array_equal(r[0], w[2])
+    # vector_offset: row p of the pattern starts at expert rows[p] (its own offset within is 0)
+    want = np.stack([w[rows[p, 0]].reshape(-1)[0:I] for p in range(H)])
+    np.testing.assert_array_equal(r[1], want)

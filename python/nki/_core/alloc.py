@@ -109,15 +109,7 @@ class Allocator:
             size = (size + 31) & ~31
         lst = self.free[st.kind]
         best = None
-        for i in range(len(lst)):
-            start = self._align(st.kind, lst[i][0], size)
-            # extend over adjacent free ranges until [start, start+size) is covered
-            j, end = i, lst[i][0] + lst[i][1]
-            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
-                j += 1
-                end = lst[j][0] + lst[j][1]
-            if start + size > end:
-                continue
+        for i, j, start in self._candidates(st.kind, lst, size):
             clock = {}
             for o, ln, c in lst[i:j + 1]:
                 if o < start + size and o + ln > start:
@@ -146,6 +138,33 @@ class Allocator:
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         return start, clock
+
+    def _candidates(self, kind, lst, size):
+        """Where a tile of size bytes can go: (first, last free range used,
+        start). PSUM fills from its first bank up; SBUF from its top down,
+        so tiles the front end places stay clear of the low addresses that
+        kernels placing their own tiles (address=, an SbufManager) use
+        first."""
+        if kind == "psum":
+            for i in range(len(lst)):
+                start = self._align(kind, lst[i][0], size)
+                # extend over adjacent free ranges until [start, start+size) is covered
+                j, end = i, lst[i][0] + lst[i][1]
+                while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                    j += 1
+                    end = lst[j][0] + lst[j][1]
+                if start + size <= end:
+                    yield i, j, start
+            return
+        for j in reversed(range(len(lst))):
+            end = lst[j][0] + lst[j][1]
+            start = (end - size) & ~31
+            # extend down over adjacent free ranges until [start, end) is covered
+            i = j
+            while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+                i -= 1
+            if start >= lst[i][0]:
+                yield i, j, start
 
     def give(self, kind, off, size, acc):
         clock = {}

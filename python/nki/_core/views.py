@@ -69,8 +69,24 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
             fail("the access pattern reaches partition %d" % (part + (pn - 1) * step))
         out = NkiTensor(t.storage, di.public, [[step, pn]] + free, 0, part, flat % row)
     if vector_offset is not None:
-        out._indirect = (vector_offset, int(indirect_dim))
+        if t.storage.kind != "hbm":
+            fail("ap(vector_offset=) indexes an HBM tensor (an indirect DMA)")
+        out._indirect = (vector_offset, 0)
+        # the index scales the stride of the tensor's dimension indirect_dim;
+        # the ISA scales the pattern's first stride: the DMA rescales the index
+        out._vector = (vector_offset, _tensor_stride(t, indirect_dim, di))
     return out
+
+
+def _tensor_stride(t, dim, di):
+    """The stride of dimension dim of tensor t, in elements of dtype di
+    (what an ap's indirect_dim names)."""
+    if not 0 <= int(dim) < len(t.dims):
+        fail("indirect_dim=%r is not a dimension of the tensor's shape %s" % (dim, t.shape))
+    nbytes = t.dims[int(dim)][0] * _dtypes.info(t.dtype).size
+    if nbytes % di.size:
+        fail("indirect_dim=%d: its stride is not a whole number of %s elements" % (dim, di.name))
+    return nbytes // di.size
 
 
 def get_pattern(t):
@@ -315,12 +331,11 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
         fail("ap(scalar_offset=) takes a one-element SBUF tile")
     if t.storage.kind != "hbm":
         fail("ap(scalar_offset=) indexes an HBM tensor (an indirect DMA)")
-    if not 0 <= int(indirect_dim) < len(pairs):
-        fail("indirect_dim=%r is not a dimension of the pattern %r" % (indirect_dim, pairs))
+    stride = _tensor_stride(t, indirect_dim, di)     # of the tensor's dim, not the pattern's
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
     out._indirect = (scalar_offset, 0)
-    out._scalar = (scalar_offset, pairs[int(indirect_dim)][0])   # the DMA builds its row indices
+    out._scalar = (scalar_offset, stride)    # the DMA builds its row indices
     return out
 
 

@@ -52,6 +52,8 @@ def _indirect_args(dst, src, ins, skip_oob):
     view = src if side == "src" else dst
     if hasattr(view, "_scalar"):
         _scalar_rows(view)
+    elif hasattr(view, "_vector"):
+        _vector_rows(view)
     index, dim = view._indirect
     if dim != 0:
         fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
@@ -316,4 +318,22 @@ def _scalar_rows(view):
     args = [("dst", idx), ("data", spread), ("op0", "multiply"), ("operand0", float(sk // s0)),
             ("op1", "add"), ("operand1", rowid)]
     current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": spread, "operand1": rowid}, args)
+    view._indirect = (idx, 0)
+
+
+def _vector_rows(view):
+    """Row indices for an ap(vector_offset=v, indirect_dim=k) view: row r
+    goes to v[r] x stride_k, and the ISA's indexed DMA multiplies its index
+    by the pattern's first stride, so v is rescaled on the device when the
+    two strides differ."""
+    tile, sk = view._vector
+    s0 = view.dims[0][0]
+    if sk == s0:
+        return
+    if s0 == 0 or sk % s0:
+        fail("ap(vector_offset=): the indexed dimension's stride %d is not a multiple of the "
+             "pattern's first stride %d" % (sk, s0))
+    idx = ndarray((tile.shape[0], 1), int32, sbuf)
+    current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": tile},
+                   [("dst", idx), ("data", tile), ("op0", "multiply"), ("operand0", float(sk // s0))])
     view._indirect = (idx, 0)
