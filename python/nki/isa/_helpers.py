@@ -31,7 +31,8 @@ def _dst_first(legacy_tensors):
                 kw["dst"] = args[0]
                 args = args[1:]
             if kw.get("mask") is not None and fn.__name__ not in _MASKED:
-                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                fail("nki.isa.%s takes no mask= on trnemu (activation, tensor_reduce, max8, nc_matmul, "
+                     "nc_match_replace8 and dma_copy do): restrict its views instead"
                      % fn.__name__)
             return fn(*args, **kw)
         call.__name__ = fn.__name__

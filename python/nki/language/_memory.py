@@ -14,7 +14,7 @@ from ._types import int32, sbuf
 def _no_mask(mask, what):
     """A mask= this call cannot apply is refused rather than ignored."""
     if mask is not None:
-        fail("mask= is not supported on %s by trnemu's NKI front end yet" % what)
+        fail("%s takes no mask= on trnemu: restrict its views (slices) instead" % what)
 
 
 def _check_same_elems(a, b, what):
