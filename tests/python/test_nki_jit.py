@@ -122,6 +122,7 @@ def test_nkiobject_parameter_struct():
 def test_annotation_names():
     assert nki.typing.mutable_tensor[128, 64] is nki.typing.mutable_tensor
     assert isinstance(nl.bfloat16, nki.dtype)
+    assert str(nl.float8_e4m3fn) == "float8_e4m3fn" and str(nl.float32) == "float32"
     assert nki.tensor is nki.NkiTensor
     assert nl.fp32.min == float(np.finfo(np.float32).min)
     assert np.dtype(nl.fp32) == np.float32

@@ -20,13 +20,21 @@ float8_e5m2 = _dtypes.float8_e5m2
 float8_e3m4 = _dtypes.float8_e3m4
 
 
+class _NamedDType(_dtypes.DType):
+    """An NKI dtype whose str() is its bare name ("float8_e4m3fn"), as the
+    vendor's dtypes print and as kernels compare them (str(t.dtype))."""
+
+    def __str__(self):
+        return self.name
+
+
 def _v4_dtype(name, isa, nrt, host, size):
     """A NeuronCore-v4 dtype: the host dtype module's own object when it has
     one, else an NKI DType whose host form is its bit pattern (nrt: the
     nrt_dtype_t its I/O tensors are declared with: the unsigned integer of
     its width, since the runtime has no name for it)."""
     own = getattr(_dtypes, name, None)
-    return own if own is not None else _dtypes.DType(name, isa, nrt, host, size, True)
+    return own if own is not None else _NamedDType(name, isa, nrt, host, size, True)
 
 
 # OCP float8 without infinities, its power-of-two scale type, and the x4
