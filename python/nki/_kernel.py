@@ -19,6 +19,7 @@ import types
 import numpy as np
 
 from . import _core, _dtypes, _runtime
+from ._core import loops
 from ._core import NKIError, NkiTensor
 
 
@@ -91,7 +92,7 @@ def _arg_dtype(a):
         raise NKIError("%s: %s" % (_core.user_line(), e)) from None
 
 
-_SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES]
+_SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES] + loops.sem_lines()
 _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
@@ -254,8 +255,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]
     _check_grid_size(func, grid)
-    tr = _core.Tracer(func.__name__, ncores)
-    tr.gen = gen              # NeuronCore generation the kernel is traced for
+    tr = _core.Tracer(func.__name__, ncores, gen)
     tr.force_auto_alloc = "force_auto_alloc" in getattr(func, "_nki_compiler_flags", {})
     sig = inspect.signature(func)
     try:
@@ -296,6 +296,9 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
                 ret = r
             del r
         tr.flush()
+        if tr.loop is not None:
+            raise NKIError("%s: a device loop was left open: a register is tested as a condition "
+                           "only by `while reg:`" % tr.loop.line)
     finally:
         _core._tls.tracer = prev
     # outputs
@@ -369,8 +372,8 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     try:
         comp.model = _runtime.Model(neff, tensors, rank)
     except _runtime.RuntimeFailure as e:
-        raise NKIError("%s:%d: kernel %s does not fit the emulated device: %s"
-                       % (comp.file, comp.first_line, func.__name__, e)) from None
+        raise NKIError("%s: %s" % (_load_line(comp, e.log) or "%s:%d" % (comp.file, comp.first_line),
+                                   "; ".join(_causes(e.log)[:2]) or str(e))) from None
     comp.load_s = time.perf_counter() - t2
     return comp
 
@@ -400,6 +403,19 @@ def _returned_view(r, where):
         raise NKIError("%s: a kernel returns whole HBM tensors (or reshapes of them), not a view "
                        "of part of one (shape %s of %s)" % (where, r.shape, tuple(st.shape)))
     return tuple(r.shape), di
+
+
+def _load_line(comp, log):
+    """The kernel line of the instruction a load failure names
+    ("sg01: pool instruction 3: ...")."""
+    tr = comp.tracer
+    m = re.search(r"sg(\d+): (pe|act|pool|dve|sp) instruction (\d+)", log or "")
+    if m is None:
+        return None
+    core = int(m.group(1)) % len(tr.cores)
+    lines = tr.cores[core].eng_lines.get(m.group(2), [])
+    idx = int(m.group(3))
+    return lines[idx][0] if 0 <= idx < len(lines) else None
 
 
 def _locate(comp, log):
@@ -605,14 +621,21 @@ class Kernel:
         for _ in range(warmup):
             out = _run(comp, args, kwargs)
         times = []
-        for _ in range(iters):
-            t = time.perf_counter()
-            out = _run(comp, args, kwargs)
-            times.append((time.perf_counter() - t) * 1e6)
-        self.benchmark_result = BenchmarkResult(times)
-        print("nki.benchmark %s: host wall time per call p50 %.1f us over %d runs; "
-              "device-time estimate: none (trnemu has no cost model yet)"
-              % (self.__name__, self.benchmark_result.nc_latency.get_latency_percentile(50), iters))
+
+        def timed():
+            nonlocal out
+            for _ in range(iters):
+                t = time.perf_counter()
+                out = _run(comp, args, kwargs)
+                times.append((time.perf_counter() - t) * 1e6)
+        device = comp.model.device_times(timed)
+        self.benchmark_result = BenchmarkResult(device, times)
+        r = self.benchmark_result
+        print("nki.benchmark %s: device time (trnemu's cost model) p50 %.2f us, p99 %.2f us; "
+              "host wall time per call p50 %.1f us; %d runs"
+              % (self.__name__, r.nc_latency.get_latency_percentile(50),
+                 r.nc_latency.get_latency_percentile(99),
+                 r.host_latency.get_latency_percentile(50), iters))
         return out
 
 
@@ -628,12 +651,13 @@ class _Latency:
 
 
 class BenchmarkResult:
-    """What nki.benchmark measured: host wall-clock latency per call. The
-    device-time estimate needs trnemu's cost model, which does not exist yet."""
+    """What nki.benchmark measured: nc_latency, the NeuronCore time of each
+    run as trnemu's cost model estimates it (docs/cost-model.md), and
+    host_latency, the host wall-clock time of each call (microseconds)."""
 
-    def __init__(self, times):
-        self.nc_latency = _Latency(times)   # host microseconds per call
-        self.device_time_estimate = None    # no cost model yet
+    def __init__(self, device_us, host_us):
+        self.nc_latency = _Latency(device_us)    # estimated device microseconds per run
+        self.host_latency = _Latency(host_us)    # host microseconds per call
 
 
 # nki.jit's documented modes and the entry point each one runs as here:

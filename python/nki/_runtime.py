@@ -79,6 +79,8 @@ def _declare(L):
         "nrt_load_collectives": ([P, S, ctypes.c_int32, ctypes.c_int32, U32, U32, PP], I),
         "nrt_unload": ([P], I),
         "nrt_execute": ([P, P, P], I),
+        "nrt_profile_start": ([P, ctypes.c_char_p], I),
+        "nrt_profile_stop": ([ctypes.c_char_p], I),
         "nrt_tensor_allocate": ([I, I, S, ctypes.c_char_p, PP], I),
         "nrt_tensor_free": ([PP], None),
         "nrt_tensor_write": ([P, P, U64, S], I),
@@ -323,6 +325,30 @@ class Model:
     def loaded(self):
         """Still loaded (not unloaded by the kernel cache)?"""
         return bool(self.model)
+
+    def device_times(self, run):
+        """Call run() with this model profiled (nrt_profile_start/stop) and
+        return the device time of each execution in microseconds, as
+        trnemu's cost model estimates it (docs/cost-model.md)."""
+        import json
+        fd, path = tempfile.mkstemp(prefix="nki-benchmark-", suffix=".json")
+        os.close(fd)
+        try:
+            with _Capture():
+                st = self.L.nrt_profile_start(self.model, path.encode())
+            if st != NRT_SUCCESS:
+                raise RuntimeFailure("nrt_profile_start", st, _status(self.L, st), "")
+            try:
+                run()
+            finally:
+                with _Capture():
+                    self.L.nrt_profile_stop(path.encode())
+            with open(path) as f:
+                trace = json.load(f)
+        finally:
+            os.unlink(path)
+        return [ev["args"]["device_ns"] / 1000.0 for ev in trace.get("traceEvents", ())
+                if ev.get("cat") == "execution" and "device_ns" in ev.get("args", {})]
 
     def unload(self):
         if self.model:

@@ -6,6 +6,7 @@ unknown field is an error) and kept on the kernel; docs/nki.md says what
 each one does here."""
 from enum import Enum
 
+from ._core import placement
 from ._kernel import Kernel
 
 
@@ -77,3 +78,56 @@ def force_auto_alloc(func=None):
     """Allocate every tile automatically, ignoring addresses given in the
     kernel: honoured (nl.ndarray(address=...) is then ignored)."""
     return _kernel_flag("force_auto_alloc", func)
+
+
+def _modulo(base, shape, scale):
+    """The modulo allocators' placement of one coordinate: blocks wrap over
+    shape (default one tile of each block dim), scaled and offset."""
+    def at(idx):
+        sh = tuple(shape) if shape else (1,) * len(idx)
+        mod = [i % s for i, s in zip(idx, sh)]
+        flat = 0
+        for m, s in zip(mod, sh):
+            flat = flat * s + m
+        return flat * scale + base
+    return at
+
+
+class _OnChipBuffer(str):
+    """nki.compiler.sbuf / psum: the buffer itself (automatic allocation),
+    and the direct allocators of the older API."""
+
+    def auto_alloc(self):
+        """Leave the tensor to the front end's allocator."""
+        return str(self)
+
+    def alloc(self, func):
+        """Place each block where func(block index, partitions, bytes per
+        partition) says: (partition, byte) for SBUF, (bank, partition,
+        byte) for PSUM."""
+        return placement.Placement(str(self), func)
+
+
+class _Sbuf(_OnChipBuffer):
+    def mod_alloc(self, *, base_addr, base_partition=0, num_par_tiles=(), num_free_tiles=()):
+        """Blocks placed modulo num_par_tiles partitions tiles and
+        num_free_tiles byte tiles from base_partition / base_addr."""
+        def func(idx, pdim_size, fdim_size):
+            return (_modulo(base_partition, num_par_tiles, pdim_size)(idx),
+                    _modulo(base_addr, num_free_tiles, fdim_size)(idx))
+        return self.alloc(func)
+
+
+class _Psum(_OnChipBuffer):
+    def mod_alloc(self, *, base_bank, base_addr=0, base_partition=0, num_bank_tiles=(),
+                  num_par_tiles=(), num_free_tiles=()):
+        """Blocks placed modulo banks, partition tiles and byte tiles."""
+        def func(idx, pdim_size, fdim_size):
+            return (_modulo(base_bank, num_bank_tiles, 1)(idx),
+                    _modulo(base_partition, num_par_tiles, pdim_size)(idx),
+                    _modulo(base_addr, num_free_tiles, fdim_size)(idx))
+        return self.alloc(func)
+
+
+sbuf = _Sbuf("sbuf")
+psum = _Psum("psum")

@@ -100,7 +100,7 @@ def main():
             ok, why = r.returncode == 0, (r.stderr.strip().splitlines() or ["exit %d" % r.returncode])[-1]
         except subprocess.TimeoutExpired:
             ok, why = False, "timeout"
-        if not ok and any("No module named '%s'" % m in why for m in ("torch", "jax", "torch_xla")):
+        if not ok and any("No module named '%s'" % m in why for m in ("torch", "jax", "torch_xla", "torch_neuronx")):
             skipped += 1
             print("skip %s  (%s)" % (os.path.relpath(p, args.root), why[:100]))
             continue

@@ -61,8 +61,54 @@ def test_address_errors():
     def over_auto(a):
         auto = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf)
         nisa.memset(dst=auto, value=1.0)
-        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+        # the front end places its tiles from the top of SBUF down
+        t = nl.ndarray((4, 8), dtype=nl.float32, buffer=nl.sbuf,
+                       address=(0, nl.tile_size.total_available_sbuf_size - 32))
         nisa.tensor_copy(dst=t, src=auto)
         return a
     with pytest.raises(nki.NKIError, match="hold a tile the front end placed"):
         over_auto(np.zeros((4, 8), np.float32))
+
+
+def test_legacy_block_allocators():
+    @nki.jit
+    def k(a):
+        # 4 logical blocks on 2 physical byte tiles (modulo 2): blocks 0 and 2 share bytes
+        t = nl.ndarray((4, nl.par_dim(8), 16), dtype=nl.float32,
+                       buffer=ncc.sbuf.mod_alloc(base_addr=512, num_free_tiles=(2,)))
+        out = nl.ndarray((4, 8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        for b in range(4):
+            nisa.dma_copy(dst=t[b], src=a[b])
+            nisa.tensor_scalar(dst=t[b], data=t[b], op0=nl.multiply, operand0=float(b + 1))
+            nisa.dma_copy(dst=out[b], src=t[b])
+        ps = nl.ndarray((nl.par_dim(8), 16), dtype=nl.float32, buffer=ncc.psum.mod_alloc(base_bank=2))
+        nisa.memset(dst=ps, value=3.0)
+        o2 = nl.ndarray((8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.tensor_copy(dst=t[0], src=ps)
+        nisa.dma_copy(dst=o2, src=t[0])
+        return out, o2
+    a = np.arange(4 * 8 * 16, dtype=np.float32).reshape(4, 8, 16)
+    out, o2 = k(a)
+    np.testing.assert_array_equal(out, a * np.arange(1, 5, dtype=np.float32)[:, None, None])
+    np.testing.assert_array_equal(o2, 3.0)
+    assert ncc.sbuf == "sbuf" and ncc.psum.auto_alloc() == "psum"
+
+    @nki.jit
+    def scattered(a):
+        t = nl.ndarray((3, nl.par_dim(8), 16), dtype=nl.float32,
+                       buffer=ncc.sbuf.alloc(lambda idx, p, f: (0, [0, 4096, 512][idx[0]])))
+        out = nl.ndarray((3, 8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        for b in range(3):
+            nisa.dma_copy(dst=t[b], src=a[b])
+            nisa.dma_copy(dst=out[b], src=t[b])
+        return out
+    np.testing.assert_array_equal(scattered(a[:3]), a[:3])
+
+    @nki.jit
+    def sliced(a):
+        t = nl.ndarray((4, nl.par_dim(8), 16), dtype=nl.float32,
+                       buffer=ncc.sbuf.mod_alloc(base_addr=0, num_free_tiles=(2,)))
+        nisa.dma_copy(dst=t[0:2], src=a[0:2])
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_alloc.py:\d+: .*indexed block by block"):
+        sliced(a)

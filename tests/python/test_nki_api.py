@@ -299,8 +299,10 @@ def test_simulate_and_benchmark(capsys):
     assert np.array_equal(nki.simulate_kernel(nki.jit(plain), a), a * 3)
     b = nki.benchmark(warmup=1, iters=3)(plain)
     assert np.array_equal(b(a), a * 3)
-    assert b.benchmark_result.nc_latency.get_latency_percentile(50) > 0
-    assert "no cost model" in capsys.readouterr().out
+    r = b.benchmark_result
+    assert len(r.nc_latency.times) == 3 and r.nc_latency.get_latency_percentile(50) > 0
+    assert r.host_latency.get_latency_percentile(50) > 0
+    assert "device time (trnemu's cost model) p50" in capsys.readouterr().out
 
 
 @nki.jit
@@ -549,11 +551,13 @@ def reuse_under_pressure(a):
 
 def test_sbuf_reuse_under_pressure():
     # 12 iterations x 96 KiB of tiles per partition: far more than SBUF
-    # (192 KiB), so freed tiles are reused; the race checker watches it
+    # (192 to 256 KiB by generation), so freed tiles are reused; the race
+    # checker watches it
     a = rand(4, 12 * 8192, lo=-1, hi=1)
     got = reuse_under_pressure(a)
     np.testing.assert_allclose(got, np.exp(a) * 2, rtol=2e-6)
-    assert reuse_under_pressure.last.tracer.alloc.high["sbuf"] <= 192 * 1024
+    alloc = reuse_under_pressure.last.tracer.alloc
+    assert alloc.high["sbuf"] <= alloc.size["sbuf"] == nl.tile_size.total_available_sbuf_size
 
 
 @nki.jit

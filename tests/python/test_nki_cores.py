@@ -80,14 +80,36 @@ def test_registers_move_load_store():
         return out
     np.testing.assert_array_equal(k(np.array([[-7]], np.int32)), [[41, -7]])
 
+
+
+def test_device_loop_over_a_register():
+    """One NEFF, trip counts from the input: the body (a DMA on the sync
+    engine, Vector and Scalar work) runs n times on the device."""
     @nki.jit
-    def loop(a):
-        r = nisa.register_alloc(3)
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        r = nisa.register_alloc()
+        nisa.register_load(r, cnt)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=1.0)
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
         for _ in nl.dynamic_range(r):
-            pass
-        return a
-    with pytest.raises(nki.NKIError, match="dynamic loop"):
-        loop(np.zeros((1, 1), np.int32))
+            nisa.dma_copy(dst=t, src=a)                                     # sync engine
+            nisa.activation(dst=u, op=nl.copy, data=t, scale=2.0)           # Scalar
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=u, op=nl.add)      # Vector
+            nisa.tensor_scalar(dst=acc, data=acc, op0=nl.multiply, operand0=0.5)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(8, dtype=np.float32).reshape(2, 4)
+    for n in (0, 1, 3):
+        want = np.ones_like(a)
+        for _ in range(n):
+            want = (want + 2 * a) * 0.5
+        np.testing.assert_allclose(k(a, np.array([[n]], np.int32)), want, rtol=1e-6)
+    assert len(nki.jit.__globals__["_cache"]) >= 1
 
 
 def test_static_dynamic_range_fori_loop_no_reorder():
@@ -134,3 +156,166 @@ def test_single_core_barrier_and_self_sendrecv():
         return out
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
     np.testing.assert_array_equal(k(a), a)
+
+
+def test_device_while_loop_on_a_register():
+    """`while reg:` runs on the device until the condition the body
+    computes reaches 0 (one NEFF for every count)."""
+    @nki.jit
+    def k(a, n):
+        cond = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cond, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cond)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        while reg:
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            nisa.tensor_scalar(dst=cond, data=cond, op0=nl.subtract, operand0=1.0)
+            nisa.register_load(reg, cond)
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n in (0, 1, 4):
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a)
+
+    @nki.jit
+    def bad(a):
+        reg = nisa.register_alloc(1)
+        if reg:
+            nisa.memset(dst=nl.ndarray((1, 1), dtype=nl.float32, buffer=nl.sbuf), value=0.0)
+        return a
+    with pytest.raises(nki.NKIError, match="a device loop was left open"):
+        bad(np.zeros((1, 1), np.float32))
+
+
+def test_while_loop_and_fori_loop_with_registers():
+    @nki.jit
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=one, value=1)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        t = nl.load(a)
+
+        def body(r):
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            nisa.tensor_tensor(dst=cnt, data1=cnt, data2=one, op=nl.subtract)
+            nisa.register_load(r, cnt)
+            return r
+        nl.while_loop(reg, body)                      # acc = n * a
+        ub = nisa.register_alloc()
+        nisa.dma_copy(dst=cnt, src=n)
+        nisa.register_load(ub, cnt)
+        nl.fori_loop(0, ub, lambda i: nisa.tensor_tensor(dst=acc, data1=acc, data2=acc,
+                                                         op=nl.add))   # acc *= 2 ** n
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    for n in (0, 2, 3):
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a * 2 ** n)
+
+
+def test_device_loop_with_run_time_offsets():
+    """The dynamic-shape pattern: a device loop over n row tiles, each
+    iteration reading and writing rows at an offset kept in SBUF."""
+    P, F = 4, 8
+
+    @nki.jit
+    def k(a, n):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros(a.shape, dtype=a.dtype))
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        row = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.memset(dst=row, value=0)
+        for _ in nl.dynamic_range(0, reg, 1):
+            t = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+            nisa.dma_copy(dst=t, src=a.ap(pattern=[[F, P], [1, F]], offset=0, scalar_offset=row,
+                                          indirect_dim=0))
+            nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=-1.0)
+            nisa.dma_copy(dst=out.ap(pattern=[[F, P], [1, F]], offset=0, scalar_offset=row,
+                                     indirect_dim=0), src=t)
+            nisa.tensor_scalar(dst=row, data=row, op0=nl.add, operand0=float(P))
+        return out
+    a = np.arange(4 * P * F, dtype=np.float32).reshape(4 * P, F) + 1
+    for n in (0, 2, 4):
+        want = np.zeros_like(a)
+        want[:n * P] = -a[:n * P]
+        np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), want)
+
+
+def test_fori_loop_index_as_scalar_offset():
+    """The reference's fori_loop example: the loop index (a device value)
+    picks the element each iteration copies."""
+    N = 6
+
+    @nki.jit
+    def k(data, ub):
+        out = nl.ndarray((1, N), dtype=data.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((1, N), dtype=data.dtype))
+        ub_sb = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=ub_sb, src=ub)
+        ub_reg = nisa.register_alloc()
+        nisa.register_load(ub_reg, ub_sb)
+        temp = nl.ndarray((1, 1), dtype=data.dtype, buffer=nl.sbuf)
+
+        def body(i):
+            nisa.dma_copy(dst=temp, src=data.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1))
+            nisa.dma_copy(dst=out.ap([[1, 1], [1, 1]], scalar_offset=i, indirect_dim=1), src=temp)
+        nl.fori_loop(0, ub_reg, body)
+        return out
+    d = np.arange(1, N + 1, dtype=np.float32).reshape(1, N)
+    for n in (0, 3, N):
+        want = np.zeros_like(d)
+        want[:, :n] = d[:, :n]
+        np.testing.assert_array_equal(k(d, np.array([[n]], np.int32)), want)
+
+
+def test_device_loop_instruction_with_many_partners():
+    """A body instruction that waits for two engines and feeds three
+    (more semaphore updates than one instruction holds)."""
+    @nki.jit
+    def k(a, n):
+        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=cnt, src=n)
+        reg = nisa.register_alloc()
+        nisa.register_load(reg, cnt)
+        P = a.shape[0]
+        acc = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.memset(dst=acc, value=0.0)
+        x = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        b = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        c = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        d = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.sbuf)
+        ident = nl.shared_identity_matrix(P, dtype=nl.float32)
+        for _ in nl.dynamic_range(reg):
+            nisa.dma_copy(dst=b, src=a)                                        # sp
+            nisa.activation(dst=c, op=nl.copy, data=b)                        # act (after sp)
+            nisa.tensor_tensor(dst=x, data1=b, data2=c, op=nl.add, engine=nisa.vector_engine)
+            ps = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.psum)
+            nisa.nc_matmul(ps, x, ident)                                       # pe reads x
+            nisa.tensor_copy(dst=d, src=x, engine=nisa.gpsimd_engine)          # pool reads x
+            nisa.activation(dst=c, op=nl.copy, data=x)                        # act reads x
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=ps, op=nl.add)        # x^T
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=d, op=nl.add)         # x
+            nisa.tensor_tensor(dst=acc, data1=acc, data2=c, op=nl.add)         # x
+        out = nl.ndarray((P, P), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    a = np.arange(16, dtype=np.float32).reshape(4, 4)
+    x = 2 * a
+    for n in (1, 2):
+        np.testing.assert_allclose(k(a, np.array([[n]], np.int32)), n * (x.T + 2 * x), rtol=1e-6)
+    lines = k.last.tracer.cores[0].lines
+    assert any(ln.startswith("dve.nop wait=L_") for ln in lines), "the split path was not used"

@@ -34,7 +34,7 @@ def raises_at(marker, fn, *args):
 
 @nki.jit
 def sbuf_overflow(a):
-    big = nl.ndarray((128, 60000), dtype=nl.float32, buffer=nl.sbuf)  # MARK-sbuf
+    big = nl.ndarray((128, 70000), dtype=nl.float32, buffer=nl.sbuf)  # MARK-sbuf (over 256 KiB)
     nl.store(a, big[:, 0:a.shape[1]])
     return a
 

@@ -104,3 +104,66 @@ def test_language_functions_as_isa_operators():
     np.testing.assert_array_equal(r[1], 2 * a)
     pos = r[1] > 0
     np.testing.assert_allclose(r[2][pos], 1 / np.sqrt(2 * a[pos]), rtol=1e-6)
+
+
+def test_instruction_handles_and_depends_on():
+    seen = {}
+
+    @nki.jit
+    def k(a):
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        load = nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        fill = nisa.memset(dst=u, value=1.0, engine=nisa.gpsimd_engine)
+        add = nisa.tensor_tensor(dst=u, data1=t, data2=t, op=nl.add, engine=nisa.vector_engine)
+        seen["types"] = {type(h).__name__ for h in (load, fill, add)}
+        assert add.depends_on(fill, load) is add
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        store = nisa.dma_copy(dst=out, src=u)
+        store.depends_on(add)
+        seen["legacy"] = type(nisa.tensor_copy(t)).__name__      # the legacy form: a tile
+        return out
+    a = rng.uniform(-1, 1, (4, 8)).astype(np.float32)
+    np.testing.assert_array_equal(k(a), 2 * a)
+    assert seen == {"types": {"NkiInstruction"}, "legacy": "NkiTensor"}
+    lines = k.last.tracer.cores[0].lines
+    add_line = [ln for ln in lines if ln.startswith("dve.tensor_tensor")][0]
+    assert "wait=pool_done>=" in add_line and "wait=sp_done>=" in add_line
+
+
+def test_depends_on_adds_a_wait_without_data_dependency():
+    @nki.jit
+    def k(a):
+        x = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.sbuf)
+        y = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.sbuf)
+        first = nisa.memset(dst=x, value=1.0, engine=nisa.gpsimd_engine)
+        second = nisa.memset(dst=y, value=2.0, engine=nisa.vector_engine)
+        nisa.tensor_tensor(dst=y, data1=x, data2=y, op=nl.add)
+        second.depends_on(first)
+        out = nl.ndarray((2, 4), dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=y)
+        return out
+    np.testing.assert_array_equal(k(np.zeros(1, np.float32)), 3.0)
+    lines = k.last.tracer.cores[0].lines
+    second_line = [ln for ln in lines if ln.startswith("dve.memset")][0]
+    assert "wait=pool_done>=1" in second_line, second_line
+
+
+def test_dma_compute_many_sources():
+    srcs = [rng.uniform(-1, 1, (4, 8)).astype(np.float32) for _ in range(9)]
+    scales = [float(i + 1) for i in range(9)]
+
+    @nki.jit
+    def k(s0, s1, s2, s3, s4, s5, s6, s7, s8):
+        ins = [s0, s1, s2, s3, s4, s5, s6, s7, s8]
+        out = nl.ndarray(s0.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(out, ins, nl.add, scales=scales)
+        mx = nl.ndarray(s0.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_compute(dst=mx, srcs=ins, reduce_op=nl.maximum)
+        return out, mx
+    out, mx = k(*srcs)
+    want = np.zeros_like(srcs[0])
+    for s, c in zip(srcs, scales):
+        want = want + s * np.float32(c)
+    np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(mx, np.maximum.reduce(srcs))

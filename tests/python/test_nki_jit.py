@@ -64,6 +64,7 @@ def test_platform_target_matches_machine():
     a = np.ones((1, 4), np.float32)
     np.testing.assert_array_equal(k(a), a)
     assert seen == [nisa.nc_version(gen)] and seen[0].name == "gen%d" % gen
+    assert nisa.nc_version.gen2 <= seen[0] <= nisa.nc_version.gen4 and nisa.nc_version.gen3 > nisa.nc_version.gen2
     assert nisa.get_nc_version() is nisa.nc_version(gen)
 
     other = names[2 if gen != 2 else 3]
@@ -121,6 +122,7 @@ def test_nkiobject_parameter_struct():
 def test_annotation_names():
     assert nki.typing.mutable_tensor[128, 64] is nki.typing.mutable_tensor
     assert isinstance(nl.bfloat16, nki.dtype)
+    assert str(nl.float8_e4m3fn) == "float8_e4m3fn" and str(nl.float32) == "float32"
     assert nki.tensor is nki.NkiTensor
     assert nl.fp32.min == float(np.finfo(np.float32).min)
     assert np.dtype(nl.fp32) == np.float32
@@ -163,3 +165,30 @@ def test_returned_reshape_keeps_its_shape():
         return out[0:2]
     with pytest.raises(nki.NKIError, match="not a view of part of one"):
         part(a)
+
+
+def test_nkiobject_dataclasses_keep_keyword_init():
+    import dataclasses
+
+    @dataclasses.dataclass
+    class Loose(nl.NKIObject):
+        idx = None                  # unannotated: no dataclass field, still a keyword
+        offset = None
+
+    @dataclasses.dataclass(frozen=True)
+    class Checked(nl.NKIObject):
+        eps: float = 1e-6
+        tags: list = dataclasses.field(default_factory=list)
+
+        def __post_init__(self):
+            if self.eps < 0:
+                raise ValueError("eps must be positive")
+
+    p = Loose(idx=3, offset=7)
+    assert (p.idx, p.offset) == (3, 7)
+    c = Checked(eps=0.5)
+    assert c.eps == 0.5 and c.tags == [] and Checked(0.25).eps == 0.25
+    with pytest.raises(ValueError, match="eps must be positive"):
+        Checked(eps=-1.0)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        c.eps = 1.0

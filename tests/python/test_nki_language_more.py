@@ -168,3 +168,52 @@ def test_broadcasting_operands():
     np.testing.assert_allclose(r[0], a + row, rtol=1e-6)
     np.testing.assert_allclose(r[1], one * a, rtol=1e-6)
     np.testing.assert_allclose(r[2], col - row, rtol=1e-6)
+
+
+def test_loop_reduce():
+    x = rng.uniform(-1, 1, (3, 8, 16)).astype(np.float32)
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 8, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        for rep in range(2):          # the same call site starts again when its index is 0
+            for i in nl.affine_range(3):
+                m = nl.loop_reduce(nl.load(a[i]), op=np.maximum, loop_indices=[i])
+                s = nl.loop_reduce(nl.load(a[i]), op=nl.add, loop_indices=i, dtype=nl.float32)
+            nl.store(out[0], m)
+            nl.store(out[1], s)
+        return out
+    r = k(x)
+    np.testing.assert_array_equal(r[0], x.max(axis=0))
+    np.testing.assert_allclose(r[1], x.sum(axis=0), rtol=1e-6)
+
+
+def test_atomic_rmw_plain_and_indexed():
+    base = rng.uniform(-1, 1, (6, 4)).astype(np.float32)
+    upd = rng.uniform(-1, 1, (3, 4)).astype(np.float32)
+    rows = np.array([[4], [0], [2]], np.int32)
+
+    @nki.jit
+    def k(a, u, r):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.load(a))
+        tu, tr_ = nl.load(u), nl.load(r)
+        nl.atomic_rmw(out[0:3], value=tu, op=np.add)                      # rows 0..2 += u
+        i_p, i_f = nl.mgrid[0:3, 0:4]
+        nl.atomic_rmw(out[tr_[i_p, 0], i_f], value=tu, op=nl.maximum)     # rows r = max(., u)
+        return out
+    want = base.copy()
+    want[0:3] += upd
+    want[rows[:, 0]] = np.maximum(want[rows[:, 0]], upd)
+    np.testing.assert_allclose(k(base, upd, rows), want, rtol=1e-6)
+
+
+def test_abs_max_with_a_column():
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.abs_max(nl.load(a), nl.load(b)))
+        return out
+    a = rng.uniform(-2, 2, (8, 16)).astype(np.float32)
+    b = rng.uniform(-2, 2, (8, 1)).astype(np.float32)
+    np.testing.assert_array_equal(k(a, b), np.where(np.abs(a) > np.abs(b), a, np.broadcast_to(b, a.shape)))

@@ -2,10 +2,15 @@
 nisa.max8 and nisa.nc_matmul: the masked rows and columns are computed
 from the unmasked elements only and the rest of the output is untouched."""
 import numpy as np
+import pytest
 
 import nki
 import nki.isa as nisa
 import nki.language as nl
+from nki import _runtime
+
+# ops (and 32-row matmul tiles) that NeuronCore-v2 does not have
+needs_v3 = pytest.mark.skipif(_runtime.machine_generation() < 3, reason="needs NeuronCore-v3")
 
 rng = np.random.default_rng(11)
 
@@ -63,6 +68,7 @@ def test_masked_matmul():
     np.testing.assert_allclose(r, want, rtol=1e-5, atol=1e-5)
 
 
+@needs_v3
 def test_matmul_tile_position():
     @nki.jit
     def k(x, y):
@@ -75,3 +81,27 @@ def test_matmul_tile_position():
     x = rng.uniform(-1, 1, (32, 32)).astype(np.float32)
     y = rng.uniform(-1, 1, (32, 16)).astype(np.float32)
     np.testing.assert_allclose(k(x, y), x.T @ y, rtol=1e-5, atol=1e-5)
+
+
+@needs_v3
+def test_first_matmul_into_each_psum_region_overwrites():
+    """accumulate=None is decided per PSUM location: matmuls into two row
+    ranges of one PSUM tile each start their own group, so a second run
+    (PSUM still holding the first run's sums) gives the same result."""
+    @nki.jit
+    def k(x, y):
+        xs, ys = nl.load(x), nl.load(y)
+        acc = nl.ndarray((64, 16), dtype=nl.float32, buffer=nl.psum)
+        for half in range(2):
+            for rep in range(2):                  # the second matmul of a region accumulates
+                nisa.nc_matmul(acc[32 * half:32 * half + 32], xs, ys, tile_position=(0, 32 * half),
+                               tile_size=(32, 32))
+        out = nl.ndarray((64, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(acc))
+        return out
+    x = rng.uniform(-1, 1, (32, 32)).astype(np.float32)
+    y = rng.uniform(-1, 1, (32, 16)).astype(np.float32)
+    want = np.concatenate([2 * (x.T @ y)] * 2)
+    first = k(x, y)
+    np.testing.assert_allclose(first, want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_array_equal(k(x, y), first)

@@ -29,10 +29,33 @@ def test_mx_kernels_on_trainium3():
 def test_v4_calls_refused_before_v4():
     @nki.jit
     def k(a):
-        t = nl.ndarray((32, 16), dtype=nl.bfloat16, buffer=nl.sbuf)
-        q = nl.ndarray((32, 4), dtype=nl.float8_e4m3fn_x4, buffer=nl.sbuf)
-        s = nl.ndarray((32, 4), dtype=nl.uint8, buffer=nl.sbuf)
-        nisa.quantize_mx(dst=q, src=t, dst_scale=s)
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activate2(dst=o, op=nl.exp, data=t, imm0=1.0, imm1=0.0, op0=nl.multiply, op1=nl.add)
         return a
-    with pytest.raises(nki.NKIError, match=r"test_nki_v4.py:\d+: nisa.quantize_mx needs NeuronCore-v4"):
-        k(np.zeros((1, 1), np.float32))
+    with pytest.raises(nki.NKIError, match=r"test_nki_v4.py:\d+: nisa.activate2 needs NeuronCore-v4"):
+        k(np.zeros((4, 4), np.float32))
+
+
+@pytest.mark.skipif(_runtime.machine_generation() >= 4, reason="the machine is NeuronCore-v4")
+def test_v4_dtype_and_v4_operator_refused_with_the_line():
+    @nki.jit
+    def dt(a):
+        t = nl.ndarray(a.shape, dtype=nl.float8_e4m3fn, buffer=nl.sbuf)   # V4-DTYPE
+        nisa.dma_copy(dst=t, src=a)
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_v4.py:\d+: float8_e4m3fn is a NeuronCore-v4"):
+        dt(np.zeros((2, 4), np.float32))
+
+    @nki.jit
+    def op(a):
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_tensor(dst=o, data1=t, data2=t, op=nl.abs_max)   # V4-OP
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, o)
+        return out
+    with pytest.raises(nki.NKIError) as e:
+        op(np.zeros((2, 4), np.float32))
+    line = [i for i, ln in enumerate(open(__file__), 1) if "# V4-OP" in ln][0]
+    assert ("test_nki_v4.py:%d: " % line) in str(e.value) and "NeuronCore-v4" in str(e.value)

@@ -222,3 +222,87 @@ def test_vector_select_rows():
     a = np.arange(5 * 8, dtype=np.float32).reshape(5, 4, 2)
     ix = np.array([[4], [0], [3], [3], [1], [2], [0], [4]], np.int32)
     np.testing.assert_array_equal(k(a, ix), a[ix[:, 0]])
+
+
+def test_ap_scalar_offset_from_a_tile():
+    @nki.jit
+    def k(a, r):
+        F = a.shape[1]
+        row = nl.load(r)                                     # [1, 1] int32: a row known at run time
+        t = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[F, 1], [1, F]], offset=0, scalar_offset=row,
+                                      indirect_dim=0))
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros(a.shape, dtype=a.dtype))
+        # write it back one row further down, shifted by the same run-time row along dim 0
+        nisa.dma_copy(dst=out.ap(pattern=[[F, 1], [1, F]], offset=F, scalar_offset=row,
+                                 indirect_dim=0), src=t)
+        return out
+    a = np.arange(6 * 5, dtype=np.float32).reshape(6, 5)
+    want = np.zeros_like(a)
+    want[3] = a[2]
+    np.testing.assert_array_equal(k(a, np.array([[2]], np.int32)), want)
+
+
+def test_select_with_a_run_time_index():
+    @nki.jit
+    def k(a, i):
+        ix = nl.load(i)
+        v = a.select(0, ix)                                   # a[i] with i read on the device
+        assert v.shape == a.shape[1:]
+        t = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=v)
+        out = nl.ndarray(a.shape[1:], dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.arange(5 * 3 * 4, dtype=np.float32).reshape(5, 3, 4)
+    for r in (0, 3):
+        np.testing.assert_array_equal(k(a, np.array([[r]], np.int32)), a[r])
+
+
+def test_dma_transpose_ranks_3_and_4():
+    @nki.jit
+    def k(a, b):
+        t = nl.ndarray((4, 3, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(dst=t, src=a)                       # [2, 3, 4] -> [4, 3, 2]
+        u = nl.ndarray((8, 1, 1, 16), dtype=b.dtype, buffer=nl.sbuf)
+        # the NKI Library's form: 4-D access patterns with two unit dims
+        nisa.dma_transpose(dst=u.ap([[16, 8], [1, 1], [1, 1], [1, 16]]),
+                           src=b.ap([[8, 16], [1, 1], [1, 1], [1, 8]]))
+        o1 = nl.ndarray((4, 3, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t)
+        o2 = nl.ndarray((8, 16), dtype=b.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=u.reshape((8, 16)))
+        return o1, o2
+    a = np.arange(24, dtype=np.float32).reshape(2, 3, 4)
+    b = np.arange(128, dtype=np.float32).reshape(16, 8)
+    o1, o2 = k(a, b)
+    np.testing.assert_array_equal(o1, a.transpose(2, 1, 0))
+    np.testing.assert_array_equal(o2, b.T)
+
+
+def test_indirect_dim_names_a_dimension_of_the_tensor():
+    """ap(indirect_dim=k) scales the run-time offset by the stride of the
+    tensor's dimension k, whatever the pattern walks (the NKI Library's
+    TensorView selects experts this way)."""
+    E, H, I = 3, 4, 8
+    w = np.arange(E * H * I, dtype=np.float32).reshape(E, H, I)
+
+    @nki.jit
+    def k(w, e, rows):
+        ex = nl.load(e)                                         # [1, 1]: the expert
+        t = nl.ndarray((H, I), dtype=w.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=w.ap([[I, H], [1, I]], offset=0, scalar_offset=ex, indirect_dim=0))
+        r = nl.load(rows)                                       # [H, 1]: an expert per row
+        u = nl.ndarray((H, I), dtype=w.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u, src=w.ap([[I, H], [1, I]], offset=0, vector_offset=r, indirect_dim=0))
+        out = nl.ndarray((2, H, I), dtype=w.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out[0], src=t)
+        nisa.dma_copy(dst=out[1], src=u)
+        return out
+    rows = np.array([[2], [0], [1], [2]], np.int32)
+    r = k(w, np.array([[2]], np.int32), rows)
+    np.testing.assert_array_equal(r[0], w[2])
+    # vector_offset: row p of the pattern starts at expert rows[p] (its own offset within is 0)
+    want = np.stack([w[rows[p, 0]].reshape(-1)[0:I] for p in range(H)])
+    np.testing.assert_array_equal(r[1], want)

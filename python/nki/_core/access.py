@@ -40,6 +40,8 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
         if not dims:
             dims = [[1, 1]]
+        if hasattr(t, "_scalar_step"):
+            dims = [[t._scalar_step, 1]] + dims    # the row the index value selects
         pd = dims[0]
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
         if not dims[1:]:
@@ -83,12 +85,20 @@ def rect(t, dtype_override=None):
             hi += max(0, s * (c - 1))
         return (0, 1, lo * di.size, (hi + 1) * di.size)
     st.place()
+    p_lo, p_hi, b_lo, b_hi = local_rect(t, di)
+    return (p_lo, p_hi, st.offset + b_lo, st.offset + b_hi)
+
+
+def local_rect(t, di=None):
+    """The bounding box of an on-chip view within its tile (bytes from the
+    tile's start): what rect() gives, before the tile is placed."""
+    di = di or _dtypes.info(getattr(t, "_as", None) or t.dtype)
     p0, ps, pc = partitions(t)
     lo = hi = t.off
     for s, c in free_dims(t):
         lo += min(0, s * (c - 1))
         hi += max(0, s * (c - 1))
-    return (p0, p0 + (pc - 1) * ps + 1, st.offset + lo * di.size, st.offset + (hi + 1) * di.size)
+    return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
 
 
 def check_bounds(t):
@@ -96,7 +106,7 @@ def check_bounds(t):
     di = _dtypes.info(t.dtype)
     lo = hi = t.off
     for i, (s, c) in enumerate(t.dims):
-        if i == t.pdim or (i == 0 and hasattr(t, "_indirect")):
+        if i == t.pdim or (i == 0 and hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")):
             continue      # partitions; or indexed rows, checked when the DMA runs
         lo += min(0, s * (c - 1))
         hi += max(0, s * (c - 1))

@@ -18,7 +18,8 @@ class Storage:
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
-        self.written = False      # some instruction wrote it (PSUM accumulation rule)
+        self.written = False      # some instruction wrote it
+        self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
         self.line = user_line()   # where it was created, for overflow errors
         self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
         self.alloc = tracer.alloc  # that core's allocator
@@ -46,8 +47,9 @@ class Allocator:
     through free space and lets consecutive tiles of a loop overlap.
     """
 
-    def __init__(self):
-        self.free = {"sbuf": [(0, SBUF_BYTES, {})], "psum": [(0, PSUM_BYTES, {})]}
+    def __init__(self, sbuf=SBUF_BYTES):
+        self.size = {"sbuf": sbuf, "psum": PSUM_BYTES}   # bytes per partition of each memory
+        self.free = {"sbuf": [(0, sbuf, {})], "psum": [(0, PSUM_BYTES, {})]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
@@ -59,7 +61,7 @@ class Allocator:
         wait for each other. Bytes held by a tile the allocator placed are
         refused. Returns the clock of earlier accesses to the bytes."""
         kind, lo, hi = st.kind, st.fixed, st.fixed + st.nbytes
-        total = SBUF_BYTES if kind == "sbuf" else PSUM_BYTES
+        total = self.size[kind]
         if lo < 0 or hi > total:
             raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
                            % (st.line, lo, hi, total, kind.upper()))
@@ -107,15 +109,7 @@ class Allocator:
             size = (size + 31) & ~31
         lst = self.free[st.kind]
         best = None
-        for i in range(len(lst)):
-            start = self._align(st.kind, lst[i][0], size)
-            # extend over adjacent free ranges until [start, start+size) is covered
-            j, end = i, lst[i][0] + lst[i][1]
-            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
-                j += 1
-                end = lst[j][0] + lst[j][1]
-            if start + size > end:
-                continue
+        for i, j, start in self._candidates(st.kind, lst, size):
             clock = {}
             for o, ln, c in lst[i:j + 1]:
                 if o < start + size and o + ln > start:
@@ -127,7 +121,7 @@ class Allocator:
             if age == 0:
                 break
         if best is None:
-            total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
+            total = self.size[st.kind]
             used = total - sum(ln for _, ln, _ in lst)
             raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
                            "(%d of %d bytes per partition in use)"
@@ -144,6 +138,33 @@ class Allocator:
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         return start, clock
+
+    def _candidates(self, kind, lst, size):
+        """Where a tile of size bytes can go: (first, last free range used,
+        start). PSUM fills from its first bank up; SBUF from its top down,
+        so tiles the front end places stay clear of the low addresses that
+        kernels placing their own tiles (address=, an SbufManager) use
+        first."""
+        if kind == "psum":
+            for i in range(len(lst)):
+                start = self._align(kind, lst[i][0], size)
+                # extend over adjacent free ranges until [start, start+size) is covered
+                j, end = i, lst[i][0] + lst[i][1]
+                while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                    j += 1
+                    end = lst[j][0] + lst[j][1]
+                if start + size <= end:
+                    yield i, j, start
+            return
+        for j in reversed(range(len(lst))):
+            end = lst[j][0] + lst[j][1]
+            start = (end - size) & ~31
+            # extend down over adjacent free ranges until [start, end) is covered
+            i = j
+            while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+                i -= 1
+            if start >= lst[i][0]:
+                yield i, j, start
 
     def give(self, kind, off, size, acc):
         clock = {}

@@ -7,7 +7,14 @@ import sys
 import threading
 
 ENGINES = ("pe", "act", "pool", "dve", "sp")
-SBUF_BYTES = 192 * 1024      # per partition, NeuronCore-v2 (the smaller one)
+SBUF_BYTES = 192 * 1024      # per partition, NeuronCore-v2 (the smallest)
+# SBUF bytes per partition by NeuronCore generation (docs/isa.md, "Memories")
+SBUF_BYTES_BY_GEN = {2: 192 * 1024, 3: 224 * 1024, 4: 256 * 1024}
+
+
+def sbuf_bytes(gen):
+    """SBUF bytes per partition of a NeuronCore generation."""
+    return SBUF_BYTES_BY_GEN.get(gen, SBUF_BYTES)
 PSUM_BYTES = 16 * 1024       # per partition
 PSUM_BANK = 2048             # bytes per partition of one PSUM bank
 NUM_PARTITIONS = 128

@@ -4,10 +4,14 @@ operators, and the creation and reshaping of tensors."""
 import numpy as np
 
 from .. import _dtypes
-from . import views
+from . import placement, views
 from .access import free_dims, partitions
 from .alloc import Storage
 from .context import NUM_PARTITIONS, current, fail
+
+
+# trnemu ISA dtypes that only NeuronCore-v4 has (docs/isa.md, "Data types")
+V4_TYPES = ("fp8e4fn", "fp8e8m0", "fp8e5x4", "fp8e4fnx4", "fp4x4")
 
 
 class NkiTensor:
@@ -191,11 +195,19 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
     on-chip tile by hand (ignored under nki.compiler.force_auto_alloc)."""
     tr = current()
     di = _dtypes.info(dtype)
+    if di.isa in V4_TYPES and getattr(tr, "gen", 4) < 4:
+        fail("%s is a NeuronCore-v4 type: the kernel is built for NeuronCore-v%d (use a Trainium3 "
+             "instance type, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" % (di.name, tr.gen))
     pdim = None
     for i, s in enumerate(shape):
         if getattr(s, "_par_dim", False):
             pdim = i
     shape = tuple(int(s) for s in shape)
+    if isinstance(buffer, placement.Placement):
+        if getattr(tr, "force_auto_alloc", False):
+            buffer = buffer.kind
+        else:
+            return _placed_tensor(tr, shape, pdim, di, buffer)
     if buffer in ("sbuf", "psum"):
         if not shape:
             shape = (1,)
@@ -238,6 +250,30 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
         stride //= s
         dims.append([stride, s])
     return NkiTensor(st, di.public, dims, None)
+
+
+def _placed_tensor(tr, shape, pdim, di, pl):
+    """A tile whose blocks sit where an allocation function puts them."""
+    if pdim is None:
+        pdim = 0
+    blocks, parts, free = shape[:pdim], shape[pdim], shape[pdim + 1:]
+    if parts > NUM_PARTITIONS:
+        fail("the partition dimension of a %s tile is %d, more than %d" % (pl.kind, parts,
+                                                                          NUM_PARTITIONS))
+    tile = int(np.prod(free)) if free else 1
+    lat = placement.lattice(pl, blocks, parts, tile * di.size, di.size)
+    if lat is None:
+        return placement.BlockTensor(tr, pl, shape, pdim, di)
+    p0, b0, steps, span = lat
+    st = Storage(tr, pl.kind, span)
+    st.row_bytes = span
+    st.fixed = b0
+    dims = [[s // di.size, n] for s, n in zip(steps, blocks)] + [[1, parts]]
+    stride = tile
+    for n in free:
+        stride //= n
+        dims.append([stride, n])
+    return NkiTensor(st, di.public, dims, pdim, p0)
 
 
 def reshape_tensor(t, shape):

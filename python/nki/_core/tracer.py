@@ -10,13 +10,14 @@ engine, on the last instruction there that touched overlapping bytes in a
 conflicting way; engines run their own streams in order.
 """
 import os
+import re
 import time
 
 import numpy as np
 
-from .access import _overlap, ap_text, check_bounds, rect
+from .access import _overlap, ap_text, check_bounds, local_rect, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, NKIError, user_line
+from .context import ENGINES, NKIError, fail, sbuf_bytes, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -39,8 +40,8 @@ class CoreTrace:
     """What one physical core (one NEFF subgraph) gets: its instructions,
     their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
 
-    def __init__(self):
-        self.alloc = Allocator()                   # SBUF/PSUM allocator of the core
+    def __init__(self, sbuf):
+        self.alloc = Allocator(sbuf)               # SBUF/PSUM allocator of the core
         self.lines = []                            # assembly lines
         self.src = []                              # kernel source line of each
         self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
@@ -67,9 +68,10 @@ def trace_limits():
 class Tracer:
     """State of one trace: instructions, HBM tensors, allocator, tracker."""
 
-    def __init__(self, name, ncores=1):
+    def __init__(self, name, ncores=1, gen=2):
         self.name = name          # kernel (NEFF) name
-        self.cores = [CoreTrace() for _ in range(ncores)]  # per physical core (subgraph)
+        self.gen = gen            # NeuronCore generation the kernel is traced for
+        self.cores = [CoreTrace(sbuf_bytes(gen)) for _ in range(ncores)]  # per physical core
         self.core = 0             # the core programs are being traced for
         self.pending = None       # the last instruction, not yet committed
         self.set_core(0)
@@ -88,6 +90,9 @@ class Tracer:
         self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
         self.t0 = time.perf_counter()  # when the trace began
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
+        self.last = None          # the last instruction emitted (nki.isa calls return its handle)
+        self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
+        self.emitted = 0          # instructions emitted so far
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
@@ -142,8 +147,12 @@ class Tracer:
         insn.rmw = rmw
         for t in outs.values():
             t.storage.written = True    # at emission: the PSUM accumulate rule reads it
+            if t.storage.kind == "psum":
+                t.storage.written_boxes.append(local_rect(t))   # within the tile: no placement
         self.flush()
         self.pending = insn
+        self.last = insn
+        self.emitted += 1
         return insn
 
     def flush(self):
@@ -185,11 +194,15 @@ class Tracer:
                 parts.append("%s=%s" % (name, _fmt_float(v)))
             else:
                 parts.append("%s=%s" % (name, v))
+        if self.loop is not None:
+            self.loop.record(insn, parts, waits, touched)
+            return
         for e, n in sorted(waits.items()):
             if n > 0:
                 parts.append("wait=%s_done>=%d" % (e, n))
         self.count[eng] += 1
         n = self.count[eng]
+        insn.core, insn.number, insn.index = self.core, n, len(self.lines)
         parts.append("signal=%s_done+=1" % eng)
         for t, w in touched:
             st = t.storage
@@ -208,3 +221,44 @@ def _fmt_float(v):
     if v in (float("inf"), float("-inf")):
         return "inf" if v > 0 else "-inf"
     return repr(float(np.float32(v)))
+
+
+def add_dependency(tr, consumer, producer):
+    """Make the committed instruction consumer wait for producer to finish
+    (NkiInstruction.depends_on): a semaphore wait added to its line."""
+    tr.flush()
+    for insn in (consumer, producer):
+        if getattr(insn, "number", None) is None:
+            fail("depends_on: an instruction that emitted nothing (an empty view) has no place "
+                 "in the program")
+    if consumer.core != producer.core:
+        fail("depends_on between instructions of different physical cores: use nisa.core_barrier")
+    if consumer.engine == producer.engine:
+        if producer.number > consumer.number:
+            fail("depends_on: the producer comes after the consumer on the same engine (%s), "
+                 "which would never start" % consumer.engine)
+        return      # one engine runs its instructions in order
+    lines = tr.cores[consumer.core].lines
+    line = lines[consumer.index]
+    sem = "%s_done" % producer.engine
+    m = re.search(r"wait=%s>=(\d+)" % sem, line)
+    if m:
+        if int(m.group(1)) < producer.number:
+            line = line[:m.start(1)] + str(producer.number) + line[m.end(1):]
+    else:
+        if line.count(" wait=") >= 4:
+            fail("depends_on: the instruction already waits on 4 semaphores, the most it can")
+        at = line.index(" signal=")
+        line = line[:at] + " wait=%s>=%d" % (sem, producer.number) + line[at:]
+    lines[consumer.index] = line
+
+
+def region_written(t):
+    """Whether every byte of the PSUM view t was written by an earlier
+    instruction: the accumulate=None rule of nc_matmul ("first write
+    overwrites, later writes accumulate", per PSUM location)."""
+    boxes = getattr(t.storage, "written_boxes", ())
+    if not boxes:
+        return False
+    r = local_rect(t)
+    return any(a[0] <= r[0] and r[1] <= a[1] and a[2] <= r[2] and r[3] <= a[3] for a in boxes)

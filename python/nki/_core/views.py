@@ -48,10 +48,10 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
     """tensor.ap(): the view that walks pattern from the view's start plus
     offset elements, reading the storage as dtype (default the tensor's)."""
     from .tensors import NkiTensor
-    if scalar_offset is not None:
-        fail("ap(scalar_offset=) needs a register-indexed DMA, which trnemu's ISA does not have")
     di = _dtypes.info(dtype if dtype is not None else t.dtype)
     pairs = _pairs(pattern)
+    if scalar_offset is not None:
+        return _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim)
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     if flat < 0:
         fail("ap offset %d starts before the tensor" % flat)
@@ -69,8 +69,24 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
             fail("the access pattern reaches partition %d" % (part + (pn - 1) * step))
         out = NkiTensor(t.storage, di.public, [[step, pn]] + free, 0, part, flat % row)
     if vector_offset is not None:
-        out._indirect = (vector_offset, int(indirect_dim))
+        if t.storage.kind != "hbm":
+            fail("ap(vector_offset=) indexes an HBM tensor (an indirect DMA)")
+        out._indirect = (vector_offset, 0)
+        # the index scales the stride of the tensor's dimension indirect_dim;
+        # the ISA scales the pattern's first stride: the DMA rescales the index
+        out._vector = (vector_offset, _tensor_stride(t, indirect_dim, di))
     return out
+
+
+def _tensor_stride(t, dim, di):
+    """The stride of dimension dim of tensor t, in elements of dtype di
+    (what an ap's indirect_dim names)."""
+    if not 0 <= int(dim) < len(t.dims):
+        fail("indirect_dim=%r is not a dimension of the tensor's shape %s" % (dim, t.shape))
+    nbytes = t.dims[int(dim)][0] * _dtypes.info(t.dtype).size
+    if nbytes % di.size:
+        fail("indirect_dim=%d: its stride is not a whole number of %s elements" % (dim, di.name))
+    return nbytes // di.size
 
 
 def get_pattern(t):
@@ -147,10 +163,21 @@ def slice_dim(t, dim, start, end, step=1):
 
 
 def select(t, dim, index):
+    """Remove dimension dim at index: an integer, or a one-element tile (or
+    register) whose value is read when a DMA of the view runs (HBM)."""
     from .tensors import NkiTensor
-    if isinstance(index, NkiTensor):
-        fail("select() with a tensor index needs a register-indexed access, which trnemu's ISA "
-             "does not have")
+    if not isinstance(index, int):
+        if t.storage.kind != "hbm":
+            fail("select() with a run-time index works on HBM tensors (an indirect DMA)")
+        tile = index if isinstance(index, NkiTensor) else _register_word(index)
+        if tile.size != 1:
+            fail("select() takes a one-element index tile, got shape %s" % (tile.shape,))
+        dim = int(dim) % len(t.dims)
+        stride = t.dims[dim][0]
+        out = NkiTensor(t.storage, t.dtype, t.dims[:dim] + t.dims[dim + 1:], None, 0, t.off)
+        out._indirect = (tile, 0)
+        out._scalar = (tile, stride)
+        return out
     idx = [slice(None)] * len(t.dims)
     idx[int(dim)] = int(index)
     return t[tuple(idx)]
@@ -291,3 +318,43 @@ def rearrange(t, src_pattern, dst_pattern, fixed_sizes=None):
             v = flatten_dims(v, pos, pos + k - 1)
         pos += 1
     return v
+
+
+def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
+    """ap(scalar_offset=tile): the pattern moved by tile's value times the
+    stride of dimension indirect_dim, known only when the DMA runs: an
+    indexed DMA whose one index row selects that shift (docs/isa.md)."""
+    from .tensors import NkiTensor
+    if not isinstance(scalar_offset, NkiTensor):
+        scalar_offset = _register_word(scalar_offset)
+    if scalar_offset.buffer not in ("sbuf", "psum") or scalar_offset.size != 1:
+        fail("ap(scalar_offset=) takes a one-element SBUF tile")
+    if t.storage.kind != "hbm":
+        fail("ap(scalar_offset=) indexes an HBM tensor (an indirect DMA)")
+    stride = _tensor_stride(t, indirect_dim, di)     # of the tensor's dim, not the pattern's
+    flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
+    out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
+    out._indirect = (scalar_offset, 0)
+    out._scalar = (scalar_offset, stride)    # the DMA builds its row indices
+    return out
+
+
+def _register_word(reg):
+    """A register (nisa.register_alloc) or a device loop's index as a
+    [1, 1] int32 SBUF tile written on GpSimd where the access is traced, so
+    that it can index a DMA (trnemu's ISA indexes DMAs by memory, not by
+    registers)."""
+    from .. import language as nl
+    from .context import current
+    from .loops import REG_COUNTER, LoopIndex
+    from ..isa._registers import VirtualRegister
+    if isinstance(reg, VirtualRegister):
+        rs = reg.number
+    elif isinstance(reg, LoopIndex):
+        rs = REG_COUNTER        # every engine in a device loop keeps its counter there
+    else:
+        fail("ap(scalar_offset=%r): give a [1, 1] SBUF tile, a register or a device loop's "
+             "index" % (reg,))
+    word = nl.ndarray((1, 1), nl.int32, nl.sbuf)
+    current().emit("pool", "reg_store", {"dst": word}, {}, [("dst", word), ("rs", rs)])
+    return word

@@ -1,10 +1,18 @@
 """nki.isa: NKI instruction-level calls on trnemu. Each call is one trnemu
 instruction (docs/isa.md) on its engine. Calls accept the current form
-(dst= given, nothing returned) and the legacy form (a new tile returned)."""
+(dst given, by keyword or first; an NkiInstruction handle returned) and the
+legacy form (a new tile returned). This module holds the compute, DMA and
+selection calls; the others live in constants (the enums), _helpers (call
+forms, operator names), _cores (core_barrier, sendrecv), _registers
+(virtual registers), _gpsimd (selection, gather, random numbers), _mx (the
+NeuronCore-v4 calls) and _handles (NkiInstruction)."""
+import copy
+
 import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
 from .._core import NkiTensor, fail, current
+from .._core.tracer import region_written
 from . import constants
 from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401
                        _scalar_arg, _NP_ALU, _NP_ACT)
@@ -46,7 +54,7 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         out, acc = dst_new, False
     else:
         out = None
-        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        acc = None if accumulate is None else bool(accumulate)
     d = dst if dst is not None else dst_new
     rng = nl._mask_ranges(mask)
     if rng is not None:
@@ -55,6 +63,8 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
+    if acc is None:
+        acc = region_written(d)
     nl._matmul(stationary, moving, dst=d)
     insn = tr.pending
     _matmul_placement(insn, tile_position, tile_size, perf_mode)
@@ -280,11 +290,33 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.args.append(("priority", int(priority)))
 
 
-def dma_transpose(src, dst=None, **kw):
-    if len(src.shape) != 2:
-        fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
-    out = _out(dst, src.shape[::-1], src.dtype)
-    nl._transpose2d(out, src)
+def dma_transpose(src, dst=None, axes=None, priority=None, dge_mode=None, oob_mode=None,
+                  name=None, **kw):
+    """Transpose src into dst by DMA: 2-D [1, 0], 3-D [2, 1, 0], 4-D
+    [3, 1, 2, 0] (the permutation follows the rank, partition dim
+    included); axes=, when given, must be that permutation."""
+    r = len(src.shape)
+    perm = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(r)
+    if perm is None:
+        fail("dma_transpose takes a 2-D to 4-D view, got %d-D" % r)
+    if axes is not None and tuple(axes) != perm:
+        fail("dma_transpose of a %d-D view permutes axes %s, not %s" % (r, perm, tuple(axes)))
+    shape = tuple(src.shape[i] for i in perm)
+    out = _out(dst, shape, src.dtype)
+    if r == 2:
+        nl._transpose2d(out, src)
+    elif src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
+        # more rows than a DMA pattern has partitions: a copy that walks
+        # src in the transposed order moves the same elements
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[i] for i in perm], None, 0,
+                               src.off))
+    else:
+        if int(np.prod(out.shape)) != int(np.prod(shape)):
+            fail("dma_transpose: dst %s does not hold the transposed %s" % (out.shape, shape))
+        s, d = copy.copy(src), copy.copy(out)
+        s._nomerge = d._nomerge = True        # the rank decides the permutation: keep every dim
+        args = [("dst", d), ("src", s)] + ([("priority", int(priority))] if priority else [])
+        current().emit("sp", "dma_transpose", {"dst": d}, {"src": s}, args)
     return _ret(dst, out)
 
 
@@ -478,20 +510,38 @@ def nc_match_replace8(data, vals, imm, dst=None, dst_idx=None, dtype=None, mask=
 
 def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob_mode=None,
                 name=None, **kw):
-    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA (1 to 4 sources)."""
-    tr = current()
+    """dst = reduce_op(srcs[i] * scales[i]) element-wise by DMA, 1 to 16
+    sources in order. The ISA's dma_compute takes 4: more sources run as a
+    chain where each link starts from the previous result (scale 1), the
+    same order of operations; a dst narrower than fp32 is rounded at each
+    link."""
     srcs = list(srcs)
-    if not 1 <= len(srcs) <= 4:
-        fail("dma_compute takes 1 to 4 sources on trnemu (NKI allows 16)")
+    if not 1 <= len(srcs) <= 16:
+        fail("dma_compute takes 1 to 16 sources, got %d" % len(srcs))
     scales = list(scales) if scales is not None else [1.0] * len(srcs)
+    if len(scales) != len(srcs):
+        fail("dma_compute has %d sources and %d scales" % (len(srcs), len(scales)))
+    op = _alu(reduce_op or nl.add)
+    first = True
+    while srcs:
+        take = 4 if first else 3
+        chunk, srcs = srcs[:take], srcs[take:]
+        sc, scales = scales[:take], scales[take:]
+        if not first:
+            chunk, sc = [dst] + chunk, [1.0] + sc
+        _dma_compute_one(dst, chunk, sc, op)
+        first = False
+
+
+def _dma_compute_one(dst, srcs, scales, op):
     args, ins = [("dst", dst)], {}
     for i, sv in enumerate(srcs):
         ins["src%d" % i] = sv
         args.append(("src%d" % i, sv))
-    args.append(("reduce_op", _alu(reduce_op or nl.add)))
+    args.append(("reduce_op", op))
     for i, sc in enumerate(scales):
         args.append(("scale%d" % i, nl._fmt_value(sc)))
-    tr.emit("sp", "dma_compute", {"dst": dst}, ins, args)
+    current().emit("sp", "dma_compute", {"dst": dst}, ins, args)
 
 
 @_dst_first(1)
@@ -507,9 +557,13 @@ def dropout(data, prob, dst=None, dtype=None, **kw):
 @_dst_first(2)
 def local_gather(src_buffer, index, num_elem_per_idx=1, num_valid_indices=None, dst=None,
                  dtype=None, **kw):
-    """Gather within each group of 16 partitions by the uint16 offsets in index."""
+    """Gather within each group of 16 partitions by the uint16 offsets in
+    index: each group's indices (its 16 partitions of index, flattened, or
+    the first num_valid_indices) pick num_elem_per_idx elements each, so
+    every partition receives indices x num_elem_per_idx elements."""
     tr = current()
-    n_idx = int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1
+    per_group = 16 * (int(np.prod(index.shape[1:])) if len(index.shape) > 1 else 1)
+    n_idx = int(num_valid_indices) if num_valid_indices else per_group
     out = _out(dst, (src_buffer.shape[0], n_idx * num_elem_per_idx), dtype or src_buffer.dtype)
     args = [("dst", out), ("src", src_buffer), ("index", index), ("num_elem_per_idx", num_elem_per_idx)]
     if num_valid_indices:
@@ -573,3 +627,17 @@ from ._registers import (VirtualRegister, register_alloc, register_move,  # noqa
 from ._gpsimd import (nonzero_with_count, nc_n_gather, topk, range_select, rng,  # noqa: E402,F401
                       rand_set_state, rand_get_state, set_rng_seed)
 from ._mx import quantize_mx, nc_matmul_mx, activate2  # noqa: E402,F401
+from ._handles import NkiInstruction, returning_handle  # noqa: E402
+
+
+def _wrap_calls():
+    """Every instruction call returns an NkiInstruction in the current form."""
+    skip = {"get_nc_version", "get_nc_sub_version", "register_alloc", "returning_handle"}
+    g = globals()
+    for name, fn in list(g.items()):
+        if (callable(fn) and not name.startswith("_") and not isinstance(fn, type)
+                and name not in skip and getattr(fn, "__module__", "").startswith("nki.isa")):
+            g[name] = returning_handle(fn)
+
+
+_wrap_calls()

@@ -1,6 +1,8 @@
 """nki.isa helpers shared by the call modules: the current/legacy call
 forms (dst first, or a new tile returned), operator and activation names,
 engine and accumulator-command names, and scalar-or-tile operands."""
+import inspect
+
 import numpy as np
 
 from .. import language as nl
@@ -16,17 +18,21 @@ _MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy", "nc_m
 def _dst_first(legacy_tensors):
     """Accept the current positional form f(dst, ...) beside the legacy
     f(...) that returns a new tile: when the call starts with more tensors
-    than the legacy form can, the first one is dst."""
+    than the legacy form can, or a tensor comes first while the legacy
+    form's first parameter is given by keyword, the first one is dst."""
     def wrap(fn):
+        first = next(iter(inspect.signature(fn).parameters))
+
         def call(*args, **kw):
             n = 0
             while n < len(args) and isinstance(args[n], NkiTensor):
                 n += 1
-            if n > legacy_tensors and "dst" not in kw:
+            if "dst" not in kw and n and (n > legacy_tensors or first in kw):
                 kw["dst"] = args[0]
                 args = args[1:]
             if kw.get("mask") is not None and fn.__name__ not in _MASKED:
-                fail("mask= is not supported on nki.isa.%s by trnemu's NKI front end yet"
+                fail("nki.isa.%s takes no mask= on trnemu (activation, tensor_reduce, max8, nc_matmul, "
+                     "nc_match_replace8 and dma_copy do): restrict its views instead"
                      % fn.__name__)
             return fn(*args, **kw)
         call.__name__ = fn.__name__

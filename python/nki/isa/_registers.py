@@ -2,12 +2,12 @@
 and register_store. trnemu keeps every virtual register in one register of
 the GpSimd engine's sequencer (64 per engine, docs/isa.md), so the values
 move in program order on that engine. Control flow on a register's value
-(nl.dynamic_range over a register, `while reg:`) needs a dynamic loop,
-which the front end does not build: it is refused with an NKIError."""
+(nl.dynamic_range over a register, `while reg:`) is a device loop
+(_core/loops.py)."""
 from .._core import NkiTensor, current, fail
 
 _ENGINE = "pool"       # the sequencer that holds the registers
-_REGS = 64             # registers per engine sequencer
+_REGS = 61             # registers per engine sequencer (61..63 count device loops)
 
 
 class VirtualRegister:
@@ -17,8 +17,11 @@ class VirtualRegister:
         self.number = number      # physical register on the GpSimd sequencer
 
     def __bool__(self):
-        fail("a register's value is known only on the device: `if`/`while` on it needs a "
-             "dynamic loop, which trnemu's NKI front end does not build")
+        """`while reg:` is a device loop (_core/loops.py): the first test
+        opens it, the test after the body closes it. Any other truth test
+        (`if reg:`) leaves a loop open, which the end of the trace reports."""
+        from .._core.loops import begin_while
+        return begin_while(self)
 
     def __index__(self):
         fail("a register's value is known only on the device; it cannot be a Python integer")

@@ -2,6 +2,7 @@
 DMA engines and modes, accumulator commands, matmul performance modes,
 NeuronCore versions), with the vendor's member names and values, and how
 each maps onto trnemu's assembly (docs/isa.md)."""
+import functools
 from enum import Enum
 
 
@@ -49,12 +50,19 @@ class matmul_perf_mode(Enum):
     double_row = "double_row"
 
 
+@functools.total_ordering
 class nc_version(Enum):
     """NeuronCore generations: gen2 Trainium/Inferentia2, gen3 Trainium2,
-    gen4 Trainium3."""
+    gen4 Trainium3; later generations compare greater
+    (get_nc_version() >= nc_version.gen3)."""
     gen2 = 2
     gen3 = 3
     gen4 = 4
+
+    def __lt__(self, other):
+        if not isinstance(other, nc_version):
+            return NotImplemented
+        return self.value < other.value
 
 
 class dma_engine(Enum):

@@ -21,7 +21,8 @@ from ._types import (  # noqa: F401
     shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
 from .._core import NkiTensor  # noqa: F401,E402
 from ._loops import (  # noqa: F401
-    affine_range, sequential_range, static_range, dynamic_range, fori_loop, no_reorder, nc,
+    affine_range, sequential_range, static_range, dynamic_range, fori_loop, while_loop,
+    no_reorder, nc,
     _SpmdDim, spmd_dim, program_id,
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)
 from ._creation import (  # noqa: F401
@@ -31,7 +32,7 @@ from ._creation import (  # noqa: F401
 from ._memory import (  # noqa: F401
     _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store,
     load_transpose2d, _transpose2d, _as_tile, _TEMP_REFS, _retarget, _assign, _retargetable, copy, static_cast,
-    device_print, gather_flattened)
+    device_print, gather_flattened, atomic_rmw)
 from ._elementwise import (  # noqa: F401
     _ALU, _alu_fn, add, subtract, multiply, divide, maximum, minimum, power, mod, fmod, equal,
     not_equal, greater, greater_equal, less, less_equal, logical_and, logical_or,
@@ -45,6 +46,6 @@ from ._math import (  # noqa: F401
     tan, _matmul, matmul, _to_sbuf, transpose, prelu, trunc, gelu_apprx_sigmoid_dx)
 from ._reductions import (  # noqa: F401
     _reduce, sum, max, min, mean, prod, all, softmax, var, _arg_extreme, argmax, argmin,
-    rms_norm)
+    rms_norm, loop_reduce)
 from ._shapes import (  # noqa: F401
     broadcast_to, expand_dims)

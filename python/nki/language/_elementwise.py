@@ -245,7 +245,13 @@ def _operand_dtype(x, y):
 
 
 def _abs_pick(x, y, cmp, dtype):
-    """x where |x| cmp |y| holds, else y (tiles of one shape, or a scalar y)."""
+    """x where |x| cmp |y| holds, else y (tiles broadcast as NumPy does, or
+    a scalar y)."""
+    if isinstance(x, NkiTensor) and isinstance(y, NkiTensor):
+        x, y = _broadcast_pair(x, y)
+        from ._shapes import broadcast_to
+        shape = tuple(builtins.max(a, b) for a, b in zip(x.shape, y.shape))
+        x, y = broadcast_to(x, shape), broadcast_to(y, shape)
     pred = _binary(cmp, _abs_of(x), _abs_of(y) if isinstance(y, NkiTensor) else builtins.abs(float(y)),
                    float32)
     return where(pred, x, y, dtype=dtype or _operand_dtype(x, y))

@@ -117,23 +117,29 @@ def _static_bound(v, what):
     return v
 
 
+def _is_register(v):
+    return type(v).__name__ == "VirtualRegister"
+
+
 def dynamic_range(start, stop=None, step=1):
-    """A loop the hardware runs with its bounds: with integer bounds the
-    tracer unrolls it like affine_range (same results); register bounds are
-    refused (no dynamic loops yet)."""
+    """A loop the device runs: with a register bound (nisa.register_alloc /
+    register_load) the body is traced once and looped on the device
+    (_core/loops.py); with integer bounds it is unrolled like affine_range,
+    which gives the same results."""
+    if stop is None:
+        start, stop = 0, start
+    if _is_register(start) or _is_register(stop):
+        from .._core.loops import device_range
+        return device_range(start, stop, step)
     for v in (start, stop, step):
         _static_bound(v, "nl.dynamic_range")
-    if stop is None:
-        return builtins.range(start)
     return builtins.range(start, stop, step)
 
 
 def fori_loop(lower, upper, body_fun, step=1):
-    """body_fun(i) for i in range(lower, upper, step), unrolled (integer
-    bounds only, as dynamic_range)."""
-    for v in (lower, upper, step):
-        _static_bound(v, "nl.fori_loop")
-    for i in builtins.range(lower, upper, step):
+    """body_fun(i) for i in range(lower, upper, step): a device loop when a
+    bound is a register, else unrolled (as dynamic_range)."""
+    for i in dynamic_range(lower, upper, step):
         body_fun(i)
 
 
@@ -148,3 +154,18 @@ class no_reorder:
 
     def __exit__(self, *exc):
         return False
+
+
+def while_loop(init, body_fun):
+    """while init != 0: init = body_fun(init), as a device loop on the
+    register init (the body returns the register of the next condition)."""
+    if not _is_register(init):
+        fail("nl.while_loop's init is a register (nisa.register_alloc), got %r" % (init,))
+    from ..isa import _registers
+    reg = init
+    while reg:
+        nxt = body_fun(reg)
+        if nxt is not reg:
+            if not _is_register(nxt):
+                fail("nl.while_loop's body returns the condition register, got %r" % (nxt,))
+            _registers.register_move(reg, nxt)

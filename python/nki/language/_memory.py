@@ -8,13 +8,13 @@ import numpy as np
 from .. import _core, _dtypes
 from .._core import Mask, NkiTensor, current, fail
 from ._creation import _is_scalar, _memset, _onchip, full, ndarray
-from ._types import sbuf
+from ._types import int32, sbuf
 
 
 def _no_mask(mask, what):
     """A mask= this call cannot apply is refused rather than ignored."""
     if mask is not None:
-        fail("mask= is not supported on %s by trnemu's NKI front end yet" % what)
+        fail("%s takes no mask= on trnemu: restrict its views (slices) instead" % what)
 
 
 def _check_same_elems(a, b, what):
@@ -50,6 +50,10 @@ def _indirect_args(dst, src, ins, skip_oob):
     if side is None:
         return []
     view = src if side == "src" else dst
+    if hasattr(view, "_scalar"):
+        _scalar_rows(view)
+    elif hasattr(view, "_vector"):
+        _vector_rows(view)
     index, dim = view._indirect
     if dim != 0:
         fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
@@ -268,3 +272,68 @@ def gather_flattened(data, indices, axis=0, dtype=None, **kw):
     if dtype is not None and _dtypes.info(dtype).name != _dtypes.info(data.dtype).name:
         return copy(out, dtype=dtype)
     return out
+
+
+def atomic_rmw(dst, value, op, mask=None, **kw):
+    """dst = op(dst, value) on an HBM view (a tensor-indexed view included)
+    by one DMA that reads and writes dst (add, maximum or minimum)."""
+    from ..isa._helpers import _alu
+    alu = _alu(op)
+    if alu not in ("add", "max", "min"):
+        fail("atomic_rmw works with add, maximum or minimum, got %r" % (op,))
+    if not isinstance(dst, NkiTensor) or dst.buffer != "hbm":
+        fail("atomic_rmw's dst is an HBM tensor")
+    value = _as_tile(value, dst.shape, dst.dtype)
+    views = _apply_mask(mask, dst, value)
+    if views is None:
+        return
+    insn = _dma(views[0], views[1])
+    insn.args = [a for a in insn.args if a[0] != "op"] + [("op", alu)]
+    insn.rmw = True
+
+
+def _scalar_rows(view):
+    """Row indices for an ap(scalar_offset=s, indirect_dim=k) view: the
+    pattern's rows r = 0..P-1 become rows r + s * (stride_k / stride_0) of
+    the ISA's indexed DMA, built on the device (s spread over P partitions
+    through an HBM word, plus an iota). A one-row pattern instead indexes
+    one extra row of stride_k by s itself."""
+    tile, sk = view._scalar
+    (s0, rows) = view.dims[0]
+    if rows == 1:
+        view._scalar_step = sk
+        view._indirect = (tile, 0)
+        return
+    if s0 == 0 or sk % s0:
+        fail("a run-time offset of stride %d is not a multiple of the first dimension's stride "
+             "%d, so the shift is not a whole number of rows" % (sk, s0))
+    word = _core.new_tensor((1, 1), int32, "hbm")
+    _dma(word, tile)
+    spread = ndarray((rows, 1), int32, sbuf)
+    _dma(spread, NkiTensor(word.storage, int32, [[0, rows], [1, 1]], None, 0, word.off))
+    rowid = ndarray((rows, 1), int32, sbuf)
+    current().emit("pool", "iota", {"dst": rowid}, {},
+                   [("dst", rowid), ("pattern", "[[0,1]]"), ("offset", 0), ("channel_multiplier", 1)])
+    idx = ndarray((rows, 1), int32, sbuf)
+    args = [("dst", idx), ("data", spread), ("op0", "multiply"), ("operand0", float(sk // s0)),
+            ("op1", "add"), ("operand1", rowid)]
+    current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": spread, "operand1": rowid}, args)
+    view._indirect = (idx, 0)
+
+
+def _vector_rows(view):
+    """Row indices for an ap(vector_offset=v, indirect_dim=k) view: row r
+    goes to v[r] x stride_k, and the ISA's indexed DMA multiplies its index
+    by the pattern's first stride, so v is rescaled on the device when the
+    two strides differ."""
+    tile, sk = view._vector
+    s0 = view.dims[0][0]
+    if sk == s0:
+        return
+    if s0 == 0 or sk % s0:
+        fail("ap(vector_offset=): the indexed dimension's stride %d is not a multiple of the "
+             "pattern's first stride %d" % (sk, s0))
+    idx = ndarray((tile.shape[0], 1), int32, sbuf)
+    current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": tile},
+                   [("dst", idx), ("data", tile), ("op0", "multiply"), ("operand0", float(sk // s0))])
+    view._indirect = (idx, 0)

@@ -1,5 +1,8 @@
 """nki.language reductions: sum, max, min, mean, prod, all and var along
-free axes (the partition axis on GpSimd), softmax, argmax and argmin."""
+free axes (the partition axis on GpSimd), softmax, rms_norm, argmax and
+argmin, and loop_reduce across loop iterations."""
+import builtins
+
 import numpy as np
 
 from .. import _core, _dtypes
@@ -152,3 +155,30 @@ def rms_norm(x, w, axis, n, epsilon=1e-06, dtype=None, compute_dtype=None, **kw)
 for _fn, _op in ((sum, "add"), (max, "max"), (min, "min"), (mean, "average"), (prod, "multiply"),
                  (all, "logical_and")):
     _fn._alu = _op
+
+
+def loop_reduce(x, op, loop_indices, dtype=None, mask=None, **kw):
+    """Reduce x with op across the iterations of the loops in loop_indices:
+    the call at one kernel line keeps one result tile; when every listed
+    loop index is 0 it starts as a copy of x, later iterations combine
+    result = op(result, x) (as nisa.tensor_tensor would)."""
+    from .._core import user_line
+    from ..isa._helpers import _alu
+    _no_mask(mask, "loop_reduce")
+    alu = _alu(op)
+    idx = loop_indices if isinstance(loop_indices, (list, tuple)) else [loop_indices]
+    tr = current()
+    accs = getattr(tr, "loop_accs", None)
+    if accs is None:
+        accs = tr.loop_accs = {}
+    key = (user_line(), tr.program, tr.core)
+    acc = accs.get(key)
+    if acc is None or builtins.all(int(i) == 0 for i in idx):
+        acc = ndarray(x.shape, dtype or x.dtype, sbuf)
+        current().emit("dve" if x.buffer == "psum" else "act", "tensor_copy", {"dst": acc},
+                       {"src": x}, [("dst", acc), ("src", x)])
+        accs[key] = acc
+        return acc
+    current().emit("dve", "tensor_tensor", {"dst": acc}, {"data1": acc, "data2": x},
+                   [("dst", acc), ("data1", acc), ("data2", x), ("op", alu)])
+    return acc

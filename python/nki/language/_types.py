@@ -2,6 +2,8 @@
 finfo), the buffers a tensor can live on and the predicates on them, the
 tile-size limits, par_dim and NKIObject, the base of kernel parameter
 structs."""
+import dataclasses
+
 import numpy as np
 
 from .. import _core, _dtypes
@@ -18,13 +20,21 @@ float8_e5m2 = _dtypes.float8_e5m2
 float8_e3m4 = _dtypes.float8_e3m4
 
 
+class _NamedDType(_dtypes.DType):
+    """An NKI dtype whose str() is its bare name ("float8_e4m3fn"), as the
+    vendor's dtypes print and as kernels compare them (str(t.dtype))."""
+
+    def __str__(self):
+        return self.name
+
+
 def _v4_dtype(name, isa, nrt, host, size):
     """A NeuronCore-v4 dtype: the host dtype module's own object when it has
     one, else an NKI DType whose host form is its bit pattern (nrt: the
     nrt_dtype_t its I/O tensors are declared with: the unsigned integer of
     its width, since the runtime has no name for it)."""
     own = getattr(_dtypes, name, None)
-    return own if own is not None else _dtypes.DType(name, isa, nrt, host, size, True)
+    return own if own is not None else _NamedDType(name, isa, nrt, host, size, True)
 
 
 # OCP float8 without infinities, its power-of-two scale type, and the x4
@@ -111,18 +121,41 @@ def is_on_chip(buffer):
 
 class NKIObject:
     """The base of kernel parameter structs: a subclass lists its fields as
-    annotated class attributes (with defaults) and is built with keyword
-    arguments, NKIObject(field=value, ...); a dataclass subclass keeps its
-    own __init__. Two objects with equal fields are equal, and the repr
-    shows the fields (so a kernel called with one is cached by its values)."""
+    class attributes (annotated or not, with defaults) and is built with
+    keyword arguments (or positional ones, in field order),
+    NKIObject(field=value, ...). Every subclass keeps this keyword
+    constructor, @dataclass ones included (the decorator does not replace
+    an __init__ the class already has): it fills dataclass default
+    factories, calls __post_init__ and works on frozen dataclasses. Two
+    objects with equal fields are equal, and the repr shows the fields (so
+    a kernel called with one is cached by its values)."""
 
-    def __init__(self, **kwargs):
+    def __init_subclass__(cls, **kw):
+        super().__init_subclass__(**kw)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = NKIObject.__init__
+
+    def __init__(self, *args, **kwargs):
         fields = self._fields()
+        if len(args) > len(fields):
+            raise TypeError("%s takes at most %d positional arguments (%d given)"
+                            % (type(self).__name__, len(fields), len(args)))
+        for name, v in zip(fields, args):
+            if name in kwargs:
+                raise TypeError("%s got two values for %r" % (type(self).__name__, name))
+            kwargs[name] = v
         for k, v in kwargs.items():
             if fields and k not in fields:
                 raise TypeError("%s has no field %r (fields: %s)"
                                 % (type(self).__name__, k, ", ".join(fields)))
-            setattr(self, k, v)
+            object.__setattr__(self, k, v)
+        for f in getattr(type(self), "__dataclass_fields__", {}).values():
+            if f.name not in kwargs and not hasattr(self, f.name):
+                if f.default_factory is not dataclasses.MISSING:
+                    object.__setattr__(self, f.name, f.default_factory())
+        post = getattr(self, "__post_init__", None)
+        if post is not None:
+            post()
 
     @classmethod
     def _fields(cls):
@@ -148,8 +181,10 @@ class NKIObject:
 
 
 class _TileSize:
-    """Hardware tile limits (NeuronCore-v2/v3, and the SBUF trnemu's front
-    end allocates: 192 KiB per partition)."""
+    """Hardware tile limits. The SBUF sizes are those of the NeuronCore
+    generation the kernel is traced for (outside a kernel: the emulated
+    machine's): 192 KiB per partition on v2, 224 KiB on v3, 256 KiB on v4,
+    all of it available to the kernel on trnemu."""
     pmax = 128                      # partitions of a tile
     psum_fmax = 512                 # fp32 elements per partition of a PSUM bank
     psum_bank_fmax = 512
@@ -160,25 +195,33 @@ class _TileSize:
     psum_min_align = 4
     sbuf_min_align = 1
 
+    @staticmethod
+    def _sbuf():
+        tr = getattr(_core._tls, "tracer", None)
+        if tr is not None:
+            return _core.context.sbuf_bytes(tr.gen)
+        from .. import _runtime
+        return _core.context.sbuf_bytes(_runtime.machine_generation())
+
     @property
     def psum_num_banks(self):
         return _core.PSUM_BYTES // _core.PSUM_BANK
 
     @property
     def sbuf_size_bytes(self):
-        return _core.SBUF_BYTES * _core.NUM_PARTITIONS
+        return self._sbuf() * _core.NUM_PARTITIONS
 
     @property
     def sbuf_fmax(self):
-        return _core.SBUF_BYTES // 4
+        return self._sbuf() // 4
 
     @property
     def sbuf_fmax_bytes(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
     @property
     def total_available_sbuf_size(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
 
 tile_size = _TileSize()
