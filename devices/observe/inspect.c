@@ -10,6 +10,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include "devices/config/env.h"
 #include "devices/observe/devprof.h"
 #include "emu/log.h"
 
@@ -33,8 +34,8 @@ int inspect_activity_of(const char *name)
 
 static bool inspect_env_flag(const char *name, bool dflt)
 {
-    const char *v = getenv(name);
-    return v == NULL || *v == '\0' ? dflt : strcmp(v, "0") != 0;
+    int v = env_bool(getenv(name), dflt);   /* checked by env_load at nrt_init */
+    return v < 0 ? dflt : v == 1;
 }
 
 void inspect_config_defaults(nrt_inspect_config_t *c)

@@ -32,7 +32,7 @@
 #include "nrt/nrt_status.h"
 
 /* Default execution time limit: the emulator runs slower than hardware. */
-#define EXEC_DEFAULT_TIMEOUT_S 600u
+#define EXEC_DEFAULT_TIMEOUT_S ENV_EXEC_TIMEOUT_DEFAULT_S
 
 static const char *exec_status_name(NRT_STATUS st)
 {
@@ -110,8 +110,10 @@ static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t 
 /* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
 static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
 {
-    const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
-    if (mode == NULL || strcmp(mode, "zeros") != 0) {
+    struct env_exec e;
+    if (env_exec(&e) != NRT_SUCCESS)
+        return NRT_INVALID;
+    if (!e.foreign_zeros) {
         LOG_ERROR("NRT", "'%s' was compiled for real hardware: its instruction streams are not "
                   "trnemu's open ISA and cannot be emulated (TRNEMU_FOREIGN_NEFF=zeros gives "
                   "zero-filled outputs instead)", m->neff->info.name);
@@ -129,25 +131,19 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
     return NRT_SUCCESS;
 }
 
-/* Run options from the environment: NEURON_RT_EXEC_TIMEOUT (seconds),
- * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED. */
-static struct core_run_opts exec_opts(void)
+/* Run options from the environment (env_exec: NEURON_RT_EXEC_TIMEOUT,
+ * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED). */
+static NRT_STATUS exec_opts(struct core_run_opts *o)
 {
-    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL, NULL};
-    const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
-    if (t != NULL && *t != '\0') {
-        char *end;
-        double s = strtod(t, &end);
-        if (*end == '\0' && s > 0 && s < 1e7)
-            o.timeout_ms = (uint64_t)(s * 1000.0);
-    }
-    const char *r = getenv("TRNEMU_RACECHECK");
-    o.racecheck = r != NULL && *r != '\0' && strcmp(r, "0") != 0;
-    const char *sr = getenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
-    o.stochastic = sr != NULL && strcmp(sr, "1") == 0;
-    const char *seed = getenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
-    o.seed = seed != NULL ? strtoull(seed, NULL, 0) : 0;
-    return o;
+    struct env_exec e;
+    *o = (struct core_run_opts){EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL, NULL};
+    if (env_exec(&e) != NRT_SUCCESS)
+        return NRT_INVALID;
+    o->timeout_ms = e.timeout_ms;
+    o->racecheck = e.racecheck;
+    o->stochastic = e.stochastic;
+    o->seed = e.seed;
+    return NRT_SUCCESS;
 }
 
 /* A failed execution's report on its LNC's debug stream (ndebug_stream.h),
@@ -484,11 +480,13 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     struct machine *mach = rt_machine();
     struct core *cores[MACHINE_MAX_LNC];
     const struct core_program *progs[MACHINE_MAX_LNC];
+    struct core_run_opts opts;
+    if (exec_opts(&opts) != NRT_SUCCESS)
+        return NRT_INVALID;
     NRT_STATUS bound = exec_bind_cores(m, b, cores, progs);
     if (bound != NRT_SUCCESS)
         return bound;
     static _Thread_local char report[16384];
-    struct core_run_opts opts = exec_opts();
     struct exec_coll ec;
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */

@@ -28,8 +28,9 @@ static pthread_mutex_t rt_life = PTHREAD_MUTEX_INITIALIZER; /* serialises init/c
 static NRT_STATUS rt_life_build(struct machine_config *cfg, struct machine **m)
 {
     log_env_load();
-    async_configure();
     NRT_STATUS st = env_load();
+    if (st == NRT_SUCCESS)
+        async_configure();
     if (st == NRT_SUCCESS)
         st = config_from_env(cfg);
     if (st == NRT_SUCCESS)
