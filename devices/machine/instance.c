@@ -541,7 +541,10 @@ static NRT_STATUS instance_claim(struct instance *inst)
         char req[256];
         instance_ranges(&inst->cfg, req, sizeof req);
         LOG_ERROR("TDRV", "NeuronCore(s) not available - requested VNCs %s of instance %s; "
-                  "VNC %u is owned by pid %d", req, inst->dir, v, (int)c->owner[v].pid);
+                  "VNC %u is owned by pid %d (every process claims every VNC unless told: "
+                  "give each its own with NEURON_RT_VISIBLE_CORES=<list> or "
+                  "NEURON_RT_NUM_CORES=<n>, or use another instance with "
+                  "TRNEMU_INSTANCE_NAME=<name>)", req, inst->dir, v, (int)c->owner[v].pid);
         return NRT_RESOURCE;
     }
     for (uint32_t i = 0; i < inst->cfg.visible_count; i++) {
