@@ -3,6 +3,7 @@
  * the environment, builds the machine, starts the environment-driven
  * observers, and on close tears every module down in order.
  */
+#include "devices/machine/hbm_export.h"
 #include "devices/runtime/rt_life.h"
 
 #include <pthread.h>
@@ -88,7 +89,10 @@ void rt_close(void)
     async_shutdown();          /* cancels queued requests, waits for running ones */
     rt_gate_closed();
     rt_life_teardown();
-    machine_destroy(rt_gate_release_machine());
+    struct machine *m = rt_gate_release_machine();
+    if (m != NULL)
+        hbm_export_drop_all(m);   /* dma-bufs left: their bytes back in the chips' files */
+    machine_destroy(m);
     par_shutdown();            /* no execution left to split: helper threads end */
     rt_gate_unlock();
     pthread_mutex_unlock(&rt_life);
