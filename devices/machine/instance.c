@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -928,4 +929,15 @@ NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live)
     if (st == NRT_INVALID)
         instance_corrupt(dir, why);
     return st;
+}
+
+void instance_ec2_id(char *buf, size_t cap)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        dir[0] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance directory */
+    for (const char *c = dir; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    snprintf(buf, cap, "i-%017" PRIx64, h);
 }

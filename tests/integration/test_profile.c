@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glob.h>
+
 #include "it_common.h"
 #include "nrt/nrt_profile.h"
 #include "nrt/nrt_sys_trace.h"
@@ -410,10 +412,16 @@ static void test_trace_and_inspect(void **state)
     assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
     assert_int_equal(nrt_inspect_stop(), NRT_SUCCESS);
     assert_int_equal(nrt_inspect_stop(), NRT_INVALID);
-    snprintf(path, sizeof path, "%s/system-trace-0.json", dir);
-    assert_int_equal(stat(path, &st), 0);
-    snprintf(path, sizeof path, "%s/device-profile.json", dir);
-    assert_int_equal(stat(path, &st), 0);
+    /* the vendor's layout: <dir>/<instance id>_pid_<pid>/<timestamp>/ */
+    glob_t g;
+    snprintf(path, sizeof path, "%s/i-*_pid_%d/*/system-trace-0.json", dir, (int)getpid());
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    globfree(&g);
+    snprintf(path, sizeof path, "%s/i-*_pid_%d/*/device-profile.json", dir, (int)getpid());
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    globfree(&g);
 
     nrt_profile_continuous_options_t *o = NULL;
     assert_int_equal(nrt_profile_continuous_options_allocate(&o), NRT_SUCCESS);
