@@ -27,7 +27,7 @@ extern char **environ;
 
 /* The components a NEURON_RT_LOG_*_<component> variable may name. */
 static const char *const env_components[] = {"NRT", "TDRV", "NMGR", "KMGR", "NCCL",
-                                             "NEFF", "EMU", "STORE"};
+                                             "NEFF", "EMU", "STORE", "TOOL"};
 
 /* Every variable the vendor's runtime documentation lists, then the
  * NEURON_* and TRNEMU_* ones the runtime also reads. */
@@ -45,7 +45,8 @@ static const struct env_var env_vars[] = {
     K("NEURON_RT_LOG_LEVEL", true, true, ENV_LEVEL,
       "ERROR (default), WARN/WARNING, INFO, DEBUG, TRACE, QUIET"),
     K("NEURON_RT_LOG_LEVEL_<component>", true, true, ENV_LEVEL,
-      "level for one component: NRT, TDRV, NMGR, KMGR, NCCL and trnemu's NEFF, EMU, STORE"),
+      "level for one component: NRT, TDRV, NMGR, KMGR, NCCL and trnemu's NEFF, EMU, STORE, "
+      "TOOL"),
     T("NEURON_RT_LOG_LOCATION_<component>", false, false,
       "ignored: trnemu writes one stream for every component, to NEURON_RT_LOG_LOCATION"),
     {"NEURON_RT_EXEC_TIMEOUT", true, true, ENV_DURATION, 0, 10000000, NULL,
@@ -427,7 +428,7 @@ static NRT_STATUS env_check_family(const char *entry)
         int f = env_family(v, name);
         if (f == 0) {
             LOG_ERROR("NRT", "%s: expected a component from NRT, TDRV, NMGR, KMGR, NCCL, NEFF, "
-                      "EMU, STORE after the prefix", name);
+                      "EMU, STORE, TOOL after the prefix", name);
             return NRT_INVALID;
         }
         if (f == 1)
