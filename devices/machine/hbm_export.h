@@ -12,9 +12,10 @@
  * range is replaced by a mapping of the memfd. There is still one copy of
  * the bytes: the runtime (executions, tensor reads and writes) and the
  * caller's mapping of the fd share the memfd's pages. When the tensor
- * under an export is freed (devices/runtime/tensor.c) or the runtime
- * closes (rt_life.c), the bytes go back into the chip's file and the file
- * is mapped there again;
+ * under an export is freed (devices/runtime/tensor.c), a snapshot is
+ * restored through the chip's file (state_hbm_fd) or the runtime closes
+ * (rt_life.c), the bytes go back into the chip's file and the file is
+ * mapped there again;
  * a caller that still maps the fd keeps pages no tensor uses any more.
  *
  * Limits (docs/abi.md): the range must start on a page boundary (device

@@ -3,7 +3,6 @@
  * the environment, builds the machine, starts the environment-driven
  * observers, and on close tears every module down in order.
  */
-#include "devices/machine/hbm_export.h"
 #include "devices/runtime/rt_life.h"
 
 #include <pthread.h>
@@ -11,6 +10,7 @@
 #include "devices/config/env.h"
 #include "devices/config/log_env.h"
 #include "devices/coll/coll.h"
+#include "devices/machine/hbm_export.h"
 #include "devices/observe/debugstream.h"
 #include "devices/observe/devprof.h"
 #include "devices/observe/inspect.h"

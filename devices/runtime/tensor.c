@@ -7,7 +7,6 @@
  * bytes are moved outside the lock while the storage cannot disappear.
  * Writes of bytes hold machine_mem_enter (a snapshot waits for them).
  */
-#include "devices/machine/hbm_export.h"
 #include "devices/runtime/tensor.h"
 #include "devices/observe/systrace.h"
 
@@ -19,6 +18,7 @@
 #include <time.h>
 
 #include "devices/runtime/handle.h"
+#include "devices/machine/hbm_export.h"
 #include "devices/machine/instance.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
