@@ -185,7 +185,8 @@ static bool env_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *
         return false;
     char *end;
     errno = 0;
-    unsigned long long v = strtoull(s, &end, 0);
+    bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    unsigned long long v = strtoull(s, &end, hex ? 16 : 10);   /* "010" is ten */
     if (errno != 0 || *end != '\0' || v < min || v > max)
         return false;
     *out = v;
