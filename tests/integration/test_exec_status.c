@@ -278,6 +278,7 @@ static void test_stochastic_rounding(void **state)
         assert_int_equal(rne[i], 0x3f80); /* 1 + 2^-10 rounds to nearest: 1.0 */
     setenv("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1", 1);
     sr_run(m, "1", a);
+    setenv("NEURON_RT_STOCHASTIC_ROUNDING_EN", "true", 1);  /* the same boolean */
     sr_run(m, "1", b);
     sr_run(m, "2", c);
     unsetenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
