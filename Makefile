@@ -5,7 +5,11 @@ BUILD      ?= build
 BUILD_SAN  ?= build-asan
 BUILD_TSAN ?= build-tsan
 BUILD_FUZZ ?= build-fuzz
+# The project's own builds treat warnings as errors; a user's plain
+# `meson setup` does not (a newer compiler's new warning must not break an
+# install).
 MESON_OPTS ?=
+MESON_DEV  := -Dwerror=true $(MESON_OPTS)
 
 .PHONY: all setup build run test test-fast test-asan test-tsan test-fuzz bench clean
 
@@ -15,7 +19,7 @@ setup:
 	@sh scripts/setup.sh
 
 $(BUILD)/build.ninja:
-	meson setup $(BUILD) $(MESON_OPTS)
+	meson setup $(BUILD) $(MESON_DEV)
 
 build: setup $(BUILD)/build.ninja
 	ninja -C $(BUILD)
@@ -34,7 +38,7 @@ test-fast: build
 	meson test -C $(BUILD) --print-errorlogs --no-suite bench
 
 $(BUILD_SAN)/build.ninja:
-	meson setup $(BUILD_SAN) -Dsanitize=address,undefined $(MESON_OPTS)
+	meson setup $(BUILD_SAN) -Dsanitize=address,undefined $(MESON_DEV)
 
 test-asan: setup $(BUILD_SAN)/build.ninja
 	ninja -C $(BUILD_SAN)
@@ -42,14 +46,14 @@ test-asan: setup $(BUILD_SAN)/build.ninja
 	  meson test -C $(BUILD_SAN) --print-errorlogs --no-suite bench
 
 $(BUILD_TSAN)/build.ninja:
-	meson setup $(BUILD_TSAN) -Dsanitize=thread $(MESON_OPTS)
+	meson setup $(BUILD_TSAN) -Dsanitize=thread $(MESON_DEV)
 
 test-tsan: setup $(BUILD_TSAN)/build.ninja
 	ninja -C $(BUILD_TSAN)
 	TSAN_OPTIONS=halt_on_error=1 meson test -C $(BUILD_TSAN) --print-errorlogs --suite threads
 
 $(BUILD_FUZZ)/build.ninja:
-	CC=clang meson setup $(BUILD_FUZZ) -Dfuzz=true $(MESON_OPTS)
+	CC=clang meson setup $(BUILD_FUZZ) -Dfuzz=true $(MESON_DEV)
 
 test-fuzz: setup $(BUILD_FUZZ)/build.ninja
 	ninja -C $(BUILD_FUZZ)

@@ -77,17 +77,13 @@ static size_t log_prefix(char *buf, size_t cap, enum log_level level,
     return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
-void log_write(enum log_level level, const char *subsys, const char *func,
-               const char *fmt, ...)
+/* Format one line and hand it to the sink (or stderr). */
+static void log_emit(enum log_level level, const char *subsys, const char *func,
+                     const char *fmt, va_list ap)
 {
-    if (!log_enabled(level, subsys))
-        return;
     char line[LOG_LINE_MAX];
     size_t len = log_prefix(line, sizeof line, level, subsys, func);
-    va_list ap;
-    va_start(ap, fmt);
     int n = vsnprintf(line + len, sizeof line - len - 1, fmt, ap);
-    va_end(ap);
     if (n > 0)
         len += (size_t)n < sizeof line - len - 1 ? (size_t)n : sizeof line - len - 2;
     line[len++] = '\n';
@@ -98,4 +94,26 @@ void log_write(enum log_level level, const char *subsys, const char *func,
     }
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
+}
+
+void log_write(enum log_level level, const char *subsys, const char *func,
+               const char *fmt, ...)
+{
+    if (!log_enabled(level, subsys))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(level, subsys, func, fmt, ap);
+    va_end(ap);
+}
+
+void log_write_shown(enum log_level level, const char *subsys, const char *func,
+                     const char *fmt, ...)
+{
+    if (!log_enabled(level, subsys) && !log_enabled(LOG_LVL_ERROR, subsys))
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    log_emit(level, subsys, func, fmt, ap);
+    va_end(ap);
 }

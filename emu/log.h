@@ -31,6 +31,13 @@ bool log_enabled(enum log_level level, const char *subsys);
 void log_write(enum log_level level, const char *subsys, const char *func,
                const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* Print one line at level wherever errors are printed (the default
+ * level included): for the few lines a user must see, once each (a
+ * stand-in execution, where a snapshot they asked for went); QUIET still
+ * silences it. */
+void log_write_shown(enum log_level level, const char *subsys, const char *func,
+                     const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
 /* Parse a level name (ERROR, WARN, WARNING, INFO, DEBUG, TRACE, QUIET,
  * any case); -1 when it is none of them. */
 int log_level_parse(const char *name);
@@ -49,6 +56,8 @@ void log_configure(const struct log_config *cfg);
 
 #define LOG_ERROR(sub, ...) log_write(LOG_LVL_ERROR, sub, __func__, __VA_ARGS__)
 #define LOG_WARN(sub, ...)  log_write(LOG_LVL_WARN, sub, __func__, __VA_ARGS__)
+#define LOG_WARN_SHOWN(sub, ...) log_write_shown(LOG_LVL_WARN, sub, __func__, __VA_ARGS__)
+#define LOG_INFO_SHOWN(sub, ...) log_write_shown(LOG_LVL_INFO, sub, __func__, __VA_ARGS__)
 #define LOG_INFO(sub, ...)  log_write(LOG_LVL_INFO, sub, __func__, __VA_ARGS__)
 #define LOG_DEBUG(sub, ...) log_write(LOG_LVL_DEBUG, sub, __func__, __VA_ARGS__)
 

@@ -1,7 +1,7 @@
 /*
  * abi_layout.c: compile-time proof that trnemu's public headers keep the
  * vendor Neuron Runtime ABI. Every enumerator value, every public struct's
- * size, alignment and field offsets (as listed in ../shared/abi/
+ * size, alignment and field offsets (as listed in tests/abi/
  * abi-facts.json, x86-64 / LP64), the enum sizes and the macros users rely
  * on are asserted here, so a layout drift fails the build of libnrt.so.1.
  *
@@ -231,7 +231,7 @@ ABI_OFFSET(nrt_ucode_img, bin, 0);
 ABI_OFFSET(nrt_ucode_img, size, 8);
 ABI_OFFSET(nrt_ucode_info, iram, 0);
 ABI_OFFSET(nrt_ucode_info, dram, 16);
-/* ndebug_stream.h (../shared/abi/abi-facts-debug-stream.json). */
+/* ndebug_stream.h (tests/abi/abi-facts-debug-stream.json). */
 ABI_VALUE(NDEBUG_STREAM_EVENT_TYPE_INVALID, 0);
 ABI_VALUE(NDEBUG_STREAM_EVENT_TYPE_DEBUG_TENSOR_READ, 1);
 ABI_SIZE(ndebug_stream_event_header_t, 64);

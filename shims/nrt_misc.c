@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "devices/machine/hbm_export.h"
 #include "devices/runtime/async.h"
 #include "devices/runtime/exec.h"
 #include "devices/runtime/state.h"
@@ -47,21 +48,11 @@ NRT_STATUS nrt_get_dmabuf_fd_impl(uint64_t va, uint64_t size, int* fd)
 {
     SHIM_REQUIRE(fd != NULL && va != 0 && size > 0, "fd is NULL, or va or size is 0");
     SHIM_ENTER();
-    uint32_t chip = 0;
-    uint64_t off = 0;
-    bool inside = machine_hbm_locate(rt_machine(), (const void *)(uintptr_t)va, size, &chip,
-                                     &off);
-    int f = inside ? state_hbm_fd(rt_machine(), chip) : -1;
+    NRT_STATUS st = hbm_export(rt_machine(), va, size, fd);  /* logs its failures */
     rt_leave();
-    SHIM_REQUIRE(inside, "%" PRIu64 " bytes at 0x%" PRIx64 " are not inside mapped device memory",
-                 size, va);
-    if (f < 0) {
-        LOG_ERROR("NRT", "the device memory of chip %u has no shared file to export", chip);
-        return NRT_FAILURE;
-    }
-    *fd = f;  /* the chip's HBM file: the range starts at file offset `off` */
-    LOG_DEBUG("NRT", "dma-buf of 0x%" PRIx64 ": fd %d, chip %u, offset %" PRIu64, va, f, chip, off);
-    return NRT_SUCCESS;
+    if (st == NRT_SUCCESS)
+        LOG_DEBUG("NRT", "dma-buf of 0x%" PRIx64 " (%" PRIu64 " bytes): fd %d", va, size, *fd);
+    return st;
 }
 
 void *nrt_get_libnccl_net_impl(int *err, char *err_msg, size_t err_msg_size)

@@ -163,7 +163,14 @@ static int64_t ck_save(struct snap_db *db, const char *path, const char *reason,
                   reason, seq);
         return -1;
     }
-    LOG_INFO("STORE", "%s: snapshot %" PRId64 " (%s) before call %" PRId64, path, id, reason, seq);
+    if (strcmp(reason, "error") == 0)   /* said by ck_after when the call fails */
+        LOG_INFO("STORE", "%s: snapshot %" PRId64 " (%s) before call %" PRId64, path, id,
+                 reason, seq);
+    else   /* asked for (TRNEMU_SNAPSHOT_AT, SIGUSR1): always say where it went */
+        LOG_INFO_SHOWN("STORE", "snapshot %" PRId64 " (%s) before call %" PRId64 " written to %s "
+                       "(trnemu snapshot list %s)", id,
+                       strcmp(reason, "at") == 0 ? "TRNEMU_SNAPSHOT_AT" : "SIGUSR1", seq, path,
+                       path);
     return id;
 }
 

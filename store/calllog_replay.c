@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include "emu/log.h"
+#include "emu/progress.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 #include "store/calllog.h"
@@ -75,6 +76,7 @@ struct rp {
     int64_t failures;                 /* recorded failing statuses reproduced */
     bool cur_failed;                  /* the call being built failed when recorded */
     bool open;                        /* the runtime is initialised */
+    struct progress prog;             /* the terminal's progress line of the loop */
 };
 
 /* rp_build: the call is skipped, not an error. */
@@ -853,7 +855,9 @@ static int rp_loop(struct rp *r, int64_t start)
     int rc = 0, more;
     if (cl_reader_rewind(r->log, start) != NRT_SUCCESS)
         return CL_REPLAY_BAD_INPUT;
+    progress_begin(&r->prog, "replaying", "calls", 0);
     while (rc == 0 && (more = cl_reader_next(r->log, &row)) != 0) {
+        progress_add(&r->prog, 1);
         if (more < 0)
             return CL_REPLAY_BAD_INPUT;
         if (row.seq != prev + 1) {
@@ -1036,6 +1040,7 @@ int cl_replay(const struct cl_replay_opts *o)
         rc = rp_restore(r, snap);
     if (rc == 0)
         rc = rp_loop(r, start);
+    progress_end(&r->prog);
     if (rc == 0) {
         fprintf(r->out, "replay: %" PRId64 " call%s of %s replayed ", r->calls,
                 r->calls == 1 ? "" : "s", o->path);

@@ -452,6 +452,8 @@ NRT_STATUS cstore_save_range(struct cstore *cs, int64_t snap, int64_t region, co
         }
         for (; st == NRT_SUCCESS && c < wend; c += cs->chunk_size) {
             size_t n = (size_t)(size - c < cs->chunk_size ? size - c : cs->chunk_size);
+            if (cs->prog != NULL)
+                progress_add(cs->prog, n);
             if (touched && !cstore_resident(vec, vbase, base + c, n, pg))
                 continue;
             struct cstore_batch *b = cs->b[sv.cur];
@@ -776,6 +778,8 @@ NRT_STATUS cstore_restore_region(struct cstore *cs, int64_t snap, int64_t region
         st = cstore_row(cs, region, size, &r);
         if (st == NRT_SUCCESS)
             st = cstore_restore_row(cs, &rr, &r);
+        if (st == NRT_SUCCESS && cs->prog != NULL)
+            progress_add(cs->prog, r.raw_len);
     }
     if (st == NRT_SUCCESS && rc != SQLITE_DONE)
         st = sdb_fail(cs->db, rc, "reading chunks");

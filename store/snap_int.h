@@ -11,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emu/progress.h"
 #include "store/chunk.h"
 #include "store/snapshot.h"
 
@@ -83,6 +84,7 @@ struct cstore {
     uint64_t stored;          /* encoded bytes of the chunks this pass added */
     uint64_t chunks;          /* non-zero chunks saved */
     uint64_t new_chunks;      /* of which new to the file */
+    struct progress *prog;    /* the terminal's progress line of this pass, or NULL */
 };
 
 NRT_STATUS cstore_open(struct cstore *cs, struct snap_db *db, uint32_t chunk_size);

@@ -32,6 +32,7 @@ struct snap_restorer {
     struct snap_db *db;                  /* the file */
     int64_t snap;                        /* snapshot id */
     struct machine *mach;                /* the open machine */
+    struct progress *prog;               /* the terminal's progress line */
     struct cstore cs;                    /* chunk reads */
     struct snap_handle_map map;          /* restored objects */
     size_t cap;                          /* capacity of map.v */
@@ -153,6 +154,8 @@ static NRT_STATUS snap_header(struct snap_restorer *rs)
     if (st == NRT_SUCCESS)
         st = cstore_open(&rs->cs, rs->db, (uint32_t)cs);
     rs->cs.budget = logical; /* no restore writes more than the save recorded */
+    rs->cs.prog = rs->prog;
+    rs->prog->total = logical;
     sqlite3_finalize(s);
     return st;
 }
@@ -599,9 +602,12 @@ static void snap_map_file(struct snap_db *db, bool on)
 NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *map)
 {
     struct snap_restorer rs = {.db = db, .snap = id, .mach = state_machine()};
+    struct progress pg;
     map->v = NULL;
     map->n = 0;
     snap_db_lock(db);
+    progress_begin(&pg, "restoring snapshot", "MiB", 0);
+    rs.prog = &pg;
     NRT_STATUS st = id >= 0 ? NRT_SUCCESS : snap_latest(db, &rs.snap);
     if (st == NRT_SUCCESS && rs.snap < 0) {
         LOG_ERROR("STORE", "%s holds no snapshot", db->path);
@@ -621,6 +627,7 @@ NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *
     else
         LOG_INFO("STORE", "%s: restored snapshot %" PRId64 ": %zu objects", db->path, rs.snap,
                  rs.map.n);
+    progress_end(&pg);
     *map = rs.map;
     cstore_close(&rs.cs);
     snap_db_unlock(db);

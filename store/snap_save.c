@@ -142,11 +142,25 @@ static NRT_STATUS snap_region(struct snap_saver *sv, const char *kind, int64_t c
     return st;
 }
 
+/* The bytes of HBM a save goes through (the progress line's total). */
+static uint64_t snap_hbm_bytes(struct machine *m)
+{
+    struct state_range r[64];
+    uint64_t total = 0;
+    for (uint32_t c = 0; c < m->cfg.profile->chips; c++) {
+        size_t n = state_hbm_ranges(m, c, r, sizeof r / sizeof *r);
+        for (size_t i = 0; i < n && i < sizeof r / sizeof *r; i++)
+            total += r[i].len;
+    }
+    return total;
+}
+
 /* Each chip's HBM: the ranges its allocators ever handed out. */
 static NRT_STATUS snap_hbm(struct snap_saver *sv)
 {
     struct machine *m = sv->v.mach;
     struct state_range r[64]; /* one per VNC of the chip this process owns */
+    sv->cs.prog->total = snap_hbm_bytes(m);
     for (uint32_t c = 0; c < m->cfg.profile->chips; c++) {
         size_t n = state_hbm_ranges(m, c, r, sizeof r / sizeof *r);
         if (n == 0)
@@ -501,8 +515,11 @@ NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, i
         return NRT_FAILURE;
     }
     struct snap_saver sv = {.db = db};
+    struct progress pg;
     snap_db_lock(db);
+    progress_begin(&pg, "saving snapshot", "MiB", 0);
     NRT_STATUS st = cstore_open(&sv.cs, db, db->chunk_size);
+    sv.cs.prog = &pg;
     bool began = false;
     if (st == NRT_SUCCESS)
         st = state_capture(&sv.v);
@@ -522,6 +539,7 @@ NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, i
         if (id_out != NULL)
             *id_out = sv.snap;
     }
+    progress_end(&pg);
     free(sv.storages);
     if (sv.v.mach != NULL)
         state_release(&sv.v);

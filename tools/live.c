@@ -100,13 +100,7 @@ void live_numa_node(char *buf, size_t cap)
 
 void live_instance_id(char *buf, size_t cap)
 {
-    char dir[INSTANCE_PATH_MAX];
-    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
-        dir[0] = '\0';
-    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance directory */
-    for (const char *c = dir; *c; c++)
-        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
-    snprintf(buf, cap, "i-%017" PRIx64, h);
+    instance_ec2_id(buf, cap);
 }
 
 void live_machine(const struct instance_ctl *c, struct machine_config *mc)

@@ -13,6 +13,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stddef.h>
@@ -541,7 +542,10 @@ static NRT_STATUS instance_claim(struct instance *inst)
         char req[256];
         instance_ranges(&inst->cfg, req, sizeof req);
         LOG_ERROR("TDRV", "NeuronCore(s) not available - requested VNCs %s of instance %s; "
-                  "VNC %u is owned by pid %d", req, inst->dir, v, (int)c->owner[v].pid);
+                  "VNC %u is owned by pid %d (every process claims every VNC unless told: "
+                  "give each its own with NEURON_RT_VISIBLE_CORES=<list> or "
+                  "NEURON_RT_NUM_CORES=<n>, or use another instance with "
+                  "TRNEMU_INSTANCE_NAME=<name>)", req, inst->dir, v, (int)c->owner[v].pid);
         return NRT_RESOURCE;
     }
     for (uint32_t i = 0; i < inst->cfg.visible_count; i++) {
@@ -925,4 +929,15 @@ NRT_STATUS instance_read(const char *dir, struct instance_ctl *out, bool *live)
     if (st == NRT_INVALID)
         instance_corrupt(dir, why);
     return st;
+}
+
+void instance_ec2_id(char *buf, size_t cap)
+{
+    char dir[INSTANCE_PATH_MAX];
+    if (instance_dir_from_env(dir, sizeof dir) != NRT_SUCCESS)
+        dir[0] = '\0';
+    uint64_t h = 0xcbf29ce484222325ull; /* FNV-1a of the instance directory */
+    for (const char *c = dir; *c; c++)
+        h = (h ^ (uint8_t)*c) * 0x100000001b3ull;
+    snprintf(buf, cap, "i-%017" PRIx64, h);
 }

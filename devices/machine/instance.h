@@ -178,6 +178,11 @@ void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint6
  * NRT_INVALID with a log line for a bad name or a path too long. */
 NRT_STATUS instance_dir_from_env(char *buf, size_t cap);
 
+/* The made-up EC2 instance id of the instance the environment names
+ * ("i-" and 17 hex digits of a hash of its directory): what neuron-ls,
+ * the monitor and inspect's per-process directories show. */
+void instance_ec2_id(char *buf, size_t cap);
+
 /* Read a copy of the control block of the instance in dir, without
  * attaching. NRT_UNINITIALIZED when there is none, NRT_INVALID (one log
  * line) when it is corrupt. *live: some attached process is alive. */

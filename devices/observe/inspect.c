@@ -9,7 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
+#include "devices/config/env.h"
+#include "devices/machine/instance.h"
 #include "devices/observe/devprof.h"
 #include "emu/log.h"
 
@@ -17,6 +21,7 @@ static const char *const inspect_names[INSPECT_ACTIVITY_COUNT] = {"system_profil
                                                                   "device_profile"};
 static atomic_bool inspect_on;           /* a session runs */
 static nrt_inspect_config_t inspect_cfg; /* its options (written under the runtime gate) */
+static char inspect_dir[4400];           /* its capture directory (inspect_session_dir) */
 
 const char *inspect_activity_name(enum inspect_activity a)
 {
@@ -33,8 +38,8 @@ int inspect_activity_of(const char *name)
 
 static bool inspect_env_flag(const char *name, bool dflt)
 {
-    const char *v = getenv(name);
-    return v == NULL || *v == '\0' ? dflt : strcmp(v, "0") != 0;
+    int v = env_bool(getenv(name), dflt);   /* checked by env_load at nrt_init */
+    return v < 0 ? dflt : v == 1;
 }
 
 void inspect_config_defaults(nrt_inspect_config_t *c)
@@ -68,20 +73,48 @@ bool inspect_running(void)
     return atomic_load(&inspect_on);
 }
 
+/* mkdir that accepts an existing directory; false (logged) otherwise. */
+static bool inspect_mkdir(const char *dir)
+{
+    if (mkdir(dir, 0777) == 0 || errno == EEXIST)
+        return true;
+    LOG_ERROR("NRT", "cannot create the inspect output directory '%s': %s", dir,
+              strerror(errno));
+    return false;
+}
+
+/* The vendor's layout, so that processes sharing an output directory
+ * never overwrite each other: <out>/<instance id>_pid_<pid>/<timestamp>/,
+ * one directory per process and under it one per capture. */
+static bool inspect_session_dir(const char *out, char *buf, size_t cap)
+{
+    char id[32], stamp[64];
+    struct timespec ts;
+    struct tm tm;
+    instance_ec2_id(id, sizeof id);
+    clock_gettime(CLOCK_REALTIME, &ts);
+    gmtime_r(&ts.tv_sec, &tm);
+    size_t n = strftime(stamp, sizeof stamp, "%Y%m%d_%H%M%S", &tm);
+    snprintf(stamp + n, sizeof stamp - n, "_%06ld", ts.tv_nsec / 1000);
+    snprintf(buf, cap, "%s/%s_pid_%d", out, id, (int)getpid());
+    if (!inspect_mkdir(out) || !inspect_mkdir(buf))
+        return false;
+    size_t len = strlen(buf);
+    snprintf(buf + len, cap - len, "/%s", stamp);
+    return inspect_mkdir(buf);
+}
+
 NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
 {
-    if (mkdir(c->output_dir, 0777) != 0 && errno != EEXIST) {
-        LOG_ERROR("NRT", "cannot create the inspect output directory '%s': %s", c->output_dir,
-                  strerror(errno));
+    if (!inspect_session_dir(c->output_dir, inspect_dir, sizeof inspect_dir))
         return NRT_INVALID;
-    }
     inspect_cfg = *c;
     NRT_STATUS st = NRT_SUCCESS;
     if (c->enable_inspect && c->activity[INSPECT_SYSTEM_PROFILE])
         st = systrace_start(&c->trace);
     if (st == NRT_SUCCESS && (c->enable_on_fail ||
                               (c->enable_inspect && c->activity[INSPECT_DEVICE_PROFILE])))
-        devprof_inspect_start(c->output_dir,
+        devprof_inspect_start(inspect_dir,
                               c->enable_inspect && c->activity[INSPECT_DEVICE_PROFILE],
                               c->enable_on_fail);
     if (st == NRT_SUCCESS)
@@ -92,9 +125,8 @@ NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
 /* Write the system trace into the output directory. */
 static NRT_STATUS inspect_write_trace(void)
 {
-    char path[4200];
-    snprintf(path, sizeof path, "%s/system-trace-%d.json", inspect_cfg.output_dir,
-             inspect_cfg.session_id);
+    char path[4500];
+    snprintf(path, sizeof path, "%s/system-trace-%d.json", inspect_dir, inspect_cfg.session_id);
     return systrace_write_file(path);
 }
 

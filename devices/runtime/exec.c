@@ -25,6 +25,7 @@
 #include "devices/thread/spin.h"
 #include "devices/thread/worker.h"
 #include "devices/config/status.h"
+#include "emu/core/cost.h"
 #include "emu/core/par.h"
 #include "emu/log.h"
 #include "emu/neff/npy.h"
@@ -32,7 +33,7 @@
 #include "nrt/nrt_status.h"
 
 /* Default execution time limit: the emulator runs slower than hardware. */
-#define EXEC_DEFAULT_TIMEOUT_S 600u
+#define EXEC_DEFAULT_TIMEOUT_S ENV_EXEC_TIMEOUT_DEFAULT_S
 
 static const char *exec_status_name(NRT_STATUS st)
 {
@@ -107,11 +108,28 @@ static NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t 
     return NRT_SUCCESS;
 }
 
-/* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros. */
+/* The cost model's estimate of a stand-in execution: one DMA pass that
+ * writes every output (the only work a zero-filling stand-in does), over
+ * all DMA engines of the core at the generation's bandwidth. */
+static uint64_t exec_stand_in_ns(const nrt_model_t *m, const struct exec_binding *b)
+{
+    const struct cost_table *t = cost_table_for(rt_machine()->cfg.profile->gen);
+    uint64_t bytes = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+        if (m->neff->io[i].is_output)
+            bytes += b->views[i].size;
+    double per_ns = t->dma_engine_bytes_per_ns * (t->dma_engines > 0 ? t->dma_engines : 1);
+    return (uint64_t)(t->dma_fixed_ns + (double)bytes / per_ns);
+}
+
+/* A vendor-compiled NEFF: refuse, or (when asked) stand in with zeros,
+ * recorded as an execution of the stand-in's estimated device time. */
 static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
 {
-    const char *mode = getenv("TRNEMU_FOREIGN_NEFF");
-    if (mode == NULL || strcmp(mode, "zeros") != 0) {
+    struct env_exec e;
+    if (env_exec(&e) != NRT_SUCCESS)
+        return NRT_INVALID;
+    if (!e.foreign_zeros) {
         LOG_ERROR("NRT", "'%s' was compiled for real hardware: its instruction streams are not "
                   "trnemu's open ISA and cannot be emulated (TRNEMU_FOREIGN_NEFF=zeros gives "
                   "zero-filled outputs instead)", m->neff->info.name);
@@ -119,35 +137,35 @@ static NRT_STATUS exec_foreign(nrt_model_t *m, struct exec_binding *b)
     }
     if (!atomic_exchange(&m->stand_in_warned, true)) {
         instance_use_stand_in(rt_machine()->inst, m->gvnc);
-        LOG_WARN("NRT", "stand-in execution of foreign NEFF '%s': outputs are zero-filled, "
-                 "not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per model)",
-                 m->neff->info.name);
+        LOG_WARN_SHOWN("NRT", "stand-in execution of foreign NEFF '%s': outputs are "
+                       "zero-filled, not computed (TRNEMU_FOREIGN_NEFF=zeros; said once per "
+                       "model)", m->neff->info.name);
     }
+    uint64_t t0 = systrace_now_ns();
     for (uint32_t i = 0; i < b->n; i++)
         if (m->neff->io[i].is_output)
             memset(b->views[i].va, 0, b->views[i].size);
+    uint64_t ns = exec_stand_in_ns(m, b);
+    atomic_store(&m->device_ns_last, ns);
+    atomic_fetch_add(&m->device_ns_total, ns);
+    systrace_emit(SYS_NC_EXEC_RUNNING, m->vnc, t0, ns, m->neff->info.name,
+                  atomic_load(&m->executions) + 1, NRT_SUCCESS);
     return NRT_SUCCESS;
 }
 
-/* Run options from the environment: NEURON_RT_EXEC_TIMEOUT (seconds),
- * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED. */
-static struct core_run_opts exec_opts(void)
+/* Run options from the environment (env_exec: NEURON_RT_EXEC_TIMEOUT,
+ * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED). */
+static NRT_STATUS exec_opts(struct core_run_opts *o)
 {
-    struct core_run_opts o = {EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL, NULL};
-    const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
-    if (t != NULL && *t != '\0') {
-        char *end;
-        double s = strtod(t, &end);
-        if (*end == '\0' && s > 0 && s < 1e7)
-            o.timeout_ms = (uint64_t)(s * 1000.0);
-    }
-    const char *r = getenv("TRNEMU_RACECHECK");
-    o.racecheck = r != NULL && *r != '\0' && strcmp(r, "0") != 0;
-    const char *sr = getenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");
-    o.stochastic = sr != NULL && strcmp(sr, "1") == 0;
-    const char *seed = getenv("NEURON_RT_STOCHASTIC_ROUNDING_SEED");
-    o.seed = seed != NULL ? strtoull(seed, NULL, 0) : 0;
-    return o;
+    struct env_exec e;
+    *o = (struct core_run_opts){EXEC_DEFAULT_TIMEOUT_S * 1000u, false, 0, false, NULL, NULL};
+    if (env_exec(&e) != NRT_SUCCESS)
+        return NRT_INVALID;
+    o->timeout_ms = e.timeout_ms;
+    o->racecheck = e.racecheck;
+    o->stochastic = e.stochastic;
+    o->seed = e.seed;
+    return NRT_SUCCESS;
 }
 
 /* A failed execution's report on its LNC's debug stream (ndebug_stream.h),
@@ -484,11 +502,13 @@ static NRT_STATUS exec_program(nrt_model_t *m, struct exec_binding *b)
     struct machine *mach = rt_machine();
     struct core *cores[MACHINE_MAX_LNC];
     const struct core_program *progs[MACHINE_MAX_LNC];
+    struct core_run_opts opts;
+    if (exec_opts(&opts) != NRT_SUCCESS)
+        return NRT_INVALID;
     NRT_STATUS bound = exec_bind_cores(m, b, cores, progs);
     if (bound != NRT_SUCCESS)
         return bound;
     static _Thread_local char report[16384];
-    struct core_run_opts opts = exec_opts();
     struct exec_coll ec;
     exec_coll_setup(&ec, m, mach, opts.timeout_ms);
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */

@@ -10,6 +10,7 @@
 #include "devices/config/env.h"
 #include "devices/config/log_env.h"
 #include "devices/coll/coll.h"
+#include "devices/machine/hbm_export.h"
 #include "devices/observe/debugstream.h"
 #include "devices/observe/devprof.h"
 #include "devices/observe/inspect.h"
@@ -28,8 +29,9 @@ static pthread_mutex_t rt_life = PTHREAD_MUTEX_INITIALIZER; /* serialises init/c
 static NRT_STATUS rt_life_build(struct machine_config *cfg, struct machine **m)
 {
     log_env_load();
-    async_configure();
     NRT_STATUS st = env_load();
+    if (st == NRT_SUCCESS)
+        async_configure();
     if (st == NRT_SUCCESS)
         st = config_from_env(cfg);
     if (st == NRT_SUCCESS)
@@ -87,7 +89,10 @@ void rt_close(void)
     async_shutdown();          /* cancels queued requests, waits for running ones */
     rt_gate_closed();
     rt_life_teardown();
-    machine_destroy(rt_gate_release_machine());
+    struct machine *m = rt_gate_release_machine();
+    if (m != NULL)
+        hbm_export_drop_all(m);   /* dma-bufs left: their bytes back in the chips' files */
+    machine_destroy(m);
     par_shutdown();            /* no execution left to split: helper threads end */
     rt_gate_unlock();
     pthread_mutex_unlock(&rt_life);

@@ -11,6 +11,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devices/machine/hbm_export.h"
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
@@ -155,6 +156,7 @@ int state_hbm_fd(struct machine *m, uint32_t chip)
     struct stat st;
     if (dir == NULL || chip >= m->cfg.profile->chips)
         return -1;
+    hbm_export_drop(m, chip, 0, m->chips[chip].hbm_size);
     snprintf(path, sizeof path, "%s/hbm%u", dir, chip);
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     if (fd >= 0 && (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||

@@ -81,7 +81,9 @@ size_t state_hbm_slices(struct machine *m, uint32_t chip, struct state_range *ou
 /* A file descriptor (O_RDWR, close-on-exec; the caller closes it) of the
  * shared file behind chip's HBM, at offsets equal to chip addresses; -1
  * when the HBM has no such file. Writing through it skips the page faults
- * of first writes through the mapping. */
+ * of first writes through the mapping. The chip's dma-buf exports end
+ * first (their bytes back in the file), so what is written is what the
+ * runtime sees. */
 int state_hbm_fd(struct machine *m, uint32_t chip);
 
 /* Is the runtime fresh: no tensor, no model, and no HBM ever handed out

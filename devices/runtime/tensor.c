@@ -14,9 +14,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <time.h>
 
 #include "devices/runtime/handle.h"
+#include "devices/machine/hbm_export.h"
 #include "devices/machine/instance.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
@@ -57,13 +59,25 @@ static void storage_charge(const struct tensor_storage *s, bool add)
         instance_use_memory(inst, (uint32_t)s->gvnc, INSTANCE_MEM_HOST_TENSORS, s->size, add);
 }
 
+/* A device tensor of a page or more starts on a page and covers whole
+ * pages, so that it can be exported as a dma-buf on its own
+ * (nrt_get_dmabuf_fd, devices/machine/hbm_export.h); smaller ones pack. */
+static uint64_t storage_hbm_align(uint64_t size, uint64_t *take)
+{
+    uint64_t pg = (uint64_t)sysconf(_SC_PAGESIZE);
+    *take = size >= pg && size <= UINT64_MAX - pg ? (size + pg - 1) / pg * pg : size;
+    return size >= pg ? pg : HBM_ALLOC_MIN_ALIGN;
+}
+
 static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_storage **out)
 {
     struct machine *m = rt_machine();
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
     if (s == NULL)
         return NRT_RESOURCE;
-    NRT_STATUS st = machine_hbm_take(m, gvnc, size, HBM_ALLOC_MIN_ALIGN, &s->block);
+    uint64_t take;
+    uint64_t align = storage_hbm_align(size, &take);
+    NRT_STATUS st = machine_hbm_take(m, gvnc, take, align, &s->block);
     if (st != NRT_SUCCESS) {
         free(s);
         return st;
@@ -102,8 +116,11 @@ static void storage_unref(struct tensor_storage *s)
     if (s == NULL || atomic_fetch_sub(&s->refs, 1) != 1)
         return;
     storage_charge(s, false);
-    if (s->kind == STORAGE_HBM)
+    if (s->kind == STORAGE_HBM) {
+        /* a dma-buf of it ends first (its bytes back in the chip's file) */
+        hbm_export_drop(rt_machine(), s->block.chip, s->block.off, s->block.len);
         machine_hbm_give(rt_machine(), &s->block);
+    }
     else if (s->kind == STORAGE_HOST)
         free(s->va);
     free(s);

@@ -7,6 +7,15 @@ arrays. See docs/nki.md for what is supported.
 import sys as _sys
 import types as _types
 
+try:
+    import numpy as _numpy  # noqa: F401  (the one package the front end needs)
+except ImportError as _e:  # say which interpreter and what to do, not a deep traceback
+    raise ImportError(
+        "nki needs NumPy, which %s (Python %d.%d) cannot import (%s); install it for this "
+        "interpreter ('%s -m pip install numpy', or on Debian/Ubuntu 'apt install "
+        "python3-numpy' for /usr/bin/python3), or run an interpreter that has it"
+        % (_sys.executable, _sys.version_info[0], _sys.version_info[1], _e,
+           _sys.executable)) from None
 from . import language, isa, typing
 from ._core import NKIError, NKIIndexError, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,

@@ -145,9 +145,28 @@ def _status(L, st):
     return s.decode() if s else "status %d" % st
 
 
+_own_cores = False   # True: start() claimed only TRNEMU_NKI_VNC (it is visible index 0)
+
+
 def vnc():
     """The VNC kernels load on: TRNEMU_NKI_VNC, else the first visible one (0)."""
-    return int(os.environ.get("TRNEMU_NKI_VNC", "0"))
+    return 0 if _own_cores else int(os.environ.get("TRNEMU_NKI_VNC", "0"))
+
+
+def _init(L):
+    """nrt_init claiming only the VNC kernels run on when the user chose no
+    cores (NEURON_RT_VISIBLE_CORES / NEURON_RT_NUM_CORES), so that another
+    program (or another NKI session) can use the others."""
+    global _own_cores
+    if os.environ.get("NEURON_RT_VISIBLE_CORES") or os.environ.get("NEURON_RT_NUM_CORES"):
+        return L.nrt_init(1, b"", b"")
+    os.environ["NEURON_RT_VISIBLE_CORES"] = os.environ.get("TRNEMU_NKI_VNC", "0")
+    try:
+        st = L.nrt_init(1, b"", b"")
+    finally:
+        del os.environ["NEURON_RT_VISIBLE_CORES"]
+    _own_cores = st == NRT_SUCCESS
+    return st
 
 
 def start():
@@ -156,7 +175,7 @@ def start():
     with _lock:
         if not _started:
             with _Capture() as cap:
-                st = L.nrt_init(1, b"", b"")
+                st = _init(L)
             if st != NRT_SUCCESS:
                 raise RuntimeFailure("nrt_init", st, _status(L, st), cap.text.strip())
             _started = True

@@ -3,7 +3,9 @@
  * (tests/integration/install_test.sh), with the include and link flags of
  * `pkg-config --cflags --libs nrt` or the vendor's -I<root>/include
  * -L<root>/lib -lnrt. Starts the runtime, counts the VNCs, round-trips a
- * tensor and, with -DWITH_TRNEMU (trnemu.pc), asks for trnemu's version.
+ * tensor, prints the runtime version nrt_get_version reports (which
+ * nrt.pc's Version must equal) and, with -DWITH_TRNEMU (trnemu.pc), asks
+ * for trnemu's version.
  */
 #include <stdio.h>
 #include <string.h>
@@ -29,6 +31,10 @@ int main(void)
     }
     nrt_tensor_free(&t);
     printf("vncs %u\n", n);
+    nrt_version_t v;
+    if (nrt_get_version(&v, sizeof v) == NRT_SUCCESS)
+        printf("nrt %u.%u.%u\n", (unsigned)v.rt_major, (unsigned)v.rt_minor,
+               (unsigned)v.rt_patch);
 #ifdef WITH_TRNEMU
     printf("trnemu %s\n", trnemu_version());
 #endif

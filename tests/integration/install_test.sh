@@ -32,7 +32,12 @@ flags=$(pkg-config --define-prefix --cflags --libs nrt)
 case "$flags" in *"-I$p/include"*"-L$p/lib"*|*"-L$p/lib"*"-I$p/include"*) ;;
     *) fail "pkg-config nrt gives '$flags'" ;; esac
 cc -o "$root/client" "$client" "$@" $flags
-LD_LIBRARY_PATH="$p/lib" "$root/client" | grep -q '^vncs [1-9]' || fail "client (nrt.pc) failed"
+LD_LIBRARY_PATH="$p/lib" "$root/client" >"$root/client.txt" || fail "client (nrt.pc) failed"
+grep -q '^vncs [1-9]' "$root/client.txt" || fail "client (nrt.pc) printed $(cat "$root/client.txt")"
+# One version: nrt.pc says what nrt_get_version reports.
+nrtv=$(pkg-config --modversion nrt)
+grep -qx "nrt $nrtv" "$root/client.txt" ||
+    fail "nrt.pc says $nrtv, the runtime: $(grep '^nrt ' "$root/client.txt")"
 tflags=$(pkg-config --define-prefix --cflags --libs trnemu)
 cc -DWITH_TRNEMU -o "$root/client_t" "$client" "$@" $tflags
 LD_LIBRARY_PATH="$p/lib" "$root/client_t" | grep -q '^trnemu ' || fail "client (trnemu.pc) failed"

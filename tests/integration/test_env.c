@@ -182,7 +182,10 @@ static void test_log_location_and_dump(void **state)
 static void test_bad_values(void **state)
 {
     (void)state;
-    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "three", 1); /* ignored */
+    /* Ignored, but its value is still checked: a number. */
+    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "three", 1);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_INVALID);
+    setenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS", "3", 1);
     setenv("NEURON_RT_DBG_DUMP_INPUTS_ON_ERR", "maybe", 1);
     assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_INVALID);
     unsetenv("NEURON_RT_DBG_DUMP_INPUTS_ON_ERR");

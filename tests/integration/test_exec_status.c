@@ -3,7 +3,8 @@
  * through the public API and trnemu's kernel builder (trnemu/trnemu.h):
  * NaN in an output (NRT_EXEC_COMPLETED_WITH_NUM_ERR, outputs written), an
  * out-of-bounds access (NRT_EXEC_OOB), a deadlock, a race under
- * TRNEMU_RACECHECK=1, a vendor-compiled NEFF (NRT_UNSUPPORTED_NEFF_VERSION,
+ * TRNEMU_RACECHECK (any boolean spelling; a malformed value or
+ * NEURON_RT_EXEC_TIMEOUT refuses the execution), a vendor-compiled NEFF (NRT_UNSUPPORTED_NEFF_VERSION,
  * or zero-filled outputs with TRNEMU_FOREIGN_NEFF=zeros), the tensor info a
  * loaded model reports, and stochastic rounding on request.
  */
@@ -158,6 +159,25 @@ static void test_race(void **state)
     assert_int_equal(nrt_execute(m, io.in, io.out), NRT_SUCCESS); /* hidden by default */
     setenv("TRNEMU_RACECHECK", "1", 1);
     assert_int_equal(nrt_execute(m, io.in, io.out), NRT_EXEC_COMPLETED_WITH_ERR);
+    /* one boolean parser: false and no are off, TRUE and yes on */
+    static const char *const off[] = {"0", "false", "no", "No"}, *const on[] = {"TRUE", "yes"};
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++) {
+        setenv("TRNEMU_RACECHECK", off[i], 1);
+        assert_int_equal(nrt_execute(m, io.in, io.out), NRT_SUCCESS);
+    }
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++) {
+        setenv("TRNEMU_RACECHECK", on[i], 1);
+        assert_int_equal(nrt_execute(m, io.in, io.out), NRT_EXEC_COMPLETED_WITH_ERR);
+    }
+    /* changed to a malformed value after nrt_init: the execution refuses it */
+    setenv("TRNEMU_RACECHECK", "maybe", 1);
+    assert_int_equal(nrt_execute(m, io.in, io.out), NRT_INVALID);
+    setenv("NEURON_RT_EXEC_TIMEOUT", "abc", 1);
+    unsetenv("TRNEMU_RACECHECK");
+    assert_int_equal(nrt_execute(m, io.in, io.out), NRT_INVALID);
+    setenv("NEURON_RT_EXEC_TIMEOUT", "10s", 1);
+    assert_int_equal(nrt_execute(m, io.in, io.out), NRT_SUCCESS);
+    unsetenv("NEURON_RT_EXEC_TIMEOUT");
     io_free(&io);
     assert_int_equal(nrt_unload(m), NRT_SUCCESS);
 }
@@ -258,6 +278,7 @@ static void test_stochastic_rounding(void **state)
         assert_int_equal(rne[i], 0x3f80); /* 1 + 2^-10 rounds to nearest: 1.0 */
     setenv("NEURON_RT_STOCHASTIC_ROUNDING_EN", "1", 1);
     sr_run(m, "1", a);
+    setenv("NEURON_RT_STOCHASTIC_ROUNDING_EN", "true", 1);  /* the same boolean */
     sr_run(m, "1", b);
     sr_run(m, "2", c);
     unsetenv("NEURON_RT_STOCHASTIC_ROUNDING_EN");

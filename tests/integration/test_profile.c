@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <glob.h>
+
 #include "it_common.h"
 #include "nrt/nrt_profile.h"
 #include "nrt/nrt_sys_trace.h"
@@ -410,10 +412,16 @@ static void test_trace_and_inspect(void **state)
     assert_int_equal(nrt_execute(m, in, out), NRT_SUCCESS);
     assert_int_equal(nrt_inspect_stop(), NRT_SUCCESS);
     assert_int_equal(nrt_inspect_stop(), NRT_INVALID);
-    snprintf(path, sizeof path, "%s/system-trace-0.json", dir);
-    assert_int_equal(stat(path, &st), 0);
-    snprintf(path, sizeof path, "%s/device-profile.json", dir);
-    assert_int_equal(stat(path, &st), 0);
+    /* the vendor's layout: <dir>/<instance id>_pid_<pid>/<timestamp>/ */
+    glob_t g;
+    snprintf(path, sizeof path, "%s/i-*_pid_%d/*/system-trace-0.json", dir, (int)getpid());
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    globfree(&g);
+    snprintf(path, sizeof path, "%s/i-*_pid_%d/*/device-profile.json", dir, (int)getpid());
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    globfree(&g);
 
     nrt_profile_continuous_options_t *o = NULL;
     assert_int_equal(nrt_profile_continuous_options_allocate(&o), NRT_SUCCESS);
@@ -432,37 +440,68 @@ static void test_trace_and_inspect(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
-/* dma-buf: the HBM file behind a tensor, mapped; absent hardware says so. */
+/* dma-buf, mapped as libfabric maps it (offset 0 is the tensor's first
+ * byte), for a tensor that is not at the start of HBM; the fd and the
+ * runtime share one copy of the bytes; absent hardware says so. */
 static void test_dmabuf_and_absent_hardware(void **state)
 {
     (void)state;
+    nrt_tensor_t *t0 = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 1 << 16, "d0");
     nrt_tensor_t *t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 1 << 20, "d");
-    uint8_t pat[4096];
+    uint8_t pat[4096], pat0[4096], got[4096];
     it_pattern(pat, sizeof pat, 7);
+    it_pattern(pat0, sizeof pat0, 3);
+    assert_int_equal(nrt_tensor_write(t0, pat0, 0, sizeof pat0), NRT_SUCCESS);
     assert_int_equal(nrt_tensor_write(t, pat, 0, sizeof pat), NRT_SUCCESS);
     void *va = nrt_tensor_get_va(t);
     assert_non_null(va);
-    int fd = -1;
-    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va, 1 << 20, &fd), NRT_SUCCESS);
-    assert_true(fd >= 0);
     void *hbm = NULL;
     size_t hbm_size = 0;
     assert_int_equal(nrt_get_hbm_mmap_va(0, 0, &hbm, &hbm_size), NRT_SUCCESS);
-    off_t off = (off_t)((uint8_t *)va - (uint8_t *)hbm);  /* stack 0 starts the chip's file */
-    long pg = sysconf(_SC_PAGESIZE);
-    off_t base = off - off % pg;
-    uint8_t *map = mmap(NULL, sizeof pat + (size_t)(off - base), PROT_READ, MAP_SHARED, fd, base);
+    assert_true((uint8_t *)va > (uint8_t *)hbm);   /* not at the start of HBM */
+    int fd = -1;
+    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va, 1 << 20, &fd), NRT_SUCCESS);
+    assert_true(fd >= 0);
+    uint8_t *map = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     assert_true(map != MAP_FAILED);
-    assert_memory_equal(map + (off - base), pat, sizeof pat);
-    munmap(map, sizeof pat + (size_t)(off - base));
-    close(fd);
+    assert_memory_equal(map, pat, sizeof pat);
+    /* one copy: a write through the fd is the tensor's, and back */
+    map[5] ^= 0xff;
+    assert_int_equal(nrt_tensor_read(t, got, 0, sizeof got), NRT_SUCCESS);
+    assert_int_equal(got[5], (uint8_t)(pat[5] ^ 0xff));
+    assert_int_equal(nrt_tensor_write(t, pat, 0, sizeof pat), NRT_SUCCESS);
+    assert_memory_equal(map, pat, sizeof pat);
+    /* the same start again: another descriptor of the same memory */
+    int fd2 = -1;
+    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va, 4096, &fd2), NRT_SUCCESS);
+    uint8_t *map2 = mmap(NULL, 4096, PROT_READ, MAP_SHARED, fd2, 0);
+    assert_true(map2 != MAP_FAILED);
+    assert_memory_equal(map2, pat, sizeof pat);
+    munmap(map2, 4096);
+    close(fd2);
+    /* off a page boundary, inside another export, outside HBM: refused */
+    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va + 64, 64, &fd2), NRT_INVALID);
+    assert_int_equal(nrt_get_dmabuf_fd((uint64_t)(uintptr_t)va + 4096, 4096, &fd2),
+                     NRT_INVALID);
     assert_int_equal(nrt_get_dmabuf_fd(12345, 10, &fd), NRT_INVALID);
+    /* the first tensor is untouched */
+    assert_int_equal(nrt_tensor_read(t0, got, 0, sizeof got), NRT_SUCCESS);
+    assert_memory_equal(got, pat0, sizeof pat0);
+    munmap(map, 1 << 20);
+    close(fd);
     char bdf[64];
     size_t len = sizeof bdf;
     assert_int_equal(nrt_get_attached_efa_bdf(va, bdf, &len), NRT_FAILURE);
     nrt_ucode_info u = {{NULL, 0}, {NULL, 0}};
     assert_int_equal(nrt_set_pool_eng_ucode(&u), NRT_INVALID);  /* after nrt_init */
     nrt_tensor_free(&t);
+    /* freed: its HBM is the chip's file again, reusable */
+    t = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 1 << 20, "d");
+    assert_int_equal(nrt_tensor_write(t, pat0, 0, sizeof pat0), NRT_SUCCESS);
+    assert_int_equal(nrt_tensor_read(t, got, 0, sizeof got), NRT_SUCCESS);
+    assert_memory_equal(got, pat0, sizeof pat0);
+    nrt_tensor_free(&t);
+    nrt_tensor_free(&t0);
 }
 
 /* A failing execution's report arrives on its LNC's debug stream. */

@@ -324,6 +324,17 @@ static void test_snapshot_at_and_signal(void **state)
     record(db, "TRNEMU_SNAPSHOT_AT=2", argv);
     assert_int_equal(db_int(db, "SELECT count(*) FROM snapshot WHERE reason = 'signal'"), 2);
     assert_int_equal(db_int(db, "SELECT count(*) FROM snapshot WHERE reason = 'at'"), 1);
+    /* each asked-for snapshot says where it went, at the ERROR log level */
+    char said[600];
+    snprintf(said, sizeof said, "(TRNEMU_SNAPSHOT_AT) before call");
+    expect_output(said);
+    snprintf(said, sizeof said, "written to %s (trnemu snapshot list %s)", db, db);
+    expect_output(said);
+    const char *p = outbuf;
+    int sig = 0;
+    for (; (p = strstr(p, "(SIGUSR1) before call")) != NULL; p++)
+        sig++;
+    assert_int_equal(sig, 2);
     replay_identical(db);
     char id[32];
     snprintf(id, sizeof id, "%lld",

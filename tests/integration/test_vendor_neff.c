@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "it_common.h"
+#include "nrt/nrt_sys_trace.h"
 
 /* The whole file; fails the test when it cannot be read. */
 static uint8_t *vn_read(const char *name, size_t *size)
@@ -164,16 +165,30 @@ static void test_foreign_execution(void **state)
     assert_int_equal(st, NRT_UNSUPPORTED_NEFF_VERSION);
     assert_int_equal(lines, 1);
     assert_non_null(strstr(log, "TRNEMU_FOREIGN_NEFF"));
+    /* The warning shows at the default level; each stand-in execution is
+     * an nc_exec_running event of the system trace (a benchmark's clock). */
     setenv("TRNEMU_FOREIGN_NEFF", "zeros", 1);
-    setenv("NEURON_RT_LOG_LEVEL_NRT", "WARN", 1);
+    nrt_sys_trace_config_t *tc = NULL;
+    assert_int_equal(nrt_sys_trace_config_allocate(&tc), NRT_SUCCESS);
+    nrt_sys_trace_config_set_defaults(tc);
+    assert_int_equal(nrt_sys_trace_start(tc), NRT_SUCCESS);
+    nrt_sys_trace_config_free(tc);
     vn_capture_begin(&c);
     for (int r = 0; r < 3; r++)
         assert_int_equal(nrt_execute(m, io.in, io.out), NRT_SUCCESS);
     lines = vn_capture_end(&c, log, sizeof log);
     unsetenv("TRNEMU_FOREIGN_NEFF");
-    unsetenv("NEURON_RT_LOG_LEVEL_NRT");
     assert_int_equal(lines, 1);
     assert_non_null(strstr(log, "stand-in"));
+    char *json = NULL;
+    size_t jlen = 0;
+    assert_int_equal(nrt_sys_trace_fetch_events(&json, &jlen, NULL), NRT_SUCCESS);
+    int running = 0;
+    for (const char *p = json; (p = strstr(p, "\"nc_exec_running\"")) != NULL; p++)
+        running++;
+    nrt_sys_trace_buffer_free(json);
+    assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
+    assert_true(running >= 3);
     /* the shared instance marks the model as a stand-in for every tool */
     char cmd[4200], out[8192] = {0};
     snprintf(cmd, sizeof cmd, "'%s' ls --stats --json", getenv("TRNEMU_TOOL"));

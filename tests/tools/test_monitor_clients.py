@@ -222,6 +222,25 @@ def check_flops(tmp, env):
         w.wait()
 
 
+def check_readme_sample(env, pid):
+    """The README's `monitor -c examples/monitor.json` runs, and every group
+    the sample asks for is in the report (the workload's among the runtimes)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "examples",
+                        "monitor.json")
+    with open(path) as f:
+        cfg = json.load(f)
+    p = subprocess.run([TRNEMU, "monitor", "-c", path, "--count", "1"], env=env,
+                       capture_output=True, text=True, timeout=60)
+    assert p.returncode == 0, p.stderr
+    rep = json.loads(p.stdout.splitlines()[-1])
+    runtimes = {r["pid"]: r["report"] for r in rep["neuron_runtime_data"]}
+    assert pid in runtimes, list(runtimes)
+    for m in cfg["neuron_runtimes"][0]["metrics"]:
+        assert m["type"] in runtimes[pid], (m["type"], list(runtimes[pid]))
+    for m in cfg["system_metrics"]:
+        assert m["type"] in rep["system_data"], (m["type"], list(rep["system_data"]))
+
+
 def main():
     env = dict(os.environ, TRNEMU_INSTANCE_NAME="mon-clients-%d" % os.getpid(),
                NEURON_RT_LOG_LEVEL="ERROR")
@@ -251,6 +270,7 @@ def main():
             # add.neff has no matmul: no floating-point operations counted
             assert in_use["5"]["flops"] == 0, in_use
             check_verbose(tmp, env, w.pid)
+            check_readme_sample(env, w.pid)
             check_flops(tmp, env)
         finally:
             w.kill()
