@@ -10,8 +10,13 @@
  *    access costs about 60 cycles of static overhead.
  *  - NeuronCore-v3: Tensor 2.4 GHz, Vector 0.96 GHz (512 bf16/fp16 or 256
  *    other elements per cycle), Scalar and GpSimd 1.2 GHz.
- *  - DMA: 16 engines per NeuronCore; 17 (Trn1), 23 (Trn2), 33 (Trn3) bytes
- *    per ns each; about 1300 ns of fixed cost per transfer.
+ *  - DMA: 16 engines per NeuronCore, each serving 8 of the 128 partitions
+ *    and processing one transfer at a time; 17 (Trn1), 23 (Trn2), 33 (Trn3)
+ *    bytes per ns each; about 1300 ns from trigger to start (overlapped by
+ *    queued transfers); an overhead per DMA buffer (contiguous run), 79 ns,
+ *    derived from the matrix-multiplication tutorial's Trn1 latencies; HBM
+ *    bandwidth per chip (820 GB/s Trn1, 3 TB/s Trn2, 4.7 TB/s Trn3) shared
+ *    by its cores.
  * The sync engine (SP) is modelled at the Scalar clock. NeuronCore-v4
  * reuses the v3 engine figures with the Trn3 DMA rate.
  */
@@ -19,14 +24,15 @@
 
 #include <string.h>
 
-/* Engine order: PE, ACT, POOL, DVE, SP. */
+/* Engine order: PE, ACT, POOL, DVE, SP. HBM per core: the chip's bandwidth
+ * over its NeuronCores (2 on Trn1, 8 on Trn2 and Trn3). */
 static const struct cost_table cost_tables[] = {
     {2, "NeuronCore-v2", {2.8, 1.4, 1.4, 1.12, 1.4}, {1, 1, 1, 1, 1}, 1.0, 60, 4.0,
-     1300.0, 17.0, 16, 64},
+     1300.0, 17.0, COST_DMA_ENGINES, 64, 79.0, 8, 820.0 / 2},
     {3, "NeuronCore-v3", {2.4, 1.2, 1.2, 0.96, 1.2}, {1, 1, 1, 2, 1}, 2.0, 60, 4.0,
-     1300.0, 23.0, 16, 64},
+     1300.0, 23.0, COST_DMA_ENGINES, 64, 79.0, 8, 3000.0 / 8},
     {4, "NeuronCore-v4", {2.4, 1.2, 1.2, 0.96, 1.2}, {1, 1, 1, 2, 1}, 2.0, 60, 4.0,
-     1300.0, 33.0, 16, 64},
+     1300.0, 33.0, COST_DMA_ENGINES, 64, 79.0, 8, 4700.0 / 8},
 };
 
 const struct cost_table *cost_table_for(uint32_t gen)
@@ -113,19 +119,70 @@ static double cost_compute_cycles(const struct cost_table *t, const struct isa_i
     return cycles + t->access_cycles;
 }
 
-/* Bytes a DMA instruction moves (its destination, else its source). */
-static uint64_t cost_dma_bytes(const struct isa_insn *insn, uint64_t *parts)
+/* Bytes of the innermost contiguous run of ap, at most one partition's. */
+static uint64_t cost_ap_run(const struct isa_ap *ap)
 {
-    for (int i = 0; i < 2; i++) {
+    uint64_t expect = 1;
+    for (int i = ap->ndims - 1; i >= 0; i--) {
+        if (ap->dim[i].count <= 1)
+            continue;
+        if (ap->dim[i].step != (int64_t)expect)
+            break;
+        expect *= ap->dim[i].count;
+    }
+    return expect * isa_dtype_size(ap->dtype);
+}
+
+void cost_dma_shape(const struct isa_insn *insn, struct cost_dma_shape *sh)
+{
+    memset(sh, 0, sizeof *sh);
+    sh->parts = 1;
+    uint64_t run = 0, per_part = 0;
+    for (int i = 0; i < 2; i++) {  /* dst, src: the contiguous runs both sides allow */
         uint64_t p, e;
         cost_ap_size(insn, i, &p, &e);
-        if (e > 0) {
-            *parts = p;
-            return p * e * isa_dtype_size(insn->ap[i].dtype);
+        if (e == 0)
+            continue;
+        const struct isa_ap *ap = &insn->ap[i];
+        uint64_t r = cost_ap_run(ap);
+        run = run == 0 || r < run ? r : run;
+        if (ap->mem == ISA_MEM_HBM)
+            sh->hbm = true;
+        if (sh->bytes == 0) {
+            sh->parts = (uint32_t)p;
+            per_part = e * isa_dtype_size(ap->dtype);
+            sh->bytes = p * per_part;
+        }
+        if (ap->mem == ISA_MEM_SBUF || ap->mem == ISA_MEM_PSUM) {
+            sh->first_part = ap->start_part;
+            sh->parts = (uint32_t)p;
         }
     }
-    *parts = 1;
-    return 0;
+    if (run == 0 || per_part == 0)
+        return;
+    if (run > per_part)
+        run = per_part;
+    sh->buffers = (uint64_t)sh->parts * ((per_part + run - 1) / run);
+}
+
+/* DMA engines a transfer uses: the first and how many (partition p is
+ * served by engine p / parts_per_engine). */
+static uint32_t cost_dma_engines(const struct cost_table *t, const struct cost_dma_shape *sh,
+                                 uint32_t *first)
+{
+    uint32_t ppe = t->dma_parts_per_engine ? t->dma_parts_per_engine : 1;
+    uint32_t lo = sh->first_part / ppe, hi = (sh->first_part + sh->parts - 1) / ppe;
+    uint32_t n = hi - lo + 1;
+    *first = lo % COST_DMA_ENGINES;
+    return n < t->dma_engines ? n : t->dma_engines;
+}
+
+/* Time one DMA engine spends on its share (1/n) of a transfer. */
+static double cost_dma_engine_ns(const struct cost_table *t, const struct cost_dma_shape *sh,
+                                 uint32_t n)
+{
+    double buffers = (double)((sh->buffers + n - 1) / n);
+    return buffers * t->dma_buffer_ns + (double)sh->bytes / n / t->dma_engine_bytes_per_ns;
 }
 
 double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns)
@@ -134,11 +191,12 @@ double cost_duration(const struct cost_table *t, const struct isa_insn *insn, do
     *dma_ns = 0;
     switch (cost_class(insn->opcode)) {
     case ISA_COST_DMA: {
-        uint64_t parts;
-        uint64_t bytes = cost_dma_bytes(insn, &parts);
-        /* A transfer is split across the DMA engines by partition rows. */
-        double engines = (double)(parts < t->dma_engines ? (parts ? parts : 1) : t->dma_engines);
-        *dma_ns = t->dma_fixed_ns + (double)bytes / (engines * t->dma_engine_bytes_per_ns);
+        struct cost_dma_shape sh;
+        uint32_t first;
+        cost_dma_shape(insn, &sh);
+        double eng = cost_dma_engine_ns(t, &sh, cost_dma_engines(t, &sh, &first));
+        double hbm = sh.hbm ? (double)sh.bytes / t->hbm_bytes_per_ns : 0;
+        *dma_ns = t->dma_fixed_ns + (eng > hbm ? eng : hbm);
         return t->dma_issue_cycles / ghz;
     }
     case ISA_COST_SEQ:
@@ -167,6 +225,44 @@ static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, cons
                                                    (uint32_t)pc, start, end, wait};
     else if (r->spans != NULL)
         r->spans_dropped++;
+}
+
+/* Schedule the transfer of a DMA instruction issued at `issued` on the DMA
+ * engines it uses and on the core's HBM share; its span on the issuing
+ * engine's queue lane runs from its trigger (or the queue's previous
+ * completion) to its completion. Returns the completion. */
+static double cost_transfer(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
+                            const struct isa_insn *insn, double issued)
+{
+    const struct cost_table *t = r->t;
+    struct cost_dma_shape sh;
+    uint32_t first;
+    cost_dma_shape(insn, &sh);
+    uint32_t n = cost_dma_engines(t, &sh, &first);
+    double each = cost_dma_engine_ns(t, &sh, n);
+    double ready = issued + t->dma_fixed_ns, moving = -1, done = ready;
+    for (uint32_t i = 0; i < n; i++) {
+        double *ef = &r->dma_eng_free[core][(first + i) % COST_DMA_ENGINES];
+        double s0 = *ef > ready ? *ef : ready;
+        *ef = s0 + each;
+        if (moving < 0 || s0 < moving)
+            moving = s0;
+        if (*ef > done)
+            done = *ef;
+    }
+    if (sh.hbm) {  /* the bytes also pass the core's share of HBM bandwidth */
+        double h0 = r->hbm_free[core] > moving ? r->hbm_free[core] : moving;
+        r->hbm_free[core] = h0 + (double)sh.bytes / t->hbm_bytes_per_ns;
+        if (r->hbm_free[core] > done)
+            done = r->hbm_free[core];
+    }
+    double *qf = &r->dma_free[core][eng];  /* a queue completes in order */
+    if (*qf > done)
+        done = *qf;
+    double begin = *qf > issued ? *qf : issued;
+    *qf = done;
+    cost_span_add(r, core, COST_LANE_DMA(eng), insn, pc, begin, done, 0);
+    return done;
 }
 
 double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
@@ -198,12 +294,7 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
     cost_span_add(r, core, eng, insn, pc, start, end, start - ready);
     if (dma_ns == 0)
         return end;
-    unsigned q = COST_LANE_DMA(eng);
-    double qstart = end > r->dma_free[core][eng] ? end : r->dma_free[core][eng];
-    double qend = qstart + dma_ns;
-    r->dma_free[core][eng] = qend;
-    cost_span_add(r, core, q, insn, pc, qstart, qend, 0);
-    return qend;
+    return cost_transfer(r, core, eng, pc, insn, end);
 }
 
 void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t)
@@ -221,6 +312,8 @@ void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t c
         core = COST_MAX_CORES - 1;
     memcpy(r->eng_free[core], from->eng_free[core], sizeof r->eng_free[core]);
     memcpy(r->dma_free[core], from->dma_free[core], sizeof r->dma_free[core]);
+    memcpy(r->dma_eng_free[core], from->dma_eng_free[core], sizeof r->dma_eng_free[core]);
+    r->hbm_free[core] = from->hbm_free[core];
     memcpy(r->sem_at[core], from->sem_at[core], sizeof r->sem_at[core]);
     memcpy(r->event_at[core], from->event_at[core], sizeof r->event_at[core]);
     memcpy(r->busy[core], from->busy[core], sizeof r->busy[core]);

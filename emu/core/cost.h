@@ -7,8 +7,11 @@
  * the functional run: an instruction starts when its engine is free and
  * the semaphores it waits on were signalled, ends after its duration, and
  * stamps its signals with its end. DMA instructions occupy their issuing
- * engine for an issue cost only; the transfer runs on the engine's DMA
- * queue and signals when it lands. The estimate never changes results.
+ * engine for an issue cost only; the transfer is queued on the issuing
+ * engine's DMA queue, split by partitions over the core's DMA engines
+ * (shared by every queue), its bytes also pass the core's share of HBM
+ * bandwidth, and it signals when its last engine is done (a queue's
+ * transfers complete in order). The estimate never changes results.
  *
  * A run can also record each instruction's span (for profiles): the
  * caller gives a span buffer; when it fills, later spans are counted but
@@ -26,6 +29,9 @@
 /* At most this many cores in one run (core_run's limit). */
 #define COST_MAX_CORES 4
 
+/* DMA engines of one NeuronCore (the same on v2, v3 and v4). */
+#define COST_DMA_ENGINES 16
+
 /* Lanes of a span: the five engines, then each engine's DMA queue. */
 #define COST_LANE_DMA(eng) (ISA_ENG_COUNT + (eng))
 #define COST_LANES (2 * ISA_ENG_COUNT)
@@ -39,10 +45,13 @@ struct cost_table {
     double dve_16bit_speedup;            /* Vector: factor for bf16/fp16 operands */
     uint32_t access_cycles;              /* static overhead of each instruction */
     double pe_fp32_slowdown;             /* Tensor: cycles per column of fp32 input */
-    double dma_fixed_ns;                 /* set-up cost of one DMA transfer */
+    double dma_fixed_ns;                 /* trigger-to-start latency of a transfer (overlaps) */
     double dma_engine_bytes_per_ns;      /* one DMA engine's peak */
     uint32_t dma_engines;                /* DMA engines per NeuronCore */
     uint32_t dma_issue_cycles;           /* issuing engine's cost of a DMA instruction */
+    double dma_buffer_ns;                /* a DMA engine's cost per DMA buffer (contiguous run) */
+    uint32_t dma_parts_per_engine;       /* SBUF partitions one DMA engine serves */
+    double hbm_bytes_per_ns;             /* one core's share of the chip's HBM bandwidth */
 };
 
 /* The table of a generation (2, 3 or 4); NULL for an unknown one. */
@@ -63,7 +72,9 @@ struct cost_span {
 struct cost_run {
     const struct cost_table *t;                          /* the generation's figures */
     double eng_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* when each engine is next free */
-    double dma_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* when each DMA queue is free */
+    double dma_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* last completion on each DMA queue */
+    double dma_eng_free[COST_MAX_CORES][COST_DMA_ENGINES]; /* when each DMA engine is free */
+    double hbm_free[COST_MAX_CORES];                     /* when the core's HBM share is free */
     double sem_at[COST_MAX_CORES][ISA_NUM_SEMS];         /* last signal of each semaphore */
     double event_at[COST_MAX_CORES][ISA_NUM_EVENTS];     /* last signal of each event */
     double busy[COST_MAX_CORES][COST_LANES];             /* busy time per lane */
@@ -96,7 +107,20 @@ void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, do
 void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t core);
 
 /* Estimated duration of one instruction alone (no waits), in ns, and for
- * DMA instructions the transfer's time on its queue in *dma_ns (0 else). */
+ * DMA instructions the transfer's time alone (latency, engines, HBM) in
+ * *dma_ns (0 else). */
 double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns);
+
+/* The shape of one DMA transfer as the engines see it. */
+struct cost_dma_shape {
+    uint64_t bytes;         /* bytes moved */
+    uint32_t parts;         /* partitions (rows of the outer dimension) */
+    uint32_t first_part;    /* first SBUF partition (0 when neither side is on chip) */
+    uint64_t buffers;       /* DMA buffers: contiguous runs on both sides */
+    bool hbm;               /* a side is in HBM */
+};
+
+/* The shape of a DMA instruction's transfer. */
+void cost_dma_shape(const struct isa_insn *insn, struct cost_dma_shape *sh);
 
 #endif

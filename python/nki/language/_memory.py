@@ -149,6 +149,8 @@ def _retarget(insn, view, accumulate=False):
 def _assign(view, value):
     """view[...] = value."""
     tr = current()
+    if isinstance(value, NkiTensor) and _same_view(view, value):
+        return    # `t[...] += x` hands back the view it updated in place: nothing to copy
     if isinstance(value, NkiTensor):
         p = tr.pending
         if (p is not None and "dst" in p.outs and p.outs["dst"] is value
@@ -167,6 +169,12 @@ def _assign(view, value):
         _memset(view, value)
         return
     fail("cannot assign %r to a tensor" % (value,))
+
+
+def _same_view(a, b):
+    """Do views a and b name the same elements in the same order?"""
+    return (a is b or (a.storage is b.storage and a.dims == b.dims and a.pdim == b.pdim
+                       and a.part == b.part and a.off == b.off and a.dtype == b.dtype))
 
 
 def _retargetable(insn, view):
