@@ -227,6 +227,30 @@ static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, cons
         r->spans_dropped++;
 }
 
+/* Book `each` ns of DMA engine e for a transfer of queue q ready at
+ * `ready`. An engine serves its queues in turn: a transfer that finds other
+ * queues' work booked on the engine shares it with them (its time scales
+ * by the queues still busy there), but never ends later than behind all
+ * of that work. The engine's booked work grows by `each` either way.
+ * Returns the end; *start is when it began. */
+static double cost_engine_take(struct cost_run *r, uint32_t core, unsigned q, unsigned e,
+                               double ready, double each, double *start)
+{
+    double *qf = &r->dma_q_eng[core][q][e], *ef = &r->dma_eng_free[core][e];
+    double s0 = *qf > ready ? *qf : ready;
+    unsigned busy = 1;
+    for (unsigned o = 0; o < ISA_ENG_COUNT; o++)
+        busy += o != q && r->dma_q_eng[core][o][e] > s0;
+    double fifo = (*ef > s0 ? *ef : s0) + each;
+    double end = s0 + each * busy;
+    if (end > fifo)
+        end = fifo;
+    *ef = fifo;
+    *qf = end;
+    *start = s0;
+    return end;
+}
+
 /* Schedule the transfer of a DMA instruction issued at `issued` on the DMA
  * engines it uses and on the core's HBM share; its span on the issuing
  * engine's queue lane runs from its trigger (or the queue's previous
@@ -242,13 +266,11 @@ static double cost_transfer(struct cost_run *r, uint32_t core, enum isa_engine e
     double each = cost_dma_engine_ns(t, &sh, n);
     double ready = issued + t->dma_fixed_ns, moving = -1, done = ready;
     for (uint32_t i = 0; i < n; i++) {
-        double *ef = &r->dma_eng_free[core][(first + i) % COST_DMA_ENGINES];
-        double s0 = *ef > ready ? *ef : ready;
-        *ef = s0 + each;
+        double s0, end = cost_engine_take(r, core, eng, (first + i) % COST_DMA_ENGINES, ready, each, &s0);
         if (moving < 0 || s0 < moving)
             moving = s0;
-        if (*ef > done)
-            done = *ef;
+        if (end > done)
+            done = end;
     }
     if (sh.hbm) {  /* the bytes also pass the core's share of HBM bandwidth */
         double h0 = r->hbm_free[core] > moving ? r->hbm_free[core] : moving;
@@ -313,6 +335,7 @@ void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t c
     memcpy(r->eng_free[core], from->eng_free[core], sizeof r->eng_free[core]);
     memcpy(r->dma_free[core], from->dma_free[core], sizeof r->dma_free[core]);
     memcpy(r->dma_eng_free[core], from->dma_eng_free[core], sizeof r->dma_eng_free[core]);
+    memcpy(r->dma_q_eng[core], from->dma_q_eng[core], sizeof r->dma_q_eng[core]);
     r->hbm_free[core] = from->hbm_free[core];
     memcpy(r->sem_at[core], from->sem_at[core], sizeof r->sem_at[core]);
     memcpy(r->event_at[core], from->event_at[core], sizeof r->event_at[core]);

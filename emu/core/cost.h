@@ -9,7 +9,7 @@
  * stamps its signals with its end. DMA instructions occupy their issuing
  * engine for an issue cost only; the transfer is queued on the issuing
  * engine's DMA queue, split by partitions over the core's DMA engines
- * (shared by every queue), its bytes also pass the core's share of HBM
+ * (shared by every queue, served in turn), its bytes also pass the core's share of HBM
  * bandwidth, and it signals when its last engine is done (a queue's
  * transfers complete in order). The estimate never changes results.
  *
@@ -73,7 +73,8 @@ struct cost_run {
     const struct cost_table *t;                          /* the generation's figures */
     double eng_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* when each engine is next free */
     double dma_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* last completion on each DMA queue */
-    double dma_eng_free[COST_MAX_CORES][COST_DMA_ENGINES]; /* when each DMA engine is free */
+    double dma_eng_free[COST_MAX_CORES][COST_DMA_ENGINES]; /* when each DMA engine's booked work ends */
+    double dma_q_eng[COST_MAX_CORES][ISA_ENG_COUNT][COST_DMA_ENGINES]; /* each queue's last end on each engine */
     double hbm_free[COST_MAX_CORES];                     /* when the core's HBM share is free */
     double sem_at[COST_MAX_CORES][ISA_NUM_SEMS];         /* last signal of each semaphore */
     double event_at[COST_MAX_CORES][ISA_NUM_EVENTS];     /* last signal of each event */

@@ -1,6 +1,9 @@
 """_core/alloc.py: on-chip allocation: one Storage per tile or HBM
 variable, and the per-core SBUF/PSUM allocator that places tiles and
-remembers the last accesses to freed bytes."""
+remembers the last accesses to freed bytes. Free bytes are handed out
+least recently used first, so the tiles a loop creates rotate through the
+free space and the next iteration's loads run ahead of this one's compute
+(as compiled NKI code rotates a loop's tile buffers)."""
 import weakref
 
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
@@ -18,6 +21,7 @@ class Storage:
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
+        self.seq = [0]            # trace position of its last access (LRU order of freed bytes)
         self.written = False      # some instruction wrote it (PSUM accumulation rule)
         self.line = user_line()   # where it was created, for overflow errors
         self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
@@ -31,7 +35,7 @@ class Storage:
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
             weakref.finalize(self, self.alloc.give, self.kind, self.offset,
-                             self.nbytes, self.acc)
+                             self.nbytes, self.acc, self.seq)
         return self
 
 
@@ -41,13 +45,14 @@ class Allocator:
     The free list is a sorted list of adjacent or separate ranges, each with
     the clock of the last accesses made to it (engine -> instruction count),
     so a tile that reuses bytes waits for exactly the accesses to those
-    bytes (write-after-read / write-after-write across tiles). A new tile
-    goes where the clock is oldest (never used first), which rotates
-    through free space and lets consecutive tiles of a loop overlap.
+    bytes (write-after-read / write-after-write across tiles), and the
+    trace position of the last of them. A new tile goes where that position
+    is oldest (never used first), which rotates through free space and lets
+    consecutive tiles of a loop overlap.
     """
 
     def __init__(self):
-        self.free = {"sbuf": [(0, SBUF_BYTES, {})], "psum": [(0, PSUM_BYTES, {})]}
+        self.free = {"sbuf": [(0, SBUF_BYTES, {}, 0)], "psum": [(0, PSUM_BYTES, {}, 0)]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
@@ -63,7 +68,7 @@ class Allocator:
         if lo < 0 or hi > total:
             raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
                            % (st.line, lo, hi, total, kind.upper()))
-        covered = [(o, o + ln) for o, ln, _ in self.free[kind]] + self.manual[kind]
+        covered = [(o, o + ln) for o, ln, _, _ in self.free[kind]] + self.manual[kind]
         pos = lo
         for a, b in sorted(covered):
             if a <= pos < b:
@@ -73,16 +78,16 @@ class Allocator:
                            "placed; give every tile of the kernel an address, or none"
                            % (st.line, kind.upper(), lo, hi))
         clock, rest = {}, []
-        for o, ln, c in self.free[kind]:
+        for o, ln, c, q in self.free[kind]:
             if o < hi and o + ln > lo:
                 for e, v in c.items():
                     clock[e] = max(clock.get(e, 0), v)
                 if o < lo:
-                    rest.append((o, lo - o, c))
+                    rest.append((o, lo - o, c, q))
                 if o + ln > hi:
-                    rest.append((hi, o + ln - hi, c))
+                    rest.append((hi, o + ln - hi, c, q))
             else:
-                rest.append((o, ln, c))
+                rest.append((o, ln, c, q))
         self.free[kind] = rest
         self.manual[kind].append((lo, hi))
         self.high[kind] = max(self.high[kind], hi)
@@ -116,46 +121,47 @@ class Allocator:
                 end = lst[j][0] + lst[j][1]
             if start + size > end:
                 continue
-            clock = {}
-            for o, ln, c in lst[i:j + 1]:
+            clock, age = {}, 0
+            for o, ln, c, q in lst[i:j + 1]:
                 if o < start + size and o + ln > start:
                     for e, v in c.items():
                         clock[e] = max(clock.get(e, 0), v)
-            age = sum(clock.values())
+                    age = max(age, q)
             if best is None or age < best[0]:
                 best = (age, i, j, start, clock)
             if age == 0:
                 break
         if best is None:
             total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
-            used = total - sum(ln for _, ln, _ in lst)
+            used = total - sum(ln for _, ln, _, _ in lst)
             raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
                            "(%d of %d bytes per partition in use)"
                            % (st.line, st.kind.upper(), size, used, total))
         _, i, j, start, clock = best
         rest = []
-        for o, ln, c in lst[i:j + 1]:
+        for o, ln, c, q in lst[i:j + 1]:
             if o < start:
-                rest.append((o, min(ln, start - o), c))
+                rest.append((o, min(ln, start - o), c, q))
             if o + ln > start + size:
                 b = max(o, start + size)
-                rest.append((b, o + ln - b, c))
+                rest.append((b, o + ln - b, c, q))
         lst[i:j + 1] = rest
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         return start, clock
 
-    def give(self, kind, off, size, acc):
+    def give(self, kind, off, size, acc, seq=(0,)):
         clock = {}
         for (_, eng, _), n in acc.items():
             clock[eng] = max(clock.get(eng, 0), n)
         lst = self.free[kind]
-        lst.append((off, size, clock))
+        lst.append((off, size, clock, seq[0]))
         lst.sort(key=lambda r: r[0])
         merged = []
-        for o, ln, c in lst:
-            if merged and merged[-1][0] + merged[-1][1] == o and merged[-1][2] == c:
-                merged[-1] = (merged[-1][0], merged[-1][1] + ln, c)
+        for o, ln, c, q in lst:
+            m = merged[-1] if merged else None
+            if m and m[0] + m[1] == o and m[2] == c and m[3] == q:
+                merged[-1] = (m[0], m[1] + ln, c, q)
             else:
-                merged.append((o, ln, c))
+                merged.append((o, ln, c, q))
         self.free[kind] = merged

@@ -64,6 +64,7 @@ class Tracer:
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
+        self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
@@ -155,10 +156,12 @@ class Tracer:
         self.count[eng] += 1
         n = self.count[eng]
         parts.append("signal=%s_done+=1" % eng)
+        self.seq += 1
         for t, w in touched:
             st = t.storage
             key = (rect(t, getattr(t, "_as", None)), me, w)
             st.acc[key] = n
+            st.seq[0] = self.seq
             if w:
                 st.written = True
         self.lines.append(" ".join(parts))
