@@ -22,7 +22,10 @@
  */
 #include "emu/core/cost.h"
 
+#include <stddef.h>
 #include <string.h>
+
+#include "emu/core/core.h"
 
 /* Engine order: PE, ACT, POOL, DVE, SP. HBM per core: the chip's bandwidth
  * over its NeuronCores (2 on Trn1, 8 on Trn2 and Trn3). */
@@ -45,7 +48,7 @@ const struct cost_table *cost_table_for(uint32_t gen)
 
 void cost_begin(struct cost_run *r, uint32_t gen, struct cost_span *spans, size_t span_cap)
 {
-    memset(r, 0, sizeof *r);
+    memset(r, 0, offsetof(struct cost_run, hist_val));  /* histories: written before read */
     r->t = cost_table_for(gen);
     if (r->t == NULL)
         r->t = gen < 2 ? &cost_tables[0] : &cost_tables[2];
@@ -214,6 +217,65 @@ static double *cost_cell(struct cost_run *r, uint32_t core, const struct isa_syn
                                      : &r->sem_at[core][s->id % ISA_NUM_SEMS];
 }
 
+/* The tracked slot of semaphore id on core, or NULL; `take` claims a free
+ * slot for it when it has none. */
+static int cost_track_slot(struct cost_run *r, uint32_t core, unsigned id, bool take)
+{
+    int free_slot = -1;
+    for (int i = 0; i < COST_SEM_TRACK; i++) {
+        const struct cost_sem_track *k = &r->track[core][i];
+        if (k->used && k->id == id)
+            return i;
+        if (!k->used && free_slot < 0)
+            free_slot = i;
+    }
+    if (!take || free_slot < 0)
+        return -1;
+    r->track[core][free_slot] = (struct cost_sem_track){(uint16_t)id, true, 0, 0};
+    return free_slot;
+}
+
+/* Remember a signal of a semaphore at t (its value updated as the
+ * scheduler does). */
+static void cost_track_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t)
+{
+    int i = cost_track_slot(r, core, s->id, true);
+    if (i < 0)
+        return;
+    struct cost_sem_track *k = &r->track[core][i];
+    switch (s->op) {
+    case ISA_SEMOP_set: k->value = s->value; break;
+    case ISA_SEMOP_add: k->value += s->value; break;
+    case ISA_SEMOP_sub: k->value -= s->value; break;
+    }
+    size_t at = k->n % COST_SEM_HIST;
+    r->hist_val[core][i][at] = k->value;
+    r->hist_at[core][i][at] = t;
+    k->n++;
+}
+
+/* When did semaphore wait w start to hold, by the signals remembered:
+ * the first of the latest run of signals after which it held. `latest`
+ * (its last signal) when it is not tracked or does not hold now. */
+static double cost_track_since(const struct cost_run *r, uint32_t core, const struct isa_sync *w,
+                               double latest)
+{
+    int i = cost_track_slot((struct cost_run *)r, core, w->id, false);
+    if (i < 0)
+        return latest;
+    const struct cost_sem_track *k = &r->track[core][i];
+    uint64_t kept = k->n < COST_SEM_HIST ? k->n : COST_SEM_HIST;
+    double since = latest;
+    for (uint64_t j = 0; j < kept; j++) {
+        size_t at = (k->n - 1 - j) % COST_SEM_HIST;
+        if (!core_cmp(r->hist_val[core][i][at], w->op, w->value))
+            return j == 0 ? latest : since;
+        since = r->hist_at[core][i][at];
+    }
+    /* Held after every signal kept: from the start when it held at 0. */
+    return k->n <= COST_SEM_HIST && core_cmp(0, w->op, w->value) ? 0 : since;
+}
+
 static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, const struct isa_insn *insn,
                           size_t pc, double start, double end, double wait)
 {
@@ -295,6 +357,8 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
     double ready = r->eng_free[core][eng], waited = ready;
     for (int i = 0; i < ISA_MAX_WAIT && insn->wait[i].kind != ISA_SYNC_NONE; i++) {
         double at = *cost_cell(r, core, &insn->wait[i]);
+        if (insn->wait[i].kind == ISA_SYNC_SEM)
+            at = cost_track_since(r, core, &insn->wait[i], at);
         if (at > waited)
             waited = at;
     }
@@ -326,6 +390,8 @@ void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, do
     double *cell = cost_cell(r, core, s);
     if (t > *cell)
         *cell = t;
+    if (s->kind == ISA_SYNC_SEM)
+        cost_track_signal(r, core, s, t);
 }
 
 void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t core)
@@ -337,6 +403,9 @@ void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t c
     memcpy(r->dma_eng_free[core], from->dma_eng_free[core], sizeof r->dma_eng_free[core]);
     memcpy(r->dma_q_eng[core], from->dma_q_eng[core], sizeof r->dma_q_eng[core]);
     r->hbm_free[core] = from->hbm_free[core];
+    memcpy(r->track[core], from->track[core], sizeof r->track[core]);
+    memcpy(r->hist_val[core], from->hist_val[core], sizeof r->hist_val[core]);
+    memcpy(r->hist_at[core], from->hist_at[core], sizeof r->hist_at[core]);
     memcpy(r->sem_at[core], from->sem_at[core], sizeof r->sem_at[core]);
     memcpy(r->event_at[core], from->event_at[core], sizeof r->event_at[core]);
     memcpy(r->busy[core], from->busy[core], sizeof r->busy[core]);

@@ -29,6 +29,21 @@
 /* At most this many cores in one run (core_run's limit). */
 #define COST_MAX_CORES 4
 
+/* Semaphores per core whose signals are remembered (the first ones
+ * signalled), and how many of their latest signals each keeps: a wait for
+ * a count is satisfied when the count was reached, not at the latest
+ * signal (the functional run may let a producer run far ahead). */
+#define COST_SEM_TRACK 8
+#define COST_SEM_HIST 512
+
+/* The signal history of one tracked semaphore. */
+struct cost_sem_track {
+    uint16_t id;      /* the semaphore */
+    bool used;        /* slot in use */
+    uint32_t value;   /* its value as the signals left it (from 0) */
+    uint64_t n;       /* signals seen; the latest min(n, COST_SEM_HIST) are kept */
+};
+
 /* DMA engines of one NeuronCore (the same on v2, v3 and v4). */
 #define COST_DMA_ENGINES 16
 
@@ -85,6 +100,11 @@ struct cost_run {
     size_t span_cap;                                     /* its entries */
     size_t nspans;                                       /* spans recorded (<= span_cap) */
     uint64_t spans_dropped;                              /* spans beyond span_cap */
+    struct cost_sem_track track[COST_MAX_CORES][COST_SEM_TRACK]; /* tracked semaphores */
+    /* Their histories (value after each signal, and its time): written
+     * before they are read, so cost_begin leaves them as they are. */
+    uint32_t hist_val[COST_MAX_CORES][COST_SEM_TRACK][COST_SEM_HIST];
+    double hist_at[COST_MAX_CORES][COST_SEM_TRACK][COST_SEM_HIST];
 };
 
 /* Start a run on generation gen (an unknown one uses the closest table);

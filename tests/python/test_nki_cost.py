@@ -1,0 +1,63 @@
+"""test_nki_cost.py: trnemu's estimated device time of the four matrix
+multiplication kernels of the vendor's tutorial (written for these tests
+in cost_matmul_kernels.py), run at a reduced size on an emulated Trn1
+through nki.benchmark, against the figures recorded when the full size
+([4096, 8192] @ [8192, 8192], bf16) was measured (docs/cost-model.md).
+
+The check is on ratios between kernels, so the cost model's constants can
+be refined without rewriting the test; when a refinement moves a ratio out
+of its band, record the new figures (full size first) in both places."""
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SIZE = (1024, 2048, 1024)   # K, M, N: 1/128 of the tutorial's work
+ORDER = ["tiled", "hoisted", "blocked", "optimized"]
+# Estimated device time (us) on NeuronCore-v2 at SIZE, recorded with the
+# full-size figures of docs/cost-model.md.
+RECORDED = {"tiled": 498.0, "hoisted": 388.4, "blocked": 249.7, "optimized": 135.6}
+BAND = 0.15   # how far a ratio to the tiled kernel may move
+
+
+@pytest.fixture(scope="module")
+def estimates():
+    env = dict(os.environ, TRNEMU_INSTANCE="trn1.2xlarge",
+               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-cost")
+    env.pop("TRNEMU_RACECHECK", None)   # timing only; test_nki_tutorials runs them checked
+    out = subprocess.run([sys.executable, os.path.join(HERE, "cost_matmul_kernels.py")]
+                         + [str(x) for x in SIZE], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def test_kernels_keep_the_tutorials_order(estimates):
+    times = [estimates[k] for k in ORDER]
+    assert times == sorted(times, reverse=True), estimates
+    # the tutorial's point: blocking all three dimensions pays several times over
+    assert estimates["tiled"] / estimates["optimized"] > 3
+
+
+@pytest.mark.parametrize("kernel", ORDER[1:])
+def test_ratio_to_tiled_as_recorded(estimates, kernel):
+    got = estimates[kernel] / estimates["tiled"]
+    want = RECORDED[kernel] / RECORDED["tiled"]
+    assert abs(got / want - 1) <= BAND, (kernel, got, want)
+
+
+def test_estimate_is_deterministic(estimates):
+    env = dict(os.environ, TRNEMU_INSTANCE="trn1.2xlarge",
+               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-cost2")
+    code = ("import sys; sys.argv = ['x', '%d', '%d', '%d']; sys.path.insert(0, %r)\n"
+            "import cost_matmul_kernels as c\n"
+            "c.KERNELS = c.KERNELS[-1:]\n"
+            "c.main(*[int(x) for x in sys.argv[1:4]])\n" % (SIZE + (HERE,)))
+    out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    again = json.loads(out.stdout.strip().splitlines()[-1])
+    assert again["optimized"] == estimates["optimized"]
