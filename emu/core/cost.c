@@ -188,6 +188,12 @@ static double cost_dma_engine_ns(const struct cost_table *t, const struct cost_d
     return buffers * t->dma_buffer_ns + (double)sh->bytes / n / t->dma_engine_bytes_per_ns;
 }
 
+/* The issuing engine's time for a DMA instruction. */
+static double cost_issue_ns(const struct cost_table *t, const struct isa_insn *insn)
+{
+    return t->dma_issue_cycles / t->clock_ghz[insn->engine < ISA_ENG_COUNT ? insn->engine : ISA_ENG_SP];
+}
+
 double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns)
 {
     double ghz = t->clock_ghz[insn->engine < ISA_ENG_COUNT ? insn->engine : ISA_ENG_SP];
@@ -200,7 +206,7 @@ double cost_duration(const struct cost_table *t, const struct isa_insn *insn, do
         double eng = cost_dma_engine_ns(t, &sh, cost_dma_engines(t, &sh, &first));
         double hbm = sh.hbm ? (double)sh.bytes / t->hbm_bytes_per_ns : 0;
         *dma_ns = t->dma_fixed_ns + (eng > hbm ? eng : hbm);
-        return t->dma_issue_cycles / ghz;
+        return cost_issue_ns(t, insn);
     }
     case ISA_COST_SEQ:
         return 1.0 / ghz;  /* sequencer work: one cycle */
@@ -367,8 +373,8 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
         if (at > waited)
             waited = at;
     }
-    double dma_ns;
-    double dur = cost_duration(r->t, insn, &dma_ns);
+    bool dma = cost_class(insn->opcode) == ISA_COST_DMA;
+    double dur = dma ? cost_issue_ns(r->t, insn) : cost_duration(r->t, insn, &(double){0});
     double start = waited, end = start + dur;
     r->eng_free[core][eng] = end;
     r->insns++;
@@ -378,9 +384,7 @@ double cost_insn(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t 
             *cell = end;
     }
     cost_span_add(r, core, eng, insn, pc, start, end, start - ready);
-    if (dma_ns == 0)
-        return end;
-    return cost_transfer(r, core, eng, pc, insn, end);
+    return dma ? cost_transfer(r, core, eng, pc, insn, end) : end;
 }
 
 void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, double t)
