@@ -96,8 +96,37 @@ class Tracer:
             self.shared_pos += 1
         return st
 
+    # -- zero-filled PSUM tiles: the fill waits for the first use
+    def defer_zero(self, t):
+        """Tile t (a whole PSUM tile) is zero-filled: emit the fill only
+        before a use that needs it. A matmul that overwrites the whole tile
+        (the first of an accumulation group) needs none, as compiled code
+        starts the group there instead of clearing the bank first."""
+        t.storage.place()     # its bytes now, as when the fill is emitted at once
+        t.storage.zero_view = (t.dtype, [list(d) for d in t.dims], t.pdim, t.part, t.off, t.pcount)
+
+    def settle_zero(self, t):
+        """Before an instruction that overwrites view t: no fill when t is
+        the whole zero-filled tile, else the fill now."""
+        zv = getattr(t.storage, "zero_view", None)
+        if zv is None:
+            return
+        whole = (t.dims == zv[1] and t.pdim == zv[2] and t.part == zv[3] and t.off == zv[4])
+        if whole:
+            t.storage.zero_view = None
+        else:
+            self._fill_zero(t.storage)
+
+    def _fill_zero(self, st):
+        zv, st.zero_view = st.zero_view, None
+        t = NkiTensor(st, zv[0], zv[1], zv[2], zv[3], zv[4], zv[5])
+        self.emit("dve", "memset", {"dst": t}, {}, [("dst", t), ("value", "0.0")])
+
     # -- emission
     def emit(self, engine, op, outs, ins, args, rmw=False):
+        for t in list(outs.values()) + list(ins.values()):
+            if getattr(t.storage, "zero_view", None) is not None:
+                self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
         if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted

@@ -46,7 +46,6 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         out, acc = dst_new, False
     else:
         out = None
-        acc = dst.storage.written if accumulate is None else bool(accumulate)
     d = dst if dst is not None else dst_new
     rng = nl._mask_ranges(mask)
     if rng is not None:
@@ -55,6 +54,10 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
+    if dst is not None:
+        if not accumulate:
+            tr.settle_zero(d)     # a zero-filled tile: this matmul starts its group
+        acc = dst.storage.written if accumulate is None else bool(accumulate)
     nl._matmul(stationary, moving, dst=d)
     insn = tr.pending
     _matmul_placement(insn, tile_position, tile_size, perf_mode)

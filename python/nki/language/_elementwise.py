@@ -115,6 +115,10 @@ def _inplace(t, other, alu):
     if (alu == "add" and isinstance(other, NkiTensor) and p is not None and p.op == "nc_matmul"
             and p.outs["dst"] is other and t.buffer == "psum"
             and other.storage.offset is None and sys.getrefcount(other) <= _TEMP_REFS):
+        tr.pending = None              # a partial view of a zero-filled tile: fill it first
+        tr.settle_zero(t)
+        tr.flush()
+        tr.pending = p
         _retarget(p, t, accumulate=t.storage.written)
         return t
     if isinstance(other, NkiTensor) and not _onchip(other):
