@@ -544,8 +544,14 @@ def _decorator(default_mode, func, opts):
     where = _core.user_line()
     _check_options(mode, opts, where)
     if func is None:
-        return lambda f: Kernel(f, mode=_MODES[mode], **opts)
-    return Kernel(func, mode=_MODES[mode], **opts)
+        return lambda f: Kernel(_unwrap(f), mode=_MODES[mode], **opts)
+    return Kernel(_unwrap(func), mode=_MODES[mode], **opts)
+
+
+def _unwrap(func):
+    """A kernel decorated again (nki.benchmark(...)(a jit kernel), as the
+    vendor's tutorials do) wraps the kernel's own function."""
+    return func.func if isinstance(func, Kernel) else func
 
 
 def jit(fn=None, **opts):
