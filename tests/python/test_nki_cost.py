@@ -61,3 +61,41 @@ def test_estimate_is_deterministic(estimates):
     assert out.returncode == 0, out.stdout + out.stderr
     again = json.loads(out.stdout.strip().splitlines()[-1])
     assert again["optimized"] == estimates["optimized"]
+
+
+def test_spill_to_hbm_instead_of_overflow():
+    """Three inputs and two sums of 60 KiB per partition each do not fit
+    the 192 KiB of a partition together: the least recently used tile goes
+    to HBM and comes back when it is used, with the right result and the
+    traffic in the estimate."""
+    import numpy as np
+    import nki
+    import nki.language as nl
+
+    cols = 15360   # fp32: 60 KiB per partition
+
+    def three(a, b, c):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        ta, tb, tc = nl.load(a), nl.load(b), nl.load(c)
+        nl.store(out, value=nl.add(nl.add(ta, tb), tc))
+        return out
+
+    def two(a, b, c):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        ta, tb = nl.load(a), nl.load(b)
+        nl.store(out, value=nl.add(ta, tb))
+        return out
+
+    rng = np.random.default_rng(3)
+    a, b, c = (rng.standard_normal((128, cols)).astype(np.float32) for _ in range(3))
+    k3 = nki.benchmark(three)
+    got = k3(a, b, c)
+    np.testing.assert_array_equal(got, (a + b) + c)
+    assert k3.last.tracer.spills >= 1
+    k2 = nki.benchmark(two)
+    k2(a, b, c)
+    assert k2.last.tracer.spills == 0
+    # the spill's store and reload (2 x 7.5 MiB at most 272 B/ns) cost time
+    t3 = k3.benchmark_result.nc_latency.get_latency_percentile(50)
+    t2 = k2.benchmark_result.nc_latency.get_latency_percentile(50)
+    assert t3 > t2 * 1.5

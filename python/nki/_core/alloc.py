@@ -34,9 +34,18 @@ class Storage:
             self.acc = self.alloc.manual_acc[self.kind]
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
-            weakref.finalize(self, self.alloc.give, self.kind, self.offset,
-                             self.nbytes, self.acc, self.seq)
+            self.fin = weakref.finalize(self, self.alloc.give, self.kind, self.offset,
+                                        self.nbytes, self.acc, self.seq, id(self))
+            if getattr(self, "spilled", None) is not None:
+                self.tracer.reload(self)
         return self
+
+    def evict(self):
+        """Give the tile's bytes back (it was spilled to HBM): its accesses
+        stay with the freed bytes; it starts afresh when reloaded."""
+        self.fin.detach()
+        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+        self.offset, self.base, self.acc = None, {}, {}
 
 
 class Allocator:
@@ -56,6 +65,8 @@ class Allocator:
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
+        self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
+        self.spill = None         # the tracer's spill(st): move a live tile to HBM, or False
 
     def reserve(self, st):
         """Place a tile at the bytes its address= names (st.fixed). Those
@@ -110,27 +121,10 @@ class Allocator:
                 size += PSUM_BANK - size % PSUM_BANK
         else:
             size = (size + 31) & ~31
+        best = self._best(st.kind, size)
+        while best is None and st.kind == "sbuf" and self.spill is not None and self.spill(st):
+            best = self._best(st.kind, size)   # a live tile went to HBM: look again
         lst = self.free[st.kind]
-        best = None
-        for i in range(len(lst)):
-            start = self._align(st.kind, lst[i][0], size)
-            # extend over adjacent free ranges until [start, start+size) is covered
-            j, end = i, lst[i][0] + lst[i][1]
-            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
-                j += 1
-                end = lst[j][0] + lst[j][1]
-            if start + size > end:
-                continue
-            clock, age = {}, 0
-            for o, ln, c, q in lst[i:j + 1]:
-                if o < start + size and o + ln > start:
-                    for e, v in c.items():
-                        clock[e] = max(clock.get(e, 0), v)
-                    age = max(age, q)
-            if best is None or age < best[0]:
-                best = (age, i, j, start, clock)
-            if age == 0:
-                break
         if best is None:
             total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
             used = total - sum(ln for _, ln, _, _ in lst)
@@ -148,9 +142,54 @@ class Allocator:
         lst[i:j + 1] = rest
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
+        self.live[id(st)] = weakref.ref(st)
         return start, clock
 
-    def give(self, kind, off, size, acc, seq=(0,)):
+    def _best(self, kind, size):
+        """Where a tile of size bytes per partition goes: (age, first and
+        last free range it covers, start, clock of their last accesses),
+        the least recently used place; None when nothing fits."""
+        lst = self.free[kind]
+        best = None
+        for i in range(len(lst)):
+            start = self._align(kind, lst[i][0], size)
+            # extend over adjacent free ranges until [start, start+size) is covered
+            j, end = i, lst[i][0] + lst[i][1]
+            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                j += 1
+                end = lst[j][0] + lst[j][1]
+            if start + size > end:
+                continue
+            clock, age = {}, 0
+            for o, ln, c, q in lst[i:j + 1]:
+                if o < start + size and o + ln > start:
+                    for e, v in c.items():
+                        clock[e] = max(clock.get(e, 0), v)
+                    age = max(age, q)
+            if best is None or age < best[0]:
+                best = (age, i, j, start, clock)
+            if age == 0:
+                break
+        return best
+
+    def victim(self, pinned):
+        """The least recently used live SBUF tile the allocator placed that
+        is not in pinned (ids): the one to spill. None when there is none."""
+        best = None
+        for key, ref in list(self.live.items()):
+            st = ref()
+            if st is None or st.offset is None:
+                self.live.pop(key, None)
+                continue
+            if st.kind != "sbuf" or key in pinned:
+                continue
+            if best is None or st.seq[0] < best.seq[0]:
+                best = st
+        return best
+
+    def give(self, kind, off, size, acc, seq=(0,), key=None):
+        if key is not None:
+            self.live.pop(key, None)
         clock = {}
         for (_, eng, _), n in acc.items():
             clock[eng] = max(clock.get(eng, 0), n)

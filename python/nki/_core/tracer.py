@@ -13,7 +13,8 @@ import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, user_line
+from .. import _dtypes
+from .context import ENGINES, NUM_PARTITIONS, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -65,12 +66,15 @@ class Tracer:
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
         self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
+        self.pinned = set()       # ids of the tiles the instruction being committed touches
+        self.spills = 0           # tiles spilled to HBM
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
         self.flush()
         self.core = c
         ct = self.cores[c]
+        ct.alloc.spill = self.spill
         self.alloc, self.lines, self.src = ct.alloc, ct.lines, ct.src
         self.count, self.eng_lines = ct.count, ct.eng_lines
 
@@ -95,6 +99,42 @@ class Tracer:
             self.shared_seq.append(st)
             self.shared_pos += 1
         return st
+
+    # -- spilling: SBUF tiles that do not fit go to HBM and come back
+    def spill(self, needed):
+        """Make room for tile `needed`: store the least recently used live
+        SBUF tile that the instruction being committed does not touch to an
+        HBM scratch variable and free its bytes (as the vendor's compiler
+        spills). False when no tile can go."""
+        st = self.alloc.victim(self.pinned | {id(needed)})
+        if st is None:
+            return False
+        if getattr(st, "spill_hbm", None) is None:
+            di = _dtypes.info("uint8")
+            st.spill_hbm = self.hbm_tensor("private_hbm", "spill", (NUM_PARTITIONS, st.nbytes),
+                                           di, NUM_PARTITIONS * st.nbytes)
+        onchip, hbm = self._spill_views(st)
+        self.commit(Insn("pool", "dma_copy", {"dst": hbm}, {"src": onchip},
+                         [("dst", hbm), ("src", onchip)], "%s (spill)" % st.line))
+        self.spills += 1
+        st.spilled = hbm
+        st.evict()
+        return True
+
+    def reload(self, st):
+        """Bring a spilled tile back into the bytes it was just given."""
+        onchip, hbm = self._spill_views(st)
+        st.spilled = None
+        self.commit(Insn("sp", "dma_copy", {"dst": onchip}, {"src": hbm},
+                         [("dst", onchip), ("src", hbm)], "%s (reload)" % st.line))
+
+    @staticmethod
+    def _spill_views(st):
+        """The whole tile as bytes, on chip and in its HBM scratch."""
+        n = st.nbytes
+        onchip = NkiTensor(st, "uint8", [[1, NUM_PARTITIONS], [1, n]], 0)
+        hbm = NkiTensor(st.spill_hbm, "uint8", [[n, NUM_PARTITIONS], [1, n]], None)
+        return onchip, hbm
 
     # -- zero-filled PSUM tiles: the fill waits for the first use
     def defer_zero(self, t):
@@ -156,6 +196,8 @@ class Tracer:
             touched.append((t, True))
             if insn.rmw:
                 touched.append((t, False))
+        outer = self.pinned
+        self.pinned = outer | {id(t.storage) for t, _ in touched}
         for t, w in touched:
             st = t.storage
             r = rect(t, getattr(t, "_as", None))
@@ -167,6 +209,7 @@ class Tracer:
             for (r2, e2, w2), n in st.acc.items():
                 if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
                     waits[e2[1]] = max(waits.get(e2[1], 0), n)
+        self.pinned = outer
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
             if v is None:
