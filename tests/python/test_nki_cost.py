@@ -99,3 +99,27 @@ def test_spill_to_hbm_instead_of_overflow():
     t3 = k3.benchmark_result.nc_latency.get_latency_percentile(50)
     t2 = k2.benchmark_result.nc_latency.get_latency_percentile(50)
     assert t3 > t2 * 1.5
+
+
+def test_partition_broadcast_is_a_dma():
+    """A [1, N] row broadcast across partitions moves by DMA (through an HBM
+    scratch row read with a partition step of 0), not as a ones-matmul and
+    a PSUM copy on the Tensor and Vector engines."""
+    import numpy as np
+    import nki
+    import nki.language as nl
+
+    @nki.jit
+    def scale_rows(a, w):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        wt = nl.load(w).broadcast_to(a.shape)
+        nl.store(out, value=nl.multiply(nl.load(a), wt))
+        return out
+
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((128, 256)).astype(np.float32)
+    w = rng.standard_normal((1, 256)).astype(np.float32)
+    np.testing.assert_array_equal(scale_rows(a, w), a * w)
+    lines = scale_rows.last.tracer.cores[0].lines
+    assert not any(".nc_matmul" in ln or ln.startswith("dve.tensor_copy") for ln in lines), lines
+    assert any(ln.startswith("sp.dma_copy") and "[[0,128]" in ln for ln in lines), lines
