@@ -67,12 +67,15 @@ static enum isa_cost_class cost_class(unsigned op)
 /* Partitions and elements per partition of access pattern slot i (0 when absent). */
 static void cost_ap_size(const struct isa_insn *insn, int i, uint64_t *parts, uint64_t *elems)
 {
-    struct isa_extent x;
+    const struct isa_ap *ap = &insn->ap[i];
     *parts = *elems = 0;
-    if (insn->ap[i].mem == ISA_MEM_NONE || isa_ap_extent(&insn->ap[i], &x) != EMU_OK)
+    if (ap->mem == ISA_MEM_NONE || ap->ndims == 0 || ap->ndims > ISA_MAX_DIMS)
         return;
-    *parts = insn->ap[i].num_part ? insn->ap[i].num_part : 1;
-    *elems = x.elems;
+    uint64_t n = 1;  /* the product of the counts (an executed pattern is valid) */
+    for (int d = 0; d < ap->ndims; d++)
+        n *= ap->dim[d].count;
+    *parts = ap->num_part ? ap->num_part : 1;
+    *elems = n;
 }
 
 /* Does the innermost free stride exceed 16 bytes (half-rate SBUF access)? */
