@@ -183,12 +183,18 @@ static uint32_t cost_dma_engines(const struct cost_table *t, const struct cost_d
     return n < t->dma_engines ? n : t->dma_engines;
 }
 
-/* Time one DMA engine spends on its share (1/n) of a transfer. */
+/* Time one DMA engine spends on its share (1/n) of a transfer: its
+ * buffers' overhead and its bytes at the engine's rate, or at its share of
+ * the core's HBM bandwidth (all engines busy) when that is lower and the
+ * transfer touches HBM (with the published figures it never is). */
 static double cost_dma_engine_ns(const struct cost_table *t, const struct cost_dma_shape *sh,
                                  uint32_t n)
 {
     double buffers = (double)((sh->buffers + n - 1) / n);
-    return buffers * t->dma_buffer_ns + (double)sh->bytes / n / t->dma_engine_bytes_per_ns;
+    double rate = t->dma_engine_bytes_per_ns, hbm = t->hbm_bytes_per_ns / t->dma_engines;
+    if (sh->hbm && hbm < rate)
+        rate = hbm;
+    return buffers * t->dma_buffer_ns + (double)sh->bytes / n / rate;
 }
 
 /* The issuing engine's time for a DMA instruction. */
@@ -207,8 +213,7 @@ double cost_duration(const struct cost_table *t, const struct isa_insn *insn, do
         uint32_t first;
         cost_dma_shape(insn, &sh);
         double eng = cost_dma_engine_ns(t, &sh, cost_dma_engines(t, &sh, &first));
-        double hbm = sh.hbm ? (double)sh.bytes / t->hbm_bytes_per_ns : 0;
-        *dma_ns = t->dma_fixed_ns + (eng > hbm ? eng : hbm);
+        *dma_ns = t->dma_fixed_ns + eng;
         return cost_issue_ns(t, insn);
     }
     case ISA_COST_SEQ:
@@ -324,8 +329,9 @@ static double cost_engine_take(struct cost_run *r, uint32_t core, unsigned q, un
 
 /* Schedule the transfer of a DMA instruction issued at `issued` on the DMA
  * engines it uses and on the core's HBM share; its span on the issuing
- * engine's queue lane runs from its trigger (or the queue's previous
- * completion) to its completion. Returns the completion. */
+ * engine's queue lane runs from when its data starts to move (or the
+ * queue's previous completion) to its completion, so a queue's busy time
+ * is time spent moving its data. Returns the completion. */
 static double cost_transfer(struct cost_run *r, uint32_t core, enum isa_engine eng, size_t pc,
                             const struct isa_insn *insn, double issued)
 {
@@ -343,16 +349,10 @@ static double cost_transfer(struct cost_run *r, uint32_t core, enum isa_engine e
         if (end > done)
             done = end;
     }
-    if (sh.hbm) {  /* the bytes also pass the core's share of HBM bandwidth */
-        double h0 = r->hbm_free[core] > moving ? r->hbm_free[core] : moving;
-        r->hbm_free[core] = h0 + (double)sh.bytes / t->hbm_bytes_per_ns;
-        if (r->hbm_free[core] > done)
-            done = r->hbm_free[core];
-    }
     double *qf = &r->dma_free[core][eng];  /* a queue completes in order */
     if (*qf > done)
         done = *qf;
-    double begin = *qf > issued ? *qf : issued;
+    double begin = *qf > moving ? *qf : moving;
     *qf = done;
     cost_span_add(r, core, COST_LANE_DMA(eng), insn, pc, begin, done, 0);
     return done;
@@ -409,7 +409,6 @@ void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t c
     memcpy(r->dma_free[core], from->dma_free[core], sizeof r->dma_free[core]);
     memcpy(r->dma_eng_free[core], from->dma_eng_free[core], sizeof r->dma_eng_free[core]);
     memcpy(r->dma_q_eng[core], from->dma_q_eng[core], sizeof r->dma_q_eng[core]);
-    r->hbm_free[core] = from->hbm_free[core];
     memcpy(r->track[core], from->track[core], sizeof r->track[core]);
     memcpy(r->hist_val[core], from->hist_val[core], sizeof r->hist_val[core]);
     memcpy(r->hist_at[core], from->hist_at[core], sizeof r->hist_at[core]);

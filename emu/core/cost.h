@@ -9,8 +9,8 @@
  * stamps its signals with its end. DMA instructions occupy their issuing
  * engine for an issue cost only; the transfer is queued on the issuing
  * engine's DMA queue, split by partitions over the core's DMA engines
- * (shared by every queue, served in turn), its bytes also pass the core's share of HBM
- * bandwidth, and it signals when its last engine is done (a queue's
+ * (shared by every queue, served in turn), each no faster than its
+ * share of the core's HBM bandwidth, and it signals when its last engine is done (a queue's
  * transfers complete in order). The estimate never changes results.
  *
  * A run can also record each instruction's span (for profiles): the
@@ -90,7 +90,6 @@ struct cost_run {
     double dma_free[COST_MAX_CORES][ISA_ENG_COUNT];      /* last completion on each DMA queue */
     double dma_eng_free[COST_MAX_CORES][COST_DMA_ENGINES]; /* when each DMA engine's booked work ends */
     double dma_q_eng[COST_MAX_CORES][ISA_ENG_COUNT][COST_DMA_ENGINES]; /* each queue's last end on each engine */
-    double hbm_free[COST_MAX_CORES];                     /* when the core's HBM share is free */
     double sem_at[COST_MAX_CORES][ISA_NUM_SEMS];         /* last signal of each semaphore */
     double event_at[COST_MAX_CORES][ISA_NUM_EVENTS];     /* last signal of each event */
     double busy[COST_MAX_CORES][COST_LANES];             /* busy time per lane */
@@ -128,7 +127,7 @@ void cost_signal(struct cost_run *r, uint32_t core, const struct isa_sync *s, do
 void cost_merge_core(struct cost_run *r, const struct cost_run *from, uint32_t core);
 
 /* Estimated duration of one instruction alone (no waits), in ns, and for
- * DMA instructions the transfer's time alone (latency, engines, HBM) in
+ * DMA instructions the transfer's time alone (latency and engines) in
  * *dma_ns (0 else). */
 double cost_duration(const struct cost_table *t, const struct isa_insn *insn, double *dma_ns);
 
