@@ -123,3 +123,39 @@ def test_partition_broadcast_is_a_dma():
     lines = scale_rows.last.tracer.cores[0].lines
     assert not any(".nc_matmul" in ln or ln.startswith("dve.tensor_copy") for ln in lines), lines
     assert any(ln.startswith("sp.dma_copy") and "[[0,128]" in ln for ln in lines), lines
+
+
+def test_zero_filled_psum_is_cleared_by_its_first_matmul():
+    """nl.zeros in PSUM emits no fill when a matmul writes the whole tile
+    first (it starts the accumulation group), and still fills the rest of
+    the tile when the matmul writes only part of it."""
+    import numpy as np
+    import nki
+    import nki.language as nl
+
+    @nki.jit
+    def two_ways(a, b):
+        out = nl.ndarray((3, 128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        whole = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        whole[...] = nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        nl.store(out[0], nl.copy(whole))
+        half = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        half[:, 0:256] = nl.matmul(nl.load(a), nl.load(b[:, 0:256]), transpose_x=True)
+        nl.store(out[1], nl.copy(half))
+        acc = nl.zeros((128, 512), nl.float32, buffer=nl.psum)
+        for k in nl.affine_range(2):
+            acc += nl.matmul(nl.load(a), nl.load(b), transpose_x=True)
+        nl.store(out[2], nl.copy(acc))
+        return out
+
+    rng = np.random.default_rng(9)
+    a = rng.standard_normal((128, 128)).astype(np.float32)
+    b = rng.standard_normal((128, 512)).astype(np.float32)
+    got = two_ways(a, b)
+    ref = a.T @ b
+    np.testing.assert_allclose(got[0], ref, rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(got[1][:, :256], ref[:, :256], rtol=1e-4, atol=1e-4)
+    assert (got[1][:, 256:] == 0).all()
+    np.testing.assert_allclose(got[2], 2 * ref, rtol=1e-4, atol=1e-3)
+    fills = [ln for ln in two_ways.last.tracer.cores[0].lines if ln.startswith("dve.memset")]
+    assert len(fills) == 1, fills   # only the half-written tile's

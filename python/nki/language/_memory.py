@@ -127,8 +127,21 @@ def _as_tile(value, shape, dtype):
 _TEMP_REFS = 6
 
 
+def _settle_zero_before(tr, pending, view):
+    """The pending instruction is about to write view: a zero-filled tile
+    needs no fill when view is all of it, else its fill goes first."""
+    if getattr(view.storage, "zero_view", None) is None:
+        return
+    tr.pending = None
+    tr.settle_zero(view)
+    tr.flush()
+    tr.pending = pending
+
+
 def _retarget(insn, view, accumulate=False):
     """Make the pending instruction write view instead of its fresh tile."""
+    if not accumulate:
+        _settle_zero_before(current(), insn, view)
     old = insn.outs["dst"]
     if int(np.prod(old.shape)) != int(np.prod(view.shape)):
         fail("cannot assign a result of shape %s to a view of shape %s" % (old.shape, view.shape))
