@@ -159,3 +159,30 @@ def test_zero_filled_psum_is_cleared_by_its_first_matmul():
     np.testing.assert_allclose(got[2], 2 * ref, rtol=1e-4, atol=1e-3)
     fills = [ln for ln in two_ways.last.tracer.cores[0].lines if ln.startswith("dve.memset")]
     assert len(fills) == 1, fills   # only the half-written tile's
+
+
+def test_benchmark_and_trnemu_profile_agree(tmp_path):
+    """nki.benchmark's latency is the device time `trnemu profile` reports
+    for the same execution."""
+    tool = os.environ.get("TRNEMU_TOOL")
+    if not tool:
+        pytest.skip("TRNEMU_TOOL not set (meson sets it)")
+    code = ("import sys; sys.path.insert(0, %r)\n"
+            "import numpy as np, nki, nki.language as nl\n"
+            "@nki.benchmark(warmup=2, iters=4)\n"
+            "def add(a, b):\n"
+            "    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)\n"
+            "    nl.store(out, value=nl.add(nl.load(a), nl.load(b)))\n"
+            "    return out\n"
+            "a = np.ones((128, 512), np.float32)\n"
+            "add(a, a)\n"
+            "print('P50', add.benchmark_result.nc_latency.get_latency_percentile(50))\n"
+            % os.path.join(HERE, "..", "..", "python"))
+    trace = tmp_path / "p.json"
+    env = dict(os.environ, TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-prof")
+    out = subprocess.run([tool, "profile", "-o", str(trace), "--", sys.executable, "-c", code],
+                         env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, out.stdout + out.stderr
+    p50 = float([ln for ln in out.stdout.splitlines() if ln.startswith("P50")][0].split()[1])
+    device_ns = json.loads(trace.read_text())["otherData"]["device_ns"]
+    assert p50 > 0 and abs(p50 - device_ns / 1000.0) < 1e-3 * p50
