@@ -99,6 +99,14 @@ def _declare(L):
         "trnemu_kernel_write": ([P, PP, ctypes.POINTER(S)], I),
         "trnemu_kernel_buffer_free": ([P], None),
         "trnemu_kernel_error": ([P], ctypes.c_char_p),
+        "nrt_sys_trace_config_allocate": ([PP], I),
+        "nrt_sys_trace_config_free": ([P], None),
+        "nrt_sys_trace_config_set_max_events_per_nc": ([P, U64], None),
+        "nrt_sys_trace_config_set_capture_enabled_for_event_type": ([P, ctypes.c_char_p, ctypes.c_bool], I),
+        "nrt_sys_trace_start": ([P], I),
+        "nrt_sys_trace_stop": ([], I),
+        "nrt_sys_trace_fetch_events": ([ctypes.POINTER(ctypes.c_char_p), ctypes.POINTER(S), P], I),
+        "nrt_sys_trace_buffer_free": ([ctypes.c_char_p], None),
     }
     for name, (args, res) in sig.items():
         f = getattr(L, name)
@@ -190,6 +198,62 @@ def _stop():
             m.unload()
         lib().nrt_close()
         _started = False
+
+
+def _event_types(L):
+    """Every system trace event type but nc_exec_running is turned off."""
+    names = ("nrt_load", "nrt_unload", "nrt_execute", "nrt_tensor_read", "nrt_tensor_write",
+             "nrt_tensor_copy", "nrta_request", "cc_running", "numerical_err")
+    return [(n, False) for n in names] + [("nc_exec_running", True)]
+
+
+def device_times(run):
+    """Call run() under a system trace capture of executions only (the
+    public nrt_sys_trace_* API) and return (run's result, the estimated
+    device time in ns of each execution it made, in order). A capture
+    already running (inspect) is left alone and no times are returned."""
+    L = start()
+    if os.environ.get("NEURON_RT_INSPECT_ENABLE", "0") not in ("", "0"):
+        return run(), []
+    cfg = ctypes.c_void_p()
+    if L.nrt_sys_trace_config_allocate(ctypes.byref(cfg)) != NRT_SUCCESS:
+        return run(), []
+    L.nrt_sys_trace_config_set_max_events_per_nc(cfg, 1 << 16)
+    for name, on in _event_types(L):
+        L.nrt_sys_trace_config_set_capture_enabled_for_event_type(cfg, name.encode(), on)
+    st = L.nrt_sys_trace_start(cfg)
+    L.nrt_sys_trace_config_free(cfg)
+    if st != NRT_SUCCESS:
+        return run(), []
+    try:
+        out = run()
+        buf, n = ctypes.c_char_p(), ctypes.c_size_t()
+        if L.nrt_sys_trace_fetch_events(ctypes.byref(buf), ctypes.byref(n), None) != NRT_SUCCESS:
+            return out, []
+        text = ctypes.string_at(buf, n.value).decode()
+        L.nrt_sys_trace_buffer_free(buf)
+    finally:
+        L.nrt_sys_trace_stop()
+    return out, _exec_times(text)
+
+
+def _exec_times(text):
+    """Device time (ns) of each nc_exec_running start/stop pair of a fetched
+    system trace; the executions of one call on several cores count once,
+    as the longest."""
+    import json
+    start_at, per_call = {}, {}
+    for e in json.loads(text).get("events", []):
+        if e.get("event_type") != "nc_exec_running":
+            continue
+        d = e.get("data", {})
+        if e.get("phase") == "start":
+            start_at[e["tracking_id"]] = d.get("nc_timestamp_ns", 0)
+        elif e.get("phase") == "stop" and e["tracking_id"] in start_at:
+            ns = d.get("nc_timestamp_ns", 0) - start_at[e["tracking_id"]]
+            call = d.get("value", e["tracking_id"])
+            per_call[call] = max(per_call.get(call, 0), ns)
+    return [per_call[k] for k in sorted(per_call)]
 
 
 class _MachineInfo(ctypes.Structure):
@@ -344,30 +408,6 @@ class Model:
     def loaded(self):
         """Still loaded (not unloaded by the kernel cache)?"""
         return bool(self.model)
-
-    def device_times(self, run):
-        """Call run() with this model profiled (nrt_profile_start/stop) and
-        return the device time of each execution in microseconds, as
-        trnemu's cost model estimates it (docs/cost-model.md)."""
-        import json
-        fd, path = tempfile.mkstemp(prefix="nki-benchmark-", suffix=".json")
-        os.close(fd)
-        try:
-            with _Capture():
-                st = self.L.nrt_profile_start(self.model, path.encode())
-            if st != NRT_SUCCESS:
-                raise RuntimeFailure("nrt_profile_start", st, _status(self.L, st), "")
-            try:
-                run()
-            finally:
-                with _Capture():
-                    self.L.nrt_profile_stop(path.encode())
-            with open(path) as f:
-                trace = json.load(f)
-        finally:
-            os.unlink(path)
-        return [ev["args"]["device_ns"] / 1000.0 for ev in trace.get("traceEvents", ())
-                if ev.get("cat") == "execution" and "device_ns" in ev.get("args", {})]
 
     def unload(self):
         if self.model:

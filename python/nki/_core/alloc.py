@@ -1,6 +1,9 @@
 """_core/alloc.py: on-chip allocation: one Storage per tile or HBM
 variable, and the per-core SBUF/PSUM allocator that places tiles and
-remembers the last accesses to freed bytes."""
+remembers the last accesses to freed bytes. Free bytes are handed out
+least recently used first, so the tiles a loop creates rotate through the
+free space and the next iteration's loads run ahead of this one's compute
+(as compiled NKI code rotates a loop's tile buffers)."""
 import weakref
 
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
@@ -18,6 +21,7 @@ class Storage:
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
         self.acc = {}             # (rect, engine, is_write) -> last instruction number
+        self.seq = [0]            # trace position of its last access (LRU order of freed bytes)
         self.written = False      # some instruction wrote it
         self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
         self.line = user_line()   # where it was created, for overflow errors
@@ -31,9 +35,18 @@ class Storage:
             self.acc = self.alloc.manual_acc[self.kind]
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
-            weakref.finalize(self, self.alloc.give, self.kind, self.offset,
-                             self.nbytes, self.acc)
+            self.fin = weakref.finalize(self, self.alloc.give, self.kind, self.offset,
+                                        self.nbytes, self.acc, self.seq, id(self))
+            if getattr(self, "spilled", None) is not None:
+                self.tracer.reload(self)
         return self
+
+    def evict(self):
+        """Give the tile's bytes back (it was spilled to HBM): its accesses
+        stay with the freed bytes; it starts afresh when reloaded."""
+        self.fin.detach()
+        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+        self.offset, self.base, self.acc = None, {}, {}
 
 
 class Allocator:
@@ -42,17 +55,20 @@ class Allocator:
     The free list is a sorted list of adjacent or separate ranges, each with
     the clock of the last accesses made to it (engine -> instruction count),
     so a tile that reuses bytes waits for exactly the accesses to those
-    bytes (write-after-read / write-after-write across tiles). A new tile
-    goes where the clock is oldest (never used first), which rotates
-    through free space and lets consecutive tiles of a loop overlap.
+    bytes (write-after-read / write-after-write across tiles), and the
+    trace position of the last of them. A new tile goes where that position
+    is oldest (never used first), which rotates through free space and lets
+    consecutive tiles of a loop overlap.
     """
 
     def __init__(self, sbuf=SBUF_BYTES):
         self.size = {"sbuf": sbuf, "psum": PSUM_BYTES}   # bytes per partition of each memory
-        self.free = {"sbuf": [(0, sbuf, {})], "psum": [(0, PSUM_BYTES, {})]}
+        self.free = {"sbuf": [(0, sbuf, {}, 0)], "psum": [(0, PSUM_BYTES, {}, 0)]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
+        self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
+        self.spill = None         # the tracer's spill(st): move a live tile to HBM, or False
 
     def reserve(self, st):
         """Place a tile at the bytes its address= names (st.fixed). Those
@@ -65,7 +81,7 @@ class Allocator:
         if lo < 0 or hi > total:
             raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
                            % (st.line, lo, hi, total, kind.upper()))
-        covered = [(o, o + ln) for o, ln, _ in self.free[kind]] + self.manual[kind]
+        covered = [(o, o + ln) for o, ln, _, _ in self.free[kind]] + self.manual[kind]
         pos = lo
         for a, b in sorted(covered):
             if a <= pos < b:
@@ -75,16 +91,16 @@ class Allocator:
                            "placed; give every tile of the kernel an address, or none"
                            % (st.line, kind.upper(), lo, hi))
         clock, rest = {}, []
-        for o, ln, c in self.free[kind]:
+        for o, ln, c, q in self.free[kind]:
             if o < hi and o + ln > lo:
                 for e, v in c.items():
                     clock[e] = max(clock.get(e, 0), v)
                 if o < lo:
-                    rest.append((o, lo - o, c))
+                    rest.append((o, lo - o, c, q))
                 if o + ln > hi:
-                    rest.append((hi, o + ln - hi, c))
+                    rest.append((hi, o + ln - hi, c, q))
             else:
-                rest.append((o, ln, c))
+                rest.append((o, ln, c, q))
         self.free[kind] = rest
         self.manual[kind].append((lo, hi))
         self.high[kind] = max(self.high[kind], hi)
@@ -107,37 +123,48 @@ class Allocator:
                 size += PSUM_BANK - size % PSUM_BANK
         else:
             size = (size + 31) & ~31
+        best = self._best(st.kind, size)
+        while best is None and st.kind == "sbuf" and self.spill is not None and self.spill(st):
+            best = self._best(st.kind, size)   # a live tile went to HBM: look again
         lst = self.free[st.kind]
-        best = None
-        for i, j, start in self._candidates(st.kind, lst, size):
-            clock = {}
-            for o, ln, c in lst[i:j + 1]:
-                if o < start + size and o + ln > start:
-                    for e, v in c.items():
-                        clock[e] = max(clock.get(e, 0), v)
-            age = sum(clock.values())
-            if best is None or age < best[0]:
-                best = (age, i, j, start, clock)
-            if age == 0:
-                break
         if best is None:
             total = self.size[st.kind]
-            used = total - sum(ln for _, ln, _ in lst)
+            used = total - sum(ln for _, ln, _, _ in lst)
             raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
                            "(%d of %d bytes per partition in use)"
                            % (st.line, st.kind.upper(), size, used, total))
         _, i, j, start, clock = best
         rest = []
-        for o, ln, c in lst[i:j + 1]:
+        for o, ln, c, q in lst[i:j + 1]:
             if o < start:
-                rest.append((o, min(ln, start - o), c))
+                rest.append((o, min(ln, start - o), c, q))
             if o + ln > start + size:
                 b = max(o, start + size)
-                rest.append((b, o + ln - b, c))
+                rest.append((b, o + ln - b, c, q))
         lst[i:j + 1] = rest
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
+        self.live[id(st)] = weakref.ref(st)
         return start, clock
+
+    def _best(self, kind, size):
+        """Where a tile of size bytes per partition goes: (age, first and
+        last free range it covers, start, clock of their last accesses),
+        the least recently used place; None when nothing fits."""
+        lst = self.free[kind]
+        best = None
+        for i, j, start in self._candidates(kind, lst, size):
+            clock, age = {}, 0
+            for o, ln, c, q in lst[i:j + 1]:
+                if o < start + size and o + ln > start:
+                    for e, v in c.items():
+                        clock[e] = max(clock.get(e, 0), v)
+                    age = max(age, q)
+            if best is None or age < best[0]:
+                best = (age, i, j, start, clock)
+            if age == 0:
+                break
+        return best
 
     def _candidates(self, kind, lst, size):
         """Where a tile of size bytes can go: (first, last free range used,
@@ -166,17 +193,35 @@ class Allocator:
             if start >= lst[i][0]:
                 yield i, j, start
 
-    def give(self, kind, off, size, acc):
+    def victim(self, pinned):
+        """The least recently used live SBUF tile the allocator placed that
+        is not in pinned (ids): the one to spill. None when there is none."""
+        best = None
+        for key, ref in list(self.live.items()):
+            st = ref()
+            if st is None or st.offset is None:
+                self.live.pop(key, None)
+                continue
+            if st.kind != "sbuf" or key in pinned:
+                continue
+            if best is None or st.seq[0] < best.seq[0]:
+                best = st
+        return best
+
+    def give(self, kind, off, size, acc, seq=(0,), key=None):
+        if key is not None:
+            self.live.pop(key, None)
         clock = {}
         for (_, eng, _), n in acc.items():
             clock[eng] = max(clock.get(eng, 0), n)
         lst = self.free[kind]
-        lst.append((off, size, clock))
+        lst.append((off, size, clock, seq[0]))
         lst.sort(key=lambda r: r[0])
         merged = []
-        for o, ln, c in lst:
-            if merged and merged[-1][0] + merged[-1][1] == o and merged[-1][2] == c:
-                merged[-1] = (merged[-1][0], merged[-1][1] + ln, c)
+        for o, ln, c, q in lst:
+            m = merged[-1] if merged else None
+            if m and m[0] + m[1] == o and m[2] == c and m[3] == q:
+                merged[-1] = (m[0], m[1] + ln, c, q)
             else:
-                merged.append((o, ln, c))
+                merged.append((o, ln, c, q))
         self.free[kind] = merged

@@ -200,7 +200,7 @@ class DeviceLoop:
                     st.base[key] = exits[key[1]]
         alloc = self.tr.alloc
         for lst in alloc.free.values():
-            for _, _, clock in lst:
+            for _, _, clock, _ in lst:
                 for key, v in list(clock.items()):
                     if v >= VBASE:
                         clock[key] = exits[key[1]]

@@ -17,7 +17,8 @@ import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, local_rect, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, NKIError, fail, sbuf_bytes, user_line
+from .. import _dtypes
+from .context import ENGINES, NKIError, NUM_PARTITIONS, fail, sbuf_bytes, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -86,19 +87,23 @@ class Tracer:
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
-        self.emitted = 0          # instructions emitted so far (all cores)
+        self.traced = 0           # emit calls so far (all cores): the trace limit counts them
         self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
         self.t0 = time.perf_counter()  # when the trace began
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
         self.last = None          # the last instruction emitted (nki.isa calls return its handle)
         self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
         self.emitted = 0          # instructions emitted so far
+        self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
+        self.pinned = set()       # ids of the tiles the instruction being committed touches
+        self.spills = 0           # tiles spilled to HBM
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
         self.flush()
         self.core = c
         ct = self.cores[c]
+        ct.alloc.spill = self.spill
         self.alloc, self.lines, self.src = ct.alloc, ct.lines, ct.src
         self.count, self.eng_lines = ct.count, ct.eng_lines
 
@@ -124,20 +129,85 @@ class Tracer:
             self.shared_pos += 1
         return st
 
+    # -- spilling: SBUF tiles that do not fit go to HBM and come back
+    def spill(self, needed):
+        """Make room for tile `needed`: store the least recently used live
+        SBUF tile that the instruction being committed does not touch to an
+        HBM scratch variable and free its bytes (as the vendor's compiler
+        spills). False when no tile can go."""
+        st = self.alloc.victim(self.pinned | {id(needed)})
+        if st is None:
+            return False
+        if getattr(st, "spill_hbm", None) is None:
+            di = _dtypes.info("uint8")
+            st.spill_hbm = self.hbm_tensor("private_hbm", "spill", (NUM_PARTITIONS, st.nbytes),
+                                           di, NUM_PARTITIONS * st.nbytes)
+        onchip, hbm = self._spill_views(st)
+        self.commit(Insn("pool", "dma_copy", {"dst": hbm}, {"src": onchip},
+                         [("dst", hbm), ("src", onchip)], "%s (spill)" % st.line))
+        self.spills += 1
+        st.spilled = hbm
+        st.evict()
+        return True
+
+    def reload(self, st):
+        """Bring a spilled tile back into the bytes it was just given."""
+        onchip, hbm = self._spill_views(st)
+        st.spilled = None
+        self.commit(Insn("sp", "dma_copy", {"dst": onchip}, {"src": hbm},
+                         [("dst", onchip), ("src", hbm)], "%s (reload)" % st.line))
+
+    @staticmethod
+    def _spill_views(st):
+        """The whole tile as bytes, on chip and in its HBM scratch."""
+        n = st.nbytes
+        onchip = NkiTensor(st, "uint8", [[1, NUM_PARTITIONS], [1, n]], 0)
+        hbm = NkiTensor(st.spill_hbm, "uint8", [[n, NUM_PARTITIONS], [1, n]], None)
+        return onchip, hbm
+
+    # -- zero-filled PSUM tiles: the fill waits for the first use
+    def defer_zero(self, t):
+        """Tile t (a whole PSUM tile) is zero-filled: emit the fill only
+        before a use that needs it. A matmul that overwrites the whole tile
+        (the first of an accumulation group) needs none, as compiled code
+        starts the group there instead of clearing the bank first."""
+        t.storage.place()     # its bytes now, as when the fill is emitted at once
+        t.storage.zero_view = (t.dtype, [list(d) for d in t.dims], t.pdim, t.part, t.off, t.pcount)
+
+    def settle_zero(self, t):
+        """Before an instruction that overwrites view t: no fill when t is
+        the whole zero-filled tile, else the fill now."""
+        zv = getattr(t.storage, "zero_view", None)
+        if zv is None:
+            return
+        whole = (t.dims == zv[1] and t.pdim == zv[2] and t.part == zv[3] and t.off == zv[4])
+        if whole:
+            t.storage.zero_view = None
+        else:
+            self._fill_zero(t.storage)
+
+    def _fill_zero(self, st):
+        zv, st.zero_view = st.zero_view, None
+        t = NkiTensor(st, zv[0], zv[1], zv[2], zv[3], zv[4], zv[5])
+        self.emit("dve", "memset", {"dst": t}, {}, [("dst", t), ("value", "0.0")])
+
     # -- emission
     def check_limits(self):
         """NKIError when the trace passed its instruction or time bound."""
-        self.emitted += 1
-        if self.max_insns and self.emitted > self.max_insns:
+        self.traced += 1
+        if self.max_insns and self.traced > self.max_insns:
             raise NKIError("%s: the kernel traced more than %d instructions "
                            "(TRNEMU_NKI_TRACE_LIMIT; 0 lifts it)" % (user_line(), self.max_insns))
-        if self.max_s and self.emitted % 64 == 0 and \
+        if self.max_s and self.traced % 64 == 0 and \
                 time.perf_counter() - self.t0 > self.max_s:
             raise NKIError("%s: the kernel traced for more than %g s (TRNEMU_NKI_TRACE_SECONDS; "
                            "0 lifts it)" % (user_line(), self.max_s))
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
         self.check_limits()
+        for t in list(outs.values()) + list(ins.values()):
+            if getattr(t.storage, "zero_view", None) is not None:
+                self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
         if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
@@ -171,6 +241,8 @@ class Tracer:
             touched.append((t, True))
             if insn.rmw:
                 touched.append((t, False))
+        outer = self.pinned
+        self.pinned = outer | {id(t.storage) for t, _ in touched}
         for t, w in touched:
             st = t.storage
             r = rect(t, getattr(t, "_as", None))
@@ -182,6 +254,7 @@ class Tracer:
             for (r2, e2, w2), n in st.acc.items():
                 if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
                     waits[e2[1]] = max(waits.get(e2[1], 0), n)
+        self.pinned = outer
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
             if v is None:
@@ -204,10 +277,12 @@ class Tracer:
         n = self.count[eng]
         insn.core, insn.number, insn.index = self.core, n, len(self.lines)
         parts.append("signal=%s_done+=1" % eng)
+        self.seq += 1
         for t, w in touched:
             st = t.storage
             key = (rect(t, getattr(t, "_as", None)), me, w)
             st.acc[key] = n
+            st.seq[0] = self.seq
             if w:
                 st.written = True
         self.lines.append(" ".join(parts))

@@ -63,6 +63,8 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
+    if dst is not None and not accumulate:
+        tr.settle_zero(d)         # a zero-filled tile: this matmul starts its group
     if acc is None:
         acc = region_written(d)
     nl._matmul(stationary, moving, dst=d)

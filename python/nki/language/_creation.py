@@ -39,7 +39,12 @@ def full(shape, fill_value, dtype, buffer=None, name="", **kw):
 
 
 def zeros(shape, dtype, buffer=None, name="", **kw):
-    return full(shape, 0.0, dtype, buffer, name)
+    t = ndarray(shape, dtype, buffer, name)
+    if t.buffer == "psum":
+        current().defer_zero(t)   # an accumulation group's first matmul clears it
+    else:
+        _memset(t, 0.0)
+    return t
 
 
 def ones(shape, dtype, buffer=None, name="", **kw):

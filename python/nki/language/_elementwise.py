@@ -7,7 +7,7 @@ import sys
 from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
 from ._creation import _fmt_value, _is_scalar, _memset, _onchip, ndarray
-from ._memory import _TEMP_REFS, _apply_mask, _assign, _no_mask, _retarget
+from ._memory import _TEMP_REFS, _apply_mask, _assign, _no_mask, _retarget, _settle_zero_before
 from ._types import float32, sbuf
 
 _ALU = {}
@@ -140,6 +140,7 @@ def _inplace(t, other, alu):
     if (alu == "add" and isinstance(other, NkiTensor) and p is not None and p.op == "nc_matmul"
             and p.outs["dst"] is other and t.buffer == "psum"
             and other.storage.offset is None and sys.getrefcount(other) <= _TEMP_REFS):
+        _settle_zero_before(tr, p, t)
         _retarget(p, t, accumulate=t.storage.written)
         return t
     if isinstance(other, NkiTensor) and not _onchip(other):

@@ -165,8 +165,21 @@ def _as_tile(value, shape, dtype):
 _TEMP_REFS = 6
 
 
+def _settle_zero_before(tr, pending, view):
+    """The pending instruction is about to write view: a zero-filled tile
+    needs no fill when view is all of it, else its fill goes first."""
+    if getattr(view.storage, "zero_view", None) is None:
+        return
+    tr.pending = None
+    tr.settle_zero(view)
+    tr.flush()
+    tr.pending = pending
+
+
 def _retarget(insn, view, accumulate=False):
     """Make the pending instruction write view instead of its fresh tile."""
+    if not accumulate:
+        _settle_zero_before(current(), insn, view)
     old = insn.outs["dst"]
     if int(np.prod(old.shape)) != int(np.prod(view.shape)):
         fail("cannot assign a result of shape %s to a view of shape %s" % (old.shape, view.shape))
@@ -187,6 +200,8 @@ def _retarget(insn, view, accumulate=False):
 def _assign(view, value):
     """view[...] = value."""
     tr = current()
+    if isinstance(value, NkiTensor) and _same_view(view, value):
+        return    # `t[...] += x` hands back the view it updated in place: nothing to copy
     if isinstance(value, NkiTensor):
         p = tr.pending
         if (p is not None and "dst" in p.outs and p.outs["dst"] is value
@@ -205,6 +220,12 @@ def _assign(view, value):
         _memset(view, value)
         return
     fail("cannot assign %r to a tensor" % (value,))
+
+
+def _same_view(a, b):
+    """Do views a and b name the same elements in the same order?"""
+    return (a is b or (a.storage is b.storage and a.dims == b.dims and a.pdim == b.pdim
+                       and a.part == b.part and a.off == b.off and a.dtype == b.dtype))
 
 
 def _retargetable(insn, view):

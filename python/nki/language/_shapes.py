@@ -1,19 +1,16 @@
 """nki.language shapes: broadcast_to (a step-0 view, or across partitions
-with a ones-matmul) and expand_dims."""
-import builtins
-
+by DMA through HBM) and expand_dims."""
 from .. import _core, _dtypes
 from .._core import NkiTensor, fail
-from ._creation import _onchip, full, ndarray
-from ._math import _matmul, _to_sbuf
-from ._memory import _assign, copy
-from ._types import float32, sbuf
+from ._creation import _onchip, ndarray
+from ._memory import _dma
+from ._types import sbuf
 
 
 def broadcast_to(src, shape, **kw):
     """Broadcast dims of size 1 to shape (NumPy rules, same rank): a
     step-0 view along free dims and HBM; across partitions of an on-chip
-    [1, F] tile with a ones-matmul on the Tensor Engine."""
+    [1, F] tile by a DMA broadcast."""
     shape = tuple(int(s) for s in shape)
     if len(shape) != len(src.shape):
         fail("broadcast_to %s from %s: the ranks differ" % (shape, src.shape))
@@ -33,16 +30,20 @@ def broadcast_to(src, shape, **kw):
         return view
     if len(shape) != 2 or src.pdim != 0 or part_bcast > _core.NUM_PARTITIONS:
         fail("partition broadcast is supported for [1, F] tiles to at most 128 partitions")
-    f = shape[1]
-    row = _to_sbuf(src) if src.buffer == "sbuf" else copy(src)
-    ones_t = full((1, part_bcast), 1.0, row.dtype if _dtypes.info(row.dtype).is_float else float32)
-    if not _dtypes.info(row.dtype).is_float:
-        row = copy(row, dtype=float32)
-    out = ndarray((part_bcast, f), src.dtype, sbuf)
-    for c0 in builtins.range(0, f, 512):
-        c1 = builtins.min(f, c0 + 512)
-        ps = _matmul(ones_t, row[:, c0:c1])
-        _assign(out[:, c0:c1], ps)
+    return _dma_broadcast(src, part_bcast, shape[1])
+
+
+def _dma_broadcast(src, parts, f):
+    """A [1, F] on-chip row copied into `parts` partitions by DMA, as the
+    hardware broadcasts: the row goes to an HBM scratch variable and comes
+    back with a partition step of 0 (no Tensor or Vector engine time)."""
+    tr = _core.current()
+    di = _dtypes.info(src.dtype)
+    st = tr.hbm_tensor("private_hbm", "bcast", (1, f), di, f * di.size)
+    row = NkiTensor(st, src.dtype, [[f, 1], [1, f]], None)
+    _dma(row, src)
+    out = ndarray((parts, f), src.dtype, sbuf)
+    _dma(out, NkiTensor(st, src.dtype, [[0, parts], [1, f]], None))
     return out
 
 
