@@ -594,9 +594,17 @@ NRT_STATUS exec_request_run(struct exec_request *r)
 {
     struct machine *mach = rt_machine();
     struct vnc_info *vi = &mach->vncs[r->m->gvnc];
-    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    NRT_STATUS st = worker_run_here(&vi->worker, exec_job_run, r);
-    pthread_mutex_unlock(&vi->exec_lock);
+    NRT_STATUS st;
+    if (worker_is_self(&vi->worker)) {
+        /* From the status callback on the VNC's own worker: the worker is
+         * this thread, so running here keeps one execution at a time;
+         * exec_lock may be held by an nrt_execute whose job waits for us. */
+        st = exec_job_run(r);
+    } else {
+        pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+        st = worker_run_here(&vi->worker, exec_job_run, r);
+        pthread_mutex_unlock(&vi->exec_lock);
+    }
     exec_request_done(r, st);
     return st;
 }
@@ -626,6 +634,7 @@ void exec_request_free(struct exec_request *r)
 static pthread_mutex_t exec_cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static NRT_ASYNC_EXEC_STATUS_CALLBACK exec_cb;  /* nrt_register_async_exec_callback */
 static void *exec_cb_params;                    /* its argument */
+static _Thread_local uint32_t exec_cb_depth;    /* callbacks under way on this thread */
 
 void exec_set_status_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params)
 {
@@ -641,8 +650,16 @@ void exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st)
     NRT_ASYNC_EXEC_STATUS_CALLBACK cb = exec_cb;
     void *params = exec_cb_params;
     pthread_mutex_unlock(&exec_cb_lock);
-    if (cb != NULL)
-        cb(params, m->id, (uint32_t)m->vnc, job_id, st);
+    if (cb == NULL)
+        return;
+    exec_cb_depth++;
+    cb(params, m->id, (uint32_t)m->vnc, job_id, st);
+    exec_cb_depth--;
+}
+
+bool exec_in_status_callback(void)
+{
+    return exec_cb_depth > 0;
 }
 
 NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,

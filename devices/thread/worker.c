@@ -135,6 +135,14 @@ NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *
     return st;
 }
 
+bool worker_is_self(struct worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    bool self = w->started && pthread_equal(w->thread, pthread_self());
+    pthread_mutex_unlock(&w->lock);
+    return self;
+}
+
 bool worker_post(struct worker *w, struct worker_job *j)
 {
     pthread_mutex_lock(&w->lock);

@@ -70,6 +70,10 @@ NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *
  * cannot be started: nothing was queued. */
 bool worker_post(struct worker *w, struct worker_job *j);
 
+/* Is the calling thread w's own thread (a job, or a posted job's
+ * on_done, calling back into its owner)? A job queued on w from there
+ * would wait for the thread that waits for it. */
+bool worker_is_self(struct worker *w);
 /* Wait until the worker has run j (queued without on_done); its status. */
 NRT_STATUS worker_wait(struct worker *w, struct worker_job *j);
 
