@@ -130,6 +130,14 @@ void instance_detach(struct instance *inst);
  * (they read as zero afterwards, in every process). */
 void instance_hbm_discard(struct instance *inst, uint32_t chip, uint64_t off, uint64_t len);
 
+/* How full the file system of dir is, in words, for a log line
+ * ("DIR holds N MiB, M MiB free"). */
+void instance_space(const char *dir, char *buf, size_t cap);
+/* Reserve every byte of the first size bytes of fd (the file at path,
+ * holding `what`), so that writing them through a mapping cannot fault;
+ * false with one log line naming the directory and how full it is. */
+bool instance_reserve(int fd, uint64_t size, const char *path, const char *what);
+
 /* Add one transfer of bytes to a link's counters (dir 0: a to b). */
 void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint64_t bytes);
 

@@ -327,9 +327,22 @@ static void async_req_free(struct async_req *r)
     free(r);
 }
 
+static const char *async_kind_name(enum async_kind k);
+static NRT_STATUS async_req_move(struct async_req *r);
+
 static NRT_STATUS async_req_run(void *arg)
 {
     struct async_req *r = arg;
+    uint64_t f = machine_mem_faults();
+    NRT_STATUS st = async_req_move(r);
+    if (st == NRT_SUCCESS && r->kind != ASYNC_EXEC && r->kind != ASYNC_CC)
+        st = machine_mem_check(rt_machine(), f, async_kind_name(r->kind));
+    return st;
+}
+
+/* What r does, on its queue's thread. */
+static NRT_STATUS async_req_move(struct async_req *r)
+{
     struct machine *m = rt_machine();
     switch (r->kind) {
     case ASYNC_EXEC:

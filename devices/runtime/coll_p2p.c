@@ -170,8 +170,12 @@ static NRT_STATUS p2p_file_open(struct nrt_async_sendrecv_comm *c, int a, int b)
               h.cap == P2P_RING && (p2p_end_live(&h.end[0]) || p2p_end_live(&h.end[1]));
     if (!ok) {  /* new or abandoned: start afresh, ring empty */
         struct p2p_file fresh = {P2P_MAGIC, P2P_RING, {0}, {{0}}, {{0}}};
-        if (ftruncate(c->fd, 0) != 0 || ftruncate(c->fd, (off_t)total) != 0 ||
-            pwrite(c->fd, &fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh) {
+        if (ftruncate(c->fd, 0) != 0 ||
+            !instance_reserve(c->fd, total, path, "a point-to-point channel")) {
+            flock(c->fd, LOCK_UN);
+            return NRT_RESOURCE;
+        }
+        if (pwrite(c->fd, &fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh) {
             flock(c->fd, LOCK_UN);
             LOG_ERROR("NRT", "cannot make %s: %s", path, strerror(errno));
             return NRT_FAILURE;

@@ -544,6 +544,7 @@ static NRT_STATUS exec_job_run(void *arg)
     struct machine *mach = rt_machine();
     NRT_STATUS st = NRT_SUCCESS;
     uint64_t t0 = systrace_now_ns();
+    uint64_t faults = machine_mem_faults();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     par_busy_enter();         /* executions on every CPU: no instruction is split */
     for (uint32_t i = 0; i < r->repeat && st == NRT_SUCCESS; i++) {
@@ -553,6 +554,12 @@ static NRT_STATUS exec_job_run(void *arg)
     }
     par_busy_leave();
     machine_mem_leave(mach);
+    if (st == NRT_SUCCESS && machine_mem_faults() != faults) {
+        char what[400];
+        snprintf(what, sizeof what, "execution of '%s' on VNC %d", r->m->neff->info.name,
+                 r->m->vnc);
+        st = machine_mem_check(mach, faults, what);
+    }
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);
     return st;
 }

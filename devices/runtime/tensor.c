@@ -310,8 +310,11 @@ NRT_STATUS tensor_read(const nrt_tensor_t *t, void *buf, size_t offset, size_t s
         return st;
     uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "read", offset, size, v.name);
-    if (st == NRT_SUCCESS && size > 0)
+    if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();  /* a read faults in an unbacked page too */
         memcpy(buf, v.va + offset, size);
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_read");
+    }
     systrace_emit(SYS_TENSOR_READ, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
     return st;
@@ -326,9 +329,11 @@ NRT_STATUS tensor_write(nrt_tensor_t *t, const void *buf, size_t offset, size_t 
     uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "write", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memcpy(v.va + offset, buf, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_write");
     }
     systrace_emit(SYS_TENSOR_WRITE, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
@@ -343,9 +348,11 @@ NRT_STATUS tensor_memset(nrt_tensor_t *t, uint64_t offset, int value, size_t siz
         return st;
     st = tensor_range_check(&v, "memset", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memset(v.va + offset, value, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_memset");
     }
     tensor_unpin(&v);
     return st;
@@ -392,9 +399,11 @@ NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *ds
     if (st == NRT_SUCCESS)
         st = tensor_range_check(&d, "copy destination", dst_off, size, d.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memmove(d.va + dst_off, s.va + src_off, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_copy");
     }
     systrace_emit(SYS_TENSOR_COPY, d.vnc, systrace_now_ns(), 0, d.name, size, st);
     tensor_unpin(&d);
@@ -457,12 +466,16 @@ NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool writ
             break;
         st = tensor_batch_check(&batches[pinned], &views[pinned], pinned);
     }
+    uint64_t f = machine_mem_faults();
     if (st == NRT_SUCCESS && write)
         machine_mem_enter(rt_machine());
     for (uint64_t i = 0; st == NRT_SUCCESS && i < n; i++)
         tensor_batch_move(&batches[i], &views[i], write);
     if (st == NRT_SUCCESS && write)
         machine_mem_leave(rt_machine());
+    if (st == NRT_SUCCESS)
+        st = machine_mem_check(rt_machine(), f, write ? "nrt_tensor_write_batch"
+                                                      : "nrt_tensor_read_batch");
     for (uint64_t i = 0; i < pinned; i++)
         tensor_unpin(&views[i]);
     free(views);
