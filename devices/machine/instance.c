@@ -796,8 +796,25 @@ static NRT_STATUS instance_join(struct instance *inst, bool *created)
     return st;
 }
 
+/* Keep two descriptors for detach (see instance_detach). */
+static void instance_keep_spares(struct instance *inst)
+{
+    for (int i = 0; i < 2; i++)
+        inst->spare[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void instance_give_spares(struct instance *inst)
+{
+    for (int i = 0; i < 2; i++) {
+        if (inst->spare[i] >= 0)
+            close(inst->spare[i]);
+        inst->spare[i] = -1;
+    }
+}
+
 static void instance_free(struct instance *inst)
 {
+    instance_give_spares(inst);
     instance_unmap_hbm(inst);
     instance_unmap_ctl(inst);
     free(inst->hbm);
@@ -810,6 +827,7 @@ NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **o
     if (inst == NULL)
         return NRT_RESOURCE;
     inst->cfg = *cfg;
+    inst->spare[0] = inst->spare[1] = -1;
     inst->chips = cfg->profile->chips;
     inst->hbm_size = cfg->profile->hbm_per_chip;
     inst->self = (struct instance_proc){(int32_t)getpid(), 0, instance_self_start_time()};
@@ -837,6 +855,7 @@ NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **o
     }
     close(fd);
     instance_sweep(inst->dir);
+    instance_keep_spares(inst);
     *out = inst;
     return NRT_SUCCESS;
 }
@@ -851,7 +870,11 @@ void instance_detach(struct instance *inst)
         instance_free(inst);
         return;
     }
+    instance_give_spares(inst);  /* room for the lock and the directory listing */
     int fd = instance_lock(inst->dir, false);
+    if (fd < 0)
+        LOG_ERROR("TDRV", "cannot lock instance %s to detach (%s): its VNCs stay claimed until "
+                  "another process finds this one gone", inst->dir, strerror(errno));
     if (fd >= 0 && inst->ctl != NULL) {
         bool last = !instance_ctl_alive(inst->ctl, &inst->self);
         instance_release(inst, !last);
@@ -861,6 +884,7 @@ void instance_detach(struct instance *inst)
     }
     if (fd >= 0)
         close(fd);
+    instance_sweep(inst->dir);  /* instances of killed processes beside ours */
     instance_free(inst);
 }
 

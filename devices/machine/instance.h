@@ -102,6 +102,7 @@ struct instance {
     uint64_t hbm_size;             /* bytes mapped per chip */
     struct instance_proc self;     /* this process */
     struct machine_config cfg;     /* what this process claimed */
+    int spare[2];                  /* descriptors kept to be given up at detach (-1: none) */
 };
 
 /* Attach to (or create) the instance the environment names and claim
@@ -123,7 +124,10 @@ struct vnc_slice {
  * computes the same one). */
 struct vnc_slice instance_vnc_slice(const struct machine_config *cfg, uint32_t vnc);
 
-/* Release the VNCs, detach; the last process removes the directory. */
+/* Release the VNCs, detach; the last process removes the directory, and
+ * stale instances beside it (killed processes') go too (one line). Two
+ * descriptors kept since attach are given up first, so that a process at
+ * its descriptor limit still cleans up. */
 void instance_detach(struct instance *inst);
 
 /* Give whole pages of [off, off+len) of a chip's HBM back to the host
