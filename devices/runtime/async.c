@@ -642,9 +642,23 @@ NRT_STATUS async_collective(nrt_cc_context_t **ctx, int queue, nrta_error_tracke
 
 /* ---- completion --------------------------------------------------------------- */
 
+/* Does seq name request 0 of a queue that exists for this process (what
+ * nrta_get_sequence answers before any request completed)? */
+static bool async_seq_is_start(nrta_seq_t seq)
+{
+    uint16_t id = (uint16_t)NRTA_SEQ_GET_XU_ID(seq);
+    uint32_t lnc = id >> 6, xu = (id >> 3) & 7, queue = id & 7;
+    return NRTA_SEQ_GET_SEQ_NUM(seq) == 0 && lnc < rt_machine()->cfg.visible_count &&
+           (int)queue < async_queue_count((nrta_xu_t)xu);
+}
+
 NRT_STATUS async_is_completed(nrta_seq_t seq, bool *done)
 {
     uint64_t num;
+    if (async_seq_is_start(seq)) {  /* nothing before the first request: complete */
+        *done = true;
+        return NRT_SUCCESS;
+    }
     pthread_mutex_lock(&async_lock);
     struct async_queue *q = async_queue_of(seq, &num);
     if (q != NULL)
@@ -705,7 +719,7 @@ static struct async_queue *async_poll_done(nrta_seq_t seq, bool *done)
 NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd)
 {
     bool done;
-    if (async_poll_done(seq, &done) != NULL && done) {
+    if (async_seq_is_start(seq) || (async_poll_done(seq, &done) != NULL && done)) {
         /* complete already: a descriptor that polls readable at once */
         int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
         if (efd < 0) {

@@ -471,9 +471,13 @@ NRT_STATUS coll_p2p_close(int lnc)
             pp = &c->next;
             continue;
         }
-        if (c->pending != 0) {  /* a communicator never connected closes quietly */
+        if (c->pending != 0) {
             LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that has requests in "
                       "flight", lnc, c->peer_lnc);
+            st = NRT_FAILURE;
+        } else if (!(c->connected || p2p_end_live(&c->f->end[!c->side]))) {
+            LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that never connected "
+                      "(the peer never opened its end)", lnc, c->peer_lnc);
             st = NRT_FAILURE;
         }
         for (struct nrt_async_sendrecv_request **rp = &p2p_reqs; *rp != NULL;) {

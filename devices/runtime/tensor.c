@@ -47,8 +47,10 @@ static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_st
 {
     struct machine *m = rt_machine();
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = machine_hbm_take(m, gvnc, size, HBM_ALLOC_MIN_ALIGN, &s->block);
     if (st != NRT_SUCCESS) {
         free(s);
@@ -62,8 +64,10 @@ static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_st
 static NRT_STATUS storage_new_host(uint64_t size, struct tensor_storage **out)
 {
     struct tensor_storage *s = storage_new(STORAGE_HOST, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     s->va = calloc(1, size);  /* large blocks come zeroed from mmap, untouched */
     if (s->va == NULL) {
         LOG_ERROR("TDRV", "cannot allocate %" PRIu64 " bytes of host memory", size);
@@ -152,8 +156,10 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
     if (st != NRT_SUCCESS)
         return st;
     struct nrt_tensor *t = tensor_new(name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     st = placement == NRT_TENSOR_PLACEMENT_DEVICE ? storage_new_hbm((uint32_t)gvnc, size, &t->st)
                                                   : storage_new_host(size, &t->st);
     if (st != NRT_SUCCESS) {
@@ -169,8 +175,10 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
 NRT_STATUS tensor_allocate_empty(const char *name, nrt_tensor_t **out)
 {
     struct nrt_tensor *t = tensor_new(name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     t->placement = NRT_TENSOR_PLACEMENT_VIRTUAL;
     return tensor_publish(t, out);
 }
@@ -224,8 +232,10 @@ NRT_STATUS tensor_attach_buffer(nrt_tensor_t *t, void *buf, size_t size)
         return NRT_INVALID;
     }
     struct tensor_storage *s = storage_new(STORAGE_USER, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     s->va = buf;
     handle_lock();
     if (!handle_has(t, HANDLE_TENSOR)) {
@@ -455,8 +465,10 @@ NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool writ
         return NRT_INVALID;
     }
     struct tensor_view *views = calloc(n ? n : 1, sizeof *views);
-    if (views == NULL)
+    if (views == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = NRT_SUCCESS;
     uint64_t pinned = 0;
     /* Validate everything first: a bad entry moves no byte at all. */
@@ -557,8 +569,16 @@ NRT_STATUS tensor_completion_wait(const nrt_tensor_t *t, int64_t timeout_us, uin
             return NRT_CLOSED;
         }
         uint64_t waited = tensor_now_us() - start;
-        if (timeout_us >= 0 && waited >= (uint64_t)timeout_us)
+        if (timeout_us > 0 && waited >= (uint64_t)timeout_us) {
+            LOG_WARN("NRT", "output completion %" PRIu64 " not reached in %" PRId64 " us "
+                     "(have %" PRIu64 ")", expected, timeout_us, c);
             return NRT_TIMEOUT;
+        }
+        if (timeout_us == 0) {  /* a poll: its answer, not a fault */
+            LOG_DEBUG("NRT", "output completion %" PRIu64 " not reached yet (have %" PRIu64 ")",
+                      expected, c);
+            return NRT_TIMEOUT;
+        }
         if (timeout_us < 0 && !warned && waited > 30u * 1000000u) {
             LOG_WARN("NRT", "still waiting for output completion %" PRIu64 " (have %" PRIu64 ")",
                      expected, c);
@@ -677,8 +697,10 @@ NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
     if (kind != STORAGE_HBM)
         return storage_new_host(size ? size : 1, out);
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = machine_hbm_take_at(rt_machine(), b);
     if (st != NRT_SUCCESS) {
         free(s);
@@ -698,8 +720,10 @@ void tensor_storage_put(struct tensor_storage *s)
 NRT_STATUS tensor_restore(const struct tensor_record *r, nrt_tensor_t **out)
 {
     struct nrt_tensor *t = tensor_new(r->name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     t->placement = r->placement;
     t->vnc = r->vnc;
     t->off = r->off;
