@@ -7,7 +7,8 @@
  * full later, a tensor write and an execution that must first touch HBM
  * pages fail with NRT_RESOURCE and one line each; once space is freed the
  * same calls succeed with the right bits, and nrt_close leaves the
- * directory empty.
+ * directory empty. A recording into the full directory stops with one
+ * line and the calls go on.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -132,6 +133,47 @@ static void test_full_later(void **state)
     assert_int_equal(dir_entries(), 0);
 }
 
+/* A recording (TRNEMU_RECORD) into the full directory stops with one
+ * line naming the cause, and the calls go on. */
+static void test_record_full(void **state)
+{
+    (void)state;
+    char rec[1200];
+    snprintf(rec, sizeof rec, "%s/rec.db", shm_dir);
+    setenv("TRNEMU_RECORD", rec, 1);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+    enum { CHUNK = 64 << 10, CALLS = 128 };
+    nrt_tensor_t *t = NULL;
+    assert_int_equal(nrt_tensor_allocate(NRT_TENSOR_PLACEMENT_DEVICE, 0, CHUNK, "t", &t),
+                     NRT_SUCCESS);
+    uint8_t *buf = calloc(1, CHUNK);
+    assert_int_equal(nrt_tensor_write(t, buf, 0, CHUNK), NRT_SUCCESS);  /* HBM backed */
+    fill_up();
+    it_log_begin();
+    int failed = 0;
+    for (int i = 0; i < CALLS; i++) {
+        memset(buf, i + 1, CHUNK);  /* new bytes each call: the log must grow */
+        failed += nrt_tensor_write(t, buf, 0, CHUNK) != NRT_SUCCESS;
+    }
+    nrt_tensor_free(&t);
+    nrt_close();
+    int lines = it_log_end(log_buf, sizeof log_buf);
+    unsetenv("TRNEMU_RECORD");
+    assert_int_equal(failed, 0);
+    assert_int_equal(lines, 1);
+    assert_non_null(strstr(log_buf, "recording into"));
+    assert_non_null(strstr(log_buf, "full"));
+    free_up();
+    char side[1300];
+    unlink(rec);
+    snprintf(side, sizeof side, "%s-wal", rec);
+    unlink(side);
+    snprintf(side, sizeof side, "%s-shm", rec);
+    unlink(side);
+    assert_int_equal(dir_entries(), 0);
+    free(buf);
+}
+
 /* Under a file size limit smaller than the HBM files: init refuses. */
 static void test_fsize_limit(void **state)
 {
@@ -157,6 +199,7 @@ int main(int argc, char **argv)
     const struct CMUnitTest tmpfs[] = {
         cmocka_unit_test_setup(test_full_at_init, setup),
         cmocka_unit_test_setup(test_full_later, setup),
+        cmocka_unit_test_setup(test_record_full, setup),
     };
     const struct CMUnitTest fsize[] = {
         cmocka_unit_test_setup(test_fsize_limit, setup),
