@@ -524,6 +524,8 @@ static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
     return exec_program(m, b);
 }
 
+static _Thread_local uint32_t exec_cb_depth;    /* callbacks under way on this thread */
+
 /* A bound execution, ready to run (exec.h). */
 struct exec_request {
     nrt_model_t *m;            /* the pinned model */
@@ -607,6 +609,15 @@ NRT_STATUS exec_request_run(struct exec_request *r)
          * this thread, so running here keeps one execution at a time;
          * exec_lock may be held by an nrt_execute whose job waits for us. */
         st = exec_job_run(r);
+    } else if (exec_cb_depth > 0) {
+        /* From a status callback: the other worker may be in a callback
+         * that waits for this one; NEURON_RT_EXEC_TIMEOUT bounds the wait
+         * for ours to start. No exec_lock: the worker serialises. */
+        st = worker_run_bounded(&vi->worker, exec_job_run, r, exec_opts().timeout_ms * 1000000u);
+        if (st == NRT_TIMEOUT)
+            LOG_ERROR("NRT", "execution of '%s' from an execution status callback did not start "
+                      "within NEURON_RT_EXEC_TIMEOUT: VNC %d's worker is busy (in a callback "
+                      "waiting for this one?)", r->m->neff->info.name, r->m->vnc);
     } else {
         pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
         st = worker_run_here(&vi->worker, exec_job_run, r);
@@ -641,7 +652,6 @@ void exec_request_free(struct exec_request *r)
 static pthread_mutex_t exec_cb_lock = PTHREAD_MUTEX_INITIALIZER;
 static NRT_ASYNC_EXEC_STATUS_CALLBACK exec_cb;  /* nrt_register_async_exec_callback */
 static void *exec_cb_params;                    /* its argument */
-static _Thread_local uint32_t exec_cb_depth;    /* callbacks under way on this thread */
 
 void exec_set_status_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params)
 {

@@ -12,6 +12,7 @@
  */
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
@@ -392,6 +393,64 @@ static void test_callback_reenters(void **state)
     add_free(&io);
 }
 
+/* Two callbacks, each on its VNC's worker, each executing the other
+ * VNC's model (test_callback_cycle). */
+struct cycle {
+    struct add_io *io[2];         /* the models of VNC 0 and 1 */
+    pthread_barrier_t both;       /* both callbacks are under way */
+    _Atomic int status[2];        /* what each nested nrt_execute returned */
+    _Atomic int entered;          /* callbacks that took part */
+};
+
+static void cycle_cb(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_id,
+                     NRT_STATUS status)
+{
+    (void)model_id, (void)job_id, (void)status;
+    struct cycle *c = params;
+    if (vnc > 1 || atomic_fetch_add(&c->entered, 1) >= 2)
+        return;  /* only the first callback of each VNC takes part */
+    pthread_barrier_wait(&c->both);
+    struct add_io *other = c->io[1 - vnc];
+    atomic_store(&c->status[vnc], nrt_execute(other->m, other->in, other->out));
+}
+
+/* Each VNC's callback waits for an execution on the other VNC, whose
+ * worker is in the other callback: NEURON_RT_EXEC_TIMEOUT ends the wait
+ * (NRT_TIMEOUT, one line) instead of a hang, and both VNCs work after. */
+static void test_callback_cycle(void **state)
+{
+    (void)state;
+    nrt_close();
+    setenv("NEURON_RT_EXEC_TIMEOUT", "1", 1);
+    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
+    struct add_io io0, io1;
+    add_make(&io0, 0);
+    add_make(&io1, 1);
+    struct cycle c = {.io = {&io0, &io1}};
+    pthread_barrier_init(&c.both, NULL, 2);
+    signal(SIGALRM, reenter_hung);
+    alarm(30);
+    assert_int_equal(nrt_register_async_exec_callback(cycle_cb, &c), NRT_SUCCESS);
+    nrta_seq_t s0, s1;
+    assert_int_equal(nrta_execute_schedule(io0.m, io0.in, io0.out, 0, NULL, &s0), NRT_SUCCESS);
+    assert_int_equal(nrta_execute_schedule(io1.m, io1.in, io1.out, 0, NULL, &s1), NRT_SUCCESS);
+    assert_int_equal(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
+    assert_int_equal(nrt_async_drain_queued_execs(1), NRT_SUCCESS);
+    assert_int_equal(nrt_register_async_exec_callback(NULL, NULL), NRT_SUCCESS);
+    alarm(0);
+    /* at least one waited for the other and gave up; none hung */
+    int t0 = atomic_load(&c.status[0]), t1 = atomic_load(&c.status[1]);
+    assert_true(t0 == NRT_TIMEOUT || t1 == NRT_TIMEOUT);
+    assert_true(t0 == NRT_TIMEOUT || t0 == NRT_SUCCESS);
+    assert_true(t1 == NRT_TIMEOUT || t1 == NRT_SUCCESS);
+    assert_int_equal(nrt_execute(io0.m, io0.in, io0.out), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(io1.m, io1.in, io1.out), NRT_SUCCESS);
+    pthread_barrier_destroy(&c.both);
+    add_free(&io0);
+    add_free(&io1);
+    unsetenv("NEURON_RT_EXEC_TIMEOUT");
+}
+
 /* A collective waiting for a rank that never comes holds the queue:
  * the next request is NRT_QUEUE_FULL at depth 1; nrt_close cancels the
  * queued ones and returns once the running one times out. */
@@ -548,6 +607,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_and_drain, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_reenters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_full_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_window_results, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_window_bounded, setup, teardown),
