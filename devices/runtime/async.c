@@ -105,7 +105,7 @@ static uint32_t async_live;      /* requests scheduled and not yet freed */
 static uint32_t async_depth = ASYNC_DEFAULT_DEPTH;  /* unfinished requests per queue */
 static uint32_t async_spin_ns = ASYNC_SPIN_US_DEFAULT * 1000;  /* TRNEMU_ASYNC_SPIN_US */
 static long async_cpus = 1;      /* the host's online CPUs */
-static uint64_t async_finished;  /* requests completed so far: progress, for drain */
+static uint64_t async_finished;  /* requests completed and callbacks returned: drain's progress */
 static uint64_t async_timeout_ns = (uint64_t)ASYNC_DRAIN_TIMEOUT_S * 1000000000u; /* EXEC_TIMEOUT */
 static _Thread_local int64_t async_telling_lnc = -1; /* LNC whose callback runs here */
 
@@ -470,6 +470,7 @@ static void async_req_done(void *arg, NRT_STATUS st)
     async_req_free(r);
     pthread_mutex_lock(&async_lock);
     q->telling -= tell;
+    async_finished += tell;  /* a callback that returned is progress for drain too */
     async_live--;  /* nrt_close waits for this before tearing anything down */
     pthread_cond_broadcast(&async_progress);
     pthread_mutex_unlock(&async_lock);

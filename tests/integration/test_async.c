@@ -420,12 +420,11 @@ static void cycle_cb(void *params, uint32_t model_id, uint32_t vnc, uint64_t job
 static void test_callback_cycle(void **state)
 {
     (void)state;
-    nrt_close();
-    setenv("NEURON_RT_EXEC_TIMEOUT", "1", 1);
-    assert_int_equal(nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", ""), NRT_SUCCESS);
     struct add_io io0, io1;
     add_make(&io0, 0);
     add_make(&io1, 1);
+    /* read per execution: the nested executions' limit, not the drains' */
+    setenv("NEURON_RT_EXEC_TIMEOUT", "1", 1);
     struct cycle c = {.io = {&io0, &io1}};
     pthread_barrier_init(&c.both, NULL, 2);
     signal(SIGALRM, reenter_hung);
@@ -438,6 +437,7 @@ static void test_callback_cycle(void **state)
     assert_int_equal(nrt_async_drain_queued_execs(1), NRT_SUCCESS);
     assert_int_equal(nrt_register_async_exec_callback(NULL, NULL), NRT_SUCCESS);
     alarm(0);
+    unsetenv("NEURON_RT_EXEC_TIMEOUT");  /* read per execution: no limit for the checks below */
     /* at least one waited for the other and gave up; none hung */
     int t0 = atomic_load(&c.status[0]), t1 = atomic_load(&c.status[1]);
     assert_true(t0 == NRT_TIMEOUT || t1 == NRT_TIMEOUT);
@@ -448,7 +448,6 @@ static void test_callback_cycle(void **state)
     pthread_barrier_destroy(&c.both);
     add_free(&io0);
     add_free(&io1);
-    unsetenv("NEURON_RT_EXEC_TIMEOUT");
 }
 
 /* A collective waiting for a rank that never comes holds the queue:
