@@ -13,7 +13,8 @@
 #   flood    2 nodes x 1 rank while a neighbour holds 1,000 silent
 #            connections to the bootstrap endpoint and another sends a
 #            byte a second (boot_flood.py): the job completes bit for bit,
-#            the dropped strangers are a few rate-limited lines
+#            the dropped strangers are a few rate-limited lines; a rank
+#            whose connection rank 0 dropped connects again (boot_fake_root.py)
 #   netns    two nodes in two network namespaces joined by a veth pair
 #            (skipped, saying why, where namespaces cannot be made)
 set -u
@@ -111,6 +112,17 @@ flood)
     echo "flood: $dropped lines about dropped connections at rank 0"
     [ "$dropped" -ge 1 ] && [ "$dropped" -le 40 ] ||
         fail "flood: $dropped lines about dropped connections, want 1..40 (rate-limited)"
+    # a rank whose connection rank 0 dropped connects again (boot_fake_root.py
+    # drops the first and refuses the second with a cause the rank must show)
+    port=$(free_port)
+    /usr/bin/python3 "$(dirname "$0")/boot_fake_root.py" "$port" >"$W/root" 2>&1 &
+    pr=$!
+    sleep 0.5
+    NEURON_RT_ROOT_COMM_ID=127.0.0.1:$port TRNEMU_JOB_TOKEN=retrytoken1 NEURON_RT_EXEC_TIMEOUT=20 \
+        run "dropped rank" 1 --nodes 2 --node 1 -n 1 -- "$R" host
+    wait $pr
+    expect "dropped rank" "bootstrap failed at rank 0: fake root: second connection"
+    grep -q "2 connections" "$W/root" || { fail "dropped rank: did not connect again"; cat "$W/root"; }
     left_behind flood
     ;;
 netns)
