@@ -77,6 +77,8 @@ NRT_STATUS nrt_profile_continuous_start_impl(nrt_profile_continuous_options_t *o
 {
     SHIM_REQUIRE(shim_obj_ok(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
+    SHIM_REQUIRE(!inspect_running(), "continuous profiling does not start while an inspect "
+                 "session runs (nrt_inspect_stop ends it)");
     return devprof_continuous_start(options->output_dir);
 }
 
@@ -96,9 +98,13 @@ NRT_STATUS nrt_inspect_begin_impl(void)
 
 NRT_STATUS nrt_inspect_begin_with_options_impl(nrt_inspect_config_t *options)
 {
-    SHIM_REQUIRE(shim_obj_ok(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
-                 (void *)options);
-    return inspect_begin(options);
+    SHIM_REQUIRE(options == NULL || shim_obj_ok(options, HANDLE_INSPECT_CONFIG),
+                 "%p is not an inspect config", (void *)options);
+    if (options != NULL)
+        return inspect_begin(options);
+    nrt_inspect_config_t c;  /* NULL: the defaults, without the environment */
+    inspect_config_builtin(&c);
+    return inspect_begin(&c);
 }
 
 NRT_STATUS nrt_inspect_stop_impl(void)

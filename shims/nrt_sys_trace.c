@@ -206,5 +206,5 @@ NRT_STATUS nrt_sys_trace_start_impl(nrt_sys_trace_config_t *options)
 
 NRT_STATUS nrt_sys_trace_stop_impl(void)
 {
-    return systrace_stop();
+    return systrace_stop_running();
 }

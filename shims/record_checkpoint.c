@@ -280,9 +280,14 @@ static void ck_after(const struct cl_call *c, NRT_STATUS status)
             free(env);
         }
         ck_err_kept = ck_err_kept || st == NRT_SUCCESS;
-        LOG_ERROR("STORE", "%s failed with status %d: snapshot %" PRId64 " and the call are in %s "
-                  "(trnemu replay %s)", cl_fns[c->id].name, (int)status, id, ck_err_path,
-                  ck_err_path);
+        if (st == NRT_SUCCESS)
+            LOG_ERROR("STORE", "%s failed with status %d: snapshot %" PRId64 " and the call are "
+                      "in %s (trnemu replay %s)", cl_fns[c->id].name, (int)status, id,
+                      ck_err_path, ck_err_path);
+        else
+            LOG_ERROR("STORE", "%s failed with status %d: snapshot %" PRId64 " is in %s, but the "
+                      "call could not be written: %s", cl_fns[c->id].name, (int)status, id,
+                      ck_err_path, ck_err_log != NULL ? cl_log_error(ck_err_log) : "no call log");
     }
     pthread_mutex_unlock(&ck_lock);
     cl_log_release();

@@ -275,6 +275,9 @@ NRT_STATUS cl_log_commit(struct cl_log *log);
 /* Calls written but not committed yet. */
 size_t cl_log_pending(const struct cl_log *log);
 const char *cl_log_path(const struct cl_log *log);
+/* Why the last cl_log_write or cl_log_commit failed: they log nothing
+ * themselves, so that the caller says it in its one line. */
+const char *cl_log_error(const struct cl_log *log);
 
 /* XXH3-128 of size bytes, canonical form. */
 void cl_hash(const void *data, size_t size, uint8_t out[16]);

@@ -51,11 +51,20 @@ struct cl_log {
     sqlite3_stmt *ins_part;   /* INSERT INTO log_buffer_parts */
     bool in_tx;               /* a transaction is open */
     size_t pending;           /* calls written since the last commit */
+    char err[256];            /* why the last write or commit failed ("" if none) */
 };
 
 static NRT_STATUS db_fail(sqlite3 *db, const char *path, const char *what)
 {
     LOG_ERROR("STORE", "%s: %s: %s", path, what, db ? sqlite3_errmsg(db) : "out of memory");
+    return NRT_FAILURE;
+}
+
+/* A failed write or commit: its cause kept for the caller's one line
+ * (cl_log_error), not logged here. */
+static NRT_STATUS log_write_fail(struct cl_log *l, const char *what)
+{
+    snprintf(l->err, sizeof l->err, "%s: %s", what, sqlite3_errmsg(l->db));
     return NRT_FAILURE;
 }
 
@@ -204,6 +213,11 @@ const char *cl_log_path(const struct cl_log *l)
     return l->path;
 }
 
+const char *cl_log_error(const struct cl_log *l)
+{
+    return l->err[0] != '\0' ? l->err : "no error recorded";
+}
+
 size_t cl_log_pending(const struct cl_log *l)
 {
     return l->pending;
@@ -216,7 +230,7 @@ NRT_STATUS cl_log_commit(struct cl_log *l)
     l->in_tx = false;
     l->pending = 0;
     if (!db_exec(l->db, "COMMIT")) {
-        NRT_STATUS st = db_fail(l->db, l->path, "cannot commit the call log");
+        NRT_STATUS st = log_write_fail(l, "cannot commit the call log");
         db_exec(l->db, "ROLLBACK");
         return st;
     }
@@ -269,7 +283,7 @@ NRT_STATUS cl_log_write(struct cl_log *l, const struct cl_row *r)
 {
     if (!l->in_tx) {
         if (!db_exec(l->db, "BEGIN"))
-            return db_fail(l->db, l->path, "cannot start a transaction");
+            return log_write_fail(l, "cannot start a transaction");
         l->in_tx = true;
     }
     sqlite3_bind_int64(l->ins_call, 1, r->seq);
@@ -287,7 +301,7 @@ NRT_STATUS cl_log_write(struct cl_log *l, const struct cl_row *r)
     for (size_t i = 0; ok && i < r->nbufs; i++)
         ok = log_put_buf(l, r->seq, &r->bufs[i]);
     if (!ok)
-        return db_fail(l->db, l->path, "cannot record a call");
+        return log_write_fail(l, "cannot record a call");
     l->pending++;
     return NRT_SUCCESS;
 }

@@ -96,11 +96,8 @@ static void *queue_main(void *arg)
             queue_free_all(batch);
         pthread_mutex_lock(&q->lock);
         q->busy = false;
-        if (!ok && !q->failed) {
+        if (!ok)  /* the recorder says so, with the cause (cl_log_error) */
             q->failed = true;
-            LOG_ERROR("STORE", "%s: writing the call log failed; recording stops",
-                      cl_log_path(q->log));
-        }
         pthread_cond_broadcast(&q->progress);
     }
     pthread_mutex_unlock(&q->lock);

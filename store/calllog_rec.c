@@ -297,7 +297,8 @@ void cl_reconfigure(void)
 /* The writer failed: stop recording (rec_lock held). */
 static void rec_failed_locked(int64_t seq)
 {
-    LOG_ERROR("STORE", "recording into %s stopped at call %lld", rec_path, (long long)seq);
+    LOG_ERROR("STORE", "recording into %s stopped at call %lld: %s", rec_path, (long long)seq,
+              rec_log != NULL ? cl_log_error(rec_log) : "no log open");
     atomic_fetch_and(&cl_hooks, ~CL_H_RECORD);
     rec_close_locked();
 }

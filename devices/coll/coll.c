@@ -233,11 +233,14 @@ static NRT_STATUS coll_file_make(struct coll_comm *c)
     uint64_t ring, mesh;
     coll_caps(c->world, &ring, &mesh);
     coll_layout_make(c->world, ring, mesh, &c->lay);
-    if (ftruncate(c->fd, 0) != 0 || ftruncate(c->fd, (off_t)c->lay.total) != 0) {
-        LOG_ERROR("NCCL", "cannot size %s to %" PRIu64 " bytes: %s", c->path, c->lay.total,
-                  strerror(errno));
+    if (ftruncate(c->fd, 0) != 0) {
+        LOG_ERROR("NCCL", "cannot empty %s: %s", c->path, strerror(errno));
         return NRT_RESOURCE;
     }
+    /* Every byte reserved: the channels are written through the mapping,
+     * where a full directory would be a SIGBUS, not a status. */
+    if (!instance_reserve(c->fd, c->lay.total, c->path, "the collective channels"))
+        return NRT_RESOURCE;
     struct coll_ctl h = {COLL_FILE_MAGIC, COLL_FILE_VERSION, c->world, ring, mesh,
                          c->lay.total, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}};
     coll_mesh_policy(&h.mesh_max, &h.mesh_ranks);

@@ -22,9 +22,10 @@
 #include "devices/thread/spin.h"
 #include "emu/log.h"
 
-#define BOOT_HELLO_WAIT_NS (5ull * 1000000000ull) /* a connection must say hello by then */
+#define BOOT_HELLO_WAIT_NS (2ull * 1000000000ull) /* a connection must say hello by then */
 #define BOOT_RETRY_US 50000                        /* between connection attempts */
 #define BOOT_PENDING_MAX 64                        /* connections not yet heard at once */
+#define BOOT_DROP_LOG_NS (1000000000ull)           /* at most one line about drops this often */
 
 /* The hello a rank sends (exactly BOOT_HELLO_BYTES). */
 struct boot_hello {
@@ -142,7 +143,7 @@ static int boot_listen(const struct node_job *j, uint64_t deadline_ns, char *src
     boot_addr_text(ai->ai_addr, src, cap);
     int fd = -1;
     for (;;) {
-        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+        fd = socket(ai->ai_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
         int one = 1;
         if (fd >= 0 && setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one) == 0 &&
             bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 && listen(fd, 128) == 0)
@@ -172,11 +173,43 @@ struct boot_root {
     NRT_STATUS fail;               /* a failure that ends the bootstrap */
     uint32_t about;                /* the rank it names */
     char why[112];                 /* its cause */
+    uint64_t drop_logged;          /* when a dropped connection was last logged (ns) */
+    uint32_t drops_unlogged;       /* connections dropped since that line */
 };
 
-static void boot_drop(struct boot_pending *p, const char *why)
+/* Close p without an answer: a stranger that did not prove the token in
+ * time, or one pushed out by newer connections. A rank of the job whose
+ * connection this was connects again (boot_client). One line at most
+ * every BOOT_DROP_LOG_NS, counting the ones it does not show. */
+static void boot_drop(struct boot_root *r, struct boot_pending *p, const char *why)
 {
-    LOG_ERROR("NCCL", "bootstrap: rejected a connection from %s: %s", p->peer, why);
+    uint64_t now = spin_now_ns();
+    if (r->drop_logged == 0 || now - r->drop_logged >= BOOT_DROP_LOG_NS) {
+        LOG_ERROR("NCCL", "bootstrap: dropped a connection from %s: %s (%u more dropped since "
+                 "the last line)", p->peer, why, r->drops_unlogged);
+        r->drop_logged = now;
+        r->drops_unlogged = 0;
+    } else {
+        r->drops_unlogged++;
+    }
+    close(p->fd);
+    p->fd = -1;
+}
+
+/* Refuse p's whole hello with an answer saying why (the sender fails at
+ * once instead of retrying); one line, rate-limited like boot_drop. */
+static void boot_reject(struct boot_root *r, struct boot_pending *p, const char *why)
+{
+    struct boot_reply rep = {BOOT_MAGIC, (int32_t)NRT_INVALID, r->world, UINT32_MAX, {0}};
+    snprintf(rep.why, sizeof rep.why, "rank 0 rejected this connection: %s", why);
+    (void)send(p->fd, &rep, sizeof rep, MSG_NOSIGNAL | MSG_DONTWAIT);
+    uint64_t now = spin_now_ns();
+    if (r->drop_logged == 0 || now - r->drop_logged >= BOOT_DROP_LOG_NS) {
+        LOG_ERROR("NCCL", "bootstrap: rejected a connection from %s: %s", p->peer, why);
+        r->drop_logged = now;
+    } else {
+        r->drops_unlogged++;
+    }
     close(p->fd);
     p->fd = -1;
 }
@@ -234,7 +267,7 @@ static void boot_root_take(struct boot_root *r, struct boot_pending *p)
     if (why == NULL && r->fds[rank] >= 0)
         why = "rank already taken";
     if (why != NULL)
-        return boot_drop(p, why);
+        return boot_reject(r, p, why);
     r->table[rank] = e;
     r->fds[rank] = p->fd;
     r->known++;
@@ -248,26 +281,55 @@ static void boot_root_read(struct boot_root *r, struct boot_pending *p)
     if (k < 0 && (errno == EAGAIN || errno == EINTR))
         return;
     if (k <= 0)
-        return boot_drop(p, "closed before a whole hello");
+        return boot_drop(r, p, "closed before a whole hello");
     p->got += (uint32_t)k;
     if (p->got == BOOT_HELLO_BYTES)
         boot_root_take(r, p);
 }
 
-static void boot_root_accept(int lfd, struct boot_pending *pend)
+/* The pending connection to give up for a newer one: the one that has
+ * sent the least of its hello, the oldest among equals (silent strangers
+ * go first; a rank's hello arrives with its connection). */
+static int boot_root_victim(const struct boot_pending *pend)
+{
+    int v = 0;
+    for (int i = 1; i < BOOT_PENDING_MAX; i++)
+        if (pend[i].got < pend[v].got ||
+            (pend[i].got == pend[v].got && pend[i].since < pend[v].since))
+            v = i;
+    return v;
+}
+
+/* Accept every connection waiting at the listener and read what each has
+ * sent at once; false when none was waiting. */
+static bool boot_root_accept(struct boot_root *r, int lfd, struct boot_pending *pend)
 {
     struct sockaddr_storage ss;
     socklen_t sl = sizeof ss;
     int fd = accept4(lfd, (struct sockaddr *)&ss, &sl, SOCK_CLOEXEC);
     if (fd < 0)
-        return;
+        return false;
+    int slot = -1;
+    for (int i = 0; i < BOOT_PENDING_MAX && slot < 0; i++)
+        if (pend[i].fd < 0)
+            slot = i;
+    if (slot < 0) {  /* full: the least promising one makes room */
+        slot = boot_root_victim(pend);
+        boot_drop(r, &pend[slot], "too many connections without a hello; this one was the "
+                  "least advanced");
+    }
+    pend[slot] = (struct boot_pending){.fd = fd, .since = spin_now_ns()};
+    boot_addr_text((struct sockaddr *)&ss, pend[slot].peer, sizeof pend[slot].peer);
+    boot_root_read(r, &pend[slot]);
+    return true;
+}
+
+/* Drop the connections that did not say hello within the window. */
+static void boot_root_expire(struct boot_root *r, struct boot_pending *pend)
+{
     for (int i = 0; i < BOOT_PENDING_MAX; i++)
-        if (pend[i].fd < 0) {
-            pend[i] = (struct boot_pending){.fd = fd, .since = spin_now_ns()};
-            boot_addr_text((struct sockaddr *)&ss, pend[i].peer, sizeof pend[i].peer);
-            return;
-        }
-    close(fd);  /* too many silent connections at once: not one of ours */
+        if (pend[i].fd >= 0 && spin_now_ns() - pend[i].since > BOOT_HELLO_WAIT_NS)
+            boot_drop(r, &pend[i], "no whole hello within the 2 s handshake window");
 }
 
 /* Wait for every rank (or a failure, or the deadline). */
@@ -294,12 +356,12 @@ static void boot_root_gather(struct boot_root *r, int lfd, uint64_t deadline_ns)
             for (int k = 1; k < n; k++)
                 if (pf[k].revents != 0 && pend[idx[k - 1]].fd >= 0)
                     boot_root_read(r, &pend[idx[k - 1]]);
-            if (pf[0].revents & POLLIN)
-                boot_root_accept(lfd, pend);
+            /* a bounded batch, so that the ones read above get their turn */
+            for (int k = 0; (pf[0].revents & POLLIN) && k < 4 * BOOT_PENDING_MAX &&
+                            r->fail == NRT_SUCCESS && boot_root_accept(r, lfd, pend); k++)
+                ;
         }
-        for (int i = 0; i < BOOT_PENDING_MAX; i++)
-            if (pend[i].fd >= 0 && spin_now_ns() - pend[i].since > BOOT_HELLO_WAIT_NS)
-                boot_drop(&pend[i], "no whole hello within 5 s");
+        boot_root_expire(r, pend);
     }
     for (int i = 0; i < BOOT_PENDING_MAX; i++)
         if (pend[i].fd >= 0)
@@ -355,7 +417,7 @@ static NRT_STATUS boot_root(const struct node_job *j, uint32_t world, struct boo
     for (uint32_t k = 0; k < world; k++)
         fds[k] = -1;
     table[0] = *me;
-    struct boot_root r = {j, world, table, fds, 1, NRT_SUCCESS, UINT32_MAX, {0}};
+    struct boot_root r = {j, world, table, fds, 1, NRT_SUCCESS, UINT32_MAX, {0}, 0, 0};
     boot_root_gather(&r, lfd, deadline_ns);
     close(lfd);
     if (r.fail == NRT_TIMEOUT)
@@ -394,16 +456,20 @@ static int boot_connect(const struct node_job *j, uint64_t deadline_ns)
     return fd;
 }
 
+/* Rank 0's answer on fd. NRT_UNINITIALIZED (nothing logged) when the
+ * connection closed without one: rank 0 dropped it (a flood of strangers,
+ * a slow start) and the caller connects again. */
 static NRT_STATUS boot_client_reply(int fd, const struct node_job *j, uint32_t world,
                                     uint64_t deadline_ns, struct boot_entry *table)
 {
     struct boot_reply rep;
     int rc = boot_recv_all(fd, &rep, sizeof rep, deadline_ns);
-    if (rc <= 0) {
-        LOG_ERROR("NCCL", "bootstrap: %s from rank 0 at %s:%s", rc == 0 ?
-                  "connection closed without an answer (rank 0 gone, or this rank rejected: "
-                  "see rank 0's log)" : "no answer in time", j->host, j->port);
-        return rc == 0 ? NRT_EXEC_HW_ERR_COLLECTIVES : NRT_TIMEOUT;
+    if (rc == 0)
+        return NRT_UNINITIALIZED;
+    if (rc < 0) {
+        LOG_ERROR("NCCL", "bootstrap: no answer in time from rank 0 at %s:%s "
+                  "(NEURON_RT_EXEC_TIMEOUT)", j->host, j->port);
+        return NRT_TIMEOUT;
     }
     rep.why[sizeof rep.why - 1] = '\0';
     if (rep.magic != BOOT_MAGIC || rep.world != world) {
@@ -455,9 +521,6 @@ static NRT_STATUS boot_client(const struct node_job *j, uint32_t world, uint32_t
         st = addr_fn(arg, src, me);
     if (st != NRT_SUCCESS)
         return st;
-    int fd = boot_connect(j, deadline_ns);
-    if (fd < 0)
-        return fd == -2 ? NRT_INVALID : NRT_TIMEOUT;
     struct boot_hello h;
     memset(&h, 0, sizeof h);
     h.magic = BOOT_MAGIC;
@@ -466,15 +529,25 @@ static NRT_STATUS boot_client(const struct node_job *j, uint32_t world, uint32_t
     h.world = world;
     h.rank = rank;
     h.e = *me;
-    if (boot_send_all(fd, &h, sizeof h)) {
-        st = boot_client_reply(fd, j, world, deadline_ns, table);
-    } else {
-        LOG_ERROR("NCCL", "bootstrap: cannot send the hello to rank 0 at %s:%s: %s", j->host,
-                  j->port, strerror(errno));
-        st = NRT_EXEC_HW_ERR_COLLECTIVES;
+    /* Rank 0 may drop the connection before reading it (strangers crowd
+     * its endpoint): connect again until the deadline. */
+    for (uint32_t tries = 1;; tries++) {
+        int fd = boot_connect(j, deadline_ns);
+        if (fd < 0)
+            return fd == -2 ? NRT_INVALID : NRT_TIMEOUT;
+        st = boot_send_all(fd, &h, sizeof h) ? boot_client_reply(fd, j, world, deadline_ns, table)
+                                             : NRT_UNINITIALIZED;
+        close(fd);
+        if (st != NRT_UNINITIALIZED)
+            return st;
+        if (boot_ms_left(deadline_ns, 1) == 0) {
+            LOG_ERROR("NCCL", "bootstrap: rank 0 at %s:%s closed this rank's connection %u "
+                      "time(s) without an answer until the deadline (NEURON_RT_EXEC_TIMEOUT; "
+                      "see rank 0's log)", j->host, j->port, tries);
+            return NRT_EXEC_HW_ERR_COLLECTIVES;
+        }
+        usleep(BOOT_RETRY_US);
     }
-    close(fd);
-    return st;
 }
 
 NRT_STATUS boot_exchange(const struct node_job *j, uint32_t world, uint32_t rank,

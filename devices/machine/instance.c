@@ -22,11 +22,14 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "devices/machine/hbm_alloc.h"
+#include "devices/machine/hbm_guard.h"
 #include "emu/log.h"
 
 #define INSTANCE_LOCK_TRIES 1000
@@ -385,10 +388,61 @@ static uint64_t instance_now_ns(void)
     return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* Create a sparse file of size bytes (0600); false (logged) on failure. */
-static bool instance_make_file(const char *path, uint64_t size)
+void instance_space(const char *dir, char *buf, size_t cap)
 {
+    struct statvfs v;
+    if (statvfs(dir, &v) != 0) {
+        snprintf(buf, cap, "%s: %s", dir, strerror(errno));
+        return;
+    }
+    unsigned long long total = (unsigned long long)v.f_blocks * v.f_frsize >> 20;
+    unsigned long long avail = (unsigned long long)v.f_bavail * v.f_frsize >> 20;
+    snprintf(buf, cap, "%s holds %llu MiB, %llu MiB free", dir, total, avail);
+}
+
+bool instance_reserve(int fd, uint64_t size, const char *path, const char *what)
+{
+    int err = posix_fallocate(fd, 0, (off_t)size);
+    if (err == 0)
+        return true;
+    char dir[INSTANCE_PATH_MAX + 64], space[INSTANCE_PATH_MAX + 128];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    if (slash != NULL && slash != dir)
+        *slash = '\0';
+    instance_space(dir, space, sizeof space);
+    LOG_ERROR("TDRV", "cannot reserve the %llu bytes of %s (%s): %s (%s; TRNEMU_SHM_DIR "
+              "chooses the directory)", (unsigned long long)size, what, path, strerror(err),
+              space);
+    return false;
+}
+
+/* The largest file this process may write (ulimit -f), or UINT64_MAX. */
+static uint64_t instance_fsize_limit(void)
+{
+    struct rlimit rl;
+    if (getrlimit(RLIMIT_FSIZE, &rl) != 0 || rl.rlim_cur == RLIM_INFINITY)
+        return UINT64_MAX;
+    return (uint64_t)rl.rlim_cur;
+}
+
+/* Create a file of size bytes (0600): sparse, or with every byte reserved
+ * (a file written through a mapping at once, which must not fault later);
+ * false (logged) on failure. */
+static bool instance_make_file(const char *path, uint64_t size, bool reserve)
+{
+    uint64_t limit = instance_fsize_limit();
+    if (size > limit) {  /* ftruncate would fail and raise SIGXFSZ */
+        LOG_ERROR("TDRV", "cannot create the %llu-byte file %s: the file size limit (ulimit -f) "
+                  "is %llu bytes", (unsigned long long)size, path, (unsigned long long)limit);
+        return false;
+    }
     int fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
+    if (fd >= 0 && reserve) {
+        bool ok = instance_reserve(fd, size, path, "the instance control block");
+        close(fd);
+        return ok;
+    }
     if (fd < 0 || ftruncate(fd, (off_t)size) != 0) {
         LOG_ERROR("TDRV", "cannot create the %llu-byte sparse file %s: %s (TRNEMU_SHM_DIR "
                   "chooses the directory)", (unsigned long long)size, path, strerror(errno));
@@ -408,12 +462,12 @@ static NRT_STATUS instance_create_files(struct instance *inst)
         char name[32];
         snprintf(name, sizeof name, "hbm%u", i);
         instance_path(path, sizeof path, inst->dir, name);
-        if (!instance_make_file(path, inst->hbm_size))
+        if (!instance_make_file(path, inst->hbm_size, false))
             return NRT_RESOURCE;
     }
     instance_path(tmp, sizeof tmp, inst->dir, "ctl.tmp");
     instance_path(path, sizeof path, inst->dir, "ctl");
-    if (!instance_make_file(tmp, sizeof *inst->ctl))
+    if (!instance_make_file(tmp, sizeof *inst->ctl, true))
         return NRT_RESOURCE;
     int fd = open(tmp, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     void *p = fd < 0 ? MAP_FAILED
@@ -465,10 +519,17 @@ static NRT_STATUS instance_map_chip(struct instance *inst, uint32_t chip)
     /* Address space only: a page costs host memory once it is written. */
     void *p = mmap(NULL, inst->hbm_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_NORESERVE,
                    fd, 0);
-    close(fd);
     if (p == MAP_FAILED) {
         LOG_ERROR("TDRV", "cannot map the %llu GiB of HBM of chip %u (%s): %s",
                   (unsigned long long)(inst->hbm_size >> 30), chip, path, strerror(errno));
+        close(fd);
+        return NRT_RESOURCE;
+    }
+    /* A page the full directory cannot back is a status, not a SIGBUS. */
+    bool guarded = hbm_guard_add(p, inst->hbm_size, fd);
+    close(fd);
+    if (!guarded) {
+        munmap(p, inst->hbm_size);
         return NRT_RESOURCE;
     }
     /* Huge pages where the file system offers them (tmpfs with huge=). */
@@ -490,8 +551,10 @@ static NRT_STATUS instance_map_hbm(struct instance *inst)
 static void instance_unmap_hbm(struct instance *inst)
 {
     for (uint32_t i = 0; inst->hbm != NULL && i < inst->chips; i++) {
-        if (inst->hbm[i] != NULL)
+        if (inst->hbm[i] != NULL) {
+            hbm_guard_remove(inst->hbm[i]);
             munmap(inst->hbm[i], inst->hbm_size);
+        }
         inst->hbm[i] = NULL;
     }
 }
@@ -802,8 +865,25 @@ static NRT_STATUS instance_join(struct instance *inst, bool *created)
     return st;
 }
 
+/* Keep two descriptors for detach (see instance_detach). */
+static void instance_keep_spares(struct instance *inst)
+{
+    for (int i = 0; i < 2; i++)
+        inst->spare[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+}
+
+static void instance_give_spares(struct instance *inst)
+{
+    for (int i = 0; i < 2; i++) {
+        if (inst->spare[i] >= 0)
+            close(inst->spare[i]);
+        inst->spare[i] = -1;
+    }
+}
+
 static void instance_free(struct instance *inst)
 {
+    instance_give_spares(inst);
     instance_unmap_hbm(inst);
     instance_unmap_ctl(inst);
     free(inst->hbm);
@@ -816,6 +896,7 @@ NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **o
     if (inst == NULL)
         return NRT_RESOURCE;
     inst->cfg = *cfg;
+    inst->spare[0] = inst->spare[1] = -1;
     inst->chips = cfg->profile->chips;
     inst->hbm_size = cfg->profile->hbm_per_chip;
     inst->self = (struct instance_proc){(int32_t)getpid(), 0, instance_self_start_time()};
@@ -843,6 +924,7 @@ NRT_STATUS instance_attach(const struct machine_config *cfg, struct instance **o
     }
     close(fd);
     instance_sweep(inst->dir);
+    instance_keep_spares(inst);
     *out = inst;
     return NRT_SUCCESS;
 }
@@ -857,7 +939,11 @@ void instance_detach(struct instance *inst)
         instance_free(inst);
         return;
     }
+    instance_give_spares(inst);  /* room for the lock and the directory listing */
     int fd = instance_lock(inst->dir, false);
+    if (fd < 0)
+        LOG_ERROR("TDRV", "cannot lock instance %s to detach (%s): its VNCs stay claimed until "
+                  "another process finds this one gone", inst->dir, strerror(errno));
     if (fd >= 0 && inst->ctl != NULL) {
         bool last = !instance_ctl_alive(inst->ctl, &inst->self);
         instance_release(inst, !last);
@@ -867,6 +953,7 @@ void instance_detach(struct instance *inst)
     }
     if (fd >= 0)
         close(fd);
+    instance_sweep(inst->dir);  /* instances of killed processes beside ours */
     instance_free(inst);
 }
 

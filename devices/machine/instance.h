@@ -143,6 +143,7 @@ struct instance {
     uint64_t hbm_size;             /* bytes mapped per chip */
     struct instance_proc self;     /* this process */
     struct machine_config cfg;     /* what this process claimed */
+    int spare[2];                  /* descriptors kept to be given up at detach (-1: none) */
 };
 
 /* Attach to (or create) the instance the environment names and claim
@@ -164,12 +165,23 @@ struct vnc_slice {
  * computes the same one). */
 struct vnc_slice instance_vnc_slice(const struct machine_config *cfg, uint32_t vnc);
 
-/* Release the VNCs, detach; the last process removes the directory. */
+/* Release the VNCs, detach; the last process removes the directory, and
+ * stale instances beside it (killed processes') go too (one line). Two
+ * descriptors kept since attach are given up first, so that a process at
+ * its descriptor limit still cleans up. */
 void instance_detach(struct instance *inst);
 
 /* Give whole pages of [off, off+len) of a chip's HBM back to the host
  * (they read as zero afterwards, in every process). */
 void instance_hbm_discard(struct instance *inst, uint32_t chip, uint64_t off, uint64_t len);
+
+/* How full the file system of dir is, in words, for a log line
+ * ("DIR holds N MiB, M MiB free"). */
+void instance_space(const char *dir, char *buf, size_t cap);
+/* Reserve every byte of the first size bytes of fd (the file at path,
+ * holding `what`), so that writing them through a mapping cannot fault;
+ * false with one log line naming the directory and how full it is. */
+bool instance_reserve(int fd, uint64_t size, const char *path, const char *what);
 
 /* Add one transfer of bytes to a link's counters (dir 0: a to b). */
 void instance_link_add(struct instance *inst, uint32_t link, uint32_t dir, uint64_t bytes);

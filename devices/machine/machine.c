@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "devices/config/topology.h"
+#include "devices/machine/hbm_guard.h"
 #include "emu/core/par.h"
 #include "devices/config/status.h"
 #include "emu/log.h"
@@ -244,6 +245,29 @@ void machine_mem_enter(struct machine *m)
 void machine_mem_leave(struct machine *m)
 {
     pthread_rwlock_unlock(&m->quiesce);
+}
+
+uint64_t machine_mem_faults(void)
+{
+    return hbm_guard_faults();
+}
+
+NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what)
+{
+    uintptr_t addr = 0;
+    if (!hbm_guard_heal(since, &addr))
+        return NRT_SUCCESS;
+    uint32_t chip = 0;
+    uint64_t off = 0;
+    char space[INSTANCE_PATH_MAX + 128];
+    instance_space(m->inst->dir, space, sizeof space);
+    if (machine_hbm_locate(m, (const void *)addr, 1, &chip, &off))
+        LOG_ERROR("TDRV", "%s failed: device memory at chip %u offset 0x%" PRIx64 " could not "
+                  "be backed by the shared-memory directory (%s)", what, chip, off, space);
+    else
+        LOG_ERROR("TDRV", "%s failed: device memory could not be backed by the shared-memory "
+                  "directory (%s)", what, space);
+    return NRT_RESOURCE;
 }
 
 const char *machine_instance_dir(const struct machine *m)

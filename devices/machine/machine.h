@@ -116,6 +116,12 @@ uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);
  * from inside an execution or a snapshot. */
 void machine_mem_enter(struct machine *m);
 void machine_mem_leave(struct machine *m);
+/* A call that touches HBM takes machine_mem_faults() before and asks
+ * machine_mem_check after: NRT_RESOURCE with one log line (what failed,
+ * where, how full the shared-memory directory is) when a page could not
+ * be backed meanwhile (devices/machine/hbm_guard.h), else NRT_SUCCESS. */
+uint64_t machine_mem_faults(void);
+NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what);
 
 /* Directory holding the shared instance's files (devices/machine/instance.h). */
 const char *machine_instance_dir(const struct machine *m);

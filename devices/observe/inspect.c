@@ -4,6 +4,7 @@
 #include "devices/observe/inspect.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -19,6 +20,7 @@
 
 static const char *const inspect_names[INSPECT_ACTIVITY_COUNT] = {"system_profile",
                                                                   "device_profile"};
+static pthread_mutex_t inspect_lock = PTHREAD_MUTEX_INITIALIZER; /* begin and stop */
 static atomic_bool inspect_on;           /* a session runs */
 static nrt_inspect_config_t inspect_cfg; /* its options (written under the runtime gate) */
 static char inspect_dir[4400];           /* its capture directory (inspect_session_dir) */
@@ -40,6 +42,15 @@ static bool inspect_env_flag(const char *name, bool dflt)
 {
     int v = env_bool(getenv(name), dflt);   /* checked by env_load at nrt_init */
     return v < 0 ? dflt : v == 1;
+}
+
+void inspect_config_builtin(nrt_inspect_config_t *c)
+{
+    memset(c, 0, sizeof *c);
+    snprintf(c->output_dir, sizeof c->output_dir, "./output");
+    c->enable_inspect = true;
+    c->activity[INSPECT_SYSTEM_PROFILE] = true;
+    systrace_config_defaults(&c->trace);
 }
 
 void inspect_config_defaults(nrt_inspect_config_t *c)
@@ -104,7 +115,9 @@ static bool inspect_session_dir(const char *out, char *buf, size_t cap)
     return inspect_mkdir(buf);
 }
 
-NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
+/* Start a session: its directory, then the system trace and device
+ * profiles it asks for. inspect_lock held. */
+static NRT_STATUS inspect_start(const nrt_inspect_config_t *c)
 {
     if (!inspect_session_dir(c->output_dir, inspect_dir, sizeof inspect_dir))
         return NRT_INVALID;
@@ -122,6 +135,19 @@ NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
     return st;
 }
 
+NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
+{
+    pthread_mutex_lock(&inspect_lock);
+    NRT_STATUS st = NRT_INVALID;
+    if (atomic_load(&inspect_on))
+        LOG_ERROR("NRT", "an inspect session is running already (writing to '%s'): "
+                  "nrt_inspect_stop ends it", inspect_cfg.output_dir);
+    else
+        st = inspect_start(c);
+    pthread_mutex_unlock(&inspect_lock);
+    return st;
+}
+
 /* Write the system trace into the output directory. */
 static NRT_STATUS inspect_write_trace(void)
 {
@@ -132,16 +158,20 @@ static NRT_STATUS inspect_write_trace(void)
 
 NRT_STATUS inspect_stop(void)
 {
+    pthread_mutex_lock(&inspect_lock);
     if (!atomic_exchange(&inspect_on, false)) {
+        pthread_mutex_unlock(&inspect_lock);
         LOG_ERROR("NRT", "inspect is not running (nrt_inspect_begin)");
         return NRT_INVALID;
     }
     NRT_STATUS st = NRT_SUCCESS;
-    if (systrace_running()) {
+    if (inspect_cfg.enable_inspect && inspect_cfg.activity[INSPECT_SYSTEM_PROFILE] &&
+        systrace_running()) {
         st = inspect_write_trace();
         systrace_stop();
     }
     NRT_STATUS st2 = devprof_inspect_stop();
+    pthread_mutex_unlock(&inspect_lock);
     return st != NRT_SUCCESS ? st : st2;
 }
 

@@ -39,6 +39,9 @@ int inspect_activity_of(const char *name);
 
 /* Defaults, then the NEURON_RT_INSPECT_* variables. */
 void inspect_config_defaults(nrt_inspect_config_t *c);
+/* The defaults without the environment (nrt_inspect_begin_with_options
+ * with NULL): ./output, inspect on, the system profile only. */
+void inspect_config_builtin(nrt_inspect_config_t *c);
 NRT_STATUS inspect_begin(const nrt_inspect_config_t *c);
 NRT_STATUS inspect_stop(void);
 /* rt_init: begin when NEURON_RT_INSPECT_ENABLE=1; rt_close: stop. */

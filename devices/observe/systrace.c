@@ -107,6 +107,12 @@ NRT_STATUS systrace_start(const nrt_sys_trace_config_t *c)
         return NRT_INVALID;
     }
     pthread_mutex_lock(&systrace_lock);
+    if (atomic_load(&systrace_on)) {
+        pthread_mutex_unlock(&systrace_lock);
+        LOG_ERROR("NRT", "the system trace is capturing already: stop it first (a second start "
+                  "would drop the events it holds)");
+        return NRT_INVALID;
+    }
     systrace_free_rings();
     systrace_rings = calloc(SYSTRACE_MAX_NC, sizeof *systrace_rings);
     systrace_cfg = *c;
@@ -124,6 +130,19 @@ NRT_STATUS systrace_stop(void)
     atomic_store(&systrace_on, false);
     systrace_free_rings();
     pthread_mutex_unlock(&systrace_lock);
+    return NRT_SUCCESS;
+}
+
+NRT_STATUS systrace_stop_running(void)
+{
+    pthread_mutex_lock(&systrace_lock);
+    bool was = atomic_exchange(&systrace_on, false);
+    systrace_free_rings();
+    pthread_mutex_unlock(&systrace_lock);
+    if (!was) {
+        LOG_ERROR("NRT", "the system trace is not capturing (nrt_sys_trace_start starts it)");
+        return NRT_INVALID;
+    }
     return NRT_SUCCESS;
 }
 

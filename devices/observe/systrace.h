@@ -56,8 +56,12 @@ const char *systrace_type_group(enum systrace_type t);
 void systrace_config_defaults(nrt_sys_trace_config_t *c);
 void systrace_fetch_defaults(nrt_sys_trace_fetch_options_t *o);
 
+/* Start capturing; NRT_INVALID (one line) while a capture runs already. */
 NRT_STATUS systrace_start(const nrt_sys_trace_config_t *c);
+/* Stop capturing, whether or not a capture runs (teardown). */
 NRT_STATUS systrace_stop(void);
+/* Stop the capture that runs; NRT_INVALID (one line) when none does. */
+NRT_STATUS systrace_stop_running(void);
 bool systrace_running(void);
 /* Take the events not fetched yet as a malloc'd JSON string. */
 NRT_STATUS systrace_fetch(const nrt_sys_trace_fetch_options_t *o, char **json, size_t *len);

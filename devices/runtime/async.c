@@ -90,6 +90,7 @@ struct async_queue {
     uint64_t completed;         /* last sequence number finished */
     _Atomic uint64_t done;      /* completed, for polling without the lock */
     bool running;               /* a request is posted to the worker */
+    uint32_t telling;           /* completed executions whose callback is under way */
     uint32_t spin_ns;           /* busy-poll window of the request posted */
     struct async_req *head;     /* scheduled, not yet posted: oldest first */
     struct async_req *tail;     /* last of them */
@@ -104,6 +105,9 @@ static uint32_t async_live;      /* requests scheduled and not yet freed */
 static uint32_t async_depth = ASYNC_DEFAULT_DEPTH;  /* unfinished requests per queue */
 static uint32_t async_spin_ns = ASYNC_SPIN_US_DEFAULT * 1000;  /* TRNEMU_ASYNC_SPIN_US */
 static long async_cpus = 1;      /* the host's online CPUs */
+static uint64_t async_finished;  /* requests completed and callbacks returned: drain's progress */
+static uint64_t async_timeout_ns = (uint64_t)ASYNC_DRAIN_TIMEOUT_S * 1000000000u; /* EXEC_TIMEOUT */
+static _Thread_local int64_t async_telling_lnc = -1; /* LNC whose callback runs here */
 
 #define ASYNC_NQUEUES (1u << 16)
 
@@ -141,6 +145,14 @@ void async_configure(void)
     }
     async_spin_ns = spin_window_ns("TRNEMU_ASYNC_SPIN_US", "NRT", ASYNC_SPIN_US_DEFAULT);
     async_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    async_timeout_ns = (uint64_t)ASYNC_DRAIN_TIMEOUT_S * 1000000000u;
+    const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
+    if (t != NULL && *t != '\0') {
+        char *end;
+        double v = strtod(t, &end);
+        if (*end == '\0' && v > 0 && v < 1e7)
+            async_timeout_ns = (uint64_t)(v * 1e9);
+    }
     if (getenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") != NULL)
         LOG_WARN("NRT", "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS is deprecated and ignored: "
                  "implicit async mode is gone; nrt_execute blocks, use the nrta_* API");
@@ -315,9 +327,22 @@ static void async_req_free(struct async_req *r)
     free(r);
 }
 
+static const char *async_kind_name(enum async_kind k);
+static NRT_STATUS async_req_move(struct async_req *r);
+
 static NRT_STATUS async_req_run(void *arg)
 {
     struct async_req *r = arg;
+    uint64_t f = machine_mem_faults();
+    NRT_STATUS st = async_req_move(r);
+    if (st == NRT_SUCCESS && r->kind != ASYNC_EXEC && r->kind != ASYNC_CC)
+        st = machine_mem_check(rt_machine(), f, async_kind_name(r->kind));
+    return st;
+}
+
+/* What r does, on its queue's thread. */
+static NRT_STATUS async_req_move(struct async_req *r)
+{
     struct machine *m = rt_machine();
     switch (r->kind) {
     case ASYNC_EXEC:
@@ -369,6 +394,7 @@ static void async_finish(struct async_req *r, NRT_STATUS st)
     async_tracker_unref(r->trk);
     r->trk = NULL;
     q->completed = r->num;
+    async_finished++;
     atomic_store_explicit(&q->done, r->num, memory_order_release);
     async_wake(q);
     pthread_cond_broadcast(&async_progress);
@@ -419,23 +445,32 @@ static const char *async_kind_name(enum async_kind k)
     return (unsigned)k < sizeof names / sizeof names[0] ? names[k] : "?";
 }
 
-/* On the queue's worker, once r ran. */
+/* On the queue's worker, once r ran: the request completes (waiters see
+ * it, the next one is posted), then the status callback is told with no
+ * lock held, so that it may call back into the runtime. */
 static void async_req_done(void *arg, NRT_STATUS st)
 {
     struct async_req *r = arg;
     struct async_queue *q = r->q;
-    if (r->kind == ASYNC_EXEC)  /* told before the request counts as complete */
-        exec_notify(r->model, r->num, st);
+    bool tell = r->kind == ASYNC_EXEC;
     uint64_t now = systrace_now_ns();
     systrace_emit(r->kind == ASYNC_CC ? SYS_CC_RUNNING : SYS_ASYNC_REQUEST, (int)q->lnc,
                   r->t_sched, now - r->t_sched, r->kind == ASYNC_EXEC ? r->model->neff->info.name
                   : async_kind_name(r->kind), ((uint64_t)q->xu_id << 48) | r->num, st);
     pthread_mutex_lock(&async_lock);
     async_finish(r, st);
+    q->telling += tell;
     async_start_next(q);
     pthread_mutex_unlock(&async_lock);
+    if (tell) {
+        async_telling_lnc = q->lnc;
+        exec_notify(r->model, r->num, st);
+        async_telling_lnc = -1;
+    }
     async_req_free(r);
     pthread_mutex_lock(&async_lock);
+    q->telling -= tell;
+    async_finished += tell;  /* a callback that returned is progress for drain too */
     async_live--;  /* nrt_close waits for this before tearing anything down */
     pthread_cond_broadcast(&async_progress);
     pthread_mutex_unlock(&async_lock);
@@ -608,9 +643,23 @@ NRT_STATUS async_collective(nrt_cc_context_t **ctx, int queue, nrta_error_tracke
 
 /* ---- completion --------------------------------------------------------------- */
 
+/* Does seq name request 0 of a queue that exists for this process (what
+ * nrta_get_sequence answers before any request completed)? */
+static bool async_seq_is_start(nrta_seq_t seq)
+{
+    uint16_t id = (uint16_t)NRTA_SEQ_GET_XU_ID(seq);
+    uint32_t lnc = id >> 6, xu = (id >> 3) & 7, queue = id & 7;
+    return NRTA_SEQ_GET_SEQ_NUM(seq) == 0 && lnc < rt_machine()->cfg.visible_count &&
+           (int)queue < async_queue_count((nrta_xu_t)xu);
+}
+
 NRT_STATUS async_is_completed(nrta_seq_t seq, bool *done)
 {
     uint64_t num;
+    if (async_seq_is_start(seq)) {  /* nothing before the first request: complete */
+        *done = true;
+        return NRT_SUCCESS;
+    }
     pthread_mutex_lock(&async_lock);
     struct async_queue *q = async_queue_of(seq, &num);
     if (q != NULL)
@@ -671,7 +720,7 @@ static struct async_queue *async_poll_done(nrta_seq_t seq, bool *done)
 NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd)
 {
     bool done;
-    if (async_poll_done(seq, &done) != NULL && done) {
+    if (async_seq_is_start(seq) || (async_poll_done(seq, &done) != NULL && done)) {
         /* complete already: a descriptor that polls readable at once */
         int efd = eventfd(1, EFD_CLOEXEC | EFD_NONBLOCK);
         if (efd < 0) {
@@ -725,33 +774,57 @@ static bool async_lnc_idle(uint32_t lnc)
         return true;
     for (uint32_t i = 0; i < 64; i++) {
         struct async_queue *q = async_queues[(lnc << 6) | i];
-        if (q != NULL && q->completed != q->issued)
+        if (q != NULL && (q->completed != q->issued || q->telling > 0))
             return false;
     }
     return true;
 }
 
+/* The absolute time ns nanoseconds from now, for pthread_cond_timedwait. */
+static struct timespec async_abstime(uint64_t ns)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t t = (uint64_t)ts.tv_nsec + ns;
+    ts.tv_sec += (time_t)(t / 1000000000u);
+    ts.tv_nsec = (long)(t % 1000000000u);
+    return ts;
+}
+
 NRT_STATUS async_drain(int32_t vnc)
 {
+    if (async_telling_lnc == vnc) {
+        LOG_ERROR("NRT", "nrt_async_drain_queued_execs(%d) called from the execution status "
+                  "callback of VNC %d: refused, the VNC's queued executions run on this thread "
+                  "once the callback returns", (int)vnc, (int)vnc);
+        return NRT_INVALID;
+    }
     NRT_STATUS st = NRT_SUCCESS;
     pthread_mutex_lock(&async_lock);
+    uint64_t seen = async_finished;
+    uint64_t last = spin_now_ns();  /* when a request last completed */
     while (!async_lnc_idle((uint32_t)vnc)) {
         if (rt_closing()) {
             st = NRT_CLOSED;
             break;
         }
-        struct timespec ts;
-        clock_gettime(CLOCK_REALTIME, &ts);
-        ts.tv_nsec += 10 * 1000 * 1000;
-        if (ts.tv_nsec >= 1000000000L) {
-            ts.tv_sec++;
-            ts.tv_nsec -= 1000000000L;
+        if (spin_now_ns() - last >= async_timeout_ns) {
+            st = NRT_TIMEOUT;
+            break;
         }
+        struct timespec ts = async_abstime(10 * 1000 * 1000);
         pthread_cond_timedwait(&async_progress, &async_lock, &ts);
+        if (async_finished != seen) {
+            seen = async_finished;
+            last = spin_now_ns();
+        }
     }
     pthread_mutex_unlock(&async_lock);
-    if (st != NRT_SUCCESS)
+    if (st == NRT_CLOSED)
         LOG_ERROR("NRT", "nrt_close was called while draining VNC %d", (int)vnc);
+    else if (st == NRT_TIMEOUT)
+        LOG_ERROR("NRT", "draining VNC %d: no queued request completed in %.1f s "
+                  "(NEURON_RT_EXEC_TIMEOUT)", (int)vnc, (double)async_timeout_ns / 1e9);
     return st;
 }
 

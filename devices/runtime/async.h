@@ -40,6 +40,9 @@
 #define ASYNC_DEFAULT_DEPTH 64
 /* Default busy-poll window of the queues, us (TRNEMU_ASYNC_SPIN_US). */
 #define ASYNC_SPIN_US_DEFAULT 30
+/* Seconds nrt_async_drain_queued_execs waits with no request completing
+ * when NEURON_RT_EXEC_TIMEOUT does not say. */
+#define ASYNC_DRAIN_TIMEOUT_S 600
 /* Most LNCs a sequence id can name (10 bits of the 16-bit XU id). */
 #define ASYNC_MAX_LNC 1024
 /* The XU id of (lnc, xu, queue): lnc in bits 6..15, xu 3..5, queue 0..2. */
@@ -69,8 +72,10 @@ NRT_STATUS async_last_completed(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_
 /* A new eventfd that polls readable once seq is complete; the caller
  * closes it. */
 NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd);
-/* Wait until every request of local VNC vnc finished; NRT_CLOSED when
- * nrt_close arrives first. */
+/* Wait until every request of local VNC vnc finished and its status
+ * callback returned; NRT_CLOSED when nrt_close arrives first, NRT_TIMEOUT
+ * when none completes for NEURON_RT_EXEC_TIMEOUT, NRT_INVALID from the
+ * VNC's own status callback (its queue waits for that callback). */
 NRT_STATUS async_drain(int32_t vnc);
 
 /* Error trackers (no runtime needed). */

@@ -119,6 +119,12 @@ static NRT_STATUS coll_cc_comm_check(const nrt_cc_comm_t *comm)
                   comm->ctx_device_count);
         return NRT_INVALID;
     }
+    uint32_t vncs = rt_machine()->cfg.visible_count;
+    if ((uint32_t)comm->vnc >= vncs) {
+        LOG_ERROR("NRT", "communicator: VNC %u is not visible to this process (%u VNCs)",
+                  (unsigned)comm->vnc, vncs);
+        return NRT_INVALID;
+    }
     if (comm->replica_group[comm->rank] != comm->ctx_device_id) {
         LOG_ERROR("NRT", "communicator: replica_group[rank %u] is device %u, but this worker "
                   "is device %u", comm->rank, comm->replica_group[comm->rank],

@@ -170,8 +170,12 @@ static NRT_STATUS p2p_file_open(struct nrt_async_sendrecv_comm *c, int a, int b)
               h.cap == P2P_RING && (p2p_end_live(&h.end[0]) || p2p_end_live(&h.end[1]));
     if (!ok) {  /* new or abandoned: start afresh, ring empty */
         struct p2p_file fresh = {P2P_MAGIC, P2P_RING, {0}, {{0}}, {{0}}};
-        if (ftruncate(c->fd, 0) != 0 || ftruncate(c->fd, (off_t)total) != 0 ||
-            pwrite(c->fd, &fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh) {
+        if (ftruncate(c->fd, 0) != 0 ||
+            !instance_reserve(c->fd, total, path, "a point-to-point channel")) {
+            flock(c->fd, LOCK_UN);
+            return NRT_RESOURCE;
+        }
+        if (pwrite(c->fd, &fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh) {
             flock(c->fd, LOCK_UN);
             LOG_ERROR("NRT", "cannot make %s: %s", path, strerror(errno));
             return NRT_FAILURE;
@@ -467,9 +471,13 @@ NRT_STATUS coll_p2p_close(int lnc)
             pp = &c->next;
             continue;
         }
-        if (c->pending != 0) {  /* a communicator never connected closes quietly */
+        if (c->pending != 0) {
             LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that has requests in "
                       "flight", lnc, c->peer_lnc);
+            st = NRT_FAILURE;
+        } else if (!(c->connected || p2p_end_live(&c->f->end[!c->side]))) {
+            LOG_ERROR("NRT", "LNC %d: closing a communicator with LNC %d that never connected "
+                      "(the peer never opened its end)", lnc, c->peer_lnc);
             st = NRT_FAILURE;
         }
         for (struct nrt_async_sendrecv_request **rp = &p2p_reqs; *rp != NULL;) {

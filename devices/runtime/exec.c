@@ -545,6 +545,8 @@ static NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
     return exec_program(m, b);
 }
 
+static _Thread_local uint32_t exec_cb_depth;    /* callbacks under way on this thread */
+
 /* A bound execution, ready to run (exec.h). */
 struct exec_request {
     nrt_model_t *m;            /* the pinned model */
@@ -565,6 +567,7 @@ static NRT_STATUS exec_job_run(void *arg)
     struct machine *mach = rt_machine();
     NRT_STATUS st = NRT_SUCCESS;
     uint64_t t0 = systrace_now_ns();
+    uint64_t faults = machine_mem_faults();
     machine_mem_enter(mach);  /* no snapshot while it runs (state_quiesce) */
     par_busy_enter();         /* executions on every CPU: no instruction is split */
     instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, true);
@@ -576,6 +579,12 @@ static NRT_STATUS exec_job_run(void *arg)
     instance_use_model_running(mach->inst, r->m->gvnc, r->m->id, false);
     par_busy_leave();
     machine_mem_leave(mach);
+    if (st == NRT_SUCCESS && machine_mem_faults() != faults) {
+        char what[400];
+        snprintf(what, sizeof what, "execution of '%s' on VNC %d", r->m->neff->info.name,
+                 r->m->vnc);
+        st = machine_mem_check(mach, faults, what);
+    }
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);
     return st;
 }
@@ -617,9 +626,26 @@ NRT_STATUS exec_request_run(struct exec_request *r)
 {
     struct machine *mach = rt_machine();
     struct vnc_info *vi = &mach->vncs[r->m->gvnc];
-    pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
-    NRT_STATUS st = worker_run_here(&vi->worker, exec_job_run, r);
-    pthread_mutex_unlock(&vi->exec_lock);
+    NRT_STATUS st;
+    if (worker_is_self(&vi->worker)) {
+        /* From the status callback on the VNC's own worker: the worker is
+         * this thread, so running here keeps one execution at a time;
+         * exec_lock may be held by an nrt_execute whose job waits for us. */
+        st = exec_job_run(r);
+    } else if (exec_cb_depth > 0) {
+        /* From a status callback: the other worker may be in a callback
+         * that waits for this one; NEURON_RT_EXEC_TIMEOUT bounds the wait
+         * for ours to start. No exec_lock: the worker serialises. */
+        st = worker_run_bounded(&vi->worker, exec_job_run, r, exec_opts().timeout_ms * 1000000u);
+        if (st == NRT_TIMEOUT)
+            LOG_ERROR("NRT", "execution of '%s' from an execution status callback did not start "
+                      "within NEURON_RT_EXEC_TIMEOUT: VNC %d's worker is busy (in a callback "
+                      "waiting for this one?)", r->m->neff->info.name, r->m->vnc);
+    } else {
+        pthread_mutex_lock(&vi->exec_lock);  /* one execution per VNC at a time */
+        st = worker_run_here(&vi->worker, exec_job_run, r);
+        pthread_mutex_unlock(&vi->exec_lock);
+    }
     exec_request_done(r, st);
     return st;
 }
@@ -664,8 +690,16 @@ void exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st)
     NRT_ASYNC_EXEC_STATUS_CALLBACK cb = exec_cb;
     void *params = exec_cb_params;
     pthread_mutex_unlock(&exec_cb_lock);
-    if (cb != NULL)
-        cb(params, m->id, (uint32_t)m->vnc, job_id, st);
+    if (cb == NULL)
+        return;
+    exec_cb_depth++;
+    cb(params, m->id, (uint32_t)m->vnc, job_id, st);
+    exec_cb_depth--;
+}
+
+bool exec_in_status_callback(void)
+{
+    return exec_cb_depth > 0;
 }
 
 NRT_STATUS exec_model(nrt_model_t *m, const nrt_tensor_set_t *inputs, nrt_tensor_set_t *outputs,

@@ -43,8 +43,14 @@ void exec_request_free(struct exec_request *r);
 /* The callback told of every finished execution, nrt_execute's and the
  * queues' (NULL to remove it). */
 void exec_set_status_callback(NRT_ASYNC_EXEC_STATUS_CALLBACK cb, void *params);
-/* Tell the callback of one finished execution. */
+/* Tell the callback of one finished execution, once it counts as
+ * complete and with no lock of the runtime held: the callback may call
+ * back into the runtime (an execution on the same VNC runs at once on the
+ * calling thread; exec_request_run). */
 void exec_notify(const nrt_model_t *m, uint64_t job_id, NRT_STATUS st);
+/* Is the calling thread inside the status callback? Calls that would wait
+ * for the callback itself to return (nrt_close) refuse it. */
+bool exec_in_status_callback(void);
 
 /* May the physical cores of one execution each run on their own host
  * thread (docs/execution.md)? On by default; TRNEMU_THREADS=1 keeps them

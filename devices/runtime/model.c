@@ -500,9 +500,12 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
     if (m->sgs == NULL) {
         st = NRT_RESOURCE;
     } else {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());  /* constants land whole in a snapshot */
         st = model_place(m);
         machine_mem_leave(rt_machine());
+        if (st == NRT_SUCCESS)
+            st = machine_mem_check(rt_machine(), f, "nrt_load (placing the constants)");
     }
     if (st == NRT_SUCCESS)
         st = model_keep_bytes(m, bytes, size);

@@ -17,6 +17,7 @@
 #include "devices/observe/systrace.h"
 #include "devices/runtime/async.h"
 #include "devices/runtime/coll_host.h"
+#include "devices/runtime/exec.h"
 #include "devices/runtime/model.h"
 #include "devices/runtime/runtime.h"
 #include "devices/runtime/tensor.h"
@@ -80,6 +81,11 @@ static void rt_life_teardown(void)
 
 void rt_close(void)
 {
+    if (exec_in_status_callback()) {  /* close would wait for this very callback */
+        LOG_ERROR("NRT", "nrt_close called from the execution status callback: refused "
+                  "(call it once the callback has returned)");
+        return;
+    }
     pthread_mutex_lock(&rt_life);
     if (rt_state() != RT_OPEN) {
         pthread_mutex_unlock(&rt_life);

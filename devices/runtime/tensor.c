@@ -73,8 +73,10 @@ static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_st
 {
     struct machine *m = rt_machine();
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     uint64_t take;
     uint64_t align = storage_hbm_align(size, &take);
     NRT_STATUS st = machine_hbm_take(m, gvnc, take, align, &s->block);
@@ -91,8 +93,10 @@ static NRT_STATUS storage_new_hbm(uint32_t gvnc, uint64_t size, struct tensor_st
 static NRT_STATUS storage_new_host(int32_t gvnc, uint64_t size, struct tensor_storage **out)
 {
     struct tensor_storage *s = storage_new(STORAGE_HOST, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     s->gvnc = gvnc;
     s->va = calloc(1, size);  /* large blocks come zeroed from mmap, untouched */
     if (s->va == NULL) {
@@ -187,8 +191,10 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
     if (st != NRT_SUCCESS)
         return st;
     struct nrt_tensor *t = tensor_new(name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     st = placement == NRT_TENSOR_PLACEMENT_DEVICE ? storage_new_hbm((uint32_t)gvnc, size, &t->st)
                                                   : storage_new_host(gvnc, size, &t->st);
     if (st != NRT_SUCCESS) {
@@ -204,8 +210,10 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
 NRT_STATUS tensor_allocate_empty(const char *name, nrt_tensor_t **out)
 {
     struct nrt_tensor *t = tensor_new(name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     t->placement = NRT_TENSOR_PLACEMENT_VIRTUAL;
     return tensor_publish(t, out);
 }
@@ -259,8 +267,10 @@ NRT_STATUS tensor_attach_buffer(nrt_tensor_t *t, void *buf, size_t size)
         return NRT_INVALID;
     }
     struct tensor_storage *s = storage_new(STORAGE_USER, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     s->va = buf;
     handle_lock();
     if (!handle_has(t, HANDLE_TENSOR)) {
@@ -345,8 +355,11 @@ NRT_STATUS tensor_read(const nrt_tensor_t *t, void *buf, size_t offset, size_t s
         return st;
     uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "read", offset, size, v.name);
-    if (st == NRT_SUCCESS && size > 0)
+    if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();  /* a read faults in an unbacked page too */
         memcpy(buf, v.va + offset, size);
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_read");
+    }
     systrace_emit(SYS_TENSOR_READ, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
     return st;
@@ -361,9 +374,11 @@ NRT_STATUS tensor_write(nrt_tensor_t *t, const void *buf, size_t offset, size_t 
     uint64_t t0 = systrace_now_ns();
     st = tensor_range_check(&v, "write", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memcpy(v.va + offset, buf, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_write");
     }
     systrace_emit(SYS_TENSOR_WRITE, v.vnc, t0, systrace_now_ns() - t0, v.name, size, st);
     tensor_unpin(&v);
@@ -378,9 +393,11 @@ NRT_STATUS tensor_memset(nrt_tensor_t *t, uint64_t offset, int value, size_t siz
         return st;
     st = tensor_range_check(&v, "memset", offset, size, v.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memset(v.va + offset, value, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_memset");
     }
     tensor_unpin(&v);
     return st;
@@ -427,9 +444,11 @@ NRT_STATUS tensor_copy(const nrt_tensor_t *src, size_t src_off, nrt_tensor_t *ds
     if (st == NRT_SUCCESS)
         st = tensor_range_check(&d, "copy destination", dst_off, size, d.name);
     if (st == NRT_SUCCESS && size > 0) {
+        uint64_t f = machine_mem_faults();
         machine_mem_enter(rt_machine());
         memmove(d.va + dst_off, s.va + src_off, size);
         machine_mem_leave(rt_machine());
+        st = machine_mem_check(rt_machine(), f, "nrt_tensor_copy");
     }
     systrace_emit(SYS_TENSOR_COPY, d.vnc, systrace_now_ns(), 0, d.name, size, st);
     tensor_unpin(&d);
@@ -481,8 +500,10 @@ NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool writ
         return NRT_INVALID;
     }
     struct tensor_view *views = calloc(n ? n : 1, sizeof *views);
-    if (views == NULL)
+    if (views == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = NRT_SUCCESS;
     uint64_t pinned = 0;
     /* Validate everything first: a bad entry moves no byte at all. */
@@ -492,12 +513,16 @@ NRT_STATUS tensor_batch(const nrt_tensor_batch_t *batches, uint64_t n, bool writ
             break;
         st = tensor_batch_check(&batches[pinned], &views[pinned], pinned);
     }
+    uint64_t f = machine_mem_faults();
     if (st == NRT_SUCCESS && write)
         machine_mem_enter(rt_machine());
     for (uint64_t i = 0; st == NRT_SUCCESS && i < n; i++)
         tensor_batch_move(&batches[i], &views[i], write);
     if (st == NRT_SUCCESS && write)
         machine_mem_leave(rt_machine());
+    if (st == NRT_SUCCESS)
+        st = machine_mem_check(rt_machine(), f, write ? "nrt_tensor_write_batch"
+                                                      : "nrt_tensor_read_batch");
     for (uint64_t i = 0; i < pinned; i++)
         tensor_unpin(&views[i]);
     free(views);
@@ -579,8 +604,16 @@ NRT_STATUS tensor_completion_wait(const nrt_tensor_t *t, int64_t timeout_us, uin
             return NRT_CLOSED;
         }
         uint64_t waited = tensor_now_us() - start;
-        if (timeout_us >= 0 && waited >= (uint64_t)timeout_us)
+        if (timeout_us > 0 && waited >= (uint64_t)timeout_us) {
+            LOG_WARN("NRT", "output completion %" PRIu64 " not reached in %" PRId64 " us "
+                     "(have %" PRIu64 ")", expected, timeout_us, c);
             return NRT_TIMEOUT;
+        }
+        if (timeout_us == 0) {  /* a poll: its answer, not a fault */
+            LOG_DEBUG("NRT", "output completion %" PRIu64 " not reached yet (have %" PRIu64 ")",
+                      expected, c);
+            return NRT_TIMEOUT;
+        }
         if (timeout_us < 0 && !warned && waited > 30u * 1000000u) {
             LOG_WARN("NRT", "still waiting for output completion %" PRIu64 " (have %" PRIu64 ")",
                      expected, c);
@@ -699,8 +732,10 @@ NRT_STATUS tensor_storage_restore(enum tensor_storage_kind kind, uint64_t size,
     if (kind != STORAGE_HBM)
         return storage_new_host(-1, size ? size : 1, out);
     struct tensor_storage *s = storage_new(STORAGE_HBM, size);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = machine_hbm_take_at(rt_machine(), b);
     if (st != NRT_SUCCESS) {
         free(s);
@@ -721,8 +756,10 @@ void tensor_storage_put(struct tensor_storage *s)
 NRT_STATUS tensor_restore(const struct tensor_record *r, nrt_tensor_t **out)
 {
     struct nrt_tensor *t = tensor_new(r->name);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     t->placement = r->placement;
     t->vnc = r->vnc;
     t->off = r->off;

@@ -37,8 +37,10 @@ static bool tensor_set_check(const void *s)
 NRT_STATUS tensor_set_allocate(nrt_tensor_set_t **out)
 {
     struct tensor_set *s = calloc(1, sizeof *s);
-    if (s == NULL)
+    if (s == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     handle_lock();
     NRT_STATUS st = handle_add(s, HANDLE_TENSOR_SET);
     handle_unlock();
@@ -80,14 +82,18 @@ static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_
     if (s->n == s->cap) {
         size_t ncap = s->cap ? s->cap * 2 : 8;
         struct tensor_set_entry *n = realloc(s->e, ncap * sizeof *n);
-        if (n == NULL)
+        if (n == NULL) {
+            LOG_ERROR("NRT", "out of memory");
             return NRT_RESOURCE;
+        }
         s->e = n;
         s->cap = ncap;
     }
     char *copy = strdup(name);
-    if (copy == NULL)
+    if (copy == NULL) {
+        LOG_ERROR("NRT", "out of memory");
         return NRT_RESOURCE;
+    }
     s->e[s->n++] = (struct tensor_set_entry){copy, t};
     return NRT_SUCCESS;
 }
@@ -134,7 +140,7 @@ NRT_STATUS tensor_set_get(nrt_tensor_set_t *p, const char *name, nrt_tensor_t **
     if (tensor_set_check(p)) {
         struct tensor_set_entry *e = tensor_set_find(p, name);
         if (e == NULL) {
-            LOG_DEBUG("NRT", "no tensor named '%s' in the set", name);
+            LOG_WARN("NRT", "no tensor named '%s' in the set", name);
             st = NRT_FAILURE;
         } else if (!handle_has(e->t, HANDLE_TENSOR)) {
             LOG_ERROR("NRT", "tensor '%s' in the set was freed", name);

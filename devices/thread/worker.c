@@ -3,7 +3,9 @@
  */
 #include "devices/thread/worker.h"
 
+#include <errno.h>
 #include <stddef.h>
+#include <time.h>
 
 #include "devices/thread/spin.h"
 #include "emu/log.h"
@@ -133,6 +135,60 @@ NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *
     pthread_cond_broadcast(&w->done);  /* worker_fini */
     pthread_mutex_unlock(&w->lock);
     return st;
+}
+
+/* Take j out of w's queue if it is still there (not started). Lock held. */
+static bool worker_unqueue(struct worker *w, struct worker_job *j)
+{
+    struct worker_job *prev = NULL;
+    for (struct worker_job *x = w->head; x != NULL; prev = x, x = x->next) {
+        if (x != j)
+            continue;
+        if (prev != NULL)
+            prev->next = x->next;
+        else
+            w->head = x->next;
+        if (w->tail == x)
+            w->tail = prev;
+        return true;
+    }
+    return false;
+}
+
+NRT_STATUS worker_run_bounded(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg,
+                              uint64_t timeout_ns)
+{
+    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL, 0};
+    pthread_mutex_lock(&w->lock);
+    if (!worker_start(w)) {
+        pthread_mutex_unlock(&w->lock);
+        return fn(arg);
+    }
+    worker_enqueue(w, &j);
+    struct timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;
+    ts.tv_sec += (time_t)(ns / 1000000000u);
+    ts.tv_nsec = (long)(ns % 1000000000u);
+    bool expired = false;
+    while (!j.done && !expired)
+        expired = pthread_cond_timedwait(&w->done, &w->lock, &ts) == ETIMEDOUT;
+    if (!j.done && worker_unqueue(w, &j)) {  /* never started: give up on it */
+        pthread_mutex_unlock(&w->lock);
+        return NRT_TIMEOUT;
+    }
+    while (!j.done)  /* running: it ends within its own time limit */
+        pthread_cond_wait(&w->done, &w->lock);
+    pthread_mutex_unlock(&w->lock);
+    return j.result;
+}
+
+bool worker_is_self(struct worker *w)
+{
+    pthread_mutex_lock(&w->lock);
+    bool self = w->started && pthread_equal(w->thread, pthread_self());
+    pthread_mutex_unlock(&w->lock);
+    return self;
 }
 
 bool worker_post(struct worker *w, struct worker_job *j)

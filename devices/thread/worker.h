@@ -70,6 +70,16 @@ NRT_STATUS worker_run_here(struct worker *w, NRT_STATUS (*fn)(void *arg), void *
  * cannot be started: nothing was queued. */
 bool worker_post(struct worker *w, struct worker_job *j);
 
+/* worker_run that gives up when fn has not started within timeout_ns:
+ * NRT_TIMEOUT, and fn never runs (a caller whose worker waits for it in
+ * turn, say a status callback on another VNC's worker, is not held for
+ * ever). Once started, fn is waited for to its end. */
+NRT_STATUS worker_run_bounded(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg,
+                              uint64_t timeout_ns);
+/* Is the calling thread w's own thread (a job, or a posted job's
+ * on_done, calling back into its owner)? A job queued on w from there
+ * would wait for the thread that waits for it. */
+bool worker_is_self(struct worker *w);
 /* Wait until the worker has run j (queued without on_done); its status. */
 NRT_STATUS worker_wait(struct worker *w, struct worker_job *j);
 

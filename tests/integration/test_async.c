@@ -4,13 +4,16 @@
  * queues complete in order, tensor reads/writes/copies are queued the
  * same way, completion descriptors work with epoll, error trackers
  * collect failures with their sequence numbers, queue depth limits,
- * bad input, the exec callback and drain, nrt_close with work in
+ * bad input, the exec callback and drain, a callback that calls back into
+ * the runtime (execute, drain, close), nrt_close with work in
  * flight, and the busy-poll window of the queues (TRNEMU_ASYNC_SPIN_US):
  * the same results whatever it is, a completion handle that does not
  * wait past it, nrt_close while a queue thread polls.
  */
 #include <math.h>
 #include <poll.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdatomic.h>
 #include <stdio.h>
 #include <sys/epoll.h>
@@ -316,6 +319,137 @@ static void test_callback_and_drain(void **state)
     add_free(&io1);
 }
 
+/* What the re-entering callback saw (test_callback_reenters). */
+struct reenter {
+    struct add_io *io;          /* the model and tensors it executes again */
+    _Atomic int calls;          /* callbacks so far */
+    _Atomic int nested_ok;      /* nrt_execute from the callback that succeeded */
+    _Atomic int drain_refused;  /* drains of its own VNC refused with NRT_INVALID */
+    _Atomic int depth;          /* callbacks under way (one nests inside another) */
+};
+
+static void reenter_cb(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_id,
+                       NRT_STATUS status)
+{
+    (void)model_id, (void)job_id;
+    struct reenter *re = params;
+    atomic_fetch_add(&re->calls, 1);
+    if (status != NRT_SUCCESS || atomic_fetch_add(&re->depth, 1) > 0) {
+        atomic_fetch_sub(&re->depth, 1);
+        return;  /* the nested execution's own callback: no deeper */
+    }
+    if (nrt_execute(re->io->m, re->io->in, re->io->out) == NRT_SUCCESS)
+        atomic_fetch_add(&re->nested_ok, 1);
+    if (nrt_async_drain_queued_execs((int32_t)vnc) == NRT_INVALID)
+        atomic_fetch_add(&re->drain_refused, 1);
+    nrt_close();  /* refused from a callback: the runtime stays open */
+    atomic_fetch_sub(&re->depth, 1);
+}
+
+static void reenter_hung(int sig)
+{
+    (void)sig;
+    static const char msg[] = "an execution callback that calls back into the runtime hung\n";
+    if (write(STDERR_FILENO, msg, sizeof msg - 1) < 0)
+        _exit(2);
+    _exit(1);
+}
+
+/* A callback that executes, drains and closes from inside itself, on the
+ * queue's worker (nrta_execute_schedule) and on the caller's thread
+ * (nrt_execute): nothing hangs, the execution runs, the drain of its own
+ * VNC and the close are refused, and the results are right. */
+static void test_callback_reenters(void **state)
+{
+    (void)state;
+    struct add_io io;
+    add_make(&io, 0);
+    float *a = malloc(BYTES), *b = malloc(BYTES), *got = malloc(BYTES);
+    fill(a, 3);
+    fill(b, 7);
+    assert_int_equal(nrt_tensor_write(io.t[0], a, 0, BYTES), NRT_SUCCESS);
+    assert_int_equal(nrt_tensor_write(io.t[1], b, 0, BYTES), NRT_SUCCESS);
+    struct reenter re = {.io = &io};
+    signal(SIGALRM, reenter_hung);
+    alarm(30);
+    assert_int_equal(nrt_register_async_exec_callback(reenter_cb, &re), NRT_SUCCESS);
+    nrta_seq_t s;
+    for (int i = 0; i < 4; i++)
+        assert_int_equal(nrta_execute_schedule(io.m, io.in, io.out, 0, NULL, &s), NRT_SUCCESS);
+    assert_int_equal(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
+    assert_int_equal(atomic_load(&re.nested_ok), 4);
+    assert_int_equal(atomic_load(&re.drain_refused), 4);
+    assert_int_equal(atomic_load(&re.calls), 8);
+    assert_int_equal(nrt_execute(io.m, io.in, io.out), NRT_SUCCESS);
+    assert_int_equal(atomic_load(&re.nested_ok), 5);
+    assert_int_equal(atomic_load(&re.drain_refused), 4);  /* not its worker: drained */
+    assert_int_equal(atomic_load(&re.calls), 10);
+    assert_int_equal(nrt_register_async_exec_callback(NULL, NULL), NRT_SUCCESS);
+    alarm(0);
+    assert_int_equal(nrt_tensor_read(io.t[2], got, 0, BYTES), NRT_SUCCESS);
+    for (int i = 0; i < N; i++)
+        assert_true(got[i] == a[i] + b[i]);
+    free(a), free(b), free(got);
+    add_free(&io);
+}
+
+/* Two callbacks, each on its VNC's worker, each executing the other
+ * VNC's model (test_callback_cycle). */
+struct cycle {
+    struct add_io *io[2];         /* the models of VNC 0 and 1 */
+    pthread_barrier_t both;       /* both callbacks are under way */
+    _Atomic int status[2];        /* what each nested nrt_execute returned */
+    _Atomic int entered;          /* callbacks that took part */
+};
+
+static void cycle_cb(void *params, uint32_t model_id, uint32_t vnc, uint64_t job_id,
+                     NRT_STATUS status)
+{
+    (void)model_id, (void)job_id, (void)status;
+    struct cycle *c = params;
+    if (vnc > 1 || atomic_fetch_add(&c->entered, 1) >= 2)
+        return;  /* only the first callback of each VNC takes part */
+    pthread_barrier_wait(&c->both);
+    struct add_io *other = c->io[1 - vnc];
+    atomic_store(&c->status[vnc], nrt_execute(other->m, other->in, other->out));
+}
+
+/* Each VNC's callback waits for an execution on the other VNC, whose
+ * worker is in the other callback: NEURON_RT_EXEC_TIMEOUT ends the wait
+ * (NRT_TIMEOUT, one line) instead of a hang, and both VNCs work after. */
+static void test_callback_cycle(void **state)
+{
+    (void)state;
+    struct add_io io0, io1;
+    add_make(&io0, 0);
+    add_make(&io1, 1);
+    /* read per execution: the nested executions' limit, not the drains' */
+    setenv("NEURON_RT_EXEC_TIMEOUT", "1", 1);
+    struct cycle c = {.io = {&io0, &io1}};
+    pthread_barrier_init(&c.both, NULL, 2);
+    signal(SIGALRM, reenter_hung);
+    alarm(30);
+    assert_int_equal(nrt_register_async_exec_callback(cycle_cb, &c), NRT_SUCCESS);
+    nrta_seq_t s0, s1;
+    assert_int_equal(nrta_execute_schedule(io0.m, io0.in, io0.out, 0, NULL, &s0), NRT_SUCCESS);
+    assert_int_equal(nrta_execute_schedule(io1.m, io1.in, io1.out, 0, NULL, &s1), NRT_SUCCESS);
+    assert_int_equal(nrt_async_drain_queued_execs(0), NRT_SUCCESS);
+    assert_int_equal(nrt_async_drain_queued_execs(1), NRT_SUCCESS);
+    assert_int_equal(nrt_register_async_exec_callback(NULL, NULL), NRT_SUCCESS);
+    alarm(0);
+    unsetenv("NEURON_RT_EXEC_TIMEOUT");  /* read per execution: no limit for the checks below */
+    /* at least one waited for the other and gave up; none hung */
+    int t0 = atomic_load(&c.status[0]), t1 = atomic_load(&c.status[1]);
+    assert_true(t0 == NRT_TIMEOUT || t1 == NRT_TIMEOUT);
+    assert_true(t0 == NRT_TIMEOUT || t0 == NRT_SUCCESS);
+    assert_true(t1 == NRT_TIMEOUT || t1 == NRT_SUCCESS);
+    assert_int_equal(nrt_execute(io0.m, io0.in, io0.out), NRT_SUCCESS);
+    assert_int_equal(nrt_execute(io1.m, io1.in, io1.out), NRT_SUCCESS);
+    pthread_barrier_destroy(&c.both);
+    add_free(&io0);
+    add_free(&io1);
+}
+
 /* A collective waiting for a rank that never comes holds the queue:
  * the next request is NRT_QUEUE_FULL at depth 1; nrt_close cancels the
  * queued ones and returns once the running one times out. */
@@ -476,6 +610,8 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_error_tracker, setup, teardown),
         cmocka_unit_test_setup_teardown(test_bad_input, setup, teardown),
         cmocka_unit_test_setup_teardown(test_callback_and_drain, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_reenters, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_callback_cycle, setup, teardown),
         cmocka_unit_test_setup_teardown(test_queue_full_and_close, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_window_results, setup, teardown),
         cmocka_unit_test_setup_teardown(test_spin_window_bounded, setup, teardown),

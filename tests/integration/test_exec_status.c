@@ -9,9 +9,11 @@
  * loaded model reports, and stochastic rounding on request.
  */
 #include <math.h>
+#include <poll.h>
 #include <stdio.h>
 
 #include "it_common.h"
+#include "nrt/nrt_async.h"
 #include "nrt/nrt_async_sendrecv.h"
 #include "trnemu/trnemu.h"
 
@@ -380,6 +382,54 @@ static void test_sendrecv_close_unused(void **state)
     assert_int_equal(n, 0);
 }
 
+/* The status details: nrta_cc_prepare refuses a communicator on a VNC
+ * that does not exist, the sequence number nrta_get_sequence gives before
+ * any request completed is one nrta_is_completed (and the completion
+ * handle) accept, and closing send/receive with a communicator that never
+ * connected fails as nrt_async_sendrecv.h says; one line per failure. */
+static void test_status_details(void **state)
+{
+    (void)state;
+    char buf[4096];
+    nrt_tensor_t *a = it_tensor(NRT_TENSOR_PLACEMENT_DEVICE, 0, 4096, "a");
+    uint32_t group[2] = {0, 1};
+    nrt_cc_comm_t comm = {group, 0, 2, 0, 2, 77};
+    nrt_tensor_list_t l = {&a, 1};
+    nrt_cc_context_t *ctx = NULL;
+    it_log_begin();
+    NRT_STATUS st = nrta_cc_prepare(&comm, &l, &l, NRT_DTYPE_FLOAT32, NRT_OP_ADD,
+                                    NRT_CC_ALLREDUCE, &ctx);
+    int n = it_log_end(buf, sizeof buf);
+    assert_int_equal(st, NRT_INVALID);
+    assert_int_equal(n, 1);
+    assert_null(ctx);
+
+    nrta_seq_t seq;
+    bool done = false;
+    assert_int_equal(nrta_get_sequence(0, NRTA_XU_COMPUTE, 0, &seq), NRT_SUCCESS);
+    it_log_begin();
+    st = nrta_is_completed(seq, &done);
+    n = it_log_end(buf, sizeof buf);
+    assert_int_equal(st, NRT_SUCCESS);
+    assert_int_equal(n, 0);
+    assert_true(done);
+    int fd = -1;
+    assert_int_equal(nrta_get_completion_handle(seq, &fd), NRT_SUCCESS);
+    struct pollfd p = {fd, POLLIN, 0};
+    assert_int_equal(poll(&p, 1, 0), 1);
+    close(fd);
+
+    nrt_async_sendrecv_comm_t *c = NULL;
+    assert_int_equal(nrt_async_sendrecv_init(0), NRT_SUCCESS);
+    assert_int_equal(nrt_async_sendrecv_connect("127.0.0.1", 1, 0, &c), NRT_SUCCESS);
+    it_log_begin();
+    st = nrt_async_sendrecv_close(0);
+    n = it_log_end(buf, sizeof buf);
+    assert_int_equal(st, NRT_FAILURE);
+    assert_int_equal(n, 1);
+    nrt_tensor_free(&a);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -388,6 +438,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_unaligned_hbm_offset, setup, teardown),
         cmocka_unit_test_setup_teardown(test_long_tensor_name, setup, teardown),
         cmocka_unit_test_setup_teardown(test_sendrecv_close_unused, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_status_details, setup, teardown),
         cmocka_unit_test_setup_teardown(test_out_of_bounds, setup, teardown),
         cmocka_unit_test_setup_teardown(test_deadlock, setup, teardown),
         cmocka_unit_test_setup_teardown(test_race, setup, teardown),

@@ -440,6 +440,63 @@ static void test_trace_and_inspect(void **state)
     assert_int_equal(system(cmd), 0);
 }
 
+/* st from call, and exactly `lines` log lines printed by it. */
+#define EXPECT_LINES(call, want_st, lines) do { \
+        char log_[4096]; \
+        it_log_begin(); \
+        NRT_STATUS st_ = (call); \
+        int n_ = it_log_end(log_, sizeof log_); \
+        assert_int_equal(st_, (want_st)); \
+        assert_int_equal(n_, (lines)); \
+    } while (0)
+
+/* Sessions that overlap or end twice get the documented status with one
+ * line each, and never replace the session that runs: a second inspect
+ * begin, continuous profiling during inspect, a second system trace
+ * start or stop, a stop without a start; inspect with NULL options is
+ * the defaults. */
+static void test_session_statuses(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/trnemu-it-sessions-XXXXXX", path[4200];
+    assert_non_null(mkdtemp(dir));
+    nrt_inspect_config_t *c = NULL;
+    assert_int_equal(nrt_inspect_config_allocate(&c), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_config_set_output_dir(c, dir), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_begin_with_options(c), NRT_SUCCESS);
+    nrt_inspect_config_free(c);
+    EXPECT_LINES(nrt_inspect_begin(), NRT_INVALID, 1);
+    EXPECT_LINES(nrt_inspect_begin_with_options(NULL), NRT_INVALID, 1);
+    nrt_profile_continuous_options_t *o = NULL;
+    assert_int_equal(nrt_profile_continuous_options_allocate(&o), NRT_SUCCESS);
+    EXPECT_LINES(nrt_profile_continuous_start(o), NRT_INVALID, 1);
+    assert_int_equal(nrt_inspect_stop(), NRT_SUCCESS);
+    /* the first session's trace, in its capture directory (the vendor's layout) */
+    snprintf(path, sizeof path, "%s/i-*_pid_%d/*/system-trace-0.json", dir, (int)getpid());
+    glob_t g;
+    assert_int_equal(glob(path, 0, NULL, &g), 0);
+    assert_int_equal(g.gl_pathc, 1);
+    globfree(&g);
+    nrt_profile_continuous_options_free(o);
+
+    /* NULL: the defaults (the directory is ./output: run it from dir) */
+    char cwd[4096];
+    assert_non_null(getcwd(cwd, sizeof cwd));
+    assert_int_equal(chdir(dir), 0);
+    assert_int_equal(nrt_inspect_begin_with_options(NULL), NRT_SUCCESS);
+    assert_int_equal(nrt_inspect_stop(), NRT_SUCCESS);
+    assert_int_equal(chdir(cwd), 0);
+
+    EXPECT_LINES(nrt_sys_trace_stop(), NRT_INVALID, 1);
+    assert_int_equal(nrt_sys_trace_start(NULL), NRT_SUCCESS);
+    EXPECT_LINES(nrt_sys_trace_start(NULL), NRT_INVALID, 1);
+    assert_int_equal(nrt_sys_trace_stop(), NRT_SUCCESS);
+    EXPECT_LINES(nrt_sys_trace_stop(), NRT_INVALID, 1);
+    char cmd[4300];
+    snprintf(cmd, sizeof cmd, "rm -rf '%s'", dir);
+    assert_int_equal(system(cmd), 0);
+}
+
 /* dma-buf, mapped as libfabric maps it (offset 0 is the tensor's first
  * byte), for a tensor that is not at the start of HBM; the fd and the
  * runtime share one copy of the bytes; absent hardware says so. */
@@ -569,6 +626,7 @@ int main(void)
                                         it_teardown),
         cmocka_unit_test(test_lnc2_device_time),
         cmocka_unit_test_setup_teardown(test_trace_and_inspect, it_setup_default, it_teardown),
+        cmocka_unit_test_setup_teardown(test_session_statuses, it_setup_default, it_teardown),
         cmocka_unit_test_setup_teardown(test_dmabuf_and_absent_hardware, it_setup_default,
                                         it_teardown),
         cmocka_unit_test_setup_teardown(test_debug_stream, it_setup_default, it_teardown),

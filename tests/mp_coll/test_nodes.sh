@@ -10,6 +10,11 @@
 #   faults   a killed node, a node that never arrives, a wrong job token, a
 #            wrong bootstrap address: every rank fails in time, nothing is
 #            left in the shared-memory directory
+#   flood    2 nodes x 1 rank while a neighbour holds 1,000 silent
+#            connections to the bootstrap endpoint and another sends a
+#            byte a second (boot_flood.py): the job completes bit for bit,
+#            the dropped strangers are a few rate-limited lines; a rank
+#            whose connection rank 0 dropped connects again (boot_fake_root.py)
 #   netns    two nodes in two network namespaces joined by a veth pair
 #            (skipped, saying why, where namespaces cannot be made)
 set -u
@@ -82,6 +87,43 @@ faults)
         --nodes 2 --node 1 -n 1 -- "$R" host
     expect "wrong address" "could not be reached in time"
     left_behind faults
+    ;;
+flood)
+    # 1,000 silent connections and a slow sender at rank 0's bootstrap
+    # endpoint: the job of 2 nodes still completes, bit for bit
+    port=$(free_port)
+    export NEURON_RT_ROOT_COMM_ID=127.0.0.1:$port TRNEMU_JOB_TOKEN=floodtoken1
+    /usr/bin/python3 "$(dirname "$0")/boot_flood.py" 127.0.0.1 "$port" 60 >"$W/flood" 2>&1 &
+    pf=$!
+    sleep 1
+    TRNEMU_INSTANCE_NAME=floodA "$T" launch --timeout 60 --nodes 2 --node 0 -n 1 -- "$R" host \
+        >"$W/a" 2>&1 &
+    pa=$!
+    TRNEMU_INSTANCE_NAME=floodB "$T" launch --timeout 60 --nodes 2 --node 1 -n 1 -- "$R" host \
+        >"$W/b" 2>&1
+    rb=$?
+    wait $pa
+    ra=$?
+    kill $pf 2>/dev/null
+    wait $pf 2>/dev/null
+    [ $ra -eq 0 ] && [ $rb -eq 0 ] || { fail "flood: exit statuses $ra and $rb"; cat "$W/a" "$W/b"; }
+    cat "$W/flood"
+    dropped=$(grep -c "dropped a connection" "$W/a")
+    echo "flood: $dropped lines about dropped connections at rank 0"
+    [ "$dropped" -ge 1 ] && [ "$dropped" -le 40 ] ||
+        fail "flood: $dropped lines about dropped connections, want 1..40 (rate-limited)"
+    # a rank whose connection rank 0 dropped connects again (boot_fake_root.py
+    # drops the first and refuses the second with a cause the rank must show)
+    port=$(free_port)
+    /usr/bin/python3 "$(dirname "$0")/boot_fake_root.py" "$port" >"$W/root" 2>&1 &
+    pr=$!
+    sleep 0.5
+    NEURON_RT_ROOT_COMM_ID=127.0.0.1:$port TRNEMU_JOB_TOKEN=retrytoken1 NEURON_RT_EXEC_TIMEOUT=20 \
+        run "dropped rank" 1 --nodes 2 --node 1 -n 1 -- "$R" host
+    wait $pr
+    expect "dropped rank" "bootstrap failed at rank 0: fake root: second connection"
+    grep -q "2 connections" "$W/root" || { fail "dropped rank: did not connect again"; cat "$W/root"; }
+    left_behind flood
     ;;
 netns)
     a=trnemu-a-$$ b=trnemu-b-$$
