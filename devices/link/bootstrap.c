@@ -100,8 +100,8 @@ static int boot_recv_all(int fd, void *buf, size_t n, uint64_t deadline_ns)
         ssize_t k = recv(fd, p, n, 0);
         if (k < 0 && (errno == EINTR || errno == EAGAIN))
             continue;
-        if (k == 0)
-            return 0;
+        if (k == 0 || (k < 0 && (errno == ECONNRESET || errno == EPIPE)))
+            return 0;  /* closed (a reset too: the peer closed with our hello unread) */
         if (k < 0)
             return -1;
         p += k;

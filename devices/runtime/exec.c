@@ -636,7 +636,11 @@ NRT_STATUS exec_request_run(struct exec_request *r)
         /* From a status callback: the other worker may be in a callback
          * that waits for this one; NEURON_RT_EXEC_TIMEOUT bounds the wait
          * for ours to start. No exec_lock: the worker serialises. */
-        st = worker_run_bounded(&vi->worker, exec_job_run, r, exec_opts().timeout_ms * 1000000u);
+        struct core_run_opts o;
+        (void)exec_opts(&o);  /* a malformed variable keeps the default bound */
+        uint64_t ms = o.timeout_ms ? o.timeout_ms : EXEC_DEFAULT_TIMEOUT_S * 1000u;  /* 0: no
+                                              limit on the run, but a start is still bounded */
+        st = worker_run_bounded(&vi->worker, exec_job_run, r, ms * 1000000u);
         if (st == NRT_TIMEOUT)
             LOG_ERROR("NRT", "execution of '%s' from an execution status callback did not start "
                       "within NEURON_RT_EXEC_TIMEOUT: VNC %d's worker is busy (in a callback "
