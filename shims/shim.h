@@ -14,7 +14,7 @@
 #include "nrt/nrt.h"
 
 /* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). The
- * functions of the call log's table (store/calls.def) are written here as
+ * functions of the call log's table (abi/calls.def) are written here as
  * NAME_impl (prototypes in the generated calllog_impl.h); the generated
  * wrappers export NAME, record when asked, and call NAME_impl. */
 #define NRT_EXPORT __attribute__((visibility("default")))

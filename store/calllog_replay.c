@@ -1,7 +1,7 @@
 /*
  * calllog_replay.c: replay a call log: load a libnrt.so.1 into this
  * process, re-issue the recorded calls in sequence order through libffi
- * (the descriptors of store/calls.def give every signature), and compare
+ * (the descriptors of abi/calls.def give every signature), and compare
  * each status, scalar output and output-buffer hash with the recording.
  *
  * Handles are mapped from the recorded values to the live ones as calls
