@@ -33,7 +33,7 @@ NRT_STATUS hbm_alloc_init(struct hbm_alloc *a, uint64_t size)
 
 void hbm_alloc_fini(struct hbm_alloc *a)
 {
-    assert(hbm_alloc_sane(a) == 0);
+    assert(hbm_alloc_sane(a));
     free(a->free);
     a->free = NULL;
     a->nfree = a->cap = 0;
@@ -244,21 +244,21 @@ uint64_t hbm_alloc_largest_free(struct hbm_alloc *a)
     return best;
 }
 
-int hbm_alloc_sane(struct hbm_alloc *a)
+bool hbm_alloc_sane(struct hbm_alloc *a)
 {
-    int bad = 0;
+    bool ok = true;
     uint64_t total = 0;
     pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->nfree; i++) {
         const struct hbm_extent *e = &a->free[i];
         if (e->len == 0 || e->off + e->len > a->size)
-            bad = 1;
+            ok = false;
         if (i > 0 && a->free[i - 1].off + a->free[i - 1].len >= e->off)
-            bad = 1;
+            ok = false;
         total += e->len;
     }
     if (total + a->used != a->size)
-        bad = 1;
+        ok = false;
     pthread_mutex_unlock(&a->lock);
-    return bad;
+    return ok;
 }
