@@ -9,6 +9,7 @@
  * chip's HBM and each core's SBUF, PSUM and registers. Every value read
  * is checked first. On any failure the objects made so far are freed.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -598,6 +599,7 @@ static void snap_map_file(struct snap_db *db, bool on)
 
 NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *map)
 {
+    assert(state_held());
     struct snap_restorer rs = {.db = db, .snap = id, .mach = state_machine()};
     map->v = NULL;
     map->n = 0;

@@ -3,6 +3,7 @@
  * snapshot.h). Everything is written in one transaction, so a snapshot
  * is either wholly in the file or not at all.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -496,6 +497,7 @@ static NRT_STATUS snap_save_all(struct snap_saver *sv, const char *reason, int64
 
 NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, int64_t *id_out)
 {
+    assert(state_held());
     if (db == NULL || db->readonly) {
         LOG_ERROR("STORE", "%s: the snapshot file is not writable", db ? db->path : "(none)");
         return NRT_FAILURE;

@@ -79,8 +79,9 @@ struct hbm_block {
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
 void machine_destroy(struct machine *m);
 
-/* The i-th physical core of a VNC, created on first use (caller holds the
- * VNC's exec_lock). NRT_RESOURCE when the host is out of memory. */
+/* The i-th physical core of a VNC, created on first use by the VNC's one
+ * running execution (its worker's job: devices/runtime/exec_request.c).
+ * NRT_RESOURCE when the host is out of memory. */
 /* Which chip's HBM holds [p, p+len), and at what offset; false when none. */
 bool machine_hbm_locate(const struct machine *m, const void *p, uint64_t len, uint32_t *chip,
                         uint64_t *off);
@@ -116,6 +117,9 @@ uint8_t *machine_hbm_va(const struct machine *m, const struct hbm_block *b);
  * from inside an execution or a snapshot. */
 void machine_mem_enter(struct machine *m);
 void machine_mem_leave(struct machine *m);
+/* Is this thread between machine_mem_enter and machine_mem_leave? For
+ * assert() only. */
+bool machine_mem_held(void);
 
 /* Directory holding the shared instance's files (devices/machine/instance.h). */
 const char *machine_instance_dir(const struct machine *m);

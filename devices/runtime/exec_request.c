@@ -4,6 +4,7 @@
  * nrta_execute_schedule at schedule time), run on the worker or on the
  * caller while the worker is idle, counted, and freed (exec.h).
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -52,6 +53,7 @@ NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
                             nrt_tensor_set_t *outputs, uint32_t repeat,
                             struct exec_request **out)
 {
+    assert(rt_held());
     struct exec_request *r = calloc(1, sizeof *r);
     if (r == NULL)
         return NRT_RESOURCE;

@@ -4,6 +4,7 @@
  * their collectives and helper threads, then its checks, device time,
  * profile and trace (exec_int.h).
  */
+#include <assert.h>
 #include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,7 @@ static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
 
 NRT_STATUS exec_run(nrt_model_t *m, struct exec_binding *b)
 {
+    assert(machine_mem_held());
     if (!m->runnable)
         return exec_standin(m, b);
     return exec_run_program(m, b);

@@ -104,7 +104,8 @@ struct tensor_view;
 
 /* Before an execution: point the program's input/output variables at the
  * bound tensors (io, one view per neff io entry) and its state-buffer
- * variables at core's SBUF. The caller holds the VNC's exec_lock. */
+ * variables at core's SBUF. The caller is the VNC's one running execution
+ * (on its worker, or on a caller in the worker's place: exec_request.c). */
 void model_bind_program(struct model_sg *ms, const struct tensor_view *io, struct core *core);
 
 /* Record that m was loaded by nrt_load_collectives as rank of world. */

@@ -4,6 +4,7 @@
  */
 #include "devices/runtime/runtime.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -14,6 +15,8 @@ static pthread_once_t rt_gate_once = PTHREAD_ONCE_INIT;
 static _Atomic int rt_cur_state = RT_UNINITIALIZED;
 static struct machine *rt_mach;                  /* valid while RT_OPEN */
 static atomic_bool rt_close_pending;             /* a close waits for the gate */
+static _Thread_local unsigned rt_depth;          /* this thread's rt_enter()s not yet left */
+static _Thread_local bool rt_closer;             /* this thread holds the gate shut */
 
 static void rt_gate_init(void)
 {
@@ -42,12 +45,20 @@ NRT_STATUS rt_enter(void)
         pthread_rwlock_unlock(&rt_gate);
         return rt_state_status(s);
     }
+    rt_depth++;
     return NRT_SUCCESS;
 }
 
 void rt_leave(void)
 {
+    assert(rt_depth > 0);
+    rt_depth--;
     pthread_rwlock_unlock(&rt_gate);
+}
+
+bool rt_held(void)
+{
+    return rt_depth > 0 || rt_closer;
 }
 
 bool rt_closing(void)
@@ -86,6 +97,7 @@ void rt_gate_shut(void)
     pthread_once(&rt_gate_once, rt_gate_init);
     atomic_store(&rt_close_pending, true);
     pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
+    rt_closer = true;
 }
 
 void rt_gate_closed(void)
@@ -103,5 +115,6 @@ struct machine *rt_gate_release_machine(void)
 
 void rt_gate_unlock(void)
 {
+    rt_closer = false;
     pthread_rwlock_unlock(&rt_gate);
 }

@@ -27,6 +27,9 @@ enum rt_state {
  * call rt_leave(). On any other status nothing is held. */
 NRT_STATUS rt_enter(void);
 void rt_leave(void);
+/* Is this thread inside a call (rt_enter) or the close holding the gate
+ * shut (rt_gate_shut)? For assert() only: "callers hold rt_enter()". */
+bool rt_held(void);
 
 /* Is an nrt_close waiting for the calls in flight? A call that may wait
  * for long (output completion) polls this and gives up with NRT_CLOSED,

@@ -6,6 +6,7 @@
  */
 #include "devices/runtime/tensor_set.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -104,6 +105,7 @@ static bool tensor_set_name_ok(const char *name)
 /* Point entry name of p at t, adding it when new. Caller holds handle_lock(). */
 static NRT_STATUS tensor_set_put(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
 {
+    assert(handle_lock_held());
     struct tensor_set_entry *e = tensor_set_find(p, name);
     if (e == NULL)
         return tensor_set_append(p, name, t);
@@ -194,6 +196,7 @@ static int tensor_set_record_cmp(const void *a, const void *b)
 /* Copy one set's entries into r (caller holds the handle lock). */
 static bool tensor_set_record_fill(const struct tensor_set *s, struct tensor_set_record *r)
 {
+    assert(handle_lock_held());
     r->handle = s;
     r->n = s->n;
     r->names = calloc(s->n ? s->n : 1, sizeof *r->names);
