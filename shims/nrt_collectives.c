@@ -29,11 +29,8 @@ NRT_STATUS nrt_all_gather_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_dev
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(rank_input_size == 0 || (input != NULL && output != NULL),
                  "input or output is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
-                                         input, output);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
+                                   input, output));
 }
 
 NRT_STATUS trnemu_all_to_all_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
@@ -83,10 +80,7 @@ NRT_STATUS nrt_barrier_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_barrier(vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_barrier(vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrt_build_global_comm_impl(int32_t vnc, uint32_t g_device_id,
@@ -95,10 +89,7 @@ NRT_STATUS nrt_build_global_comm_impl(int32_t vnc, uint32_t g_device_id,
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_join(vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_join(vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrt_cc_global_comm_init_impl(uint32_t vnc, uint32_t g_device_id,
@@ -108,10 +99,7 @@ NRT_STATUS nrt_cc_global_comm_init_impl(uint32_t vnc, uint32_t g_device_id,
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(vnc <= INT32_MAX, "VNC %u is out of range", vnc);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_join((int32_t)vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_join((int32_t)vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
@@ -122,11 +110,8 @@ NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
     SHIM_GATE_FIRST();
     SHIM_REQUIRE(comm != NULL && input != NULL && output != NULL && cc_ctx != NULL,
                  "comm, input, output or cc_ctx is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_cc_prepare(comm, input, output, (uint32_t)dtype, (uint32_t)op,
-                                    (uint32_t)cc_op, cc_ctx);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_cc_prepare(comm, input, output, (uint32_t)dtype, (uint32_t)op,
+                              (uint32_t)cc_op, cc_ctx));
 }
 
 /* Queued on the COLLECTIVES unit of the communicator's LNC; the context

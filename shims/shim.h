@@ -8,6 +8,8 @@
 #ifndef TRNEMU_SHIMS_SHIM_H
 #define TRNEMU_SHIMS_SHIM_H
 
+#include <stdlib.h>
+
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
@@ -61,6 +63,17 @@ static inline const char *shim_log_name(const char *func)
         }                                                                      \
     } while (0)
 
+/* The whole body of a call past its argument checks: pass the runtime
+ * gate, evaluate call (an NRT_STATUS expression) inside it, leave, return
+ * its status. */
+#define SHIM_CALL(call)                                                        \
+    do {                                                                       \
+        SHIM_ENTER();                                                          \
+        NRT_STATUS shim_st_ = (call);                                          \
+        rt_leave();                                                            \
+        return shim_st_;                                                       \
+    } while (0)
+
 /* First thing in a call that needs the runtime: before nrt_init (or after
  * nrt_close) that is the status, whatever the arguments (the documented
  * order: NRT_UNINITIALIZED before NRT_INVALID). SHIM_ENTER still decides
@@ -103,6 +116,39 @@ static inline bool shim_obj_take(const void *p, enum handle_kind k)
     handle_unlock();
     return ok;
 }
+
+/* The option objects the shims hand out (nrt_*_allocate / nrt_*_free):
+ * a zeroed, registered object of size bytes and kind k, NULL when memory
+ * runs out; and its end, false (nothing freed) when p is not a live
+ * object of kind k. */
+static inline void *shim_obj_new(size_t size, enum handle_kind k)
+{
+    void *p = calloc(1, size);
+    if (p != NULL && shim_obj_add(p, k) != NRT_SUCCESS) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+static inline bool shim_obj_free(void *p, enum handle_kind k)
+{
+    if (!shim_obj_take(p, k))
+        return false;
+    free(p);
+    return true;
+}
+
+/* Set p to a new option object of kind k, or return NRT_RESOURCE (one log
+ * line) from the calling allocate function. */
+#define SHIM_OBJ_NEW(p, k)                                                     \
+    do {                                                                       \
+        (p) = shim_obj_new(sizeof *(p), (k));                                  \
+        if ((p) == NULL) {                                                     \
+            LOG_ERROR("NRT", "out of memory");                                 \
+            return NRT_RESOURCE;                                               \
+        }                                                                      \
+    } while (0)
 
 /* A new registered array of the names name(i) of the bits i < count set in
  * pick (shim_names.c); NRT_RESOURCE when memory runs out. */
