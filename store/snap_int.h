@@ -116,4 +116,12 @@ NRT_STATUS snap_manifest_write(struct snap_db *db, int64_t snap);
  * chunk against its hash. *legacy: no manifest (older snapshot). */
 NRT_STATUS snap_verify_rows(struct snap_db *db, int64_t snap, bool decode, bool *legacy);
 
+/* The kinds of object a snapshot holds, in the one order that saving and
+ * restoring both walk them (X(kind) names snap_<kind> in snap_save.c and
+ * in snap_restore.c). The order is the restore's: models first, so that
+ * their HBM blocks are taken at their recorded places before any tensor
+ * takes HBM, then storages, the tensors and sets that use them, and HBM
+ * and core memory last, over whatever the re-created objects wrote. */
+#define SNAP_KINDS(X) X(options) X(models) X(storages) X(tensors) X(sets) X(hbm) X(cores)
+
 #endif

@@ -557,6 +557,12 @@ static void snap_undo(struct snap_restorer *rs)
     snap_handle_map_free(&rs->map);
 }
 
+/* Every kind of object, in the order of SNAP_KINDS (snap_int.h). */
+#define SNAP_RESTORE_KIND(kind) snap_##kind,
+static NRT_STATUS (*const snap_restore_kinds[])(struct snap_restorer *rs) = {
+    SNAP_KINDS(SNAP_RESTORE_KIND)};
+#undef SNAP_RESTORE_KIND
+
 static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
 {
     bool legacy = false;
@@ -568,20 +574,9 @@ static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
         st = snap_header(rs);
     if (st == NRT_SUCCESS && !state_is_fresh(rs->mach))
         st = NRT_INVALID;
-    if (st == NRT_SUCCESS)
-        st = snap_options(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_models(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_storages(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_tensors(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_sets(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_hbm(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_cores(rs);
+    for (size_t i = 0;
+         st == NRT_SUCCESS && i < sizeof snap_restore_kinds / sizeof *snap_restore_kinds; i++)
+        st = snap_restore_kinds[i](rs);
     return st;
 }
 

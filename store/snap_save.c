@@ -471,23 +471,17 @@ static NRT_STATUS snap_models(struct snap_saver *sv)
 
 /* ---- the whole save ---------------------------------------------------- */
 
+/* Every kind of object, in the order of SNAP_KINDS (snap_int.h). */
+#define SNAP_SAVE_KIND(kind) snap_##kind,
+static NRT_STATUS (*const snap_save_kinds[])(struct snap_saver *sv) = {SNAP_KINDS(SNAP_SAVE_KIND)};
+#undef SNAP_SAVE_KIND
+
 static NRT_STATUS snap_save_all(struct snap_saver *sv, const char *reason, int64_t call_seq)
 {
     NRT_STATUS st = snap_row(sv, reason, call_seq);
-    if (st == NRT_SUCCESS)
-        st = snap_options(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_hbm(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_storages(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_tensors(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_sets(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_models(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_cores(sv);
+    for (size_t i = 0; st == NRT_SUCCESS && i < sizeof snap_save_kinds / sizeof *snap_save_kinds;
+         i++)
+        st = snap_save_kinds[i](sv);
     if (st == NRT_SUCCESS)
         st = snap_row_sizes(sv);
     if (st == NRT_SUCCESS)
