@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "store/snap_int.h"
 
@@ -22,14 +23,8 @@ struct snapq_vec {
 /* A new zeroed row at the end, NULL when out of memory. */
 static void *snapq_push(struct snapq_vec *a)
 {
-    if (a->n == a->cap) {
-        size_t ncap = a->cap ? a->cap * 2 : 16;
-        void *p = realloc(a->v, ncap * a->elem);
-        if (p == NULL)
-            return NULL;
-        a->v = p;
-        a->cap = ncap;
-    }
+    if (!grow_array(&a->v, &a->cap, a->n + 1, a->elem, 16))
+        return NULL;
     void *row = (char *)a->v + a->n++ * a->elem;
     memset(row, 0, a->elem);
     return row;

@@ -18,6 +18,7 @@
 
 #include "devices/runtime/state.h"
 #include "emu/core/core_state.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "store/snap_int.h"
 
@@ -54,14 +55,8 @@ static NRT_STATUS snap_bad(struct snap_restorer *rs, const char *what)
 
 static NRT_STATUS snap_map_add(struct snap_restorer *rs, uint64_t old, void *obj, int kind)
 {
-    if (rs->map.n == rs->cap) {
-        size_t ncap = rs->cap ? rs->cap * 2 : 16;
-        struct snap_handle *v = realloc(rs->map.v, ncap * sizeof *v);
-        if (v == NULL)
-            return NRT_RESOURCE;
-        rs->map.v = v;
-        rs->cap = ncap;
-    }
+    if (!GROW_ARRAY(rs->map.v, rs->cap, rs->map.n + 1, 16))
+        return NRT_RESOURCE;
     rs->map.v[rs->map.n++] = (struct snap_handle){old, obj, kind};
     return NRT_SUCCESS;
 }
@@ -229,14 +224,9 @@ static NRT_STATUS snap_model_blocks(struct snap_restorer *rs, sqlite3_stmt *s, u
             st = snap_bad(rs, "a model block row is malformed");
             break;
         }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct hbm_block *b = realloc(*out, cap * sizeof *b);
-            if (b == NULL) {
-                st = NRT_RESOURCE;
-                break;
-            }
-            *out = b;
+        if (!GROW_ARRAY(*out, cap, *n + 1, 16)) {
+            st = NRT_RESOURCE;
+            break;
         }
         (*out)[(*n)++] = (struct hbm_block){(uint32_t)chip, (uint32_t)stack, (uint32_t)vnc, off, len};
     }

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 
 NRT_STATUS hbm_alloc_init(struct hbm_alloc *a, uint64_t size)
@@ -50,15 +51,7 @@ uint64_t hbm_alloc_round(uint64_t size)
 
 static int hbm_alloc_grow(struct hbm_alloc *a)
 {
-    if (a->nfree < a->cap)
-        return 0;
-    size_t ncap = a->cap * 2;
-    struct hbm_extent *n = realloc(a->free, ncap * sizeof *n);
-    if (n == NULL)
-        return -1;
-    a->free = n;
-    a->cap = ncap;
-    return 0;
+    return GROW_ARRAY(a->free, a->cap, a->nfree + 1, 16) ? 0 : -1;
 }
 
 static void hbm_alloc_insert_at(struct hbm_alloc *a, size_t i, uint64_t off, uint64_t len)

@@ -32,6 +32,7 @@
 #include "devices/observe/systrace.h"
 #include "devices/runtime/tensor.h"
 #include "devices/thread/worker.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 
 enum async_kind {
@@ -257,15 +258,9 @@ static void async_tracker_unref(nrta_error_tracker_t *t)
 static void async_tracker_add(nrta_error_tracker_t *t, nrta_seq_t seq, NRT_STATUS st)
 {
     assert(async_lock_held());
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        nrta_error_t *e = realloc(t->errs, cap * sizeof *e);
-        if (e == NULL) {
-            LOG_ERROR("NRT", "out of memory recording the failure of request 0x%" PRIx64, seq);
-            return;
-        }
-        t->errs = e;
-        t->cap = cap;
+    if (!GROW_ARRAY(t->errs, t->cap, t->n + 1, 16)) {
+        LOG_ERROR("NRT", "out of memory recording the failure of request 0x%" PRIx64, seq);
+        return;
     }
     t->errs[t->n++] = (nrta_error_t){seq, (uint64_t)st};
 }

@@ -12,6 +12,7 @@
 
 #include "devices/runtime/handle.h"
 #include "devices/runtime/tensor.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 
 #define TENSOR_SET_NAME_MAX 1024
@@ -78,14 +79,8 @@ static struct tensor_set_entry *tensor_set_find(struct tensor_set *s, const char
 
 static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_tensor_t *t)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 8;
-        struct tensor_set_entry *n = realloc(s->e, ncap * sizeof *n);
-        if (n == NULL)
-            return NRT_RESOURCE;
-        s->e = n;
-        s->cap = ncap;
-    }
+    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8))
+        return NRT_RESOURCE;
     char *copy = strdup(name);
     if (copy == NULL)
         return NRT_RESOURCE;
