@@ -78,7 +78,7 @@ void *nrt_get_libnccl_net_impl(int *err, char *err_msg, size_t err_msg_size)
 
 NRT_STATUS nrt_memcpy_to_device_impl(void *dest, const void *src, size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE((dest != NULL && src != NULL) || size == 0, "dest or src is NULL");
     SHIM_ENTER();
     bool inside = size == 0 || machine_hbm_contains(rt_machine(), dest, size);

@@ -1,7 +1,7 @@
 /*
  * shim.h: helpers shared by the exported nrt_* / nrta_* entry points.
  *
- * The shims validate arguments, pass the runtime gate and call into
+ * The shims validate arguments, pass the runtime's call door and call into
  * devices/; they hold no emulation logic. Each failed check logs one line
  * (the function name is part of the log prefix) and returns its status.
  */
@@ -52,19 +52,19 @@ static inline const char *shim_log_name(const char *func)
         }                                                                      \
     } while (0)
 
-/* Pass the runtime gate (NRT_UNINITIALIZED / NRT_CLOSED otherwise). */
+/* Pass the runtime's call door (NRT_UNINITIALIZED / NRT_CLOSED otherwise). */
 #define SHIM_ENTER()                                                           \
     do {                                                                       \
-        NRT_STATUS shim_gate_ = rt_enter();                                    \
-        if (shim_gate_ != NRT_SUCCESS) {                                       \
-            LOG_ERROR("NRT", "%s", shim_gate_ == NRT_UNINITIALIZED             \
+        NRT_STATUS shim_door_ = rt_enter();                                    \
+        if (shim_door_ != NRT_SUCCESS) {                                       \
+            LOG_ERROR("NRT", "%s", shim_door_ == NRT_UNINITIALIZED             \
                       ? "called before nrt_init()" : "called after nrt_close()"); \
-            return shim_gate_;                                                 \
+            return shim_door_;                                                 \
         }                                                                      \
     } while (0)
 
 /* The whole body of a call past its argument checks: pass the runtime
- * gate, evaluate call (an NRT_STATUS expression) inside it, leave, return
+ * call door, evaluate call (an NRT_STATUS expression) inside it, leave, return
  * its status. */
 #define SHIM_CALL(call)                                                        \
     do {                                                                       \
@@ -77,8 +77,8 @@ static inline const char *shim_log_name(const char *func)
 /* First thing in a call that needs the runtime: before nrt_init (or after
  * nrt_close) that is the status, whatever the arguments (the documented
  * order: NRT_UNINITIALIZED before NRT_INVALID). SHIM_ENTER still decides
- * under the gate. */
-#define SHIM_GATE_FIRST()                                                      \
+ * behind the door. */
+#define SHIM_DOOR_FIRST()                                                      \
     do {                                                                       \
         enum rt_state shim_s_ = rt_state();                                    \
         if (shim_s_ != RT_OPEN) {                                              \

@@ -83,7 +83,7 @@ NRT_STATUS async_tracker_list(nrta_error_tracker_t *t, const nrta_error_t **list
 /* Read the environment (rt_init): depth, busy-poll window and the
  * deprecated variable. */
 void async_configure(void);
-/* nrt_close, holding the gate for writing: cancel, wait, free. */
+/* nrt_close, holding the call door shut: cancel, wait, free. */
 void async_shutdown(void);
 
 #endif

@@ -51,7 +51,7 @@ NRT_STATUS rt_init(uint32_t framework)
     if (st == NRT_SUCCESS) {
         devprof_env_start();
         inspect_env_start();
-        rt_gate_opened(m);
+        rt_door_opened(m);
         LOG_INFO("NRT", "initialized: %s, %u chips, LNC=%u, %u of %u VNCs visible, "
                  "instance %s (framework %u)", cfg.profile->name, cfg.profile->chips, cfg.lnc,
                  cfg.visible_count, cfg.total_vncs, machine_instance_dir(m), framework);
@@ -83,13 +83,13 @@ void rt_close(void)
         pthread_mutex_unlock(&rt_life);
         return;
     }
-    rt_gate_shut();
+    rt_door_shut();
     async_shutdown();          /* cancels queued requests, waits for running ones */
-    rt_gate_closed();
+    rt_door_closed();
     rt_life_teardown();
-    machine_destroy(rt_gate_release_machine());
+    machine_destroy(rt_door_release_machine());
     par_shutdown();            /* no execution left to split: helper threads end */
-    rt_gate_unlock();
+    rt_door_unlock();
     pthread_mutex_unlock(&rt_life);
     LOG_INFO("NRT", "closed");
 }

@@ -1,6 +1,7 @@
 /*
- * runtime.h: the gate every ABI call passes, and the machine behind it.
- * The life cycle that opens and shuts the gate (nrt_init / nrt_close) is
+ * runtime.h: the call door every ABI call passes (rt_door), and the
+ * machine behind it; "gate" is only the compute gate (devices/thread/gate.h).
+ * The life cycle that opens and shuts the door (nrt_init / nrt_close) is
  * devices/runtime/rt_life.h, at the top of devices/.
  *
  * A call that needs the runtime brackets its work with rt_enter() and
@@ -27,8 +28,8 @@ enum rt_state {
  * call rt_leave(). On any other status nothing is held. */
 NRT_STATUS rt_enter(void);
 void rt_leave(void);
-/* Is this thread inside a call (rt_enter) or the close holding the gate
- * shut (rt_gate_shut)? For assert() only: "callers hold rt_enter()". */
+/* Is this thread inside a call (rt_enter) or the close holding the door
+ * shut (rt_door_shut)? For assert() only: "callers hold rt_enter()". */
 bool rt_held(void);
 
 /* Is an nrt_close waiting for the calls in flight? A call that may wait
@@ -46,14 +47,14 @@ NRT_STATUS rt_config(struct machine_config *cfg);
 /* The machine; only between rt_enter and rt_leave. */
 struct machine *rt_machine(void);
 
-/* For rt_life.c only, which serialises them: open the gate on machine m;
+/* For rt_life.c only, which serialises them: open the door on machine m;
  * shut it (waits for the calls in flight, then holds every later call);
  * mark it closed (rt_enter answers NRT_CLOSED from now on); take back the
  * machine to destroy; let the held calls go (they see NRT_CLOSED). */
-void rt_gate_opened(struct machine *m);
-void rt_gate_shut(void);
-void rt_gate_closed(void);
-struct machine *rt_gate_release_machine(void);
-void rt_gate_unlock(void);
+void rt_door_opened(struct machine *m);
+void rt_door_shut(void);
+void rt_door_closed(void);
+struct machine *rt_door_release_machine(void);
+void rt_door_unlock(void);
 
 #endif
