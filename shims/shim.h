@@ -80,7 +80,7 @@ static inline const char *shim_log_name(const char *func)
  * behind the door. */
 #define SHIM_DOOR_FIRST()                                                      \
     do {                                                                       \
-        enum rt_state shim_s_ = rt_state();                                    \
+        enum rt_phase shim_s_ = rt_phase();                                    \
         if (shim_s_ != RT_OPEN) {                                              \
             LOG_ERROR("NRT", "%s", shim_s_ == RT_UNINITIALIZED                 \
                       ? "called before nrt_init()" : "called after nrt_close()"); \

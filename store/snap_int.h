@@ -32,7 +32,7 @@ NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what);
  * (then *st is set; nothing is done when *st already holds one). */
 bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st);
 /* Run statements without results. */
-NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what);
+NRT_STATUS sdb_sql(struct snap_db *db, const char *sql, const char *what);
 /* Prepare one statement; NULL on failure (logged). */
 sqlite3_stmt *sdb_prepare(struct snap_db *db, const char *sql);
 /* Step a statement that returns no row (INSERT, UPDATE ...), then reset it. */

@@ -503,12 +503,12 @@ NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, i
     if (st == NRT_SUCCESS)
         st = state_capture(&sv.v);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "BEGIN IMMEDIATE", "starting a snapshot");
+        st = sdb_sql(db, "BEGIN IMMEDIATE", "starting a snapshot");
     began = st == NRT_SUCCESS;
     if (st == NRT_SUCCESS)
         st = snap_save_all(&sv, reason, call_seq);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "COMMIT", "committing the snapshot");
+        st = sdb_sql(db, "COMMIT", "committing the snapshot");
     if (st != NRT_SUCCESS && began)
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
     if (st == NRT_SUCCESS) {

@@ -3,7 +3,7 @@
  * devices/runtime/). exec.c (nrt_execute and the status callback) ->
  * exec_request.c (the hand-off to the VNC's worker) -> exec_run.c (one
  * bound run on the cores) -> exec_bind.c (tensors in), exec_standin.c
- * (foreign NEFFs), exec_diag.c (reports of failed runs), exec_coll.c (the
+ * (foreign NEFFs), exec_diag.c (reports of failed runs), exec_bridge.c (the
  * collectives bridge), exec_lnc.c (extra physical cores on helper
  * threads); calls go that way only.
  */
@@ -58,10 +58,10 @@ NRT_STATUS exec_diag_numerics(const nrt_model_t *m, const struct exec_binding *b
 /* NEURON_RT_DBG_DUMP_INPUTS_ON_ERR: a failed execution's inputs as .npy. */
 void exec_diag_dump_inputs(const nrt_model_t *m, const struct exec_binding *b);
 
-/* ---- exec_coll.c ---- */
+/* ---- exec_bridge.c ---- */
 
 /* The collectives of one execution: what its programs' core_coll points at. */
-struct exec_coll {
+struct exec_bridge {
     nrt_model_t *m;                /* the model running */
     struct machine *mach;          /* its machine */
     uint64_t deadline_ns;          /* when the execution's time is up */
@@ -72,9 +72,9 @@ struct exec_coll {
 
 /* Point every program of m at ec (timeout_ms 0: the collectives' default
  * deadline), and back at nothing. */
-void exec_coll_setup(struct exec_coll *ec, nrt_model_t *m, struct machine *mach,
+void exec_bridge_setup(struct exec_bridge *ec, nrt_model_t *m, struct machine *mach,
                      uint64_t timeout_ms);
-void exec_coll_teardown(struct exec_coll *ec);
+void exec_bridge_teardown(struct exec_bridge *ec);
 
 /* ---- exec_lnc.c ---- */
 

@@ -62,8 +62,8 @@ static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
         return bound;
     static _Thread_local char report[16384];
     struct core_run_opts opts = exec_run_opts();
-    struct exec_coll ec;
-    exec_coll_setup(&ec, m, mach, opts.timeout_ms);
+    struct exec_bridge ec;
+    exec_bridge_setup(&ec, m, mach, opts.timeout_ms);
     struct exec_lnc lnc;
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
     static _Thread_local struct cost_run cost;
@@ -74,7 +74,7 @@ static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
     opts.cost = &cost;
     opts.threads = exec_lnc_setup(&lnc, mach, m->gvnc);
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
-    exec_coll_teardown(&ec);
+    exec_bridge_teardown(&ec);
     if (st == NRT_SUCCESS)
         st = exec_diag_numerics(m, b);
     else

@@ -40,7 +40,7 @@ static NRT_STATUS rt_life_build(struct machine_config *cfg, struct machine **m)
 NRT_STATUS rt_init(uint32_t framework)
 {
     pthread_mutex_lock(&rt_life);
-    if (rt_state() == RT_OPEN) {
+    if (rt_phase() == RT_OPEN) {
         pthread_mutex_unlock(&rt_life);
         LOG_WARN("NRT", "runtime already initialized; keeping the running instance");
         return NRT_SUCCESS;
@@ -79,7 +79,7 @@ static void rt_life_teardown(void)
 void rt_close(void)
 {
     pthread_mutex_lock(&rt_life);
-    if (rt_state() != RT_OPEN) {
+    if (rt_phase() != RT_OPEN) {
         pthread_mutex_unlock(&rt_life);
         return;
     }

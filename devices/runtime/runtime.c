@@ -13,7 +13,7 @@
 
 static pthread_rwlock_t rt_door;                 /* calls read-lock, close write-locks */
 static pthread_once_t rt_door_once = PTHREAD_ONCE_INIT;
-static _Atomic int rt_cur_state = RT_UNINITIALIZED;
+static _Atomic int rt_cur_phase = RT_UNINITIALIZED; /* enum rt_phase */
 static struct machine *rt_mach;                  /* valid while RT_OPEN */
 static atomic_bool rt_close_pending;             /* a close waits for the door */
 static _Thread_local unsigned rt_depth;          /* this thread's rt_enter()s not yet left */
@@ -29,7 +29,7 @@ static void rt_door_init(void)
     pthread_rwlockattr_destroy(&attr);
 }
 
-static NRT_STATUS rt_state_status(int s)
+static NRT_STATUS rt_phase_status(int s)
 {
     return s == RT_UNINITIALIZED ? NRT_UNINITIALIZED : NRT_CLOSED;
 }
@@ -37,14 +37,14 @@ static NRT_STATUS rt_state_status(int s)
 NRT_STATUS rt_enter(void)
 {
     pthread_once(&rt_door_once, rt_door_init);
-    int s = atomic_load(&rt_cur_state);
+    int s = atomic_load(&rt_cur_phase);
     if (s != RT_OPEN)
-        return rt_state_status(s);
+        return rt_phase_status(s);
     pthread_rwlock_rdlock(&rt_door);
-    s = atomic_load(&rt_cur_state);
+    s = atomic_load(&rt_cur_phase);
     if (s != RT_OPEN) {
         pthread_rwlock_unlock(&rt_door);
-        return rt_state_status(s);
+        return rt_phase_status(s);
     }
     rt_depth++;
     return NRT_SUCCESS;
@@ -67,9 +67,9 @@ bool rt_closing(void)
     return atomic_load(&rt_close_pending);
 }
 
-enum rt_state rt_state(void)
+enum rt_phase rt_phase(void)
 {
-    return (enum rt_state)atomic_load(&rt_cur_state);
+    return (enum rt_phase)atomic_load(&rt_cur_phase);
 }
 
 NRT_STATUS rt_config(struct machine_config *cfg)
@@ -90,7 +90,7 @@ struct machine *rt_machine(void)
 void rt_door_opened(struct machine *m)
 {
     rt_mach = m;
-    atomic_store(&rt_cur_state, RT_OPEN);
+    atomic_store(&rt_cur_phase, RT_OPEN);
 }
 
 void rt_door_shut(void)
@@ -104,7 +104,7 @@ void rt_door_shut(void)
 void rt_door_closed(void)
 {
     atomic_store(&rt_close_pending, false);
-    atomic_store(&rt_cur_state, RT_CLOSED);
+    atomic_store(&rt_cur_phase, RT_CLOSED);
 }
 
 struct machine *rt_door_release_machine(void)

@@ -18,7 +18,8 @@
 #include "devices/machine/machine.h"
 #include "nrt/nrt_status.h"
 
-enum rt_state {
+/* The runtime's life-cycle phase (not the device state a snapshot saves). */
+enum rt_phase {
     RT_UNINITIALIZED = 0,  /* nrt_init was never called */
     RT_OPEN = 1,           /* between nrt_init and nrt_close */
     RT_CLOSED = 2,         /* after nrt_close */
@@ -37,8 +38,8 @@ bool rt_held(void);
  * so that close, and every call queued behind it, is never held up. */
 bool rt_closing(void);
 
-/* Current state (racy snapshot, for messages). */
-enum rt_state rt_state(void);
+/* The life-cycle phase now (racy snapshot, for messages). */
+enum rt_phase rt_phase(void);
 
 /* The configuration in force: the running instance's while the runtime is
  * open, else what the environment asks for (queries work before init). */
