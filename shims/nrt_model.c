@@ -44,7 +44,7 @@ NRT_STATUS nrt_load_collectives_impl(const void *neff_bytes, size_t size, int32_
                  "ctx_device_id %u is not below ctx_device_count %u", ctx_device_id,
                  ctx_device_count);
     NRT_STATUS st = shim_load(neff_bytes, size, vnc, vnc_count, model);
-    if (st == NRT_SUCCESS)  /* its collectives run as this rank of the job (exec.c) */
+    if (st == NRT_SUCCESS)  /* its collectives run as this rank of the job (exec_bridge.c) */
         model_set_collectives(*model, ctx_device_id, ctx_device_count);
     return st;
 }

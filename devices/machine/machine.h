@@ -52,7 +52,7 @@ struct vnc_info {
     pthread_mutex_t exec_lock; /* held for the length of one execution */
     struct worker worker;   /* runs its executions in order; started by the first */
     struct worker helper[MACHINE_MAX_LNC - 1]; /* runs physical cores 1.. of a split
-                                                  execution (exec.c); started on first use */
+                                                  execution (exec_lnc.c); started on first use */
     struct core *cores[MACHINE_MAX_LNC]; /* its physical cores, made on first use */
 };
 

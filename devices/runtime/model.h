@@ -67,7 +67,7 @@ struct nrt_model {
     const struct hbm_block *plan; /* restore: the blocks to take, in load order; else NULL */
     size_t nplan;                 /* entries in plan */
     size_t plan_used;             /* plan entries taken so far */
-    /* collectives (devices/coll/coll.h, exec.c): */
+    /* collectives (devices/coll/coll.h, exec_bridge.c): */
     uint32_t cc_rank;             /* nrt_load_collectives: this worker's rank */
     uint32_t cc_world;            /* and the ranks of the job; 0 after nrt_load */
     void *cc_stage[8];            /* staging of collective operands, by slot */
