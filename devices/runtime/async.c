@@ -685,6 +685,7 @@ static bool async_spin_done(const void *arg)
  * caller holds the runtime (rt_enter), and only nrt_close frees queues. */
 static struct async_queue *async_poll_done(nrta_seq_t seq, bool *done)
 {
+    assert(rt_held());
     uint64_t num;
     async_lock_take();
     struct async_queue *q = async_queue_of(seq, &num);
