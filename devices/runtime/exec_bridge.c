@@ -39,7 +39,7 @@ static NRT_STATUS exec_bridge_comm(struct exec_bridge *ec, char *err, size_t cap
 
 /* err names a failed collective and this rank; st passes through. */
 static NRT_STATUS exec_bridge_report(const struct exec_bridge *ec, const char *what, NRT_STATUS st,
-                                   char *err, size_t cap)
+                                     char *err, size_t cap)
 {
     if (st != NRT_SUCCESS)
         snprintf(err, cap, "%s on rank %u of %u failed (status %d; see the NCCL log lines)", what,
@@ -49,7 +49,7 @@ static NRT_STATUS exec_bridge_report(const struct exec_bridge *ec, const char *w
 
 /* Join the communicator if needed, then run the collective. */
 static NRT_STATUS exec_bridge_run_outside(struct exec_bridge *ec, const struct core_coll_call *call,
-                                        char *err, size_t cap)
+                                          char *err, size_t cap)
 {
     NRT_STATUS st = exec_bridge_comm(ec, err, cap);
     if (st != NRT_SUCCESS)
@@ -60,8 +60,9 @@ static NRT_STATUS exec_bridge_run_outside(struct exec_bridge *ec, const struct c
 }
 
 /* The same for all_to_all_v / all_gather_v (coll_v.c). */
-static NRT_STATUS exec_bridge_run_v_outside(struct exec_bridge *ec, const struct core_coll_vcall *call,
-                                          char *err, size_t cap)
+static NRT_STATUS exec_bridge_run_v_outside(struct exec_bridge *ec,
+                                            const struct core_coll_vcall *call, char *err,
+                                            size_t cap)
 {
     NRT_STATUS st = exec_bridge_comm(ec, err, cap);
     if (st != NRT_SUCCESS)
@@ -73,7 +74,8 @@ static NRT_STATUS exec_bridge_run_v_outside(struct exec_bridge *ec, const struct
 
 /* Both run outside the compute gate (gate.h): the other ranks may be
  * threads of this process that need a place in it to reach the collective. */
-static emu_status exec_bridge_run(void *user, const struct core_coll_call *call, char *err, size_t cap)
+static emu_status exec_bridge_run(void *user, const struct core_coll_call *call, char *err,
+                                  size_t cap)
 {
     struct exec_bridge *ec = user;
     gate_leave(&ec->mach->compute);
@@ -83,7 +85,7 @@ static emu_status exec_bridge_run(void *user, const struct core_coll_call *call,
 }
 
 static emu_status exec_bridge_run_v(void *user, const struct core_coll_vcall *call, char *err,
-                                  size_t cap)
+                                    size_t cap)
 {
     struct exec_bridge *ec = user;
     gate_leave(&ec->mach->compute);
@@ -120,7 +122,7 @@ static void *exec_bridge_scratch(void *user, uint32_t slot, uint64_t bytes)
 }
 
 void exec_bridge_setup(struct exec_bridge *ec, nrt_model_t *m, struct machine *mach,
-                     uint64_t timeout_ms)
+                       uint64_t timeout_ms)
 {
     memset(ec, 0, sizeof *ec);
     ec->m = m;

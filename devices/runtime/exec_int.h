@@ -73,7 +73,7 @@ struct exec_bridge {
 /* Point every program of m at ec (timeout_ms 0: the collectives' default
  * deadline), and back at nothing. */
 void exec_bridge_setup(struct exec_bridge *ec, nrt_model_t *m, struct machine *mach,
-                     uint64_t timeout_ms);
+                       uint64_t timeout_ms);
 void exec_bridge_teardown(struct exec_bridge *ec);
 
 /* ---- exec_lnc.c ---- */
