@@ -72,7 +72,7 @@ static void hbm_alloc_remove_at(struct hbm_alloc *a, size_t i)
  * non-empty and inside the region, sorted, disjoint and not touching;
  * used within size. O(1), for assert() after every change (the lock is
  * held); hbm_alloc_sane checks the whole list. */
-static bool hbm_alloc_sane_near(const struct hbm_alloc *a, size_t i)
+static inline bool hbm_alloc_sane_near(const struct hbm_alloc *a, size_t i)
 {
     if (a->used > a->size || a->nfree > a->cap)
         return false;

@@ -72,7 +72,7 @@ static void handle_put(struct handle_slot *slots, size_t cap, const void *p, enu
  * and used counting them. O(table): for assert() where the table is
  * rebuilt anyway (handle_grow) and from tests; each add and remove asserts
  * the cheap part (handle_sane_has). Caller holds the lock. */
-static bool handle_sane(void)
+static inline bool handle_sane(void)
 {
     assert(handle_lock_held());
     if (handle_cap & (handle_cap - 1) || handle_used * 2 > handle_cap)
@@ -89,7 +89,7 @@ static bool handle_sane(void)
 
 /* After an add (want true) or a remove (false): p is found, or not; the
  * table is not over half full. */
-static bool handle_sane_has(const void *p, bool want)
+static inline bool handle_sane_has(const void *p, bool want)
 {
     return (handle_find(p) != NULL) == want && handle_used * 2 <= handle_cap;
 }
