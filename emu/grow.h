@@ -1,8 +1,8 @@
 /*
- * grow.h: the one way emu grows an array: capacity doubles (from a first
- * size) until it holds what is needed, so n appends cost O(n) copies in
- * all. Used by the assembler's buffers, the NEFF reader and writer, the
- * model builder and the race checker's history.
+ * grow.h: the one way an array grows, in every layer: capacity doubles
+ * (from a first size) until it holds what is needed, so n appends cost
+ * O(n) copies in all. Header only and free of any layer's types, in emu/,
+ * the one layer that emu, devices, store and shims may all include.
  */
 #ifndef TRNEMU_EMU_GROW_H
 #define TRNEMU_EMU_GROW_H
@@ -51,5 +51,10 @@ static inline bool grow_array(void **arr, size_t need, size_t *cap, size_t elem,
     *cap = ncap;
     return true;
 }
+
+/* grow_array for an array variable arr with its capacity variable cap
+ * (a size_t). */
+#define GROW_ARRAY(arr, cap, need, first) \
+    grow_array((void **)&(arr), (need), &(cap), sizeof *(arr), (first))
 
 #endif

@@ -41,66 +41,44 @@ NRT_STATUS nrta_execute_schedule_impl(nrt_model_t *model, const nrt_tensor_set_t
 {
     SHIM_REQUIRE(model != NULL && input != NULL && output != NULL && req_sequence != NULL,
                  "model, input, output or req_sequence is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_execute(model, input, output, queue, err, req_sequence);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_execute(model, input, output, queue, err, req_sequence));
 }
 
 NRT_STATUS nrta_get_completion_handle_impl(nrta_seq_t seq, int *fd)
 {
     SHIM_REQUIRE(fd != NULL, "fd is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_completion_fd(seq, fd);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_completion_fd(seq, fd));
 }
 
 NRT_STATUS nrta_get_sequence_impl(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_t *seq)
 {
     SHIM_REQUIRE(seq != NULL, "seq is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_last_completed(lnc, xu, queue, seq);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_last_completed(lnc, xu, queue, seq));
 }
 
 NRT_STATUS nrta_is_completed_impl(nrta_seq_t seq, bool *is_completed)
 {
     SHIM_REQUIRE(is_completed != NULL, "is_completed is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_is_completed(seq, is_completed);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_is_completed(seq, is_completed));
 }
 
 NRT_STATUS nrta_tensor_copy_impl(nrt_tensor_t *src, uint64_t src_offset, nrt_tensor_t *dst, uint64_t dst_offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(src != NULL && dst != NULL && req_sequence != NULL,
                  "src, dst or req_sequence is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_tensor_copy(src, src_offset, dst, dst_offset, size, queue, err,
-                                      req_sequence);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_tensor_copy(src, src_offset, dst, dst_offset, size, queue, err, req_sequence));
 }
 
 NRT_STATUS nrta_tensor_read_impl(void *buf, nrt_tensor_t *tensor, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(tensor != NULL && req_sequence != NULL, "tensor or req_sequence is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_tensor_read(buf, tensor, offset, size, queue, err, req_sequence);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_tensor_read(buf, tensor, offset, size, queue, err, req_sequence));
 }
 
 NRT_STATUS nrta_tensor_write_impl(nrt_tensor_t *tensor, const void *buf, uint64_t offset, uint64_t size, int queue, nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
     SHIM_REQUIRE(tensor != NULL && req_sequence != NULL, "tensor or req_sequence is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = async_tensor_write(tensor, buf, offset, size, queue, err, req_sequence);
-    rt_leave();
-    return st;
+    SHIM_CALL(async_tensor_write(tensor, buf, offset, size, queue, err, req_sequence));
 }

@@ -24,23 +24,20 @@
 NRT_STATUS nrt_all_gather_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
                                      uint32_t rank_input_size, void *input, void *output)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(rank_input_size == 0 || (input != NULL && output != NULL),
                  "input or output is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
-                                         input, output);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_all_gather(vnc, g_device_id, g_device_count, rank_input_size,
+                                   input, output));
 }
 
 NRT_STATUS trnemu_all_to_all_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count,
                                     const void *input, const uint64_t *send_layout,
                                     void *output, const uint64_t *recv_layout)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(send_layout != NULL && recv_layout != NULL, "send_layout or recv_layout is NULL");
@@ -61,7 +58,7 @@ NRT_STATUS trnemu_all_gather_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t 
                                     const void *input, uint64_t input_size, void *output,
                                     const uint64_t *recv_layout)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(recv_layout != NULL, "recv_layout is NULL");
@@ -80,38 +77,29 @@ NRT_STATUS trnemu_all_gather_v_impl(int32_t vnc, uint32_t g_device_id, uint32_t 
 
 NRT_STATUS nrt_barrier_impl(int32_t vnc, uint32_t g_device_id, uint32_t g_device_count)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_barrier(vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_barrier(vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrt_build_global_comm_impl(int32_t vnc, uint32_t g_device_id,
                                             uint32_t g_device_count)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_join(vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_join(vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrt_cc_global_comm_init_impl(uint32_t vnc, uint32_t g_device_id,
                                               uint32_t g_device_count)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(g_device_count > 0 && g_device_id < g_device_count,
                  "g_device_id %u is not below g_device_count %u", g_device_id, g_device_count);
     SHIM_REQUIRE(vnc <= INT32_MAX, "VNC %u is out of range", vnc);
-    SHIM_ENTER();
-    NRT_STATUS st = coll_host_join((int32_t)vnc, g_device_id, g_device_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_host_join((int32_t)vnc, g_device_id, g_device_count));
 }
 
 NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
@@ -119,14 +107,11 @@ NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
                                       nrt_op_type_t op, nrt_cc_op_type_t cc_op,
                                       nrt_cc_context_t **cc_ctx)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(comm != NULL && input != NULL && output != NULL && cc_ctx != NULL,
                  "comm, input, output or cc_ctx is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_cc_prepare(comm, input, output, (uint32_t)dtype, (uint32_t)op,
-                                    (uint32_t)cc_op, cc_ctx);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_cc_prepare(comm, input, output, (uint32_t)dtype, (uint32_t)op,
+                              (uint32_t)cc_op, cc_ctx));
 }
 
 /* Queued on the COLLECTIVES unit of the communicator's LNC; the context
@@ -135,7 +120,7 @@ NRT_STATUS nrta_cc_prepare_impl(nrt_cc_comm_t *comm, nrt_tensor_list_t *input,
 NRT_STATUS nrta_cc_schedule_impl(nrt_cc_context_t **cc_ctx, int queue,
                                        nrta_error_tracker_t *err, nrta_seq_t *req_sequence)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(cc_ctx != NULL && *cc_ctx != NULL, "cc_ctx or *cc_ctx is NULL");
     SHIM_ENTER();
     nrta_seq_t seq = 0;

@@ -69,7 +69,7 @@ void *nrt_get_libnccl_net_impl(int *err, char *err_msg, size_t err_msg_size)
 
 NRT_STATUS nrt_memcpy_to_device_impl(void *dest, const void *src, size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE((dest != NULL && src != NULL) || size == 0, "dest or src is NULL");
     SHIM_ENTER();
     bool inside = size == 0 || machine_hbm_contains(rt_machine(), dest, size);
@@ -90,7 +90,7 @@ NRT_STATUS nrt_register_async_exec_callback_impl(NRT_ASYNC_EXEC_STATUS_CALLBACK 
 NRT_STATUS nrt_set_pool_eng_ucode_impl(const nrt_ucode_info *ucode_info)
 {
     SHIM_REQUIRE(ucode_info != NULL, "ucode_info is NULL");
-    SHIM_REQUIRE(rt_state() == RT_UNINITIALIZED, "must be called before nrt_init()");
+    SHIM_REQUIRE(rt_phase() == RT_UNINITIALIZED, "must be called before nrt_init()");
     /* The GpSimd engine is emulated by its instruction semantics; there is
      * no pooling-engine processor to load microcode into. */
     LOG_ERROR("NRT", "the emulated GpSimd (pooling) engine has no microcode memory: the "

@@ -13,7 +13,7 @@
 static NRT_STATUS shim_load(const void *neff_bytes, size_t size, int32_t vnc, int32_t vnc_count,
                             nrt_model_t **model)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(neff_bytes != NULL && model != NULL, "neff_bytes or model is NULL");
     SHIM_REQUIRE(size > 0, "the NEFF is 0 bytes long");
     SHIM_REQUIRE(vnc >= -1, "VNC %d: use -1 (first free VNC) or a visible VNC index", (int)vnc);
@@ -39,19 +39,19 @@ NRT_STATUS nrt_load_collectives_impl(const void *neff_bytes, size_t size, int32_
                                            int32_t vnc_count, uint32_t ctx_device_id,
                                            uint32_t ctx_device_count, nrt_model_t **model)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(ctx_device_count > 0 && ctx_device_id < ctx_device_count,
                  "ctx_device_id %u is not below ctx_device_count %u", ctx_device_id,
                  ctx_device_count);
     NRT_STATUS st = shim_load(neff_bytes, size, vnc, vnc_count, model);
-    if (st == NRT_SUCCESS)  /* its collectives run as this rank of the job (exec.c) */
+    if (st == NRT_SUCCESS)  /* its collectives run as this rank of the job (exec_bridge.c) */
         model_set_collectives(*model, ctx_device_id, ctx_device_count);
     return st;
 }
 
 NRT_STATUS nrt_unload_impl(nrt_model_t *model)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL, "model is NULL");
     SHIM_ENTER();
     systrace_emit(SYS_NRT_UNLOAD, -1, systrace_now_ns(), 0, "", 0, NRT_SUCCESS);
@@ -60,7 +60,7 @@ NRT_STATUS nrt_unload_impl(nrt_model_t *model)
     return st;
 }
 
-/* Pin a model for a query: gate + registry check. On success the caller
+/* Pin a model for a query: door + registry check. On success the caller
  * must call shim_model_leave. */
 static NRT_STATUS shim_model_enter(const nrt_model_t *model)
 {
@@ -85,7 +85,7 @@ static void shim_model_leave(const nrt_model_t *model)
 NRT_STATUS nrt_execute_impl(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                   nrt_tensor_set_t *output_set)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL && input_set != NULL && output_set != NULL,
                  "model, input_set or output_set is NULL");
     NRT_STATUS st = shim_model_enter(model);
@@ -99,7 +99,7 @@ NRT_STATUS nrt_execute_impl(nrt_model_t *model, const nrt_tensor_set_t *input_se
 NRT_STATUS nrt_execute_repeat_impl(nrt_model_t *model, const nrt_tensor_set_t *input_set,
                                          nrt_tensor_set_t *output_set, int repeat_count)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL && input_set != NULL && output_set != NULL,
                  "model, input_set or output_set is NULL");
     SHIM_REQUIRE(repeat_count >= 1, "repeat_count %d is below 1", repeat_count);
@@ -114,7 +114,7 @@ NRT_STATUS nrt_execute_repeat_impl(nrt_model_t *model, const nrt_tensor_set_t *i
 /* A model always occupies exactly one VNC. */
 static NRT_STATUS shim_model_one(const nrt_model_t *model, uint32_t *out, const char *what)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL && out != NULL, "model or %s is NULL", what);
     NRT_STATUS st = shim_model_enter(model);
     if (st != NRT_SUCCESS)
@@ -143,7 +143,7 @@ NRT_STATUS nrt_get_model_instance_count_impl(nrt_model_t *model, uint32_t *insta
 NRT_STATUS nrt_get_model_tensor_info_impl(nrt_model_t *model,
                                                 nrt_tensor_info_array_t **tensor_info)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL && tensor_info != NULL, "model or tensor_info is NULL");
     NRT_STATUS st = shim_model_enter(model);
     if (st != NRT_SUCCESS)
@@ -162,7 +162,7 @@ NRT_STATUS nrt_free_model_tensor_info_impl(nrt_tensor_info_array_t *tensor_info)
 NRT_STATUS nrt_get_model_info_impl(const nrt_model_t *model, nrt_model_info_t *info,
                                          size_t info_size_in, size_t *info_size_out)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(model != NULL && info != NULL && info_size_out != NULL,
                  "model, info or info_size_out is NULL");
     SHIM_REQUIRE(info_size_in > 0, "info_size_in is 0");

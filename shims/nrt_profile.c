@@ -37,12 +37,8 @@ NRT_STATUS nrt_profile_stop_impl(const char *filename)
 NRT_STATUS nrt_profile_continuous_options_allocate_impl(nrt_profile_continuous_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    nrt_profile_continuous_options_t *o = calloc(1, sizeof *o);
-    if (o == NULL || shim_obj_add(o, HANDLE_PROFILE_OPTIONS) != NRT_SUCCESS) {
-        free(o);
-        LOG_ERROR("NRT", "out of memory");
-        return NRT_RESOURCE;
-    }
+    nrt_profile_continuous_options_t *o;
+    SHIM_OBJ_NEW(o, HANDLE_PROFILE_OPTIONS);
     snprintf(o->output_dir, sizeof o->output_dir, "./profiles");
     *options = o;
     return NRT_SUCCESS;
@@ -50,9 +46,8 @@ NRT_STATUS nrt_profile_continuous_options_allocate_impl(nrt_profile_continuous_o
 
 NRT_STATUS nrt_profile_continuous_options_free_impl(nrt_profile_continuous_options_t *options)
 {
-    SHIM_REQUIRE(shim_obj_take(options, HANDLE_PROFILE_OPTIONS),
+    SHIM_REQUIRE(shim_obj_free(options, HANDLE_PROFILE_OPTIONS),
                  "%p is not a continuous-profile options object", (void *)options);
-    free(options);
     return NRT_SUCCESS;
 }
 
@@ -115,12 +110,8 @@ NRT_STATUS nrt_inspect_stop_impl(void)
 NRT_STATUS nrt_inspect_config_allocate_impl(nrt_inspect_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    nrt_inspect_config_t *c = malloc(sizeof *c);
-    if (c == NULL || shim_obj_add(c, HANDLE_INSPECT_CONFIG) != NRT_SUCCESS) {
-        free(c);
-        LOG_ERROR("NRT", "out of memory");
-        return NRT_RESOURCE;
-    }
+    nrt_inspect_config_t *c;
+    SHIM_OBJ_NEW(c, HANDLE_INSPECT_CONFIG);
     inspect_config_defaults(c);
     *options = c;
     return NRT_SUCCESS;
@@ -128,9 +119,8 @@ NRT_STATUS nrt_inspect_config_allocate_impl(nrt_inspect_config_t **options)
 
 NRT_STATUS nrt_inspect_config_free_impl(nrt_inspect_config_t *options)
 {
-    SHIM_REQUIRE(shim_obj_take(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
+    SHIM_REQUIRE(shim_obj_free(options, HANDLE_INSPECT_CONFIG), "%p is not an inspect config",
                  (void *)options);
-    free(options);
     return NRT_SUCCESS;
 }
 

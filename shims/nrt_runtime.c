@@ -101,7 +101,7 @@ NRT_STATUS nrt_get_visible_vnc_count_impl(uint32_t *vnc_count)
 NRT_STATUS nrt_get_vnc_memory_stats_impl(uint32_t vnc, nrt_vnc_memory_stats_t *stats,
                                                size_t stats_size_in, size_t *stats_size_out)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(stats != NULL && stats_size_out != NULL, "stats or stats_size_out is NULL");
     SHIM_REQUIRE(stats_size_in > 0, "stats_size_in is 0");
     SHIM_ENTER();
@@ -126,7 +126,7 @@ NRT_STATUS nrt_get_vnc_memory_stats_impl(uint32_t vnc, nrt_vnc_memory_stats_t *s
 
 NRT_STATUS nrt_get_hbm_mmap_va_impl(int device_id, int hbm_idx, void **addr, size_t *size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(addr != NULL && size != NULL, "addr or size is NULL");
     SHIM_ENTER();
     struct machine *m = rt_machine();
@@ -151,7 +151,7 @@ NRT_STATUS nrt_get_hbm_mmap_va_impl(int device_id, int hbm_idx, void **addr, siz
 
 NRT_STATUS nrt_host_device_id_get_impl(int neuron_dev, uint32_t *host_device_id)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(host_device_id != NULL, "host_device_id is NULL");
     SHIM_ENTER();
     uint32_t chips = rt_machine()->cfg.profile->chips;
@@ -165,7 +165,7 @@ NRT_STATUS nrt_host_device_id_get_impl(int neuron_dev, uint32_t *host_device_id)
 
 NRT_STATUS nrt_host_device_id_rid_map_get_impl(uint32_t *count, uint32_t *host_did_to_rid_map)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(count != NULL && host_did_to_rid_map != NULL, "count or map is NULL");
     SHIM_ENTER();
     uint32_t chips = rt_machine()->cfg.profile->chips;

@@ -34,55 +34,37 @@ NRT_STATUS nrt_async_sendrecv_get_max_num_pending_request_impl(int *num)
 
 NRT_STATUS nrt_async_sendrecv_init_impl(int lnc)
 {
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_init(lnc);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_init(lnc));
 }
 
 NRT_STATUS nrt_async_sendrecv_close_impl(int lnc)
 {
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_close(lnc);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_close(lnc));
 }
 
 NRT_STATUS nrt_async_sendrecv_flush_impl(int lnc)
 {
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_flush(lnc);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_flush(lnc));
 }
 
 NRT_STATUS nrt_async_sendrecv_connect_impl(const char *peer_ip, int peer_lnc, int lnc,
                                                  nrt_async_sendrecv_comm_t **send_comm)
 {
     SR_REQUIRE(send_comm != NULL, "send_comm is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_open(peer_ip, peer_lnc, lnc, 0, send_comm);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_open(peer_ip, peer_lnc, lnc, 0, send_comm));
 }
 
 NRT_STATUS nrt_async_sendrecv_accept_impl(const char *peer_ip, int peer_lnc, int lnc,
                                                 nrt_async_sendrecv_comm_t **recv_comm)
 {
     SR_REQUIRE(recv_comm != NULL, "recv_comm is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_open(peer_ip, peer_lnc, lnc, 1, recv_comm);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_open(peer_ip, peer_lnc, lnc, 1, recv_comm));
 }
 
 NRT_STATUS nrt_async_sendrecv_test_comm_impl(nrt_async_sendrecv_comm_t *comm, bool *done)
 {
     SR_REQUIRE(done != NULL, "done is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_test_comm(comm, done);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_test_comm(comm, done));
 }
 
 NRT_STATUS nrt_async_sendrecv_send_tensor_impl(nrt_tensor_t *tensor, size_t offset,
@@ -91,10 +73,7 @@ NRT_STATUS nrt_async_sendrecv_send_tensor_impl(nrt_tensor_t *tensor, size_t offs
                                                      nrt_async_sendrecv_request_t **request)
 {
     SR_REQUIRE(request != NULL, "request is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_post(tensor, offset, length, send_comm, 0, request);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_post(tensor, offset, length, send_comm, 0, request));
 }
 
 NRT_STATUS nrt_async_sendrecv_recv_tensor_impl(nrt_tensor_t *tensor, size_t offset,
@@ -103,18 +82,12 @@ NRT_STATUS nrt_async_sendrecv_recv_tensor_impl(nrt_tensor_t *tensor, size_t offs
                                                      nrt_async_sendrecv_request_t **request)
 {
     SR_REQUIRE(request != NULL, "request is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_post(tensor, offset, length, recv_comm, 1, request);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_post(tensor, offset, length, recv_comm, 1, request));
 }
 
 NRT_STATUS nrt_async_sendrecv_test_request_impl(nrt_async_sendrecv_request_t *request,
                                                       bool *done, size_t *size)
 {
     SR_REQUIRE(done != NULL, "done is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = coll_p2p_test(request, done, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(coll_p2p_test(request, done, size));
 }

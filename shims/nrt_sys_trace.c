@@ -14,22 +14,17 @@ void nrt_sys_trace_buffer_free_impl(char *buffer)
 {
     if (buffer == NULL)
         return;
-    if (!shim_obj_take(buffer, HANDLE_TRACE_BUFFER)) {
+    if (!shim_obj_free(buffer, HANDLE_TRACE_BUFFER)) {
         LOG_ERROR("NRT", "%p is not a buffer from nrt_sys_trace_fetch_events", (void *)buffer);
         return;
     }
-    free(buffer);
 }
 
 NRT_STATUS nrt_sys_trace_config_allocate_impl(nrt_sys_trace_config_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    nrt_sys_trace_config_t *c = malloc(sizeof *c);
-    if (c == NULL || shim_obj_add(c, HANDLE_SYSTRACE_CONFIG) != NRT_SUCCESS) {
-        free(c);
-        LOG_ERROR("NRT", "out of memory");
-        return NRT_RESOURCE;
-    }
+    nrt_sys_trace_config_t *c;
+    SHIM_OBJ_NEW(c, HANDLE_SYSTRACE_CONFIG);
     systrace_config_defaults(c);
     *options = c;
     return NRT_SUCCESS;
@@ -39,11 +34,10 @@ void nrt_sys_trace_config_free_impl(nrt_sys_trace_config_t *options)
 {
     if (options == NULL)
         return;
-    if (!shim_obj_take(options, HANDLE_SYSTRACE_CONFIG)) {
+    if (!shim_obj_free(options, HANDLE_SYSTRACE_CONFIG)) {
         LOG_ERROR("NRT", "%p is not a system trace config", (void *)options);
         return;
     }
-    free(options);
 }
 
 static const char *shim_type_name(int t)
@@ -126,12 +120,8 @@ NRT_STATUS nrt_sys_trace_fetch_events_impl(char **buffer, size_t *written_size, 
 NRT_STATUS nrt_sys_trace_fetch_options_allocate_impl(nrt_sys_trace_fetch_options_t **options)
 {
     SHIM_REQUIRE(options != NULL, "options is NULL");
-    nrt_sys_trace_fetch_options_t *o = malloc(sizeof *o);
-    if (o == NULL || shim_obj_add(o, HANDLE_SYSTRACE_FETCH) != NRT_SUCCESS) {
-        free(o);
-        LOG_ERROR("NRT", "out of memory");
-        return NRT_RESOURCE;
-    }
+    nrt_sys_trace_fetch_options_t *o;
+    SHIM_OBJ_NEW(o, HANDLE_SYSTRACE_FETCH);
     systrace_fetch_defaults(o);
     *options = o;
     return NRT_SUCCESS;
@@ -141,11 +131,10 @@ void nrt_sys_trace_fetch_options_free_impl(nrt_sys_trace_fetch_options_t *option
 {
     if (options == NULL)
         return;
-    if (!shim_obj_take(options, HANDLE_SYSTRACE_FETCH)) {
+    if (!shim_obj_free(options, HANDLE_SYSTRACE_FETCH)) {
         LOG_ERROR("NRT", "%p is not a fetch options object", (void *)options);
         return;
     }
-    free(options);
 }
 
 void nrt_sys_trace_fetch_options_set_defaults_impl(nrt_sys_trace_fetch_options_t *options)

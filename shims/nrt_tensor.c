@@ -8,45 +8,33 @@
 NRT_STATUS nrt_tensor_allocate_impl(nrt_tensor_placement_t tensor_placement, int vnc,
                                           size_t size, const char *name, nrt_tensor_t **tensor)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_allocate(tensor_placement, vnc, size, name, tensor);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_allocate(tensor_placement, vnc, size, name, tensor));
 }
 
 NRT_STATUS nrt_tensor_allocate_empty_impl(const char *name, nrt_tensor_t **tensor)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_allocate_empty(name, tensor);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_allocate_empty(name, tensor));
 }
 
 NRT_STATUS nrt_tensor_allocate_slice_impl(const nrt_tensor_t *tensor_source, size_t offset,
                                                 size_t size, const char *name,
                                                 nrt_tensor_t **tensor_slice)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor_source != NULL && tensor_slice != NULL,
                  "tensor_source or tensor_slice is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_allocate_slice(tensor_source, offset, size, name, tensor_slice);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_allocate_slice(tensor_source, offset, size, name, tensor_slice));
 }
 
 NRT_STATUS nrt_tensor_attach_buffer_impl(nrt_tensor_t *tensor, void *buffer, size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_attach_buffer(tensor, buffer, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_attach_buffer(tensor, buffer, size));
 }
 
 void nrt_tensor_free_impl(nrt_tensor_t **tensor)
@@ -65,58 +53,43 @@ void nrt_tensor_free_impl(nrt_tensor_t **tensor)
 NRT_STATUS nrt_tensor_read_impl(const nrt_tensor_t *tensor, void *buf, size_t offset,
                                       size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_read(tensor, buf, offset, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_read(tensor, buf, offset, size));
 }
 
 NRT_STATUS nrt_tensor_write_impl(nrt_tensor_t *tensor, const void *buf, size_t offset,
                                        size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
     SHIM_REQUIRE(buf != NULL || size == 0, "buf is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_write(tensor, buf, offset, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_write(tensor, buf, offset, size));
 }
 
 NRT_STATUS nrt_tensor_copy_impl(const nrt_tensor_t *src, size_t src_offset,
                                       nrt_tensor_t *dst, size_t dst_offset, size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(src != NULL && dst != NULL, "src or dst is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_copy(src, src_offset, dst, dst_offset, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_copy(src, src_offset, dst, dst_offset, size));
 }
 
 NRT_STATUS nrt_tensor_memset_impl(nrt_tensor_t *tensor, uint64_t offset, int value,
                                         size_t size)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL, "tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_memset(tensor, offset, value, size);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_memset(tensor, offset, value, size));
 }
 
 static NRT_STATUS shim_tensor_batch(const nrt_tensor_batch_t *batches, uint64_t num_batches,
                                     bool write)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(batches != NULL || num_batches == 0, "batches is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_batch(batches, num_batches, write);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_batch(batches, num_batches, write));
 }
 
 NRT_STATUS nrt_tensor_read_batch_impl(const nrt_tensor_batch_t *batches,
@@ -154,32 +127,23 @@ void *nrt_tensor_get_va_impl(const nrt_tensor_t *tensor)
 NRT_STATUS nrt_tensor_get_device_allocation_info_impl(
     const nrt_tensor_t *tensor, nrt_tensor_device_allocation_info_t *alloc_info)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(tensor != NULL && alloc_info != NULL, "tensor or alloc_info is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_alloc_info(tensor, alloc_info);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_alloc_info(tensor, alloc_info));
 }
 
 NRT_STATUS nrt_tensor_check_output_completion_impl(const nrt_tensor_t *output_tensor,
                                                          int64_t timeout,
                                                          uint64_t expected_completion_count)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_completion_wait(output_tensor, timeout, expected_completion_count);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_completion_wait(output_tensor, timeout, expected_completion_count));
 }
 
 NRT_STATUS nrt_tensor_reset_output_completion_impl(nrt_tensor_t *output_tensor)
 {
-    SHIM_GATE_FIRST();
+    SHIM_DOOR_FIRST();
     SHIM_REQUIRE(output_tensor != NULL, "output_tensor is NULL");
-    SHIM_ENTER();
-    NRT_STATUS st = tensor_completion_reset(output_tensor);
-    rt_leave();
-    return st;
+    SHIM_CALL(tensor_completion_reset(output_tensor));
 }

@@ -1,12 +1,14 @@
 /*
  * shim.h: helpers shared by the exported nrt_* / nrta_* entry points.
  *
- * The shims validate arguments, pass the runtime gate and call into
+ * The shims validate arguments, pass the runtime's call door and call into
  * devices/; they hold no emulation logic. Each failed check logs one line
  * (the function name is part of the log prefix) and returns its status.
  */
 #ifndef TRNEMU_SHIMS_SHIM_H
 #define TRNEMU_SHIMS_SHIM_H
+
+#include <stdlib.h>
 
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
@@ -14,7 +16,7 @@
 #include "nrt/nrt.h"
 
 /* Marks a function that libnrt.so.1 exports (see abi/libnrt.map). The
- * functions of the call log's table (store/calls.def) are written here as
+ * functions of the call log's table (abi/calls.def) are written here as
  * NAME_impl (prototypes in the generated calllog_impl.h); the generated
  * wrappers export NAME, record when asked, and call NAME_impl. */
 #define NRT_EXPORT __attribute__((visibility("default")))
@@ -50,24 +52,35 @@ static inline const char *shim_log_name(const char *func)
         }                                                                      \
     } while (0)
 
-/* Pass the runtime gate (NRT_UNINITIALIZED / NRT_CLOSED otherwise). */
+/* Pass the runtime's call door (NRT_UNINITIALIZED / NRT_CLOSED otherwise). */
 #define SHIM_ENTER()                                                           \
     do {                                                                       \
-        NRT_STATUS shim_gate_ = rt_enter();                                    \
-        if (shim_gate_ != NRT_SUCCESS) {                                       \
-            LOG_ERROR("NRT", "%s", shim_gate_ == NRT_UNINITIALIZED             \
+        NRT_STATUS shim_door_ = rt_enter();                                    \
+        if (shim_door_ != NRT_SUCCESS) {                                       \
+            LOG_ERROR("NRT", "%s", shim_door_ == NRT_UNINITIALIZED             \
                       ? "called before nrt_init()" : "called after nrt_close()"); \
-            return shim_gate_;                                                 \
+            return shim_door_;                                                 \
         }                                                                      \
+    } while (0)
+
+/* The whole body of a call past its argument checks: pass the runtime
+ * call door, evaluate call (an NRT_STATUS expression) inside it, leave, return
+ * its status. */
+#define SHIM_CALL(call)                                                        \
+    do {                                                                       \
+        SHIM_ENTER();                                                          \
+        NRT_STATUS shim_st_ = (call);                                          \
+        rt_leave();                                                            \
+        return shim_st_;                                                       \
     } while (0)
 
 /* First thing in a call that needs the runtime: before nrt_init (or after
  * nrt_close) that is the status, whatever the arguments (the documented
  * order: NRT_UNINITIALIZED before NRT_INVALID). SHIM_ENTER still decides
- * under the gate. */
-#define SHIM_GATE_FIRST()                                                      \
+ * behind the door. */
+#define SHIM_DOOR_FIRST()                                                      \
     do {                                                                       \
-        enum rt_state shim_s_ = rt_state();                                    \
+        enum rt_phase shim_s_ = rt_phase();                                    \
         if (shim_s_ != RT_OPEN) {                                              \
             LOG_ERROR("NRT", "%s", shim_s_ == RT_UNINITIALIZED                 \
                       ? "called before nrt_init()" : "called after nrt_close()"); \
@@ -103,6 +116,39 @@ static inline bool shim_obj_take(const void *p, enum handle_kind k)
     handle_unlock();
     return ok;
 }
+
+/* The option objects the shims hand out (nrt_*_allocate / nrt_*_free):
+ * a zeroed, registered object of size bytes and kind k, NULL when memory
+ * runs out; and its end, false (nothing freed) when p is not a live
+ * object of kind k. */
+static inline void *shim_obj_new(size_t size, enum handle_kind k)
+{
+    void *p = calloc(1, size);
+    if (p != NULL && shim_obj_add(p, k) != NRT_SUCCESS) {
+        free(p);
+        p = NULL;
+    }
+    return p;
+}
+
+static inline bool shim_obj_free(void *p, enum handle_kind k)
+{
+    if (!shim_obj_take(p, k))
+        return false;
+    free(p);
+    return true;
+}
+
+/* Set p to a new option object of kind k, or return NRT_RESOURCE (one log
+ * line) from the calling allocate function. */
+#define SHIM_OBJ_NEW(p, k)                                                     \
+    do {                                                                       \
+        (p) = shim_obj_new(sizeof *(p), (k));                                  \
+        if ((p) == NULL) {                                                     \
+            LOG_ERROR("NRT", "out of memory");                                 \
+            return NRT_RESOURCE;                                               \
+        }                                                                      \
+    } while (0)
 
 /* A new registered array of the names name(i) of the bits i < count set in
  * pick (shim_names.c); NRT_RESOURCE when memory runs out. */

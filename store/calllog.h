@@ -3,8 +3,8 @@
  * arguments, the bytes of the buffers it reads, its status and a hash of
  * the buffers it writes; and the reader `trnemu replay` uses.
  *
- * Everything is driven by one table, store/calls.def, from which
- * store/gen_calllog.py generates the descriptors (cl_fns), the exported
+ * Everything is driven by one table, abi/calls.def, from which
+ * abi/gen_calllog.py generates the descriptors (cl_fns), the exported
  * recording wrappers of libnrt.so.1 and of libnrt-record.so, and the
  * renaming of trnemu's own implementations. A wrapper costs one relaxed
  * load and a predicted branch while nothing is recorded (cl_hooks == 0).
@@ -23,7 +23,7 @@
 #include <stdint.h>
 
 #include "nrt/nrt_status.h"
-#include "store/calllog_ids.h"
+#include "calllog_ids.h"  /* generated from abi/calls.def */
 
 /* Marks a generated wrapper that the library exports. */
 #define CL_EXPORT __attribute__((visibility("default")))

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
@@ -37,17 +38,9 @@ static void bytes_put(struct cl_bytes *b, const void *p, size_t n)
 {
     if (b->failed)
         return;
-    if (b->n + n > b->cap) {
-        size_t cap = b->cap ? b->cap * 2 : 256;
-        while (cap < b->n + n)
-            cap *= 2;
-        uint8_t *q = realloc(b->p, cap);
-        if (q == NULL) {
-            b->failed = true;
-            return;
-        }
-        b->p = q;
-        b->cap = cap;
+    if (!GROW_ARRAY(b->p, b->cap, b->n + n, 256)) {
+        b->failed = true;
+        return;
     }
     memcpy(b->p + b->n, p, n);
     b->n += n;
@@ -119,15 +112,9 @@ static struct cl_buf *buf_add(struct buf_list *l, uint32_t arg, uint32_t part, u
 {
     if (l->failed)
         return NULL;
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 8;
-        struct cl_buf *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL) {
-            l->failed = true;
-            return NULL;
-        }
-        l->v = v;
-        l->cap = cap;
+    if (!GROW_ARRAY(l->v, l->cap, l->n + 1, 8)) {
+        l->failed = true;
+        return NULL;
     }
     struct cl_buf *b = &l->v[l->n++];
     b->arg = arg;

@@ -68,7 +68,7 @@ static NRT_STATUS log_write_fail(struct cl_log *l, const char *what)
     return NRT_FAILURE;
 }
 
-static bool db_exec(sqlite3 *db, const char *sql)
+static bool db_sql(sqlite3 *db, const char *sql)
 {
     return sqlite3_exec(db, sql, NULL, NULL, NULL) == SQLITE_OK;
 }
@@ -159,9 +159,9 @@ NRT_STATUS cl_log_open(const char *path, const char *recorder, bool from_start, 
     if (replace)
         cl_db_unlink(path);
     int rc = sqlite3_open_v2(path, &l->db, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL);
-    if (rc != SQLITE_OK || !db_exec(l->db, "PRAGMA journal_mode=WAL") ||
-        !db_exec(l->db, "PRAGMA synchronous=NORMAL") ||
-        sqlite3_busy_timeout(l->db, 10000) != SQLITE_OK || !db_exec(l->db, cl_schema) ||
+    if (rc != SQLITE_OK || !db_sql(l->db, "PRAGMA journal_mode=WAL") ||
+        !db_sql(l->db, "PRAGMA synchronous=NORMAL") ||
+        sqlite3_busy_timeout(l->db, 10000) != SQLITE_OK || !db_sql(l->db, cl_schema) ||
         !log_meta_init(l->db, recorder, from_start) || !log_prepare(l)) {
         db_fail(l->db, path, "cannot create the call log");
         sqlite3 *db = l->db;
@@ -229,9 +229,9 @@ NRT_STATUS cl_log_commit(struct cl_log *l)
         return NRT_SUCCESS;
     l->in_tx = false;
     l->pending = 0;
-    if (!db_exec(l->db, "COMMIT")) {
+    if (!db_sql(l->db, "COMMIT")) {
         NRT_STATUS st = log_write_fail(l, "cannot commit the call log");
-        db_exec(l->db, "ROLLBACK");
+        db_sql(l->db, "ROLLBACK");
         return st;
     }
     return NRT_SUCCESS;
@@ -282,7 +282,7 @@ static bool log_put_buf(struct cl_log *l, int64_t seq, const struct cl_buf *b)
 NRT_STATUS cl_log_write(struct cl_log *l, const struct cl_row *r)
 {
     if (!l->in_tx) {
-        if (!db_exec(l->db, "BEGIN"))
+        if (!db_sql(l->db, "BEGIN"))
             return log_write_fail(l, "cannot start a transaction");
         l->in_tx = true;
     }

@@ -17,6 +17,7 @@
  * write error stops the recording with one log line; the program itself
  * is never harmed.
  */
+#include <assert.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -43,6 +44,7 @@ enum {
 _Atomic int cl_hooks = CL_H_UNCONF;
 
 static pthread_mutex_t rec_lock = PTHREAD_MUTEX_INITIALIZER; /* guards the rec_ state */
+static _Thread_local bool rec_lock_owner; /* this thread holds rec_lock */
 static struct cl_log *rec_log;       /* the open call log, or NULL */
 static struct cl_queue *rec_queue;   /* its writer thread */
 static uint8_t (*rec_seen)[16];      /* hashes of the buffers handed to the writer */
@@ -58,6 +60,26 @@ static bool rec_handlers;            /* atexit / atfork installed */
 static _Atomic int64_t rec_seq;      /* next sequence number */
 static _Atomic uint32_t rec_threads; /* threads seen so far */
 static _Thread_local uint32_t rec_tid; /* this thread's id + 1 (0: none yet) */
+
+/* rec_lock, with its owner noted for rec_lock_held. */
+static void rec_lock_take(void)
+{
+    pthread_mutex_lock(&rec_lock);
+    rec_lock_owner = true;
+}
+
+static void rec_lock_drop(void)
+{
+    assert(rec_lock_owner);
+    rec_lock_owner = false;
+    pthread_mutex_unlock(&rec_lock);
+}
+
+/* Does this thread hold rec_lock? For assert() only. */
+static inline bool rec_lock_held(void)
+{
+    return rec_lock_owner;
+}
 
 static uint64_t now_ns(void)
 {
@@ -176,6 +198,7 @@ static bool rec_shim_in_front(void)
 
 static void rec_close_locked(void)
 {
+    assert(rec_lock_held());
     cl_queue_stop(rec_queue); /* writes what is queued */
     rec_queue = NULL;
     if (rec_log != NULL && rec_ckpt != NULL && rec_ckpt->release != NULL)
@@ -193,24 +216,24 @@ static void rec_close_locked(void)
 
 static void rec_atexit(void)
 {
-    pthread_mutex_lock(&rec_lock);
+    rec_lock_take();
     atomic_store(&cl_hooks, 0);
     rec_close_locked();
     free(rec_failed_path);
     rec_failed_path = NULL;
-    pthread_mutex_unlock(&rec_lock);
+    rec_lock_drop();
     if (rec_ckpt != NULL)
         rec_ckpt->shutdown(false);
 }
 
 static void rec_fork_prepare(void)
 {
-    pthread_mutex_lock(&rec_lock);
+    rec_lock_take();
 }
 
 static void rec_fork_parent(void)
 {
-    pthread_mutex_unlock(&rec_lock);
+    rec_lock_drop();
 }
 
 /* A forked child records nothing: the parent's connections are not its own. */
@@ -222,13 +245,14 @@ static void rec_fork_child(void)
     free(rec_path);
     rec_path = NULL;
     atomic_store(&cl_hooks, 0);
-    pthread_mutex_unlock(&rec_lock);
+    rec_lock_drop();
     if (rec_ckpt != NULL)
         rec_ckpt->shutdown(true);
 }
 
 static void rec_open_locked(const char *want)
 {
+    assert(rec_lock_held());
     char *path = want != NULL ? rec_expand(want) : NULL;
     if (path != NULL && rec_path != NULL && strcmp(path, rec_path) == 0) {
         free(path);
@@ -263,6 +287,7 @@ static void rec_open_locked(const char *want)
 
 static void rec_configure_locked(void)
 {
+    assert(rec_lock_held());
     const char *want = getenv("TRNEMU_RECORD");
     if (want != NULL && *want == '\0')
         want = NULL;
@@ -289,14 +314,15 @@ static void rec_configure_locked(void)
 
 void cl_reconfigure(void)
 {
-    pthread_mutex_lock(&rec_lock);
+    rec_lock_take();
     rec_configure_locked();
-    pthread_mutex_unlock(&rec_lock);
+    rec_lock_drop();
 }
 
 /* The writer failed: stop recording (rec_lock held). */
 static void rec_failed_locked(int64_t seq)
 {
+    assert(rec_lock_held());
     LOG_ERROR("STORE", "recording into %s stopped at call %lld: %s", rec_path, (long long)seq,
               rec_log != NULL ? cl_log_error(rec_log) : "no log open");
     atomic_fetch_and(&cl_hooks, ~CL_H_RECORD);
@@ -306,19 +332,20 @@ static void rec_failed_locked(int64_t seq)
 /* Wait until the writer has written and committed everything. */
 static void rec_drain_locked(int64_t seq)
 {
+    assert(rec_lock_held());
     if (rec_queue != NULL && !cl_queue_drain(rec_queue))
         rec_failed_locked(seq);
 }
 
 void cl_log_hold(void)
 {
-    pthread_mutex_lock(&rec_lock);
+    rec_lock_take();
     rec_drain_locked(-1);
 }
 
 void cl_log_release(void)
 {
-    pthread_mutex_unlock(&rec_lock);
+    rec_lock_drop();
 }
 
 /* ---- the calls ---- */
@@ -329,10 +356,10 @@ void cl_call_begin(struct cl_call *c, enum cl_fn_id id, const uint64_t *argv,
     c->id = -1;
     int h = atomic_load(&cl_hooks);
     if (h & CL_H_UNCONF) {
-        pthread_mutex_lock(&rec_lock);
+        rec_lock_take();
         if (atomic_load(&cl_hooks) & CL_H_UNCONF)
             rec_configure_locked();
-        pthread_mutex_unlock(&rec_lock);
+        rec_lock_drop();
         h = atomic_load(&cl_hooks);
     }
     if (h == 0)
@@ -393,6 +420,7 @@ NRT_STATUS cl_write_call(struct cl_log *log, const struct cl_call *c, const char
  * copy for the row, or NULL. */
 static char *rec_env_change(const struct cl_fn *fn)
 {
+    assert(rec_lock_held());
     if (!(fn->flags & (CL_F_ENV | CL_F_INIT)) && rec_env_last != NULL)
         return NULL;
     char *env = cl_env_current();
@@ -409,6 +437,7 @@ static char *rec_env_change(const struct cl_fn *fn)
  * it (false). rec_lock held. */
 static bool rec_seen_add(const uint8_t hash[16])
 {
+    assert(rec_lock_held());
     if ((rec_seen_n + 1) * 2 > rec_seen_cap) {
         size_t cap = rec_seen_cap ? rec_seen_cap * 2 : 1024;
         uint8_t (*v)[16] = calloc(cap, 16);
@@ -470,6 +499,7 @@ static bool rec_own_buffers(struct cl_item *it, uint64_t *bytes)
 /* Hand the returned call c to the writer (rec_lock held). */
 static void rec_push_locked(const struct cl_call *c)
 {
+    assert(rec_lock_held());
     const struct cl_fn *fn = &cl_fns[c->id];
     if (rec_queue == NULL)
         return;
@@ -505,9 +535,9 @@ void cl_call_end(struct cl_call *c, uint64_t ret)
     c->ret = ret;
     const struct cl_fn *fn = &cl_fns[c->id];
     if (atomic_load(&cl_hooks) & CL_H_RECORD) {
-        pthread_mutex_lock(&rec_lock);
+        rec_lock_take();
         rec_push_locked(c);
-        pthread_mutex_unlock(&rec_lock);
+        rec_lock_drop();
     }
     if ((fn->flags & CL_F_EXEC) && rec_ckpt != NULL && (atomic_load(&cl_hooks) & CL_H_CKPT))
         rec_ckpt->after(c, (NRT_STATUS)(int64_t)ret);

@@ -1,7 +1,7 @@
 /*
  * calllog_replay.c: replay a call log: load a libnrt.so.1 into this
  * process, re-issue the recorded calls in sequence order through libffi
- * (the descriptors of store/calls.def give every signature), and compare
+ * (the descriptors of abi/calls.def give every signature), and compare
  * each status, scalar output and output-buffer hash with the recording.
  *
  * Handles are mapped from the recorded values to the live ones as calls
@@ -19,6 +19,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "emu/progress.h"
 #include "nrt/nrt.h"
@@ -89,14 +90,8 @@ static char rp_foreign[64];
 
 static void *rp_alloc(struct rp_mems *l, size_t size)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct rp_mem *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL)
-            return NULL;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (!GROW_ARRAY(l->v, l->cap, l->n + 1, 16))
+        return NULL;
     struct rp_mem m = {NULL, size ? size : 1, size >= RP_MMAP_MIN};
     if (m.mapped) {
         m.p = mmap(NULL, m.size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
@@ -114,14 +109,8 @@ static void *rp_alloc(struct rp_mems *l, size_t size)
 /* Take ownership of a malloc'd block. */
 static bool rp_adopt(struct rp_mems *l, void *p)
 {
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? l->cap * 2 : 16;
-        struct rp_mem *v = realloc(l->v, cap * sizeof *v);
-        if (v == NULL)
-            return false;
-        l->v = v;
-        l->cap = cap;
-    }
+    if (!GROW_ARRAY(l->v, l->cap, l->n + 1, 16))
+        return false;
     l->v[l->n++] = (struct rp_mem){p, 0, false};
     return true;
 }

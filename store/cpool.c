@@ -8,6 +8,7 @@
  */
 #include "store/cpool.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>
@@ -29,9 +30,32 @@ struct cpool {
     size_t done;                       /* items finished */
 };
 
+static _Thread_local const struct cpool *cpool_locked; /* the pool whose lock this thread holds */
+
+/* The pool's lock, with its holder noted for cpool_held. */
+static void cpool_lock(struct cpool *p)
+{
+    pthread_mutex_lock(&p->lock);
+    cpool_locked = p;
+}
+
+static void cpool_unlock(struct cpool *p)
+{
+    assert(cpool_locked == p);
+    cpool_locked = NULL;
+    pthread_mutex_unlock(&p->lock);
+}
+
+/* Does this thread hold p's lock? For assert() only. */
+static inline bool cpool_held(const struct cpool *p)
+{
+    return cpool_locked == p;
+}
+
 /* Take the next item of the batch (caller holds the lock); false at the end. */
 static bool cpool_take(struct cpool *p, size_t *i)
 {
+    assert(cpool_held(p));
     if (p->next >= p->n)
         return false;
     *i = p->next++;
@@ -42,13 +66,14 @@ static bool cpool_take(struct cpool *p, size_t *i)
  * entry and exit). */
 static void cpool_drain(struct cpool *p)
 {
+    assert(cpool_held(p));
     size_t i;
     while (cpool_take(p, &i)) {
         void (*fn)(void *, size_t) = p->fn;
         void *arg = p->arg;
-        pthread_mutex_unlock(&p->lock);
+        cpool_unlock(p);
         fn(arg, i);
-        pthread_mutex_lock(&p->lock);
+        cpool_lock(p);
         if (++p->done == p->n)
             pthread_cond_broadcast(&p->idle);
     }
@@ -57,13 +82,13 @@ static void cpool_drain(struct cpool *p)
 static void *cpool_main(void *arg)
 {
     struct cpool *p = arg;
-    pthread_mutex_lock(&p->lock);
+    cpool_lock(p);
     while (!p->stop) {
         cpool_drain(p);
         if (!p->stop)
             pthread_cond_wait(&p->wake, &p->lock);
     }
-    pthread_mutex_unlock(&p->lock);
+    cpool_unlock(p);
     return NULL;
 }
 
@@ -99,10 +124,10 @@ void cpool_stop(struct cpool *p)
 {
     if (p == NULL)
         return;
-    pthread_mutex_lock(&p->lock);
+    cpool_lock(p);
     p->stop = true;
     pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->lock);
+    cpool_unlock(p);
     for (unsigned i = 0; i < p->nth; i++)
         pthread_join(p->th[i], NULL);
     pthread_cond_destroy(&p->wake);
@@ -113,21 +138,21 @@ void cpool_stop(struct cpool *p)
 
 void cpool_submit(struct cpool *p, void (*fn)(void *arg, size_t i), void *arg, size_t n)
 {
-    pthread_mutex_lock(&p->lock);
+    cpool_lock(p);
     p->fn = fn;
     p->arg = arg;
     p->n = n;
     p->next = 0;
     p->done = 0;
     pthread_cond_broadcast(&p->wake);
-    pthread_mutex_unlock(&p->lock);
+    cpool_unlock(p);
 }
 
 void cpool_wait(struct cpool *p)
 {
-    pthread_mutex_lock(&p->lock);
+    cpool_lock(p);
     cpool_drain(p);
     while (p->done < p->n)
         pthread_cond_wait(&p->idle, &p->lock);
-    pthread_mutex_unlock(&p->lock);
+    cpool_unlock(p);
 }

@@ -19,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 
 /* Most staging buffers. */
@@ -179,14 +180,8 @@ uint8_t *cwriter_reserve(struct cwriter_buf *b, uint64_t off, size_t n)
     if (last != NULL && last->off + last->len == off) {
         last->len += n;
     } else {
-        if (b->nruns == b->runs_cap) {
-            size_t ncap = b->runs_cap ? 2 * b->runs_cap : 16;
-            struct cwriter_run *r = realloc(b->runs, ncap * sizeof *r);
-            if (r == NULL)
-                return NULL;
-            b->runs = r;
-            b->runs_cap = ncap;
-        }
+        if (!GROW_ARRAY(b->runs, b->runs_cap, b->nruns + 1, 16))
+            return NULL;
         b->runs[b->nruns++] = (struct cwriter_run){off, n};
     }
     uint8_t *p = b->data + b->used;

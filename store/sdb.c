@@ -104,7 +104,7 @@ bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st)
     return false;
 }
 
-NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what)
+NRT_STATUS sdb_sql(struct snap_db *db, const char *sql, const char *what)
 {
     int rc = sqlite3_exec(db->sql, sql, NULL, NULL, NULL);
     return rc == SQLITE_OK ? NRT_SUCCESS : sdb_fail(db, rc, what);
@@ -138,14 +138,14 @@ NRT_STATUS sdb_create_schema(struct snap_db *db)
              "INSERT INTO meta VALUES('format','trnemu-snapshot'),('schema','%d'),"
              "('chunk_hash','xxh3-128'),('created_by','trnemu'),('manifest_from','0');"
              "PRAGMA user_version=%d;", SNAP_SCHEMA_VERSION, SNAP_SCHEMA_VERSION);
-    NRT_STATUS st = sdb_exec(db, "BEGIN IMMEDIATE", "starting the schema");
+    NRT_STATUS st = sdb_sql(db, "BEGIN IMMEDIATE", "starting the schema");
     if (st != NRT_SUCCESS)
         return st;
-    st = sdb_exec(db, sdb_schema_v1, "creating the schema");
+    st = sdb_sql(db, sdb_schema_v1, "creating the schema");
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, meta, "writing the schema version");
+        st = sdb_sql(db, meta, "writing the schema version");
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "COMMIT", "creating the schema");
+        st = sdb_sql(db, "COMMIT", "creating the schema");
     if (st != NRT_SUCCESS)
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
     return st;
@@ -181,7 +181,7 @@ NRT_STATUS sdb_check_schema(struct snap_db *db)
         return NRT_INVALID;
     }
     if (ver == 1 && !db->readonly) {
-        NRT_STATUS st = sdb_exec(db, sdb_upgrade_v2, "upgrading the file to schema 2");
+        NRT_STATUS st = sdb_sql(db, sdb_upgrade_v2, "upgrading the file to schema 2");
         if (st != NRT_SUCCESS)
             sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
         return st;

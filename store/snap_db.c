@@ -61,7 +61,7 @@ static NRT_STATUS snap_prepare_file(struct snap_db *db, bool create)
     if (st != NRT_SUCCESS)
         return st;
     if (!db->readonly) {
-        st = sdb_exec(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        st = sdb_sql(db, "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
                       "switching to WAL mode");
         if (st != NRT_SUCCESS)
             return st;

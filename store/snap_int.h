@@ -33,7 +33,7 @@ NRT_STATUS sdb_fail(struct snap_db *db, int rc, const char *what);
  * (then *st is set; nothing is done when *st already holds one). */
 bool sdb_next(struct snap_db *db, sqlite3_stmt *s, NRT_STATUS *st);
 /* Run statements without results. */
-NRT_STATUS sdb_exec(struct snap_db *db, const char *sql, const char *what);
+NRT_STATUS sdb_sql(struct snap_db *db, const char *sql, const char *what);
 /* Prepare one statement; NULL on failure (logged). */
 sqlite3_stmt *sdb_prepare(struct snap_db *db, const char *sql);
 /* Step a statement that returns no row (INSERT, UPDATE ...), then reset it. */
@@ -117,5 +117,13 @@ NRT_STATUS snap_manifest_write(struct snap_db *db, int64_t snap);
 /* Check the manifest and every row of a snapshot; decode: also every
  * chunk against its hash. *legacy: no manifest (older snapshot). */
 NRT_STATUS snap_verify_rows(struct snap_db *db, int64_t snap, bool decode, bool *legacy);
+
+/* The kinds of object a snapshot holds, in the one order that saving and
+ * restoring both walk them (X(kind) names snap_<kind> in snap_save.c and
+ * in snap_restore.c). The order is the restore's: models first, so that
+ * their HBM blocks are taken at their recorded places before any tensor
+ * takes HBM, then storages, the tensors and sets that use them, and HBM
+ * and core memory last, over whatever the re-created objects wrote. */
+#define SNAP_KINDS(X) X(options) X(models) X(storages) X(tensors) X(sets) X(hbm) X(cores)
 
 #endif

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "store/snap_int.h"
 
@@ -22,14 +23,8 @@ struct snapq_vec {
 /* A new zeroed row at the end, NULL when out of memory. */
 static void *snapq_push(struct snapq_vec *a)
 {
-    if (a->n == a->cap) {
-        size_t ncap = a->cap ? a->cap * 2 : 16;
-        void *p = realloc(a->v, ncap * a->elem);
-        if (p == NULL)
-            return NULL;
-        a->v = p;
-        a->cap = ncap;
-    }
+    if (!grow_array(&a->v, a->n + 1, &a->cap, a->elem, 16))
+        return NULL;
     void *row = (char *)a->v + a->n++ * a->elem;
     memset(row, 0, a->elem);
     return row;
@@ -309,24 +304,24 @@ NRT_STATUS snapq_remove(struct snap_db *db, int64_t id)
         "tensor_set_entry", "model", "model_block", "model_io", "core", "manifest",
     };
     snap_db_lock(db);
-    NRT_STATUS st = sdb_exec(db, "BEGIN IMMEDIATE", "removing a snapshot");
+    NRT_STATUS st = sdb_sql(db, "BEGIN IMMEDIATE", "removing a snapshot");
     bool began = st == NRT_SUCCESS;
     for (size_t i = 0; st == NRT_SUCCESS && i < sizeof tables / sizeof *tables; i++) {
         char sql[128];
         snprintf(sql, sizeof sql, "DELETE FROM %s WHERE snap = %" PRId64, tables[i], id);
-        st = sdb_exec(db, sql, "removing a snapshot");
+        st = sdb_sql(db, sql, "removing a snapshot");
     }
     if (st == NRT_SUCCESS) {
         char sql[128];
         snprintf(sql, sizeof sql, "DELETE FROM snapshot WHERE id = %" PRId64, id);
-        st = sdb_exec(db, sql, "removing a snapshot");
+        st = sdb_sql(db, sql, "removing a snapshot");
     }
     if (st == NRT_SUCCESS && sqlite3_changes(db->sql) == 0) {
         LOG_ERROR("STORE", "%s has no snapshot %" PRId64, db->path, id);
         st = NRT_INVALID;
     }
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "COMMIT", "removing a snapshot");
+        st = sdb_sql(db, "COMMIT", "removing a snapshot");
     if (st != NRT_SUCCESS && began)
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
     snap_db_unlock(db);
@@ -352,7 +347,7 @@ NRT_STATUS snapq_gc(struct snap_db *db, uint64_t *chunks, uint64_t *bytes)
 {
     *chunks = *bytes = 0;
     snap_db_lock(db);
-    NRT_STATUS st = sdb_exec(db, "BEGIN IMMEDIATE", "collecting garbage");
+    NRT_STATUS st = sdb_sql(db, "BEGIN IMMEDIATE", "collecting garbage");
     bool began = st == NRT_SUCCESS;
     if (st == NRT_SUCCESS)
         st = snapq_measure(db, "SELECT count(*), coalesce(sum(length(data)), 0) FROM chunk WHERE id"
@@ -361,15 +356,15 @@ NRT_STATUS snapq_gc(struct snap_db *db, uint64_t *chunks, uint64_t *bytes)
         st = snapq_measure(db, "SELECT count(*), coalesce(sum(length(data)), 0) FROM neff WHERE id"
                                " NOT IN (SELECT neff FROM model)", chunks, bytes);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "DELETE FROM chunk WHERE id NOT IN (SELECT chunk FROM region_chunk);"
+        st = sdb_sql(db, "DELETE FROM chunk WHERE id NOT IN (SELECT chunk FROM region_chunk);"
                           "DELETE FROM neff WHERE id NOT IN (SELECT neff FROM model);",
                       "collecting garbage");
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "COMMIT", "collecting garbage");
+        st = sdb_sql(db, "COMMIT", "collecting garbage");
     if (st != NRT_SUCCESS && began)
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "VACUUM; PRAGMA wal_checkpoint(TRUNCATE);", "compacting the file");
+        st = sdb_sql(db, "VACUUM; PRAGMA wal_checkpoint(TRUNCATE);", "compacting the file");
     snap_db_unlock(db);
     return st;
 }

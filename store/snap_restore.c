@@ -9,6 +9,7 @@
  * chip's HBM and each core's SBUF, PSUM and registers. Every value read
  * is checked first. On any failure the objects made so far are freed.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 
 #include "devices/runtime/state.h"
 #include "emu/core/core_state.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "store/snap_int.h"
 
@@ -54,14 +56,8 @@ static NRT_STATUS snap_bad(struct snap_restorer *rs, const char *what)
 
 static NRT_STATUS snap_map_add(struct snap_restorer *rs, uint64_t old, void *obj, int kind)
 {
-    if (rs->map.n == rs->cap) {
-        size_t ncap = rs->cap ? rs->cap * 2 : 16;
-        struct snap_handle *v = realloc(rs->map.v, ncap * sizeof *v);
-        if (v == NULL)
-            return NRT_RESOURCE;
-        rs->map.v = v;
-        rs->cap = ncap;
-    }
+    if (!GROW_ARRAY(rs->map.v, rs->cap, rs->map.n + 1, 16))
+        return NRT_RESOURCE;
     rs->map.v[rs->map.n++] = (struct snap_handle){old, obj, kind};
     return NRT_SUCCESS;
 }
@@ -231,14 +227,9 @@ static NRT_STATUS snap_model_blocks(struct snap_restorer *rs, sqlite3_stmt *s, u
             st = snap_bad(rs, "a model block row is malformed");
             break;
         }
-        if (*n == cap) {
-            cap = cap ? cap * 2 : 16;
-            struct hbm_block *b = realloc(*out, cap * sizeof *b);
-            if (b == NULL) {
-                st = NRT_RESOURCE;
-                break;
-            }
-            *out = b;
+        if (!GROW_ARRAY(*out, cap, *n + 1, 16)) {
+            st = NRT_RESOURCE;
+            break;
         }
         (*out)[(*n)++] = (struct hbm_block){(uint32_t)chip, (uint32_t)stack, (uint32_t)vnc, off, len};
     }
@@ -559,6 +550,12 @@ static void snap_undo(struct snap_restorer *rs)
     snap_handle_map_free(&rs->map);
 }
 
+/* Every kind of object, in the order of SNAP_KINDS (snap_int.h). */
+#define SNAP_RESTORE_KIND(kind) snap_##kind,
+static NRT_STATUS (*const snap_restore_kinds[])(struct snap_restorer *rs) = {
+    SNAP_KINDS(SNAP_RESTORE_KIND)};
+#undef SNAP_RESTORE_KIND
+
 static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
 {
     bool legacy = false;
@@ -570,20 +567,9 @@ static NRT_STATUS snap_restore_all(struct snap_restorer *rs)
         st = snap_header(rs);
     if (st == NRT_SUCCESS && !state_is_fresh(rs->mach))
         st = NRT_INVALID;
-    if (st == NRT_SUCCESS)
-        st = snap_options(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_models(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_storages(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_tensors(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_sets(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_hbm(rs);
-    if (st == NRT_SUCCESS)
-        st = snap_cores(rs);
+    for (size_t i = 0;
+         st == NRT_SUCCESS && i < sizeof snap_restore_kinds / sizeof *snap_restore_kinds; i++)
+        st = snap_restore_kinds[i](rs);
     return st;
 }
 
@@ -601,6 +587,7 @@ static void snap_map_file(struct snap_db *db, bool on)
 
 NRT_STATUS snap_restore(struct snap_db *db, int64_t id, struct snap_handle_map *map)
 {
+    assert(state_held());
     struct snap_restorer rs = {.db = db, .snap = id, .mach = state_machine()};
     struct progress pg;
     map->v = NULL;

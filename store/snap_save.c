@@ -3,6 +3,7 @@
  * snapshot.h). Everything is written in one transaction, so a snapshot
  * is either wholly in the file or not at all.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -484,23 +485,17 @@ static NRT_STATUS snap_models(struct snap_saver *sv)
 
 /* ---- the whole save ---------------------------------------------------- */
 
+/* Every kind of object, in the order of SNAP_KINDS (snap_int.h). */
+#define SNAP_SAVE_KIND(kind) snap_##kind,
+static NRT_STATUS (*const snap_save_kinds[])(struct snap_saver *sv) = {SNAP_KINDS(SNAP_SAVE_KIND)};
+#undef SNAP_SAVE_KIND
+
 static NRT_STATUS snap_save_all(struct snap_saver *sv, const char *reason, int64_t call_seq)
 {
     NRT_STATUS st = snap_row(sv, reason, call_seq);
-    if (st == NRT_SUCCESS)
-        st = snap_options(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_hbm(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_storages(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_tensors(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_sets(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_models(sv);
-    if (st == NRT_SUCCESS)
-        st = snap_cores(sv);
+    for (size_t i = 0; st == NRT_SUCCESS && i < sizeof snap_save_kinds / sizeof *snap_save_kinds;
+         i++)
+        st = snap_save_kinds[i](sv);
     if (st == NRT_SUCCESS)
         st = snap_row_sizes(sv);
     if (st == NRT_SUCCESS)
@@ -510,6 +505,7 @@ static NRT_STATUS snap_save_all(struct snap_saver *sv, const char *reason, int64
 
 NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, int64_t *id_out)
 {
+    assert(state_held());
     if (db == NULL || db->readonly) {
         LOG_ERROR("STORE", "%s: the snapshot file is not writable", db ? db->path : "(none)");
         return NRT_FAILURE;
@@ -524,12 +520,12 @@ NRT_STATUS snap_save(struct snap_db *db, const char *reason, int64_t call_seq, i
     if (st == NRT_SUCCESS)
         st = state_capture(&sv.v);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "BEGIN IMMEDIATE", "starting a snapshot");
+        st = sdb_sql(db, "BEGIN IMMEDIATE", "starting a snapshot");
     began = st == NRT_SUCCESS;
     if (st == NRT_SUCCESS)
         st = snap_save_all(&sv, reason, call_seq);
     if (st == NRT_SUCCESS)
-        st = sdb_exec(db, "COMMIT", "committing the snapshot");
+        st = sdb_sql(db, "COMMIT", "committing the snapshot");
     if (st != NRT_SUCCESS && began)
         sqlite3_exec(db->sql, "ROLLBACK", NULL, NULL, NULL);
     if (st == NRT_SUCCESS) {

@@ -41,6 +41,7 @@
 #include <string.h>
 
 #include "devices/coll/coll_int.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 #include "emu/num/numerics.h"
 
@@ -648,14 +649,10 @@ static NRT_STATUS coll_alone(const struct coll_args *a, uint32_t esize)
 
 static bool coll_reserve(struct coll_comm *c, uint32_t n)
 {
-    uint32_t need = 4 * n + 8;
-    if (need <= c->nxf_cap)
-        return true;
-    struct coll_xfer *x = realloc(c->xf, need * sizeof *x);
-    if (x == NULL)
+    size_t cap = c->nxf_cap;
+    if (!GROW_ARRAY(c->xf, cap, 4 * (size_t)n + 8, 4 * (size_t)n + 8) || cap > UINT32_MAX)
         return false;
-    c->xf = x;
-    c->nxf_cap = need;
+    c->nxf_cap = (uint32_t)cap;
     return true;
 }
 

@@ -2,9 +2,9 @@
  * coll_int.h: the insides of the collectives, shared by coll.c (the
  * communicator: shared file, joining), coll_algo.c (the operations and
  * their progress engine), coll_direct.c (the direct all-reduce) and
- * coll_state.c (deadlines, faults, waits, accounting) and coll_net.c (ranks
+ * coll_shared.c (deadlines, faults, waits, accounting) and coll_net.c (ranks
  * on other nodes). Calls go one way: coll.c -> coll_algo.c ->
- * coll_direct.c, each -> coll_state.c -> coll_net.c. Not for other modules.
+ * coll_direct.c, each -> coll_shared.c -> coll_net.c. Not for other modules.
  */
 #ifndef TRNEMU_DEVICES_COLL_INT_H
 #define TRNEMU_DEVICES_COLL_INT_H
@@ -149,7 +149,7 @@ struct coll_comm {
     struct coll_net *net;           /* ranks on other nodes (coll_net.c); NULL: one node */
 };
 
-/* ---- coll_state.c, for coll.c, coll_algo.c and coll_direct.c ------------- */
+/* ---- coll_shared.c, for coll.c, coll_algo.c and coll_direct.c ------------- */
 
 /* Mark the communicator failed for every rank (the first failure wins) and
  * return the status to report. */

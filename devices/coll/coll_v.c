@@ -26,6 +26,7 @@
  * operation to the next (a fresh allocation of megabytes would cost a page
  * fault per 4 KiB every time) and freed at nrt_close (coll_v_release_all).
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -49,6 +50,7 @@ struct collv_stage {
 };
 
 static pthread_mutex_t collv_lock = PTHREAD_MUTEX_INITIALIZER; /* guards collv_stages */
+static _Thread_local bool collv_lock_owner; /* this thread holds collv_lock */
 static struct collv_stage collv_stages[COLLV_STAGES];
 
 /* What one rank runs, as the verdict needs it. */
@@ -225,10 +227,31 @@ static uint64_t collv_chunk(const struct collv_plan *p, uint32_t s, uint32_t r)
     return p->table[s * p->words + COLLV_HEAD + r];
 }
 
+/* collv_lock, with its owner noted for collv_lock_held. */
+static void collv_lock_take(void)
+{
+    pthread_mutex_lock(&collv_lock);
+    collv_lock_owner = true;
+}
+
+static void collv_lock_drop(void)
+{
+    assert(collv_lock_owner);
+    collv_lock_owner = false;
+    pthread_mutex_unlock(&collv_lock);
+}
+
+/* Does this thread hold collv_lock? For assert() only. */
+static inline bool collv_lock_held(void)
+{
+    return collv_lock_owner;
+}
+
 /* The entry kept for c (taken, busy) or a free one (claimed); NULL when
  * all are taken or c's is lent already. Caller holds collv_lock. */
 static struct collv_stage *collv_stage_find(const struct coll_comm *c)
 {
+    assert(collv_lock_held());
     struct collv_stage *spare = NULL;
     for (uint32_t i = 0; i < COLLV_STAGES; i++) {
         if (collv_stages[i].c == c)
@@ -245,7 +268,7 @@ static struct collv_stage *collv_stage_find(const struct coll_comm *c)
  * communicator's kept memory, give it back with collv_stage_put), or NULL. */
 static uint8_t *collv_stage_get(const struct coll_comm *c, uint64_t bytes, bool *kept)
 {
-    pthread_mutex_lock(&collv_lock);
+    collv_lock_take();
     struct collv_stage *e = collv_stage_find(c);
     if (e != NULL && e->cap < bytes) {
         uint8_t *p = realloc(e->buf, bytes);
@@ -257,7 +280,7 @@ static uint8_t *collv_stage_get(const struct coll_comm *c, uint64_t bytes, bool 
     uint8_t *buf = e != NULL && e->cap >= bytes ? e->buf : NULL;
     if (buf != NULL)
         e->busy = true;
-    pthread_mutex_unlock(&collv_lock);
+    collv_lock_drop();
     *kept = buf != NULL;
     return buf != NULL ? buf : malloc(bytes);
 }
@@ -268,21 +291,21 @@ static void collv_stage_put(const struct coll_comm *c, uint8_t *buf, bool kept)
         free(buf);
         return;
     }
-    pthread_mutex_lock(&collv_lock);
+    collv_lock_take();
     for (uint32_t i = 0; i < COLLV_STAGES; i++)
         if (collv_stages[i].c == c)
             collv_stages[i].busy = false;
-    pthread_mutex_unlock(&collv_lock);
+    collv_lock_drop();
 }
 
 void coll_v_release_all(void)
 {
-    pthread_mutex_lock(&collv_lock);
+    collv_lock_take();
     for (uint32_t i = 0; i < COLLV_STAGES; i++) {
         free(collv_stages[i].buf);
         collv_stages[i] = (struct collv_stage){NULL, NULL, 0, false};
     }
-    pthread_mutex_unlock(&collv_lock);
+    collv_lock_drop();
 }
 
 /* Step 2: pack this rank's chunks into slots of max_chunk elements (one per

@@ -62,7 +62,7 @@ uint64_t chan_space(const struct chan *c, uint8_t **p)
  * capacity a power of two of whole messages, and 0 <= head - tail <= cap
  * (counters only grow; each end moves only its own). O(1), for assert()
  * at every commit and release. */
-static bool chan_sane(const struct chan *c, uint64_t head, uint64_t tail)
+static inline bool chan_sane(const struct chan *c, uint64_t head, uint64_t tail)
 {
     return c->cap >= CHAN_MIN_CAP && (c->cap & (c->cap - 1)) == 0 && c->cap % CHAN_ALIGN == 0 &&
            head >= tail && head - tail <= c->cap;

@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/grow.h"
 #include "emu/log.h"
 
 NRT_STATUS hbm_alloc_init(struct hbm_alloc *a, uint64_t size)
@@ -33,7 +34,7 @@ NRT_STATUS hbm_alloc_init(struct hbm_alloc *a, uint64_t size)
 
 void hbm_alloc_fini(struct hbm_alloc *a)
 {
-    assert(hbm_alloc_sane(a) == 0);
+    assert(hbm_alloc_sane(a));
     free(a->free);
     a->free = NULL;
     a->nfree = a->cap = 0;
@@ -50,15 +51,7 @@ uint64_t hbm_alloc_round(uint64_t size)
 
 static int hbm_alloc_grow(struct hbm_alloc *a)
 {
-    if (a->nfree < a->cap)
-        return 0;
-    size_t ncap = a->cap * 2;
-    struct hbm_extent *n = realloc(a->free, ncap * sizeof *n);
-    if (n == NULL)
-        return -1;
-    a->free = n;
-    a->cap = ncap;
-    return 0;
+    return GROW_ARRAY(a->free, a->cap, a->nfree + 1, 16) ? 0 : -1;
 }
 
 static void hbm_alloc_insert_at(struct hbm_alloc *a, size_t i, uint64_t off, uint64_t len)
@@ -79,7 +72,7 @@ static void hbm_alloc_remove_at(struct hbm_alloc *a, size_t i)
  * non-empty and inside the region, sorted, disjoint and not touching;
  * used within size. O(1), for assert() after every change (the lock is
  * held); hbm_alloc_sane checks the whole list. */
-static bool hbm_alloc_sane_near(const struct hbm_alloc *a, size_t i)
+static inline bool hbm_alloc_sane_near(const struct hbm_alloc *a, size_t i)
 {
     if (a->used > a->size || a->nfree > a->cap)
         return false;
@@ -244,21 +237,21 @@ uint64_t hbm_alloc_largest_free(struct hbm_alloc *a)
     return best;
 }
 
-int hbm_alloc_sane(struct hbm_alloc *a)
+bool hbm_alloc_sane(struct hbm_alloc *a)
 {
-    int bad = 0;
+    bool ok = true;
     uint64_t total = 0;
     pthread_mutex_lock(&a->lock);
     for (size_t i = 0; i < a->nfree; i++) {
         const struct hbm_extent *e = &a->free[i];
         if (e->len == 0 || e->off + e->len > a->size)
-            bad = 1;
+            ok = false;
         if (i > 0 && a->free[i - 1].off + a->free[i - 1].len >= e->off)
-            bad = 1;
+            ok = false;
         total += e->len;
     }
     if (total + a->used != a->size)
-        bad = 1;
+        ok = false;
     pthread_mutex_unlock(&a->lock);
-    return bad;
+    return ok;
 }

@@ -11,6 +11,7 @@
 #define TRNEMU_DEVICES_HBM_ALLOC_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -66,8 +67,9 @@ uint64_t hbm_alloc_used(struct hbm_alloc *a);
 uint64_t hbm_alloc_largest_free(struct hbm_alloc *a);
 
 /* Check the invariants (sorted, disjoint, non-adjacent, used + free == size);
- * returns 0 when they hold. For tests and assert() (hbm_alloc_fini; each
- * change asserts the same around the ranges it touched). */
-int hbm_alloc_sane(struct hbm_alloc *a);
+ * true when they hold, like every *_sane. For tests and assert()
+ * (hbm_alloc_fini; each change asserts the same around the ranges it
+ * touched). */
+bool hbm_alloc_sane(struct hbm_alloc *a);
 
 #endif

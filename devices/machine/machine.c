@@ -4,6 +4,7 @@
  */
 #include "devices/machine/machine.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -237,13 +238,19 @@ NRT_STATUS machine_vnc_core(struct machine *m, uint32_t vnc, uint32_t i, struct 
     return NRT_SUCCESS;
 }
 
+static _Thread_local bool machine_mem_in; /* this thread is between mem_enter and mem_leave */
+
 void machine_mem_enter(struct machine *m)
 {
+    assert(!machine_mem_in);  /* never nested: the lock prefers writers */
     pthread_rwlock_rdlock(&m->quiesce);
+    machine_mem_in = true;
 }
 
 void machine_mem_leave(struct machine *m)
 {
+    assert(machine_mem_in);
+    machine_mem_in = false;
     pthread_rwlock_unlock(&m->quiesce);
 }
 
@@ -268,6 +275,11 @@ NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what
         LOG_ERROR("TDRV", "%s failed: device memory could not be backed by the shared-memory "
                   "directory (%s)", what, space);
     return NRT_RESOURCE;
+}
+
+bool machine_mem_held(void)
+{
+    return machine_mem_in;
 }
 
 const char *machine_instance_dir(const struct machine *m)

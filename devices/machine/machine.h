@@ -52,7 +52,7 @@ struct vnc_info {
     pthread_mutex_t exec_lock; /* held for the length of one execution */
     struct worker worker;   /* runs its executions in order; started by the first */
     struct worker helper[MACHINE_MAX_LNC - 1]; /* runs physical cores 1.. of a split
-                                                  execution (exec.c); started on first use */
+                                                  execution (exec_lnc.c); started on first use */
     struct core *cores[MACHINE_MAX_LNC]; /* its physical cores, made on first use */
 };
 
@@ -79,8 +79,9 @@ struct hbm_block {
 NRT_STATUS machine_create(const struct machine_config *cfg, struct machine **out);
 void machine_destroy(struct machine *m);
 
-/* The i-th physical core of a VNC, created on first use (caller holds the
- * VNC's exec_lock). NRT_RESOURCE when the host is out of memory. */
+/* The i-th physical core of a VNC, created on first use by the VNC's one
+ * running execution (its worker's job: devices/runtime/exec_request.c).
+ * NRT_RESOURCE when the host is out of memory. */
 /* Which chip's HBM holds [p, p+len), and at what offset; false when none. */
 bool machine_hbm_locate(const struct machine *m, const void *p, uint64_t len, uint32_t *chip,
                         uint64_t *off);
@@ -122,6 +123,9 @@ void machine_mem_leave(struct machine *m);
  * be backed meanwhile (devices/machine/hbm_guard.h), else NRT_SUCCESS. */
 uint64_t machine_mem_faults(void);
 NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what);
+/* Is this thread between machine_mem_enter and machine_mem_leave? For
+ * assert() only. */
+bool machine_mem_held(void);
 
 /* Directory holding the shared instance's files (devices/machine/instance.h). */
 const char *machine_instance_dir(const struct machine *m);

@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "emu/core/tbuf.h"
+#include "emu/grow.h"
 #include "emu/isa/isa.h"
 #include "emu/log.h"
 
@@ -258,15 +259,7 @@ static bool devprof_keep_one(const struct devprof_rec *r, const void *arg)
 
 static bool devprof_grow(void)
 {
-    if (devprof_n < devprof_cap)
-        return true;
-    size_t cap = devprof_cap ? 2 * devprof_cap : 64;
-    struct devprof_rec *r = realloc(devprof_recs, cap * sizeof *r);
-    if (r == NULL)
-        return false;
-    devprof_recs = r;
-    devprof_cap = cap;
-    return true;
+    return GROW_ARRAY(devprof_recs, devprof_cap, devprof_n + 1, 64);
 }
 
 static void devprof_mkdir(const char *dir)

@@ -12,6 +12,7 @@
  */
 #include "devices/runtime/async.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -31,6 +32,7 @@
 #include "devices/observe/systrace.h"
 #include "devices/runtime/tensor.h"
 #include "devices/thread/worker.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 
 enum async_kind {
@@ -98,6 +100,7 @@ struct async_queue {
 };
 
 static pthread_mutex_t async_lock = PTHREAD_MUTEX_INITIALIZER;
+static _Thread_local bool async_lock_owner; /* this thread holds async_lock */
 static pthread_cond_t async_progress = PTHREAD_COND_INITIALIZER; /* a request finished */
 static struct async_queue **async_queues;  /* by XU id; allocated on first use */
 static nrta_error_tracker_t *async_trackers; /* live and pending-free trackers */
@@ -108,6 +111,27 @@ static long async_cpus = 1;      /* the host's online CPUs */
 static uint64_t async_finished;  /* requests completed and callbacks returned: drain's progress */
 static uint64_t async_timeout_ns = (uint64_t)ASYNC_DRAIN_TIMEOUT_S * 1000000000u; /* EXEC_TIMEOUT */
 static _Thread_local int64_t async_telling_lnc = -1; /* LNC whose callback runs here */
+
+/* async_lock, taken and dropped with its owner noted for async_lock_held
+ * (a condition wait gives it up only while the thread sleeps). */
+static void async_lock_take(void)
+{
+    pthread_mutex_lock(&async_lock);
+    async_lock_owner = true;
+}
+
+static void async_lock_drop(void)
+{
+    assert(async_lock_owner);
+    async_lock_owner = false;
+    pthread_mutex_unlock(&async_lock);
+}
+
+/* Does this thread hold async_lock? For assert() only. */
+static inline bool async_lock_held(void)
+{
+    return async_lock_owner;
+}
 
 #define ASYNC_NQUEUES (1u << 16)
 
@@ -185,6 +209,7 @@ static NRT_STATUS async_check_queue(uint32_t lnc, nrta_xu_t xu, int queue)
 /* The queue of an XU id, created when create is set. Lock held. */
 static struct async_queue *async_queue_get(uint16_t id, uint32_t lnc, bool create)
 {
+    assert(async_lock_held());
     if (async_queues == NULL) {
         if (!create)
             return NULL;
@@ -206,6 +231,7 @@ static struct async_queue *async_queue_get(uint16_t id, uint32_t lnc, bool creat
 /* Decode a sequence id into its queue; NULL when no queue issued it. Lock held. */
 static struct async_queue *async_queue_of(nrta_seq_t seq, uint64_t *num)
 {
+    assert(async_lock_held());
     uint16_t id = (uint16_t)NRTA_SEQ_GET_XU_ID(seq);
     *num = NRTA_SEQ_GET_SEQ_NUM(seq);
     struct async_queue *q = async_queues != NULL ? async_queues[id] : NULL;
@@ -227,6 +253,7 @@ static bool async_tracker_known(const nrta_error_tracker_t *t)
 /* Drop one reference; free the tracker with the last. Lock held. */
 static void async_tracker_unref(nrta_error_tracker_t *t)
 {
+    assert(async_lock_held());
     if (t == NULL || --t->refs > 0)
         return;
     for (nrta_error_tracker_t **p = &async_trackers; *p != NULL; p = &(*p)->next)
@@ -242,51 +269,47 @@ static void async_tracker_unref(nrta_error_tracker_t *t)
 /* Record a failed request. Lock held. */
 static void async_tracker_add(nrta_error_tracker_t *t, nrta_seq_t seq, NRT_STATUS st)
 {
-    if (t->n == t->cap) {
-        size_t cap = t->cap ? 2 * t->cap : 16;
-        nrta_error_t *e = realloc(t->errs, cap * sizeof *e);
-        if (e == NULL) {
-            LOG_ERROR("NRT", "out of memory recording the failure of request 0x%" PRIx64, seq);
-            return;
-        }
-        t->errs = e;
-        t->cap = cap;
+    assert(async_lock_held());
+    if (!GROW_ARRAY(t->errs, t->cap, t->n + 1, 16)) {
+        LOG_ERROR("NRT", "out of memory recording the failure of request 0x%" PRIx64, seq);
+        return;
     }
     t->errs[t->n++] = (nrta_error_t){seq, (uint64_t)st};
 }
 
 NRT_STATUS async_tracker_create(uint32_t lnc, nrta_error_tracker_t **out)
 {
+    assert(rt_held());
     nrta_error_tracker_t *t = calloc(1, sizeof *t);
     if (t == NULL)
         return NRT_RESOURCE;
     t->lnc = lnc;
     t->refs = 1;
     t->live = true;
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     t->next = async_trackers;
     async_trackers = t;
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     *out = t;
     return NRT_SUCCESS;
 }
 
 bool async_tracker_destroy(nrta_error_tracker_t *t)
 {
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     bool ok = async_tracker_known(t);
     if (ok) {
         t->live = false;
         async_tracker_unref(t);
     }
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     return ok;
 }
 
 NRT_STATUS async_tracker_list(nrta_error_tracker_t *t, const nrta_error_t **list, size_t *n)
 {
     NRT_STATUS st = NRT_SUCCESS;
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     if (!async_tracker_known(t)) {
         LOG_ERROR("NRT", "%p is not a live error tracker (destroyed, or never created)",
                   (void *)t);
@@ -307,7 +330,7 @@ NRT_STATUS async_tracker_list(nrta_error_tracker_t *t, const nrta_error_t **list
         *list = t->n > 0 ? t->shown : NULL;
         *n = t->n;
     }
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     return st;
 }
 
@@ -369,6 +392,7 @@ static NRT_STATUS async_req_move(struct async_req *r)
 /* Signal every waiter whose number has completed. Lock held. */
 static void async_wake(struct async_queue *q)
 {
+    assert(async_lock_held());
     for (struct async_waiter **p = &q->waiters; *p != NULL;) {
         struct async_waiter *w = *p;
         if (w->num > q->completed) {
@@ -387,6 +411,7 @@ static void async_wake(struct async_queue *q)
 /* Mark r finished with st. Lock held; the caller frees r after unlocking. */
 static void async_finish(struct async_req *r, NRT_STATUS st)
 {
+    assert(async_lock_held());
     struct async_queue *q = r->q;
     nrta_seq_t seq = ((nrta_seq_t)q->xu_id << 48) | r->num;
     if (st != NRT_SUCCESS && r->trk != NULL)
@@ -415,6 +440,7 @@ static uint32_t async_req_spin(const struct async_req *r)
 /* Post the oldest pending request of q, if any. Lock held. */
 static void async_start_next(struct async_queue *q)
 {
+    assert(async_lock_held());
     struct async_req *r;
     while ((r = q->head) != NULL) {
         q->head = r->next;
@@ -457,23 +483,23 @@ static void async_req_done(void *arg, NRT_STATUS st)
     systrace_emit(r->kind == ASYNC_CC ? SYS_CC_RUNNING : SYS_ASYNC_REQUEST, (int)q->lnc,
                   r->t_sched, now - r->t_sched, r->kind == ASYNC_EXEC ? r->model->neff->info.name
                   : async_kind_name(r->kind), ((uint64_t)q->xu_id << 48) | r->num, st);
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     async_finish(r, st);
     q->telling += tell;
     async_start_next(q);
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     if (tell) {
         async_telling_lnc = q->lnc;
         exec_notify(r->model, r->num, st);
         async_telling_lnc = -1;
     }
     async_req_free(r);
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     q->telling -= tell;
     async_finished += tell;  /* a callback that returned is progress for drain too */
     async_live--;  /* nrt_close waits for this before tearing anything down */
     pthread_cond_broadcast(&async_progress);
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
 }
 
 /* Queue r on (lnc, xu, queue) with tracker trk; frees r on failure. */
@@ -486,7 +512,7 @@ static NRT_STATUS async_submit(struct async_req *r, uint32_t lnc, nrta_xu_t xu, 
         return st;
     }
     uint16_t id = ASYNC_XU_ID(lnc, xu, queue);
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     struct async_queue *q = async_queue_get(id, lnc, true);
     if (q == NULL) {
         st = NRT_RESOURCE;
@@ -506,7 +532,7 @@ static NRT_STATUS async_submit(struct async_req *r, uint32_t lnc, nrta_xu_t xu, 
                   async_xu_name(xu), queue, lnc, async_depth);
     }
     if (st != NRT_SUCCESS) {
-        pthread_mutex_unlock(&async_lock);
+        async_lock_drop();
         async_req_free(r);
         return st;
     }
@@ -524,7 +550,7 @@ static NRT_STATUS async_submit(struct async_req *r, uint32_t lnc, nrta_xu_t xu, 
     q->tail = r;
     if (!q->running)
         async_start_next(q);
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     return NRT_SUCCESS;
 }
 
@@ -549,6 +575,7 @@ static uint32_t async_tensor_lnc(const struct tensor_view *v)
 NRT_STATUS async_execute(nrt_model_t *m, const nrt_tensor_set_t *in, nrt_tensor_set_t *out,
                          int queue, nrta_error_tracker_t *trk, nrta_seq_t *seq)
 {
+    assert(rt_held());
     struct async_req *r = async_req_new(ASYNC_EXEC);
     if (r == NULL)
         return NRT_RESOURCE;
@@ -599,12 +626,14 @@ static NRT_STATUS async_host_io(enum async_kind kind, void *buf, nrt_tensor_t *t
 NRT_STATUS async_tensor_read(void *buf, nrt_tensor_t *t, uint64_t off, uint64_t size, int queue,
                              nrta_error_tracker_t *trk, nrta_seq_t *seq)
 {
+    assert(rt_held());
     return async_host_io(ASYNC_READ, buf, t, off, size, queue, trk, seq);
 }
 
 NRT_STATUS async_tensor_write(nrt_tensor_t *t, const void *buf, uint64_t off, uint64_t size,
                               int queue, nrta_error_tracker_t *trk, nrta_seq_t *seq)
 {
+    assert(rt_held());
     return async_host_io(ASYNC_WRITE, (void *)buf, t, off, size, queue, trk, seq);
 }
 
@@ -612,6 +641,7 @@ NRT_STATUS async_tensor_copy(nrt_tensor_t *src, uint64_t src_off, nrt_tensor_t *
                              uint64_t dst_off, uint64_t size, int queue,
                              nrta_error_tracker_t *trk, nrta_seq_t *seq)
 {
+    assert(rt_held());
     struct async_req *r = async_req_new(ASYNC_COPY);
     if (r == NULL)
         return NRT_RESOURCE;
@@ -632,6 +662,7 @@ NRT_STATUS async_tensor_copy(nrt_tensor_t *src, uint64_t src_off, nrt_tensor_t *
 NRT_STATUS async_collective(nrt_cc_context_t **ctx, int queue, nrta_error_tracker_t *trk,
                             nrta_seq_t *seq)
 {
+    assert(rt_held());
     struct async_req *r = async_req_new(ASYNC_CC);
     if (r == NULL)
         return NRT_RESOURCE;
@@ -660,11 +691,11 @@ NRT_STATUS async_is_completed(nrta_seq_t seq, bool *done)
         *done = true;
         return NRT_SUCCESS;
     }
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     struct async_queue *q = async_queue_of(seq, &num);
     if (q != NULL)
         *done = num <= q->completed;
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     if (q == NULL) {
         LOG_ERROR("NRT", "0x%" PRIx64 " is not a sequence number this runtime issued", seq);
         return NRT_INVALID;
@@ -678,10 +709,10 @@ NRT_STATUS async_last_completed(uint32_t lnc, nrta_xu_t xu, int queue, nrta_seq_
     if (st != NRT_SUCCESS)
         return st;
     uint16_t id = ASYNC_XU_ID(lnc, xu, queue);
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     struct async_queue *q = async_queue_get(id, lnc, false);
     *seq = ((nrta_seq_t)id << 48) | (q != NULL ? q->completed : 0);
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     return NRT_SUCCESS;
 }
 
@@ -703,13 +734,14 @@ static bool async_spin_done(const void *arg)
  * caller holds the runtime (rt_enter), and only nrt_close frees queues. */
 static struct async_queue *async_poll_done(nrta_seq_t seq, bool *done)
 {
+    assert(rt_held());
     uint64_t num;
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     struct async_queue *q = async_queue_of(seq, &num);
     *done = q != NULL && num <= q->completed;
     bool running = q != NULL && num == q->completed + 1 && q->running;
     uint32_t spin_ns = running ? q->spin_ns : 0;
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     if (spin_ns > 0) {
         struct async_spin_arg a = {q, num};
         *done = spin_poll(async_spin_done, &a, spin_ns);
@@ -748,14 +780,14 @@ NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd)
         free(w);
         return NRT_RESOURCE;
     }
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     struct async_queue *q = async_queue_of(seq, &num);
     if (q != NULL) {
         *w = (struct async_waiter){num, efd, q->waiters};
         q->waiters = w;
         async_wake(q);  /* at once when already complete */
     }
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     if (q == NULL) {
         LOG_ERROR("NRT", "0x%" PRIx64 " is not a sequence number this runtime issued", seq);
         close(user);
@@ -770,6 +802,7 @@ NRT_STATUS async_completion_fd(nrta_seq_t seq, int *fd)
 /* Has every queue of LNC lnc finished its requests? Lock held. */
 static bool async_lnc_idle(uint32_t lnc)
 {
+    assert(async_lock_held());
     if (async_queues == NULL || lnc >= ASYNC_MAX_LNC)
         return true;
     for (uint32_t i = 0; i < 64; i++) {
@@ -800,7 +833,7 @@ NRT_STATUS async_drain(int32_t vnc)
         return NRT_INVALID;
     }
     NRT_STATUS st = NRT_SUCCESS;
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     uint64_t seen = async_finished;
     uint64_t last = spin_now_ns();  /* when a request last completed */
     while (!async_lnc_idle((uint32_t)vnc)) {
@@ -819,7 +852,7 @@ NRT_STATUS async_drain(int32_t vnc)
             last = spin_now_ns();
         }
     }
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     if (st == NRT_CLOSED)
         LOG_ERROR("NRT", "nrt_close was called while draining VNC %d", (int)vnc);
     else if (st == NRT_TIMEOUT)
@@ -834,6 +867,7 @@ NRT_STATUS async_drain(int32_t vnc)
  * requests are appended to *freed for freeing after unlocking. */
 static void async_cancel(struct async_queue *q, struct async_req **freed)
 {
+    assert(async_lock_held());
     while (q->head != NULL) {
         struct async_req *r = q->head;
         q->head = r->next;
@@ -849,9 +883,9 @@ void async_shutdown(void)
 {
     struct async_req *freed = NULL;
     uint32_t cancelled = 0;
-    pthread_mutex_lock(&async_lock);
+    async_lock_take();
     if (async_queues == NULL) {
-        pthread_mutex_unlock(&async_lock);
+        async_lock_drop();
         return;
     }
     for (uint32_t i = 0; i < ASYNC_NQUEUES; i++)
@@ -861,7 +895,7 @@ void async_shutdown(void)
         pthread_cond_wait(&async_progress, &async_lock);
     struct async_queue **qs = async_queues;
     async_queues = NULL;
-    pthread_mutex_unlock(&async_lock);
+    async_lock_drop();
     for (struct async_req *r = freed, *n; r != NULL; r = n, cancelled++) {
         n = r->next;
         async_req_free(r);
@@ -874,7 +908,9 @@ void async_shutdown(void)
         if (q == NULL)
             continue;
         worker_fini(&q->own);     /* joins the thread, if it was started */
+        async_lock_take();        /* async_wake's rule, though no thread is left to race */
         async_wake(q);            /* none left: every request finished */
+        async_lock_drop();
         free(q);
     }
     free(qs);

@@ -7,7 +7,7 @@
  * its requests one at a time, in the order they were scheduled, on a
  * thread of its own (a struct worker, started on first use); different
  * queues and LNCs run at the same time. Executions still run on their
- * VNC's worker (exec.c), in line with that VNC's nrt_execute calls, so
+ * VNC's worker (exec_request.c), in line with that VNC's nrt_execute calls, so
  * they give the bits nrt_execute gives.
  *
  * A request is identified by a nrta_seq_t: the top 16 bits name the queue
@@ -88,7 +88,7 @@ NRT_STATUS async_tracker_list(nrta_error_tracker_t *t, const nrta_error_t **list
 /* Read the environment (rt_init): depth, busy-poll window and the
  * deprecated variable. */
 void async_configure(void);
-/* nrt_close, holding the gate for writing: cancel, wait, free. */
+/* nrt_close, holding the call door shut: cancel, wait, free. */
 void async_shutdown(void);
 
 #endif

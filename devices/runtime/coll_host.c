@@ -7,6 +7,7 @@
  * nrta_cc_schedule queues the prepared operation on the VNC's collectives
  * queue (devices/runtime/async.c), which runs it with coll_cc_run.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -57,12 +58,14 @@ NRT_STATUS coll_host_comm(int32_t vnc, uint32_t rank, uint32_t world, struct col
 
 NRT_STATUS coll_host_join(int32_t vnc, uint32_t rank, uint32_t world)
 {
+    assert(rt_held());
     struct coll_comm *c;
     return coll_host_comm(vnc, rank, world, &c);
 }
 
 NRT_STATUS coll_host_barrier(int32_t vnc, uint32_t rank, uint32_t world)
 {
+    assert(rt_held());
     struct coll_comm *c;
     NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
     if (st != NRT_SUCCESS)
@@ -74,6 +77,7 @@ NRT_STATUS coll_host_barrier(int32_t vnc, uint32_t rank, uint32_t world)
 NRT_STATUS coll_host_all_gather(int32_t vnc, uint32_t rank, uint32_t world, uint64_t bytes,
                                 const void *in, void *out)
 {
+    assert(rt_held());
     struct coll_comm *c;
     NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
     if (st != NRT_SUCCESS)
@@ -242,6 +246,7 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
                            const nrt_tensor_list_t *out, uint32_t dtype, uint32_t op,
                            uint32_t cc_op, nrt_cc_context_t **ctx)
 {
+    assert(rt_held());
     struct nrt_cc_context *x = calloc(1, sizeof *x);
     if (x == NULL)
         return NRT_RESOURCE;
@@ -311,6 +316,7 @@ NRT_STATUS coll_cc_run(const nrt_cc_context_t *x)
 
 NRT_STATUS coll_host_v(int32_t vnc, uint32_t rank, uint32_t world, const struct coll_vargs *a)
 {
+    assert(rt_held());
     struct coll_comm *c;
     NRT_STATUS st = coll_host_comm(vnc, rank, world, &c);
     if (st != NRT_SUCCESS)

@@ -13,6 +13,7 @@
  * message has landed in the tensor. Only local peers exist: peer_ip must
  * name this host (127.0.0.1, ::1, localhost, 0.0.0.0 or its host name).
  */
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -133,6 +134,7 @@ static bool p2p_owned(int lnc)
 
 NRT_STATUS coll_p2p_init(int lnc)
 {
+    assert(rt_held());
     if (lnc < 0 || lnc >= CONFIG_MAX_VNCS || !p2p_owned(lnc)) {
         LOG_ERROR("NRT", "LNC %d is not one of this process's logical cores (absolute ids, as "
                   "in NEURON_RT_VISIBLE_CORES)", lnc);
@@ -234,6 +236,7 @@ static uint32_t p2p_count(int lnc)
 NRT_STATUS coll_p2p_open(const char *peer_ip, int peer_lnc, int lnc, int side,
                          nrt_async_sendrecv_comm_t **out)
 {
+    assert(rt_held());
     const struct machine *m = rt_machine();
     if (!p2p_local_ip(peer_ip)) {
         LOG_ERROR("NRT", "peer %s: trnemu connects processes of one emulated instance only "
@@ -454,6 +457,7 @@ NRT_STATUS coll_p2p_test(nrt_async_sendrecv_request_t *r, bool *done, size_t *si
 
 NRT_STATUS coll_p2p_close(int lnc)
 {
+    assert(rt_held());
     pthread_mutex_lock(&p2p_lock);
     NRT_STATUS st = NRT_SUCCESS;
     if (lnc < 0 || lnc >= CONFIG_MAX_VNCS) {

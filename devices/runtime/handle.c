@@ -18,15 +18,24 @@ static pthread_mutex_t handle_mutex = PTHREAD_MUTEX_INITIALIZER;
 static struct handle_slot *handle_slots; /* table, power-of-two size */
 static size_t handle_cap;                /* slots in the table */
 static size_t handle_used;               /* occupied slots */
+static _Thread_local bool handle_owner;  /* this thread holds handle_mutex */
 
 void handle_lock(void)
 {
     pthread_mutex_lock(&handle_mutex);
+    handle_owner = true;
 }
 
 void handle_unlock(void)
 {
+    assert(handle_owner);
+    handle_owner = false;
     pthread_mutex_unlock(&handle_mutex);
+}
+
+bool handle_lock_held(void)
+{
+    return handle_owner;
 }
 
 static size_t handle_hash(const void *p, size_t cap)
@@ -63,8 +72,9 @@ static void handle_put(struct handle_slot *slots, size_t cap, const void *p, enu
  * and used counting them. O(table): for assert() where the table is
  * rebuilt anyway (handle_grow) and from tests; each add and remove asserts
  * the cheap part (handle_sane_has). Caller holds the lock. */
-static bool handle_sane(void)
+static inline bool handle_sane(void)
 {
+    assert(handle_lock_held());
     if (handle_cap & (handle_cap - 1) || handle_used * 2 > handle_cap)
         return false;
     size_t n = 0;
@@ -79,7 +89,7 @@ static bool handle_sane(void)
 
 /* After an add (want true) or a remove (false): p is found, or not; the
  * table is not over half full. */
-static bool handle_sane_has(const void *p, bool want)
+static inline bool handle_sane_has(const void *p, bool want)
 {
     return (handle_find(p) != NULL) == want && handle_used * 2 <= handle_cap;
 }
@@ -102,6 +112,7 @@ static int handle_grow(void)
 
 NRT_STATUS handle_add(const void *p, enum handle_kind k)
 {
+    assert(handle_lock_held());
     struct handle_slot *s = handle_find(p);
     if (s != NULL) {
         s->kind = k;
@@ -117,12 +128,14 @@ NRT_STATUS handle_add(const void *p, enum handle_kind k)
 
 bool handle_has(const void *p, enum handle_kind k)
 {
+    assert(handle_lock_held());
     const struct handle_slot *s = handle_find(p);
     return s != NULL && s->kind == k;
 }
 
 void handle_remove(const void *p)
 {
+    assert(handle_lock_held());
     struct handle_slot *s = handle_find(p);
     if (s == NULL)
         return;
@@ -144,6 +157,7 @@ void handle_remove(const void *p)
 
 void handle_each(enum handle_kind k, void (*fn)(void *p, void *arg), void *arg)
 {
+    assert(handle_lock_held());
     for (size_t i = 0; i < handle_cap; i++)
         if (handle_slots[i].p != NULL && handle_slots[i].kind == k)
             fn((void *)handle_slots[i].p, arg);
@@ -151,6 +165,7 @@ void handle_each(enum handle_kind k, void (*fn)(void *p, void *arg), void *arg)
 
 size_t handle_count(enum handle_kind k)
 {
+    assert(handle_lock_held());
     size_t n = 0;
     for (size_t i = 0; i < handle_cap; i++)
         if (handle_slots[i].p != NULL && handle_slots[i].kind == k)

@@ -31,6 +31,8 @@ enum handle_kind {
 
 void handle_lock(void);
 void handle_unlock(void);
+/* Does this thread hold handle_lock()? For assert() only. */
+bool handle_lock_held(void);
 
 /* Register p as a live object of kind k. NRT_RESOURCE when out of memory. */
 NRT_STATUS handle_add(const void *p, enum handle_kind k);

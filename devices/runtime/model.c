@@ -4,6 +4,7 @@
 #include "devices/runtime/model.h"
 #include "devices/config/env.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -452,6 +453,7 @@ static NRT_STATUS model_parse(const void *bytes, size_t size, struct neff_model 
 
 NRT_STATUS model_load(const void *bytes, size_t size, int32_t vnc, nrt_model_t **out)
 {
+    assert(rt_held());
     return model_load_placed(bytes, size, vnc, NULL, 0, out);
 }
 

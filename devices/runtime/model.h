@@ -67,7 +67,7 @@ struct nrt_model {
     const struct hbm_block *plan; /* restore: the blocks to take, in load order; else NULL */
     size_t nplan;                 /* entries in plan */
     size_t plan_used;             /* plan entries taken so far */
-    /* collectives (devices/coll/coll.h, exec.c): */
+    /* collectives (devices/coll/coll.h, exec_bridge.c): */
     uint32_t cc_rank;             /* nrt_load_collectives: this worker's rank */
     uint32_t cc_world;            /* and the ranks of the job; 0 after nrt_load */
     void *cc_stage[8];            /* staging of collective operands, by slot */
@@ -104,7 +104,8 @@ struct tensor_view;
 
 /* Before an execution: point the program's input/output variables at the
  * bound tensors (io, one view per neff io entry) and its state-buffer
- * variables at core's SBUF. The caller holds the VNC's exec_lock. */
+ * variables at core's SBUF. The caller is the VNC's one running execution
+ * (on its worker, or on a caller in the worker's place: exec_request.c). */
 void model_bind_program(struct model_sg *ms, const struct tensor_view *io, struct core *core);
 
 /* Record that m was loaded by nrt_load_collectives as rank of world. */

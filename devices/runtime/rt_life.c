@@ -43,7 +43,7 @@ static NRT_STATUS rt_life_build(struct machine_config *cfg, struct machine **m)
 NRT_STATUS rt_init(uint32_t framework)
 {
     pthread_mutex_lock(&rt_life);
-    if (rt_state() == RT_OPEN) {
+    if (rt_phase() == RT_OPEN) {
         pthread_mutex_unlock(&rt_life);
         LOG_WARN("NRT", "runtime already initialized; keeping the running instance");
         return NRT_SUCCESS;
@@ -54,7 +54,7 @@ NRT_STATUS rt_init(uint32_t framework)
     if (st == NRT_SUCCESS) {
         devprof_env_start();
         inspect_env_start();
-        rt_gate_opened(m);
+        rt_door_opened(m);
         LOG_INFO("NRT", "initialized: %s, %u chips, LNC=%u, %u of %u VNCs visible, "
                  "instance %s (framework %u)", cfg.profile->name, cfg.profile->chips, cfg.lnc,
                  cfg.visible_count, cfg.total_vncs, machine_instance_dir(m), framework);
@@ -87,20 +87,20 @@ void rt_close(void)
         return;
     }
     pthread_mutex_lock(&rt_life);
-    if (rt_state() != RT_OPEN) {
+    if (rt_phase() != RT_OPEN) {
         pthread_mutex_unlock(&rt_life);
         return;
     }
-    rt_gate_shut();
+    rt_door_shut();
     async_shutdown();          /* cancels queued requests, waits for running ones */
-    rt_gate_closed();
+    rt_door_closed();
     rt_life_teardown();
-    struct machine *m = rt_gate_release_machine();
+    struct machine *m = rt_door_release_machine();
     if (m != NULL)
         hbm_export_drop_all(m);   /* dma-bufs left: their bytes back in the chips' files */
     machine_destroy(m);
     par_shutdown();            /* no execution left to split: helper threads end */
-    rt_gate_unlock();
+    rt_door_unlock();
     pthread_mutex_unlock(&rt_life);
     LOG_INFO("NRT", "closed");
 }

@@ -9,10 +9,10 @@
 
 #include "nrt/nrt_status.h"
 
-/* Create the machine from the environment and open the call gate. Twice
+/* Create the machine from the environment and open the call door. Twice
  * is harmless. */
 NRT_STATUS rt_init(uint32_t framework);
-/* Shut the gate, free every tensor and model, then the machine. Harmless
+/* Shut the door, free every tensor and model, then the machine. Harmless
  * when not open. */
 void rt_close(void);
 

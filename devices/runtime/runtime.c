@@ -1,53 +1,65 @@
 /*
- * runtime.c: the call gate every ABI call passes, and the machine behind it
+ * runtime.c: the call door every ABI call passes (rt_door; not the compute
+ * gate of devices/thread/gate.h), and the machine behind it
  * (see runtime.h; the life cycle that opens and shuts it is rt_life.c).
  */
 #include "devices/runtime/runtime.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
 #include "emu/log.h"
 
-static pthread_rwlock_t rt_gate;                 /* calls read-lock, close write-locks */
-static pthread_once_t rt_gate_once = PTHREAD_ONCE_INIT;
-static _Atomic int rt_cur_state = RT_UNINITIALIZED;
+static pthread_rwlock_t rt_door;                 /* calls read-lock, close write-locks */
+static pthread_once_t rt_door_once = PTHREAD_ONCE_INIT;
+static _Atomic int rt_cur_phase = RT_UNINITIALIZED; /* enum rt_phase */
 static struct machine *rt_mach;                  /* valid while RT_OPEN */
-static atomic_bool rt_close_pending;             /* a close waits for the gate */
+static atomic_bool rt_close_pending;             /* a close waits for the door */
+static _Thread_local unsigned rt_depth;          /* this thread's rt_enter()s not yet left */
+static _Thread_local bool rt_closer;             /* this thread holds the door shut */
 
-static void rt_gate_init(void)
+static void rt_door_init(void)
 {
     pthread_rwlockattr_t attr;
     pthread_rwlockattr_init(&attr);
     /* Writer preference: a close is not starved by a stream of calls. */
     pthread_rwlockattr_setkind_np(&attr, PTHREAD_RWLOCK_PREFER_WRITER_NONRECURSIVE_NP);
-    pthread_rwlock_init(&rt_gate, &attr);
+    pthread_rwlock_init(&rt_door, &attr);
     pthread_rwlockattr_destroy(&attr);
 }
 
-static NRT_STATUS rt_state_status(int s)
+static NRT_STATUS rt_phase_status(int s)
 {
     return s == RT_UNINITIALIZED ? NRT_UNINITIALIZED : NRT_CLOSED;
 }
 
 NRT_STATUS rt_enter(void)
 {
-    pthread_once(&rt_gate_once, rt_gate_init);
-    int s = atomic_load(&rt_cur_state);
+    pthread_once(&rt_door_once, rt_door_init);
+    int s = atomic_load(&rt_cur_phase);
     if (s != RT_OPEN)
-        return rt_state_status(s);
-    pthread_rwlock_rdlock(&rt_gate);
-    s = atomic_load(&rt_cur_state);
+        return rt_phase_status(s);
+    pthread_rwlock_rdlock(&rt_door);
+    s = atomic_load(&rt_cur_phase);
     if (s != RT_OPEN) {
-        pthread_rwlock_unlock(&rt_gate);
-        return rt_state_status(s);
+        pthread_rwlock_unlock(&rt_door);
+        return rt_phase_status(s);
     }
+    rt_depth++;
     return NRT_SUCCESS;
 }
 
 void rt_leave(void)
 {
-    pthread_rwlock_unlock(&rt_gate);
+    assert(rt_depth > 0);
+    rt_depth--;
+    pthread_rwlock_unlock(&rt_door);
+}
+
+bool rt_held(void)
+{
+    return rt_depth > 0 || rt_closer;
 }
 
 bool rt_closing(void)
@@ -55,9 +67,9 @@ bool rt_closing(void)
     return atomic_load(&rt_close_pending);
 }
 
-enum rt_state rt_state(void)
+enum rt_phase rt_phase(void)
 {
-    return (enum rt_state)atomic_load(&rt_cur_state);
+    return (enum rt_phase)atomic_load(&rt_cur_phase);
 }
 
 NRT_STATUS rt_config(struct machine_config *cfg)
@@ -75,33 +87,35 @@ struct machine *rt_machine(void)
     return rt_mach;
 }
 
-void rt_gate_opened(struct machine *m)
+void rt_door_opened(struct machine *m)
 {
     rt_mach = m;
-    atomic_store(&rt_cur_state, RT_OPEN);
+    atomic_store(&rt_cur_phase, RT_OPEN);
 }
 
-void rt_gate_shut(void)
+void rt_door_shut(void)
 {
-    pthread_once(&rt_gate_once, rt_gate_init);
+    pthread_once(&rt_door_once, rt_door_init);
     atomic_store(&rt_close_pending, true);
-    pthread_rwlock_wrlock(&rt_gate);   /* waits for calls in flight */
+    pthread_rwlock_wrlock(&rt_door);   /* waits for calls in flight */
+    rt_closer = true;
 }
 
-void rt_gate_closed(void)
+void rt_door_closed(void)
 {
     atomic_store(&rt_close_pending, false);
-    atomic_store(&rt_cur_state, RT_CLOSED);
+    atomic_store(&rt_cur_phase, RT_CLOSED);
 }
 
-struct machine *rt_gate_release_machine(void)
+struct machine *rt_door_release_machine(void)
 {
     struct machine *m = rt_mach;
     rt_mach = NULL;
     return m;
 }
 
-void rt_gate_unlock(void)
+void rt_door_unlock(void)
 {
-    pthread_rwlock_unlock(&rt_gate);
+    rt_closer = false;
+    pthread_rwlock_unlock(&rt_door);
 }

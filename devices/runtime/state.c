@@ -3,6 +3,7 @@
  */
 #include "devices/runtime/state.h"
 
+#include <assert.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -108,6 +109,7 @@ void state_release(struct state_view *v)
  * ThreadSanitizer's deadlock detector can follow (64 per thread). */
 void state_quiesce(struct machine *m)
 {
+    assert(!machine_mem_held());  /* never from inside an execution or a write */
     pthread_rwlock_wrlock(&m->quiesce);
 }
 
@@ -218,6 +220,11 @@ NRT_STATUS state_core_make(struct machine *m, uint32_t gvnc, uint32_t i, struct 
 NRT_STATUS state_enter(void)
 {
     return rt_enter();
+}
+
+bool state_held(void)
+{
+    return rt_held();
 }
 
 void state_leave(void)

@@ -51,6 +51,8 @@ struct state_view {
  * NRT_UNINITIALIZED before nrt_init), and let go (rt_leave). */
 NRT_STATUS state_enter(void);
 void state_leave(void);
+/* Is this thread between state_enter and state_leave? For assert() only. */
+bool state_held(void);
 
 /* Is obj a live object of kind k (a handle the runtime still knows)? */
 bool state_is_live(const void *obj, enum handle_kind k);

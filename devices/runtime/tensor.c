@@ -10,6 +10,7 @@
 #include "devices/runtime/tensor.h"
 #include "devices/observe/systrace.h"
 
+#include <assert.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -172,6 +173,7 @@ static NRT_STATUS tensor_check_vnc(nrt_tensor_placement_t placement, int vnc, in
 NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t size,
                            const char *name, nrt_tensor_t **out)
 {
+    assert(rt_held());
     if (placement != NRT_TENSOR_PLACEMENT_DEVICE && placement != NRT_TENSOR_PLACEMENT_HOST &&
         placement != NRT_TENSOR_PLACEMENT_VIRTUAL) {
         LOG_ERROR("NRT", "unknown tensor placement %d", (int)placement);
@@ -209,6 +211,7 @@ NRT_STATUS tensor_allocate(nrt_tensor_placement_t placement, int vnc, size_t siz
 
 NRT_STATUS tensor_allocate_empty(const char *name, nrt_tensor_t **out)
 {
+    assert(rt_held());
     struct nrt_tensor *t = tensor_new(name);
     if (t == NULL) {
         LOG_ERROR("NRT", "out of memory");
@@ -237,6 +240,7 @@ static NRT_STATUS tensor_range_check(const struct tensor_view *v, const char *wh
 NRT_STATUS tensor_allocate_slice(const nrt_tensor_t *src, size_t offset, size_t size,
                                  const char *name, nrt_tensor_t **out)
 {
+    assert(rt_held());
     struct tensor_view v;
     NRT_STATUS st = tensor_pin(src, &v);
     if (st != NRT_SUCCESS)
@@ -262,6 +266,7 @@ NRT_STATUS tensor_allocate_slice(const nrt_tensor_t *src, size_t offset, size_t 
 
 NRT_STATUS tensor_attach_buffer(nrt_tensor_t *t, void *buf, size_t size)
 {
+    assert(rt_held());
     if (buf == NULL || size == 0) {
         LOG_ERROR("NRT", "cannot attach %s", buf == NULL ? "a NULL buffer" : "a 0-byte buffer");
         return NRT_INVALID;
@@ -291,6 +296,7 @@ NRT_STATUS tensor_attach_buffer(nrt_tensor_t *t, void *buf, size_t size)
 
 bool tensor_free(nrt_tensor_t *t)
 {
+    assert(rt_held());
     handle_lock();
     if (!handle_has(t, HANDLE_TENSOR)) {
         handle_unlock();

@@ -6,11 +6,13 @@
  */
 #include "devices/runtime/tensor_set.h"
 
+#include <assert.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "devices/runtime/handle.h"
 #include "devices/runtime/tensor.h"
+#include "emu/grow.h"
 #include "emu/log.h"
 
 #define TENSOR_SET_NAME_MAX 1024
@@ -79,16 +81,8 @@ static struct tensor_set_entry *tensor_set_find(struct tensor_set *s, const char
 
 static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_tensor_t *t)
 {
-    if (s->n == s->cap) {
-        size_t ncap = s->cap ? s->cap * 2 : 8;
-        struct tensor_set_entry *n = realloc(s->e, ncap * sizeof *n);
-        if (n == NULL) {
-            LOG_ERROR("NRT", "out of memory");
-            return NRT_RESOURCE;
-        }
-        s->e = n;
-        s->cap = ncap;
-    }
+    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8))
+        return NRT_RESOURCE;
     char *copy = strdup(name);
     if (copy == NULL) {
         LOG_ERROR("NRT", "out of memory");
@@ -110,6 +104,7 @@ static bool tensor_set_name_ok(const char *name)
 /* Point entry name of p at t, adding it when new. Caller holds handle_lock(). */
 static NRT_STATUS tensor_set_put(nrt_tensor_set_t *p, const char *name, nrt_tensor_t *t)
 {
+    assert(handle_lock_held());
     struct tensor_set_entry *e = tensor_set_find(p, name);
     if (e == NULL)
         return tensor_set_append(p, name, t);
@@ -200,6 +195,7 @@ static int tensor_set_record_cmp(const void *a, const void *b)
 /* Copy one set's entries into r (caller holds the handle lock). */
 static bool tensor_set_record_fill(const struct tensor_set *s, struct tensor_set_record *r)
 {
+    assert(handle_lock_held());
     r->handle = s;
     r->n = s->n;
     r->names = calloc(s->n ? s->n : 1, sizeof *r->names);

@@ -52,13 +52,13 @@ static void test_init_sizes(void **state)
     struct hbm_alloc a;
     assert_int_equal(hbm_alloc_init(&a, 1000), NRT_SUCCESS);
     assert_int_equal(a.size, 1000 / G * G); /* a partial granule is dropped */
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     assert_int_equal(hbm_alloc_used(&a), 0);
     assert_int_equal(hbm_alloc_largest_free(&a), a.size);
     hbm_alloc_fini(&a);
 
     assert_int_equal(hbm_alloc_init(&a, 0), NRT_SUCCESS);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     uint64_t off, taken;
     assert_int_equal(hbm_alloc_take(&a, 1, 0, &off, &taken), NRT_RESOURCE);
     assert_int_equal(hbm_alloc_largest_free(&a), 0);
@@ -84,10 +84,10 @@ static void test_bad_requests(void **state)
     assert_int_equal(hbm_alloc_take(&a, UINT64_MAX - 1, 4096, &off, &taken), NRT_RESOURCE);
     assert_int_equal(off, 777);
     assert_int_equal(hbm_alloc_used(&a), 0);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     /* A zero-length give is ignored. */
     hbm_alloc_give(&a, 0, 0);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     hbm_alloc_fini(&a);
 }
 
@@ -107,14 +107,14 @@ static void test_alignment(void **state)
         assert_int_equal(hbm_alloc_take(&a, 100, al, &off, &taken), NRT_SUCCESS);
         assert_int_equal(off % al, 0);
         assert_int_equal(taken, 128);
-        assert_int_equal(hbm_alloc_sane(&a), 0);
+        assert_true(hbm_alloc_sane(&a));
     }
     /* The gaps left by alignment are still usable. */
     uint64_t before = hbm_alloc_used(&a);
     assert_int_equal(hbm_alloc_take(&a, G, 0, &off, &taken), NRT_SUCCESS);
     assert_true(off < (1u << 20));
     assert_int_equal(hbm_alloc_used(&a), before + G);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     /* An alignment as large as the region fits only at 0, which is taken. */
     assert_int_equal(hbm_alloc_take(&a, G, 1 << 24, &off, &taken), NRT_RESOURCE);
     hbm_alloc_fini(&a);
@@ -134,11 +134,11 @@ static void test_exhaustion(void **state)
     assert_int_equal(hbm_alloc_used(&a), size);
     assert_int_equal(hbm_alloc_largest_free(&a), 0);
     assert_int_equal(hbm_alloc_take(&a, 1, 0, &off, &taken), NRT_RESOURCE);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     /* Free every other granule: 32 G free but no 2 G range. */
     for (uint64_t i = 0; i < 64; i += 2)
         hbm_alloc_give(&a, i * G, G);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     assert_int_equal(hbm_alloc_used(&a), size / 2);
     assert_int_equal(hbm_alloc_largest_free(&a), G);
     assert_int_equal(hbm_alloc_take(&a, G + 1, 0, &off, &taken), NRT_RESOURCE);
@@ -147,7 +147,7 @@ static void test_exhaustion(void **state)
     hbm_alloc_give(&a, 0, G);
     for (uint64_t i = 1; i < 64; i += 2)
         hbm_alloc_give(&a, i * G, G);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     assert_int_equal(hbm_alloc_used(&a), 0);
     assert_int_equal(a.nfree, 1);
     /* The whole region in one piece, exactly. */
@@ -183,14 +183,14 @@ static void test_merging(void **state)
     hbm_alloc_give(&a, off[9], G);           /* at the very end */
     hbm_alloc_give(&a, off[0], G);           /* at the very start */
     assert_int_equal(a.nfree, 2);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     hbm_alloc_give(&a, off[7], G);
     hbm_alloc_give(&a, off[6], G);
     hbm_alloc_give(&a, off[8], G);
     assert_int_equal(a.nfree, 1);
     assert_int_equal(a.free[0].off, 0);
     assert_int_equal(a.free[0].len, 10 * G);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     hbm_alloc_fini(&a);
 }
 
@@ -208,11 +208,11 @@ static void test_many_fragments(void **state)
         hbm_alloc_give(&a, (uint64_t)i * G, G);
     assert_int_equal(a.nfree, (size_t)n / 2);
     assert_true(a.cap >= a.nfree);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     for (int i = 1; i < n; i += 2)
         hbm_alloc_give(&a, (uint64_t)i * G, G);
     assert_int_equal(a.nfree, 1);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     hbm_alloc_fini(&a);
 }
 
@@ -267,7 +267,7 @@ static void random_run(uint64_t seed, int steps, uint64_t *out, size_t *nout)
                 out[(*nout)++] = UINT64_MAX;
             }
         }
-        assert_int_equal(hbm_alloc_sane(&a), 0);
+        assert_true(hbm_alloc_sane(&a));
         assert_int_equal(hbm_alloc_used(&a), used);
     }
     while (nlive > 0) {
@@ -276,7 +276,7 @@ static void random_run(uint64_t seed, int steps, uint64_t *out, size_t *nout)
     }
     assert_int_equal(hbm_alloc_used(&a), 0);
     assert_int_equal(a.nfree, 1);
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     free(live);
     free(shadow);
     hbm_alloc_fini(&a);
@@ -318,9 +318,9 @@ static void test_sane_detects(void **state)
     struct hbm_alloc a;
     assert_int_equal(hbm_alloc_init(&a, 8 * G), NRT_SUCCESS);
     a.used = G; /* used + free != size */
-    assert_int_not_equal(hbm_alloc_sane(&a), 0);
+    assert_false(hbm_alloc_sane(&a));
     a.used = 0;
-    assert_int_equal(hbm_alloc_sane(&a), 0);
+    assert_true(hbm_alloc_sane(&a));
     hbm_alloc_fini(&a);
 }
 

@@ -1,5 +1,5 @@
 /*
- * coll_state.c: what an operation of the collectives may do to its
+ * coll_shared.c: what an operation of the collectives may do to its
  * communicator's shared state: the deadline of a wait, fail it for every
  * rank, read the shared abort word, check a peer is alive, wait on this
  * rank's bell, count bytes on the links, grow the staging buffer.
@@ -23,7 +23,7 @@
 
 /* ---- deadlines ------------------------------------------------------------------ */
 
-#define COLL_DEFAULT_TIMEOUT_S 600.0 /* as executions (exec.c) */
+#define COLL_DEFAULT_TIMEOUT_S 600.0 /* as executions (exec_run.c) */
 
 static double coll_env_seconds(const char *name)
 {
