@@ -7,6 +7,10 @@
  *                         machine's memcpy bandwidth measured in the same
  *                         run; the latency of a small all-reduce on 2 ranks
  *   bench-coll latency    only the small all-reduce latency (median and mean)
+ *   bench-coll scale [MIB]
+ *                         all-reduce of MIB (default 64) per rank on 2, 4, 8
+ *                         and 16 ranks, those the host has cores for, each
+ *                         as a ratio of the memory-traffic bound
  *   bench-coll one N MIB [RUNS]
  *                         one bandwidth case (N ranks, MIB per rank) RUNS
  *                         times (default 3): each run, then the best and spread
@@ -337,6 +341,32 @@ static void one_case(const char *instance, uint32_t n, double mib, int runs)
                "(%.2f x bound)\n", best, best / bound, worst, best_cpu, best_cpu / bound);
 }
 
+/* All-reduce of `mib` MiB per rank over N = 2, 4, 8, 16 ranks (those the
+ * host has cores for: one rank per core), each as a ratio of the
+ * memory-traffic bound with the memcpy of the same run. */
+static void scale(const char *instance, double mib)
+{
+    unsigned counts[BENCH_MAX_COUNTS];
+    int n = bench_thread_counts("bench-coll", 2, counts);
+    double mem = memcpy_gbs();
+    printf("all-reduce of %.0f MiB per rank, N ranks on N cores; memcpy %.2f GB/s\n", mib, mem);
+    printf("  %-6s %10s %12s %10s %8s %8s %10s\n", "ranks", "ms/op", "busbw GB/s", "x memcpy",
+           "bound", "x bound", "cpu xbound");
+    for (int i = 0; i < n; i++) {
+        struct bench_case bc = {counts[i], (uint64_t)(mib * MIB), 0, NULL, false};
+        struct bench_time t = run_case_times(&bc, instance);
+        if (t.mean < 0) {
+            printf("  %-6u FAILED\n", counts[i]);
+            continue;
+        }
+        double bus = bus_gbs(&bc, t.mean), bound = bound_ratio(bc.n);
+        double bus_cpu = bus_gbs(&bc, t.cpu / rank_cores(bc.n));
+        printf("  %-6u %10.2f %12.3f %10.3f %8.3f %8.2f %10.2f\n", counts[i], t.mean * 1e3, bus,
+               bus / mem, bound, bus / mem / bound, bus_cpu / mem / bound);
+        fflush(stdout);
+    }
+}
+
 static void sweep(const char *instance)
 {
     printf("%-6s %-9s %12s %12s\n", "ranks", "bytes", "mesh us", "chain us");
@@ -407,6 +437,10 @@ int main(int argc, char **argv)
     if (argc > 3 && strcmp(argv[1], "one") == 0) {
         int runs = argc > 4 ? atoi(argv[4]) : 3;
         one_case(instance, (uint32_t)atoi(argv[2]), atof(argv[3]), runs < 1 ? 1 : runs);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "scale") == 0) {
+        scale(instance, argc > 2 ? atof(argv[2]) : 64.0);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "latency") == 0) {

@@ -14,6 +14,9 @@
  * per execution (every thread of the process), which a loaded host
  * disturbs less than the rate.
  *
+ * Then N VNCs from N threads against 1 VNC, for N = 1, 2, 4, 8, 16 where
+ * the host has the cores (bench_thread_counts).
+ *
  * Then the LNC=2 case: the matmul_lnc2 example (each physical core of VNC
  * 0 computes half of a 1024 x 512 x 512 matmul, then they swap a tile and
  * meet at a barrier), executed from one thread, with the two cores
@@ -40,7 +43,7 @@
 
 #define BP_ROUNDS 10      /* rounds per case */
 #define BP_SECONDS 0.5    /* length of one round */
-#define BP_MAX_VNCS 2     /* VNCs one case uses at most */
+#define BP_MAX_VNCS 16    /* VNCs one case uses at most */
 
 static void *bp_neff;         /* softmax.neff */
 static size_t bp_neff_size;   /* its bytes */
@@ -171,7 +174,7 @@ static const struct {
     int idx[BP_MAX_VNCS];   /* entries of bp_vncs used */
     int n;                  /* how many */
 } bp_cases[BP_CASES] = {
-    {"1 VNC, 1 thread", {0, 0}, 1},
+    {"1 VNC, 1 thread", {0}, 1},
     {"2 VNCs of one chip (0, 1), 2 threads", {0, 1}, 2},
     {"2 VNCs on two chips (0, 4), 2 threads", {0, 2}, 2},
 };
@@ -297,6 +300,63 @@ static bool bp_lnc2(const char *dir)
     return true;
 }
 
+/* ---- N VNCs from N threads ------------------------------------------------------ */
+
+/* VNCs 0 .. counts[n-1]-1 (four per chip), softmax on each; BP_ROUNDS
+ * rounds, each of every count in turn (N VNCs from N threads). */
+static bool bp_scale_run(const unsigned *counts, int n, struct bp_stat *st)
+{
+    struct bp_vnc all[BP_MAX_VNCS];
+    int nv = (int)counts[n - 1];
+    bool ok = bp_init(NULL);
+    if (!ok)
+        return false;
+    int set = 0;
+    for (; ok && set < nv; set++)
+        ok = bp_setup(&all[set], set);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int c = 0; ok && c < n; c++) {
+            double cpu0 = bench_proc_cpu_s();
+            long execs = 0;
+            double rate = bp_round(all, (int)counts[c], &execs);
+            ok = rate >= 0;
+            if (ok)
+                bp_note(&st[c], rate,
+                        (bench_proc_cpu_s() - cpu0) / (double)(execs > 0 ? execs : 1));
+        }
+    for (int v = 0; v < set; v++)
+        bp_teardown(&all[v]);
+    nrt_close();
+    return ok;
+}
+
+/* Softmax executions per second on N VNCs from N threads, N = 1, 2, 4,
+ * 8, 16 where the host has the cores, each against 1 VNC in the same run;
+ * "per VNC" is that ratio over N (1.0: perfect scaling). */
+static bool bp_scale(void)
+{
+    unsigned counts[BENCH_MAX_COUNTS];
+    int n = bench_thread_counts("bench-par", 1, counts);
+    while (n > 0 && counts[n - 1] > BP_MAX_VNCS)
+        n--;
+    struct bp_stat st[BENCH_MAX_COUNTS] = {{0}};
+    if (n == 0 || !bp_scale_run(counts, n, st))
+        return false;
+    printf("softmax example, N VNCs (0 .. N-1, four per chip) from N threads vs 1 VNC, best of "
+           "%d rounds of %.1f s (counts alternate round by round)\n", BP_ROUNDS, BP_SECONDS);
+    for (int c = 0; c < n; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "%u VNC%s, %u thread%s", counts[c], counts[c] > 1 ? "s" : "",
+                 counts[c], counts[c] > 1 ? "s" : "");
+        bp_print(what, &st[c], st[0].best);
+    }
+    printf("scaling N VNCs / 1 VNC:");
+    for (int c = 0; c < n; c++)
+        printf(" %u: %.2fx (%.2f per VNC)%s", counts[c], st[c].best / st[0].best,
+               st[c].best / st[0].best / counts[c], c + 1 < n ? ";" : "\n");
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -324,6 +384,10 @@ int main(int argc, char **argv)
     bp_print("2 VNCs of one chip, TRNEMU_THREADS=1", &gate1[1], stat[0].best);
     printf("ratio 2 VNCs of one chip / 1 VNC: %.2fx (target 1.8x); 2 chips / 1 VNC: %.2fx\n",
            stat[1].best / stat[0].best, stat[2].best / stat[0].best);
+    if (!bp_scale()) {
+        fprintf(stderr, "an execution of the scaling case failed\n");
+        return 1;
+    }
     free(bp_neff);
     if (!bp_lnc2(argv[1])) {
         fprintf(stderr, "an LNC=2 execution failed\n");

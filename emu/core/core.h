@@ -100,6 +100,10 @@ struct isa_exec_ctx {
     size_t next_pc;                    /* where the engine continues (jump/branch set it) */
     bool halted;                       /* halt was executed */
     bool blocked;                      /* op-level wait not satisfied: retry later */
+    size_t fuse_max;                   /* instructions after insn the semantics may run
+                                          with it, none waiting (0: none; the scheduler) */
+    size_t fused;                      /* instructions after insn it ran: the scheduler
+                                          completes them (costs, signals) in order */
     char err[256];                     /* cause, when the semantics fails */
 };
 

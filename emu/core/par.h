@@ -45,8 +45,23 @@ void par_configure(unsigned threads);
 unsigned par_threads(void);
 
 /* Run fn(arg, part) once for every part in [0, n_parts), on the caller and
- * idle helpers; return when all have finished. */
+ * idle helpers; return when all have finished. The parts go to helpers
+ * only when that pays on this host: when the time one part of fn takes
+ * (learnt from earlier calls of the same fn; its first call runs inline
+ * and is timed) spread over the free threads saves at least a few times
+ * what a hand-off and join costs here (measured once, at first need).
+ * Otherwise they run on the caller, in order. fn should do about the same
+ * work per part from call to call (parts cut at a fixed grain). */
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
+
+/* Could a par_for called now go to helpers at all (more than one thread
+ * configured, not inside a part, not every thread busy)? For callers that
+ * choose between a split-friendly and a sequential way of doing a job. */
+bool par_may_split(void);
+
+/* Tests and benchmarks of the pool itself: on, every par_for that could
+ * split does, whatever the rule says. */
+void par_force_split(bool on);
 
 /* A thread that keeps a CPU busy on its own for a while (an execution of
  * a model) announces it. While as many such threads run as par_for may
@@ -54,6 +69,11 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
  * and a helper would only take a CPU from one of them. */
 void par_busy_enter(void);
 void par_busy_leave(void);
+
+/* par_for calls so far that handed parts to helpers (not run inline; the
+ * probe that measures a hand-off not counted),
+ * process-wide: what benchmarks and tests count splits with. */
+unsigned long long par_handoffs(void);
 
 /* Stop and join every helper thread (a later par_for starts them again).
  * par_for calls under way still finish: the callers run the parts no

@@ -143,12 +143,38 @@ static void sched_report_stuck(const struct sched_eng *es, uint32_t n, char *rep
     }
 }
 
-/* Run one instruction of e; *moved tells whether it ran. */
-static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool *moved,
-                             char *report, size_t cap)
+/* Complete instruction pc of e that ran: its device time, its signals. */
+static void sched_complete(struct sched_eng *e, struct race_state *race, size_t pc)
+{
+    const struct isa_insn *insn = &e->prog->code[e->eng][pc];
+    double t_end = e->cost != NULL ? cost_insn(e->cost, e->core_idx, e->eng, pc, insn) : 0;
+    for (int i = 0; i < ISA_MAX_SIGNAL && insn->signal[i].kind != ISA_SYNC_NONE; i++) {
+        sched_signal(e->core, &insn->signal[i]);
+        if (e->cost != NULL)
+            cost_signal(e->cost, e->core_idx, &insn->signal[i], t_end);
+        if (race != NULL)
+            race_on_signal(race, e->core_idx, e->eng, &insn->signal[i]);
+    }
+}
+
+/* Instructions after pc that the semantics may run with it: the rest of
+ * the turn (so the order of turns is kept), none when the race checker
+ * watches each instruction. */
+static size_t sched_fuse_max(const struct sched_eng *e, const struct race_state *race,
+                             uint32_t turn_left)
+{
+    size_t rest = e->prog->n[e->eng] - e->pc - 1;
+    size_t max = turn_left > 0 ? turn_left - 1 : 0;
+    return race != NULL ? 0 : rest < max ? rest : max;
+}
+
+/* Run one instruction of e (and those the semantics fused with it: an
+ * accumulation group, emu/engines/exec_pe.c); *ran: how many ran. */
+static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint32_t turn_left,
+                             uint32_t *ran, char *report, size_t cap)
 {
     const struct isa_insn *insn = &e->prog->code[e->eng][e->pc];
-    *moved = false;
+    *ran = 0;
     if (sched_first_blocked(e->core, insn) >= 0)
         return EMU_OK;
     struct isa_exec_ctx ctx;  /* set field by field: err[] is not cleared, only ended */
@@ -160,6 +186,8 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool 
     ctx.next_pc = e->pc + 1;
     ctx.halted = false;
     ctx.blocked = false;
+    ctx.fuse_max = sched_fuse_max(e, race, turn_left);
+    ctx.fused = 0;
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
     emu_status st = fn != NULL ? fn(&ctx, insn)
@@ -178,16 +206,11 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool 
         }
         return st;
     }
-    double t_end = e->cost != NULL ? cost_insn(e->cost, e->core_idx, e->eng, e->pc, insn) : 0;
-    for (int i = 0; i < ISA_MAX_SIGNAL && insn->signal[i].kind != ISA_SYNC_NONE; i++) {
-        sched_signal(e->core, &insn->signal[i]);
-        if (e->cost != NULL)
-            cost_signal(e->cost, e->core_idx, &insn->signal[i], t_end);
-        if (race != NULL)
-            race_on_signal(race, e->core_idx, e->eng, &insn->signal[i]);
-    }
-    *moved = true;
-    e->pc = ctx.next_pc;
+    assert(ctx.fused <= ctx.fuse_max);
+    for (size_t i = 0; i <= ctx.fused; i++)
+        sched_complete(e, race, e->pc + i);
+    *ran = (uint32_t)ctx.fused + 1;
+    e->pc = ctx.fused > 0 ? e->pc + ctx.fused + 1 : ctx.next_pc;
     e->done = ctx.halted || e->pc >= e->prog->n[e->eng];
     return EMU_OK;
 }
@@ -196,15 +219,16 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, bool 
 static emu_status sched_turn(struct sched_eng *e, struct race_state *race, uint64_t *steps,
                              bool *progress, char *report, size_t cap)
 {
-    for (uint32_t k = 0; k < SCHED_SLICE && !e->done; k++) {
-        bool moved;
-        emu_status st = sched_step(e, race, &moved, report, cap);
+    for (uint32_t k = 0; k < SCHED_SLICE && !e->done;) {
+        uint32_t ran;
+        emu_status st = sched_step(e, race, SCHED_SLICE - k, &ran, report, cap);
         if (st != EMU_OK)
             return st;
-        if (!moved)
+        if (ran == 0)
             break;
         *progress = true;
-        (*steps)++;
+        *steps += ran;
+        k += ran;
     }
     return EMU_OK;
 }
