@@ -16,6 +16,8 @@
  * OpenBLAS's too, sits on huge pages, as device HBM does. Figures:
  *   program     the whole program (DMAs included), GFLOP/s
  *   matmuls     the same 8192 nc_matmul alone on SBUF-resident tiles
+ *   no groups   the same with each nc_matmul its own job (pe_groups_set),
+ *               as before accumulation groups ran as one
  *   convert     packing the operands of 8192 matmuls into fp32 panels only
  *   hand-off    par_for calls of as many parts as a matmul is cut into,
  *               each part the same fixed work: the N-thread time less 1/N
@@ -288,6 +290,7 @@ static struct span time_handoffs(void)
 struct figures {
     struct span program; /* DMA + matmuls */
     struct span matmuls; /* matmuls alone */
+    struct span single;  /* matmuls alone, each instruction its own job (no groups) */
     struct span handoff; /* par_for calls of balanced fixed-work parts */
     struct span sgemm;   /* OpenBLAS */
     uint64_t handoffs;   /* par_for calls handed to helpers by one run of the matmuls */
@@ -301,7 +304,7 @@ static void measure(unsigned threads, struct core *core, struct core_program *pr
     par_configure(threads);
     openblas_set_num_threads((int)threads);
     struct span inf = {1e30, 1e30};
-    *f = (struct figures){inf, inf, inf, inf, 0, 0};
+    *f = (struct figures){inf, inf, inf, inf, inf, 0, 0};
     for (int r = 0; r < REPS; r++) {
         f->program = span_best(f->program, run(core, prog, code, build(code, true)));
         if (r == 0)
@@ -309,6 +312,9 @@ static void measure(unsigned threads, struct core *core, struct core_program *pr
         uint64_t h0 = par_handoffs();
         f->matmuls = span_best(f->matmuls, run(core, prog, code, build(code, false)));
         f->handoffs = par_handoffs() - h0;
+        pe_groups_set(false);
+        f->single = span_best(f->single, run(core, prog, code, build(code, false)));
+        pe_groups_set(true);
         f->handoff = span_best(f->handoff, time_handoffs());
         f->sgemm = span_best(f->sgemm, time_sgemm(af, bf, cb));
     }
@@ -320,11 +326,13 @@ static void report(unsigned threads, const struct figures *f)
            threads == 1 ? "" : "s", REPS);
     say("program (DMA + matmul)", f->program);
     say("matmuls alone", f->matmuls);
+    say("matmuls, no groups", f->single);
     say("OpenBLAS sgemm", f->sgemm);
     printf("  ratio to sgemm (target >= 0.9): program %.2f wall, %.2f cpu; matmuls %.2f wall, "
            "%.2f cpu\n", f->sgemm.wall / f->program.wall, f->sgemm.cpu / f->program.cpu,
            f->sgemm.wall / f->matmuls.wall, f->sgemm.cpu / f->matmuls.cpu);
-    printf("  bit-exact sample: %d of %d differ\n", f->bad, SAMPLES);
+    printf("  bit-exact sample: %d of %d differ; hand-offs to helper threads in one run of the "
+           "8192 matmuls: %llu\n", f->bad, SAMPLES, (unsigned long long)f->handoffs);
 }
 
 /* What one hand-off and join costs with `threads` threads (balanced
@@ -345,14 +353,16 @@ static void report_scaling(const unsigned *counts, int n, const struct figures *
 {
     printf("scaling (wall clock; ratios to OpenBLAS sgemm at the same thread count, and to "
            "1 thread)\n");
-    printf("  %-7s %9s %9s %9s %10s %10s %9s %9s %9s\n", "threads", "program", "matmuls",
-           "sgemm", "prog/sgemm", "mm/sgemm", "prog xN", "mm xN", "sgemm xN");
+    printf("  %-7s %9s %9s %9s %9s %10s %10s %10s %9s %9s %9s\n", "threads", "program",
+           "matmuls", "no groups", "sgemm", "prog/sgemm", "mm/sgemm", "nogr/sgemm", "prog xN",
+           "mm xN", "sgemm xN");
     for (int i = 0; i < n; i++)
-        printf("  %-7u %9.1f %9.1f %9.1f %10.2f %10.2f %9.2f %9.2f %9.2f\n", counts[i],
-               gflops(f[i].program.wall), gflops(f[i].matmuls.wall), gflops(f[i].sgemm.wall),
+        printf("  %-7u %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f %10.2f %9.2f %9.2f %9.2f\n",
+               counts[i], gflops(f[i].program.wall), gflops(f[i].matmuls.wall),
+               gflops(f[i].single.wall), gflops(f[i].sgemm.wall),
                f[i].sgemm.wall / f[i].program.wall, f[i].sgemm.wall / f[i].matmuls.wall,
-               f[0].program.wall / f[i].program.wall, f[0].matmuls.wall / f[i].matmuls.wall,
-               f[0].sgemm.wall / f[i].sgemm.wall);
+               f[i].sgemm.wall / f[i].single.wall, f[0].program.wall / f[i].program.wall,
+               f[0].matmuls.wall / f[i].matmuls.wall, f[0].sgemm.wall / f[i].sgemm.wall);
 }
 
 /* Which OpenBLAS kernel runs, and what OPENBLAS_CORETYPE asked for. */

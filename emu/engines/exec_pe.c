@@ -435,6 +435,12 @@ struct pe_group_job {
 };
 
 static _Thread_local struct pe_group_job pe_group; /* a few KiB: off the stack */
+static atomic_bool pe_groups_off;                  /* pe_groups_set(false) */
+
+void pe_groups_set(bool on)
+{
+    atomic_store_explicit(&pe_groups_off, !on, memory_order_relaxed);
+}
 
 /* Can instruction `next` join the group that insn (shapes g) opened? Binds
  * its operands into st and mv when it can. */
@@ -519,7 +525,8 @@ static bool pe_run_group(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                          const struct ap_view *st, const struct ap_view *mv,
                          const struct pe_geom *g, float *c, ptrdiff_t ldc, emu_status *status)
 {
-    if (ctx->fuse_max == 0 || !par_may_split())
+    if (ctx->fuse_max == 0 || !par_may_split() ||
+        atomic_load_explicit(&pe_groups_off, memory_order_relaxed))
         return false;
     uint32_t n = pe_group_collect(ctx, insn, st, mv, g);
     if (n < 2 || (uint64_t)g->k * g->m * g->n * n < PE_PAR_MIN_FMAS)
