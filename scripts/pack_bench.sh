@@ -53,6 +53,10 @@ done
 cp "$build"/examples/*.neff "$out/examples/"
 cp "$src/bench/numpy_kernels.py" "$out/"
 (cd "$src" && git rev-parse HEAD 2>/dev/null || echo unknown) > "$out/COMMIT"
+# The newest glibc symbol version the programs and libraries ask for: the
+# other host's C library must be at least that.
+objdump -T "$out"/bin/* "$out"/lib/* 2>/dev/null | grep -o 'GLIBC_[0-9.]*' | sort -uV | tail -1 \
+    > "$out/GLIBC_NEEDED"
 
 cat > "$out/run.sh" <<'RUN'
 #!/bin/sh
@@ -82,6 +86,15 @@ hostline() {
          "trnemu $(cat "$here/COMMIT")"
 }
 
+# The C library stays the host's: say so plainly when it is too old.
+need=$(cut -d_ -f2 "$here/GLIBC_NEEDED")
+have=$(getconf GNU_LIBC_VERSION 2>/dev/null | cut -d' ' -f2)
+if [ -n "$need" ] && [ -n "$have" ] &&
+   [ "$(printf '%s\n%s\n' "$need" "$have" | sort -V | head -1)" != "$need" ]; then
+    echo "run.sh: this host's glibc $have is older than the $need the pack needs" >&2
+    exit 1
+fi
+
 one() {
     name=$1; shift
     { hostline; echo "## $name $*"; } | tee -a "$res"
@@ -94,7 +107,7 @@ one() {
     { echo "## after: load $(cut -d' ' -f1-3 /proc/loadavg)"; echo; } | tee -a "$res"
 }
 
-{ echo "# trnemu benchmarks"; lscpu 2>/dev/null | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Flags)' | cut -c1-200; echo; } > "$res"
+{ echo "# trnemu benchmarks (glibc $have, the pack needs $need)"; lscpu 2>/dev/null | grep -E '^(Model name|CPU\(s\)|Thread|Core|Socket|NUMA node\(s\)|Flags)' | cut -c1-200; echo; } > "$res"
 if [ $# -gt 0 ]; then
     one "$@"
 else

@@ -21,10 +21,13 @@
  * takes (the first call of a site runs inline and is timed; later calls
  * refine it), and measures once, at the first call that could split, what
  * one hand-off and join costs here (the median of PAR_PROBE_CALLS splits
- * of empty parts over every thread). A call splits when the time the
- * helpers would save is at least PAR_PAYBACK hand-off costs; otherwise its
- * parts run inline on the caller, in order. Whatever is decided, each
- * part runs once with the same code, so the bits never depend on it.
+ * of empty parts over every thread). A site's first split comes when the
+ * time the helpers would save is at least PAR_PAYBACK hand-off costs;
+ * from then on both ways are timed per part (wall clock, the join
+ * included) and each call takes the faster, now and then the other, so a host that gets busy (helpers that wait for a CPU) turns a
+ * site back to inline and a quiet one back to splitting. Inline parts run
+ * on the caller, in order. Whatever is decided, each part runs once with
+ * the same code, so the bits never depend on it.
  */
 #include "emu/core/par.h"
 
@@ -44,6 +47,9 @@
 #define PAR_SITES 64           /* part functions whose part time is learnt */
 #define PAR_PAYBACK 4          /* a split must save this many hand-off costs */
 #define PAR_PROBE_CALLS 63     /* splits of empty parts timed to learn the hand-off cost */
+#define PAR_EXPLORE 64         /* calls of a site between tries of the way that lost, times
+                                  how many times slower it was: a try costs at most 1/64 */
+#define PAR_EXPLORE_MAX 1024   /* the factor's cap */
 
 /* One par_for call, open to helpers while it has unclaimed parts. */
 struct par_job {
@@ -78,7 +84,11 @@ static pthread_mutex_t par_probe_mu = PTHREAD_MUTEX_INITIALIZER; /* one probe at
 /* What the rule knows of one part function. */
 struct par_site {
     atomic_uintptr_t fn;               /* the part function, 0: free entry */
-    atomic_uint_fast64_t ns_per_part;  /* learnt time of one part on one thread, 0: none */
+    atomic_uint_fast64_t inline_ns;    /* wall time per part of calls run inline, 0: none */
+    atomic_uint_fast64_t split_ns;     /* wall time per part of split calls, join included,
+                                          0: none yet */
+    atomic_uint_fast64_t calls;        /* calls so far (every PAR_EXPLORE-th tries the
+                                          way that lost, to follow the host's load) */
 };
 static struct par_site par_sites[PAR_SITES];   /* claimed in order, never freed */
 static _Thread_local bool par_in_part;         /* this thread is running a part */
@@ -302,13 +312,12 @@ static struct par_site *par_site_of(void (*fn)(void *, size_t))
     return NULL;
 }
 
-/* Fold a new measurement of one part's time into the site's estimate. */
-static void par_site_learn(struct par_site *s, uint64_t ns_per_part)
+/* Fold a new measurement of one part's time into an estimate. */
+static void par_learn(atomic_uint_fast64_t *est, uint64_t ns_per_part)
 {
-    uint64_t old = atomic_load_explicit(&s->ns_per_part, memory_order_relaxed);
+    uint64_t old = atomic_load_explicit(est, memory_order_relaxed);
     uint64_t v = ns_per_part > 0 ? ns_per_part : 1;
-    atomic_store_explicit(&s->ns_per_part, old == 0 ? v : (3 * old + v) / 4,
-                          memory_order_relaxed);
+    atomic_store_explicit(est, old == 0 ? v : (3 * old + v) / 4, memory_order_relaxed);
 }
 
 static void par_inline_timed(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg,
@@ -316,13 +325,13 @@ static void par_inline_timed(size_t n_parts, void (*fn)(void *arg, size_t part),
 {
     uint64_t t0 = par_now_ns();
     par_inline(n_parts, fn, arg);
-    par_site_learn(site, (par_now_ns() - t0) / n_parts);
+    par_learn(&site->inline_ns, (par_now_ns() - t0) / n_parts);
 }
 
 /* Hand the parts to the helpers and run them with them; returns when all
- * ran. The caller's own parts refine the site's estimate (site not NULL). */
+ * ran. */
 static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg,
-                      unsigned want, struct par_site *site)
+                      unsigned want)
 {
     struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts};
     atomic_init(&j.next, 0);
@@ -337,10 +346,7 @@ static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *
         for (size_t i = 0; i + 1 < n_parts; i++)
             pthread_cond_signal(&par_wake);
     pthread_mutex_unlock(&par_mu);
-    uint64_t t0 = par_now_ns();
-    size_t mine = par_run_parts(&j);
-    if (site != NULL && mine > 0)
-        par_site_learn(site, (par_now_ns() - t0) / mine);
+    par_run_parts(&j);
     par_wait_spin(&j);
     pthread_mutex_lock(&par_mu);
     par_unlink(&j);
@@ -377,7 +383,7 @@ static uint64_t par_handoff_ns(unsigned want)
         uint64_t t[PAR_PROBE_CALLS];
         for (unsigned i = 0; i < PAR_PROBE_CALLS; i++) {
             uint64_t t0 = par_now_ns();
-            par_split(want, par_empty_part, NULL, want, NULL);
+            par_split(want, par_empty_part, NULL, want);
             t[i] = par_now_ns() - t0;
         }
         qsort(t, PAR_PROBE_CALLS, sizeof t[0], par_cmp_u64);
@@ -400,6 +406,26 @@ static bool par_pays(size_t n_parts, uint64_t ns, unsigned threads, unsigned wan
     return saved >= (double)PAR_PAYBACK * (double)par_handoff_ns(want);
 }
 
+/* The rule: split this call of site? The first call runs inline (timed);
+ * until a split was timed, split when the hand-off cost says it pays;
+ * then the way that was faster per part, the other one tried again after
+ * PAR_EXPLORE calls times how many times slower it was (so the tries
+ * cost at most about 1/PAR_EXPLORE of the time). */
+static bool par_rule(struct par_site *site, size_t n_parts, unsigned threads, unsigned want)
+{
+    uint64_t in = atomic_load_explicit(&site->inline_ns, memory_order_relaxed);
+    uint64_t sp = atomic_load_explicit(&site->split_ns, memory_order_relaxed);
+    uint64_t call = atomic_fetch_add_explicit(&site->calls, 1, memory_order_relaxed);
+    if (in == 0)
+        return false;
+    if (sp == 0)
+        return par_pays(n_parts, in, threads, want);
+    bool split_wins = sp < in;
+    uint64_t lose = split_wins ? in : sp, win = split_wins ? sp : in;
+    uint64_t every = PAR_EXPLORE * (lose / win < PAR_EXPLORE_MAX ? lose / win : PAR_EXPLORE_MAX);
+    return call % every == every - 1 ? !split_wins : split_wins;
+}
+
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
 {
     unsigned want = par_threads();
@@ -409,16 +435,17 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
         return;
     }
     struct par_site *site = par_site_of(fn);
-    if (site != NULL && !atomic_load_explicit(&par_forced, memory_order_relaxed)) {
-        uint64_t ns = atomic_load_explicit(&site->ns_per_part, memory_order_relaxed);
-        unsigned free_threads = want - (busy > 0 ? busy - 1 : 0);
-        if (ns == 0 || !par_pays(n_parts, ns, free_threads, want)) {
-            par_inline_timed(n_parts, fn, arg, site);
-            return;
-        }
+    bool forced = atomic_load_explicit(&par_forced, memory_order_relaxed);
+    if (site != NULL && !forced &&
+        !par_rule(site, n_parts, want - (busy > 0 ? busy - 1 : 0), want)) {
+        par_inline_timed(n_parts, fn, arg, site);
+        return;
     }
     atomic_fetch_add_explicit(&par_nhandoffs, 1, memory_order_relaxed);
-    par_split(n_parts, fn, arg, want, site);
+    uint64_t t0 = par_now_ns();
+    par_split(n_parts, fn, arg, want);
+    if (site != NULL)
+        par_learn(&site->split_ns, (par_now_ns() - t0) / n_parts);
 }
 
 bool par_may_split(void)
