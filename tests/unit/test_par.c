@@ -324,9 +324,10 @@ static void test_scratch_per_thread(void **state)
     par_configure(0);
 }
 
-/* The split rule (force off): parts far smaller than a hand-off never
- * leave the caller, even with many threads configured; parts far larger
- * go to helpers once their time is learnt. */
+/* The split rule (force off): parts far smaller than a hand-off stay on
+ * the caller, even with many threads configured (at most a first trial
+ * and rare tries go to helpers: 200 calls, at most 5 splits); parts far
+ * larger go to helpers once their time is learnt. */
 static void tiny_part(void *arg, size_t part)
 {
     atomic_uint *runs = arg;
@@ -348,19 +349,18 @@ static void test_rule(void **state)
     par_force_split(false);
     par_configure(16);
     static atomic_uint runs[64];
-    for (int r = 0; r < 20; r++) {
-        unsigned long long h0 = par_handoffs();
+    unsigned long long h0 = par_handoffs();
+    for (int r = 0; r < 200; r++) {
         memset(runs, 0, sizeof runs);
         par_for(64, tiny_part, runs);
         for (size_t p = 0; p < 64; p++)
             assert_int_equal(atomic_load(&runs[p]), 1);
-        if (r > 0) /* the first call may measure the hand-off cost */
-            assert_true(par_handoffs() == h0);
     }
+    assert_true(par_handoffs() - h0 <= 5);
     par_configure(2);
     static uint64_t one[8], two[8];
     par_for(8, long_part, one); /* learnt inline */
-    unsigned long long h0 = par_handoffs();
+    h0 = par_handoffs();
     par_for(8, long_part, two);
     assert_true(par_handoffs() > h0);
     assert_memory_equal(one, two, sizeof one);
