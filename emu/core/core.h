@@ -172,6 +172,13 @@ struct core_run_opts {
                                                (when the run allows it), NULL: one thread */
 };
 
+/* How core_run places one core's engines (process-wide, sched.c). */
+#define CORE_ENGINES_AUTO 0         /* a team of threads when the program allows it and it
+                                       pays on this host (measured), else interleaved */
+#define CORE_ENGINES_INTERLEAVED 1  /* never: every engine on the calling thread */
+#define CORE_ENGINES_TEAM 2         /* a team whenever the program and host allow (tests) */
+void core_set_engine_threads(int mode);
+
 /* Run ncores cores, each its program, to completion. On one thread every
  * engine of every core is interleaved in one fixed order. With
  * opts->threads, two or more cores that all have work and share one

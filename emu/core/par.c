@@ -448,6 +448,24 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
         par_learn(&site->split_ns, (par_now_ns() - t0) / n_parts);
 }
 
+unsigned par_team(size_t n, void (*fn)(void *arg, size_t part), void *arg)
+{
+    unsigned want = par_threads();
+    unsigned busy = atomic_load_explicit(&par_busy, memory_order_relaxed);
+    unsigned free_threads = want > busy ? want - busy : 0;
+    if (busy > 0)
+        free_threads++; /* the caller's own place */
+    if (n > free_threads)
+        n = free_threads;
+    if (n <= 1 || par_in_part) {
+        par_inline(n > 0 ? n : 1, fn, arg);
+        return 1;
+    }
+    atomic_fetch_add_explicit(&par_nhandoffs, 1, memory_order_relaxed);
+    par_split(n, fn, arg, want);
+    return (unsigned)n;
+}
+
 bool par_may_split(void)
 {
     unsigned want = par_threads();

@@ -54,6 +54,14 @@ unsigned par_threads(void);
  * work per part from call to call (parts cut at a fixed grain). */
 void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
 
+/* A team: up to n copies fn(arg, 0 .. n-1) that cooperate on one shared
+ * pool of work (each takes work until none is left, and finishes correctly
+ * even when the copies run one after another on the caller), as many as
+ * there are free threads, handed to idle helpers without the split rule;
+ * returns how many copies were offered (1: run on the caller alone). For
+ * the engines of one core (emu/core/sched.c). */
+unsigned par_team(size_t n, void (*fn)(void *arg, size_t part), void *arg);
+
 /* Could a par_for called now go to helpers at all (more than one thread
  * configured, not inside a part, not every thread busy)? For callers that
  * choose between a split-friendly and a sequential way of doing a job. */
