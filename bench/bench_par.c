@@ -17,6 +17,10 @@
  * Then N VNCs from N threads against 1 VNC, for N = 1, 2, 4, 8, 16 where
  * the host has the cores (bench_thread_counts).
  *
+ * Then softmax and layernorm on one VNC from one thread with the core's
+ * engines interleaved, as a team of threads and as the measured choice
+ * picks (core_set_engine_threads), round by round.
+ *
  * Then the LNC=2 case: the matmul_lnc2 example (each physical core of VNC
  * 0 computes half of a 1024 x 512 x 512 matmul, then they swap a tile and
  * meet at a barrier), executed from one thread, with the two cores
@@ -38,6 +42,7 @@
 
 #include "bench/bench_util.h"
 #include "devices/runtime/exec.h"
+#include "emu/core/core.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 
@@ -357,6 +362,50 @@ static bool bp_scale(void)
     return true;
 }
 
+/* ---- one core's engines: interleaved, as a team, or as measured --------------- */
+
+#define BP_MODES 3
+static const int bp_modes[BP_MODES] = {CORE_ENGINES_INTERLEAVED, CORE_ENGINES_TEAM,
+                                       CORE_ENGINES_AUTO};
+static const char *const bp_mode_names[BP_MODES] = {
+    "engines interleaved on one thread", "engines as a team of threads",
+    "measured choice (the default)"};
+
+/* name.neff on VNC 0 from one thread, TRNEMU_THREADS unset (every CPU),
+ * the three ways of placing the core's engines taking turns round by
+ * round; printed against the interleaved way. */
+static bool bp_team(const char *dir, const char *name)
+{
+    char file[64];
+    size_t size;
+    snprintf(file, sizeof file, "%s.neff", name);
+    void *neff = bp_read(dir, file, &size);
+    struct bp_stat st[BP_MODES] = {{0}};
+    struct bp_vnc b;
+    bool ok = neff != NULL && bp_init(NULL);
+    if (!ok) {
+        free(neff);
+        return false;
+    }
+    ok = bp_setup_neff(&b, 0, neff, size);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int m = 0; ok && m < BP_MODES; m++) {
+            core_set_engine_threads(bp_modes[m]);
+            ok = bp_lnc2_round(&b, &st[m]);
+        }
+    core_set_engine_threads(CORE_ENGINES_AUTO);
+    bp_teardown(&b);
+    nrt_close();
+    free(neff);
+    if (!ok)
+        return false;
+    printf("%s example, one VNC (LNC=2: one core has work) from one thread, every CPU, best "
+           "of %d rounds of %.1f s\n", name, BP_ROUNDS, BP_SECONDS);
+    for (int m = 0; m < BP_MODES; m++)
+        bp_print(bp_mode_names[m], &st[m], st[0].best);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -389,6 +438,10 @@ int main(int argc, char **argv)
         return 1;
     }
     free(bp_neff);
+    if (!bp_team(argv[1], "softmax") || !bp_team(argv[1], "layernorm")) {
+        fprintf(stderr, "an execution with engine teams failed\n");
+        return 1;
+    }
     if (!bp_lnc2(argv[1])) {
         fprintf(stderr, "an LNC=2 execution failed\n");
         return 1;

@@ -312,12 +312,15 @@ static struct par_site *par_site_of(void (*fn)(void *, size_t))
     return NULL;
 }
 
-/* Fold a new measurement of one part's time into an estimate. */
+/* Fold a new measurement of one part's time into an estimate: a faster
+ * one is taken at once (first calls pay cold caches), a slower one a
+ * quarter (a host that got busy is followed over a few calls). */
 static void par_learn(atomic_uint_fast64_t *est, uint64_t ns_per_part)
 {
     uint64_t old = atomic_load_explicit(est, memory_order_relaxed);
     uint64_t v = ns_per_part > 0 ? ns_per_part : 1;
-    atomic_store_explicit(est, old == 0 ? v : (3 * old + v) / 4, memory_order_relaxed);
+    atomic_store_explicit(est, old == 0 || v < old ? v : (3 * old + v) / 4,
+                          memory_order_relaxed);
 }
 
 static void par_inline_timed(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg,

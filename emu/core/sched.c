@@ -39,6 +39,7 @@
 #include "emu/core/cost.h"
 #include "emu/core/par.h"
 #include "emu/core/race.h"
+#include "emu/log.h"
 
 #define SCHED_SLICE 4096u  /* instructions an engine runs per turn at most */
 #define SCHED_MAX_CORES 4  /* cores of one run */
@@ -657,10 +658,13 @@ static struct sched_prog_stat *sched_prog_stat(const struct core_program *p)
     return NULL;
 }
 
+/* Fold a run's wall time into an estimate: a faster run is taken at once
+ * (a first run pays cold caches and page faults), a slower one a quarter. */
 static void sched_learn(atomic_uint_fast64_t *est, uint64_t ns)
 {
     uint64_t old = atomic_load_explicit(est, memory_order_relaxed), v = ns > 0 ? ns : 1;
-    atomic_store_explicit(est, old == 0 ? v : (3 * old + v) / 4, memory_order_relaxed);
+    atomic_store_explicit(est, old == 0 || v < old ? v : (3 * old + v) / 4,
+                          memory_order_relaxed);
 }
 
 /* Run this program as a team now? Forced by the options, else: the first
@@ -859,6 +863,20 @@ static emu_status sched_run_team(struct sched_eng *es, uint32_t n, uint32_t busy
     return st;
 }
 
+/* The one core of the run that has work (the others have none), or -1. */
+static int sched_sole_core(const struct core_program *const *progs, uint32_t ncores)
+{
+    int sole = -1;
+    for (uint32_t c = 0; c < ncores; c++)
+        for (int e = 0; e < ISA_ENG_COUNT; e++)
+            if (progs[c]->n[e] > 0) {
+                if (sole >= 0 && sole != (int)c)
+                    return -1;
+                sole = (int)c;
+            }
+    return sole;
+}
+
 /* One core's run: as a team when the program and the host allow it and
  * it pays (or the options force it), else interleaved; the wall time of
  * either way is learnt for the program. */
@@ -880,8 +898,14 @@ static emu_status sched_run_core(struct sched_eng *es, uint32_t n, const struct 
         *ran = true;
         team = false;
     }
-    if (ps != NULL && st == EMU_OK)
-        sched_learn(team ? &ps->team_ns : &ps->one_ns, sched_now_ns() - t0);
+    uint64_t took = sched_now_ns() - t0;
+    if (ps != NULL && st == EMU_OK) {
+        if (atomic_load_explicit(team ? &ps->team_ns : &ps->one_ns, memory_order_relaxed) == 0)
+            LOG_DEBUG("EMU", "%s: first run %s: %llu us", es[0].prog->name != NULL ?
+                      es[0].prog->name : "program", team ? "with its engines as a team of "
+                      "threads" : "interleaved on one thread", (unsigned long long)(took / 1000));
+        sched_learn(team ? &ps->team_ns : &ps->one_ns, took);
+    }
     return st;
 }
 
@@ -907,8 +931,9 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
     struct core_lnc *lnc = sched_split_lnc(progs, ncores, opts);
     if (lnc != NULL)
         st = sched_run_split(es, n, ncores, opts, lnc, report, report_cap, &ran);
-    else if (ncores == 1)
-        st = sched_run_core(es, n, opts, report, report_cap, &ran);
+    else if (sched_sole_core(progs, ncores) >= 0)
+        st = sched_run_core(es + (size_t)sched_sole_core(progs, ncores) * ISA_ENG_COUNT,
+                            ISA_ENG_COUNT, opts, report, report_cap, &ran);
     if (!ran) {
         struct race_state *race = NULL;
         if (opts->racecheck && race_create(ncores, &race) != EMU_OK)
