@@ -642,7 +642,9 @@ struct sched_prog_stat {
 };
 
 #define SCHED_PROGS 64       /* programs whose times are kept */
-#define SCHED_EXPLORE 32     /* runs between tries of the way that lost */
+#define SCHED_EXPLORE 32     /* runs between tries of the way that lost, times how many
+                                times slower it was (a try costs at most 1/32) */
+#define SCHED_EXPLORE_MAX 1024 /* the factor's cap */
 static struct sched_prog_stat sched_progs[SCHED_PROGS];
 
 static struct sched_prog_stat *sched_prog_stat(const struct core_program *p)
@@ -667,8 +669,9 @@ static void sched_learn(atomic_uint_fast64_t *est, uint64_t ns)
                           memory_order_relaxed);
 }
 
-/* Run this program as a team now? Forced by the options, else: the first
- * run interleaved, the second as a team, then the faster way. */
+/* Run this program as a team now? Forced (core_set_engine_threads), else:
+ * the first run interleaved, the second as a team, then the faster way,
+ * the other tried again now and then. */
 static bool sched_team_wanted(struct sched_prog_stat *ps)
 {
     if (atomic_load_explicit(&sched_engines_mode, memory_order_relaxed) == CORE_ENGINES_TEAM)
@@ -681,7 +684,10 @@ static bool sched_team_wanted(struct sched_prog_stat *ps)
     if (one == 0 || team == 0)
         return one != 0;
     bool team_wins = team < one;
-    return run % SCHED_EXPLORE == SCHED_EXPLORE - 1 ? !team_wins : team_wins;
+    uint64_t lose = team_wins ? one : team, win = team_wins ? team : one;
+    uint64_t every = SCHED_EXPLORE * (lose / win < SCHED_EXPLORE_MAX ? lose / win
+                                                                      : SCHED_EXPLORE_MAX);
+    return run % every == every - 1 ? !team_wins : team_wins;
 }
 
 /* One core's engines taken in turns by a team of threads. Each engine is
