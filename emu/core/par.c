@@ -409,16 +409,19 @@ static bool par_pays(size_t n_parts, uint64_t ns, unsigned threads, unsigned wan
     return saved >= (double)PAR_PAYBACK * (double)par_handoff_ns(want);
 }
 
-/* The rule: split this call of site? The first call runs inline (timed);
+/* The rule: split this call of site? The first two calls run inline (the
+ * second timed: the first pays cold caches; *learn false for it);
  * until a split was timed, split when the hand-off cost says it pays;
  * then the way that was faster per part, the other one tried again after
  * PAR_EXPLORE calls times how many times slower it was (so the tries
  * cost at most about 1/PAR_EXPLORE of the time). */
-static bool par_rule(struct par_site *site, size_t n_parts, unsigned threads, unsigned want)
+static bool par_rule(struct par_site *site, size_t n_parts, unsigned threads, unsigned want,
+                     bool *learn)
 {
     uint64_t in = atomic_load_explicit(&site->inline_ns, memory_order_relaxed);
     uint64_t sp = atomic_load_explicit(&site->split_ns, memory_order_relaxed);
     uint64_t call = atomic_fetch_add_explicit(&site->calls, 1, memory_order_relaxed);
+    *learn = call > 0; /* the first call warms the caches: not a fair time */
     if (in == 0)
         return false;
     if (sp == 0)
@@ -438,10 +441,13 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
         return;
     }
     struct par_site *site = par_site_of(fn);
-    bool forced = atomic_load_explicit(&par_forced, memory_order_relaxed);
+    bool forced = atomic_load_explicit(&par_forced, memory_order_relaxed), learn = true;
     if (site != NULL && !forced &&
-        !par_rule(site, n_parts, want - (busy > 0 ? busy - 1 : 0), want)) {
-        par_inline_timed(n_parts, fn, arg, site);
+        !par_rule(site, n_parts, want - (busy > 0 ? busy - 1 : 0), want, &learn)) {
+        if (learn)
+            par_inline_timed(n_parts, fn, arg, site);
+        else
+            par_inline(n_parts, fn, arg);
         return;
     }
     atomic_fetch_add_explicit(&par_nhandoffs, 1, memory_order_relaxed);

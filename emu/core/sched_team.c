@@ -107,10 +107,12 @@ static void sched_learn(atomic_uint_fast64_t *est, uint64_t ns)
 }
 
 /* Run this program as a team now? Forced (core_set_engine_threads), else:
- * the first run interleaved, the second as a team, then the faster way,
- * the other tried again now and then. */
-static bool sched_team_wanted(struct sched_prog_stat *ps)
+ * the first two runs interleaved (the first not timed: *learn false), the
+ * third as a team, then the faster way, the other tried again now and
+ * then. */
+static bool sched_team_wanted(struct sched_prog_stat *ps, bool *learn)
 {
+    *learn = true;
     if (atomic_load_explicit(&sched_engines_mode, memory_order_relaxed) == CORE_ENGINES_TEAM)
         return true;
     if (ps == NULL)
@@ -118,6 +120,7 @@ static bool sched_team_wanted(struct sched_prog_stat *ps)
     uint64_t one = atomic_load_explicit(&ps->one_ns, memory_order_relaxed);
     uint64_t team = atomic_load_explicit(&ps->team_ns, memory_order_relaxed);
     uint64_t run = atomic_fetch_add_explicit(&ps->runs, 1, memory_order_relaxed);
+    *learn = run > 0; /* the first run pays cold caches and page faults: not a fair time */
     if (one == 0 || team == 0)
         return one != 0;
     bool team_wins = team < one;
@@ -331,7 +334,8 @@ emu_status sched_run_core(struct sched_eng *es, uint32_t n, const struct core_ru
     if (busy == 0)
         return EMU_OK;
     struct sched_prog_stat *ps = sched_prog_stat(es[0].prog);
-    bool team = sched_team_wanted(ps);
+    bool learn;
+    bool team = sched_team_wanted(ps, &learn);
     uint64_t t0 = sched_now_ns();
     emu_status st = EMU_OK;
     if (team)
@@ -342,7 +346,7 @@ emu_status sched_run_core(struct sched_eng *es, uint32_t n, const struct core_ru
         team = false;
     }
     uint64_t took = sched_now_ns() - t0;
-    if (ps != NULL && st == EMU_OK) {
+    if (ps != NULL && st == EMU_OK && learn) {
         if (atomic_load_explicit(team ? &ps->team_ns : &ps->one_ns, memory_order_relaxed) == 0)
             LOG_DEBUG("EMU", "%s: first run %s: %llu us", es[0].prog->name != NULL ?
                       es[0].prog->name : "program", team ? "with its engines as a team of "

@@ -359,6 +359,7 @@ static void test_rule(void **state)
     assert_true(par_handoffs() - h0 <= 5);
     par_configure(2);
     static uint64_t one[8], two[8];
+    par_for(8, long_part, one); /* warms up */
     par_for(8, long_part, one); /* learnt inline */
     h0 = par_handoffs();
     par_for(8, long_part, two);
