@@ -415,7 +415,7 @@ static double memcpy_gbs_par(uint32_t n)
 static void scale(const char *instance, double mib)
 {
     unsigned counts[BENCH_MAX_COUNTS];
-    int n = bench_thread_counts("bench-coll", 2, counts);
+    int n = bench_thread_counts("bench-coll", "ranks", 2, counts);
     double mem = memcpy_gbs();
     printf("all-reduce of %.0f MiB per rank, N ranks on N cores; memcpy %.2f GB/s on one "
            "thread\n", mib, mem);

@@ -142,7 +142,7 @@ int main(int argc, char **argv)
     }
     unsigned counts[BENCH_MAX_COUNTS];
     double t[BENCH_MAX_COUNTS][2];
-    int nc = bench_thread_counts("bench-kernels", 1, counts);
+    int nc = bench_thread_counts("bench-kernels", "threads", 1, counts);
     for (int pass = 0; pass < KB_PASSES; pass++) /* counts alternate: load drifts alike */
         for (int i = 0; i < nc; i++) {
             double sm1, ln1;

@@ -403,7 +403,7 @@ int main(void)
         return f.bad != 0;
     }
     unsigned counts[BENCH_MAX_COUNTS];
-    int nc = bench_thread_counts("bench-matmul", 1, counts);
+    int nc = bench_thread_counts("bench-matmul", "threads", 1, counts);
     struct figures f[BENCH_MAX_COUNTS];
     par_configure(1);
     struct span tc = {1e30, 1e30};

@@ -341,7 +341,7 @@ static bool bp_scale_run(const unsigned *counts, int n, struct bp_stat *st)
 static bool bp_scale(void)
 {
     unsigned counts[BENCH_MAX_COUNTS];
-    int n = bench_thread_counts("bench-par", 1, counts);
+    int n = bench_thread_counts("bench-par", "VNCs", 1, counts);
     while (n > 0 && counts[n - 1] > BP_MAX_VNCS)
         n--;
     struct bp_stat st[BENCH_MAX_COUNTS] = {{0}};

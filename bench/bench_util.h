@@ -63,8 +63,9 @@ static inline double bench_memcpy_best(size_t n, int rounds)
  * 64 when BENCH_MAX_THREADS asks for them), those from `first` up, each no
  * more than the host's online CPUs; BENCH_MAX_THREADS=N lowers the top
  * (or raises it past the CPUs, to oversubscribe on purpose). A line for
- * every count skipped says why. Returns how many went into out. */
-static inline int bench_thread_counts(const char *prog, unsigned first, unsigned *out)
+ * every count skipped says why (`what`: "threads", "ranks", ...). Returns how many went into out. */
+static inline int bench_thread_counts(const char *prog, const char *what, unsigned first,
+                                      unsigned *out)
 {
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
     const char *env = getenv("BENCH_MAX_THREADS");
@@ -75,7 +76,7 @@ static inline int bench_thread_counts(const char *prog, unsigned first, unsigned
         if (t < first)
             continue;
         if ((long)t > top) {
-            printf("%s: %u threads skipped: the host has %ld online CPUs%s\n", prog, t, cpus,
+            printf("%s: %u %s skipped: the host has %ld online CPUs%s\n", prog, t, what, cpus,
                    env != NULL ? " (BENCH_MAX_THREADS caps the counts)" : "");
             continue;
         }
