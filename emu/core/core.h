@@ -178,6 +178,8 @@ struct core_run_opts {
 #define CORE_ENGINES_INTERLEAVED 1  /* never: every engine on the calling thread */
 #define CORE_ENGINES_TEAM 2         /* a team whenever the program and host allow (tests) */
 void core_set_engine_threads(int mode);
+/* Runs so far (process-wide) that ran a core's engines as a team. */
+unsigned long long core_team_runs(void);
 
 /* Run ncores cores, each its program, to completion. On one thread every
  * engine of every core is interleaved in one fixed order. With

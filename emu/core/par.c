@@ -63,6 +63,7 @@ struct par_job {
     struct par_job *prev;               /* open list neighbours (par_mu) */
     struct par_job *after;
     pthread_cond_t idle;                /* signalled when helpers drops to 0 */
+    bool team;                          /* par_team: its parts may split work further */
 };
 
 static pthread_mutex_t par_mu = PTHREAD_MUTEX_INITIALIZER;   /* guards the pool */
@@ -169,7 +170,7 @@ static size_t par_run_parts(struct par_job *j)
 {
     bool was_inside = par_in_part;
     size_t ran = 0;
-    par_in_part = true;
+    par_in_part = !j->team; /* a team part's own par_for may go to idle helpers */
     for (;; ran++) {
         size_t p = atomic_fetch_add_explicit(&j->next, 1, memory_order_relaxed);
         if (p >= j->n_parts)
@@ -334,9 +335,9 @@ static void par_inline_timed(size_t n_parts, void (*fn)(void *arg, size_t part),
 /* Hand the parts to the helpers and run them with them; returns when all
  * ran. */
 static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg,
-                      unsigned want)
+                      unsigned want, bool team)
 {
-    struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts};
+    struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts, .team = team};
     atomic_init(&j.next, 0);
     atomic_init(&j.helpers, 0);
     pthread_cond_init(&j.idle, NULL);
@@ -386,7 +387,7 @@ static uint64_t par_handoff_ns(unsigned want)
         uint64_t t[PAR_PROBE_CALLS];
         for (unsigned i = 0; i < PAR_PROBE_CALLS; i++) {
             uint64_t t0 = par_now_ns();
-            par_split(want, par_empty_part, NULL, want);
+            par_split(want, par_empty_part, NULL, want, false);
             t[i] = par_now_ns() - t0;
         }
         qsort(t, PAR_PROBE_CALLS, sizeof t[0], par_cmp_u64);
@@ -452,7 +453,7 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg)
     }
     atomic_fetch_add_explicit(&par_nhandoffs, 1, memory_order_relaxed);
     uint64_t t0 = par_now_ns();
-    par_split(n_parts, fn, arg, want);
+    par_split(n_parts, fn, arg, want, false);
     if (site != NULL)
         par_learn(&site->split_ns, (par_now_ns() - t0) / n_parts);
 }
@@ -471,7 +472,7 @@ unsigned par_team(size_t n, void (*fn)(void *arg, size_t part), void *arg)
         return 1;
     }
     atomic_fetch_add_explicit(&par_nhandoffs, 1, memory_order_relaxed);
-    par_split(n, fn, arg, want);
+    par_split(n, fn, arg, want, true);
     return (unsigned)n;
 }
 

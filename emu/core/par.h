@@ -13,7 +13,8 @@
  * which part then changes nothing in the results.
  *
  * par_for may be called from several threads at once (several executions);
- * a par_for from inside a part runs its parts inline, on that thread.
+ * a par_for from inside a part runs its parts inline, on that thread
+ * (except inside a par_team copy, whose par_for may use idle helpers).
  * Code inside a part that needs temporary rows takes them from
  * par_scratch(), never from a buffer another part may use at the same time.
  */
@@ -58,12 +59,15 @@ void par_for(size_t n_parts, void (*fn)(void *arg, size_t part), void *arg);
  * pool of work (each takes work until none is left, and finishes correctly
  * even when the copies run one after another on the caller), as many as
  * there are free threads, handed to idle helpers without the split rule;
- * returns how many copies were offered (1: run on the caller alone). For
- * the engines of one core (emu/core/sched.c). */
+ * returns how many copies were offered (1: run on the caller alone). A
+ * copy's own par_for calls may go to the helpers the team left idle (the
+ * copies other than the caller's count as busy threads: par_busy_enter).
+ * For the engines of one core (emu/core/sched_team.c). */
 unsigned par_team(size_t n, void (*fn)(void *arg, size_t part), void *arg);
 
 /* Could a par_for called now go to helpers at all (more than one thread
- * configured, not inside a part, not every thread busy)? For callers that
+ * configured, not inside a part other than a team's, not every thread
+ * busy)? For callers that
  * choose between a split-friendly and a sequential way of doing a job. */
 bool par_may_split(void);
 

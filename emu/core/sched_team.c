@@ -26,6 +26,13 @@
 
 static atomic_int sched_engines_mode; /* core_set_engine_threads */
 
+static atomic_ullong sched_team_count; /* core_team_runs */
+
+unsigned long long core_team_runs(void)
+{
+    return atomic_load_explicit(&sched_team_count, memory_order_relaxed);
+}
+
 void core_set_engine_threads(int mode)
 {
     atomic_store_explicit(&sched_engines_mode, mode, memory_order_relaxed);
@@ -292,6 +299,7 @@ static emu_status sched_run_team(struct sched_eng *es, uint32_t n, uint32_t busy
     for (uint32_t i = 0; i < n; i++)
         es[i].cost = NULL;
     *ran = true;
+    atomic_fetch_add_explicit(&sched_team_count, 1, memory_order_relaxed);
     par_team(busy, sched_team_main, t);
     emu_status st = t->st;
     if (t->stuck) {
