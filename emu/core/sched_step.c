@@ -207,7 +207,7 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
 
 /* Give e its turn: up to SCHED_SLICE instructions. */
 emu_status sched_turn(struct sched_eng *e, struct race_state *race, uint64_t *steps,
-                             bool *progress, char *report, size_t cap)
+                      bool *progress, char *report, size_t cap)
 {
     for (uint32_t k = 0; k < SCHED_SLICE && !e->done;) {
         uint32_t ran;
@@ -225,7 +225,7 @@ emu_status sched_turn(struct sched_eng *e, struct race_state *race, uint64_t *st
 
 /* The timeout report: every engine's pending instruction. */
 void sched_say_timeout(const struct sched_eng *es, uint32_t n, uint64_t limit_ms,
-                              uint64_t steps, char *report, size_t cap)
+                       uint64_t steps, char *report, size_t cap)
 {
     sched_say(report, cap, "timeout: still running after %" PRIu64 " ms (%" PRIu64
               " instructions)\n", limit_ms, steps);
@@ -236,7 +236,7 @@ void sched_say_timeout(const struct sched_eng *es, uint32_t n, uint64_t limit_ms
 
 /* Every engine of every core interleaved on the calling thread. */
 emu_status sched_run_one(struct sched_eng *es, uint32_t n, const struct core_run_opts *opts,
-                                struct race_state *race, char *report, size_t report_cap)
+                         struct race_state *race, char *report, size_t report_cap)
 {
     uint64_t start = sched_now_ms(), steps = 0;
     emu_status st = EMU_OK;

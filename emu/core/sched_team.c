@@ -335,7 +335,7 @@ int sched_sole_core(const struct core_program *const *progs, uint32_t ncores)
  * it pays (or the options force it), else interleaved; the wall time of
  * either way is learnt for the program. */
 emu_status sched_run_core(struct sched_eng *es, uint32_t n, const struct core_run_opts *opts,
-                                 char *report, size_t report_cap, bool *ran)
+                          char *report, size_t report_cap, bool *ran)
 {
     *ran = false;
     uint32_t busy = sched_team_engines(es[0].prog, opts);
