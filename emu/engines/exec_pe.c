@@ -414,9 +414,10 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
  * its own moving panels. Each output element is still one fmaf chain over
  * k, instruction after instruction, so the bits are the ones of running
  * them one by one; two hand-offs serve the whole group instead of one per
- * instruction, and the parts are narrow enough for 16 threads. */
+ * instruction. */
 #define PE_GROUP_MAX 32u      /* instructions in one group at most */
-#define PE_GROUP_COLS PE_NR   /* output columns per part */
+#define PE_GROUP_COLS PE_PANEL_PAR_COLS /* output columns per part: 128 (32 cost 16% more CPU,
+                                          their moving panels packed in runs too short) */
 #define PE_GROUP_A_SLOT 4u    /* the PE's scratch slot holding the packed stationaries */
 #define PE_ACC_BIT (1u << PE_FLAG_ACCUMULATE)
 
