@@ -7,6 +7,12 @@
  *                         machine's memcpy bandwidth measured in the same
  *                         run; the latency of a small all-reduce on 2 ranks
  *   bench-coll latency    only the small all-reduce latency (median and mean)
+ *   bench-coll scale [MIB]
+ *                         all-reduce of MIB (default 64) per rank on 2, 4, 8
+ *                         and 16 ranks, those the host has cores for, each
+ *                         as a ratio of the memory-traffic bound, with N
+ *                         cores at one core's memcpy and with the memcpy N
+ *                         threads reach together (measured in the run)
  *   bench-coll one N MIB [RUNS]
  *                         one bandwidth case (N ranks, MIB per rank) RUNS
  *                         times (default 3): each run, then the best and spread
@@ -38,6 +44,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -337,6 +344,101 @@ static void one_case(const char *instance, uint32_t n, double mib, int runs)
                "(%.2f x bound)\n", best, best / bound, worst, best_cpu, best_cpu / bound);
 }
 
+/* One thread of memcpy_gbs_par: copy its own buffers, BC_PAR_ROUNDS times. */
+struct bc_copier {
+    pthread_barrier_t *start;  /* all threads begin together */
+    char *src, *dst;           /* its own buffers */
+    size_t bytes;              /* their size */
+    double secs;               /* its best round */
+};
+
+#define BC_PAR_ROUNDS 3
+
+static void *bc_copy_main(void *arg)
+{
+    struct bc_copier *c = arg;
+    memset(c->src, 1, c->bytes);
+    memset(c->dst, 2, c->bytes);
+    c->secs = 1e30;
+    for (int r = 0; r < BC_PAR_ROUNDS; r++) {
+        pthread_barrier_wait(c->start);
+        double t0 = wall_s();
+        memcpy(c->dst, c->src, c->bytes);
+        double t = wall_s() - t0;
+        c->secs = t < c->secs ? t : c->secs;
+    }
+    return NULL;
+}
+
+/* Aggregate memcpy GB/s of n threads copying 64 MiB each at once: what
+ * the host's memory gives n ranks together (a many-core host's memory is
+ * rarely n times one core's); < 0 when out of memory or threads. */
+static double memcpy_gbs_par(uint32_t n)
+{
+    size_t bytes = 64u << 20;
+    struct bc_copier *c = calloc(n, sizeof *c);
+    pthread_t *th = calloc(n, sizeof *th);
+    pthread_barrier_t start;
+    double worst = 0;
+    bool ok = c != NULL && th != NULL && pthread_barrier_init(&start, NULL, n) == 0;
+    uint32_t made = 0;
+    for (; ok && made < n; made++) {
+        c[made] = (struct bc_copier){&start, malloc(bytes), malloc(bytes), bytes, 0};
+        ok = c[made].src != NULL && c[made].dst != NULL &&
+             pthread_create(&th[made], NULL, bc_copy_main, &c[made]) == 0;
+        if (!ok) {
+            free(c[made].src);
+            free(c[made].dst);
+        }
+    }
+    if (!ok && made > 0)
+        bench_die("bench-coll", "cannot start the memcpy threads");
+    for (uint32_t i = 0; i < made; i++) {
+        pthread_join(th[i], NULL);
+        worst = c[i].secs > worst ? c[i].secs : worst;
+        free(c[i].src);
+        free(c[i].dst);
+    }
+    if (made > 0)
+        pthread_barrier_destroy(&start);
+    free(c);
+    free(th);
+    return ok && worst > 0 ? (double)n * (double)bytes / worst / 1e9 : -1;
+}
+
+/* All-reduce of `mib` MiB per rank over N = 2, 4, 8, 16 ranks (those the
+ * host has cores for: one rank per core), each as a ratio of the
+ * memory-traffic bound with the memcpy of the same run: "bound" counts N
+ * cores at one core's memcpy, "mbound" the memcpy that N threads reach
+ * together, measured just before the case (the tighter, real bound where
+ * the cores share a memory bus). */
+static void scale(const char *instance, double mib)
+{
+    unsigned counts[BENCH_MAX_COUNTS];
+    int n = bench_thread_counts("bench-coll", "ranks", 2, counts);
+    double mem = memcpy_gbs();
+    printf("all-reduce of %.0f MiB per rank, N ranks on N cores; memcpy %.2f GB/s on one "
+           "thread\n", mib, mem);
+    printf("  %-6s %10s %12s %10s %8s %8s %10s %12s %9s %10s\n", "ranks", "ms/op", "busbw GB/s",
+           "x memcpy", "bound", "x bound", "cpu xbound", "N-thr memcpy", "mbound", "x mbound");
+    for (int i = 0; i < n; i++) {
+        struct bench_case bc = {counts[i], (uint64_t)(mib * MIB), 0, NULL, false};
+        double agg = memcpy_gbs_par(counts[i]);
+        struct bench_time t = run_case_times(&bc, instance);
+        if (t.mean < 0 || agg < 0) {
+            printf("  %-6u FAILED\n", counts[i]);
+            continue;
+        }
+        double bus = bus_gbs(&bc, t.mean), bound = bound_ratio(bc.n);
+        double bus_cpu = bus_gbs(&bc, t.cpu / rank_cores(bc.n));
+        double mbound = (double)(bc.n - 1) / ((double)bc.n * bc.n) * agg / mem;
+        printf("  %-6u %10.2f %12.3f %10.3f %8.3f %8.2f %10.2f %12.2f %9.3f %10.2f\n",
+               counts[i], t.mean * 1e3, bus, bus / mem, bound, bus / mem / bound,
+               bus_cpu / mem / bound, agg, mbound, bus / mem / mbound);
+        fflush(stdout);
+    }
+}
+
 static void sweep(const char *instance)
 {
     printf("%-6s %-9s %12s %12s\n", "ranks", "bytes", "mesh us", "chain us");
@@ -407,6 +509,10 @@ int main(int argc, char **argv)
     if (argc > 3 && strcmp(argv[1], "one") == 0) {
         int runs = argc > 4 ? atoi(argv[4]) : 3;
         one_case(instance, (uint32_t)atoi(argv[2]), atof(argv[3]), runs < 1 ? 1 : runs);
+        return 0;
+    }
+    if (argc > 1 && strcmp(argv[1], "scale") == 0) {
+        scale(instance, argc > 2 ? atof(argv[2]) : 64.0);
         return 0;
     }
     if (argc > 1 && strcmp(argv[1], "latency") == 0) {

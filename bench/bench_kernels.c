@@ -4,6 +4,10 @@
  * their inputs), against the same operation sequence done op by op with
  * numpy, the approach of the Python NKI simulator (bench/numpy_kernels.py,
  * run in the same process tree, same shapes). Target: at least 5x faster.
+ * Then the same executions with TRNEMU_THREADS=1, 2, 4, 8, 16 (those the
+ * host has), each as a ratio to the 1-thread time of the same run; the
+ * counts take turns over KB_PASSES passes and the best round of each
+ * counts.
  *
  * Usage: bench-kernels EXAMPLES_DIR NUMPY_SCRIPT
  */
@@ -13,8 +17,12 @@
 #include <time.h>
 
 #include "../examples/example_file.h"
+#include "bench_util.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
+
+#define KB_PASSES 4  /* passes over the thread counts, each a fresh runtime */
+#define KB_ROUNDS 8  /* rounds of 20 executions per pass; the best counts */
 
 static double now_s(void)
 {
@@ -23,8 +31,8 @@ static double now_s(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-/* Seconds per nrt_execute of dir/name.neff (best of 25 rounds). */
-static double time_kernel(const char *dir, const char *name)
+/* Seconds per nrt_execute of dir/name.neff (best of `rounds` rounds of 20). */
+static double time_kernel(const char *dir, const char *name, int rounds)
 {
     char path[4096];
     size_t size;
@@ -50,7 +58,7 @@ static double time_kernel(const char *dir, const char *name)
                                      t[i]);
     }
     int reps = 20;
-    for (int round = 0; round < 25; round++) {
+    for (int round = 0; round < rounds; round++) {
         double t0 = now_s();
         for (int r = 0; r < reps; r++)
             if (nrt_execute(m, in, out) != NRT_SUCCESS)
@@ -97,26 +105,65 @@ static int numpy_times(const char *script, double *softmax, double *layernorm)
     return -1;
 }
 
+/* Per-execution seconds of both kernels with TRNEMU_THREADS=threads (0:
+ * as the environment has it). */
+static int time_at(const char *dir, unsigned threads, int rounds, double *sm, double *ln)
+{
+    char v[16];
+    snprintf(v, sizeof v, "%u", threads);
+    if (threads > 0)
+        setenv("TRNEMU_THREADS", v, 1);
+    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+        return -1;
+    *sm = time_kernel(dir, "softmax", rounds);
+    *ln = time_kernel(dir, "layernorm", rounds);
+    nrt_close();
+    return *sm < 0 || *ln < 0 ? -1 : 0;
+}
+
+/* Per-execution times at every thread count against 1 thread (a split
+ * must never make a kernel slower than one thread does). */
+static void report_scaling(const unsigned *counts, int n, const double (*t)[2])
+{
+    printf("per execution with TRNEMU_THREADS=N, and 1-thread time / N-thread time "
+           "(>= 1: no slower than one thread)\n");
+    printf("  %-7s %12s %8s %12s %8s\n", "threads", "softmax us", "vs 1", "layernorm us",
+           "vs 1");
+    for (int i = 0; i < n; i++)
+        printf("  %-7u %12.1f %8.2f %12.1f %8.2f\n", counts[i], t[i][0] * 1e6,
+               t[0][0] / t[i][0], t[i][1] * 1e6, t[0][1] / t[i][1]);
+}
+
 int main(int argc, char **argv)
 {
     if (argc != 3) {
         fprintf(stderr, "usage: bench-kernels EXAMPLES_DIR NUMPY_SCRIPT\n");
         return 2;
     }
-    if (nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "") != NRT_SUCCESS)
+    unsigned counts[BENCH_MAX_COUNTS];
+    double t[BENCH_MAX_COUNTS][2];
+    int nc = bench_thread_counts("bench-kernels", "threads", 1, counts);
+    for (int pass = 0; pass < KB_PASSES; pass++) /* counts alternate: load drifts alike */
+        for (int i = 0; i < nc; i++) {
+            double sm1, ln1;
+            if (time_at(argv[1], counts[i], KB_ROUNDS, &sm1, &ln1) != 0) {
+                printf("  %u threads: an execution failed\n", counts[i]);
+                return 1;
+            }
+            t[i][0] = pass == 0 || sm1 < t[i][0] ? sm1 : t[i][0];
+            t[i][1] = pass == 0 || ln1 < t[i][1] ? ln1 : t[i][1];
+        }
+    unsetenv("TRNEMU_THREADS");
+    double sm = 0, ln = 0;
+    if (time_at(argv[1], 0, 25, &sm, &ln) != 0)
         return 1;
-    double sm = time_kernel(argv[1], "softmax"), ln = time_kernel(argv[1], "layernorm");
-    nrt_close();
     double np_sm = 0, np_ln = 0;
     int have_np = numpy_times(argv[2], &np_sm, &np_ln) == 0;
-    printf("example kernels on trnemu vs the same op sequence in numpy (target: >= 5x)\n");
+    printf("example kernels on trnemu (TRNEMU_THREADS unset) vs the same op sequence in "
+           "numpy (target: >= 5x)\n");
     const char *names[2] = {"softmax", "layernorm"};
     double ours[2] = {sm, ln}, theirs[2] = {np_sm, np_ln};
     for (int i = 0; i < 2; i++) {
-        if (ours[i] < 0) {
-            printf("  %-10s failed to run\n", names[i]);
-            continue;
-        }
         printf("  %-10s trnemu %8.1f us", names[i], ours[i] * 1e6);
         if (have_np)
             printf("   numpy %8.1f us   speed-up %.1fx", theirs[i] * 1e6, theirs[i] / ours[i]);
@@ -124,5 +171,6 @@ int main(int argc, char **argv)
             printf("   (numpy not available)");
         printf("\n");
     }
-    return sm < 0 || ln < 0;
+    report_scaling(counts, nc, (const double (*)[2])t);
+    return 0;
 }

@@ -1,8 +1,10 @@
 /*
  * bench_matmul.c: the Tensor engine on a 4096 x 4096 x 4096 bf16 matmul,
- * against OpenBLAS cblas_sgemm (fp32, same shape) in the same run, with 1
- * and with 2 host threads on each side (par_configure for the emulator,
- * openblas_set_num_threads for OpenBLAS).
+ * against OpenBLAS cblas_sgemm (fp32, same shape) in the same run, with 1,
+ * 2, 4, 8 and 16 host threads on each side where the host has them
+ * (bench_thread_counts; par_configure for the emulator,
+ * openblas_set_num_threads for OpenBLAS), and the OpenBLAS kernel that ran
+ * (OPENBLAS_CORETYPE names it on hosts whose virtual CPU hides its model).
  *
  * The kernel is a hand-built core program (emu/core/core.h) on one emulated
  * NeuronCore-v2, run by the real scheduler. HBM holds lhsT [K x M] and
@@ -14,18 +16,21 @@
  * OpenBLAS's too, sits on huge pages, as device HBM does. Figures:
  *   program     the whole program (DMAs included), GFLOP/s
  *   matmuls     the same 8192 nc_matmul alone on SBUF-resident tiles
+ *   no groups   the same with each nc_matmul its own job (pe_groups_set),
+ *               as before accumulation groups ran as one
  *   convert     packing the operands of 8192 matmuls into fp32 panels only
  *   hand-off    par_for calls of as many parts as a matmul is cut into,
- *               each part the same fixed work: the 2-thread time less half
- *               the 1-thread time is what a hand-off and join costs
+ *               each part the same fixed work: the N-thread time less 1/N
+ *               of the 1-thread time is what a hand-off and join costs
  *   sgemm       OpenBLAS, and the ratios program/sgemm and matmuls/sgemm.
  * Each is the best of REPS runs, shown as wall-clock and as the process's
  * CPU time (all its threads). With one thread the CPU ratio is what to
  * compare on a loaded machine; with two, only the wall-clock ratio says
  * whether the second thread helped, and load from other processes blurs it.
  * A sample of C is checked bit-exactly against the fmaf definition, and C
- * computed with 2 threads must be bit-identical to C with 1.
- * BENCH_MATMUL_THREADS=1 or 2 measures that count only (for profiling).
+ * computed with N threads must be bit-identical to C with 1. A table at
+ * the end puts every count side by side.
+ * BENCH_MATMUL_THREADS=N measures that count only (for profiling).
  */
 #include <math.h>
 #include <stdio.h>
@@ -42,6 +47,7 @@
 #include "emu/core/par.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
+#include "bench/bench_util.h"
 
 #define DIM 4096u              /* M = N = K */
 #define TK 128u                /* contraction per nc_matmul */
@@ -271,18 +277,23 @@ static void fixed_part(void *arg, size_t part)
 static struct span time_handoffs(void)
 {
     uint64_t sink[TN / PE_PANEL_PAR_COLS];
+    par_force_split(true);
     struct span t0 = span_now();
     for (uint32_t i = 0; i < HANDOFF_CALLS; i++)
         par_for(TN / PE_PANEL_PAR_COLS, fixed_part, sink);
-    return span_since(t0);
+    struct span t = span_since(t0);
+    par_force_split(false);
+    return t;
 }
 
 /* Best-of-REPS figures at one thread count. */
 struct figures {
     struct span program; /* DMA + matmuls */
     struct span matmuls; /* matmuls alone */
+    struct span single;  /* matmuls alone, each instruction its own job (no groups) */
     struct span handoff; /* par_for calls of balanced fixed-work parts */
     struct span sgemm;   /* OpenBLAS */
+    uint64_t handoffs;   /* par_for calls handed to helpers by one run of the matmuls */
     int bad;             /* sampled entries of C that differ from the definition */
 };
 
@@ -293,12 +304,17 @@ static void measure(unsigned threads, struct core *core, struct core_program *pr
     par_configure(threads);
     openblas_set_num_threads((int)threads);
     struct span inf = {1e30, 1e30};
-    *f = (struct figures){inf, inf, inf, inf, 0};
+    *f = (struct figures){inf, inf, inf, inf, inf, 0, 0};
     for (int r = 0; r < REPS; r++) {
         f->program = span_best(f->program, run(core, prog, code, build(code, true)));
         if (r == 0)
             f->bad = check(a, b, c);
+        uint64_t h0 = par_handoffs();
         f->matmuls = span_best(f->matmuls, run(core, prog, code, build(code, false)));
+        f->handoffs = par_handoffs() - h0;
+        pe_groups_set(false);
+        f->single = span_best(f->single, run(core, prog, code, build(code, false)));
+        pe_groups_set(true);
         f->handoff = span_best(f->handoff, time_handoffs());
         f->sgemm = span_best(f->sgemm, time_sgemm(af, bf, cb));
     }
@@ -310,23 +326,52 @@ static void report(unsigned threads, const struct figures *f)
            threads == 1 ? "" : "s", REPS);
     say("program (DMA + matmul)", f->program);
     say("matmuls alone", f->matmuls);
+    say("matmuls, no groups", f->single);
     say("OpenBLAS sgemm", f->sgemm);
     printf("  ratio to sgemm (target >= 0.9): program %.2f wall, %.2f cpu; matmuls %.2f wall, "
            "%.2f cpu\n", f->sgemm.wall / f->program.wall, f->sgemm.cpu / f->program.cpu,
            f->sgemm.wall / f->matmuls.wall, f->sgemm.cpu / f->matmuls.cpu);
-    printf("  bit-exact sample: %d of %d differ\n", f->bad, SAMPLES);
+    printf("  bit-exact sample: %d of %d differ; hand-offs to helper threads in one run of the "
+           "8192 matmuls: %llu\n", f->bad, SAMPLES, (unsigned long long)f->handoffs);
 }
 
-/* What one hand-off and join costs with 2 threads (balanced parts: the
- * 2-thread time less half the 1-thread time), and that times the
- * kernel's matmuls as a share of the 2-thread matmuls. */
-static void report_handoffs(const struct figures *f1, const struct figures *f2)
+/* What one hand-off and join costs with `threads` threads (balanced
+ * parts: the time less 1/threads of the 1-thread time), and that times
+ * the kernel's hand-offs as a share of the matmuls at that count. */
+static void report_handoffs(unsigned threads, const struct figures *f1, const struct figures *f)
 {
-    double per = (f2->handoff.wall - f1->handoff.wall / 2.0) / HANDOFF_CALLS;
-    double all = per * (DIM / TN) * (DIM / TM) * (DIM / TK);
-    printf("  hand-off and join of one matmul's %u parts (balanced fixed work, 2 threads less "
-           "half of 1): %.1f us; for 8192 matmuls %.3f s = %.1f%% of the matmuls\n",
-           TN / PE_PANEL_PAR_COLS, per * 1e6, all, 100.0 * all / f2->matmuls.wall);
+    double per = (f->handoff.wall - f1->handoff.wall / threads) / HANDOFF_CALLS;
+    double all = per * (double)f->handoffs;
+    printf("  hand-off and join of %u parts (balanced fixed work, %u threads less 1/%u of 1): "
+           "%.1f us; for the matmuls' %llu hand-offs %.3f s = %.1f%% of the matmuls\n",
+           TN / PE_PANEL_PAR_COLS, threads, threads, per * 1e6, (unsigned long long)f->handoffs,
+           all, 100.0 * all / f->matmuls.wall);
+}
+
+/* The table of every thread count against 1 thread and against sgemm. */
+static void report_scaling(const unsigned *counts, int n, const struct figures *f)
+{
+    printf("scaling (wall clock; ratios to OpenBLAS sgemm at the same thread count, and to "
+           "1 thread)\n");
+    printf("  %-7s %9s %9s %9s %9s %10s %10s %10s %9s %9s %9s\n", "threads", "program",
+           "matmuls", "no groups", "sgemm", "prog/sgemm", "mm/sgemm", "nogr/sgemm", "prog xN",
+           "mm xN", "sgemm xN");
+    for (int i = 0; i < n; i++)
+        printf("  %-7u %9.1f %9.1f %9.1f %9.1f %10.2f %10.2f %10.2f %9.2f %9.2f %9.2f\n",
+               counts[i], gflops(f[i].program.wall), gflops(f[i].matmuls.wall),
+               gflops(f[i].single.wall), gflops(f[i].sgemm.wall),
+               f[i].sgemm.wall / f[i].program.wall, f[i].sgemm.wall / f[i].matmuls.wall,
+               f[i].sgemm.wall / f[i].single.wall, f[0].program.wall / f[i].program.wall,
+               f[0].matmuls.wall / f[i].matmuls.wall, f[0].sgemm.wall / f[i].sgemm.wall);
+}
+
+/* Which OpenBLAS kernel runs, and what OPENBLAS_CORETYPE asked for. */
+static void report_openblas(void)
+{
+    const char *ct = getenv("OPENBLAS_CORETYPE");
+    printf("OpenBLAS kernel %s (OPENBLAS_CORETYPE=%s); host %ld online CPUs\n",
+           openblas_get_corename(), ct != NULL ? ct : "(unset)",
+           sysconf(_SC_NPROCESSORS_ONLN));
 }
 
 int main(void)
@@ -349,37 +394,47 @@ int main(void)
     struct core_program prog = {.name = "bench-matmul", .vars = vars, .nvars = 3};
     printf("bench-matmul: %u x %u x %u bf16 as nc_matmul %u(K) x %u(M) x %u(N), kernel %s\n",
            DIM, DIM, DIM, TK, TM, TN, pe_mm_impl_name());
-    struct figures f1, f2;
+    report_openblas();
     const char *only = getenv("BENCH_MATMUL_THREADS"); /* profiling: one count only */
-    if (only != NULL && (atoi(only) == 1 || atoi(only) == 2)) {
+    if (only != NULL && atoi(only) >= 1) {
         struct figures f;
         measure((unsigned)atoi(only), core, &prog, code, a, b, af, bf, c, cb, &f);
         report((unsigned)atoi(only), &f);
         return f.bad != 0;
     }
+    unsigned counts[BENCH_MAX_COUNTS];
+    int nc = bench_thread_counts("bench-matmul", "threads", 1, counts);
+    struct figures f[BENCH_MAX_COUNTS];
     par_configure(1);
     struct span tc = {1e30, 1e30};
     for (int r = 0; r < REPS; r++)
         tc = span_best(tc, time_convert(core, &prog));
-    measure(1, core, &prog, code, a, b, af, bf, c, cb, &f1);
-    memcpy(c1, c, el * 4);
-    measure(2, core, &prog, code, a, b, af, bf, c, cb, &f2);
-    int same = memcmp(c1, c, el * 4) == 0;
-    report(1, &f1);
-    printf("  %-24s %7.3f s wall (%4.1f%%)        | %7.3f s cpu (%4.1f%% of the matmuls)\n",
-           "convert/pack only", tc.wall, 100.0 * tc.wall / f1.matmuls.wall, tc.cpu,
-           100.0 * tc.cpu / f1.matmuls.cpu);
-    report(2, &f2);
-    report_handoffs(&f1, &f2);
-    printf("  2 threads vs 1: program %.2fx, matmuls %.2fx, sgemm %.2fx (wall)\n",
-           f1.program.wall / f2.program.wall, f1.matmuls.wall / f2.matmuls.wall,
-           f1.sgemm.wall / f2.sgemm.wall);
-    printf("  C with 2 threads %s C with 1\n", same ? "is bit-identical to" : "DIFFERS from");
+    int bad = 0, differ = 0;
+    for (int i = 0; i < nc; i++) {
+        measure(counts[i], core, &prog, code, a, b, af, bf, c, cb, &f[i]);
+        if (i == 0)
+            memcpy(c1, c, el * 4);
+        bool same = memcmp(c1, c, el * 4) == 0;
+        differ += !same;
+        bad += f[i].bad;
+        report(counts[i], &f[i]);
+        if (i == 0)
+            printf("  %-24s %7.3f s wall (%4.1f%%)        | %7.3f s cpu (%4.1f%% of the "
+                   "matmuls)\n", "convert/pack only", tc.wall, 100.0 * tc.wall /
+                   f[0].matmuls.wall, tc.cpu, 100.0 * tc.cpu / f[0].matmuls.cpu);
+        else {
+            report_handoffs(counts[i], &f[0], &f[i]);
+            printf("  C with %u threads %s C with 1\n", counts[i],
+                   same ? "is bit-identical to" : "DIFFERS from");
+        }
+        fflush(stdout);
+    }
+    report_scaling(counts, nc, f);
     par_shutdown();
     core_destroy(core);
     free(code);
     bench_unmap(a, el * 2), bench_unmap(b, el * 2), bench_unmap(af, el * 4);
     bench_unmap(bf, el * 4), bench_unmap(c, el * 4), bench_unmap(cb, el * 4);
     bench_unmap(c1, el * 4);
-    return f1.bad != 0 || f2.bad != 0 || !same;
+    return bad != 0 || differ != 0;
 }

@@ -14,6 +14,13 @@
  * per execution (every thread of the process), which a loaded host
  * disturbs less than the rate.
  *
+ * Then N VNCs from N threads against 1 VNC, for N = 1, 2, 4, 8, 16 where
+ * the host has the cores (bench_thread_counts).
+ *
+ * Then softmax and layernorm on one VNC from one thread with the core's
+ * engines interleaved, as a team of threads and as the measured choice
+ * picks (core_set_engine_threads), round by round.
+ *
  * Then the LNC=2 case: the matmul_lnc2 example (each physical core of VNC
  * 0 computes half of a 1024 x 512 x 512 matmul, then they swap a tile and
  * meet at a barrier), executed from one thread, with the two cores
@@ -35,12 +42,13 @@
 
 #include "bench/bench_util.h"
 #include "devices/runtime/exec.h"
+#include "emu/core/core.h"
 #include "nrt/nrt.h"
 #include "nrt/nrt_experimental.h"
 
 #define BP_ROUNDS 10      /* rounds per case */
 #define BP_SECONDS 0.5    /* length of one round */
-#define BP_MAX_VNCS 2     /* VNCs one case uses at most */
+#define BP_MAX_VNCS 16    /* VNCs one case uses at most */
 
 static void *bp_neff;         /* softmax.neff */
 static size_t bp_neff_size;   /* its bytes */
@@ -171,7 +179,7 @@ static const struct {
     int idx[BP_MAX_VNCS];   /* entries of bp_vncs used */
     int n;                  /* how many */
 } bp_cases[BP_CASES] = {
-    {"1 VNC, 1 thread", {0, 0}, 1},
+    {"1 VNC, 1 thread", {0}, 1},
     {"2 VNCs of one chip (0, 1), 2 threads", {0, 1}, 2},
     {"2 VNCs on two chips (0, 4), 2 threads", {0, 2}, 2},
 };
@@ -297,6 +305,107 @@ static bool bp_lnc2(const char *dir)
     return true;
 }
 
+/* ---- N VNCs from N threads ------------------------------------------------------ */
+
+/* VNCs 0 .. counts[n-1]-1 (four per chip), softmax on each; BP_ROUNDS
+ * rounds, each of every count in turn (N VNCs from N threads). */
+static bool bp_scale_run(const unsigned *counts, int n, struct bp_stat *st)
+{
+    struct bp_vnc all[BP_MAX_VNCS];
+    int nv = (int)counts[n - 1];
+    bool ok = bp_init(NULL);
+    if (!ok)
+        return false;
+    int set = 0;
+    for (; ok && set < nv; set++)
+        ok = bp_setup(&all[set], set);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int c = 0; ok && c < n; c++) {
+            double cpu0 = bench_proc_cpu_s();
+            long execs = 0;
+            double rate = bp_round(all, (int)counts[c], &execs);
+            ok = rate >= 0;
+            if (ok)
+                bp_note(&st[c], rate,
+                        (bench_proc_cpu_s() - cpu0) / (double)(execs > 0 ? execs : 1));
+        }
+    for (int v = 0; v < set; v++)
+        bp_teardown(&all[v]);
+    nrt_close();
+    return ok;
+}
+
+/* Softmax executions per second on N VNCs from N threads, N = 1, 2, 4,
+ * 8, 16 where the host has the cores, each against 1 VNC in the same run;
+ * "per VNC" is that ratio over N (1.0: perfect scaling). */
+static bool bp_scale(void)
+{
+    unsigned counts[BENCH_MAX_COUNTS];
+    int n = bench_thread_counts("bench-par", "VNCs", 1, counts);
+    while (n > 0 && counts[n - 1] > BP_MAX_VNCS)
+        n--;
+    struct bp_stat st[BENCH_MAX_COUNTS] = {{0}};
+    if (n == 0 || !bp_scale_run(counts, n, st))
+        return false;
+    printf("softmax example, N VNCs (0 .. N-1, four per chip) from N threads vs 1 VNC, best of "
+           "%d rounds of %.1f s (counts alternate round by round)\n", BP_ROUNDS, BP_SECONDS);
+    for (int c = 0; c < n; c++) {
+        char what[64];
+        snprintf(what, sizeof what, "%u VNC%s, %u thread%s", counts[c], counts[c] > 1 ? "s" : "",
+                 counts[c], counts[c] > 1 ? "s" : "");
+        bp_print(what, &st[c], st[0].best);
+    }
+    printf("scaling N VNCs / 1 VNC:");
+    for (int c = 0; c < n; c++)
+        printf(" %u: %.2fx (%.2f per VNC)%s", counts[c], st[c].best / st[0].best,
+               st[c].best / st[0].best / counts[c], c + 1 < n ? ";" : "\n");
+    return true;
+}
+
+/* ---- one core's engines: interleaved, as a team, or as measured --------------- */
+
+#define BP_MODES 3
+static const int bp_modes[BP_MODES] = {CORE_ENGINES_INTERLEAVED, CORE_ENGINES_TEAM,
+                                       CORE_ENGINES_AUTO};
+static const char *const bp_mode_names[BP_MODES] = {
+    "engines interleaved on one thread", "engines as a team of threads",
+    "measured choice (the default)"};
+
+/* name.neff on VNC 0 from one thread, TRNEMU_THREADS unset (every CPU),
+ * the three ways of placing the core's engines taking turns round by
+ * round; printed against the interleaved way. */
+static bool bp_team(const char *dir, const char *name)
+{
+    char file[64];
+    size_t size;
+    snprintf(file, sizeof file, "%s.neff", name);
+    void *neff = bp_read(dir, file, &size);
+    struct bp_stat st[BP_MODES] = {{0}};
+    struct bp_vnc b;
+    bool ok = neff != NULL && bp_init(NULL);
+    if (!ok) {
+        free(neff);
+        return false;
+    }
+    ok = bp_setup_neff(&b, 0, neff, size);
+    for (int r = 0; ok && r < BP_ROUNDS; r++)
+        for (int m = 0; ok && m < BP_MODES; m++) {
+            core_set_engine_threads(bp_modes[m]);
+            ok = bp_lnc2_round(&b, &st[m]);
+        }
+    core_set_engine_threads(CORE_ENGINES_AUTO);
+    bp_teardown(&b);
+    nrt_close();
+    free(neff);
+    if (!ok)
+        return false;
+    printf("%s example, one VNC (LNC=2: one core has work) from one thread, every CPU, best "
+           "of %d rounds of %.1f s\n", name, BP_ROUNDS, BP_SECONDS);
+    for (int m = 0; m < BP_MODES; m++)
+        bp_print(bp_mode_names[m], &st[m], st[0].best);
+    return true;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -324,7 +433,15 @@ int main(int argc, char **argv)
     bp_print("2 VNCs of one chip, TRNEMU_THREADS=1", &gate1[1], stat[0].best);
     printf("ratio 2 VNCs of one chip / 1 VNC: %.2fx (target 1.8x); 2 chips / 1 VNC: %.2fx\n",
            stat[1].best / stat[0].best, stat[2].best / stat[0].best);
+    if (!bp_scale()) {
+        fprintf(stderr, "an execution of the scaling case failed\n");
+        return 1;
+    }
     free(bp_neff);
+    if (!bp_team(argv[1], "softmax") || !bp_team(argv[1], "layernorm")) {
+        fprintf(stderr, "an execution with engine teams failed\n");
+        return 1;
+    }
     if (!bp_lnc2(argv[1])) {
         fprintf(stderr, "an LNC=2 execution failed\n");
         return 1;

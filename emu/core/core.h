@@ -100,6 +100,10 @@ struct isa_exec_ctx {
     size_t next_pc;                    /* where the engine continues (jump/branch set it) */
     bool halted;                       /* halt was executed */
     bool blocked;                      /* op-level wait not satisfied: retry later */
+    size_t fuse_max;                   /* instructions after insn the semantics may run
+                                          with it, none waiting (0: none; the scheduler) */
+    size_t fused;                      /* instructions after insn it ran: the scheduler
+                                          completes them (costs, signals) in order */
     char err[256];                     /* cause, when the semantics fails */
 };
 
@@ -167,6 +171,15 @@ struct core_run_opts {
     const struct core_run_threads *threads; /* run each core on its own host thread
                                                (when the run allows it), NULL: one thread */
 };
+
+/* How core_run places one core's engines (process-wide, sched.c). */
+#define CORE_ENGINES_AUTO 0         /* a team of threads when the program allows it and it
+                                       pays on this host (measured), else interleaved */
+#define CORE_ENGINES_INTERLEAVED 1  /* never: every engine on the calling thread */
+#define CORE_ENGINES_TEAM 2         /* a team whenever the program and host allow (tests) */
+void core_set_engine_threads(int mode);
+/* Runs so far (process-wide) that ran a core's engines as a team. */
+unsigned long long core_team_runs(void);
 
 /* Run ncores cores, each its program, to completion. On one thread every
  * engine of every core is interleaved in one fixed order. With

@@ -387,6 +387,152 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
     return s == EMU_RESOURCE ? pe_no_memory(ctx, g) : s;
 }
 
+/* ---- accumulation groups ------------------------------------------------------ */
+
+/* A run of nc_matmul instructions that accumulate into one PSUM tile, run
+ * as one job: the instruction and the ones right after it in the stream
+ * (ctx->fuse_max allows them) that wait on nothing, accumulate into the
+ * same dst with the same tile, flags and shapes, and take the common
+ * path. Their stationary operands are packed first, each into its place
+ * in one shared buffer; then each part, PE_GROUP_COLS output columns,
+ * runs every instruction of the group in order on its columns, packing
+ * its own moving panels. Each output element is still one fmaf chain over
+ * k, instruction after instruction, so the bits are the ones of running
+ * them one by one; two hand-offs serve the whole group instead of one per
+ * instruction. */
+#define PE_GROUP_MAX 32u      /* instructions in one group at most */
+#define PE_GROUP_COLS PE_PANEL_PAR_COLS /* output columns per part: 128 (32 cost 16% more CPU,
+                                          their moving panels packed in runs too short) */
+#define PE_GROUP_A_SLOT 4u    /* the PE's scratch slot holding the packed stationaries */
+#define PE_ACC_BIT (1u << PE_FLAG_ACCUMULATE)
+
+/* One accumulation group under way (the calling thread's own). */
+struct pe_group_job {
+    struct pe_geom g;                 /* the shapes, every instruction's */
+    struct ap_view st[PE_GROUP_MAX];  /* each instruction's stationary operand */
+    struct ap_view mv[PE_GROUP_MAX];  /* each one's moving operand */
+    bool acc[PE_GROUP_MAX];           /* each one accumulates (the first may not) */
+    uint32_t count;                   /* instructions in the group */
+    float *a;                         /* packed stationaries, a_floats apart */
+    size_t a_floats;                  /* floats of one packed stationary */
+    float *c;                         /* the dst they share: row 0 */
+    ptrdiff_t ldc;                    /* its row stride in floats */
+    atomic_bool no_scratch;           /* a part found no scratch row (out of memory) */
+};
+
+static _Thread_local struct pe_group_job pe_group; /* a few KiB: off the stack */
+static atomic_bool pe_groups_off;                  /* pe_groups_set(false) */
+
+void pe_groups_set(bool on)
+{
+    atomic_store_explicit(&pe_groups_off, !on, memory_order_relaxed);
+}
+
+/* Can instruction `next` join the group that insn (shapes g) opened? Binds
+ * its operands into st and mv when it can. */
+static bool pe_group_joins(const struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                           const struct isa_insn *next, size_t pc, const struct pe_geom *g,
+                           struct ap_view *st, struct ap_view *mv)
+{
+    if (next->opcode != ISA_OP_nc_matmul || next->wait[0].kind != ISA_SYNC_NONE ||
+        !pe_flag(next, PE_FLAG_ACCUMULATE) ||
+        (next->flags | PE_ACC_BIT) != (insn->flags | PE_ACC_BIT) || next->enums[0] != insn->enums[0] ||
+        memcmp(next->imm, insn->imm, sizeof next->imm) != 0 ||
+        memcmp(&next->ap[0], &insn->ap[0], sizeof next->ap[0]) != 0)
+        return false;
+    struct isa_exec_ctx c2 = *ctx; /* its own error text, thrown away */
+    c2.insn = next;
+    c2.pc = pc;
+    struct ap_view dst;
+    struct pe_geom g2 = {0};
+    return pe_bind3(&c2, &dst, st, mv) == EMU_OK && pe_check_perf(&c2, next, &g2.groups) ==
+           EMU_OK && pe_check_shapes(&c2, &dst, st, mv, &g2) == EMU_OK && g2.k == g->k &&
+           g2.m == g->m && g2.n == g->n && g2.groups == g->groups &&
+           pe_panel_src_ok(mv, g->groups);
+}
+
+/* Fill pe_group with insn and the instructions that join it; its count. */
+static uint32_t pe_group_collect(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                                 const struct ap_view *st, const struct ap_view *mv,
+                                 const struct pe_geom *g)
+{
+    struct pe_group_job *j = &pe_group;
+    size_t a_floats = pe_pack_a_floats(g->k, g->m);
+    size_t room = CORE_SCRATCH_ELEMS / a_floats, max = ctx->fuse_max + 1;
+    max = max < room ? max : room;
+    max = max < PE_GROUP_MAX ? max : PE_GROUP_MAX;
+    j->g = *g;
+    j->st[0] = *st;
+    j->mv[0] = *mv;
+    j->acc[0] = pe_flag(insn, PE_FLAG_ACCUMULATE);
+    j->a_floats = a_floats;
+    uint32_t n = 1;
+    const struct isa_insn *code = ctx->prog->code[ctx->engine];
+    while (n < max && pe_group_joins(ctx, insn, &code[ctx->pc + n], ctx->pc + n, g, &j->st[n],
+                                     &j->mv[n])) {
+        j->acc[n] = true;
+        n++;
+    }
+    j->count = n;
+    return n;
+}
+
+static void pe_group_pack_part(void *arg, size_t part)
+{
+    struct pe_group_job *j = arg;
+    float *tmp = par_scratch(0); /* this thread's own */
+    if (tmp == NULL) {
+        atomic_store(&j->no_scratch, true);
+        return;
+    }
+    pe_pack_a(&j->st[part], j->g.groups, j->g.m, j->a + part * j->a_floats, tmp);
+}
+
+static void pe_group_part(void *arg, size_t part)
+{
+    struct pe_group_job *j = arg;
+    float *buf = par_scratch(1); /* this thread's own */
+    if (buf == NULL) {
+        atomic_store(&j->no_scratch, true);
+        return;
+    }
+    uint32_t n0 = (uint32_t)part * PE_GROUP_COLS;
+    for (uint32_t i = 0; i < j->count; i++) {
+        struct pe_mm mm = {.k = j->g.k, .m = j->g.m, .n = j->g.n, .a = j->a + i * j->a_floats,
+                           .b_src = &j->mv[i], .b_groups = j->g.groups, .c = j->c,
+                           .ldc = j->ldc, .accumulate = j->acc[i]};
+        pe_mm_run_panels(&mm, n0, n0 + PE_GROUP_COLS, buf);
+    }
+}
+
+/* Run insn with the instructions after it that form its accumulation
+ * group, when there are any and a split may pay; false: run it alone. */
+static bool pe_run_group(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
+                         const struct ap_view *st, const struct ap_view *mv,
+                         const struct pe_geom *g, float *c, ptrdiff_t ldc, emu_status *status)
+{
+    if (ctx->fuse_max == 0 || !par_may_split() ||
+        atomic_load_explicit(&pe_groups_off, memory_order_relaxed))
+        return false;
+    uint32_t n = pe_group_collect(ctx, insn, st, mv, g);
+    if (n < 2 || (uint64_t)g->k * g->m * g->n * n < PE_PAR_MIN_FMAS)
+        return false;
+    struct pe_group_job *j = &pe_group;
+    j->a = core_scratch(ctx, PE_GROUP_A_SLOT);
+    j->c = c;
+    j->ldc = ldc;
+    atomic_init(&j->no_scratch, false);
+    par_for(n, pe_group_pack_part, j);
+    if (!atomic_load(&j->no_scratch))
+        par_for((g->n + PE_GROUP_COLS - 1) / PE_GROUP_COLS, pe_group_part, j);
+    *status = atomic_load(&j->no_scratch)
+                  ? core_fail(ctx, EMU_RESOURCE, "nc_matmul: out of host memory for a helper "
+                              "thread's scratch rows")
+                  : EMU_OK;
+    ctx->fused = *status == EMU_OK ? n - 1 : 0;
+    return true;
+}
+
 /* The common case, fp32 dst in place, a moving operand of flat bf16 or
  * fp32 rows and no onezero hint to check: the moving panels are packed
  * inside the product, each by the thread that multiplies it. */
@@ -406,7 +552,8 @@ static bool pe_multiply_fused(struct isa_exec_ctx *ctx, const struct isa_insn *i
     mm.c = pe_direct_dst(dst, &mm.ldc);
     if (mm.c == NULL)
         return false;
-    *status = pe_run_fused(ctx, st, g, &mm, a);
+    if (!pe_run_group(ctx, insn, st, mv, g, mm.c, mm.ldc, status))
+        *status = pe_run_fused(ctx, st, g, &mm, a);
     return true;
 }
 

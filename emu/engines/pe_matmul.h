@@ -99,6 +99,10 @@ void pe_mm_run_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, floa
  * mm->b_src (at most PE_PANEL_COLS of them) into panels. */
 void pe_pack_panels(const struct pe_mm *mm, uint32_t n_lo, uint32_t n_hi, float *panels);
 
+/* Run nc_matmul accumulation groups as one job (exec_pe.c, on by
+ * default) or each instruction alone: for benchmarks that compare them. */
+void pe_groups_set(bool on);
+
 /* Name of the kernel pe_mm_run uses now: "portable", "avx2" or "avx512". */
 const char *pe_mm_impl_name(void);
 

@@ -3,7 +3,8 @@
  * exactly once, nested calls run inline on their thread, calls while
  * every CPU is busy run inline, several callers at once, one thread
  * (parts in order on the caller) against several, shutdown and restart,
- * per-thread scratch rows. The threads suite runs it under
+ * per-thread scratch rows, the split rule (small parts stay on the
+ * caller, large ones go to helpers). The threads suite runs it under
  * ThreadSanitizer.
  */
 #include <pthread.h>
@@ -323,6 +324,51 @@ static void test_scratch_per_thread(void **state)
     par_configure(0);
 }
 
+/* The split rule (force off): parts far smaller than a hand-off stay on
+ * the caller, even with many threads configured (at most a first trial
+ * and rare tries go to helpers: 200 calls, at most 5 splits); parts far
+ * larger go to helpers once their time is learnt. */
+static void tiny_part(void *arg, size_t part)
+{
+    atomic_uint *runs = arg;
+    atomic_fetch_add(&runs[part], 1);
+}
+
+static void long_part(void *arg, size_t part)
+{
+    uint64_t *out = arg;
+    uint64_t x = part;
+    for (int i = 0; i < 2000000; i++) /* a few ms: far more than a hand-off */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+    out[part] = x;
+}
+
+static void test_rule(void **state)
+{
+    (void)state;
+    par_force_split(false);
+    par_configure(16);
+    static atomic_uint runs[64];
+    unsigned long long h0 = par_handoffs();
+    for (int r = 0; r < 200; r++) {
+        memset(runs, 0, sizeof runs);
+        par_for(64, tiny_part, runs);
+        for (size_t p = 0; p < 64; p++)
+            assert_int_equal(atomic_load(&runs[p]), 1);
+    }
+    assert_true(par_handoffs() - h0 <= 5);
+    par_configure(2);
+    static uint64_t one[8], two[8];
+    par_for(8, long_part, one); /* warms up */
+    par_for(8, long_part, one); /* learnt inline */
+    h0 = par_handoffs();
+    par_for(8, long_part, two);
+    assert_true(par_handoffs() > h0);
+    assert_memory_equal(one, two, sizeof one);
+    par_force_split(true);
+    par_configure(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -335,7 +381,9 @@ int main(void)
         cmocka_unit_test(test_concurrent_callers),
         cmocka_unit_test(test_shutdown_restart),
         cmocka_unit_test(test_scratch_per_thread),
+        cmocka_unit_test(test_rule),
     };
+    par_force_split(true); /* the pool's own tests: split whatever the rule says */
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
     par_shutdown();
     return failed;
