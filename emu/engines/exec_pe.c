@@ -404,7 +404,7 @@ static emu_status pe_multiply_with(struct isa_exec_ctx *ctx, const struct isa_in
 #define PE_GROUP_COLS PE_PANEL_PAR_COLS /* output columns per part: 128 (32 cost 16% more CPU,
                                           their moving panels packed in runs too short) */
 #define PE_GROUP_A_SLOT 4u    /* the PE's scratch slot holding the packed stationaries */
-#define PE_ACC_BIT (1u << PE_FLAG_ACCUMULATE)
+#define PE_ACC_BIT (1u << ISA_SLOT_FLAG_nc_matmul_accumulate)
 
 /* One accumulation group under way (the calling thread's own). */
 struct pe_group_job {
@@ -435,10 +435,12 @@ static bool pe_group_joins(const struct isa_exec_ctx *ctx, const struct isa_insn
                            struct ap_view *st, struct ap_view *mv)
 {
     if (next->opcode != ISA_OP_nc_matmul || next->wait[0].kind != ISA_SYNC_NONE ||
-        !pe_flag(next, PE_FLAG_ACCUMULATE) ||
-        (next->flags | PE_ACC_BIT) != (insn->flags | PE_ACC_BIT) || next->enums[0] != insn->enums[0] ||
+        !ISA_ARG_FLAG(next, nc_matmul, accumulate) ||
+        (next->flags | PE_ACC_BIT) != (insn->flags | PE_ACC_BIT) ||
+        ISA_ARG_ENUM(next, nc_matmul, perf) != ISA_ARG_ENUM(insn, nc_matmul, perf) ||
         memcmp(next->imm, insn->imm, sizeof next->imm) != 0 ||
-        memcmp(&next->ap[0], &insn->ap[0], sizeof next->ap[0]) != 0)
+        memcmp(&next->ap[ISA_AP_SLOT(nc_matmul, dst)], &insn->ap[ISA_AP_SLOT(nc_matmul, dst)],
+               sizeof next->ap[0]) != 0)
         return false;
     struct isa_exec_ctx c2 = *ctx; /* its own error text, thrown away */
     c2.insn = next;
@@ -464,7 +466,7 @@ static uint32_t pe_group_collect(struct isa_exec_ctx *ctx, const struct isa_insn
     j->g = *g;
     j->st[0] = *st;
     j->mv[0] = *mv;
-    j->acc[0] = pe_flag(insn, PE_FLAG_ACCUMULATE);
+    j->acc[0] = ISA_ARG_FLAG(insn, nc_matmul, accumulate);
     j->a_floats = a_floats;
     uint32_t n = 1;
     const struct isa_insn *code = ctx->prog->code[ctx->engine];
