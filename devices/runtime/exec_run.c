@@ -15,6 +15,8 @@
 #include "devices/observe/systrace.h"
 #include "devices/runtime/exec_int.h"
 #include "devices/runtime/runtime.h"
+#include "emu/core/tbuf.h"
+#include "emu/log.h"
 
 /* Run options from the environment (env_exec: NEURON_RT_EXEC_TIMEOUT,
  * TRNEMU_RACECHECK, NEURON_RT_STOCHASTIC_ROUNDING_EN and _SEED); the
@@ -47,8 +49,24 @@ static void exec_run_account(nrt_model_t *m, const struct cost_run *cost, uint64
         systrace_emit(SYS_NUMERICAL_ERR, m->vnc, t0, 0, m->neff->info.name, 0, st);
 }
 
+/* What one run needs besides the stack, the thread's own and reused: the
+ * device-time schedule (over 200 KiB) and the failure report. Mapped per
+ * thread (emu/core/tbuf.h), not thread-local storage, which glibc carves
+ * out of every thread's stack. */
+struct exec_run_scratch {
+    struct cost_run cost;  /* device time (emu/core/cost.h) */
+    char report[16384];    /* core_run's failure report */
+};
+
+static struct tbuf exec_run_tbuf = TBUF_INIT(sizeof(struct exec_run_scratch));
+
 static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
 {
+    struct exec_run_scratch *x = tbuf_get(&exec_run_tbuf);
+    if (x == NULL) {
+        LOG_ERROR("NRT", "out of memory for the run of '%s'", m->neff->info.name);
+        return NRT_RESOURCE;
+    }
     struct machine *mach = rt_machine();
     struct core *cores[MACHINE_MAX_LNC];
     const struct core_program *progs[MACHINE_MAX_LNC];
@@ -58,25 +76,24 @@ static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
     NRT_STATUS bound = exec_bind_cores(m, b, cores, progs);
     if (bound != NRT_SUCCESS)
         return bound;
-    static _Thread_local char report[16384];
     struct exec_bridge ec;
     exec_bridge_setup(&ec, m, mach, opts.timeout_ms);
     struct exec_lnc lnc;
     /* Device time (emu/core/cost.h): always estimated, spans only for a profile. */
-    static _Thread_local struct cost_run cost;
+    struct cost_run *cost = &x->cost;
     uint64_t t0 = systrace_now_ns();
     /* The thread's own buffer, reused: only touched as far as the spans go. */
     struct cost_span *spans = devprof_wanted(m->id) ? devprof_span_buffer() : NULL;
-    cost_begin(&cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
-    opts.cost = &cost;
+    cost_begin(cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
+    opts.cost = cost;
     opts.threads = exec_lnc_setup(&lnc, mach, m->gvnc);
-    NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, report, sizeof report));
+    NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, x->report, sizeof x->report));
     exec_bridge_teardown(&ec);
     if (st == NRT_SUCCESS)
         st = exec_diag_numerics(m, b);
     else
-        exec_diag_report(m->vnc, m->neff->info.name, st, report);
-    exec_run_account(m, &cost, t0, st);
+        exec_diag_report(m->vnc, m->neff->info.name, st, x->report);
+    exec_run_account(m, cost, t0, st);
     return st;
 }
 
