@@ -216,13 +216,7 @@ def main():
         bad.append("call circle: " + " -> ".join(comp))
     for comp in circles(include_graph(root, subtree)):
         bad.append("include circle: " + " -> ".join(c + ".{c,h}" for c in comp))
-    for line in bad:
-        print(line)
-    if bad:
-        print(f"call_check: {len(bad)} call(s) or circle(s) break the layering "
-              "(docs/architecture.md)", file=sys.stderr)
-        return 1
-    return 0
+    return layer_check.report("call_check", bad, "call(s) or circle(s)")
 
 
 if __name__ == "__main__":

@@ -120,20 +120,24 @@ def check(root):
     return bad
 
 
+def report(tool, bad, what):
+    """Print each fault, then one line counting them; the exit status."""
+    for line in bad:
+        print(line)
+    if bad:
+        print(f"{tool}: {len(bad)} {what} break the layering "
+              "(docs/architecture.md)", file=sys.stderr)
+        return 1
+    return 0
+
+
 def main():
     root = sys.argv[1] if len(sys.argv) > 1 else os.path.dirname(
         os.path.dirname(os.path.abspath(__file__)))
     if not os.path.isdir(os.path.join(root, "emu")):
         print(f"layer_check: {root} holds no emu/ folder", file=sys.stderr)
         return 2
-    bad = check(root)
-    for line in bad:
-        print(line)
-    if bad:
-        print(f"layer_check: {len(bad)} include(s) break the layering "
-              "(docs/architecture.md)", file=sys.stderr)
-        return 1
-    return 0
+    return report("layer_check", check(root), "include(s)")
 
 
 if __name__ == "__main__":
