@@ -226,39 +226,28 @@ static bool env_parse_choice(const char *s, const char *choices)
     return false;
 }
 
-/* s is a list of core indices and ranges: 0-3,8. */
-static bool env_parse_cores(const char *s)
+/* One item of a list at s: a whole number up to max or, with ranges, lo-hi;
+ * *end just after it. */
+static bool env_parse_item(const char *s, bool ranges, uint64_t max, char **end)
 {
-    for (;;) {
-        char *end;
-        if (!isdigit((unsigned char)*s))
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    unsigned long long lo = strtoull(s, end, 10), hi = lo;
+    if (ranges && **end == '-') {
+        if (!isdigit((unsigned char)(*end)[1]))
             return false;
-        uint64_t lo = strtoull(s, &end, 10), hi = lo;
-        if (*end == '-') {
-            if (!isdigit((unsigned char)end[1]))
-                return false;
-            hi = strtoull(end + 1, &end, 10);
-        }
-        if (hi < lo || hi > 65535)
-            return false;
-        if (*end == '\0')
-            return true;
-        if (*end != ',')
-            return false;
-        s = end + 1;
+        hi = strtoull(*end + 1, end, 10);
     }
+    return errno == 0 && hi >= lo && hi <= max;
 }
 
-/* s is a comma-separated list of whole numbers up to max. */
-static bool env_parse_list(const char *s, uint64_t max)
+/* s is a comma-separated list of items (env_parse_item). */
+static bool env_parse_items(const char *s, bool ranges, uint64_t max)
 {
     for (;;) {
         char *end;
-        if (!isdigit((unsigned char)*s))
-            return false;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || v > max)
+        if (!env_parse_item(s, ranges, max, &end))
             return false;
         if (*end == '\0')
             return true;
@@ -328,11 +317,11 @@ static bool env_valid(const struct env_var *v, const char *s)
     case ENV_LEVEL:
         return log_level_parse(s) >= 0;
     case ENV_CORES:
-        return env_parse_cores(s);
+        return env_parse_items(s, true, 65535);
     case ENV_HOSTPORT:
         return env_parse_hostport(s);
     case ENV_LIST:
-        return env_parse_list(s, v->max);
+        return env_parse_items(s, false, v->max);
     case ENV_TEXT:
         return strlen(s) <= v->max;
     }
