@@ -358,17 +358,29 @@ NRT_STATUS env_read_bool(const char *name, bool def, bool *out)
     return NRT_SUCCESS;
 }
 
+/* name's value as row's kind says (a whole number, or a duration in ms)
+ * into *out; def where unset, NRT_INVALID where malformed. */
+static NRT_STATUS env_read_num(const struct env_var *row, const char *name, uint64_t def,
+                               uint64_t *out)
+{
+    const char *s = getenv(name);
+    *out = def;
+    if (env_check(row, name, s) != NRT_SUCCESS)
+        return NRT_INVALID;
+    if (s == NULL || *s == '\0')
+        return NRT_SUCCESS;
+    if (row->kind == ENV_DURATION)
+        (void)env_parse_ms(s, row->max, out);
+    else
+        (void)env_parse_uint(s, row->min, row->max, out);
+    return NRT_SUCCESS;
+}
+
 NRT_STATUS env_read_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
                          uint64_t *out)
 {
     const struct env_var row = U("", false, false, min, max, "");
-    const char *s = getenv(name);
-    *out = def;
-    if (env_check(&row, name, s) != NRT_SUCCESS)
-        return NRT_INVALID;
-    if (s != NULL && *s != '\0')
-        (void)env_parse_uint(s, min, max, out);
-    return NRT_SUCCESS;
+    return env_read_num(&row, name, def, out);
 }
 
 NRT_STATUS env_read_ms(const char *name, uint64_t def_ms, uint64_t *out_ms)
@@ -377,13 +389,7 @@ NRT_STATUS env_read_ms(const char *name, uint64_t def_ms, uint64_t *out_ms)
     static const struct env_var any = {"", false, false, ENV_DURATION, 0, 10000000, NULL, ""};
     if (row == NULL || row->kind != ENV_DURATION)
         row = &any;
-    const char *s = getenv(name);
-    *out_ms = def_ms;
-    if (env_check(row, name, s) != NRT_SUCCESS)
-        return NRT_INVALID;
-    if (s != NULL && *s != '\0')
-        (void)env_parse_ms(s, row->max, out_ms);
-    return NRT_SUCCESS;
+    return env_read_num(row, name, def_ms, out_ms);
 }
 
 /* "NEURON_RT_LOG_LEVEL_NRT" against the row "NEURON_RT_LOG_LEVEL_<component>":
