@@ -34,7 +34,7 @@ import subprocess
 import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import layer_check  # noqa: E402  (TOOLS_INTERNAL, the include pattern)
+import layer_check  # noqa: E402  (TOOLS_INTERNAL, includes, report)
 
 RANKS = ("config", "thread", "machine", "link", "coll", "observe", "runtime")
 PRODUCT = ("emu", "devices", "store", "shims", "tools")
@@ -180,23 +180,15 @@ def include_graph(root, subtree):
     """{module: {module: [header]}} where a module is a path without .c/.h."""
     base = os.path.join(root, subtree)
     graph = {}
-    for top in PRODUCT:
-        for dirpath, _, names in os.walk(os.path.join(base, top)):
-            for name in sorted(names):
-                if not name.endswith((".c", ".h")):
-                    continue
-                path = os.path.join(dirpath, name)
-                me = os.path.splitext(os.path.relpath(path, base))[0]
-                with open(path, encoding="utf-8", errors="replace") as f:
-                    for line in f:
-                        m = layer_check.INCLUDE.match(line)
-                        if m is None or not m.group(1).endswith(".h"):
-                            continue
-                        other = os.path.splitext(m.group(1))[0]
-                        if me.endswith("_int") or other.endswith("_int"):
-                            continue
-                        if other != me and other.split("/", 1)[0] in PRODUCT:
-                            graph.setdefault(me, {}).setdefault(other, []).append(m.group(1))
+    for _, path, _, header in layer_check.includes(base, PRODUCT):
+        if not header.endswith(".h"):
+            continue
+        me = os.path.splitext(os.path.relpath(path, base))[0]
+        other = os.path.splitext(header)[0]
+        if me.endswith("_int") or other.endswith("_int"):
+            continue
+        if other != me and other.split("/", 1)[0] in PRODUCT:
+            graph.setdefault(me, {}).setdefault(other, []).append(header)
     return graph
 
 
@@ -216,13 +208,7 @@ def main():
         bad.append("call circle: " + " -> ".join(comp))
     for comp in circles(include_graph(root, subtree)):
         bad.append("include circle: " + " -> ".join(c + ".{c,h}" for c in comp))
-    for line in bad:
-        print(line)
-    if bad:
-        print(f"call_check: {len(bad)} call(s) or circle(s) break the layering "
-              "(docs/architecture.md)", file=sys.stderr)
-        return 1
-    return 0
+    return layer_check.report("call_check", bad, "call(s) or circle(s)")
 
 
 if __name__ == "__main__":

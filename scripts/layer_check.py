@@ -94,10 +94,11 @@ def private_ok(path, header, root):
     return os.path.dirname(os.path.relpath(path, root)) == os.path.dirname(header)
 
 
-def check(root):
-    bad = []
-    for layer in LAYERS:
-        for dirpath, _, names in os.walk(os.path.join(root, layer)):
+def includes(root, tops):
+    """(top, path, line number, header) of each #include in the .c and .h
+    files under root/top, for every top of tops."""
+    for top in tops:
+        for dirpath, _, names in os.walk(os.path.join(root, top)):
             for name in sorted(names):
                 if not name.endswith((".c", ".h")):
                     continue
@@ -105,19 +106,33 @@ def check(root):
                 with open(path, encoding="utf-8", errors="replace") as f:
                     for lineno, line in enumerate(f, 1):
                         m = INCLUDE.match(line)
-                        if m is None:
-                            continue
-                        header = m.group(1)
-                        why = allowed(layer, header)
-                        if why is None and not private_ok(path, header, root):
-                            why = "a *_int.h header is private to its folder"
-                        rel = os.path.relpath(path, root)
-                        if why is None and not rank_ok(rel, header):
-                            why = "a devices/ file includes its own or lower ranks only"
-                        if why is not None:
-                            rel = os.path.relpath(path, root)
-                            bad.append(f"{rel}:{lineno}: includes {header}: {why}")
+                        if m is not None:
+                            yield top, path, lineno, m.group(1)
+
+
+def check(root):
+    bad = []
+    for layer, path, lineno, header in includes(root, LAYERS):
+        why = allowed(layer, header)
+        if why is None and not private_ok(path, header, root):
+            why = "a *_int.h header is private to its folder"
+        rel = os.path.relpath(path, root)
+        if why is None and not rank_ok(rel, header):
+            why = "a devices/ file includes its own or lower ranks only"
+        if why is not None:
+            bad.append(f"{rel}:{lineno}: includes {header}: {why}")
     return bad
+
+
+def report(tool, bad, what):
+    """Print each fault, then one line counting them; the exit status."""
+    for line in bad:
+        print(line)
+    if bad:
+        print(f"{tool}: {len(bad)} {what} break the layering "
+              "(docs/architecture.md)", file=sys.stderr)
+        return 1
+    return 0
 
 
 def main():
@@ -126,14 +141,7 @@ def main():
     if not os.path.isdir(os.path.join(root, "emu")):
         print(f"layer_check: {root} holds no emu/ folder", file=sys.stderr)
         return 2
-    bad = check(root)
-    for line in bad:
-        print(line)
-    if bad:
-        print(f"layer_check: {len(bad)} include(s) break the layering "
-              "(docs/architecture.md)", file=sys.stderr)
-        return 1
-    return 0
+    return report("layer_check", check(root), "include(s)")
 
 
 if __name__ == "__main__":

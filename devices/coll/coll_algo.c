@@ -448,6 +448,16 @@ static int coll_plan_fold(struct coll_job *o, const uint8_t *mine, uint8_t *acc,
     return prev;
 }
 
+/* Run the plan, then copy its result of bytes at out into the destination
+ * (where out is a scratch buffer, not the destination itself). */
+static NRT_STATUS coll_engine_into(struct coll_job *o, const uint8_t *out, uint64_t bytes)
+{
+    NRT_STATUS st = coll_engine(o);
+    if (st == NRT_SUCCESS && bytes > 0 && out != o->a->dst)
+        memcpy(o->a->dst, out, bytes);
+    return st;
+}
+
 static NRT_STATUS coll_all_reduce_mesh(struct coll_job *o)
 {
     uint64_t s = o->a->count * o->esize;
@@ -458,10 +468,7 @@ static NRT_STATUS coll_all_reduce_mesh(struct coll_job *o)
         if (p != o->me)
             (void)coll_send(o, p, o->a->src, s, COLL_AUX_MESH, -1);
     (void)coll_plan_fold(o, o->a->src, acc, s, COLL_AUX_MESH);
-    NRT_STATUS st = coll_engine(o);
-    if (st == NRT_SUCCESS && s > 0)
-        memcpy(o->a->dst, acc, s);
-    return st;
+    return coll_engine_into(o, acc, s);
 }
 
 static NRT_STATUS coll_all_reduce_switch(struct coll_job *o)
@@ -488,10 +495,7 @@ static NRT_STATUS coll_all_reduce_switch(struct coll_job *o)
         uint64_t len = coll_shard(o->a->count, n, p, &first);
         (void)coll_recv(o, p, acc + first * es, len * es, COLL_AUX_SWITCH_AG, SINK_COPY, folded);
     }
-    NRT_STATUS st = coll_engine(o);
-    if (st == NRT_SUCCESS && s > 0)
-        memcpy(o->a->dst, acc, s);
-    return st;
+    return coll_engine_into(o, acc, s);
 }
 
 static NRT_STATUS coll_all_reduce_chain(struct coll_job *o)
@@ -540,10 +544,7 @@ static NRT_STATUS coll_reduce_scatter(struct coll_job *o)
         if (p != o->me)
             (void)coll_send(o, p, x + p * cb, cb, 0, -1);
     (void)coll_plan_fold(o, x + o->me * cb, acc, cb, 0);
-    NRT_STATUS st = coll_engine(o);
-    if (st == NRT_SUCCESS && cb > 0)
-        memcpy(o->a->dst, acc, cb);
-    return st;
+    return coll_engine_into(o, acc, cb);
 }
 
 static NRT_STATUS coll_all_gather(struct coll_job *o)
@@ -601,10 +602,7 @@ static NRT_STATUS coll_all_to_all(struct coll_job *o)
         (void)coll_send(o, p, x + p * cb, cb, 0, -1);
         (void)coll_recv(o, p, out + p * cb, cb, 0, SINK_COPY, -1);
     }
-    NRT_STATUS st = coll_engine(o);
-    if (st == NRT_SUCCESS && out != o->a->dst)
-        memcpy(o->a->dst, out, total);
-    return st;
+    return coll_engine_into(o, out, total);
 }
 
 static NRT_STATUS coll_permute(struct coll_job *o)
@@ -621,10 +619,7 @@ static NRT_STATUS coll_permute(struct coll_job *o)
         return NRT_RESOURCE;
     (void)coll_send(o, to, o->a->src, s, 0, -1);
     (void)coll_recv(o, from, out, s, 0, SINK_COPY, -1);
-    NRT_STATUS st = coll_engine(o);
-    if (st == NRT_SUCCESS && out != o->a->dst)
-        memcpy(o->a->dst, out, s);
-    return st;
+    return coll_engine_into(o, out, s);
 }
 
 static NRT_STATUS coll_barrier(struct coll_job *o)

@@ -226,39 +226,28 @@ static bool env_parse_choice(const char *s, const char *choices)
     return false;
 }
 
-/* s is a list of core indices and ranges: 0-3,8. */
-static bool env_parse_cores(const char *s)
+/* One item of a list at s: a whole number up to max or, with ranges, lo-hi;
+ * *end just after it. */
+static bool env_parse_item(const char *s, bool ranges, uint64_t max, char **end)
 {
-    for (;;) {
-        char *end;
-        if (!isdigit((unsigned char)*s))
+    if (!isdigit((unsigned char)*s))
+        return false;
+    errno = 0;
+    unsigned long long lo = strtoull(s, end, 10), hi = lo;
+    if (ranges && **end == '-') {
+        if (!isdigit((unsigned char)(*end)[1]))
             return false;
-        uint64_t lo = strtoull(s, &end, 10), hi = lo;
-        if (*end == '-') {
-            if (!isdigit((unsigned char)end[1]))
-                return false;
-            hi = strtoull(end + 1, &end, 10);
-        }
-        if (hi < lo || hi > 65535)
-            return false;
-        if (*end == '\0')
-            return true;
-        if (*end != ',')
-            return false;
-        s = end + 1;
+        hi = strtoull(*end + 1, end, 10);
     }
+    return errno == 0 && hi >= lo && hi <= max;
 }
 
-/* s is a comma-separated list of whole numbers up to max. */
-static bool env_parse_list(const char *s, uint64_t max)
+/* s is a comma-separated list of items (env_parse_item). */
+static bool env_parse_items(const char *s, bool ranges, uint64_t max)
 {
     for (;;) {
         char *end;
-        if (!isdigit((unsigned char)*s))
-            return false;
-        errno = 0;
-        unsigned long long v = strtoull(s, &end, 10);
-        if (errno != 0 || v > max)
+        if (!env_parse_item(s, ranges, max, &end))
             return false;
         if (*end == '\0')
             return true;
@@ -328,11 +317,11 @@ static bool env_valid(const struct env_var *v, const char *s)
     case ENV_LEVEL:
         return log_level_parse(s) >= 0;
     case ENV_CORES:
-        return env_parse_cores(s);
+        return env_parse_items(s, true, 65535);
     case ENV_HOSTPORT:
         return env_parse_hostport(s);
     case ENV_LIST:
-        return env_parse_list(s, v->max);
+        return env_parse_items(s, false, v->max);
     case ENV_TEXT:
         return strlen(s) <= v->max;
     }
@@ -369,17 +358,29 @@ NRT_STATUS env_read_bool(const char *name, bool def, bool *out)
     return NRT_SUCCESS;
 }
 
+/* name's value as row's kind says (a whole number, or a duration in ms)
+ * into *out; def where unset, NRT_INVALID where malformed. */
+static NRT_STATUS env_read_num(const struct env_var *row, const char *name, uint64_t def,
+                               uint64_t *out)
+{
+    const char *s = getenv(name);
+    *out = def;
+    if (env_check(row, name, s) != NRT_SUCCESS)
+        return NRT_INVALID;
+    if (s == NULL || *s == '\0')
+        return NRT_SUCCESS;
+    if (row->kind == ENV_DURATION)
+        (void)env_parse_ms(s, row->max, out);
+    else
+        (void)env_parse_uint(s, row->min, row->max, out);
+    return NRT_SUCCESS;
+}
+
 NRT_STATUS env_read_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
                          uint64_t *out)
 {
     const struct env_var row = U("", false, false, min, max, "");
-    const char *s = getenv(name);
-    *out = def;
-    if (env_check(&row, name, s) != NRT_SUCCESS)
-        return NRT_INVALID;
-    if (s != NULL && *s != '\0')
-        (void)env_parse_uint(s, min, max, out);
-    return NRT_SUCCESS;
+    return env_read_num(&row, name, def, out);
 }
 
 NRT_STATUS env_read_ms(const char *name, uint64_t def_ms, uint64_t *out_ms)
@@ -388,13 +389,7 @@ NRT_STATUS env_read_ms(const char *name, uint64_t def_ms, uint64_t *out_ms)
     static const struct env_var any = {"", false, false, ENV_DURATION, 0, 10000000, NULL, ""};
     if (row == NULL || row->kind != ENV_DURATION)
         row = &any;
-    const char *s = getenv(name);
-    *out_ms = def_ms;
-    if (env_check(row, name, s) != NRT_SUCCESS)
-        return NRT_INVALID;
-    if (s != NULL && *s != '\0')
-        (void)env_parse_ms(s, row->max, out_ms);
-    return NRT_SUCCESS;
+    return env_read_num(row, name, def_ms, out_ms);
 }
 
 /* "NEURON_RT_LOG_LEVEL_NRT" against the row "NEURON_RT_LOG_LEVEL_<component>":

@@ -172,3 +172,14 @@ size_t handle_count(enum handle_kind k)
             n++;
     return n;
 }
+
+void **handle_list(enum handle_kind k, size_t *n)
+{
+    size_t cnt = handle_count(k);
+    void **list = calloc(cnt ? cnt : 1, sizeof *list);
+    *n = 0;
+    for (size_t i = 0; list != NULL && i < handle_cap; i++)
+        if (handle_slots[i].p != NULL && handle_slots[i].kind == k)
+            list[(*n)++] = (void *)handle_slots[i].p;
+    return list;
+}

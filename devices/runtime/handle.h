@@ -44,5 +44,8 @@ void handle_remove(const void *p);
 void handle_each(enum handle_kind k, void (*fn)(void *p, void *arg), void *arg);
 /* Number of live objects of kind k. */
 size_t handle_count(enum handle_kind k);
+/* Every live object of kind k in a calloc'd array of *n (free() it); NULL
+ * (and *n 0) when out of memory. */
+void **handle_list(enum handle_kind k, size_t *n);
 
 #endif

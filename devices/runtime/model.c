@@ -561,14 +561,20 @@ void model_unpin(nrt_model_t *m)
         model_release(m);
 }
 
-NRT_STATUS model_unload(nrt_model_t *m)
+/* Forget p, a live object of kind k; false (nothing done) where it is not one. */
+static bool model_forget(const void *p, enum handle_kind k)
 {
     handle_lock();
-    bool live = handle_has(m, HANDLE_MODEL);
+    bool live = handle_has(p, k);
     if (live)
-        handle_remove(m);
+        handle_remove(p);
     handle_unlock();
-    if (!live) {
+    return live;
+}
+
+NRT_STATUS model_unload(nrt_model_t *m)
+{
+    if (!model_forget(m, HANDLE_MODEL)) {
         LOG_ERROR("NRT", "%p is not a loaded model", (void *)m);
         return NRT_INVALID;
     }
@@ -615,12 +621,7 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
 
 NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info)
 {
-    handle_lock();
-    bool live = handle_has(info, HANDLE_TENSOR_INFO);
-    if (live)
-        handle_remove(info);
-    handle_unlock();
-    if (!live) {
+    if (!model_forget(info, HANDLE_TENSOR_INFO)) {
         LOG_ERROR("NRT", "%p is not a tensor info array from nrt_get_model_tensor_info (or was "
                   "freed already)", (void *)info);
         return NRT_INVALID;
@@ -631,24 +632,15 @@ NRT_STATUS model_free_tensor_info(nrt_tensor_info_array_t *info)
 
 /* ---- teardown ---------------------------------------------------------- */
 
-static void model_collect(void *p, void *arg)
-{
-    nrt_model_t ***cursor = arg;
-    *(*cursor)++ = p;
-}
-
 void model_destroy_all(void)
 {
     handle_lock();
-    size_t n = handle_count(HANDLE_MODEL);
-    nrt_model_t **list = calloc(n ? n : 1, sizeof *list), **cursor = list;
-    if (list != NULL) {
-        handle_each(HANDLE_MODEL, model_collect, &cursor);
-        for (size_t i = 0; i < n; i++)
-            handle_remove(list[i]);
-    }
+    size_t n;
+    void **list = handle_list(HANDLE_MODEL, &n);
+    for (size_t i = 0; i < n; i++)
+        handle_remove(list[i]);
     handle_unlock();
-    for (size_t i = 0; list != NULL && i < n; i++)
+    for (size_t i = 0; i < n; i++)
         model_unpin(list[i]);
     free(list);
 }

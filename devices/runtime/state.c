@@ -24,17 +24,6 @@ struct machine *state_machine(void)
 
 /* ---- capture ----------------------------------------------------------- */
 
-struct state_model_collect {
-    nrt_model_t **list;  /* collected models */
-    size_t n;            /* entries used */
-};
-
-static void state_model_one(void *p, void *arg)
-{
-    struct state_model_collect *c = arg;
-    c->list[c->n++] = p;
-}
-
 static int state_model_cmp(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t)((const struct state_model *)a)->m;
@@ -46,25 +35,24 @@ static int state_model_cmp(const void *a, const void *b)
 static NRT_STATUS state_models(struct state_view *v)
 {
     handle_lock();
-    size_t cnt = handle_count(HANDLE_MODEL);
-    struct state_model_collect c = {calloc(cnt ? cnt : 1, sizeof(nrt_model_t *)), 0};
-    if (c.list == NULL) {
+    size_t n;
+    void **list = handle_list(HANDLE_MODEL, &n);
+    if (list == NULL) {
         handle_unlock();
         return NRT_RESOURCE;
     }
-    handle_each(HANDLE_MODEL, state_model_one, &c);
-    for (size_t i = 0; i < c.n; i++)
-        atomic_fetch_add(&c.list[i]->refs, 1);
+    for (size_t i = 0; i < n; i++)
+        atomic_fetch_add(&((nrt_model_t *)list[i])->refs, 1);
     handle_unlock();
-    v->models = calloc(c.n ? c.n : 1, sizeof *v->models);
+    v->models = calloc(n ? n : 1, sizeof *v->models);
     NRT_STATUS st = v->models == NULL ? NRT_RESOURCE : NRT_SUCCESS;
-    for (size_t i = 0; i < c.n; i++) {
+    for (size_t i = 0; i < n; i++) {
         if (st != NRT_SUCCESS) {
-            model_unpin(c.list[i]);
+            model_unpin(list[i]);
             continue;
         }
         struct state_model *sm = &v->models[v->nmodels++];
-        sm->m = c.list[i];
+        sm->m = list[i];
         sm->nblocks = model_blocks(sm->m, NULL, 0);
         sm->blocks = calloc(sm->nblocks ? sm->nblocks : 1, sizeof *sm->blocks);
         if (sm->blocks == NULL)
@@ -72,7 +60,7 @@ static NRT_STATUS state_models(struct state_view *v)
         else
             model_blocks(sm->m, sm->blocks, sm->nblocks);
     }
-    free(c.list);
+    free(list);
     if (st == NRT_SUCCESS)
         qsort(v->models, v->nmodels, sizeof *v->models, state_model_cmp);
     return st;

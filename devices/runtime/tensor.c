@@ -653,42 +653,23 @@ void tensor_completion_bump(nrt_tensor_t *t)
 
 /* ---- teardown ---------------------------------------------------------- */
 
-struct tensor_collect {
-    nrt_tensor_t **list;  /* collected tensors */
-    size_t n;             /* entries used */
-};
-
-static void tensor_collect_one(void *p, void *arg)
-{
-    struct tensor_collect *c = arg;
-    c->list[c->n++] = p;
-}
-
 void tensor_destroy_all(void)
 {
     handle_lock();
-    size_t n = handle_count(HANDLE_TENSOR);
-    struct tensor_collect c = {calloc(n ? n : 1, sizeof(nrt_tensor_t *)), 0};
-    if (c.list != NULL) {
-        handle_each(HANDLE_TENSOR, tensor_collect_one, &c);
-        for (size_t i = 0; i < c.n; i++)
-            handle_remove(c.list[i]);
-    }
+    size_t n;
+    void **list = handle_list(HANDLE_TENSOR, &n);
+    for (size_t i = 0; i < n; i++)
+        handle_remove(list[i]);
     handle_unlock();
-    for (size_t i = 0; i < c.n; i++) {
-        storage_unref(c.list[i]->st);
-        free(c.list[i]);
+    for (size_t i = 0; i < n; i++) {
+        nrt_tensor_t *t = list[i];
+        storage_unref(t->st);
+        free(t);
     }
-    free(c.list);
+    free(list);
 }
 
 /* ---- snapshots --------------------------------------------------------- */
-
-static void tensor_record_one(void *p, void *arg)
-{
-    struct tensor_collect *c = arg;
-    c->list[c->n++] = p;
-}
 
 static int tensor_record_cmp(const void *a, const void *b)
 {
@@ -700,28 +681,27 @@ static int tensor_record_cmp(const void *a, const void *b)
 NRT_STATUS tensor_records(struct tensor_record **out, size_t *n)
 {
     handle_lock();
-    size_t cnt = handle_count(HANDLE_TENSOR);
-    struct tensor_collect c = {calloc(cnt ? cnt : 1, sizeof(nrt_tensor_t *)), 0};
+    size_t cnt;
+    void **list = handle_list(HANDLE_TENSOR, &cnt);
     struct tensor_record *r = calloc(cnt ? cnt : 1, sizeof *r);
-    if (c.list == NULL || r == NULL) {
+    if (list == NULL || r == NULL) {
         handle_unlock();
-        free(c.list);
+        free(list);
         free(r);
         return NRT_RESOURCE;
     }
-    handle_each(HANDLE_TENSOR, tensor_record_one, &c);
-    for (size_t i = 0; i < c.n; i++) {
-        struct nrt_tensor *t = c.list[i];
+    for (size_t i = 0; i < cnt; i++) {
+        struct nrt_tensor *t = list[i];
         r[i] = (struct tensor_record){t, "", t->placement, t->vnc, t->off, t->size,
                                       atomic_load(&t->completions), t->st};
         memcpy(r[i].name, t->name, sizeof r[i].name);
         storage_ref(t->st);
     }
     handle_unlock();
-    free(c.list);
-    qsort(r, c.n, sizeof *r, tensor_record_cmp);
+    free(list);
+    qsort(r, cnt, sizeof *r, tensor_record_cmp);
     *out = r;
-    *n = c.n;
+    *n = cnt;
     return NRT_SUCCESS;
 }
 

@@ -174,17 +174,6 @@ NRT_STATUS tensor_set_entry(const nrt_tensor_set_t *p, size_t i, const char **na
 
 /* ---- snapshots --------------------------------------------------------- */
 
-struct tensor_set_collect {
-    struct tensor_set **list;  /* collected sets */
-    size_t n;                  /* entries used */
-};
-
-static void tensor_set_collect_one(void *p, void *arg)
-{
-    struct tensor_set_collect *c = arg;
-    c->list[c->n++] = p;
-}
-
 static int tensor_set_record_cmp(const void *a, const void *b)
 {
     uintptr_t x = (uintptr_t)((const struct tensor_set_record *)a)->handle;
@@ -214,23 +203,21 @@ static bool tensor_set_record_fill(const struct tensor_set *s, struct tensor_set
 NRT_STATUS tensor_set_records(struct tensor_set_record **out, size_t *n)
 {
     handle_lock();
-    size_t cnt = handle_count(HANDLE_TENSOR_SET);
-    struct tensor_set_collect c = {calloc(cnt ? cnt : 1, sizeof(struct tensor_set *)), 0};
+    size_t cnt;
+    void **list = handle_list(HANDLE_TENSOR_SET, &cnt);
     struct tensor_set_record *r = calloc(cnt ? cnt : 1, sizeof *r);
-    bool ok = c.list != NULL && r != NULL;
-    if (ok)
-        handle_each(HANDLE_TENSOR_SET, tensor_set_collect_one, &c);
-    for (size_t i = 0; ok && i < c.n; i++)
-        ok = tensor_set_record_fill(c.list[i], &r[i]);
+    bool ok = list != NULL && r != NULL;
+    for (size_t i = 0; ok && i < cnt; i++)
+        ok = tensor_set_record_fill(list[i], &r[i]);
     handle_unlock();
-    free(c.list);
+    free(list);
     if (!ok) {
         tensor_set_records_free(r, cnt);
         return NRT_RESOURCE;
     }
-    qsort(r, c.n, sizeof *r, tensor_set_record_cmp);
+    qsort(r, cnt, sizeof *r, tensor_set_record_cmp);
     *out = r;
-    *n = c.n;
+    *n = cnt;
     return NRT_SUCCESS;
 }
 

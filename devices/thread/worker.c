@@ -97,15 +97,24 @@ static void worker_enqueue(struct worker *w, struct worker_job *j)
     pthread_cond_signal(&w->wake);
 }
 
-NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
+/* Queue j on w, its thread started: true with the lock held; false (the
+ * lock not held) where no thread could start, for the caller to run j. */
+static bool worker_submit(struct worker *w, struct worker_job *j)
 {
-    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL, 0};
     pthread_mutex_lock(&w->lock);
     if (!worker_start(w)) {
         pthread_mutex_unlock(&w->lock);
-        return fn(arg);
+        return false;
     }
-    worker_enqueue(w, &j);
+    worker_enqueue(w, j);
+    return true;
+}
+
+NRT_STATUS worker_run(struct worker *w, NRT_STATUS (*fn)(void *arg), void *arg)
+{
+    struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL, 0};
+    if (!worker_submit(w, &j))
+        return fn(arg);
     pthread_mutex_unlock(&w->lock);
     return worker_wait(w, &j);
 }
@@ -159,12 +168,8 @@ NRT_STATUS worker_run_bounded(struct worker *w, NRT_STATUS (*fn)(void *arg), voi
                               uint64_t timeout_ns)
 {
     struct worker_job j = {fn, arg, NULL, NRT_SUCCESS, false, NULL, 0};
-    pthread_mutex_lock(&w->lock);
-    if (!worker_start(w)) {
-        pthread_mutex_unlock(&w->lock);
+    if (!worker_submit(w, &j))
         return fn(arg);
-    }
-    worker_enqueue(w, &j);
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     uint64_t ns = (uint64_t)ts.tv_nsec + timeout_ns;

@@ -132,18 +132,7 @@ enum isa_arg_slot {
     ISA_SLOT_NONE = 0  /* no field */
 };
 
-#undef ISA_AP
-#undef ISA_APF
-#undef ISA_F32
-#undef ISA_F32_REQ
-#undef ISA_F64
-#undef ISA_INT
-#undef ISA_INT_REQ
-#undef ISA_ENUM
-#undef ISA_ENUM_REQ
-#undef ISA_FLAG
-#undef ISA_PATTERN
-#undef ISA_MASK
+/* pop_macro restores each (undefined again where it was undefined). */
 #pragma pop_macro("ISA_AP")
 #pragma pop_macro("ISA_APF")
 #pragma pop_macro("ISA_F32")

@@ -190,14 +190,24 @@ static void hd_scatter(const struct hd_type *t, char *p, npy_intp step, const fl
         hd_put_bits(t, p + j * step, hd_from_f32(t, buf[j]));
 }
 
+/* The chunk from element i of a loop's inputs as fp32: the first into x,
+ * the second into y (unless NULL); its length. */
+static npy_intp hd_chunk_in(const struct hd_type *t, char **args, const npy_intp *dims,
+                            const npy_intp *steps, npy_intp i, float *x, float *y)
+{
+    npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
+    hd_gather(t, args[0] + i * steps[0], steps[0], x, m);
+    if (y != NULL)
+        hd_gather(t, args[1] + i * steps[1], steps[1], y, m);
+    return m;
+}
+
 static void hd_loop2(char **args, const npy_intp *dims, const npy_intp *steps, void *data)
 {
     const struct hd_loop *l = data;
     float x[HD_CHUNK], y[HD_CHUNK];
     for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
-        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
-        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
-        hd_gather(l->t, args[1] + i * steps[1], steps[1], y, m);
+        npy_intp m = hd_chunk_in(l->t, args, dims, steps, i, x, y);
         for (npy_intp j = 0; j < m; j++)
             x[j] = hd_apply2(l->op, x[j], y[j]);
         hd_scatter(l->t, args[2] + i * steps[2], steps[2], x, m);
@@ -209,8 +219,7 @@ static void hd_loop1(char **args, const npy_intp *dims, const npy_intp *steps, v
     const struct hd_loop *l = data;
     float x[HD_CHUNK];
     for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
-        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
-        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        npy_intp m = hd_chunk_in(l->t, args, dims, steps, i, x, NULL);
         for (npy_intp j = 0; j < m; j++)
             x[j] = hd_apply1(l->op, x[j]);
         hd_scatter(l->t, args[1] + i * steps[1], steps[1], x, m);
@@ -222,9 +231,7 @@ static void hd_loopc(char **args, const npy_intp *dims, const npy_intp *steps, v
     const struct hd_loop *l = data;
     float x[HD_CHUNK], y[HD_CHUNK];
     for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
-        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
-        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
-        hd_gather(l->t, args[1] + i * steps[1], steps[1], y, m);
+        npy_intp m = hd_chunk_in(l->t, args, dims, steps, i, x, y);
         for (npy_intp j = 0; j < m; j++)
             *(npy_bool *)(args[2] + (i + j) * steps[2]) = hd_compare(l->op, x[j], y[j]);
     }
@@ -235,8 +242,7 @@ static void hd_loopp(char **args, const npy_intp *dims, const npy_intp *steps, v
     const struct hd_loop *l = data;
     float x[HD_CHUNK];
     for (npy_intp i = 0; i < dims[0]; i += HD_CHUNK) {
-        npy_intp m = dims[0] - i < HD_CHUNK ? dims[0] - i : HD_CHUNK;
-        hd_gather(l->t, args[0] + i * steps[0], steps[0], x, m);
+        npy_intp m = hd_chunk_in(l->t, args, dims, steps, i, x, NULL);
         for (npy_intp j = 0; j < m; j++)
             *(npy_bool *)(args[1] + (i + j) * steps[1]) = hd_predicate(l->op, x[j]);
     }

@@ -4,7 +4,6 @@
  * ours closes; a process at its file descriptor limit still removes its
  * own instance at nrt_close. Each case runs in a private TRNEMU_SHM_DIR.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,20 +12,14 @@
 #include <sys/wait.h>
 
 #include "it_common.h"
+#include "it_dir.h"
 
 static char shm_dir[] = "/tmp/trnemu-it-leftovers-XXXXXX";
 
 /* Entries of the shared-memory directory. */
 static int shm_entries(void)
 {
-    DIR *d = opendir(shm_dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0;
-    closedir(d);
-    return n;
+    return it_dir_entries(shm_dir, NULL);
 }
 
 static int setup(void **state)

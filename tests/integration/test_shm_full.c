@@ -10,12 +10,12 @@
  * directory empty. A recording into the full directory stops with one
  * line and the calls go on.
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <sys/stat.h>
 
 #include "it_common.h"
+#include "it_dir.h"
 
 enum { N = 128 * 512, BYTES = N * 4, BIG = 2 << 20 };
 
@@ -43,15 +43,7 @@ static void free_up(void)
 /* How many entries besides the filler the directory holds. */
 static int dir_entries(void)
 {
-    DIR *d = opendir(shm_dir);
-    assert_non_null(d);
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL)
-        n += strcmp(e->d_name, ".") != 0 && strcmp(e->d_name, "..") != 0 &&
-             strcmp(e->d_name, "fill") != 0;
-    closedir(d);
-    return n;
+    return it_dir_entries(shm_dir, "fill");
 }
 
 static int setup(void **state)

@@ -1,6 +1,6 @@
 /*
  * test_handle.c: unit tests of the live-object registry (devices/handle):
- * add/has/remove/each/count with many pointers, kinds, growth, and long
+ * add/has/remove/each/count/list with many pointers, kinds, growth, and long
  * random operation sequences checked against a plain reference array, so
  * that the backward-shift deletion keeps every remaining key findable.
  *
@@ -123,6 +123,33 @@ static void test_basic(void **state)
     assert_true(h_has(b, HANDLE_TENSOR_SET));
     h_remove(b);
     assert_int_equal(h_count(HANDLE_TENSOR_SET), 0);
+}
+
+/* handle_list: every live object of one kind, none of another. */
+static void test_list(void **state)
+{
+    (void)state;
+    for (size_t i = 0; i < 100; i++)
+        assert_int_equal(h_add(key(i), i % 3 == 0 ? HANDLE_MODEL : HANDLE_TENSOR), NRT_SUCCESS);
+    handle_lock();
+    size_t n;
+    void **list = handle_list(HANDLE_MODEL, &n);
+    handle_unlock();
+    assert_non_null(list);
+    assert_int_equal(n, 34);
+    for (size_t i = 0; i < 100; i += 3) {
+        size_t seen = 0;
+        for (size_t j = 0; j < n; j++)
+            seen += list[j] == key(i);
+        assert_int_equal(seen, 1);
+    }
+    free(list);
+    handle_lock();
+    list = handle_list(HANDLE_TENSOR_SET, &n);
+    handle_unlock();
+    assert_non_null(list);
+    assert_int_equal(n, 0);
+    free(list);
 }
 
 static void test_many(void **state)
@@ -257,6 +284,7 @@ int main(void)
         cmocka_unit_test(test_wraparound_collisions),
         cmocka_unit_test_setup_teardown(test_basic, reset, reset),
         cmocka_unit_test_setup_teardown(test_many, reset, reset),
+        cmocka_unit_test_setup_teardown(test_list, reset, reset),
         cmocka_unit_test_setup_teardown(test_random_small, reset, reset),
         cmocka_unit_test_setup_teardown(test_random_large, reset, reset),
     };

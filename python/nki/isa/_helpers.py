@@ -120,8 +120,5 @@ def _cmd(c, default):
 
 
 def _scalar_arg(nm, v, args, ins):
-    if isinstance(v, NkiTensor):
-        ins[nm] = v
-        args.append((nm, v))
-    elif v is not None:
-        args.append((nm, nl._fmt_value(v)))
+    if v is not None:
+        nl._operand(nm, v, args, ins)

@@ -27,7 +27,7 @@ from ._loops import (  # noqa: F401
     num_programs, program_ndim, ds, arange, _MGrid, mgrid)
 from ._creation import (  # noqa: F401
     _buf, ndarray, _shape, empty_like, full, zeros, ones, zeros_like, ones_like,
-    shared_identity_matrix, _is_scalar, _onchip, _memset, _fmt_value, rand, shared_constant,
+    shared_identity_matrix, _is_scalar, _onchip, _memset, _fmt_value, _operand, rand, shared_constant,
     random_seed)
 from ._memory import (  # noqa: F401
     _no_mask, _check_same_elems, _dma, _mask_ranges, _mask_rows, _apply_mask, load, store,

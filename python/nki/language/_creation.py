@@ -95,6 +95,16 @@ def _fmt_value(v):
     return repr(v)
 
 
+def _operand(nm, v, args, ins):
+    """Operand nm of an instruction: a tile is an input and an argument, a
+    number an argument only (formatted)."""
+    if isinstance(v, NkiTensor):
+        ins[nm] = v
+        args.append((nm, v))
+    else:
+        args.append((nm, _fmt_value(v)))
+
+
 def rand(shape, dtype=float32, buffer=None, **kw):
     """Uniform random values in [0, 1) from the Vector Engine generator."""
     t = ndarray(shape, dtype, buffer)

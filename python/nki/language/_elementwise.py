@@ -6,7 +6,7 @@ import sys
 
 from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
-from ._creation import _fmt_value, _is_scalar, _memset, _onchip, ndarray
+from ._creation import _is_scalar, _memset, _onchip, _operand, ndarray
 from ._memory import _TEMP_REFS, _apply_mask, _assign, _no_mask, _retarget, _settle_zero_before
 from ._types import float32, sbuf
 
@@ -122,11 +122,7 @@ def _tensor_scalar(x, alu, s, reverse=False, dtype=None, mask=None, engine="dve"
     d, a = views
     ins = {"data": a}
     args = [("dst", d), ("data", a), ("op0", alu)]
-    if isinstance(s, NkiTensor):
-        ins["operand0"] = s
-        args.append(("operand0", s))
-    else:
-        args.append(("operand0", _fmt_value(s)))
+    _operand("operand0", s, args, ins)
     if reverse:
         args.append(("reverse0", None))
     tr.emit(engine, "tensor_scalar", {"dst": d}, ins, args)
@@ -150,11 +146,7 @@ def _inplace(t, other, alu):
     if _is_scalar(other) or _is_col(other, t):
         ins = {"data": t}
         args = [("dst", t), ("data", t), ("op0", alu)]
-        if isinstance(other, NkiTensor):
-            ins["operand0"] = other
-            args.append(("operand0", other))
-        else:
-            args.append(("operand0", _fmt_value(other)))
+        _operand("operand0", other, args, ins)
         tr.emit("dve", "tensor_scalar", {"dst": t}, ins, args)
     else:
         if other.shape != t.shape and _squeeze_shape(other.shape) != _squeeze_shape(t.shape):
@@ -188,11 +180,7 @@ def where(condition, x, y, dtype=None, **kw):
     else:
         _memset(out, y)
     args, ins = [("dst", out)], {"predicate": condition}
-    if isinstance(x, NkiTensor):
-        ins["src"] = x
-        args.append(("src", x))
-    else:
-        args.append(("src", _fmt_value(x)))
+    _operand("src", x, args, ins)
     args.append(("predicate", condition))
     tr.emit("dve", "tensor_copy_predicated", {"dst": out}, ins, args, rmw=True)
     return out
@@ -203,11 +191,7 @@ def dropout(x, rate, dtype=None, **kw):
     tr = current()
     out = ndarray(x.shape, dtype or x.dtype, sbuf)
     ins, args = {"data": x}, [("dst", out), ("data", x)]
-    if isinstance(rate, NkiTensor):
-        ins["prob"] = rate
-        args.append(("prob", rate))
-    else:
-        args.append(("prob", _fmt_value(rate)))
+    _operand("prob", rate, args, ins)
     tr.emit("dve", "dropout", {"dst": out}, ins, args)
     return out
 

@@ -5,7 +5,7 @@ import math
 
 from .. import _dtypes
 from .._core import NkiTensor, current, fail
-from ._creation import _fmt_value, _onchip, ndarray
+from ._creation import _onchip, _operand, ndarray
 from ._elementwise import _binary, _tensor_scalar, negative
 from ._memory import _apply_mask, _no_mask, copy
 from ._types import float32, psum, sbuf
@@ -84,11 +84,8 @@ def _activation(func, x, dtype=None, mask=None, bias=0.0, scale=1.0, reduce=None
     ins = {"data": a}
     args = [("dst", d), ("data", a), ("func", func)]
     for nm, v, dflt in (("bias", bias, 0.0), ("scale", scale, 1.0)):
-        if isinstance(v, NkiTensor):
-            ins[nm] = v
-            args.append((nm, v))
-        elif v is not None and float(v) != dflt:
-            args.append((nm, _fmt_value(v)))
+        if isinstance(v, NkiTensor) or (v is not None and float(v) != dflt):
+            _operand(nm, v, args, ins)
     outs = {"dst": d}
     if reduce is not None:
         op, res = reduce
