@@ -356,7 +356,9 @@ static void test_rule(void **state)
         for (size_t p = 0; p < 64; p++)
             assert_int_equal(atomic_load(&runs[p]), 1);
     }
-    assert_true(par_handoffs() - h0 <= 5);
+    /* the warm-up, the rule's capped retries of the slower way (about 1 in
+     * 64) and a preempted measurement now and then: never most calls */
+    assert_true(par_handoffs() - h0 <= 12);
     par_configure(2);
     static uint64_t one[8], two[8];
     par_for(8, long_part, one); /* warms up */
