@@ -357,8 +357,13 @@ static void test_rule(void **state)
             assert_int_equal(atomic_load(&runs[p]), 1);
     }
     /* the warm-up, the rule's capped retries of the slower way (about 1 in
-     * 64) and a preempted measurement now and then: never most calls */
+     * 64) and a preempted measurement now and then: never most calls. Not
+     * under ASan, whose instrumentation of the tiny part and of the
+     * hand-off distorts the timings the rule compares (there it picks
+     * either way; the bits above are checked all the same). */
+#ifndef __SANITIZE_ADDRESS__
     assert_true(par_handoffs() - h0 <= 12);
+#endif
     par_configure(2);
     static uint64_t one[8], two[8];
     par_for(8, long_part, one); /* warms up */
