@@ -280,6 +280,7 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.args.append(("priority", int(priority)))
 
 
+@_dst_first(1)
 def dma_transpose(src, dst=None, **kw):
     if len(src.shape) != 2:
         fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))

@@ -2,6 +2,8 @@
 finfo), the buffers a tensor can live on and the predicates on them, the
 tile-size limits, par_dim and NKIObject, the base of kernel parameter
 structs."""
+import dataclasses
+
 import numpy as np
 
 from .. import _core, _dtypes
@@ -116,13 +118,34 @@ class NKIObject:
     own __init__. Two objects with equal fields are equal, and the repr
     shows the fields (so a kernel called with one is cached by its values)."""
 
-    def __init__(self, **kwargs):
+    def __init_subclass__(cls, **kw):
+        # As the vendor's NKIObject: every subclass is built with keyword
+        # fields, a @dataclass one too (its decorator keeps an __init__ the
+        # class already has), so a dataclass whose fields are plain class
+        # attributes, or a call that leaves out a field, still builds.
+        super().__init_subclass__(**kw)
+        if "__init__" not in cls.__dict__:
+            cls.__init__ = NKIObject.__init__
+
+    def __init__(self, *args, **kwargs):
         fields = self._fields()
+        if len(args) > len(fields):
+            raise TypeError("%s takes at most %d positional fields (%d given)"
+                            % (type(self).__name__, len(fields), len(args)))
+        for k, v in zip(fields, args):
+            if k in kwargs:
+                raise TypeError("%s got field %r twice" % (type(self).__name__, k))
+            kwargs[k] = v
         for k, v in kwargs.items():
             if fields and k not in fields:
                 raise TypeError("%s has no field %r (fields: %s)"
                                 % (type(self).__name__, k, ", ".join(fields)))
             setattr(self, k, v)
+        for f in getattr(self, "__dataclass_fields__", {}).values():
+            if f.name not in kwargs and f.default_factory is not dataclasses.MISSING:
+                setattr(self, f.name, f.default_factory())
+        if hasattr(self, "__post_init__"):
+            self.__post_init__()
 
     @classmethod
     def _fields(cls):

@@ -1,0 +1,146 @@
+"""test_nki_library_forms.py: the NKI forms the NKI Library's kernels use
+(aws-neuron/nki-library), each checked against a NumPy reference: the
+current nki.isa calling convention in every mix of positional and keyword
+arguments, and nl.NKIObject subclasses written as dataclasses."""
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+
+
+def rand(*shape, seed=3):
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+# -- nki.isa: dst first, operands by position or keyword ---------------------
+
+def tt_kernel(form):
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        z = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.dma_copy(dst=y, src=b)
+        if form == "positional":
+            nisa.tensor_tensor(z, x, y, nl.subtract)
+        elif form == "dst_positional":
+            nisa.tensor_tensor(z, data1=x, data2=y, op=nl.subtract)
+        elif form == "mixed":
+            nisa.tensor_tensor(z, x, data2=y, op=nl.subtract)
+        elif form == "keywords":
+            nisa.tensor_tensor(dst=z, data1=x, data2=y, op=nl.subtract)
+        else:
+            z = nisa.tensor_tensor(x, y, nl.subtract)
+        nisa.dma_copy(out, z)
+        return out
+    return k
+
+
+@pytest.mark.parametrize("form", ["positional", "dst_positional", "mixed", "keywords", "legacy"])
+def test_tensor_tensor_call_forms(form):
+    a, b = rand(128, 64), rand(128, 64, seed=4)
+    got = nki.simulate(tt_kernel(form))(a, b)
+    assert np.allclose(got, a - b)
+
+
+@pytest.mark.parametrize("form", ["dst_positional", "mixed", "positional"])
+def test_nc_matmul_and_tensor_copy_call_forms(form):
+    def k(a, b):
+        out = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.dma_copy(y, b)
+        p = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.psum)
+        s = nl.ndarray((64, 32), dtype=nl.float32, buffer=nl.sbuf)
+        if form == "dst_positional":
+            nisa.nc_matmul(p, stationary=x, moving=y)
+            nisa.tensor_copy(s, src=p)
+        elif form == "mixed":
+            nisa.nc_matmul(p, x, moving=y)
+            nisa.tensor_copy(s, p, engine=nisa.vector_engine)
+        else:
+            nisa.nc_matmul(p, x, y)
+            nisa.tensor_copy(s, p)
+        nisa.dma_copy(out, s)
+        return out
+    a, b = rand(128, 64), rand(128, 32, seed=5)
+    got = nki.simulate(k)(a, b)
+    assert np.allclose(got, a.T @ b, rtol=1e-4, atol=1e-4)
+
+
+def test_activation_and_reduce_dst_then_keywords():
+    def k(a):
+        out = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        e = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(e, op=nl.exp, data=x, scale=0.5)
+        r = nl.ndarray((128, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_reduce(r, nl.add, data=e, axis=1)
+        nisa.dma_copy(out, r)
+        return out
+    a = rand(128, 64)
+    got = nki.simulate(k)(a)
+    assert np.allclose(got, np.exp(0.5 * a).sum(axis=1, keepdims=True), rtol=1e-4)
+
+
+def test_operand_given_twice_names_the_line():
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.tensor_tensor(x, x, data1=x, op=nl.add)   # data1 twice
+        nisa.dma_copy(out, x)
+        return out
+    with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: .*data1 twice"):
+        nki.simulate(k)(rand(128, 8))
+
+
+# -- nl.NKIObject subclasses as dataclasses ----------------------------------
+
+@dataclass
+class Plain(nl.NKIObject):
+    # fields as plain class attributes: the dataclass has no fields of its own
+    scale = None
+    shift = None
+
+
+@dataclass
+class Dims(nl.NKIObject):
+    rows: int
+    cols: int
+    unused: int
+    extra: Optional[int] = None
+    seen: list = field(default_factory=list)
+
+    def __post_init__(self):
+        self.seen.append(self.rows)
+
+
+def test_nkiobject_dataclass_forms():
+    p = Plain(scale=2.0, shift=1.0)
+    assert (p.scale, p.shift) == (2.0, 1.0)
+    d = Dims(rows=128, cols=64)          # a field left out, as the vendor's allows
+    assert (d.rows, d.cols, d.extra, d.seen) == (128, 64, None, [128])
+    assert Dims(128, 64, 1).unused == 1
+    with pytest.raises(TypeError):
+        Dims(rows=1, nope=2)
+
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        q = Plain(scale=2.0, shift=1.0)
+        dm = Dims(rows=a.shape[0], cols=a.shape[1])
+        x = nl.ndarray((dm.rows, dm.cols), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.tensor_scalar(x, x, nl.multiply, q.scale, op1=nl.add, operand1=q.shift)
+        nisa.dma_copy(out, x)
+        return out
+    a = rand(128, 16)
+    assert np.allclose(nki.simulate(k)(a), a * 2.0 + 1.0)
