@@ -254,8 +254,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]
     _check_grid_size(func, grid)
-    tr = _core.Tracer(func.__name__, ncores)
-    tr.gen = gen              # NeuronCore generation the kernel is traced for
+    tr = _core.Tracer(func.__name__, ncores, gen)
     tr.force_auto_alloc = "force_auto_alloc" in getattr(func, "_nki_compiler_flags", {})
     sig = inspect.signature(func)
     try:

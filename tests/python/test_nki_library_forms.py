@@ -144,3 +144,28 @@ def test_nkiobject_dataclass_forms():
         return out
     a = rand(128, 16)
     assert np.allclose(nki.simulate(k)(a), a * 2.0 + 1.0)
+
+
+# -- SBUF size per generation, address= up to its top ------------------------
+
+def test_sbuf_size_follows_the_generation():
+    from nki import _runtime
+    gen = _runtime.machine_generation()
+    per_part = {2: 192, 3: 224, 4: 256}[gen] * 1024
+    ts = nl.tile_size
+    assert ts.total_available_sbuf_size == ts.sbuf_fmax_bytes == per_part
+    assert ts.sbuf_size_bytes == per_part * 128
+
+    def top(a, over):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        size = nl.tile_size.total_available_sbuf_size
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf,
+                       address=(0, size - a.shape[1] * 4 + over))   # the partition's last bytes
+        nisa.dma_copy(t, a)
+        nisa.dma_copy(out, t)
+        return out
+    a = rand(128, 16)
+    assert np.array_equal(nki.simulate(top)(a, 0), a)
+    with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: address .* outside the %d bytes"
+                       % per_part):
+        nki.simulate(top)(a, 4)

@@ -46,8 +46,9 @@ class Allocator:
     through free space and lets consecutive tiles of a loop overlap.
     """
 
-    def __init__(self):
-        self.free = {"sbuf": [(0, SBUF_BYTES, {})], "psum": [(0, PSUM_BYTES, {})]}
+    def __init__(self, sbuf=SBUF_BYTES):
+        self.total = {"sbuf": sbuf, "psum": PSUM_BYTES}  # bytes per partition
+        self.free = {"sbuf": [(0, sbuf, {})], "psum": [(0, PSUM_BYTES, {})]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
@@ -59,7 +60,7 @@ class Allocator:
         wait for each other. Bytes held by a tile the allocator placed are
         refused. Returns the clock of earlier accesses to the bytes."""
         kind, lo, hi = st.kind, st.fixed, st.fixed + st.nbytes
-        total = SBUF_BYTES if kind == "sbuf" else PSUM_BYTES
+        total = self.total[kind]
         if lo < 0 or hi > total:
             raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
                            % (st.line, lo, hi, total, kind.upper()))
@@ -127,7 +128,7 @@ class Allocator:
             if age == 0:
                 break
         if best is None:
-            total = SBUF_BYTES if st.kind == "sbuf" else PSUM_BYTES
+            total = self.total[st.kind]
             used = total - sum(ln for _, ln, _ in lst)
             raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
                            "(%d of %d bytes per partition in use)"

@@ -16,7 +16,7 @@ import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, NKIError, user_line
+from .context import ENGINES, SBUF_BYTES, NKIError, sbuf_bytes, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -39,8 +39,8 @@ class CoreTrace:
     """What one physical core (one NEFF subgraph) gets: its instructions,
     their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
 
-    def __init__(self):
-        self.alloc = Allocator()                   # SBUF/PSUM allocator of the core
+    def __init__(self, sbuf=SBUF_BYTES):
+        self.alloc = Allocator(sbuf)               # SBUF/PSUM allocator of the core
         self.lines = []                            # assembly lines
         self.src = []                              # kernel source line of each
         self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
@@ -67,9 +67,10 @@ def trace_limits():
 class Tracer:
     """State of one trace: instructions, HBM tensors, allocator, tracker."""
 
-    def __init__(self, name, ncores=1):
+    def __init__(self, name, ncores=1, gen=2):
         self.name = name          # kernel (NEFF) name
-        self.cores = [CoreTrace() for _ in range(ncores)]  # per physical core (subgraph)
+        self.gen = gen            # NeuronCore generation the kernel is traced for
+        self.cores = [CoreTrace(sbuf_bytes(gen)) for _ in range(ncores)]  # per physical core
         self.core = 0             # the core programs are being traced for
         self.pending = None       # the last instruction, not yet committed
         self.set_core(0)

@@ -187,21 +187,32 @@ class _TileSize:
     def psum_num_banks(self):
         return _core.PSUM_BYTES // _core.PSUM_BANK
 
+    @staticmethod
+    def _sbuf():
+        # SBUF bytes per partition of the generation being traced for (in
+        # a kernel) or of the emulated machine (outside one)
+        tr = getattr(_core._tls, "tracer", None)
+        gen = getattr(tr, "gen", None) if tr is not None else None
+        if gen is None:
+            from .. import _runtime
+            gen = _runtime.machine_generation()
+        return _core.sbuf_bytes(gen)
+
     @property
     def sbuf_size_bytes(self):
-        return _core.SBUF_BYTES * _core.NUM_PARTITIONS
+        return self._sbuf() * _core.NUM_PARTITIONS
 
     @property
     def sbuf_fmax(self):
-        return _core.SBUF_BYTES // 4
+        return self._sbuf() // 4
 
     @property
     def sbuf_fmax_bytes(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
     @property
     def total_available_sbuf_size(self):
-        return _core.SBUF_BYTES
+        return self._sbuf()
 
 
 tile_size = _TileSize()
