@@ -169,3 +169,11 @@ def test_sbuf_size_follows_the_generation():
     with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: address .* outside the %d bytes"
                        % per_part):
         nki.simulate(top)(a, 4)
+
+
+def test_nc_version_is_ordered():
+    v = nisa.nc_version
+    assert v.gen2 < v.gen3 <= v.gen3 < v.gen4 and v.gen4 >= v.gen2 and not v.gen2 > v.gen3
+    assert nisa.get_nc_version() >= v.gen2
+    with pytest.raises(TypeError):
+        v.gen2 < 3
