@@ -177,3 +177,33 @@ def test_nc_version_is_ordered():
     assert nisa.get_nc_version() >= v.gen2
     with pytest.raises(TypeError):
         v.gen2 < 3
+
+
+# -- PSUM accumulation inferred per location ---------------------------------
+
+def test_matmul_without_accumulate_starts_each_block_fresh():
+    """Column blocks of one PSUM tile, each written first by its own
+    matmul: every block starts fresh (whatever the bank held before), and
+    a second matmul onto the same block accumulates."""
+    def k(a, b):
+        out = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        y = nl.ndarray(b.shape, dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.dma_copy(y, b)
+        # stale PSUM contents, as a previous kernel may leave them
+        junk = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nisa.memset(junk, 1000.0)
+        p = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.psum, address=(0, 0))
+        nisa.nc_matmul(p[:, 0:128], x, y[:, 0:128])
+        nisa.nc_matmul(p[:, 128:256], x, y[:, 128:256])
+        nisa.nc_matmul(p[:, 128:256], x, y[:, 128:256])      # accumulates
+        s = nl.ndarray((64, 256), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(s, p)
+        nisa.dma_copy(out, s)
+        return out
+    a, b = rand(128, 64), rand(128, 256, seed=6)
+    got = nki.simulate(k)(a, b)
+    want = a.T @ b
+    want[:, 128:] *= 2
+    assert np.allclose(got, want, rtol=1e-4, atol=1e-3)

@@ -16,7 +16,7 @@ import numpy as np
 
 from .access import _overlap, ap_text, check_bounds, rect
 from .alloc import Allocator, Storage
-from .context import ENGINES, SBUF_BYTES, NKIError, sbuf_bytes, user_line
+from .context import ENGINES, SBUF_BYTES, NKIError, current, sbuf_bytes, user_line
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -45,6 +45,21 @@ class CoreTrace:
         self.src = []                              # kernel source line of each
         self.count = dict.fromkeys(ENGINES, 0)     # instructions per engine
         self.eng_lines = {e: [] for e in ENGINES}  # (source line, op) per engine instruction
+
+
+def psum_written(t):
+    """Whether an earlier instruction of the trace wrote bytes of PSUM view
+    t: a matmul without accumulate= overwrites the bytes it writes first
+    and accumulates onto bytes already written (per location, not per
+    tile, so one bank's column blocks each start fresh)."""
+    if t.storage.kind != "psum":
+        return t.storage.written
+    tr = current()
+    p = tr.pending
+    if p is not None and any(o.storage is t.storage for o in p.outs.values()):
+        tr.flush()
+    r = rect(t, getattr(t, "_as", None))
+    return any(_overlap(r, w) for w in getattr(t.storage, "wrote", ()))
 
 
 def trace_limits():
@@ -198,6 +213,8 @@ class Tracer:
             st.acc[key] = n
             if w:
                 st.written = True
+                if st.kind == "psum":       # the bytes written, for psum_written()
+                    st.__dict__.setdefault("wrote", set()).add(key[0])
         self.lines.append(" ".join(parts))
         self.src.append(insn.line)
         self.eng_lines[eng].append((insn.line, insn.op))

@@ -46,7 +46,7 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         out, acc = dst_new, False
     else:
         out = None
-        acc = dst.storage.written if accumulate is None else bool(accumulate)
+        acc = _core.psum_written(dst) if accumulate is None else bool(accumulate)
     d = dst if dst is not None else dst_new
     rng = nl._mask_ranges(mask)
     if rng is not None:

@@ -1,6 +1,7 @@
 """nki.isa NeuronCore-v4 calls: quantize_mx and nc_matmul_mx (MX formats,
 docs/isa.md "NeuronCore-v4 additions") and activate2. The loader refuses
 them on an older machine; trace them for a Trainium3 instance."""
+from .. import _core
 from .._core import NkiTensor, current, fail
 from ._helpers import _act, _alu, _cmd, _scalar_arg
 
@@ -28,7 +29,7 @@ def nc_matmul_mx(dst, stationary, moving, stationary_scale, moving_scale, tile_p
     _need_v4("nisa.nc_matmul_mx")
     from . import _matmul_placement
     tr = current()
-    acc = dst.storage.written if accumulate is None else bool(accumulate)
+    acc = _core.psum_written(dst) if accumulate is None else bool(accumulate)
     ins = {"stationary": stationary, "moving": moving, "stationary_scale": stationary_scale,
            "moving_scale": moving_scale}
     args = [("dst", dst)] + list(ins.items())

@@ -140,7 +140,7 @@ def _inplace(t, other, alu):
     if (alu == "add" and isinstance(other, NkiTensor) and p is not None and p.op == "nc_matmul"
             and p.outs["dst"] is other and t.buffer == "psum"
             and other.storage.offset is None and sys.getrefcount(other) <= _TEMP_REFS):
-        _retarget(p, t, accumulate=t.storage.written)
+        _retarget(p, t, accumulate=_core.psum_written(t))
         return t
     if isinstance(other, NkiTensor) and not _onchip(other):
         fail("in-place ops take SBUF/PSUM tiles")
