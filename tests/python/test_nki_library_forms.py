@@ -207,3 +207,66 @@ def test_matmul_without_accumulate_starts_each_block_fresh():
     want = a.T @ b
     want[:, 128:] *= 2
     assert np.allclose(got, want, rtol=1e-4, atol=1e-3)
+
+
+def test_tensor_tensor_same_elements_per_partition():
+    def k(a, b):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)             # (128, 80)
+        y = nl.ndarray((128, 4, 20), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.dma_copy(y, b)
+        z = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_tensor(z, x, y, nl.multiply)
+        nisa.dma_copy(out, z)
+        return out
+    a, b = rand(128, 80), rand(128, 4, 20, seed=8)
+    assert np.allclose(nki.simulate(k)(a, b), a * b.reshape(128, 80))
+
+    def bad(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.tensor_tensor(x, x, x[:, 0:40], nl.add)
+        nisa.dma_copy(out, x)
+        return out
+    with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: tensor_tensor shapes"):
+        nki.simulate(bad)(rand(128, 80))
+
+
+@pytest.mark.parametrize("shape,axes,perm", [
+    ((2, 3, 4, 8), None, (3, 1, 2, 0)),
+    ((4, 6, 16), None, (2, 1, 0)),
+    ((4, 1, 2, 32), (3, 0, 1, 2), (3, 0, 1, 2)),
+])
+def test_dma_transpose_nd_from_hbm(shape, axes, perm):
+    def k(a):
+        oshape = tuple(a.shape[d] for d in perm)
+        out = nl.ndarray(oshape, dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray(oshape, dtype=a.dtype, buffer=nl.sbuf)
+        if axes is None:
+            nisa.dma_transpose(t, a)
+        else:
+            nisa.dma_transpose(dst=t, src=a, axes=axes)
+        nisa.dma_copy(out, t)
+        return out
+    a = rand(*shape)
+    assert np.array_equal(nki.simulate(k)(a), a.transpose(perm))
+
+
+def test_dma_transpose_2d_and_bad_axes():
+    def k(a):
+        out = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((a.shape[1], a.shape[0]), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(t, a)
+        nisa.dma_copy(out, t)
+        return out
+    a = rand(16, 32)
+    assert np.array_equal(nki.simulate(k)(a), a.T)
+
+    def bad(a):
+        t = nl.ndarray((8, 4, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(t, a, axes=(2, 2, 0))
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: dma_transpose"):
+        nki.simulate(bad)(rand(2, 4, 8))

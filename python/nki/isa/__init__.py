@@ -119,8 +119,14 @@ def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, dst
 def tensor_tensor(data1, data2, op, dst=None, dtype=None, engine=None, **kw):
     tr = current()
     out = _out(dst, data1.shape, dtype or _dtypes.promote(data1.dtype, data2.dtype))
-    if data1.shape != data2.shape:
-        fail("tensor_tensor shapes %s and %s differ" % (data1.shape, data2.shape))
+    # as the vendor's: the same partitions and elements per partition (the
+    # free axes may be shaped differently: the engine streams each in order)
+    if data1.shape != data2.shape and (
+            not all(isinstance(t, NkiTensor) for t in (data1, data2))
+            or _core.partitions(data1)[2] != _core.partitions(data2)[2]
+            or _core.elems(data1) != _core.elems(data2)):
+        fail("tensor_tensor shapes %s and %s differ in partitions or elements per partition"
+             % (data1.shape, data2.shape))
     eng = _eng(engine, "dve")
     tr.emit(eng, "tensor_tensor", {"dst": out}, {"data1": data1, "data2": data2},
             [("dst", out), ("data1", data1), ("data2", data2), ("op", _alu(op))])
@@ -281,11 +287,24 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
 
 
 @_dst_first(1)
-def dma_transpose(src, dst=None, **kw):
-    if len(src.shape) != 2:
-        fail("dma_transpose of a %d-D view is not supported here" % len(src.shape))
-    out = _out(dst, src.shape[::-1], src.dtype)
-    nl._transpose2d(out, src)
+def dma_transpose(src, dst=None, axes=None, **kw):
+    """dst = src with its axes permuted by DMA: by axes=, or as the vendor's
+    defaults, (1, 0) for 2-D, (2, 1, 0) for 3-D and (3, 1, 2, 0) for 4-D
+    (dst[d, b, c, a] = src[a, b, c, d]). Beyond 2-D, src is in HBM."""
+    nd = len(src.shape)
+    perm = tuple(int(a) for a in axes) if axes is not None else \
+        {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
+    if perm is None or sorted(perm) != list(range(nd)):
+        fail("dma_transpose of a %d-D view with axes=%r: not a permutation of its axes"
+             % (nd, axes))
+    out = _out(dst, tuple(src.shape[d] for d in perm), src.dtype)
+    if perm == (1, 0):
+        nl._transpose2d(out, src)
+    elif src.buffer != "hbm" or len(src.dims) != nd:
+        fail("dma_transpose of a %d-D on-chip view is not supported here (only 2-D)" % nd)
+    else:
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], None, 0,
+                               src.off))
     return _ret(dst, out)
 
 
