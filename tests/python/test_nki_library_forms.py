@@ -270,3 +270,17 @@ def test_dma_transpose_2d_and_bad_axes():
         return a
     with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: dma_transpose"):
         nki.simulate(bad)(rand(2, 4, 8))
+
+
+@dataclass(frozen=True)
+class Frozen(nl.NKIObject):
+    program_id: int = 0
+    n_programs: int = 1
+
+
+def test_nkiobject_frozen_dataclass():
+    f = Frozen(program_id=1, n_programs=2)
+    assert (f.program_id, f.n_programs) == (1, 2) and Frozen().n_programs == 1
+    assert f == Frozen(program_id=1, n_programs=2)
+    with pytest.raises(Exception):
+        f.program_id = 3

@@ -140,10 +140,10 @@ class NKIObject:
             if fields and k not in fields:
                 raise TypeError("%s has no field %r (fields: %s)"
                                 % (type(self).__name__, k, ", ".join(fields)))
-            setattr(self, k, v)
+            object.__setattr__(self, k, v)       # a frozen dataclass too
         for f in getattr(self, "__dataclass_fields__", {}).values():
             if f.name not in kwargs and f.default_factory is not dataclasses.MISSING:
-                setattr(self, f.name, f.default_factory())
+                object.__setattr__(self, f.name, f.default_factory())
         if hasattr(self, "__post_init__"):
             self.__post_init__()
 
