@@ -284,3 +284,36 @@ def test_nkiobject_frozen_dataclass():
     assert f == Frozen(program_id=1, n_programs=2)
     with pytest.raises(Exception):
         f.program_id = 3
+
+
+@pytest.mark.parametrize("form", ["dst_then_keywords", "positional"])
+def test_range_select_call_forms(form):
+    def k(a, lo, hi):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        mx = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.shared_hbm)
+        x = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        b0 = nl.ndarray(lo.shape, dtype=lo.dtype, buffer=nl.sbuf)
+        b1 = nl.ndarray(hi.shape, dtype=hi.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(x, a)
+        nisa.dma_copy(b0, lo)
+        nisa.dma_copy(b1, hi)
+        d = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        r = nl.ndarray((a.shape[0], 1), dtype=nl.float32, buffer=nl.sbuf)
+        if form == "positional":
+            nisa.range_select(d, x, nl.greater_equal, nl.less, b0, b1, reduce_res=r,
+                              reduce_op=nl.maximum, on_false_value=-1e30, range_start=2)
+        else:
+            nisa.range_select(d, on_true_tile=x, comp_op0=nl.greater_equal, comp_op1=nl.less,
+                              bound0=b0, bound1=b1, reduce_res=r, reduce_op=nl.maximum,
+                              on_false_value=-1e30, range_start=2)
+        nisa.dma_copy(out, d)
+        nisa.dma_copy(mx, r)
+        return out, mx
+    a = rand(4, 16)
+    lo = np.array([[2], [5], [0], [10]], np.float32)
+    hi = np.array([[8], [6], [18], [12]], np.float32)
+    got, gmax = nki.simulate(k)(a, lo, hi)
+    j = np.arange(16)[None, :] + 2
+    keep = (j >= lo) & (j < hi)
+    want = np.where(keep, a, np.float32(-1e30))
+    assert np.allclose(got, want) and np.allclose(gmax[:, 0], want.max(axis=1))
