@@ -317,3 +317,19 @@ def test_range_select_call_forms(form):
     keep = (j >= lo) & (j < hi)
     want = np.where(keep, a, np.float32(-1e30))
     assert np.allclose(got, want) and np.allclose(gmax[:, 0], want.max(axis=1))
+
+
+@pytest.mark.parametrize("shape,perm", [((8, 1, 3, 16), (3, 1, 2, 0)), ((16, 4, 8), (0, 2, 1)),
+                                        ((4, 6, 16), (2, 1, 0))])
+def test_dma_transpose_nd_on_chip(shape, perm):
+    def k(a):
+        oshape = tuple(a.shape[d] for d in perm)
+        out = nl.ndarray(oshape, dtype=a.dtype, buffer=nl.shared_hbm)
+        s = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(s, a)
+        t = nl.ndarray(oshape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_transpose(t, s, axes=perm)
+        nisa.dma_copy(out, t)
+        return out
+    a = rand(*shape)
+    assert np.array_equal(nki.simulate(k)(a), a.transpose(perm))

@@ -300,12 +300,34 @@ def dma_transpose(src, dst=None, axes=None, **kw):
     out = _out(dst, tuple(src.shape[d] for d in perm), src.dtype)
     if perm == (1, 0):
         nl._transpose2d(out, src)
-    elif src.buffer != "hbm" or len(src.dims) != nd:
-        fail("dma_transpose of a %d-D on-chip view is not supported here (only 2-D)" % nd)
-    else:
+    elif src.buffer == "hbm" and len(src.dims) == nd:
         nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], None, 0,
                                src.off))
+    elif src.pdim == 0 and out.pdim == 0 and len(src.dims) == len(out.dims) == nd:
+        _transpose_on_chip(out, src, perm)
+    else:
+        fail("dma_transpose of this %d-D view is not supported here" % nd)
     return _ret(dst, out)
+
+
+def _transpose_on_chip(out, src, perm):
+    """dma_transpose of an SBUF view: the partition axis stays (one DMA of
+    src's free axes permuted), or it moves to a free axis of out: one DMA
+    per src partition a, from its row (free axes in out's order) into out
+    at index a of that axis."""
+    if perm[0] == 0:
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], 0,
+                               src.part, src.off, src.pcount))
+        return
+    j0 = perm.index(0)
+    (pstep, pn), (ostep, _) = src.dims[0], out.dims[j0]
+    free = [src.dims[perm[j]] for j in range(len(perm)) if j != j0]
+    rest = [d for j, d in enumerate(out.dims) if j != j0]
+    for a in range(pn):
+        nl._dma(NkiTensor(out.storage, out.dtype, rest, 0, out.part, out.off + a * ostep,
+                          out.pcount),
+                NkiTensor(src.storage, src.dtype, [[1, 1]] + free, 0, src.part + a * pstep,
+                          src.off, src.pcount))
 
 
 @_dst_first(1)
