@@ -13,7 +13,7 @@ package is split by concern:
 - tracer: instructions, the dependency tracker that turns RAW/WAR/WAW
   hazards between engines into semaphore waits, and assembly rendering.
 """
-from .context import (ENGINES, SBUF_BYTES, PSUM_BYTES, PSUM_BANK, NUM_PARTITIONS,  # noqa: F401
+from .context import (ENGINES, SBUF_BYTES, PSUM_BYTES, PSUM_BANK, NUM_PARTITIONS, sbuf_bytes,  # noqa: F401
                       NKIError, NKIIndexError, _tls, current, user_line, fail, fail_index)
 from .alloc import Storage, Allocator  # noqa: F401
 from .access import (_merge, free_dims, partitions, ap_text, rect, check_bounds,  # noqa: F401

@@ -18,6 +18,12 @@ def sbuf_bytes(gen):
 PSUM_BYTES = 16 * 1024       # per partition
 PSUM_BANK = 2048             # bytes per partition of one PSUM bank
 NUM_PARTITIONS = 128
+
+
+def sbuf_bytes(gen):
+    """SBUF bytes per partition of a NeuronCore generation (as the emulated
+    cores have, emu/isa/isa.h): 192 KiB on v2, 224 KiB on v3, 256 KiB on v4."""
+    return 256 * 1024 if gen >= 4 else 224 * 1024 if gen >= 3 else SBUF_BYTES
 # the nki package folder: frames inside it are not kernel lines
 _PKG_DIR = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 

@@ -18,7 +18,8 @@ import numpy as np
 from .access import _overlap, ap_text, check_bounds, local_rect, rect
 from .alloc import Allocator, Storage
 from .. import _dtypes
-from .context import ENGINES, NKIError, NUM_PARTITIONS, fail, sbuf_bytes, user_line
+from .context import (ENGINES, NKIError, NUM_PARTITIONS, SBUF_BYTES, current, fail, sbuf_bytes,
+                      user_line)
 from .index import check_grid
 from .tensors import NkiTensor
 
@@ -41,7 +42,7 @@ class CoreTrace:
     """What one physical core (one NEFF subgraph) gets: its instructions,
     their kernel lines, per-engine counts and its SBUF/PSUM allocator."""
 
-    def __init__(self, sbuf):
+    def __init__(self, sbuf=SBUF_BYTES):
         self.alloc = Allocator(sbuf)               # SBUF/PSUM allocator of the core
         self.lines = []                            # assembly lines
         self.src = []                              # kernel source line of each

@@ -131,8 +131,14 @@ def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, dst
 def tensor_tensor(data1, data2, op, dst=None, dtype=None, engine=None, **kw):
     tr = current()
     out = _out(dst, data1.shape, dtype or _dtypes.promote(data1.dtype, data2.dtype))
-    if data1.shape != data2.shape:
-        fail("tensor_tensor shapes %s and %s differ" % (data1.shape, data2.shape))
+    # as the vendor's: the same partitions and elements per partition (the
+    # free axes may be shaped differently: the engine streams each in order)
+    if data1.shape != data2.shape and (
+            not all(isinstance(t, NkiTensor) for t in (data1, data2))
+            or _core.partitions(data1)[2] != _core.partitions(data2)[2]
+            or _core.elems(data1) != _core.elems(data2)):
+        fail("tensor_tensor shapes %s and %s differ in partitions or elements per partition"
+             % (data1.shape, data2.shape))
     eng = _eng(engine, "dve")
     tr.emit(eng, "tensor_tensor", {"dst": out}, {"data1": data1, "data2": data2},
             [("dst", out), ("data1", data1), ("data2", data2), ("op", _alu(op))])
@@ -292,34 +298,48 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
         insn.args.append(("priority", int(priority)))
 
 
-def dma_transpose(src, dst=None, axes=None, priority=None, dge_mode=None, oob_mode=None,
-                  name=None, **kw):
-    """Transpose src into dst by DMA: 2-D [1, 0], 3-D [2, 1, 0], 4-D
-    [3, 1, 2, 0] (the permutation follows the rank, partition dim
-    included); axes=, when given, must be that permutation."""
-    r = len(src.shape)
-    perm = {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(r)
-    if perm is None:
-        fail("dma_transpose takes a 2-D to 4-D view, got %d-D" % r)
-    if axes is not None and tuple(axes) != perm:
-        fail("dma_transpose of a %d-D view permutes axes %s, not %s" % (r, perm, tuple(axes)))
-    shape = tuple(src.shape[i] for i in perm)
-    out = _out(dst, shape, src.dtype)
-    if r == 2:
+@_dst_first(1)
+def dma_transpose(src, dst=None, axes=None, **kw):
+    """dst = src with its axes permuted by DMA: by axes=, or as the vendor's
+    defaults, (1, 0) for 2-D, (2, 1, 0) for 3-D and (3, 1, 2, 0) for 4-D
+    (dst[d, b, c, a] = src[a, b, c, d]). Beyond 2-D, src is in HBM."""
+    nd = len(src.shape)
+    perm = tuple(int(a) for a in axes) if axes is not None else \
+        {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
+    if perm is None or sorted(perm) != list(range(nd)):
+        fail("dma_transpose of a %d-D view with axes=%r: not a permutation of its axes"
+             % (nd, axes))
+    out = _out(dst, tuple(src.shape[d] for d in perm), src.dtype)
+    if perm == (1, 0):
         nl._transpose2d(out, src)
-    elif src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
-        # more rows than a DMA pattern has partitions: a copy that walks
-        # src in the transposed order moves the same elements
-        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[i] for i in perm], None, 0,
+    elif src.buffer == "hbm" and len(src.dims) == nd:
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], None, 0,
                                src.off))
+    elif src.pdim == 0 and out.pdim == 0 and len(src.dims) == len(out.dims) == nd:
+        _transpose_on_chip(out, src, perm)
     else:
-        if int(np.prod(out.shape)) != int(np.prod(shape)):
-            fail("dma_transpose: dst %s does not hold the transposed %s" % (out.shape, shape))
-        s, d = copy.copy(src), copy.copy(out)
-        s._nomerge = d._nomerge = True        # the rank decides the permutation: keep every dim
-        args = [("dst", d), ("src", s)] + ([("priority", int(priority))] if priority else [])
-        current().emit("sp", "dma_transpose", {"dst": d}, {"src": s}, args)
+        fail("dma_transpose of this %d-D view is not supported here" % nd)
     return _ret(dst, out)
+
+
+def _transpose_on_chip(out, src, perm):
+    """dma_transpose of an SBUF view: the partition axis stays (one DMA of
+    src's free axes permuted), or it moves to a free axis of out: one DMA
+    per src partition a, from its row (free axes in out's order) into out
+    at index a of that axis."""
+    if perm[0] == 0:
+        nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], 0,
+                               src.part, src.off, src.pcount))
+        return
+    j0 = perm.index(0)
+    (pstep, pn), (ostep, _) = src.dims[0], out.dims[j0]
+    free = [src.dims[perm[j]] for j in range(len(perm)) if j != j0]
+    rest = [d for j, d in enumerate(out.dims) if j != j0]
+    for a in range(pn):
+        nl._dma(NkiTensor(out.storage, out.dtype, rest, 0, out.part, out.off + a * ostep,
+                          out.pcount),
+                NkiTensor(src.storage, src.dtype, [[1, 1]] + free, 0, src.part + a * pstep,
+                          src.off, src.pcount))
 
 
 @_dst_first(1)

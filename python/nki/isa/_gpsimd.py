@@ -59,7 +59,9 @@ def range_select(*args, **kw):
     comp_op1 bound1 hold, else on_false_value (default the most negative
     fp32); max-reduced into reduce_res. The legacy form without dst
     returns a new tile."""
-    if "dst" in kw or (len(args) > 1 and isinstance(args[1], NkiTensor)):
+    legacy = ("on_true_tile", "comp_op0", "comp_op1", "bound0", "bound1")
+    if "dst" in kw or (len(args) > 1 and isinstance(args[1], NkiTensor)) or \
+            any(k in kw for k in legacy[:len(args)]):     # range_select(dst, on_true_tile=...)
         return _range_select(*args, **kw)
     on_true = args[0] if args else kw["on_true_tile"]
     out = nl.ndarray(on_true.shape, kw.pop("dtype", None) or on_true.dtype, nl.sbuf)

@@ -15,21 +15,68 @@ from .constants import engine, reduce_cmd
 _MASKED = ("activation", "tensor_reduce", "max8", "nc_matmul", "dma_copy", "nc_match_replace8")
 
 
+# The current (vendor) parameter order after dst of the calls that also
+# have a legacy form, from the NKI reference (nki/api/nki/isa/__init__.py).
+_CURRENT = {
+    "nc_matmul": "stationary moving is_stationary_onezero is_moving_onezero is_transpose "
+                 "accumulate tile_position tile_size perf_mode name",
+    "nc_transpose": "data engine name",
+    "activation": "op data bias scale reduce_op reduce_res reduce_cmd name",
+    "activation_reduce": "op data reduce_op reduce_res bias scale name",
+    "tensor_tensor": "data1 data2 op engine name",
+    "tensor_scalar": "data op0 operand0 reverse0 op1 operand1 reverse1 engine name",
+    "scalar_tensor_tensor": "data op0 operand0 op1 operand1 reverse0 reverse1 name",
+    "tensor_reduce": "op data axis negate keepdims name",
+    "tensor_partition_reduce": "op data name",
+    "tensor_copy": "src engine name",
+    "reciprocal": "data name",
+    "bn_stats": "data name",
+    "bn_aggr": "data name",
+    "max8": "src name",
+    "tensor_tensor_scan": "data0 data1 initial op0 op1 reverse0 reverse1 name",
+    "exponential": "src max_value reduce_res reduce_cmd reduce_init name",
+    "tensor_copy_predicated": "src predicate reverse_pred name",
+    "tensor_scalar_reduce": "data op0 operand0 reduce_op reduce_res reverse0 reduce_cmd "
+                            "reduce_init reduce_res_negate name",
+    "select_reduce": "predicate on_true on_false reduce_res reduce_cmd reduce_op reverse_pred name",
+    "nc_find_index8": "data vals name",
+    "nc_match_replace8": "data vals imm dst_idx name",
+    "dropout": "data prob name",
+    "local_gather": "src_buffer index num_elem_per_idx num_valid_indices name",
+    "sequence_bounds": "segment_ids name",
+    "tensor_scalar_cumulative": "src op0 op1 imm0 imm1 reduce_cmd name",
+    "dma_transpose": "src axes priority dge_mode oob_mode name",
+}
+
+
 def _dst_first(legacy_tensors):
-    """Accept the current positional form f(dst, ...) beside the legacy
-    f(...) that returns a new tile: when the call starts with more tensors
-    than the legacy form can, or a tensor comes first while the legacy
-    form's first parameter is given by keyword, the first one is dst."""
+    """Accept the current form f(dst, ...) (the vendor's parameter order,
+    _CURRENT) beside the legacy f(...) that returns a new tile. A call
+    without dst= is in the current form when it starts with more tensors
+    than the legacy form can, or when its positional arguments, bound in
+    the legacy order, would meet its own keywords (f(dst, data1=a, ...))."""
     def wrap(fn):
-        first = next(iter(inspect.signature(fn).parameters))
+        import inspect
+        legacy = [p.name for p in inspect.signature(fn).parameters.values()
+                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        current = _CURRENT.get(fn.__name__, "").split() or [k for k in legacy if k != "dst"]
 
         def call(*args, **kw):
             n = 0
             while n < len(args) and isinstance(args[n], NkiTensor):
                 n += 1
-            if "dst" not in kw and n and (n > legacy_tensors or first in kw):
+            if args and "dst" not in kw and (
+                    n > legacy_tensors or any(k in kw for k in legacy[:len(args)])):
+                if len(args) - 1 > len(current):
+                    fail("nki.isa.%s takes at most %d positional arguments (%d given)"
+                         % (fn.__name__, len(current) + 1, len(args)))
                 kw["dst"] = args[0]
-                args = args[1:]
+                for k, v in zip(current, args[1:]):
+                    if k in kw:
+                        fail("nki.isa.%s got %s twice (by position and by keyword)"
+                             % (fn.__name__, k))
+                    kw[k] = v
+                args = ()
             if kw.get("mask") is not None and fn.__name__ not in _MASKED:
                 fail("nki.isa.%s takes no mask= on trnemu (activation, tensor_reduce, max8, nc_matmul, "
                      "nc_match_replace8 and dma_copy do): restrict its views instead"

@@ -1,6 +1,7 @@
 """nki.isa NeuronCore-v4 calls: quantize_mx and nc_matmul_mx (MX formats,
 docs/isa.md "NeuronCore-v4 additions") and activate2. The loader refuses
 them on an older machine; trace them for a Trainium3 instance."""
+from .. import _core
 from .._core import NkiTensor, current, fail
 from .._core.tracer import region_written
 from ._helpers import _act, _alu, _cmd, _scalar_arg

@@ -53,16 +53,31 @@ class matmul_perf_mode(Enum):
 @functools.total_ordering
 class nc_version(Enum):
     """NeuronCore generations: gen2 Trainium/Inferentia2, gen3 Trainium2,
-    gen4 Trainium3; later generations compare greater
-    (get_nc_version() >= nc_version.gen3)."""
+    gen4 Trainium3; ordered by generation (get_nc_version() >= gen3)."""
     gen2 = 2
     gen3 = 3
     gen4 = 4
 
-    def __lt__(self, other):
-        if not isinstance(other, nc_version):
+    def _order(self, other):
+        if type(other) is not type(self):
             return NotImplemented
-        return self.value < other.value
+        return self.value, other.value
+
+    def __lt__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else o[0] < o[1]
+
+    def __le__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else o[0] <= o[1]
+
+    def __gt__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else o[0] > o[1]
+
+    def __ge__(self, other):
+        o = self._order(other)
+        return o if o is NotImplemented else o[0] >= o[1]
 
 
 class dma_engine(Enum):

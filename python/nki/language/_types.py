@@ -131,6 +131,10 @@ class NKIObject:
     a kernel called with one is cached by its values)."""
 
     def __init_subclass__(cls, **kw):
+        # As the vendor's NKIObject: every subclass is built with keyword
+        # fields, a @dataclass one too (its decorator keeps an __init__ the
+        # class already has), so a dataclass whose fields are plain class
+        # attributes, or a call that leaves out a field, still builds.
         super().__init_subclass__(**kw)
         if "__init__" not in cls.__dict__:
             cls.__init__ = NKIObject.__init__
@@ -138,24 +142,22 @@ class NKIObject:
     def __init__(self, *args, **kwargs):
         fields = self._fields()
         if len(args) > len(fields):
-            raise TypeError("%s takes at most %d positional arguments (%d given)"
+            raise TypeError("%s takes at most %d positional fields (%d given)"
                             % (type(self).__name__, len(fields), len(args)))
-        for name, v in zip(fields, args):
-            if name in kwargs:
-                raise TypeError("%s got two values for %r" % (type(self).__name__, name))
-            kwargs[name] = v
+        for k, v in zip(fields, args):
+            if k in kwargs:
+                raise TypeError("%s got field %r twice" % (type(self).__name__, k))
+            kwargs[k] = v
         for k, v in kwargs.items():
             if fields and k not in fields:
                 raise TypeError("%s has no field %r (fields: %s)"
                                 % (type(self).__name__, k, ", ".join(fields)))
-            object.__setattr__(self, k, v)
-        for f in getattr(type(self), "__dataclass_fields__", {}).values():
-            if f.name not in kwargs and not hasattr(self, f.name):
-                if f.default_factory is not dataclasses.MISSING:
-                    object.__setattr__(self, f.name, f.default_factory())
-        post = getattr(self, "__post_init__", None)
-        if post is not None:
-            post()
+            object.__setattr__(self, k, v)       # a frozen dataclass too
+        for f in getattr(self, "__dataclass_fields__", {}).values():
+            if f.name not in kwargs and f.default_factory is not dataclasses.MISSING:
+                object.__setattr__(self, f.name, f.default_factory())
+        if hasattr(self, "__post_init__"):
+            self.__post_init__()
 
     @classmethod
     def _fields(cls):
@@ -206,6 +208,17 @@ class _TileSize:
     @property
     def psum_num_banks(self):
         return _core.PSUM_BYTES // _core.PSUM_BANK
+
+    @staticmethod
+    def _sbuf():
+        # SBUF bytes per partition of the generation being traced for (in
+        # a kernel) or of the emulated machine (outside one)
+        tr = getattr(_core._tls, "tracer", None)
+        gen = getattr(tr, "gen", None) if tr is not None else None
+        if gen is None:
+            from .. import _runtime
+            gen = _runtime.machine_generation()
+        return _core.sbuf_bytes(gen)
 
     @property
     def sbuf_size_bytes(self):
