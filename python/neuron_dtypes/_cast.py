@@ -88,7 +88,7 @@ def to_float32(arr):
         return np.asarray(arr, dtype=np.float32)
     name = dtype_name(arr_t)
     if name in PACKED:
-        return FORMATS[PACKED[name][0]].decode(_unpack(arr, PackedType(name)))
+        return FORMATS[PACKED[name][0]].decode(_unpack(arr, nki_host_type(name)))
     if name in FORMATS:
         return FORMATS[name].decode(_bits(arr, np.uint8))
     if name == "bfloat16":
@@ -122,8 +122,7 @@ def static_cast(arr, dtype):
         return _numpy_cast(f32, np.dtype(name))
     dst = nki_host_type(name)
     if name in PACKED:
-        packed = PackedType(name)
-        return _wrap(_pack(packed.lane.encode(f32), packed), dst)
+        return _wrap(_pack(dst.lane.encode(f32), dst), dst)
     if name in FORMATS:
         return _wrap(FORMATS[name].encode(f32), dst)
     if name == "bfloat16":

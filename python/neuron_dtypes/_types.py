@@ -3,6 +3,8 @@ sizes, float or not, finfo. A type is a NumPy dtype, one of trnemu's NKI
 host types (nki._dtypes), or one defined here for what nki._dtypes lacks:
 a ScalarType (a small float held one value per byte) or a PackedType (four
 small floats in one element, the MX containers)."""
+import functools
+
 import numpy as np
 
 from ._minifloat import Minifloat
@@ -64,9 +66,10 @@ class PackedType(_Named):
         self.lanes = LANES               # values per element
 
 
+@functools.lru_cache(maxsize=None)
 def nki_host_type(name):
     """The type object for an NKI name: trnemu's own (nki._dtypes) when it
-    has one, else one defined here."""
+    has one, else one defined here (one object per name)."""
     if name in PACKED:
         return PackedType(name)
     try:

@@ -544,8 +544,9 @@ def main(argv=None):
         return 2
     missing = missing_packages()
     if missing:
-        print("run_nkilib: the suite needs Debian packages that are not installed:\n"
-              "  apt-get install -y %s" % " ".join(missing))
+        print("run_nkilib: the suite needs Debian packages that %s cannot import (run this "
+              "with Debian's /usr/bin/python3):\n  apt-get install -y %s"
+              % (sys.executable, " ".join(missing)))
         return 2
     work = tempfile.mkdtemp(prefix="nkilib-")
     copy = os.path.join(work, "nki-library")
