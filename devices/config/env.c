@@ -111,7 +111,8 @@ static const struct env_var env_vars[] = {
     B("NEURON_RT_ENABLE_DEVICE_MEMORY_OOM_LOG", false, false,
       "ignored: trnemu's out-of-memory message is one line"),
     U("NEURON_RT_GPSIMD_STDOUT_QUEUE_SIZE_BYTES", false, false, 0, 131072,
-      "ignored: GpSimd custom-operator printf is not emulated"),
+      "ignored: GpSimd custom operators are vendor-compiled GpSimd code, which trnemu's "
+      "ISA does not run, so there is no custom-operator printf to queue"),
     B("NEURON_RT_ENABLE_DGE_NOTIFICATIONS", false, false,
       "ignored: DMA descriptor-generation notifications are a hardware profiling feature"),
     B("NEURON_RT_CONTIGUOUS_SCRATCHPAD", false, false,

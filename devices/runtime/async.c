@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "devices/config/env.h"
 #include "devices/coll/coll.h"
 #include "devices/runtime/coll_host.h"
 #include "devices/runtime/exec.h"
@@ -169,14 +170,12 @@ void async_configure(void)
     }
     async_spin_ns = spin_window_ns("TRNEMU_ASYNC_SPIN_US", "NRT", ASYNC_SPIN_US_DEFAULT);
     async_cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    /* NEURON_RT_EXEC_TIMEOUT through the one parser (env_load has checked
+     * it); 0, no limit for an execution, keeps drain's wait bounded. */
+    struct env_exec e;
     async_timeout_ns = (uint64_t)ASYNC_DRAIN_TIMEOUT_S * 1000000000u;
-    const char *t = getenv("NEURON_RT_EXEC_TIMEOUT");
-    if (t != NULL && *t != '\0') {
-        char *end;
-        double v = strtod(t, &end);
-        if (*end == '\0' && v > 0 && v < 1e7)
-            async_timeout_ns = (uint64_t)(v * 1e9);
-    }
+    if (env_exec(&e) == NRT_SUCCESS && e.timeout_ms != 0)
+        async_timeout_ns = e.timeout_ms * 1000000u;
     if (getenv("NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS") != NULL)
         LOG_WARN("NRT", "NEURON_RT_ASYNC_EXEC_MAX_INFLIGHT_REQUESTS is deprecated and ignored: "
                  "implicit async mode is gone; nrt_execute blocks, use the nrta_* API");

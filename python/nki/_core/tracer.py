@@ -88,7 +88,6 @@ class Tracer:
         self.keep = []            # storages kept alive until the end of the trace
         self.consts = []          # (name, dtype info, shape, bytes) of shared constants
         self.prints = []          # (prefix, Storage) of nl.device_print calls, in trace order
-        self.traced = 0           # emit calls so far (all cores): the trace limit counts them
         self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
         self.t0 = time.perf_counter()  # when the trace began
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
@@ -194,18 +193,17 @@ class Tracer:
 
     # -- emission
     def check_limits(self):
-        """NKIError when the trace passed its instruction or time bound."""
-        self.traced += 1
-        if self.max_insns and self.traced > self.max_insns:
+        """NKIError when the trace passed its instruction or time bound
+        (after each instruction emitted)."""
+        if self.max_insns and self.emitted > self.max_insns:
             raise NKIError("%s: the kernel traced more than %d instructions "
                            "(TRNEMU_NKI_TRACE_LIMIT; 0 lifts it)" % (user_line(), self.max_insns))
-        if self.max_s and self.traced % 64 == 0 and \
+        if self.max_s and self.emitted % 64 == 0 and \
                 time.perf_counter() - self.t0 > self.max_s:
             raise NKIError("%s: the kernel traced for more than %g s (TRNEMU_NKI_TRACE_SECONDS; "
                            "0 lifts it)" % (user_line(), self.max_s))
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
-        self.check_limits()
         for t in list(outs.values()) + list(ins.values()):
             if getattr(t.storage, "zero_view", None) is not None:
                 self._fill_zero(t.storage)
@@ -224,6 +222,7 @@ class Tracer:
         self.pending = insn
         self.last = insn
         self.emitted += 1
+        self.check_limits()
         return insn
 
     def flush(self):
