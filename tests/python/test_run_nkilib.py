@@ -137,3 +137,30 @@ def test_trnemu_lacks(name, lacks):
         assert name == "nki.language.dtypes"
         return
     assert run_nkilib.trnemu_lacks(name) is lacks
+
+
+def test_trace_only_tests_are_counted_apart():
+    collected = ["test/integration/nkilib/core/utils/test_a.py::t1",
+                 "test/integration/nkilib/core/utils/test_a.py::t2",
+                 "test/integration/nkilib/core/utils/test_a.py::t3",
+                 "test/integration/nkilib/core/utils/test_a.py::t4"]
+    cause = ["missing name", "nki.compiler.frontend"]
+    outcomes = {collected[0]: {"outcome": "passed"},
+                collected[1]: {"outcome": "failed", "cause": cause, "trace_only": True},
+                collected[2]: {"outcome": "skipped"},
+                collected[3]: {"outcome": "failed", "cause": ["trace error", "x"]}}
+    fam, causes = run_nkilib.summarize(collected, outcomes, [], None)
+    counts = fam[run_nkilib.family_of(collected[0])]
+    assert (counts["passed"], counts["failed"], counts["skipped"], counts["trace-only"]) == (1, 1, 1, 1)
+    assert causes[("trace-only", "nki.compiler.frontend")] == [collected[1]]
+    assert run_nkilib.pass_rate(counts) == "50.0%"
+
+
+def test_a_missing_import_is_added_once(tmp_path):
+    p = tmp_path / "t.py"
+    p.write_text('"""doc"""\nimport os\n\n@dec(Platforms.TRN1)\ndef t():\n    pass\n')
+    assert run_nkilib.patch_missing_import(str(p), "m.dataclasses", "Platforms")
+    text = p.read_text()
+    assert text.splitlines()[1].startswith("from m.dataclasses import Platforms")
+    assert not run_nkilib.patch_missing_import(str(p), "m.dataclasses", "Platforms")
+    assert p.read_text() == text

@@ -126,6 +126,8 @@ def pytest_runtest_makereport(item, call):
     if call.excinfo is not None and rep.failed:
         kind, detail = classify(call.excinfo.value)
         rep.user_properties.append(("trnemu_cause", json.dumps([kind, detail])))
+    if item.get_closest_marker("trace_only") is not None:
+        rep.user_properties.append(("trnemu_trace_only", "1"))
 
 
 def _write(record):
@@ -133,6 +135,13 @@ def _write(record):
     if path:
         with open(path, "a", encoding="utf-8") as f:
             f.write(json.dumps(record) + "\n")
+
+
+def _trace_only(report):
+    """Whether the test is marked trace_only: it checks that the vendor's
+    compiler front end (nki.compiler.frontend, Python to MLIR) takes the
+    kernel, which a simulator cannot stand in for; counted apart."""
+    return any(k == "trnemu_trace_only" for k, _ in getattr(report, "user_properties", []))
 
 
 def _cause_of(report):
@@ -149,6 +158,8 @@ def pytest_runtest_logreport(report):
     if report.when == "call" or (report.when == "setup" and not report.passed) or (
             report.when == "teardown" and report.failed):
         rec = {"test": report.nodeid, "when": report.when}
+        if _trace_only(report):
+            rec["trace_only"] = True
         if report.passed:
             rec["outcome"] = "passed"
         elif report.skipped:
