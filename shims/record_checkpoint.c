@@ -25,6 +25,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devices/config/env.h"
 #include "devices/runtime/runtime.h"
 #include "emu/log.h"
 #include "store/calllog.h"
@@ -102,16 +103,13 @@ static bool ck_configure(void)
     free(ck_file_path);
     ck_err_path = ck_env_path("TRNEMU_SNAPSHOT_ON_ERROR");
     ck_file_path = ck_env_path("TRNEMU_SNAPSHOT_FILE");
-    const char *at = getenv("TRNEMU_SNAPSHOT_AT");
+    /* the one parser's rules; this runs before nrt_init's check of the
+     * variable, which refuses a malformed value in one line */
+    const char *at_s = getenv("TRNEMU_SNAPSHOT_AT");
+    uint64_t at;
     ck_at = -1;
-    if (at != NULL && *at != '\0') {
-        char *end;
-        long long v = strtoll(at, &end, 10);
-        if (*end != '\0' || v < 1)
-            LOG_ERROR("STORE", "TRNEMU_SNAPSHOT_AT=%s: not an execution number (1, 2, ...)", at);
-        else
-            ck_at = v;
-    }
+    if (at_s != NULL && env_parse_uint(at_s, 1, INT64_MAX, &at))
+        ck_at = (long long)at;
     const char *rec = getenv("TRNEMU_RECORD");
     bool any = ck_err_path != NULL || ck_at > 0 || ck_file_path != NULL ||
                (rec != NULL && *rec != '\0');

@@ -285,12 +285,15 @@ static void rec_open_locked(const char *want)
     rec_close_locked();
 }
 
+/* The longest TRNEMU_RECORD path (docs/env.md: text of at most 4095 bytes). */
+#define REC_PATH_MAX 4095u
+
 static void rec_configure_locked(void)
 {
     assert(rec_lock_held());
     const char *want = getenv("TRNEMU_RECORD");
-    if (want != NULL && *want == '\0')
-        want = NULL;
+    if (want != NULL && (*want == '\0' || strlen(want) > REC_PATH_MAX))
+        want = NULL; /* too long: nrt_init's check of the variable says so, in one line */
     if (want != NULL && rec_front_shim) {
         char pid[24];
         snprintf(pid, sizeof pid, "%ld", (long)getpid());

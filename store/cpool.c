@@ -14,6 +14,8 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include "devices/runtime/state.h"
+
 #define CPOOL_MAX 8
 
 struct cpool {
@@ -96,8 +98,11 @@ static void *cpool_main(void *arg)
  * most max. */
 static unsigned cpool_workers(unsigned max, unsigned others)
 {
-    const char *env = getenv("TRNEMU_SNAPSHOT_THREADS");
-    long n = (env != NULL ? strtol(env, NULL, 10) : sysconf(_SC_NPROCESSORS_ONLN)) - 1 - (long)others;
+    long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t threads; /* the runtime's one parser; a malformed value: the default */
+    (void)state_env_uint("TRNEMU_SNAPSHOT_THREADS", 1, 1024, cpus > 0 ? (uint64_t)cpus : 1,
+                         &threads);
+    long n = (long)threads - 1 - (long)others;
     if (n < 0)
         n = 0;
     if ((unsigned long)n > max)

@@ -49,7 +49,9 @@ static const struct tool_usage_text tool_usages[] = {
     {"top", "interactive view of the live instance like neuron-top",
      "usage: trnemu top [--instance NAME]   (also as neuron-top)\n"
      "  --instance NAME   the live instance to show (as TRNEMU_INSTANCE_NAME)\n"
-     "Keys: F switches the cores between utilization and GFLOP/s; q quits.\n"},
+     "Keys (neuron-top's): 1-9 select a tab (1: all processes), a/d the previous/next;\n"
+     "  F switches the cores between utilization and FLOPS; arrows move in the memory\n"
+     "  tree, Enter opens or closes a node, x the whole tree; q quits.\n"},
     {"run", "execute a NEFF with .npy/.bin inputs, write .npy outputs",
      "usage: trnemu run MODEL.neff [--input NAME=FILE.npy|FILE.bin]... [--output-dir DIR]\n"
      "                  [--repeat N] [--vnc K]\n"

@@ -12,6 +12,7 @@
  * bell. A rank waits for its slot to be stamped. Leaving frees the slot;
  * the last one out truncates the file, which gives its pages back.
  */
+#include "devices/config/env.h"
 #include "devices/coll/coll_int.h"
 
 #include <errno.h>
@@ -75,10 +76,9 @@ static void coll_job_key(char *key, size_t cap)
 
 static uint64_t coll_pow2_kib(const char *env, uint64_t def)
 {
-    const char *v = getenv(env);
-    if (v == NULL || *v == '\0')
+    uint64_t kib, cap = CHAN_MIN_CAP;
+    if (env_read_uint(env, 1, 1048576, 0, &kib) != NRT_SUCCESS || kib == 0)
         return def;
-    uint64_t kib = strtoull(v, NULL, 0), cap = CHAN_MIN_CAP;
     while (cap < kib * 1024 && cap < (1ull << 30))
         cap <<= 1;
     return cap;
@@ -100,10 +100,12 @@ static void coll_caps(uint32_t world, uint64_t *ring, uint64_t *mesh)
  * TRNEMU_COLL_MESH_RANKS overrides). Measured: docs/collectives.md. */
 static void coll_mesh_policy(uint64_t *max_bytes, uint32_t *max_ranks)
 {
-    const char *v = getenv("TRNEMU_COLL_MESH_MAX"), *r = getenv("TRNEMU_COLL_MESH_RANKS");
     long cpus = sysconf(_SC_NPROCESSORS_ONLN);
-    *max_bytes = v != NULL && *v ? strtoull(v, NULL, 0) : COLL_MESH_MAX_DEFAULT;
-    *max_ranks = r != NULL && *r ? (uint32_t)strtoul(r, NULL, 0) : cpus > 2 ? (uint32_t)cpus : 2;
+    uint64_t ranks;
+    (void)env_read_uint("TRNEMU_COLL_MESH_MAX", 0, UINT64_MAX, COLL_MESH_MAX_DEFAULT, max_bytes);
+    (void)env_read_uint("TRNEMU_COLL_MESH_RANKS", 0, 65535, cpus > 2 ? (uint64_t)cpus : 2,
+                        &ranks);
+    *max_ranks = (uint32_t)ranks;
 }
 
 /* The busy-poll window of this process's waits: TRNEMU_COLL_SPIN_US
@@ -245,8 +247,9 @@ static NRT_STATUS coll_file_make(struct coll_comm *c)
                          c->lay.total, 0, 0, 0, 0, 0, 0, 0, 0, 0, {0}};
     coll_mesh_policy(&h.mesh_max, &h.mesh_ranks);
     h.switched = c->m->cfg.profile->links == DEV_LINKS_SWITCH;
-    const char *dm = getenv("TRNEMU_COLL_DIRECT_MIN");
-    h.direct_min = dm != NULL && *dm ? strtoull(dm, NULL, 0) : COLL_DIRECT_MIN_DEFAULT;
+    uint64_t dm;
+    (void)env_read_uint("TRNEMU_COLL_DIRECT_MIN", 0, UINT64_MAX, COLL_DIRECT_MIN_DEFAULT, &dm);
+    h.direct_min = dm;
     if (pwrite(c->fd, &h, sizeof h, 0) != (ssize_t)sizeof h) {
         LOG_ERROR("NCCL", "cannot write %s: %s", c->path, strerror(errno));
         return NRT_RESOURCE;

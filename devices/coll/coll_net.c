@@ -15,6 +15,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "devices/config/env.h"
 #include "devices/link/bootstrap.h"
 #include "devices/coll/coll_int.h"
 #include "devices/link/fabric.h"
@@ -150,10 +151,9 @@ NRT_STATUS coll_net_start(struct coll_comm *c, uint64_t deadline_ns)
                   c->rank, c->ctl->ring_cap, c->ctl->mesh_cap, n->ring_cap, n->mesh_cap);
         return NRT_INVALID;
     }
-    double limit_ms = NET_DEAD_MS_DEFAULT;
-    const char *v = getenv("TRNEMU_NODE_DEAD_MS");
-    if (v != NULL && *v && atof(v) > 0)
-        limit_ms = atof(v);
+    uint64_t dead_ms;
+    (void)env_read_uint("TRNEMU_NODE_DEAD_MS", 1, 86400000, NET_DEAD_MS_DEFAULT, &dead_ms);
+    double limit_ms = (double)dead_ms;
     uint64_t left = deadline_ns - spin_now_ns();
     uint64_t dead_ns = (uint64_t)(limit_ms * 1e6);
     if (dead_ns > left / 2)

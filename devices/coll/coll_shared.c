@@ -10,6 +10,7 @@
  * other nodes (coll_net.c: remote ranks' liveness and aborts), the
  * bottom.
  */
+#include "devices/config/env.h"
 #include "devices/coll/coll_int.h"
 
 #include <errno.h>
@@ -25,14 +26,12 @@
 
 #define COLL_DEFAULT_TIMEOUT_S 600.0 /* as executions (exec_run.c) */
 
+/* A duration variable in seconds through the one parser; 0 when unset,
+ * zero or malformed (env_load has refused a malformed one at nrt_init). */
 static double coll_env_seconds(const char *name)
 {
-    const char *t = getenv(name);
-    if (t == NULL || *t == '\0')
-        return 0;
-    char *end;
-    double s = strtod(t, &end);
-    return *end == '\0' && s > 0 && s < 1e7 ? s : 0;
+    uint64_t ms;
+    return env_read_ms(name, 0, &ms) == NRT_SUCCESS ? (double)ms / 1000.0 : 0;
 }
 
 uint64_t coll_deadline(void)

@@ -1,6 +1,7 @@
 /*
  * config.c: turns the environment into a machine_config (see config.h).
  */
+#include "devices/config/env.h"
 #include "devices/config/config.h"
 
 #include <ctype.h>
@@ -144,18 +145,10 @@ static NRT_STATUS config_visible(struct machine_config *cfg)
 /* TRNEMU_THREADS, or the host's online CPUs when unset. */
 static NRT_STATUS config_threads(struct machine_config *cfg)
 {
-    const char *s = getenv("TRNEMU_THREADS"), *orig = s;
-    if (s == NULL || *s == '\0') {
-        long n = sysconf(_SC_NPROCESSORS_ONLN);
-        cfg->threads = n < 1 ? 1u : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (uint32_t)n;
-        return NRT_SUCCESS;
-    }
-    long v = config_number(&s);
-    if (v < 1 || v > CONFIG_MAX_THREADS || *s != '\0') {
-        LOG_ERROR("TDRV", "TRNEMU_THREADS=\"%s\": expected a thread count from 1 to %d", orig,
-                  CONFIG_MAX_THREADS);
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    uint64_t def = n < 1 ? 1u : n > CONFIG_MAX_THREADS ? CONFIG_MAX_THREADS : (uint64_t)n, v;
+    if (env_read_uint("TRNEMU_THREADS", 1, CONFIG_MAX_THREADS, def, &v) != NRT_SUCCESS)
         return NRT_INVALID;
-    }
     cfg->threads = (uint32_t)v;
     return NRT_SUCCESS;
 }

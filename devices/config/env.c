@@ -155,8 +155,51 @@ static const struct env_var env_vars[] = {
       "executions computing at once (1-1024; default: online CPUs); read by config.c"),
     U("TRNEMU_NKI_TRACE_LIMIT", true, false, 0, UINT64_MAX,
       "NKI front end: instructions one trace may emit (0: no limit)"),
-    U("TRNEMU_NKI_TRACE_SECONDS", true, false, 0, UINT32_MAX,
-      "NKI front end: seconds one trace may take (0: no limit)"),
+    {"TRNEMU_NKI_TRACE_SECONDS", true, false, ENV_DURATION, 0, 10000000, NULL,
+     "NKI front end: how long one trace may take (0: no limit)"},
+    U("TRNEMU_NKI_VNC", true, false, 0, 65535, "NKI front end: the VNC kernels run on"),
+    C("TRNEMU_NKI_HOST_DTYPES", true, false, "trnemu,ml_dtypes",
+      "NKI front end: which module gives the host dtypes (trnemu: its own extension)"),
+    {"TRNEMU_INSTANCE", true, false, ENV_TEXT, 0, 31, NULL,
+     "the emulated instance type (trnemu ls --profiles); read by config.c"},
+    {"TRNEMU_INSTANCE_NAME", true, false, ENV_TEXT, 0, 128, NULL,
+     "the shared instance to attach to; read by instance.c"},
+    T("TRNEMU_SHM_DIR", true, false, "the directory of shared instances (default /dev/shm)"),
+    T("TRNEMU_LIBNRT", true, false, "the libnrt.so.1 the tools and the NKI front end load"),
+    U("TRNEMU_ASYNC_QUEUE_DEPTH", true, false, 1, 65536,
+      "requests each nrta_* queue holds (default 64); read by async.c"),
+    {"TRNEMU_COLL_TIMEOUT", true, false, ENV_DURATION, 0, 10000000, NULL,
+     "how long a collective may wait (default NEURON_RT_EXEC_TIMEOUT; 0: that default)"},
+    U("TRNEMU_COLL_SPIN_US", true, false, 0, 10000,
+      "busy-poll window of collective waits, us; read by coll.c"),
+    U("TRNEMU_COLL_RING_KIB", true, false, 1, 1048576, "ring channel size, KiB (docs/collectives.md)"),
+    U("TRNEMU_COLL_MESH_KIB", true, false, 1, 1048576, "mesh channel size, KiB"),
+    U("TRNEMU_COLL_MESH_MAX", true, false, 0, UINT64_MAX, "largest mesh collective, bytes"),
+    U("TRNEMU_COLL_MESH_RANKS", true, false, 0, 65535, "most ranks of a mesh collective"),
+    U("TRNEMU_COLL_DIRECT_MIN", true, false, 0, UINT64_MAX,
+      "smallest direct all-reduce in HBM, bytes"),
+    U("TRNEMU_NODES", true, false, 0, 1000000, "nodes of the job (docs/nodes.md)"),
+    U("TRNEMU_NODE", true, false, 0, 1000000, "this node's index in the job"),
+    U("TRNEMU_US_NODE", true, false, 0, 1000000, "this node's server in its UltraServer"),
+    {"TRNEMU_JOB_TOKEN", true, false, ENV_TEXT, 0, 64, NULL,
+     "the job's shared secret, 8 to 64 printable characters (docs/security.md)"},
+    T("TRNEMU_NODE_ADDR", true, false, "the address this node's fabric endpoint binds"),
+    U("TRNEMU_NODE_DEAD_MS", true, false, 1, 86400000,
+      "ms of silence after which a node is reported dead"),
+    T("TRNEMU_FABRIC_PROVIDER", true, false, "the libfabric provider between nodes"),
+    T("TRNEMU_PROFILE", true, false, "where device profiles are written (docs/profile.md)"),
+    T("TRNEMU_RECORD", true, false, "the call log to record into (docs/snapshot-calllog.md)"),
+    U("TRNEMU_RECORD_OUTPUT_BYTES", true, false, 0, UINT64_MAX,
+      "output bytes the call log keeps per execution"),
+    U("TRNEMU_RECORD_SHIM_PID", true, false, 1, INT32_MAX,
+      "internal: set by the runtime for libnrt-record.so (the pid that records)"),
+    T("TRNEMU_RESTORE", true, false, "the snapshot to restore at nrt_init (docs/snapshot.md)"),
+    U("TRNEMU_SNAPSHOT_AT", true, false, 1, INT64_MAX,
+      "take a snapshot before the execution of this number"),
+    T("TRNEMU_SNAPSHOT_FILE", true, false, "where SIGUSR1 and TRNEMU_SNAPSHOT_AT snapshots go"),
+    T("TRNEMU_SNAPSHOT_ON_ERROR", true, false, "where a failed execution's snapshot goes"),
+    U("TRNEMU_SNAPSHOT_THREADS", true, false, 1, 1024,
+      "threads that compress a snapshot (default: online CPUs)"),
 };
 
 static struct rt_env env_cur;
@@ -179,8 +222,7 @@ int env_bool(const char *s, int def)
     return -1;
 }
 
-/* s as a whole number (decimal or 0x hex) in [min, max]. */
-static bool env_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
+bool env_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out)
 {
     if (!isdigit((unsigned char)*s))
         return false;
@@ -197,8 +239,8 @@ static bool env_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *
 /* s as a duration in ms: "2.5" (seconds), "10s", "500ms"; at most max_s. */
 static bool env_parse_ms(const char *s, uint64_t max_s, uint64_t *out_ms)
 {
-    if (!isdigit((unsigned char)*s) && *s != '.')
-        return false;
+    if ((!isdigit((unsigned char)*s) && *s != '.') || strpbrk(s, "xX") != NULL)
+        return false; /* strtod's hex floats are no duration */
     char *end;
     errno = 0;
     double v = strtod(s, &end);

@@ -72,6 +72,11 @@ uint32_t env_async_max_inflight(void);
  * case-insensitive); def when s is NULL or empty, -1 when malformed. */
 int env_bool(const char *s, int def);
 
+/* s as a whole number (decimal, or hex with 0x) in [min, max] by the one
+ * parser's rules, with no log line: for readers that run before
+ * nrt_init's check, which reports a malformed value itself. */
+bool env_parse_uint(const char *s, uint64_t min, uint64_t max, uint64_t *out);
+
 /* Variable name as a boolean: def when unset or empty; NRT_INVALID with
  * one log line when malformed. */
 NRT_STATUS env_read_bool(const char *name, bool def, bool *out);

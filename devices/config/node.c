@@ -2,6 +2,7 @@
  * node.c: which node of a job this process is, and the UltraServer view
  * of an instance type (see node.h).
  */
+#include "devices/config/env.h"
 #include "devices/config/node.h"
 
 #include "devices/config/topology.h"
@@ -27,17 +28,10 @@ void node_ultraserver_view(const struct itype *p, struct itype *us)
 /* A non-negative decimal variable: its value, -1 when unset, -2 when malformed. */
 static long node_env_num(const char *name)
 {
-    const char *s = getenv(name);
-    if (s == NULL || *s == '\0')
-        return -1;
-    char *end;
-    errno = 0;
-    long v = strtol(s, &end, 10);
-    if (*end != '\0' || errno != 0 || v < 0 || v > 1000000) {
-        LOG_ERROR("NRT", "%s=%s is not a non-negative number", name, s);
+    uint64_t v; /* the one parser; UINT64_MAX (out of range) marks unset */
+    if (env_read_uint(name, 0, 1000000, UINT64_MAX, &v) != NRT_SUCCESS)
         return -2;
-    }
-    return v;
+    return v == UINT64_MAX ? -1 : (long)v;
 }
 
 /* First set variable of a list (value, or -1 unset, -2 malformed); *which

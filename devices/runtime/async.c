@@ -157,17 +157,9 @@ static const char *async_xu_name(nrta_xu_t xu)
 
 void async_configure(void)
 {
-    const char *d = getenv("TRNEMU_ASYNC_QUEUE_DEPTH");
-    async_depth = ASYNC_DEFAULT_DEPTH;
-    if (d != NULL && *d != '\0') {
-        char *end;
-        unsigned long v = strtoul(d, &end, 10);
-        if (*end == '\0' && v >= 1 && v <= 65536)
-            async_depth = (uint32_t)v;
-        else
-            LOG_WARN("NRT", "TRNEMU_ASYNC_QUEUE_DEPTH=%s is not 1..65536; using %d", d,
-                     ASYNC_DEFAULT_DEPTH);
-    }
+    uint64_t depth; /* checked at nrt_init (env_load); the default if it changed since */
+    (void)env_read_uint("TRNEMU_ASYNC_QUEUE_DEPTH", 1, 65536, ASYNC_DEFAULT_DEPTH, &depth);
+    async_depth = (uint32_t)depth;
     async_spin_ns = spin_window_ns("TRNEMU_ASYNC_SPIN_US", "NRT", ASYNC_SPIN_US_DEFAULT);
     async_cpus = sysconf(_SC_NPROCESSORS_ONLN);
     /* NEURON_RT_EXEC_TIMEOUT through the one parser (env_load has checked

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "devices/config/env.h"
 #include "devices/machine/hbm_export.h"
 #include "devices/runtime/handle.h"
 #include "devices/runtime/runtime.h"
@@ -280,4 +281,10 @@ NRT_STATUS state_set_restore_entry(nrt_tensor_set_t *s, const char *name,
                                    nrt_tensor_t *t)
 {
     return tensor_set_restore_entry(s, name, t);
+}
+
+NRT_STATUS state_env_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
+                          uint64_t *out)
+{
+    return env_read_uint(name, min, max, def, out);
 }

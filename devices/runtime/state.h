@@ -131,4 +131,10 @@ bool state_set_destroy(nrt_tensor_set_t *s);
 NRT_STATUS state_set_restore_entry(nrt_tensor_set_t *s, const char *name,
                                    nrt_tensor_t *t);
 
+/* Variable name as a whole number in [min, max] through the runtime's one
+ * parser (devices/config/env.c): def when unset; NRT_INVALID with one log
+ * line when malformed. */
+NRT_STATUS state_env_uint(const char *name, uint64_t min, uint64_t max, uint64_t def,
+                          uint64_t *out);
+
 #endif

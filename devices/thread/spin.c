@@ -1,6 +1,7 @@
 /*
  * spin.c: bounded busy-polling and the process clock (see spin.h).
  */
+#include "devices/config/env.h"
 #include "devices/thread/spin.h"
 
 #include <sched.h>
@@ -62,16 +63,8 @@ bool spin_until_moved(const _Atomic uint32_t *word, uint32_t seen, uint64_t ns)
 
 uint32_t spin_window_ns(const char *name, const char *component, double def_us)
 {
-    const char *v = getenv(name);
-    double us = def_us;
-    if (v != NULL && *v != '\0') {
-        char *end;
-        double x = strtod(v, &end);
-        if (*end == '\0' && x >= 0 && x <= 10000)
-            us = x;
-        else
-            LOG_WARN(component, "%s=%s is not a number of microseconds in 0 .. 10000; "
-                     "using %.0f", name, v, def_us);
-    }
-    return (uint32_t)(us * 1000.0);
+    (void)component;
+    uint64_t us; /* checked at nrt_init (env_load); the default if it changed since */
+    (void)env_read_uint(name, 0, 10000, (uint64_t)(def_us + 0.5), &us);
+    return (uint32_t)(us * 1000u);
 }

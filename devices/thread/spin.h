@@ -37,9 +37,11 @@ bool spin_poll(bool (*ready)(const void *arg), const void *arg, uint64_t ns);
  * did within ns nanoseconds. */
 bool spin_until_moved(const _Atomic uint32_t *word, uint32_t seen, uint64_t ns);
 
-/* A window in microseconds from variable name: its value when it is a
- * number in 0 .. 10000 (else one warning naming component), def when it
- * is unset or empty; returned in nanoseconds. */
+/* A window in microseconds from variable name, read by the runtime's one
+ * parser (devices/config/env.c): its value when it is a whole number in
+ * 0 .. 10000 (else one log line naming the variable, and def), def when
+ * it is unset or empty; returned in nanoseconds. component is unused (the
+ * parser's line carries the NRT tag). */
 uint32_t spin_window_ns(const char *name, const char *component, double def_us);
 
 #endif

@@ -16,6 +16,8 @@ import sys
 
 import numpy as np
 
+from . import _env
+
 # The host formats: ml_dtypes name -> (trnemu assembly name, nrt_dtype_t of
 # an I/O tensor holding it). The NeuronCore-v4 formats have no nrt_dtype_t:
 # their I/O tensors are declared as uint8 bytes (docs/numerics.md).
@@ -80,7 +82,7 @@ def _load_extension():
 def _load_host():
     """(module with the host scalar types, 'ml_dtypes' or 'trnemu'), or
     (None, None). TRNEMU_NKI_HOST_DTYPES=trnemu skips ml_dtypes."""
-    if os.environ.get("TRNEMU_NKI_HOST_DTYPES", "") != "trnemu":
+    if _env.read_choice("TRNEMU_NKI_HOST_DTYPES", ("trnemu", "ml_dtypes"), "ml_dtypes") != "trnemu":
         try:
             import ml_dtypes
             return ml_dtypes, "ml_dtypes"

@@ -20,6 +20,8 @@ import threading
 
 import numpy as np
 
+from . import _env
+
 NRT_SUCCESS = 0
 _lock = threading.RLock()
 _lib = None
@@ -158,7 +160,7 @@ _own_cores = False   # True: start() claimed only TRNEMU_NKI_VNC (it is visible 
 
 def vnc():
     """The VNC kernels load on: TRNEMU_NKI_VNC, else the first visible one (0)."""
-    return 0 if _own_cores else int(os.environ.get("TRNEMU_NKI_VNC", "0"))
+    return 0 if _own_cores else _env.read_uint("TRNEMU_NKI_VNC", 0, 65535, 0)
 
 
 def _init(L):
@@ -168,7 +170,7 @@ def _init(L):
     global _own_cores
     if os.environ.get("NEURON_RT_VISIBLE_CORES") or os.environ.get("NEURON_RT_NUM_CORES"):
         return L.nrt_init(1, b"", b"")
-    os.environ["NEURON_RT_VISIBLE_CORES"] = os.environ.get("TRNEMU_NKI_VNC", "0")
+    os.environ["NEURON_RT_VISIBLE_CORES"] = str(_env.read_uint("TRNEMU_NKI_VNC", 0, 65535, 0))
     try:
         st = L.nrt_init(1, b"", b"")
     finally:

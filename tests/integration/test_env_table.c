@@ -87,13 +87,44 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_ASYNC_SPIN_US", "30", "30us"),
     SAME("TRNEMU_THREADS", "2", "0"),
     SAME("TRNEMU_NKI_TRACE_LIMIT", "100", "-5"),
-    SAME("TRNEMU_NKI_TRACE_SECONDS", "60", "x"),
+    SAME("TRNEMU_NKI_TRACE_SECONDS", "2.5", "x"),
+    SAME("TRNEMU_NKI_VNC", "0", "-1"),
+    SAME("TRNEMU_NKI_HOST_DTYPES", "trnemu", "numpy"),
+    SAME("TRNEMU_INSTANCE", "trn2.48xlarge", "an-instance-type-name-of-more-than-31-bytes"),
+    SAME("TRNEMU_INSTANCE_NAME", NULL /* the test's own: filled in */, NULL),
+    SAME("TRNEMU_SHM_DIR", "/dev/shm", NULL),
+    SAME("TRNEMU_LIBNRT", "/nonexistent/libnrt.so.1", NULL),
+    SAME("TRNEMU_ASYNC_QUEUE_DEPTH", "64", "0"),
+    SAME("TRNEMU_COLL_TIMEOUT", "30s", "abc"),
+    SAME("TRNEMU_COLL_SPIN_US", "30", "2.5"),
+    SAME("TRNEMU_COLL_RING_KIB", "1024", "1M"),
+    SAME("TRNEMU_COLL_MESH_KIB", "256", "0"),
+    SAME("TRNEMU_COLL_MESH_MAX", "65536", "64k"),
+    SAME("TRNEMU_COLL_MESH_RANKS", "8", "x"),
+    SAME("TRNEMU_COLL_DIRECT_MIN", "0x100000", "-1"),
+    SAME("TRNEMU_NODES", "1", "-1"),
+    SAME("TRNEMU_NODE", "0", "first"),
+    SAME("TRNEMU_US_NODE", "0", "x"),
+    SAME("TRNEMU_JOB_TOKEN", "0123456789abcdef", NULL),
+    SAME("TRNEMU_NODE_ADDR", "127.0.0.1", NULL),
+    SAME("TRNEMU_NODE_DEAD_MS", "5000", "0"),
+    SAME("TRNEMU_FABRIC_PROVIDER", "tcp", NULL),
+    SAME("TRNEMU_PROFILE", "", NULL),
+    SAME("TRNEMU_RECORD", "", NULL),
+    SAME("TRNEMU_RECORD_OUTPUT_BYTES", "1048576", "1M"),
+    SAME("TRNEMU_RECORD_SHIM_PID", "", "x"),
+    SAME("TRNEMU_RESTORE", "", NULL),
+    SAME("TRNEMU_SNAPSHOT_AT", "1000000000", "0"),
+    SAME("TRNEMU_SNAPSHOT_FILE", "", NULL),
+    SAME("TRNEMU_SNAPSHOT_ON_ERROR", "", NULL),
+    SAME("TRNEMU_SNAPSHOT_THREADS", "2", "0"),
 };
 
 #define ENV_NCASES (sizeof env_cases / sizeof env_cases[0])
 
 static char env_too_long[5000];    /* a path longer than any variable may hold */
 static const char *env_doc_path;   /* docs/env.md */
+static char env_instance[256];     /* the TRNEMU_INSTANCE_NAME the test runs under */
 
 static int env_setup(void **state)
 {
@@ -103,6 +134,8 @@ static int env_setup(void **state)
         unsetenv(env_cases[i].good_name);
         unsetenv(env_cases[i].bad_name);
     }
+    if (env_instance[0] != '\0') /* stay on the test's own instance */
+        setenv("TRNEMU_INSTANCE_NAME", env_instance, 1);
     return 0;
 }
 
@@ -146,10 +179,11 @@ static void test_env_each_variable(void **state)
     for (size_t i = 0; i < ENV_NCASES; i++) {
         const struct env_case *c = &env_cases[i];
         env_setup(NULL);
-        setenv(c->good_name, c->good, 1);
+        const char *good = c->good != NULL ? c->good : env_instance;
+        setenv(c->good_name, good, 1);
         NRT_STATUS st = nrt_init(NRT_FRAMEWORK_TYPE_NO_FW, "", "");
         if (st != NRT_SUCCESS)
-            fail_msg("%s=%s: nrt_init returned %d, expected success", c->good_name, c->good,
+            fail_msg("%s=%s: nrt_init returned %d, expected success", c->good_name, good,
                      (int)st);
         nrt_close();
         env_setup(NULL);
@@ -200,6 +234,8 @@ int main(int argc, char **argv)
     }
     env_doc_path = argv[1];
     memset(env_too_long, 'd', sizeof env_too_long - 1);
+    const char *inst = getenv("TRNEMU_INSTANCE_NAME");
+    snprintf(env_instance, sizeof env_instance, "%s", inst != NULL ? inst : "it-env-table");
     unsetenv("NEURON_RT_LOG_LEVEL");
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_env_docs_covered),

@@ -52,19 +52,12 @@ class CoreTrace:
 
 def trace_limits():
     """(instructions, seconds) a trace may take: TRNEMU_NKI_TRACE_LIMIT
-    (default 2,000,000 instructions) and TRNEMU_NKI_TRACE_SECONDS (default
-    600); 0 lifts a limit. A malformed value is an NKIError."""
-    out = []
-    for var, default in (("TRNEMU_NKI_TRACE_LIMIT", 2000000), ("TRNEMU_NKI_TRACE_SECONDS", 600)):
-        text = os.environ.get(var, "").strip()
-        try:
-            v = float(text) if text else default
-        except ValueError:
-            v = -1
-        if v < 0:
-            raise NKIError("%s=%r: expected a number >= 0 (0: no limit)" % (var, text))
-        out.append(v)
-    return out[0], out[1]
+    (default 2,000,000 instructions) and TRNEMU_NKI_TRACE_SECONDS (a
+    duration, default 600 s); 0 lifts a limit. Read by the runtime's rules
+    (nki/_env.py); a malformed value is an NKIError."""
+    from .. import _env
+    return (_env.read_uint("TRNEMU_NKI_TRACE_LIMIT", 0, 2**64 - 1, 2000000),
+            _env.read_seconds("TRNEMU_NKI_TRACE_SECONDS", 10000000, 600))
 
 
 class Tracer:
