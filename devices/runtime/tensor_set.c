@@ -135,8 +135,7 @@ NRT_STATUS tensor_set_get(nrt_tensor_set_t *p, const char *name, nrt_tensor_t **
     if (tensor_set_check(p)) {
         struct tensor_set_entry *e = tensor_set_find(p, name);
         if (e == NULL) {
-            LOG_WARN("NRT", "no tensor named '%s' in the set", name);
-            st = NRT_FAILURE;
+            st = NRT_FAILURE;  /* the caller's line says what was missing */
         } else if (!handle_has(e->t, HANDLE_TENSOR)) {
             LOG_ERROR("NRT", "tensor '%s' in the set was freed", name);
         } else {
