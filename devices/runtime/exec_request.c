@@ -69,8 +69,10 @@ NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
 {
     assert(rt_held());
     struct exec_request *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
+        LOG_ERROR("NRT", "out of memory for an execution of '%s'", m->neff->info.name);
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &r->b);
     if (st != NRT_SUCCESS) {
         free(r);

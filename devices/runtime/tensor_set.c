@@ -81,8 +81,10 @@ static struct tensor_set_entry *tensor_set_find(struct tensor_set *s, const char
 
 static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_tensor_t *t)
 {
-    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8))
+    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8)) {
+        LOG_ERROR("NRT", "out of memory for tensor set entry '%s'", name);
         return NRT_RESOURCE;
+    }
     char *copy = strdup(name);
     if (copy == NULL) {
         LOG_ERROR("NRT", "out of memory");

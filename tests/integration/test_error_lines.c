@@ -212,6 +212,16 @@ static int c_count_bad_instance(void)
     return st;
 }
 
+/* Instance information asked of an instance type that does not exist. */
+static int c_info_bad_instance(void)
+{
+    nrt_instance_info_t info;
+    setenv("TRNEMU_INSTANCE", "trn9.huge", 1);
+    int st = nrt_get_instance_info(&info, sizeof info);
+    setenv("TRNEMU_INSTANCE", "trn1.2xlarge", 1);
+    return st;
+}
+
 /* An output's completion count that nothing will reach. */
 static int c_completion_timeout(void)
 {
@@ -268,6 +278,16 @@ static nrt_tensor_list_t cc_list = {NULL, 0};
     X(pre_scfg_max_fake, PRE, NO_STATUS, "not a system trace config", VOID_CALL(nrt_sys_trace_config_set_max_events_per_nc(FAKE(nrt_sys_trace_config_t), 5))) \
     X(pre_fetch_fake, PRE, NO_STATUS, "not a fetch options", VOID_CALL(nrt_sys_trace_fetch_options_set_defaults(FAKE(nrt_sys_trace_fetch_options_t)))) \
     X(pre_fetch_max_fake, PRE, NO_STATUS, "not a fetch options", VOID_CALL(nrt_sys_trace_fetch_options_set_max_events_per_nc(FAKE(nrt_sys_trace_fetch_options_t), 5))) \
+    X(pre_profile_stop, PRE, NRT_INVALID, "no profile was started", nrt_profile_stop("never-started.ntff")) \
+    X(pre_continuous_stop, PRE, NRT_INVALID, "no continuous profile", nrt_profile_continuous_stop()) \
+    X(pre_fetch_none, PRE, NRT_INVALID, "no system trace capture", nrt_sys_trace_fetch_events((char **)(void *)&f.va, &f.size, NULL)) \
+    X(pre_rt_trace_stop, PRE, NRT_INVALID, "no system trace capture", nrt_trace_stop("never.json")) \
+    X(pre_info_instance, PRE, NRT_INVALID, "trn9.huge", c_info_bad_instance()) \
+    X(pre_tracker_destroy_fake, PRE, NO_STATUS, "not a live error tracker", VOID_CALL(nrta_error_tracker_destroy(FAKE(nrta_error_tracker_t)))) \
+    X(pre_sr_flush, PRE, NRT_UNINITIALIZED, "before nrt_init", nrt_async_sendrecv_flush(0)) \
+    X(pre_sr_test, PRE, NRT_UNINITIALIZED, "before nrt_init", nrt_async_sendrecv_test_comm(FAKE(nrt_async_sendrecv_comm_t), &f.done)) \
+    X(pre_cc_prepare, PRE, NRT_UNINITIALIZED, "before nrt_init", nrta_cc_prepare(&cc_comm_bad_vnc, &cc_list, &cc_list, NRT_DTYPE_FLOAT32, NRT_OP_ADD, NRT_CC_ALLREDUCE, &(nrt_cc_context_t *){NULL})) \
+    X(pre_drain_exec, PRE, NRT_UNINITIALIZED, "before nrt_init", nrta_execute_schedule(FAKE(nrt_model_t), f.set, f.set, 0, NULL, &f.seq)) \
     X(pre_nccl_net, PRE, NO_STATUS, "NCCL network plugin", VOID_CALL(nrt_get_libnccl_net(&f.fd, f.text, sizeof f.text))) \
     /* the runtime open: tensors */                                                           \
     X(alloc_placement, OPEN, NRT_INVALID, "placement", nrt_tensor_allocate((nrt_tensor_placement_t)9, 0, 64, "x", &f.tensor)) \
@@ -395,6 +415,16 @@ static nrt_tensor_list_t cc_list = {NULL, 0};
     X(closed_slice, CLOSED, NRT_CLOSED, "after nrt_close", nrt_tensor_allocate_slice(f.t, 0, 4, "s", &f.tensor)) \
     X(closed_all_gather, CLOSED, NRT_CLOSED, "after nrt_close", nrt_all_gather(0, 0, 1, 4, f.buf, f.buf + 64)) \
     X(closed_global_comm, CLOSED, NRT_CLOSED, "after nrt_close", nrt_build_global_comm(0, 0, 1)) \
+    X(closed_set_add, CLOSED, NRT_INVALID, "not a live tensor", nrt_add_tensor_to_tensor_set(f.set, "x", f.t)) \
+    X(closed_fetch_none, CLOSED, NRT_INVALID, "no system trace capture", nrt_sys_trace_fetch_events((char **)(void *)&f.va, &f.size, NULL)) \
+    X(closed_tensor_info, CLOSED, NRT_CLOSED, "after nrt_close", nrt_tensor_get_device_allocation_info(f.t, (void *)f.buf)) \
+    X(closed_reset, CLOSED, NRT_CLOSED, "after nrt_close", nrt_tensor_reset_output_completion(f.out)) \
+    X(closed_attach, CLOSED, NRT_CLOSED, "after nrt_close", nrt_tensor_attach_buffer(f.t, f.buf, 64)) \
+    X(closed_empty, CLOSED, NRT_CLOSED, "after nrt_close", nrt_tensor_allocate_empty("e", &f.tensor)) \
+    X(closed_repeat, CLOSED, NRT_CLOSED, "after nrt_close", nrt_execute_repeat(f.m.model, f.m.in, f.m.out, 2)) \
+    X(closed_load_coll, CLOSED, NRT_CLOSED, "after nrt_close", nrt_load_collectives(f.neff, f.neff_size, 0, -1, 0, 1, &f.model)) \
+    X(closed_cc_init, CLOSED, NRT_CLOSED, "after nrt_close", nrt_cc_global_comm_init(0, 0, 1)) \
+    X(closed_batch, CLOSED, NRT_CLOSED, "after nrt_close", c_batch_past_end()) \
     X(closed_continuous_save, CLOSED, NRT_INVALID, "no continuous profile", nrt_profile_continuous_save(0, NULL)) \
     X(closed_set_entry, CLOSED, NRT_INVALID, "was freed", nrt_get_tensor_from_tensor_set(f.set, "t", &f.tensor)) \
     X(closed_set_missing, CLOSED, NRT_FAILURE, "no tensor named 'nothing'", nrt_get_tensor_from_tensor_set(f.set, "nothing", &f.tensor))
