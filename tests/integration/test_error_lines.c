@@ -260,7 +260,7 @@ static nrt_tensor_list_t cc_list = {NULL, 0};
     X(pre_continuous_save, PRE, NRT_INVALID, "no continuous profile", nrt_profile_continuous_save(0, NULL)) \
     X(pre_trace_stop, PRE, NRT_INVALID, "is not capturing", nrt_sys_trace_stop()) \
     X(pre_inspect_stop, PRE, NRT_INVALID, "inspect is not running", nrt_inspect_stop()) \
-    X(pre_model_info, PRE, NRT_UNINITIALIZED, "before nrt_init", nrt_get_model_tensor_info(FAKE(nrt_model_t), &f.m.info)) \
+    X(pre_model_info, PRE, NRT_UNINITIALIZED, "before nrt_init", nrt_get_model_tensor_info(FAKE(nrt_model_t), (nrt_tensor_info_array_t **)(void *)&f.va)) \
     X(pre_free_info, PRE, NRT_INVALID, "not a tensor info", nrt_free_model_tensor_info(FAKE(nrt_tensor_info_array_t))) \
     X(pre_tracker_list, PRE, NRT_INVALID_HANDLE, "not a live error tracker", nrta_error_tracker_get_list(FAKE(nrta_error_tracker_t), (const nrta_error_t **)(void *)&f.va, &f.size)) \
     X(pre_init_framework, PRE, NRT_INVALID, "framework", nrt_init((nrt_framework_type_t)99, "", "")) \
@@ -395,7 +395,7 @@ static nrt_tensor_list_t cc_list = {NULL, 0};
     X(closed_profile_stop, CLOSED, NRT_INVALID, "no profile was started", nrt_profile_stop("never-started.ntff")) \
     X(closed_rt_trace_stop, CLOSED, NRT_INVALID, "no system trace capture is running", nrt_trace_stop("never.json")) \
     X(closed_model_info, CLOSED, NRT_CLOSED, "after nrt_close", nrt_get_model_info(f.m.model, (void *)f.buf, 16, &f.size)) \
-    X(closed_model_tinfo, CLOSED, NRT_CLOSED, "after nrt_close", nrt_get_model_tensor_info(f.m.model, &f.m.info)) \
+    X(closed_model_tinfo, CLOSED, NRT_CLOSED, "after nrt_close", nrt_get_model_tensor_info(f.m.model, (nrt_tensor_info_array_t **)(void *)&f.va)) \
     X(closed_done, CLOSED, NRT_CLOSED, "after nrt_close", nrta_is_completed(1, &f.done)) \
     X(closed_fd, CLOSED, NRT_CLOSED, "after nrt_close", nrta_get_completion_handle(1, &f.fd)) \
     X(closed_tracker_list, CLOSED, NRT_INVALID_HANDLE, "not a live error tracker", nrta_error_tracker_get_list(f.tracker, (const nrta_error_t **)(void *)&f.va, &f.size)) \
@@ -549,6 +549,7 @@ static void test_error_lines(void **state)
     nrt_inspect_config_free(f.icfg);
     nrt_sys_trace_config_free(f.scfg);
     nrt_profile_continuous_options_free(f.popt);
+    assert_int_equal(nrt_free_model_tensor_info(f.m.info), NRT_SUCCESS);
     nrt_close();
     failed += run_phase(CLOSED);
     /* Closing again is no error: no status, no line. */
