@@ -139,7 +139,10 @@ NRT_STATUS nrt_get_hbm_mmap_va_impl(int device_id, int hbm_idx, void **addr, siz
         LOG_ERROR("NRT", "HBM index %d is negative", hbm_idx);
         st = NRT_INVALID;
     } else if ((uint32_t)hbm_idx >= m->chips[device_id].nstacks) {
-        st = NRT_INVALID_HANDLE; /* documented: no more HBM regions on this device */
+        /* documented: the end of the device's list of HBM regions */
+        LOG_ERROR("NRT", "device %d has no HBM region %d (its regions are 0..%u)", device_id,
+                  hbm_idx, m->chips[device_id].nstacks - 1);
+        st = NRT_INVALID_HANDLE;
     } else {
         const struct chip *c = &m->chips[device_id];
         *addr = c->hbm + (uint64_t)hbm_idx * c->stack_size;

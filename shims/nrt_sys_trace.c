@@ -86,7 +86,7 @@ void nrt_sys_trace_config_set_capture_enabled_for_nc_impl(nrt_sys_trace_config_t
 void nrt_sys_trace_config_set_defaults_impl(nrt_sys_trace_config_t *options)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
-        LOG_ERROR("NRT", "options is NULL: ignored");
+        LOG_ERROR("NRT", "%p is not a system trace config: ignored", (void *)options);
         return;
     }
     systrace_config_defaults(options);
@@ -95,7 +95,7 @@ void nrt_sys_trace_config_set_defaults_impl(nrt_sys_trace_config_t *options)
 void nrt_sys_trace_config_set_max_events_per_nc_impl(nrt_sys_trace_config_t *options, uint64_t max_events_per_nc)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_CONFIG)) {
-        LOG_ERROR("NRT", "options is NULL: ignored");
+        LOG_ERROR("NRT", "%p is not a system trace config: ignored", (void *)options);
         return;
     }
     options->max_events_per_nc = max_events_per_nc;
@@ -140,7 +140,7 @@ void nrt_sys_trace_fetch_options_free_impl(nrt_sys_trace_fetch_options_t *option
 void nrt_sys_trace_fetch_options_set_defaults_impl(nrt_sys_trace_fetch_options_t *options)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
-        LOG_ERROR("NRT", "options is NULL: ignored");
+        LOG_ERROR("NRT", "%p is not a fetch options object: ignored", (void *)options);
         return;
     }
     systrace_fetch_defaults(options);
@@ -149,7 +149,7 @@ void nrt_sys_trace_fetch_options_set_defaults_impl(nrt_sys_trace_fetch_options_t
 void nrt_sys_trace_fetch_options_set_max_events_per_nc_impl(nrt_sys_trace_fetch_options_t *options, uint64_t max_events_per_nc)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH)) {
-        LOG_ERROR("NRT", "options is NULL: ignored");
+        LOG_ERROR("NRT", "%p is not a fetch options object: ignored", (void *)options);
         return;
     }
     options->max_events_per_nc = max_events_per_nc;
@@ -158,8 +158,8 @@ void nrt_sys_trace_fetch_options_set_max_events_per_nc_impl(nrt_sys_trace_fetch_
 void nrt_sys_trace_fetch_options_set_nc_idx_impl(nrt_sys_trace_fetch_options_t *options, uint64_t nc_idx)
 {
     if (!shim_obj_ok(options, HANDLE_SYSTRACE_FETCH) || nc_idx >= SYSTRACE_MAX_NC) {
-        LOG_ERROR("NRT", "options is not a fetch options object or NeuronCore %llu is not below %d: ignored",
-                  (unsigned long long)nc_idx, SYSTRACE_MAX_NC);
+        LOG_ERROR("NRT", "%p is not a fetch options object or NeuronCore %llu is not below %d: "
+                  "ignored", (void *)options, (unsigned long long)nc_idx, SYSTRACE_MAX_NC);
         return;
     }
     options->nc_idx = (int64_t)nc_idx;

@@ -41,10 +41,14 @@ void nrt_tensor_free_impl(nrt_tensor_t **tensor)
 {
     if (tensor == NULL || *tensor == NULL)
         return;
-    if (rt_enter() == NRT_SUCCESS) {
+    NRT_STATUS door = rt_enter();
+    if (door == NRT_SUCCESS) {
         if (!tensor_free(*tensor))
             LOG_ERROR("NRT", "%p is not a live tensor; nothing freed", (void *)*tensor);
         rt_leave();
+    } else if (door == NRT_UNINITIALIZED) {  /* no tensor exists before nrt_init */
+        LOG_ERROR("NRT", "%p is not a live tensor (called before nrt_init()); nothing freed",
+                  (void *)*tensor);
     }
     /* After nrt_close every tensor is already gone; just clear the pointer. */
     *tensor = NULL;

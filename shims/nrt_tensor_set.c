@@ -34,5 +34,8 @@ NRT_STATUS nrt_get_tensor_from_tensor_set_impl(nrt_tensor_set_t *tensor_set,
 {
     SHIM_REQUIRE(tensor_set != NULL && tensor_name != NULL && tensor != NULL,
                  "tensor_set, tensor_name or tensor is NULL");
-    return tensor_set_get(tensor_set, tensor_name, tensor);
+    NRT_STATUS st = tensor_set_get(tensor_set, tensor_name, tensor);
+    if (st == NRT_FAILURE)
+        LOG_ERROR("NRT", "no tensor named '%s' in the set", tensor_name);
+    return st;
 }

@@ -118,19 +118,8 @@ static inline bool shim_obj_take(const void *p, enum handle_kind k)
 }
 
 /* The option objects the shims hand out (nrt_*_allocate / nrt_*_free):
- * a zeroed, registered object of size bytes and kind k, NULL when memory
- * runs out; and its end, false (nothing freed) when p is not a live
- * object of kind k. */
-static inline void *shim_obj_new(size_t size, enum handle_kind k)
-{
-    void *p = calloc(1, size);
-    if (p != NULL && shim_obj_add(p, k) != NRT_SUCCESS) {
-        free(p);
-        p = NULL;
-    }
-    return p;
-}
-
+ * the end of one, false (nothing freed) when p is not a live object of
+ * kind k. */
 static inline bool shim_obj_free(void *p, enum handle_kind k)
 {
     if (!shim_obj_take(p, k))
@@ -139,13 +128,17 @@ static inline bool shim_obj_free(void *p, enum handle_kind k)
     return true;
 }
 
-/* Set p to a new option object of kind k, or return NRT_RESOURCE (one log
- * line) from the calling allocate function. */
+/* Set p to a new, zeroed, registered option object of kind k, or return
+ * NRT_RESOURCE with one log line from the calling allocate function. */
 #define SHIM_OBJ_NEW(p, k)                                                     \
     do {                                                                       \
-        (p) = shim_obj_new(sizeof *(p), (k));                                  \
+        (p) = calloc(1, sizeof *(p));                                          \
         if ((p) == NULL) {                                                     \
             LOG_ERROR("NRT", "out of memory");                                 \
+            return NRT_RESOURCE;                                               \
+        }                                                                      \
+        if (shim_obj_add((p), (k)) != NRT_SUCCESS) { /* handle_add logged it */ \
+            free(p);                                                           \
             return NRT_RESOURCE;                                               \
         }                                                                      \
     } while (0)

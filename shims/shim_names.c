@@ -20,18 +20,21 @@ NRT_STATUS shim_name_list(uint64_t pick, int count, const char *(*name)(int), co
 {
     const char **a = calloc((size_t)count + 1, sizeof *a);
     size_t n = 0;
-    if (a == NULL)
+    if (a == NULL) {
+        LOG_ERROR("NRT", "out of memory for a list of names");
         return NRT_RESOURCE;
+    }
     for (int i = 0; i < count && i < 64; i++) {
         if (!(pick & (1ull << i)))
             continue;
         if ((a[n] = strdup(name(i))) == NULL) {
             shim_names_free(a, n);
+            LOG_ERROR("NRT", "out of memory for a list of names");
             return NRT_RESOURCE;
         }
         n++;
     }
-    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {
+    if (shim_obj_add(a, HANDLE_NAME_LIST) != NRT_SUCCESS) {  /* handle_add logged it */
         shim_names_free(a, n);
         return NRT_RESOURCE;
     }

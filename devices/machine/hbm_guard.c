@@ -17,6 +17,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "emu/core/memfault.h"
 #include "emu/log.h"
 
 /* One watched mapping. */
@@ -68,6 +69,7 @@ static void guard_on_sigbus(int sig, siginfo_t *si, void *uc)
         atomic_store(&guard_regions[i].dirty, true);
         atomic_store(&guard_last, a);
         atomic_fetch_add(&guard_faults, 1);
+        memfault_note();  /* an instruction running on this thread stops there */
         errno = saved;
         return;
     }

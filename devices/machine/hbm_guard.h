@@ -8,7 +8,9 @@
  * The guard catches a SIGBUS inside a registered HBM mapping, puts a
  * private zero page in the place of the one that could not be backed (the
  * instruction that touched it then completes on throw-away memory), and
- * counts the fault. A call that touched HBM compares the count before and
+ * counts the fault, in this process and on the faulting thread (an
+ * instruction of an execution then stops there: emu/core/memfault.h). A
+ * call that touched HBM compares the process's count before and
  * after (machine_mem_check): when it moved, the call fails with
  * NRT_RESOURCE and the shared file is mapped again over the region, so
  * that the next touch asks the file system afresh. A SIGBUS anywhere else

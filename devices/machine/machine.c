@@ -12,6 +12,7 @@
 
 #include "devices/config/topology.h"
 #include "devices/machine/hbm_guard.h"
+#include "emu/core/memfault.h"
 #include "emu/core/par.h"
 #include "devices/config/status.h"
 #include "emu/log.h"
@@ -264,6 +265,7 @@ NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what
     uintptr_t addr = 0;
     if (!hbm_guard_heal(since, &addr))
         return NRT_SUCCESS;
+    (void)memfault_take();  /* reported here: no later instruction stops for it */
     uint32_t chip = 0;
     uint64_t off = 0;
     char space[INSTANCE_PATH_MAX + 128];
@@ -275,6 +277,13 @@ NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what
         LOG_ERROR("TDRV", "%s failed: device memory could not be backed by the shared-memory "
                   "directory (%s)", what, space);
     return NRT_RESOURCE;
+}
+
+void machine_mem_heal(uint64_t since)
+{
+    uintptr_t addr;
+    if (hbm_guard_heal(since, &addr))
+        (void)memfault_take();
 }
 
 bool machine_mem_held(void)

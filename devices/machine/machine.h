@@ -123,6 +123,10 @@ void machine_mem_leave(struct machine *m);
  * be backed meanwhile (devices/machine/hbm_guard.h), else NRT_SUCCESS. */
 uint64_t machine_mem_faults(void);
 NRT_STATUS machine_mem_check(struct machine *m, uint64_t since, const char *what);
+/* The same without a line, for a call that has reported its failure
+ * already: the HBM files are mapped again where pages could not be backed
+ * since `since`. */
+void machine_mem_heal(uint64_t since);
 /* Is this thread between machine_mem_enter and machine_mem_leave? For
  * assert() only. */
 bool machine_mem_held(void);

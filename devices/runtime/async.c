@@ -272,8 +272,10 @@ NRT_STATUS async_tracker_create(uint32_t lnc, nrta_error_tracker_t **out)
 {
     assert(rt_held());
     nrta_error_tracker_t *t = calloc(1, sizeof *t);
-    if (t == NULL)
+    if (t == NULL) {
+        LOG_ERROR("NRT", "out of memory for an error tracker");
         return NRT_RESOURCE;
+    }
     t->lnc = lnc;
     t->refs = 1;
     t->live = true;

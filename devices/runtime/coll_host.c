@@ -225,8 +225,10 @@ static NRT_STATUS coll_cc_lists(struct nrt_cc_context *x, const nrt_tensor_list_
     x->n = in->num_tensors;
     x->in = calloc(x->n, sizeof *x->in);
     x->out = calloc(x->n, sizeof *x->out);
-    if (x->in == NULL || x->out == NULL)
+    if (x->in == NULL || x->out == NULL) {
+        LOG_ERROR("NRT", "out of memory for a collective's tensor lists");
         return NRT_RESOURCE;
+    }
     for (size_t i = 0; i < x->n; i++) {
         x->in[i] = in->tensors[i];
         x->out[i] = out->tensors[i];
@@ -248,8 +250,10 @@ NRT_STATUS coll_cc_prepare(const nrt_cc_comm_t *comm, const nrt_tensor_list_t *i
 {
     assert(rt_held());
     struct nrt_cc_context *x = calloc(1, sizeof *x);
-    if (x == NULL)
+    if (x == NULL) {
+        LOG_ERROR("NRT", "out of memory for a collective context");
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = coll_cc_comm_check(comm);
     if (st == NRT_SUCCESS)
         st = coll_cc_kind(cc_op, &x->kind);

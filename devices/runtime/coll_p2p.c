@@ -172,10 +172,14 @@ static NRT_STATUS p2p_file_open(struct nrt_async_sendrecv_comm *c, int a, int b)
               h.cap == P2P_RING && (p2p_end_live(&h.end[0]) || p2p_end_live(&h.end[1]));
     if (!ok) {  /* new or abandoned: start afresh, ring empty */
         struct p2p_file fresh = {P2P_MAGIC, P2P_RING, {0}, {{0}}, {{0}}};
-        if (ftruncate(c->fd, 0) != 0 ||
-            !instance_reserve(c->fd, total, path, "a point-to-point channel")) {
+        if (ftruncate(c->fd, 0) != 0) {
             flock(c->fd, LOCK_UN);
+            LOG_ERROR("NRT", "cannot empty %s: %s", path, strerror(errno));
             return NRT_RESOURCE;
+        }
+        if (!instance_reserve(c->fd, total, path, "a point-to-point channel")) {
+            flock(c->fd, LOCK_UN);
+            return NRT_RESOURCE;  /* its line names the directory */
         }
         if (pwrite(c->fd, &fresh, sizeof fresh, 0) != (ssize_t)sizeof fresh) {
             flock(c->fd, LOCK_UN);
@@ -186,6 +190,7 @@ static NRT_STATUS p2p_file_open(struct nrt_async_sendrecv_comm *c, int a, int b)
     void *p = mmap(NULL, total, PROT_READ | PROT_WRITE, MAP_SHARED, c->fd, 0);
     if (p == MAP_FAILED) {
         flock(c->fd, LOCK_UN);
+        LOG_ERROR("NRT", "cannot map %s: %s", path, strerror(errno));
         return NRT_FAILURE;
     }
     c->f = p;

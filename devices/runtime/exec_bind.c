@@ -50,6 +50,7 @@ NRT_STATUS exec_bind(const struct neff_model *nm, const nrt_tensor_set_t *inputs
     b->views = calloc(b->n ? b->n : 1, sizeof *b->views);
     b->tensors = calloc(b->n ? b->n : 1, sizeof *b->tensors);
     if (b->views == NULL || b->tensors == NULL) {
+        LOG_ERROR("NRT", "out of memory for the tensors of an execution");
         exec_unbind(b, 0);
         return NRT_RESOURCE;
     }

@@ -17,6 +17,8 @@
 #include "devices/config/env.h"
 #include "devices/observe/debugstream.h"
 #include "devices/runtime/exec_int.h"
+#include "devices/runtime/runtime.h"
+#include "emu/core/memfault.h"
 #include "emu/log.h"
 #include "emu/neff/npy.h"
 #include "emu/num/numerics.h"
@@ -56,6 +58,36 @@ void exec_diag_report(int vnc, const char *name, NRT_STATUS st, const char *repo
         LOG_ERROR("NRT", "  %.*s", len, p);
         p += len + (nl != NULL);
     }
+}
+
+/* "core 0 sp[2]: sp.dma_copy ..." of the report as "core 0 sp[2] (sp.dma_copy ...)"
+ * in buf; empty when the report names no instruction. */
+static void exec_diag_insn(const char *report, char *buf, size_t cap)
+{
+    const char *at = strstr(report, "\n  core ");
+    buf[0] = '\0';
+    if (at == NULL)
+        return;
+    at += 3;
+    int line = (int)strcspn(at, "\n");
+    const char *colon = memchr(at, ':', (size_t)line);
+    if (colon == NULL || colon[1] != ' ')
+        snprintf(buf, cap, "%.*s", line, at);
+    else
+        snprintf(buf, cap, "%.*s (%.*s)", (int)(colon - at), at, line - (int)(colon - at) - 2,
+                 colon + 2);
+}
+
+NRT_STATUS exec_diag_mem_fault(const nrt_model_t *m, uint64_t since, const char *report)
+{
+    char insn[900], what[1200];
+    exec_diag_debug_event(m->vnc, m->neff->info.name, NRT_RESOURCE, report);
+    exec_diag_insn(report, insn, sizeof insn);
+    snprintf(what, sizeof what, "execution of '%s' on VNC %d%s%s", m->neff->info.name, m->vnc,
+             insn[0] != '\0' ? ", instruction " : "", insn);
+    if (machine_mem_check(rt_machine(), since, what) == NRT_SUCCESS)  /* no fault seen: say so */
+        LOG_ERROR("NRT", "%s failed: %s", what, MEMFAULT_CAUSE);
+    return NRT_RESOURCE;
 }
 
 /* Is there a NaN (nan_only) or a NaN or infinity among the float

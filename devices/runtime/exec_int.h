@@ -57,6 +57,12 @@ NRT_STATUS exec_standin(nrt_model_t *m, struct exec_binding *b);
 /* A failed run's multi-line report: on the VNC's debug stream, and in the
  * log one line per line. */
 void exec_diag_report(int vnc, const char *name, NRT_STATUS st, const char *report);
+/* A run that an instruction stopped because the shared-memory directory
+ * could not back the device memory it touched (emu/core/memfault.h): the
+ * report on the debug stream, and one log line naming the instruction
+ * (from the report), where the memory was and how full the directory is;
+ * the HBM files are mapped again (machine_mem_check). NRT_RESOURCE. */
+NRT_STATUS exec_diag_mem_fault(const nrt_model_t *m, uint64_t since, const char *report);
 /* NRT_EXEC_COMPLETED_WITH_NUM_ERR when a float output holds a value that
  * NEURON_RT_NUMERICAL_ERRORS_VERBOSITY reports, else NRT_SUCCESS. */
 NRT_STATUS exec_diag_numerics(const nrt_model_t *m, const struct exec_binding *b);

@@ -51,10 +51,13 @@ static NRT_STATUS exec_request_job(void *arg)
     par_busy_leave();
     machine_mem_leave(mach);
     if (st == NRT_SUCCESS && machine_mem_faults() != faults) {
+        /* a fault no instruction was stopped by (a stand-in's outputs) */
         char what[400];
         snprintf(what, sizeof what, "execution of '%s' on VNC %d", r->m->neff->info.name,
                  r->m->vnc);
         st = machine_mem_check(mach, faults, what);
+    } else if (machine_mem_faults() != faults) {
+        machine_mem_heal(faults);  /* the failure has its line already */
     }
     instance_use_request(mach->inst, r->m->gvnc, systrace_now_ns() - t0, st);
     return st;
@@ -66,8 +69,10 @@ NRT_STATUS exec_request_new(nrt_model_t *m, const nrt_tensor_set_t *inputs,
 {
     assert(rt_held());
     struct exec_request *r = calloc(1, sizeof *r);
-    if (r == NULL)
+    if (r == NULL) {
+        LOG_ERROR("NRT", "out of memory for an execution of '%s'", m->neff->info.name);
         return NRT_RESOURCE;
+    }
     NRT_STATUS st = exec_bind(m->neff, inputs, outputs, &r->b);
     if (st != NRT_SUCCESS) {
         free(r);

@@ -15,6 +15,7 @@
 #include "devices/observe/systrace.h"
 #include "devices/runtime/exec_int.h"
 #include "devices/runtime/runtime.h"
+#include "emu/core/memfault.h"
 #include "emu/core/tbuf.h"
 #include "emu/log.h"
 
@@ -87,10 +88,13 @@ static NRT_STATUS exec_run_program(nrt_model_t *m, struct exec_binding *b)
     cost_begin(cost, cores[0]->gen, spans, DEVPROF_MAX_SPANS);
     opts.cost = cost;
     opts.threads = exec_lnc_setup(&lnc, mach, m->gvnc);
+    uint64_t faults = machine_mem_faults();
     NRT_STATUS st = nrt_status_of(core_run(cores, progs, m->nsgs, &opts, x->report, sizeof x->report));
     exec_bridge_teardown(&ec);
     if (st == NRT_SUCCESS)
         st = exec_diag_numerics(m, b);
+    else if (st == NRT_RESOURCE && strstr(x->report, MEMFAULT_CAUSE) != NULL)
+        st = exec_diag_mem_fault(m, faults, x->report);
     else
         exec_diag_report(m->vnc, m->neff->info.name, st, x->report);
     exec_run_account(m, cost, t0, st);

@@ -9,6 +9,8 @@
 #include <stdint.h>
 #include <stdlib.h>
 
+#include "emu/log.h"
+
 struct handle_slot {
     const void *p;          /* the object, NULL when the slot is empty */
     enum handle_kind kind;  /* what it is */
@@ -118,8 +120,10 @@ NRT_STATUS handle_add(const void *p, enum handle_kind k)
         s->kind = k;
         return NRT_SUCCESS;
     }
-    if ((handle_used + 1) * 2 > handle_cap && handle_grow() != 0)
+    if ((handle_used + 1) * 2 > handle_cap && handle_grow() != 0) {
+        LOG_ERROR("NRT", "out of memory for the handle table (%zu objects)", handle_used);
         return NRT_RESOURCE;
+    }
     handle_put(handle_slots, handle_cap, p, k);
     handle_used++;
     assert(handle_sane_has(p, true));

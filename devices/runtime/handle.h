@@ -34,7 +34,8 @@ void handle_unlock(void);
 /* Does this thread hold handle_lock()? For assert() only. */
 bool handle_lock_held(void);
 
-/* Register p as a live object of kind k. NRT_RESOURCE when out of memory. */
+/* Register p as a live object of kind k. NRT_RESOURCE (one log line) when
+ * out of memory. */
 NRT_STATUS handle_add(const void *p, enum handle_kind k);
 /* Is p a live object of kind k? */
 bool handle_has(const void *p, enum handle_kind k);

@@ -251,8 +251,10 @@ static NRT_STATUS model_build_program(const struct nrt_model *m, struct model_sg
     ms->cvars = calloc(n ? n : 1, sizeof *ms->cvars);
     ms->cvar_index = calloc(n ? n : 1, sizeof *ms->cvar_index);
     ms->io_of_var = calloc(n ? n : 1, sizeof *ms->io_of_var);
-    if (ms->cvars == NULL || ms->cvar_index == NULL || ms->io_of_var == NULL)
+    if (ms->cvars == NULL || ms->cvar_index == NULL || ms->io_of_var == NULL) {
+        LOG_ERROR("NRT", "out of memory for the variables of a program");
         return NRT_RESOURCE;
+    }
     for (uint32_t i = 0; i < n; i++) {
         const struct neff_var *v = &ms->sg->vars[i];
         ms->cvar_index[i] = (struct core_var){v->var_id, v->name, ms->vars[i].va, ms->vars[i].size};
@@ -381,8 +383,10 @@ static NRT_STATUS model_place(struct nrt_model *m)
         struct model_sg *ms = &m->sgs[s];
         ms->sg = m->neff->sgs[s];
         ms->vars = calloc(ms->sg->n_vars ? ms->sg->n_vars : 1, sizeof *ms->vars);
-        if (ms->vars == NULL)
+        if (ms->vars == NULL) {
+            LOG_ERROR("NRT", "out of memory for the variables of '%s'", m->neff->info.name);
             return NRT_RESOURCE;
+        }
         for (uint32_t i = 0; st == NRT_SUCCESS && i < ms->sg->n_vars; i++)
             st = model_place_var(m, &ms->sg->vars[i], &ms->vars[i]);
         if (st == NRT_SUCCESS) {
@@ -467,8 +471,10 @@ static NRT_STATUS model_keep_bytes(struct nrt_model *m, const void *bytes, size_
     }
     m->plan = NULL;
     m->neff_bytes = malloc(size ? size : 1);
-    if (m->neff_bytes == NULL)
+    if (m->neff_bytes == NULL) {
+        LOG_ERROR("NRT", "out of memory for a copy of the %zu-byte NEFF", size);
         return NRT_RESOURCE;
+    }
     memcpy(m->neff_bytes, bytes, size);
     m->neff_size = size;
     return NRT_SUCCESS;
@@ -478,8 +484,10 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
                              const struct hbm_block *plan, size_t nplan, nrt_model_t **out)
 {
     struct nrt_model *m = calloc(1, sizeof *m);
-    if (m == NULL)
+    if (m == NULL) {
+        LOG_ERROR("NRT", "out of memory for a model");
         return NRT_RESOURCE;
+    }
     static _Atomic uint32_t model_loads;
     m->id = atomic_fetch_add(&model_loads, 1) + 1;
     m->gvnc = UINT32_MAX;
@@ -500,6 +508,7 @@ NRT_STATUS model_load_placed(const void *bytes, size_t size, int32_t vnc,
     m->nsgs = m->neff->n_sgs;
     m->sgs = calloc(m->nsgs ? m->nsgs : 1, sizeof *m->sgs);
     if (m->sgs == NULL) {
+        LOG_ERROR("NRT", "out of memory for the subgraphs of '%s'", m->neff->info.name);
         st = NRT_RESOURCE;
     } else {
         uint64_t f = machine_mem_faults();
@@ -592,8 +601,10 @@ NRT_STATUS model_tensor_info(const nrt_model_t *m, nrt_tensor_info_array_t **out
         dims += nm->io[i].ndim;
     size_t head = sizeof(nrt_tensor_info_array_t) + nm->n_io * sizeof(nrt_tensor_info_t);
     nrt_tensor_info_array_t *a = calloc(1, head + dims * sizeof(uint32_t));
-    if (a == NULL)
+    if (a == NULL) {
+        LOG_ERROR("NRT", "out of memory for the tensor info of '%s'", nm->info.name);
         return NRT_RESOURCE;
+    }
     uint32_t *shape = (uint32_t *)((char *)a + head);
     a->tensor_count = nm->n_io;
     for (uint32_t i = 0; i < nm->n_io; i++) {

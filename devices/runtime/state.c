@@ -76,8 +76,10 @@ NRT_STATUS state_capture(struct state_view *v)
         st = tensor_set_records(&v->sets, &v->nsets);
     if (st == NRT_SUCCESS)
         st = state_models(v);
-    if (st != NRT_SUCCESS)
+    if (st != NRT_SUCCESS) {
+        LOG_ERROR("NRT", "out of memory while listing the runtime's objects for a snapshot");
         state_release(v);
+    }
     return st;
 }
 

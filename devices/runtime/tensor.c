@@ -610,14 +610,9 @@ NRT_STATUS tensor_completion_wait(const nrt_tensor_t *t, int64_t timeout_us, uin
             return NRT_CLOSED;
         }
         uint64_t waited = tensor_now_us() - start;
-        if (timeout_us > 0 && waited >= (uint64_t)timeout_us) {
-            LOG_WARN("NRT", "output completion %" PRIu64 " not reached in %" PRId64 " us "
-                     "(have %" PRIu64 ")", expected, timeout_us, c);
-            return NRT_TIMEOUT;
-        }
-        if (timeout_us == 0) {  /* a poll: its answer, not a fault */
-            LOG_DEBUG("NRT", "output completion %" PRIu64 " not reached yet (have %" PRIu64 ")",
-                      expected, c);
+        if (timeout_us >= 0 && waited >= (uint64_t)timeout_us) {  /* 0: a poll */
+            LOG_ERROR("NRT", "output completion %" PRIu64 " not reached in %" PRId64 " us "
+                      "(have %" PRIu64 ")", expected, timeout_us, c);
             return NRT_TIMEOUT;
         }
         if (timeout_us < 0 && !warned && waited > 30u * 1000000u) {

@@ -81,8 +81,10 @@ static struct tensor_set_entry *tensor_set_find(struct tensor_set *s, const char
 
 static NRT_STATUS tensor_set_append(struct tensor_set *s, const char *name, nrt_tensor_t *t)
 {
-    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8))
+    if (!GROW_ARRAY(s->e, s->cap, s->n + 1, 8)) {
+        LOG_ERROR("NRT", "out of memory for tensor set entry '%s'", name);
         return NRT_RESOURCE;
+    }
     char *copy = strdup(name);
     if (copy == NULL) {
         LOG_ERROR("NRT", "out of memory");
@@ -135,8 +137,7 @@ NRT_STATUS tensor_set_get(nrt_tensor_set_t *p, const char *name, nrt_tensor_t **
     if (tensor_set_check(p)) {
         struct tensor_set_entry *e = tensor_set_find(p, name);
         if (e == NULL) {
-            LOG_WARN("NRT", "no tensor named '%s' in the set", name);
-            st = NRT_FAILURE;
+            st = NRT_FAILURE;  /* the caller's line says what was missing */
         } else if (!handle_has(e->t, HANDLE_TENSOR)) {
             LOG_ERROR("NRT", "tensor '%s' in the set was freed", name);
         } else {

@@ -17,8 +17,9 @@ NRT_STATUS tensor_set_allocate(nrt_tensor_set_t **out);
 bool tensor_set_destroy(nrt_tensor_set_t *s);
 /* Add, or replace the tensor under an existing name. */
 NRT_STATUS tensor_set_add(nrt_tensor_set_t *s, const char *name, nrt_tensor_t *t);
-/* NRT_FAILURE when the name is absent (documented), NRT_INVALID when the
- * tensor under that name has been freed. */
+/* NRT_FAILURE when the name is absent (documented; not logged here: the
+ * caller says what was missing), NRT_INVALID (logged) when the set is not
+ * live or the tensor under that name has been freed. */
 NRT_STATUS tensor_set_get(nrt_tensor_set_t *s, const char *name, nrt_tensor_t **out);
 
 /* Iterate: number of entries, and the i-th name/tensor (for execute).

@@ -39,6 +39,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "emu/core/memfault.h"
 #include "emu/core/tbuf.h"
 #include "emu/log.h"
 
@@ -64,6 +65,7 @@ struct par_job {
     struct par_job *after;
     pthread_cond_t idle;                /* signalled when helpers drops to 0 */
     bool team;                          /* par_team: its parts may split work further */
+    atomic_bool faulted;                /* a helper met a memory fault (memfault.h) */
 };
 
 static pthread_mutex_t par_mu = PTHREAD_MUTEX_INITIALIZER;   /* guards the pool */
@@ -228,7 +230,10 @@ static void *par_helper_main(void *p)
         }
         atomic_fetch_add_explicit(&j->helpers, 1, memory_order_relaxed);
         pthread_mutex_unlock(&par_mu);
+        (void)memfault_take();  /* a flag of earlier work is not this job's */
         par_run_parts(j);
+        if (memfault_take())    /* the caller's instruction met it */
+            atomic_store_explicit(&j->faulted, true, memory_order_relaxed);
         pthread_mutex_lock(&par_mu);
         par_unlink(j);
         if (atomic_fetch_sub_explicit(&j->helpers, 1, memory_order_release) == 1 && j->waiting)
@@ -340,6 +345,7 @@ static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *
     struct par_job j = {.fn = fn, .arg = arg, .n_parts = n_parts, .team = team};
     atomic_init(&j.next, 0);
     atomic_init(&j.helpers, 0);
+    atomic_init(&j.faulted, false);
     pthread_cond_init(&j.idle, NULL);
     pthread_mutex_lock(&par_mu);
     par_start_helpers(want);
@@ -359,6 +365,8 @@ static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *
         pthread_cond_wait(&j.idle, &par_mu);
     pthread_mutex_unlock(&par_mu);
     pthread_cond_destroy(&j.idle);
+    if (atomic_load_explicit(&j.faulted, memory_order_relaxed))
+        memfault_pass();
 }
 
 static void par_empty_part(void *arg, size_t part)

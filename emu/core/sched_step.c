@@ -18,6 +18,7 @@
 #define ISA_WANT_DISPATCH
 #include "emu/core/core.h"
 #include "emu/core/cost.h"
+#include "emu/core/memfault.h"
 #include "emu/core/race.h"
 #include "emu/core/sched_int.h"
 #include "emu/isa/isa_text.h"
@@ -178,10 +179,13 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     ctx.fused = 0;
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
+    uint64_t faults = memfault_total();
     emu_status st = e->dry ? EMU_OK
                     : fn != NULL ? fn(&ctx, insn)
                                  : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
                                              insn->opcode);
+    if (st == EMU_OK && memfault_total() != faults && memfault_take())  /* memfault.h */
+        st = core_fail(&ctx, EMU_RESOURCE, "%s", MEMFAULT_CAUSE);
     ctx.halted = e->dry ? insn->opcode == ISA_OP_halt : ctx.halted;
     if (st == EMU_OK && ctx.blocked)
         return EMU_OK;

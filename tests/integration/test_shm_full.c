@@ -5,7 +5,8 @@
  * mode, ulimit -f). With the directory full before nrt_init, init fails
  * with NRT_RESOURCE and one log line and leaves nothing behind; with it
  * full later, a tensor write and an execution that must first touch HBM
- * pages fail with NRT_RESOURCE and one line each; once space is freed the
+ * pages fail with NRT_RESOURCE and one line each (the execution's names
+ * the instruction that touched the page); once space is freed the
  * same calls succeed with the right bits, and nrt_close leaves the
  * directory empty. A recording into the full directory stops with one
  * line and the calls go on.
@@ -44,6 +45,17 @@ static void free_up(void)
 static int dir_entries(void)
 {
     return it_dir_entries(shm_dir, "fill");
+}
+
+/* Does the line name an instruction as the failure reports do ("core 0
+ * sp[3] (sp.dma_copy ...)": core, engine, index, its text)? */
+static bool names_instruction(const char *line)
+{
+    const char *at = strstr(line, "instruction core ");
+    unsigned core, index;
+    char engine[8];
+    return at != NULL && sscanf(at, "instruction core %u %7[a-z][%u] (", &core, engine,
+                                &index) == 3 && strstr(at, "] (") != NULL;
 }
 
 static int setup(void **state)
@@ -108,7 +120,9 @@ static void test_full_later(void **state)
     lines = it_log_end(log_buf, sizeof log_buf);
     assert_int_equal(st, NRT_RESOURCE);
     assert_int_equal(lines, 1);
-    assert_non_null(strstr(log_buf, "add"));
+    assert_non_null(strstr(log_buf, "'add'"));
+    assert_true(names_instruction(log_buf));
+    assert_non_null(strstr(log_buf, shm_dir));
     free_up();
 
     assert_int_equal(nrt_tensor_write(big, src, 0, BIG), NRT_SUCCESS);

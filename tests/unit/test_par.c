@@ -4,7 +4,8 @@
  * every CPU is busy run inline, several callers at once, one thread
  * (parts in order on the caller) against several, shutdown and restart,
  * per-thread scratch rows, the split rule (small parts stay on the
- * caller, large ones go to helpers). The threads suite runs it under
+ * caller, large ones go to helpers), memory faults of helpers handed back
+ * to the caller (emu/core/memfault.h). The threads suite runs it under
  * ThreadSanitizer.
  */
 #include <pthread.h>
@@ -19,6 +20,7 @@
 
 #include <cmocka.h>
 
+#include "emu/core/memfault.h"
 #include "emu/core/par.h"
 
 #define MANY 1000   /* parts of the big par_for calls */
@@ -376,6 +378,45 @@ static void test_rule(void **state)
     par_configure(0);
 }
 
+/* A part that ran on a helper notes a memory fault there. */
+struct fault_job {
+    pthread_t caller;       /* the thread that called par_for */
+    atomic_uint elsewhere;  /* parts that ran on a helper */
+};
+
+static void fault_part(void *arg, size_t part)
+{
+    (void)part;
+    struct fault_job *j = arg;
+    usleep(200);  /* long enough for the helpers to take parts */
+    if (!pthread_equal(pthread_self(), j->caller)) {
+        atomic_fetch_add(&j->elsewhere, 1);
+        memfault_note();
+    }
+}
+
+/* A fault a helper met in a part is the caller's after par_for (its flag
+ * raised once, the process's count moved); without one, no flag. */
+static void test_fault_handed_back(void **state)
+{
+    (void)state;
+    par_configure(3);
+    unsigned handed = 0;
+    for (int round = 0; round < 20; round++) {
+        struct fault_job j = {.caller = pthread_self()};
+        uint64_t before = memfault_total();
+        (void)memfault_take();
+        par_for(8, fault_part, &j);
+        unsigned n = atomic_load(&j.elsewhere);
+        assert_int_equal(memfault_total() - before, n);
+        assert_int_equal(memfault_take(), n > 0);
+        assert_false(memfault_take());
+        handed += n > 0;
+    }
+    assert_true(handed > 0);  /* helpers did take parts */
+    par_configure(0);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -389,6 +430,7 @@ int main(void)
         cmocka_unit_test(test_shutdown_restart),
         cmocka_unit_test(test_scratch_per_thread),
         cmocka_unit_test(test_rule),
+        cmocka_unit_test(test_fault_handed_back),
     };
     par_force_split(true); /* the pool's own tests: split whatever the rule says */
     int failed = cmocka_run_group_tests(tests, NULL, NULL);
