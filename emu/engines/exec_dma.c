@@ -14,7 +14,10 @@
  * Indirect (indirect=src|dst, indirect_dim=0): row r of the indexed HBM
  * operand is row index[r] (one integer per partition of the SBUF index);
  * an index reaching outside the variable is EMU_EXEC_OOB (oob=error) or
- * skips that row (oob=skip).
+ * skips that row (oob=skip). An indexed operand of one row is a run-time
+ * shift of its whole pattern by index[0] rows: the other operand may then
+ * have any shape of the same element count, walked in order (NKI's
+ * scalar_offset).
  */
 #include <assert.h>
 #include <inttypes.h>
@@ -198,9 +201,12 @@ static emu_status dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_i
     if (s != EMU_OK)
         return s;
     uint32_t rows = insn->ap[slot].num_part;
-    if (rows != other.rows || ind.elems != other.elems)
+    bool shift = rows == 1;   /* one indexed row: the other side walks all of its rows */
+    if (shift ? ind.elems != (uint64_t)other.rows * other.elems
+              : rows != other.rows || ind.elems != other.elems)
         return core_fail(ctx, EMU_EXEC_ERR, "indirect dma_copy: indexed operand "
-                         "%u x %" PRIu64 ", other %u x %" PRIu64 "; shapes must match", rows,
+                         "%u x %" PRIu64 ", other %u x %" PRIu64 "; the shapes must match "
+                         "(or the indexed operand be one row of all the elements)", rows,
                          ind.elems, other.rows, other.elems);
     int64_t off[DMA_MAX_ROWS];
     bool skip[DMA_MAX_ROWS];
@@ -211,7 +217,7 @@ static emu_status dma_copy_indirect(struct isa_exec_ctx *ctx, const struct isa_i
         struct dma_stream a, b;
         dma_stream_from_view(&a, &ind, 0, 1);
         a.base += off[r];
-        dma_stream_from_view(&b, &other, r, 1);
+        dma_stream_from_view(&b, &other, r, shift ? other.rows : 1);
         job.dst = slot == DMA_SLOT_DST ? &a : &b;
         job.src[0] = slot == DMA_SLOT_DST ? &b : &a;
         s = dma_job_run(ctx, &job);

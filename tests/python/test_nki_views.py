@@ -306,3 +306,113 @@ def test_indirect_dim_names_a_dimension_of_the_tensor():
     # vector_offset: row p of the pattern starts at expert rows[p] (its own offset within is 0)
     want = np.stack([w[rows[p, 0]].reshape(-1)[0:I] for p in range(H)])
     np.testing.assert_array_equal(r[1], want)
+
+
+def test_vector_offset_ignores_the_patterns_first_stride():
+    """ap(vector_offset=v, indirect_dim=0): row r starts at v[r] x the stride
+    of the tensor's dimension 0 (here 1, a flat tensor), whatever first
+    stride the pattern gives: the NKI Library's router_topk scatters a
+    column of k values into a flattened [T * E] tensor this way."""
+    P, K, E, TILES = 8, 3, 5, 2
+
+    @nki.jit
+    def k(vals, ix):
+        out = nl.ndarray((P, E), dtype=vals.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.zeros((P, E), dtype=vals.dtype))
+        flat = out.reshape((P * E,))
+        idx = nl.ndarray((P, K), dtype=nl.uint32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=ix)
+        v = nl.ndarray((P, TILES, K), dtype=vals.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=v, src=vals)
+        for j in range(K):
+            col = idx.ap(pattern=[[K, P], [1, 1], [1, 1]], offset=j)
+            nisa.dma_copy(dst=flat.ap([[K * TILES, P], [1, 1]], offset=0, vector_offset=col,
+                                      indirect_dim=0),
+                          src=v.ap([[K * TILES, P], [1, 1]], offset=j + 1 * K))
+        return out
+    rng = np.random.default_rng(3)
+    experts = np.stack([rng.permutation(E)[:K] for _ in range(P)])
+    ix = (experts + E * np.arange(P)[:, None]).astype(np.uint32)
+    vals = rng.standard_normal((P, TILES, K)).astype(np.float32)
+    want = np.zeros(P * E, np.float32)
+    for p in range(P):
+        want[ix[p]] = vals[p, 1]
+    np.testing.assert_array_equal(k(vals, ix), want.reshape(P, E))
+
+
+def test_scalar_offset_of_any_stride():
+    """ap(scalar_offset=s, indirect_dim=k): every element moves by s x the
+    stride of dimension k, even when that stride is not a multiple of the
+    pattern's first one: a run-time column of a [T, C] tensor (stride 1
+    under a row stride of C, the NKI Library's find_nonzero_indices), and
+    a run-time dimension-1 index under a permuted pattern (its TensorView)."""
+    T, C, N = 8, 6, 2
+
+    @nki.jit
+    def k(a, b, c0, i):
+        col = nl.load(c0)
+        t = nl.ndarray((4, 2, N), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=[[C, 4], [C * 4, 2], [1, N]], offset=0,
+                                      scalar_offset=col, indirect_dim=1))
+        o1 = nl.ndarray((4, 2, N), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o1, src=t)
+        ix = nl.load(i)
+        u = nl.ndarray((4, 8), dtype=b.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=u, src=b.ap(pattern=[[16, 4], [1, 8]], offset=0, scalar_offset=ix,
+                                      indirect_dim=1))
+        o2 = nl.ndarray((4, 8), dtype=b.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=o2, src=u)
+        # a scatter shifted the same way: the columns written back one further right
+        o3 = nl.ndarray((T, C), dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(o3, nl.zeros((T, C), dtype=a.dtype))
+        nisa.dma_copy(dst=o3.ap(pattern=[[C, 4], [C * 4, 2], [1, N]], offset=1,
+                                scalar_offset=col, indirect_dim=1), src=t)
+        return o1, o2, o3
+    a = np.arange(T * C, dtype=np.float32).reshape(T, C)
+    b = np.arange(4 * 2 * 8, dtype=np.float32).reshape(4, 2, 8)
+    for c, i in ((3, 1), (0, 0)):
+        o1, o2, o3 = k(a, b, np.array([[c]], np.int32), np.array([[i]], np.int32))
+        np.testing.assert_array_equal(o1, a[:, c:c + N].reshape(2, 4, N).transpose(1, 0, 2))
+        np.testing.assert_array_equal(o2, b[:, i, :])
+        want = np.zeros_like(a)
+        want[:, c + 1:c + 1 + N] = a[:, c:c + N]
+        np.testing.assert_array_equal(o3, want)
+
+
+def test_scalar_offset_on_five_unmergeable_dimensions():
+    """A scalar offset over 5 pattern dimensions that do not merge moves
+    whole rows (its stride a multiple of the first one); any other stride
+    is refused by name."""
+    a = np.arange(4 * 3 * 4 * 5 * 6, dtype=np.float32).reshape(4, 3, 4, 5, 6)
+    pat = [[360, 2], [120, 2], [30, 2], [6, 2], [2, 2]]
+
+    @nki.jit
+    def k(a, i):
+        ix = nl.load(i)
+        t = nl.ndarray((2, 2, 2, 2, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=pat, offset=0, scalar_offset=ix, indirect_dim=0))
+        out = nl.ndarray((2, 2, 2, 2, 2), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    np.testing.assert_array_equal(k(a, np.array([[2]], np.int32)),
+                                  a[2:4, 0:2, 0:2, 0:2, 0:4:2])
+
+    @nki.jit
+    def bad(a, i):
+        ix = nl.load(i)
+        t = nl.ndarray((2, 2, 2, 2, 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap(pattern=pat, offset=0, scalar_offset=ix, indirect_dim=1))  # BAD
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_views.py:\d+: a run-time offset of stride 120"):
+        bad(a, np.array([[1]], np.int32))
+
+
+def test_ap_takes_one_run_time_offset():
+    @nki.jit
+    def k(a):
+        i = nl.ndarray((4, 1), dtype=nl.int32, buffer=nl.sbuf)
+        s = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        a.ap(pattern=[[6, 4], [1, 6]], scalar_offset=s, vector_offset=i)   # BOTH
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_views.py:\d+: ap\(\) takes scalar_offset= or"):
+        k(np.zeros((8, 6), np.float32))

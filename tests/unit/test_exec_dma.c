@@ -3,7 +3,7 @@
  * plain C references: copies between SBUF, PSUM and HBM in different
  * shapes and strides, casts, add/fma/min/max (float and exact integer),
  * in-place operands, transposes, dma_compute reductions, indirect
- * gather/scatter with oob error/skip, dma_trigger over a hand-built
+ * gather/scatter with oob error/skip (by rows, and a one-row shift), dma_trigger over a hand-built
  * descriptor list (semaphores, events, CCE sources, constants), large
  * transfers split across host threads with the same bits, the error and
  * out-of-bounds cases, NeuronCore-v4's SBUF read-add-write
@@ -385,6 +385,47 @@ static void test_indirect(void **state)
     assert_non_null(strstr(h->report, "indirect_dim"));
 }
 
+/* One indexed row shifts its whole pattern by index[0] x the row step, and
+ * the other side walks all its rows (a run-time scalar offset): a gather of
+ * a 3 x 4 block of data at element 42 (row step 1, so not a whole row of
+ * data) into 3 partitions, its scatter back, and an index out of range. */
+static void test_indirect_shift(void **state)
+{
+    struct harness *h = *state;
+    static float data[10][8], back[10][8];
+    for (int r = 0; r < 10; r++)
+        for (int c = 0; c < 8; c++)
+            data[r][c] = (float)(r * 100 + c);
+    memset(back, 0, sizeof back);
+    harness_var(h, 1, "data", data, sizeof data);
+    harness_var(h, 2, "back", back, sizeof back);
+    const int32_t at = 5 * 8 + 2;
+    memcpy(harness_sbuf_ptr(h, 45, 0), &at, 4);
+    const int32_t blk[2][2] = {{8, 3}, {1, 4}};
+    struct isa_insn *g = add_copy(h, harness_tile(ISA_MEM_SBUF, 50, 3, 0, ISA_DT_F32, 4),
+                                  harness_hbm(1, 0, 1, 1, ISA_DT_F32, 2, blk), ISA_DMAOP_copy);
+    g->ap[2] = harness_tile(ISA_MEM_SBUF, 45, 1, 0, ISA_DT_I32, 1);
+    g->enums[1] = ISA_INDIR_src;
+    struct isa_insn *s = add_copy(h, harness_hbm(2, 0, 1, 1, ISA_DT_F32, 2, blk),
+                                  harness_tile(ISA_MEM_SBUF, 50, 3, 0, ISA_DT_F32, 4),
+                                  ISA_DMAOP_copy);
+    s->ap[2] = g->ap[2];
+    s->enums[1] = ISA_INDIR_dst;
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (int p = 0; p < 3; p++) {
+        assert_memory_equal(harness_sbuf_ptr(h, 50 + p, 0), &data[5 + p][2], 16);
+        assert_memory_equal(&back[5 + p][2], &data[5 + p][2], 16);
+    }
+    assert_true(back[5][1] == 0.0f && back[5][6] == 0.0f && back[8][2] == 0.0f);
+    const int32_t far = 8 * 8 + 2;  /* its last row would be row 10 */
+    memcpy(harness_sbuf_ptr(h, 45, 0), &far, 4);
+    assert_int_equal(harness_run(h), EMU_EXEC_OOB);
+    assert_non_null(strstr(h->report, "index 66"));
+    g->ap[0] = harness_tile(ISA_MEM_SBUF, 50, 2, 0, ISA_DT_F32, 4);   /* 8 elements, not 12 */
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "one row of all the elements"));
+}
+
 /* ---- descriptors ------------------------------------------------------------ */
 
 static char name_in[] = "in", name_in2[] = "in2", name_out[] = "out", name_sb[] = "sb";
@@ -615,6 +656,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_transpose_rank, setup, teardown),
         cmocka_unit_test_setup_teardown(test_compute, setup, teardown),
         cmocka_unit_test_setup_teardown(test_indirect, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_indirect_shift, setup, teardown),
         cmocka_unit_test_setup_teardown(test_trigger, setup, teardown),
         cmocka_unit_test(test_accumulate_v4),
     };

@@ -32,16 +32,24 @@ def partitions(t):
     return t.part, s, c
 
 
+def _indexed_dims(t, dims):
+    """The HBM pattern an indexed DMA sees: a run-time scalar offset is one
+    row of step _scalar_step that the index shifts, over the whole pattern;
+    a vector offset's rows step by the indexed dimension's stride."""
+    if hasattr(t, "_scalar_step"):
+        return [[t._scalar_step, 1]] + dims
+    if hasattr(t, "_row_step"):
+        return [[t._row_step, dims[0][1]]] + dims[1:]
+    return dims
+
+
 def ap_text(t, dtype_override=None, dims_override=None, merge=True):
     """The assembly access pattern of a view (docs/isa.md)."""
     di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
     st = t.storage
     if st.kind == "hbm":
         dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
-        if not dims:
-            dims = [[1, 1]]
-        if hasattr(t, "_scalar_step"):
-            dims = [[t._scalar_step, 1]] + dims    # the row the index value selects
+        dims = _indexed_dims(t, dims or [[1, 1]])
         pd = dims[0]
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
         if not dims[1:]:

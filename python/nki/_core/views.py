@@ -50,6 +50,8 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
     from .tensors import NkiTensor
     di = _dtypes.info(dtype if dtype is not None else t.dtype)
     pairs = _pairs(pattern)
+    if scalar_offset is not None and vector_offset is not None:
+        fail("ap() takes scalar_offset= or vector_offset=, not both")
     if scalar_offset is not None:
         return _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim)
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
@@ -72,9 +74,10 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
         if t.storage.kind != "hbm":
             fail("ap(vector_offset=) indexes an HBM tensor (an indirect DMA)")
         out._indirect = (vector_offset, 0)
-        # the index scales the stride of the tensor's dimension indirect_dim;
-        # the ISA scales the pattern's first stride: the DMA rescales the index
-        out._vector = (vector_offset, _tensor_stride(t, indirect_dim, di))
+        # row r starts at vector_offset[r] x the stride of the tensor's
+        # dimension indirect_dim; the NKI reference says the pattern's first
+        # stride is not used: the indexed rows step by the tensor's stride
+        out._row_step = _tensor_stride(t, indirect_dim, di)
     return out
 
 
@@ -321,9 +324,9 @@ def rearrange(t, src_pattern, dst_pattern, fixed_sizes=None):
 
 
 def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
-    """ap(scalar_offset=tile): the pattern moved by tile's value times the
-    stride of dimension indirect_dim, known only when the DMA runs: an
-    indexed DMA whose one index row selects that shift (docs/isa.md)."""
+    """ap(scalar_offset=tile): the whole pattern moved by tile's value
+    times the stride of dimension indirect_dim, known only when the DMA
+    runs: an indexed DMA whose one index shifts the pattern (docs/isa.md)."""
     from .tensors import NkiTensor
     if not isinstance(scalar_offset, NkiTensor):
         scalar_offset = _register_word(scalar_offset)
@@ -335,7 +338,7 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
     out._indirect = (scalar_offset, 0)
-    out._scalar = (scalar_offset, stride)    # the DMA builds its row indices
+    out._scalar = (scalar_offset, stride)    # the DMA picks how to index it
     return out
 
 

@@ -52,8 +52,6 @@ def _indirect_args(dst, src, ins, skip_oob):
     view = src if side == "src" else dst
     if hasattr(view, "_scalar"):
         _scalar_rows(view)
-    elif hasattr(view, "_vector"):
-        _vector_rows(view)
     index, dim = view._indirect
     if dim != 0:
         fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
@@ -314,20 +312,23 @@ def atomic_rmw(dst, value, op, mask=None, **kw):
 
 
 def _scalar_rows(view):
-    """Row indices for an ap(scalar_offset=s, indirect_dim=k) view: the
-    pattern's rows r = 0..P-1 become rows r + s * (stride_k / stride_0) of
-    the ISA's indexed DMA, built on the device (s spread over P partitions
-    through an HBM word, plus an iota). A one-row pattern instead indexes
-    one extra row of stride_k by s itself."""
+    """How an ap(scalar_offset=s, indirect_dim=k) view is indexed: the whole
+    pattern moves by s x stride_k elements. The ISA's indexed DMA does that
+    with a one-row HBM side of row step stride_k, indexed by s itself, that
+    walks the pattern as free dimensions (docs/isa.md). A pattern of more
+    than 4 dimensions that do not merge does not fit in one row: its rows r
+    then become indexed rows r + s * (stride_k / stride_0), built on the
+    device (s spread over the rows through an HBM word, plus an iota)."""
     tile, sk = view._scalar
-    (s0, rows) = view.dims[0]
-    if rows == 1:
+    if len(_core._merge(view.dims)) <= 4:
         view._scalar_step = sk
         view._indirect = (tile, 0)
         return
+    (s0, rows) = view.dims[0]
     if s0 == 0 or sk % s0:
-        fail("a run-time offset of stride %d is not a multiple of the first dimension's stride "
-             "%d, so the shift is not a whole number of rows" % (sk, s0))
+        fail("a run-time offset of stride %d on a pattern of more than 4 dimensions that do "
+             "not merge: trnemu shifts such a pattern by whole rows, and %d is not a multiple "
+             "of its first stride %d" % (sk, sk, s0))
     word = _core.new_tensor((1, 1), int32, "hbm")
     _dma(word, tile)
     spread = ndarray((rows, 1), int32, sbuf)
@@ -339,22 +340,4 @@ def _scalar_rows(view):
     args = [("dst", idx), ("data", spread), ("op0", "multiply"), ("operand0", float(sk // s0)),
             ("op1", "add"), ("operand1", rowid)]
     current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": spread, "operand1": rowid}, args)
-    view._indirect = (idx, 0)
-
-
-def _vector_rows(view):
-    """Row indices for an ap(vector_offset=v, indirect_dim=k) view: row r
-    goes to v[r] x stride_k, and the ISA's indexed DMA multiplies its index
-    by the pattern's first stride, so v is rescaled on the device when the
-    two strides differ."""
-    tile, sk = view._vector
-    s0 = view.dims[0][0]
-    if sk == s0:
-        return
-    if s0 == 0 or sk % s0:
-        fail("ap(vector_offset=): the indexed dimension's stride %d is not a multiple of the "
-             "pattern's first stride %d" % (sk, s0))
-    idx = ndarray((tile.shape[0], 1), int32, sbuf)
-    current().emit("dve", "tensor_scalar", {"dst": idx}, {"data": tile},
-                   [("dst", idx), ("data", tile), ("op0", "multiply"), ("operand0", float(sk // s0))])
     view._indirect = (idx, 0)
