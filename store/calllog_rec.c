@@ -18,6 +18,8 @@
  * is never harmed.
  */
 #include <assert.h>
+#include <ctype.h>
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +290,21 @@ static void rec_open_locked(const char *want)
 /* The longest TRNEMU_RECORD path (docs/env.md: text of at most 4095 bytes). */
 #define REC_PATH_MAX 4095u
 
+/* TRNEMU_RECORD_OUTPUT_BYTES as env_parse_uint reads it (decimal, or hex
+ * after 0x; "010" is ten). The call log cannot link devices/'s parser; a
+ * malformed value keeps the default here and fails nrt_init's check of the
+ * variable, which says so in one line. */
+static uint64_t rec_keep_bytes(const char *s)
+{
+    if (s == NULL || !isdigit((unsigned char)*s))
+        return CL_KEEP_DEFAULT;
+    bool hex = s[0] == '0' && (s[1] == 'x' || s[1] == 'X');
+    char *end;
+    errno = 0;
+    unsigned long long v = strtoull(s, &end, hex ? 16 : 10);
+    return errno != 0 || *end != '\0' ? CL_KEEP_DEFAULT : (uint64_t)v;
+}
+
 static void rec_configure_locked(void)
 {
     assert(rec_lock_held());
@@ -303,8 +320,7 @@ static void rec_configure_locked(void)
         want = NULL;
     }
     rec_open_locked(want);
-    const char *keep = getenv("TRNEMU_RECORD_OUTPUT_BYTES");
-    rec_keep_max = keep != NULL && *keep != '\0' ? strtoull(keep, NULL, 0) : CL_KEEP_DEFAULT;
+    rec_keep_max = rec_keep_bytes(getenv("TRNEMU_RECORD_OUTPUT_BYTES"));
     bool ckpt = rec_ckpt != NULL && rec_ckpt->configure();
     if (!rec_handlers) {
         rec_handlers = true;
