@@ -40,6 +40,15 @@ static uint64_t gen_matmul_n(const struct isa_insn *insn)
     return ISA_ARG_ENUM(insn, nc_matmul, perf) == ISA_PERF_double_row ? n / 2 : n;
 }
 
+/* nc_matmul in transpose mode writing bf16: NeuronCore-v3's transpose mode
+ * moves 16-bit inputs into PSUM as they are (the Trainium2 guide), so a
+ * bf16 dst is a v3 form there, not the v4 bf16 accumulation. */
+static bool gen_v3_transpose_16(const struct isa_insn *insn)
+{
+    return insn->opcode == ISA_OP_nc_matmul && ISA_ARG_FLAG(insn, nc_matmul, transpose) &&
+           ISA_ARG_AP(insn, nc_matmul, dst)->dtype == ISA_DT_BF16;
+}
+
 /* An operand or enum of insn that only v4 has; describes it in what. */
 static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what, size_t cap)
 {
@@ -57,7 +66,7 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             return true;
         }
     }
-    if (insn->opcode == ISA_OP_nc_matmul &&
+    if (insn->opcode == ISA_OP_nc_matmul && !gen_v3_transpose_16(insn) &&
         ISA_ARG_AP(insn, nc_matmul, dst)->dtype == ISA_DT_BF16) {
         snprintf(what, cap, "nc_matmul with a bf16 dst");
         return true;
@@ -112,6 +121,10 @@ unsigned isa_insn_min_gen(const struct isa_insn *insn, char *what, size_t cap)
     }
     if (gen_v4_form(insn, op, what, cap) || gen_v4_rdispls(insn, what, cap))
         return 4;
+    if (gen_v3_transpose_16(insn)) {
+        snprintf(what, cap, "nc_matmul transpose mode into a bf16 dst");
+        return gen > 3 ? gen : 3;
+    }
     snprintf(what, cap, "%s", op);
     return gen;
 }

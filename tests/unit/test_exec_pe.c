@@ -22,6 +22,7 @@
 #include <cmocka.h>
 
 #include "emu/core/par.h"
+#include "emu/isa/isa_args.h"
 #include "emu/isa/isa_generation.h"
 #include "emu/num/numerics.h"
 #include "emu/engines/pe_matmul.h"
@@ -641,6 +642,12 @@ static void test_matmul_wide_v4(void **state)
     assert_non_null(strstr(what, "1024 moving columns"));
     in.ap[2] = harness_tile(ISA_MEM_SBUF, 0, K, SB_B, ISA_DT_BF16, 512);
     assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 2);
+    /* a bf16 dst: v4's bf16 accumulation, but v3 in transpose mode */
+    in.ap[0] = harness_tile(ISA_MEM_PSUM, 0, M, 0, ISA_DT_BF16, 512);
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 4);
+    in.flags |= 1u << ISA_SLOT_FLAG_nc_matmul_transpose;
+    assert_int_equal(isa_insn_min_gen(&in, what, sizeof what), 3);
+    assert_non_null(strstr(what, "transpose mode"));
 }
 
 /* ---- nc_matmul_sparse ------------------------------------------------------- */
