@@ -164,3 +164,16 @@ def test_a_missing_import_is_added_once(tmp_path):
     assert text.splitlines()[1].startswith("from m.dataclasses import Platforms")
     assert not run_nkilib.patch_missing_import(str(p), "m.dataclasses", "Platforms")
     assert p.read_text() == text
+
+
+def test_torch_compat_widens_int32_indices():
+    torch = pytest.importorskip("torch")
+    compat = load("nkilib_standins/torch_compat.py", "torch_compat")
+    compat.install()
+    t = torch.arange(10.0)
+    idx = torch.tensor([3, 1], dtype=torch.int32)
+    assert t[idx].tolist() == [3.0, 1.0]
+    t2 = torch.zeros(3, 4)
+    t2[torch.tensor([2], dtype=torch.int32)] = 1.0
+    assert t2.sum().item() == 4.0
+    assert t[torch.tensor([True] + [False] * 9)].tolist() == [0.0]   # masks unchanged
