@@ -178,13 +178,18 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     ctx.fused = 0;
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
+    if (race != NULL)
+        race_before(race, e->core_idx, e->eng, e->prog, e->pc);
     emu_status st = e->dry ? EMU_OK
                     : fn != NULL ? fn(&ctx, insn)
                                  : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
                                              insn->opcode);
     ctx.halted = e->dry ? insn->opcode == ISA_OP_halt : ctx.halted;
-    if (st == EMU_OK && ctx.blocked)
+    if (st == EMU_OK && ctx.blocked) {
+        if (race != NULL)
+            race_on_blocked(race, e->core_idx, e->eng, insn);
         return EMU_OK;
+    }
     if (st == EMU_OK && race != NULL) {
         race_on_wait(race, e->core_idx, e->eng, insn);
         st = race_observe(race, e->core_idx, e->eng, e->prog, e->pc, report, cap);
