@@ -244,11 +244,13 @@ static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
     return a->write ? !race_hbm_changed(r, a, old) : !old->changed;
 }
 
-/* The same in HBM, against the accesses of the other cores. */
+/* The same in HBM, against the accesses of the other cores, the latest
+ * first (of a zeroing and a store after it, the store is the one that a
+ * late write of the other core undoes). */
 static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
                                                const struct race_access *a)
 {
-    for (size_t i = 0; i < r->nhbm; i++) {
+    for (size_t i = r->nhbm; i-- > 0;) {
         const struct race_access *old = &r->hbm[i];
         if (old->eng / ISA_ENG_COUNT != me / ISA_ENG_COUNT && (old->write || a->write) &&
             old->epoch > r->vc[me][old->eng] && old->lo < a->hi && a->lo < old->hi &&
