@@ -41,7 +41,8 @@ void race_destroy(struct race_state *r)
         return;
     free(r->sync_vc);
     free(r->hist);
-    free(r->hbm);
+    for (uint32_t c = 0; c < RACE_MAX_CORES; c++)
+        free(r->hbm[c]);
     race_hbm_free(r);
     race_xcore_free(r);
     free(r);
@@ -213,7 +214,9 @@ static int race_remember(struct race_state *r, const struct race_access *acc, ui
 {
     for (uint32_t k = 0; k < n; k++) {
         int rc = acc[k].mem == ISA_MEM_HBM
-                     ? race_remember_in(r, &r->hbm, &r->nhbm, &r->hbm_cap, &acc[k])
+                     ? race_remember_in(r, &r->hbm[acc[k].eng / ISA_ENG_COUNT],
+                                        &r->nhbm[acc[k].eng / ISA_ENG_COUNT],
+                                        &r->hbm_cap[acc[k].eng / ISA_ENG_COUNT], &acc[k])
                      : race_remember_in(r, &r->hist, &r->nhist, &r->cap, &acc[k]);
         if (rc != 0)
             return rc;
@@ -244,18 +247,22 @@ static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
     return a->write ? !race_hbm_changed(r, a, old) : !old->changed;
 }
 
-/* The same in HBM, against the accesses of the other cores, the latest
- * first (of a zeroing and a store after it, the store is the one that a
- * late write of the other core undoes). */
+/* The same in HBM, against the accesses of the other cores, each core's
+ * latest first (of a zeroing and a store after it, the store is the one
+ * that a late write of the other core undoes). */
 static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
                                                const struct race_access *a)
 {
-    for (size_t i = r->nhbm; i-- > 0;) {
-        const struct race_access *old = &r->hbm[i];
-        if (old->eng / ISA_ENG_COUNT != me / ISA_ENG_COUNT && (old->write || a->write) &&
-            old->epoch > r->vc[me][old->eng] && old->lo < a->hi && a->lo < old->hi &&
-            race_hbm_meet(r, old, a) && !race_hbm_benign(r, old, a))
-            return old;
+    for (uint32_t c = 0; c < r->x.ncores; c++) {
+        if (c == me / ISA_ENG_COUNT)
+            continue;
+        for (size_t i = r->nhbm[c]; i-- > 0;) {
+            const struct race_access *old = &r->hbm[c][i];
+            if (old->lo < a->hi && a->lo < old->hi && (old->write || a->write) &&
+                old->epoch > r->vc[me][old->eng] && race_hbm_meet(r, old, a) &&
+                !race_hbm_benign(r, old, a))
+                return old;
+        }
     }
     return NULL;
 }

@@ -75,8 +75,8 @@ struct race_state {
     uint32_t (*sync_vc)[ISA_NUM_SEMS + ISA_NUM_EVENTS][RACE_MAX_ENG]; /* per core */
     struct race_access *hist;                           /* live SBUF/PSUM accesses */
     size_t nhist, cap;                                  /* used, allocated */
-    struct race_access *hbm;                            /* live HBM accesses */
-    size_t nhbm, hbm_cap;                               /* used, allocated */
+    struct race_access *hbm[RACE_MAX_CORES];            /* live HBM accesses per core */
+    size_t nhbm[RACE_MAX_CORES], hbm_cap[RACE_MAX_CORES]; /* used, allocated */
     struct race_runs runs[2];                           /* race_hbm.c's scratch */
     struct race_snap snap[ISA_MAX_AP];                  /* HBM write operands before */
     struct race_xcore x;                                /* between cores */
