@@ -20,6 +20,8 @@
  * it arrives is the clock its accesses before the instruction carry.
  * Remote semaphores (a DMA descriptor signalling the peer core) are
  * refused by dma_desc.c, so no semaphore carries an edge between cores.
+ * A run of one core keeps none of this. The arrival clocks of barriers
+ * are kept for the whole run (RACE_MAX_ENG words each).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -109,6 +111,8 @@ void race_xcore_arrive(struct race_state *r, uint32_t core, enum isa_engine eng,
                        const struct isa_insn *insn)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
+    if (r->x.ncores == 1)
+        return;  /* one core: nothing to meet */
     if (insn->opcode == ISA_OP_core_barrier && r->x.ticket[me] == 0)
         race_bar_arrive(r, core, me);
     else if (insn->opcode == ISA_OP_sendrecv && !r->x.posted[me])
@@ -119,6 +123,8 @@ void race_xcore_join(struct race_state *r, uint32_t core, enum isa_engine eng,
                      const struct isa_insn *insn)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
+    if (r->x.ncores == 1)
+        return;
     if (insn->opcode == ISA_OP_core_barrier || insn->opcode == ISA_OP_sendrecv)
         race_xcore_arrive(r, core, eng, insn);  /* completed on its first attempt */
     if (insn->opcode == ISA_OP_core_barrier)
@@ -133,7 +139,7 @@ void race_xcore_done(struct race_state *r, uint32_t core, enum isa_engine eng,
                      const struct isa_insn *insn)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
-    if (race_xcore_is_coll(insn->opcode))
+    if (r->x.ncores > 1 && race_xcore_is_coll(insn->opcode))
         race_join(r->x.coll, r->vc[me], r->neng);
 }
 
