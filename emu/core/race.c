@@ -1,5 +1,10 @@
 /*
- * race.c: vector-clock race checker for SBUF/PSUM accesses (see race.h).
+ * race.c: the vector-clock race checker (see race.h): the clocks of the
+ * engines and of each core's semaphores and events, the accesses of one
+ * instruction, the checks against earlier accesses (SBUF/PSUM within a
+ * core; HBM between the cores of a run, race_hbm.c), what is remembered
+ * and forgotten, and the report. The edges between cores are
+ * race_xcore.c's.
  */
 #include "emu/core/race.h"
 
@@ -7,32 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/race_int.h"
 #include "emu/grow.h"
 #include "emu/isa/isa_args.h"
 #include "emu/isa/isa_text.h"
-
-#define RACE_MAX_ENG (4 * ISA_ENG_COUNT)
-
-/* One remembered access. */
-struct race_access {
-    uint32_t eng;       /* global engine index: core * 5 + engine */
-    uint32_t epoch;     /* the engine's own clock when it accessed */
-    uint8_t mem;        /* ISA_MEM_SBUF or ISA_MEM_PSUM */
-    uint8_t write;      /* 1 when written */
-    uint32_t part_lo;   /* partitions spanned */
-    uint32_t part_hi;
-    uint64_t lo, hi;    /* bytes spanned in each partition */
-    const struct core_program *prog; /* for the report */
-    size_t pc;          /* instruction index in its stream */
-};
-
-struct race_state {
-    uint32_t neng;                                      /* engines tracked */
-    uint32_t vc[RACE_MAX_ENG][RACE_MAX_ENG];            /* vector clock per engine */
-    uint32_t (*sync_vc)[ISA_NUM_SEMS + ISA_NUM_EVENTS][RACE_MAX_ENG]; /* per core */
-    struct race_access *hist;                           /* live accesses */
-    size_t nhist, cap;                                  /* used, allocated */
-};
 
 emu_status race_create(uint32_t ncores, struct race_state **out)
 {
@@ -42,6 +25,7 @@ emu_status race_create(uint32_t ncores, struct race_state **out)
     if (r == NULL)
         return EMU_RESOURCE;
     r->neng = ncores * ISA_ENG_COUNT;
+    r->x.ncores = ncores;
     r->sync_vc = calloc(ncores, sizeof *r->sync_vc);
     if (r->sync_vc == NULL) {
         free(r);
@@ -57,6 +41,10 @@ void race_destroy(struct race_state *r)
         return;
     free(r->sync_vc);
     free(r->hist);
+    for (uint32_t c = 0; c < RACE_MAX_CORES; c++)
+        free(r->hbm[c]);
+    race_hbm_free(r);
+    race_xcore_free(r);
     free(r);
 }
 
@@ -65,13 +53,6 @@ static uint32_t *race_sync_vc(struct race_state *r, uint32_t core, const struct 
     unsigned idx = s->kind == ISA_SYNC_EVENT ? ISA_NUM_SEMS + s->id % ISA_NUM_EVENTS
                                              : s->id % ISA_NUM_SEMS;
     return r->sync_vc[core][idx];
-}
-
-static void race_join(uint32_t *into, const uint32_t *from, uint32_t n)
-{
-    for (uint32_t i = 0; i < n; i++)
-        if (from[i] > into[i])
-            into[i] = from[i];
 }
 
 void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
@@ -93,12 +74,15 @@ void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
     race_join(race_sync_vc(r, core, s), r->vc[me], r->neng);
 }
 
-/* Accesses of one instruction (on-chip operands only). */
-static uint32_t race_accesses(const struct isa_insn *insn, uint32_t eng, uint32_t epoch,
-                              const struct core_program *prog, size_t pc,
-                              struct race_access *out)
+/* Accesses of one instruction: its SBUF/PSUM operands and, in a run of
+ * several cores, its HBM ones (a core_barrier's data word is only named,
+ * never touched). eng and epoch are filled by the caller. */
+static uint32_t race_accesses(const struct race_state *r, const struct core_program *prog,
+                              enum isa_engine eng, size_t pc, struct race_access *out)
 {
+    const struct isa_insn *insn = &prog->code[eng][pc];
     const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
+    bool hbm = r->x.ncores > 1 && insn->opcode != ISA_OP_core_barrier;
     uint32_t n = 0;
     for (unsigned f = 0; op != NULL && f < op->nfields; f++) {
         const struct isa_field *fd = &op->fields[f];
@@ -106,11 +90,25 @@ static uint32_t race_accesses(const struct isa_insn *insn, uint32_t eng, uint32_
             continue;
         const struct isa_ap *ap = &insn->ap[fd->slot];
         struct isa_extent ext;
+        struct race_access *a = &out[n];
+        *a = (struct race_access){0};
+        a->write = (fd->attr & ISA_FA_OUT) != 0;
+        if (ap->mem == ISA_MEM_HBM) {
+            n += hbm && race_hbm_access(prog, eng, pc, fd->slot, a);
+            continue;
+        }
         if ((ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM) ||
             isa_ap_extent(ap, &ext) != EMU_OK)
             continue;
-        out[n++] = (struct race_access){eng, epoch, ap->mem, (fd->attr & ISA_FA_OUT) != 0,
-                                        ext.part_first, ext.part_last, ext.lo, ext.hi, prog, pc};
+        a->mem = ap->mem;
+        a->slot = fd->slot;
+        a->part_lo = ext.part_first;
+        a->part_hi = ext.part_last;
+        a->lo = ext.lo;
+        a->hi = ext.hi;
+        a->prog = prog;
+        a->pc = pc;
+        n++;
     }
     return n;
 }
@@ -121,15 +119,45 @@ static int race_conflict(const struct race_access *a, const struct race_access *
            b->part_lo <= a->part_hi && a->lo < b->hi && b->lo < a->hi;
 }
 
+static const char *race_var_name(void *user, uint32_t var_id)
+{
+    const struct core_var *v = core_find_var(user, var_id);
+    return v != NULL ? v->name : NULL;
+}
+
+/* "HBM out bytes [0, 512)": the variable and its bytes (offsets, not host
+ * addresses, so that the report is the same on every run). */
+static void race_where_hbm(const struct race_access *a, const struct isa_insn *insn, char *buf,
+                           size_t cap)
+{
+    const struct isa_ap *ap = &insn->ap[a->slot];
+    const struct core_var *v = core_find_var(a->prog, ap->var_id);
+    struct isa_extent ext = {0};
+    (void)isa_ap_extent(ap, &ext);
+    const char *name = v != NULL && v->name != NULL ? v->name : "?";
+    if (a->whole)
+        snprintf(buf, cap, "HBM %s, rows an index chooses (all %llu bytes)", name,
+                 (unsigned long long)(v != NULL ? v->size : 0));
+    else
+        snprintf(buf, cap, "HBM %s bytes [%llu, %llu)", name, (unsigned long long)ext.lo,
+                 (unsigned long long)ext.hi);
+}
+
 static void race_describe(const struct race_access *a, char *buf, size_t cap)
 {
-    char text[640];
+    char text[640], where[192];
     uint32_t eng = a->eng % ISA_ENG_COUNT;
-    isa_text_print(&a->prog->code[eng][a->pc], NULL, text, sizeof text);
-    snprintf(buf, cap, "core %u %s[%zu] %s %s partitions %u..%u bytes [%llu, %llu): %s",
-             a->eng / ISA_ENG_COUNT, isa_engine_name(eng), a->pc, a->write ? "writes" : "reads",
-             a->mem == ISA_MEM_SBUF ? "SBUF" : "PSUM", a->part_lo, a->part_hi,
-             (unsigned long long)a->lo, (unsigned long long)a->hi, text);
+    const struct isa_insn *insn = &a->prog->code[eng][a->pc];
+    struct isa_text_env env = {NULL, race_var_name, (void *)a->prog};
+    isa_text_print(insn, &env, text, sizeof text);
+    if (a->mem == ISA_MEM_HBM)
+        race_where_hbm(a, insn, where, sizeof where);
+    else
+        snprintf(where, sizeof where, "%s partitions %u..%u bytes [%llu, %llu)",
+                 a->mem == ISA_MEM_SBUF ? "SBUF" : "PSUM", a->part_lo, a->part_hi,
+                 (unsigned long long)a->lo, (unsigned long long)a->hi);
+    snprintf(buf, cap, "core %u %s[%zu] %s %s: %s", a->eng / ISA_ENG_COUNT,
+             isa_engine_name(eng), a->pc, a->write ? "writes" : "reads", where, text);
 }
 
 static void race_report(const struct race_access *a, const struct race_access *b, char *report,
@@ -140,53 +168,143 @@ static void race_report(const struct race_access *a, const struct race_access *b
     race_describe(b, db, sizeof db);
     size_t len = strnlen(report, cap);
     if (len + 1 < cap)
-        snprintf(report + len, cap - len, "race: no semaphore orders these two accesses:\n"
-                 "  %s\n  %s\n", da, db);
+        snprintf(report + len, cap - len, "race: %s orders these two accesses:\n  %s\n  %s\n",
+                 a->mem == ISA_MEM_HBM ? "no semaphore, core_barrier, sendrecv or collective"
+                                       : "no semaphore",
+                 da, db);
 }
 
-/* Forget accesses every engine has already synchronised with. */
-static void race_prune(struct race_state *r)
+/* The smallest clock any engine that checks against a holds for a's
+ * engine: those of its core on chip, those of the other cores in HBM. */
+static uint32_t race_seen(const struct race_state *r, const struct race_access *a)
+{
+    uint32_t seen = UINT32_MAX, core = a->eng / ISA_ENG_COUNT;
+    for (uint32_t e = 0; e < r->neng; e++) {
+        bool same = e / ISA_ENG_COUNT == core;
+        if (e != a->eng && same == (a->mem != ISA_MEM_HBM) && r->vc[e][a->eng] < seen)
+            seen = r->vc[e][a->eng];
+    }
+    return seen;
+}
+
+/* Forget accesses every engine that could race with them has already
+ * synchronised with. */
+static void race_prune(struct race_state *r, struct race_access *hist, size_t *n)
 {
     size_t k = 0;
-    for (size_t i = 0; i < r->nhist; i++) {
-        const struct race_access *a = &r->hist[i];
-        uint32_t seen = UINT32_MAX, first = a->eng / ISA_ENG_COUNT * ISA_ENG_COUNT;
-        for (uint32_t e = first; e < first + ISA_ENG_COUNT; e++)
-            if (e != a->eng && r->vc[e][a->eng] < seen)
-                seen = r->vc[e][a->eng];
-        if (a->epoch > seen)
-            r->hist[k++] = *a;
+    for (size_t i = 0; i < *n; i++)
+        if (hist[i].epoch > race_seen(r, &hist[i]))
+            hist[k++] = hist[i];
+    *n = k;
+}
+
+static int race_remember_in(struct race_state *r, struct race_access **hist, size_t *n,
+                            size_t *cap, const struct race_access *a)
+{
+    if (*n + 1 > *cap) {
+        race_prune(r, *hist, n);
+        if (!grow_array((void **)hist, *n + 1, cap, sizeof **hist, 256))
+            return -1;
     }
-    r->nhist = k;
+    (*hist)[(*n)++] = *a;
+    return 0;
 }
 
 static int race_remember(struct race_state *r, const struct race_access *acc, uint32_t n)
 {
-    if (r->nhist + n > r->cap) {
-        race_prune(r);
-        if (!grow_array((void **)&r->hist, r->nhist + n, &r->cap, sizeof *r->hist, 256))
-            return -1;
+    for (uint32_t k = 0; k < n; k++) {
+        int rc = acc[k].mem == ISA_MEM_HBM
+                     ? race_remember_in(r, &r->hbm[acc[k].eng / ISA_ENG_COUNT],
+                                        &r->nhbm[acc[k].eng / ISA_ENG_COUNT],
+                                        &r->hbm_cap[acc[k].eng / ISA_ENG_COUNT], &acc[k])
+                     : race_remember_in(r, &r->hist, &r->nhist, &r->cap, &acc[k]);
+        if (rc != 0)
+            return rc;
     }
-    memcpy(r->hist + r->nhist, acc, n * sizeof *acc);
-    r->nhist += n;
     return 0;
+}
+
+/* An earlier SBUF/PSUM access of another engine of this core that a
+ * conflicts with and that engine me has not synchronised with, or NULL. */
+static const struct race_access *race_find_chip(const struct race_state *r, uint32_t me,
+                                                const struct race_access *a)
+{
+    for (size_t i = 0; i < r->nhist; i++) {
+        const struct race_access *old = &r->hist[i];
+        if (old->eng != me && old->eng / ISA_ENG_COUNT == me / ISA_ENG_COUNT &&
+            old->epoch > r->vc[me][old->eng] && race_conflict(old, a))
+            return old;
+    }
+    return NULL;
+}
+
+/* Would old and a, both touching some bytes, leave memory the same in
+ * either order? So when the write among them changed none of the bytes
+ * they share (both cores storing the same values). */
+static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
+                            const struct race_access *a)
+{
+    return a->write ? !race_hbm_changed(r, a, old) : !old->changed;
+}
+
+/* The same in HBM, against the accesses of the other cores, each core's
+ * latest first (of a zeroing and a store after it, the store is the one
+ * that a late write of the other core undoes). */
+static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
+                                               const struct race_access *a)
+{
+    for (uint32_t c = 0; c < r->x.ncores; c++) {
+        if (c == me / ISA_ENG_COUNT)
+            continue;
+        for (size_t i = r->nhbm[c]; i-- > 0;) {
+            const struct race_access *old = &r->hbm[c][i];
+            if (old->lo < a->hi && a->lo < old->hi && (old->write || a->write) &&
+                old->epoch > r->vc[me][old->eng] && race_hbm_meet(r, old, a) &&
+                !race_hbm_benign(r, old, a))
+                return old;
+        }
+    }
+    return NULL;
+}
+
+void race_before(struct race_state *r, uint32_t core, enum isa_engine eng,
+                 const struct core_program *prog, size_t pc)
+{
+    (void)core;
+    if (r->x.ncores > 1)
+        race_hbm_snap(r, prog, eng, pc);
+}
+
+void race_on_blocked(struct race_state *r, uint32_t core, enum isa_engine eng,
+                     const struct isa_insn *insn)
+{
+    race_on_wait(r, core, eng, insn);
+    race_xcore_arrive(r, core, eng, insn);
 }
 
 emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
                         const struct core_program *prog, size_t pc, char *report, size_t cap)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
+    const struct isa_insn *insn = &prog->code[eng][pc];
+    race_xcore_join(r, core, eng, insn);
     uint32_t epoch = ++r->vc[me][me];
     struct race_access acc[ISA_MAX_AP];
-    uint32_t n = race_accesses(&prog->code[eng][pc], me, epoch, prog, pc, acc);
-    for (uint32_t k = 0; k < n; k++)
-        for (size_t i = 0; i < r->nhist; i++) {
-            const struct race_access *old = &r->hist[i];
-            if (old->eng == me || old->eng / ISA_ENG_COUNT != core ||
-                old->epoch <= r->vc[me][old->eng] || !race_conflict(old, &acc[k]))
-                continue;
+    uint32_t n = race_accesses(r, prog, eng, pc, acc);
+    for (uint32_t k = 0; k < n; k++) {
+        acc[k].eng = me;
+        acc[k].epoch = epoch;
+        if (acc[k].mem == ISA_MEM_HBM && acc[k].write)
+            acc[k].changed = race_hbm_changed(r, &acc[k], NULL);
+        const struct race_access *old = acc[k].mem == ISA_MEM_HBM ? race_find_hbm(r, me, &acc[k])
+                                                                 : race_find_chip(r, me, &acc[k]);
+        if (old != NULL) {
             race_report(old, &acc[k], report, cap);
             return EMU_EXEC_ERR;
         }
-    return race_remember(r, acc, n) == 0 ? EMU_OK : EMU_RESOURCE;
+    }
+    if (race_remember(r, acc, n) != 0)
+        return EMU_RESOURCE;
+    race_xcore_done(r, core, eng, insn);
+    return EMU_OK;
 }

@@ -10,6 +10,18 @@
  * write, with no clock ordering between them, is a race: the emulator's
  * fixed interleaving would hide it, real hardware would not. Overlap is
  * judged on the partition and byte ranges each pattern spans.
+ *
+ * In a run of several cores (the physical cores of an LNC=2 logical
+ * core) HBM is shared: the HBM operands of every instruction are checked
+ * against those of the other cores, on the bytes they touch (race_hbm.c),
+ * and the clocks are joined where the cores meet: core_barrier, sendrecv
+ * and the cross-rank collectives (race_xcore.c). A DMA's access counts
+ * when it completes: trnemu's DMA instructions finish their transfer
+ * within the instruction, so the access carries the clock after the
+ * instruction's waits, and the signals it raises at completion publish it.
+ * Two accesses of which the write leaves the bytes they share as they
+ * were (both cores zeroing one output) end the same in either order and
+ * are not reported.
  */
 #ifndef TRNEMU_EMU_RACE_H
 #define TRNEMU_EMU_RACE_H
@@ -28,6 +40,15 @@ void race_destroy(struct race_state *r);
 /* The waits of insn hold and it is about to run on (core, eng). */
 void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
                   const struct isa_insn *insn);
+/* Instruction pc of (core, eng) is about to run (its waits hold): in a
+ * run of several cores, keep the bytes its HBM writes span, so that a
+ * write that changes nothing is told apart. */
+void race_before(struct race_state *r, uint32_t core, enum isa_engine eng,
+                 const struct core_program *prog, size_t pc);
+/* insn of (core, eng) waits for another core (core_barrier, sendrecv) and
+ * will be tried again; its own waits hold. */
+void race_on_blocked(struct race_state *r, uint32_t core, enum isa_engine eng,
+                     const struct isa_insn *insn);
 /* (core, eng) applied signal s. */
 void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
                     const struct isa_sync *s);

@@ -180,6 +180,8 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
     uint64_t faults = memfault_total();
+    if (race != NULL)
+        race_before(race, e->core_idx, e->eng, e->prog, e->pc);
     emu_status st = e->dry ? EMU_OK
                     : fn != NULL ? fn(&ctx, insn)
                                  : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
@@ -187,8 +189,11 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     if (st == EMU_OK && memfault_total() != faults && memfault_take())  /* memfault.h */
         st = core_fail(&ctx, EMU_RESOURCE, "%s", MEMFAULT_CAUSE);
     ctx.halted = e->dry ? insn->opcode == ISA_OP_halt : ctx.halted;
-    if (st == EMU_OK && ctx.blocked)
+    if (st == EMU_OK && ctx.blocked) {
+        if (race != NULL)
+            race_on_blocked(race, e->core_idx, e->eng, insn);
         return EMU_OK;
+    }
     if (st == EMU_OK && race != NULL) {
         race_on_wait(race, e->core_idx, e->eng, insn);
         st = race_observe(race, e->core_idx, e->eng, e->prog, e->pc, report, cap);

@@ -441,6 +441,20 @@ def _causes(log):
     return out
 
 
+def _race_cause(comp, cause):
+    """A race report's text: its first line and the two accesses it names,
+    each followed by the kernel line of its instruction; None when the
+    report is not a race."""
+    for i, ln in enumerate(cause):
+        if ln.startswith("race:"):
+            out = [ln]
+            for acc in cause[i + 1:i + 3]:
+                where = _locate(comp, acc)
+                out.append("%s (at %s)" % (acc, where) if where else acc)
+            return "; ".join(out)
+    return None
+
+
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = _flat_args(comp.func, args, kwargs)
@@ -452,9 +466,9 @@ def _run(comp, args, kwargs, quiet=False):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
         cause = _causes(log)
         err = _core.NKIIndexError if st == _NRT_EXEC_OOB else NKIError
-        raise err("%s: %s: %s" % (where, m.status_text(st),
-                                       "; ".join(cause[1:3] or cause[:1]) if cause else
-                                       "the execution failed"))
+        text = _race_cause(comp, cause) or ("; ".join(cause[1:3] or cause[:1]) if cause else
+                                            "the execution failed")
+        raise err("%s: %s: %s" % (where, m.status_text(st), text))
     outs = []
     for name, shape, di, argpos in comp.out_specs:
         arr = np.empty(shape, dtype=di.host)

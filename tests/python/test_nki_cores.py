@@ -1,6 +1,8 @@
 """test_nki_cores.py: nisa.sendrecv and nisa.core_barrier between the two
 physical cores of an LNC=2 logical core (an nl.nc(2) grid dimension), and
 the virtual registers (register_alloc/move/load/store)."""
+import re
+
 import numpy as np
 import pytest
 
@@ -49,6 +51,51 @@ def test_core_barrier_orders_shared_hbm():
     a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
     out, buf = k[nl.spmd_dim(nl.nc(2))](a)
     np.testing.assert_array_equal(out, (a * 10)[::-1])
+
+
+def _zero_then_store(barrier):
+    """The shape of the NKI Library's folded max store: both programs zero
+    the whole output, then store their own rows."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((8, 16), dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        z = nl.ndarray((8, 16), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.memset(dst=z, value=0.0)
+        nisa.dma_copy(dst=out, src=z)
+        if barrier:
+            nisa.core_barrier(data=out, cores=(0, 1))
+        t = nl.ndarray((4, 16), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a[me * 4:me * 4 + 4, :])
+        nisa.dma_copy(dst=out[me * 4:me * 4 + 4, :], src=t)
+        return out
+    return k
+
+
+@lnc2
+def test_race_between_cores_reported():
+    # without a barrier, one core's zeroing may land after the other's rows
+    a = np.arange(128, dtype=np.float32).reshape(8, 16) + 1
+    with pytest.raises(nki.NKIError) as e:
+        _zero_then_store(False)[nl.spmd_dim(nl.nc(2))](a)
+    msg = str(e.value)
+    # both writes are named, each with its kernel line
+    assert re.search(r"test_nki_cores.py:\d+: .*race: no semaphore, core_barrier", msg), msg
+    # (core 0's rows, then core 1's zeroing of the whole output)
+    store = re.search(r"core 0 \w+\[\d+\] writes HBM \w+ bytes \[0, 256\).*?\(at \S+"
+                      r"test_nki_cores.py:(\d+)\)", msg)
+    zero = re.search(r"core 1 \w+\[\d+\] writes HBM \w+ bytes \[0, 512\).*?\(at \S+"
+                     r"test_nki_cores.py:(\d+)\)", msg)
+    assert store and zero and store.group(1) != zero.group(1), msg
+
+
+@lnc2
+def test_race_between_cores_barrier_clean():
+    # the barrier orders both zeroings before both stores; the two zeroings
+    # write the same bytes, which ends the same in either order
+    a = np.arange(128, dtype=np.float32).reshape(8, 16) + 1
+    r = _zero_then_store(True)[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(r, a)
 
 
 def test_sendrecv_needs_two_cores():

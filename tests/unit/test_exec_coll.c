@@ -6,7 +6,9 @@
  * the variable-count all_to_all_v / all_gather_v (metadata rows, received
  * counts written back, generation gates). The tests between cores run
  * twice: both cores on one thread, then (split) each on its own thread,
- * which TSan checks in the threads suite.
+ * which TSan checks in the threads suite. The race checker between the
+ * cores: HBM accesses of two cores with and without a core_barrier,
+ * sendrecv or collective between them, rows of one tensor interleaved.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -100,6 +102,7 @@ static uint32_t fake_group(void *user, uint32_t group)
 /* ---- cores on their own threads (core_run_threads) ---------------------------- */
 
 static bool pair_split;                  /* run_pair gives core_run threads */
+static bool pair_race;                   /* run_pair runs the race checker */
 static pthread_t pair_thread[2];         /* core 1's thread */
 static int pair_started;                 /* threads started so far */
 
@@ -163,7 +166,7 @@ static emu_status run_pair(struct pair *p, char *report, size_t cap)
 {
     struct core *cores[2] = {p->h[0]->core, p->h[1]->core};
     const struct core_program *progs[2] = {&p->h[0]->prog, &p->h[1]->prog};
-    struct core_run_opts opts = {10000, false, 0, false, NULL,
+    struct core_run_opts opts = {10000, pair_race, 0, false, NULL,
                                  pair_split ? &pair_threads : NULL};
     core_lnc_fini(&p->lnc);
     core_lnc_init(&p->lnc, 2);
@@ -507,6 +510,156 @@ static void test_v_all_gather(void **state)
     assert_int_equal(got[12], 60);
 }
 
+/* ---- the race checker between cores (emu/core/race_xcore.c, race_hbm.c) ---- */
+
+static float rx[16], ry[16], rv[16], rz[16];
+
+/* Both cores see x, y, v, z (16 floats each) and have empty streams. */
+static void race_vars(struct pair *p)
+{
+    for (int c = 0; c < 2; c++) {
+        harness_clear(p->h[c]);
+        if (core_find_var(&p->h[c]->prog, 11) == NULL) {
+            harness_var(p->h[c], 11, "x", rx, sizeof rx);
+            harness_var(p->h[c], 12, "y", ry, sizeof ry);
+            harness_var(p->h[c], 13, "v", rv, sizeof rv);
+            harness_var(p->h[c], 14, "z", rz, sizeof rz);
+        }
+    }
+    for (int i = 0; i < 16; i++) {
+        rx[i] = ry[i] = rz[i] = 0;
+        rv[i] = (float)i + 0.5f;
+    }
+}
+
+/* dst[off .. off + n * step) = src[...] on SP, elements `step` apart. */
+static void race_copy(struct harness *h, uint32_t dst, uint32_t src, uint64_t off, uint32_t n,
+                      int32_t step)
+{
+    const int32_t d[1][2] = {{step, (int32_t)n}};
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, ISA_OP_dma_copy);
+    in->ap[0] = harness_hbm(dst, off, 1, 16, NUM_DT_FP32, 1, d);
+    in->ap[1] = harness_hbm(src, off, 1, 16, NUM_DT_FP32, 1, d);
+}
+
+static void race_barrier(struct harness *h)
+{
+    const int32_t d[1][2] = {{1, 16}};
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, ISA_OP_core_barrier);
+    in->ap[1] = harness_hbm(11, 0, 1, 16, NUM_DT_FP32, 1, d);
+}
+
+static emu_status race_run(struct pair *p, char *report, size_t cap)
+{
+    pair_race = true;
+    emu_status st = run_pair(p, report, cap);
+    pair_race = false;
+    return st;
+}
+
+/* Core 0 reads x while core 1 writes it: a race, unless a core_barrier
+ * orders core 1's write before core 0's read. */
+static void test_race_read_write(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    for (int with = 0; with < 2; with++) {
+        race_vars(p);
+        if (with)
+            race_barrier(p->h[0]);
+        race_copy(p->h[0], 12, 11, 0, 16, 1);  /* y = x */
+        race_copy(p->h[1], 11, 13, 0, 16, 1);  /* x = v */
+        if (with)
+            race_barrier(p->h[1]);
+        emu_status st = race_run(p, report, sizeof report);
+        if (with) {
+            assert_int_equal(st, EMU_OK);
+            assert_true(ry[5] == 5.5f);
+        } else {
+            assert_int_equal(st, EMU_EXEC_ERR);
+            assert_non_null(strstr(report, "race: no semaphore, core_barrier, sendrecv or "
+                                           "collective orders these two accesses"));
+            assert_non_null(strstr(report, "core 0 sp[0] reads HBM x bytes [0, 64)"));
+            assert_non_null(strstr(report, "core 1 sp[0] writes HBM x bytes [0, 64)"));
+        }
+    }
+}
+
+/* Both cores zero all of y, then store their own half (the shape of the
+ * NKI Library's folded max store): the zeroing of one core and the store
+ * of the other race unless a core_barrier sits between them. */
+static void test_race_zero_then_store(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    for (int with = 0; with < 2; with++) {
+        race_vars(p);
+        for (uint32_t c = 0; c < 2; c++) {
+            race_copy(p->h[c], 12, 14, 0, 16, 1);  /* y = z (zeros) */
+            if (with)
+                race_barrier(p->h[c]);
+            race_copy(p->h[c], 12, 13, c * 32, 8, 1);  /* y[8c..8c+8) = v[...] */
+        }
+        emu_status st = race_run(p, report, sizeof report);
+        if (with) {
+            assert_int_equal(st, EMU_OK);
+            for (int i = 0; i < 16; i++)
+                assert_true(ry[i] == rv[i]);
+        } else {
+            assert_int_equal(st, EMU_EXEC_ERR);
+            assert_non_null(strstr(report, "writes HBM y"));
+        }
+    }
+}
+
+/* Rows interleaved (core c writes the elements 2i + c): the spans overlap,
+ * the bytes do not; no race. Both writing one element, other values: a
+ * race (the same value: none, as the zeroing above shows). */
+static void test_race_interleaved(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    race_vars(p);
+    for (uint32_t c = 0; c < 2; c++)
+        race_copy(p->h[c], 12, 13, c * 4, 8, 2);
+    assert_int_equal(race_run(p, report, sizeof report), EMU_OK);
+    for (int i = 0; i < 16; i++)
+        assert_true(ry[i] == rv[i]);
+    race_vars(p);
+    race_copy(p->h[0], 12, 13, 0, 8, 2);  /* elements 0, 2, .. 14 */
+    race_copy(p->h[1], 12, 14, 56, 1, 1); /* element 14 = 0 */
+    assert_int_equal(race_run(p, report, sizeof report), EMU_EXEC_ERR);
+    assert_non_null(strstr(report, "core 1 sp[0] writes HBM y bytes [56, 60)"));
+}
+
+/* A sendrecv orders what each core did before it before what the other
+ * does after it; so does the chain of an execution's collectives. */
+static void test_race_sendrecv_coll(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    race_vars(p);
+    race_copy(p->h[1], 11, 13, 0, 16, 1);  /* x = v */
+    add_sendrecv(p->h[1], 0, 0, 0, 0);
+    add_sendrecv(p->h[0], 1, 1, 0, 0);
+    race_copy(p->h[0], 12, 11, 0, 16, 1);  /* y = x */
+    emu_status st = race_run(p, report, sizeof report);
+    if (st != EMU_OK)
+        print_message("%s", report);
+    assert_int_equal(st, EMU_OK);
+    assert_true(ry[3] == 3.5f);
+    race_vars(p);
+    race_copy(p->h[0], 11, 13, 0, 16, 1);  /* core 0: x = v, then all_reduce */
+    struct isa_insn *in = harness_add(p->h[0], ISA_ENG_SP, ISA_OP_all_reduce);
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    in = harness_add(p->h[1], ISA_ENG_SP, ISA_OP_all_reduce);  /* core 1: the next one */
+    in->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 4, 8192, NUM_DT_FP32, 16);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, 4, 0, NUM_DT_FP32, 16);
+    race_copy(p->h[1], 12, 11, 0, 16, 1);  /* then y = x */
+    assert_int_equal(race_run(p, report, sizeof report), EMU_OK);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -518,6 +671,10 @@ int main(void)
         cmocka_unit_test(test_cross_failure),
         cmocka_unit_test(test_v_all_to_all),
         cmocka_unit_test(test_v_all_gather),
+        cmocka_unit_test(test_race_read_write),
+        cmocka_unit_test(test_race_zero_then_store),
+        cmocka_unit_test(test_race_interleaved),
+        cmocka_unit_test(test_race_sendrecv_coll),
     };
     const struct CMUnitTest split_tests[] = {
         cmocka_unit_test(test_sendrecv_swap),

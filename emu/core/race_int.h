@@ -1,0 +1,133 @@
+/*
+ * race_int.h: what the files of the race checker share (private to
+ * emu/core): one remembered access, the checker's state, and the
+ * functions of race_hbm.c (HBM operands and their exact overlap) and
+ * race_xcore.c (the happens-before edges between the cores of one run).
+ */
+#ifndef TRNEMU_EMU_RACE_INT_H
+#define TRNEMU_EMU_RACE_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "emu/core/core.h"
+
+#define RACE_MAX_CORES 4                         /* cores of one run tracked */
+#define RACE_MAX_ENG (RACE_MAX_CORES * ISA_ENG_COUNT)
+#define RACE_BOX 8                               /* sendrecv posts in flight per pair */
+
+/* One remembered access. */
+struct race_access {
+    uint32_t eng;       /* global engine index: core * 5 + engine */
+    uint32_t epoch;     /* the engine's own clock when it accessed */
+    uint8_t mem;        /* ISA_MEM_SBUF, ISA_MEM_PSUM or ISA_MEM_HBM */
+    uint8_t write;      /* 1 when written */
+    uint8_t slot;       /* the operand's access-pattern slot */
+    uint8_t whole;      /* HBM: rows chosen at run time (indirect): the whole variable */
+    uint8_t changed;    /* HBM write: it changed a byte (a write of the bytes already
+                           there changes nothing, in either order) */
+    uint32_t part_lo;   /* partitions spanned (on chip) */
+    uint32_t part_hi;
+    uint64_t lo, hi;    /* on chip: bytes spanned in each partition; HBM: host addresses */
+    const struct core_program *prog; /* for the report */
+    size_t pc;          /* instruction index in its stream */
+};
+
+/* A byte run [lo, hi) of host memory. */
+struct race_run {
+    uint64_t lo, hi;
+};
+
+/* Scratch for the exact HBM overlap test: the runs of one operand. */
+struct race_runs {
+    struct race_run *run;
+    size_t n, cap;
+};
+
+/* sendrecv posts from one core to another, oldest first (race_xcore.c). */
+struct race_box {
+    uint32_t head, n;
+    uint32_t vc[RACE_BOX][RACE_MAX_ENG];
+};
+
+/* What the cores of one run synchronise through (race_xcore.c). */
+struct race_xcore {
+    uint32_t ncores;
+    uint32_t (*bar[RACE_MAX_CORES])[RACE_MAX_ENG]; /* clock of each core_barrier arrival */
+    size_t nbar[RACE_MAX_CORES], capbar[RACE_MAX_CORES];
+    uint64_t ticket[RACE_MAX_ENG];     /* arrival number of an engine's pending barrier (0: none) */
+    bool posted[RACE_MAX_ENG];         /* the engine's pending sendrecv is posted */
+    struct race_box box[RACE_MAX_CORES][RACE_MAX_CORES]; /* [from][to] */
+    uint32_t coll[RACE_MAX_ENG];       /* clock of the last cross-rank collective */
+};
+
+/* The bytes an HBM write operand spanned before its instruction ran. */
+struct race_snap {
+    uint8_t *bytes;     /* copy of [lo, lo + n) */
+    size_t cap;         /* allocated */
+    uint64_t lo, n;     /* host address and length; n 0: no copy (too large, no memory) */
+};
+
+struct race_state {
+    uint32_t neng;                                      /* engines tracked */
+    uint32_t vc[RACE_MAX_ENG][RACE_MAX_ENG];            /* vector clock per engine */
+    uint32_t (*sync_vc)[ISA_NUM_SEMS + ISA_NUM_EVENTS][RACE_MAX_ENG]; /* per core */
+    struct race_access *hist;                           /* live SBUF/PSUM accesses */
+    size_t nhist, cap;                                  /* used, allocated */
+    struct race_access *hbm[RACE_MAX_CORES];            /* live HBM accesses per core */
+    size_t nhbm[RACE_MAX_CORES], hbm_cap[RACE_MAX_CORES]; /* used, allocated */
+    struct race_runs runs[2];                           /* race_hbm.c's scratch */
+    struct race_snap snap[ISA_MAX_AP];                  /* HBM write operands before */
+    struct race_xcore x;                                /* between cores */
+};
+
+/* into = the element-wise maximum of into and from (n entries). */
+static inline void race_join(uint32_t *into, const uint32_t *from, uint32_t n)
+{
+    for (uint32_t i = 0; i < n; i++)
+        if (from[i] > into[i])
+            into[i] = from[i];
+}
+
+/* ---- race_hbm.c ---- */
+
+/* The HBM access operand `slot` of prog->code[eng][pc] makes, into *acc
+ * (eng, epoch and write left to the caller); false when the operand is
+ * not in HBM, names no variable, or is malformed (the semantics report
+ * that). */
+bool race_hbm_access(const struct core_program *prog, enum isa_engine eng, size_t pc,
+                     unsigned slot, struct race_access *acc);
+/* Copy the bytes the HBM write operands of prog->code[eng][pc] span,
+ * before it runs (a run of several cores only). */
+void race_hbm_snap(struct race_state *r, const struct core_program *prog, enum isa_engine eng,
+                   size_t pc);
+/* Do HBM accesses a and b, whose spans overlap, touch a byte in common?
+ * Exact for access patterns of up to RACE_HBM_RUNS contiguous runs,
+ * their spans beyond. */
+bool race_hbm_meet(struct race_state *r, const struct race_access *a,
+                   const struct race_access *b);
+/* Did write a of the instruction that just ran change a byte it shares
+ * with b (every byte it touched when b is NULL)? true when no copy of
+ * the bytes before was kept. */
+bool race_hbm_changed(struct race_state *r, const struct race_access *a,
+                      const struct race_access *b);
+void race_hbm_free(struct race_state *r);
+
+/* ---- race_xcore.c ---- */
+
+/* insn of (core, eng) waits for another core (ctx.blocked): the first
+ * time, it arrives (its clock is published for the other cores). */
+void race_xcore_arrive(struct race_state *r, uint32_t core, enum isa_engine eng,
+                       const struct isa_insn *insn);
+/* insn of (core, eng) completes: join the clocks of the other cores that
+ * its completion waited for. */
+void race_xcore_join(struct race_state *r, uint32_t core, enum isa_engine eng,
+                     const struct isa_insn *insn);
+/* After insn's accesses are recorded: a collective publishes its clock
+ * for the next collective of the run. */
+void race_xcore_done(struct race_state *r, uint32_t core, enum isa_engine eng,
+                     const struct isa_insn *insn);
+void race_xcore_free(struct race_state *r);
+
+#endif
