@@ -5,7 +5,7 @@ fails.
 
     /usr/bin/python3 tests/python/run_nkilib.py /path/to/nki-library [-m fast] [-k EXPR]
         [--paths test/integration/nkilib/core/cumsum ...] [--workers 2] [--timeout 600]
-        [--mem-gib 6] [--report /tmp/nkilib-report.txt]
+        [--mem-gib 6] [--racecheck] [--twice] [--report /tmp/nkilib-report.txt]
 
 The suite runs unmodified (`pytest test/integration --test-mode simulation`)
 on a copy of the checkout in a temporary directory (the checkout is never
@@ -26,6 +26,11 @@ What is not trnemu's business is handled here:
 - each test process gets a data-size limit (RLIMIT_DATA, --mem-gib; not
   RLIMIT_AS, which trnemu's sparse HBM mappings would exhaust), at most 2
   pytest-xdist workers, and a per-test timeout.
+
+--racecheck runs the suite with TRNEMU_RACECHECK=1 (a race between two
+engines of a core, or between the two cores of an LNC=2 kernel, fails its
+test); --twice runs every kernel twice with the same inputs and fails a
+test whose two runs differ in any bit ("not deterministic").
 
 The report: a table per kernel family (collected, passed, failed,
 skipped, trace-only: tests of the vendor compiler's front end, counted
@@ -198,8 +203,12 @@ def limit_memory(gib):
     return apply
 
 
-def suite_env(copy, results, libnrt, python_dir):
+def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False):
     env = dict(os.environ)
+    if racecheck:
+        env["TRNEMU_RACECHECK"] = "1"     # races between engines and cores fail the run
+    if twice:
+        env["TRNEMU_NKILIB_TWICE"] = "1"  # each kernel twice, same bits (determinism.py)
     env["PYTHONPATH"] = os.pathsep.join([STANDINS, python_dir, os.path.join(copy, "src"), copy]
                                         + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["NKILIB_RESULTS"] = results
@@ -237,7 +246,7 @@ def run_suite(args, copy, mode, results, collect_only=False):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
-    env = suite_env(copy, results, args.libnrt, args.python)
+    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice)
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))
@@ -515,8 +524,10 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
     out.append("NKI Library suite on trnemu: %s, -m %r%s, %s" % (
         args.root, args.marker, (" -k %r" % args.k) if args.k else "",
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
-    out.append("commit: %s; %.0f s; workers %d; timeout %d s; data limit %.1f GiB" % (
-        library_commit(args.root), elapsed, args.workers, args.timeout, args.mem_gib))
+    out.append("commit: %s; %.0f s; workers %d; timeout %d s; data limit %.1f GiB%s%s" % (
+        library_commit(args.root), elapsed, args.workers, args.timeout, args.mem_gib,
+        "; race checker on" if getattr(args, "racecheck", False) else "",
+        "; every kernel twice, same bits" if getattr(args, "twice", False) else ""))
     if patched:
         out.append("changed in the copy (upstream defects): %s" % ", ".join(patched))
     if blocker:
@@ -580,6 +591,10 @@ def parse_args(argv):
                     help="folder holding the nki, nki_cpu_simulator and neuron_dtypes packages "
                          "(default: this tree's python/)")
     ap.add_argument("--libnrt", default=None, help="trnemu's libnrt.so.1 (default: the source tree's build)")
+    ap.add_argument("--racecheck", action="store_true",
+                    help="run with TRNEMU_RACECHECK=1: a race between engines or cores fails its test")
+    ap.add_argument("--twice", action="store_true",
+                    help="run every kernel twice and fail a test whose runs differ in any bit")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")

@@ -177,3 +177,26 @@ def test_torch_compat_widens_int32_indices():
     t2[torch.tensor([2], dtype=torch.int32)] = 1.0
     assert t2.sum().item() == 4.0
     assert t[torch.tensor([True] + [False] * 9)].tolist() == [0.0]   # masks unchanged
+
+
+def test_twice_reports_a_kernel_whose_runs_differ():
+    import numpy as np
+    det = load("nkilib_standins/determinism.py", "determinism")
+    calls = []
+
+    def launched(x):
+        calls.append(x.copy())
+        x += 1                                   # updates its input in place
+        return np.full(2, len(calls), np.float32) if len(calls) > 1 else np.full(2, 1, np.float32)
+    x = np.zeros(3, np.float32)
+    with pytest.raises(det.NotDeterministic, match="array 0"):
+        det.twice(launched, "k")(x)
+    assert (calls[0] == calls[1]).all()          # both runs saw the same input
+
+    def steady(x):
+        x += 1
+        return x * 2
+    y = np.zeros(3, np.float32)
+    out = det.twice(steady, "k")(y)
+    assert (y == 1).all() and (out == 2).all()   # the second run's results are kept
+    assert nkilib_plugin.classify(det.NotDeterministic("k: differs"))[0] == "not deterministic"

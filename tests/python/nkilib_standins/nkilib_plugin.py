@@ -9,6 +9,8 @@ into the NKI Library suite. It changes nothing of what a test checks:
   step (skipped when simulating) sets; the class gets the value None;
 - lets the suite's torch references index with int32 tensors on Debian
   12's torch 1.13 (torch_compat.py; newer torch takes them as they are);
+- with TRNEMU_NKILIB_TWICE=1, runs every kernel twice and fails a test
+  whose two runs differ in any bit (determinism.py);
 - records every test's outcome with the cause of a failure, found on the
   exception itself (missing name, trace error, execution error, wrong
   number, ...), one JSON line per test in the file NKILIB_RESULTS names.
@@ -37,6 +39,10 @@ def pytest_configure(config):
     _patch_orchestrator()
     import torch_compat
     torch_compat.install()
+    if os.environ.get("TRNEMU_NKILIB_TWICE") == "1":
+        import determinism
+        import nki
+        determinism.install(nki)
 
 
 def pytest_sessionstart(session):
@@ -100,6 +106,8 @@ def classify(exc):
             return "memory limit", _first_line(e) or "MemoryError"
         if isinstance(e, AssertionError) and "Validation failed" in str(e):
             return "wrong number", _first_line(e)
+        if type(e).__name__ == "NotDeterministic":
+            return "not deterministic", _first_line(e)
     for e in chain:
         if type(e).__name__ == "Failed" and "Timeout" in str(e):
             return "timeout", _first_line(e)

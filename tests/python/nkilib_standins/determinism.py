@@ -1,0 +1,76 @@
+"""determinism.py: with TRNEMU_NKILIB_TWICE=1 (run_nkilib.py --twice),
+every kernel the NKI Library suite runs through nki.cpu_simulate runs twice
+with the same inputs, and a test fails unless both runs give the same bits
+(returned arrays and arrays the kernel wrote in place). The first run gets
+copies of the array arguments, so a kernel that updates an input in place
+sees the same values both times; the second run's results are the ones
+the test checks."""
+import copy
+
+import numpy as np
+
+
+class NotDeterministic(AssertionError):
+    """Two runs of one kernel with the same inputs gave different bits."""
+
+
+def _arrays(value):
+    """The NumPy arrays in a kernel's result or arguments, in order."""
+    if isinstance(value, np.ndarray):
+        return [value]
+    if isinstance(value, (list, tuple)):
+        return [a for v in value for a in _arrays(v)]
+    if isinstance(value, dict):
+        return [a for k in sorted(value) for a in _arrays(value[k])]
+    return []
+
+
+def _same_bits(a, b):
+    return a.shape == b.shape and a.dtype == b.dtype and \
+        np.ascontiguousarray(a).tobytes() == np.ascontiguousarray(b).tobytes()
+
+
+def compare(name, first, second):
+    """Raise NotDeterministic naming the first array whose bits differ."""
+    xs, ys = _arrays(first), _arrays(second)
+    if len(xs) != len(ys):
+        raise NotDeterministic("%s: the two runs returned %d and %d arrays" % (name, len(xs), len(ys)))
+    for i, (x, y) in enumerate(zip(xs, ys)):
+        if not _same_bits(x, y):
+            raise NotDeterministic("%s: array %d (%s %s) differs between two runs with the same "
+                                   "inputs" % (name, i, x.dtype, x.shape))
+
+
+def twice(launched, name):
+    """A launched kernel that runs twice and checks both runs agree."""
+    def run(*args, **kwargs):
+        a1, k1 = copy.deepcopy(args), copy.deepcopy(kwargs)
+        first = launched(*a1, **k1)
+        second = launched(*args, **kwargs)
+        compare(name, (first, a1, k1), (second, args, kwargs))
+        return second
+    return run
+
+
+class _Twice:
+    def __init__(self, sim, name):
+        self.sim, self.name = sim, name
+
+    def __getitem__(self, lnc):
+        return twice(self.sim[lnc], "%s[%r]" % (self.name, lnc))
+
+    def __call__(self, *args, **kwargs):
+        return self[1](*args, **kwargs)
+
+
+def install(nki):
+    """Make nki.cpu_simulate run every kernel twice. Returns True when installed."""
+    if getattr(nki.cpu_simulate, "_trnemu_twice", False):
+        return False
+    plain = nki.cpu_simulate
+
+    def cpu_simulate(kernel):
+        return _Twice(plain(kernel), getattr(kernel, "__name__", "kernel"))
+    cpu_simulate._trnemu_twice = True
+    nki.cpu_simulate = cpu_simulate
+    return True
