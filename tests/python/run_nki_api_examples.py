@@ -132,6 +132,28 @@ GRIDS = {"core_barrier": "nc2", "sendrecv": "nc2"}
 INSTANCES = {"activate2": "trn3.48xlarge"}
 
 
+# What is known about the examples and tests that still fail (docs/nki.md,
+# "Tests and benchmark"): printed beside the failure, not hiding it.
+KNOWN = {
+    "NkiTensor.ap": "an on-chip view with scalar_offset= needs a compute-engine operand "
+                    "addressed by a run-time value, which trnemu's ISA lacks",
+    "test_activation": "expects a bfloat16 activation to equal the float32 result; "
+                       "trnemu rounds the output to bfloat16 as the hardware does",
+    "test_indirect_load_oob_err_negative": "asserts type(exc) is IndexError and NumPy's message; "
+                                           "trnemu raises NKIIndexError (an IndexError) naming the "
+                                           "kernel line",
+    "test_indirect_store_oob_err_negative": "asserts type(exc) is IndexError and NumPy's message; "
+                                            "trnemu raises NKIIndexError (an IndexError) naming the "
+                                            "kernel line",
+}
+
+
+def known(name):
+    """'  [known: why]' for a failing example owner or test name, else ''."""
+    why = KNOWN.get(name.split("::")[-1].split("[")[0])
+    return "  [known: %s]" % why if why else ""
+
+
 # ---------------------------------------------------------------- extraction
 
 class Example:
@@ -545,18 +567,17 @@ def run_examples(sdk, args, out):
         except subprocess.TimeoutExpired:
             ok, why = False, "timeout after %ds" % args.timeout
         counts["ran" if ok else "failed"] += 1
-        out("%-11s %s%s" % ("ran" if ok else "FAILED", ex.where(), "" if ok else "  " + why))
+        out("%-11s %s%s" % ("ran" if ok else "FAILED", ex.where(),
+                            "" if ok else "  " + why + known(ex.owner)))
     out("examples: %d ran, %d failed, %d fragments, %d pseudo-code (of %d code blocks)"
         % (counts["ran"], counts["failed"], counts["fragment"], counts["pseudo-code"], len(exs)))
     return counts
 
 
-_OUTCOME = re.compile(r"^(\S+::\S+) (PASSED|FAILED|ERROR|XPASS|XFAIL|SKIPPED)")
-
-
 def run_vendor_tests(sdk, args, out):
     """The vendor's nki/test pytest files against trnemu's nki."""
     env = child_env(args, "tests")
+    env["COLUMNS"] = "400"     # room for each failure's message in pytest's summary
     cmd = [sys.executable, "-m", "pytest", "-rA", "-q", "-p", "no:cacheprovider", "--tb=line",
            "-o", "python_files=test_*.py", TEST_DIR]
     try:
@@ -572,7 +593,8 @@ def run_vendor_tests(sdk, args, out):
         if m:
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
             if m.group(1) in ("FAILED", "ERROR"):
-                out("%-6s %s  %s" % (m.group(1), m.group(2), (m.group(3) or "")[:200]))
+                out("%-6s %s  %s%s" % (m.group(1), m.group(2), (m.group(3) or "")[:200],
+                                       known(m.group(2))))
     summary = [l for l in text.splitlines() if re.search(r"\d+ (passed|failed)", l)]
     out("vendor tests: " + ", ".join("%d %s" % (v, k.lower()) for k, v in sorted(counts.items()))
         + ("  [%s]" % summary[-1].strip("= ") if summary else ""))
