@@ -21,9 +21,10 @@ _LNC_SIZES = (1, 2)   # logical NeuronCore sizes of Trainium2/3
 
 
 def _as_kernel(kernel):
-    """The trnemu Kernel behind a jit kernel or a plain kernel function."""
+    """The trnemu Kernel behind a jit kernel or a plain kernel function,
+    in simulation mode (it may return on-chip tiles)."""
     if isinstance(kernel, Kernel):
-        return kernel
+        return Kernel(kernel.func, kernel.grid, "simulate", kernel.shard, **kernel.opts)
     if not callable(kernel):
         raise NKIError("nki.cpu_simulate: %r is not a kernel (a function or an @nki.jit kernel)"
                        % (kernel,))

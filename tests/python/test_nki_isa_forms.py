@@ -167,3 +167,30 @@ def test_dma_compute_many_sources():
         want = want + s * np.float32(c)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(mx, np.maximum.reduce(srcs))
+
+
+def test_double_row_matmul_on_k_2_x_tiles():
+    """perf_mode double_row: [K, 2, M] x [K, 2, N] fp8 tiles, the contraction
+    over K and the size-2 dimension (also spelt "double_row_gen3"), with
+    and without a dst."""
+    @nki.jit
+    def k(a, b):
+        ta = nl.ndarray(a.shape, dtype=nl.float8_e5m2, buffer=nl.sbuf)
+        tb = nl.ndarray(b.shape, dtype=nl.float8_e5m2, buffer=nl.sbuf)
+        nisa.dma_copy(ta, a)
+        nisa.dma_copy(tb, b)
+        ps = nl.ndarray((a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(ps, ta, tb, perf_mode=nisa.matmul_perf_mode.double_row)
+        ps2 = nisa.nc_matmul(ta, tb, perf_mode="double_row_gen3")
+        out = nl.ndarray((2, a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.shared_hbm)
+        for i, p in enumerate((ps, ps2)):
+            sb = nl.ndarray(p.shape, dtype=nl.float32, buffer=nl.sbuf)
+            nisa.tensor_copy(sb, p)
+            nisa.dma_copy(out[i], sb)
+        return out
+    a = rng.integers(-3, 4, (128, 2, 5)).astype(np.float32)
+    b = rng.integers(-3, 4, (128, 2, 24)).astype(np.float32)
+    got = k(a.astype(nl.float8_e5m2), b.astype(nl.float8_e5m2))
+    want = np.einsum("kli,klj->ij", a, b)
+    np.testing.assert_array_equal(got[0], want)
+    np.testing.assert_array_equal(got[1], want)

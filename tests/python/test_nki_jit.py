@@ -28,6 +28,28 @@ def test_jit_modes_run(mode):
     np.testing.assert_array_equal(k(a), a)
 
 
+def _tiles_body(a):
+    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    return t, nl.multiply(t, 2.0)
+
+
+def test_simulation_mode_returns_on_chip_tiles():
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    for k in (nki.jit(mode="simulation")(_tiles_body), nki.simulate(nki.jit(_tiles_body)),
+              nki.cpu_simulate(_tiles_body)[1]):
+        t, t2 = k(a)
+        np.testing.assert_array_equal(t, a)
+        np.testing.assert_array_equal(t2, 2 * a)
+    with pytest.raises(nki.NKIError, match="a kernel returns HBM tensors"):
+        nki.jit(_tiles_body)(a)
+
+
+def test_a_kernel_named_test_is_not_collected_by_pytest():
+    k = nki.jit(_copy_body)
+    assert k.__test__ is False and k.__wrapped__ is _copy_body
+
+
 def test_jit_documented_options():
     @nki.jit(mode="trace", debug_kernel=True, show_compiler_tb=True,
              additional_compile_opt="--internal-skip-backend-allocation-opt-nki",

@@ -47,10 +47,12 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     contraction is not masked. tile_position/tile_size place the op on a
     tile of the systolic array; perf_mode=double_row is the FP8 mode."""
     tr = current()
+    double_row = _perf_mode(perf_mode) == "double_row"
     if dst is None:
-        if not all(isinstance(t, NkiTensor) and len(t.shape) == 2 for t in (stationary, moving)):
-            return nl._matmul(stationary, moving)     # reports what is wrong
-        dst_new = nl.ndarray((stationary.shape[1], moving.shape[1]), nl.float32, nl.psum)
+        if not all(isinstance(t, NkiTensor) and len(t.shape) == 2 + double_row
+                   for t in (stationary, moving)):
+            return nl._matmul(stationary, moving, double_row=double_row)  # reports what is wrong
+        dst_new = nl.ndarray((stationary.shape[-1], moving.shape[-1]), nl.float32, nl.psum)
         out, acc = dst_new, False
     else:
         out = None
@@ -67,7 +69,7 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
         tr.settle_zero(d)         # a zero-filled tile: this matmul starts its group
     if acc is None:
         acc = region_written(d)
-    nl._matmul(stationary, moving, dst=d)
+    nl._matmul(stationary, moving, dst=d, double_row=double_row)
     insn = tr.pending
     _matmul_placement(insn, tile_position, tile_size, perf_mode)
     for flag, on in (("accumulate", acc), ("transpose", is_transpose),
@@ -88,11 +90,24 @@ def _matmul_placement(insn, tile_position, tile_size, perf_mode):
                  % (tile_position, tile_size))
         insn.args += [("tile_row", int(tile_position[0])), ("tile_col", int(tile_position[1])),
                       ("tile_rows", int(tile_size[0])), ("tile_cols", int(tile_size[1]))]
-    if perf_mode is not None and perf_mode is not constants.matmul_perf_mode.none:
-        mode = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
-        if mode != "double_row":
-            fail("perf_mode=%r is not an nki.isa.matmul_perf_mode" % (perf_mode,))
+    if _perf_mode(perf_mode) == "double_row":
         insn.args.append(("perf", "double_row"))
+
+
+# Spellings of the matmul performance modes: the enum's values, and
+# "double_row_gen3", the name the SDK's own nc_matmul test gives the
+# NeuronCore-v3 double-row mode.
+_PERF_MODES = {"none": "none", "double_row": "double_row", "double_row_gen3": "double_row"}
+
+
+def _perf_mode(perf_mode):
+    """'none' or 'double_row' for a perf_mode= argument (enum or string)."""
+    if perf_mode is None:
+        return "none"
+    mode = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
+    if not isinstance(mode, str) or mode not in _PERF_MODES:
+        fail("perf_mode=%r is not an nki.isa.matmul_perf_mode" % (perf_mode,))
+    return _PERF_MODES[mode]
 
 
 @_dst_first(1)

@@ -110,8 +110,10 @@ def tan(x, dtype=None, **kw):
     return _binary("divide", sin(x), cos(x), dtype)
 
 
-def _matmul(stationary, moving, dst=None):
-    """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine."""
+def _matmul(stationary, moving, dst=None, double_row=False):
+    """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine.
+    double_row (the FP8 performance mode): the operands are [K, 2, M] and
+    [K, 2, N], the contraction running over K and the size-2 dimension."""
     tr = current()
     if isinstance(stationary, NkiTensor) and stationary.buffer == "psum":
         stationary = copy(stationary)     # the Tensor Engine reads SBUF only
@@ -120,10 +122,13 @@ def _matmul(stationary, moving, dst=None):
     for nm, t in (("stationary", stationary), ("moving", moving)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
             fail("matmul operand '%s' must be an SBUF tile" % nm)
-        if len(t.shape) != 2:
+        if double_row and (len(t.shape) != 3 or t.shape[1] != 2):
+            fail("matmul operand '%s' must be [K, 2, x] in perf_mode double_row, got shape %s"
+                 % (nm, t.shape))
+        if not double_row and len(t.shape) != 2:
             fail("matmul operand '%s' must be 2-D, got shape %s" % (nm, t.shape))
-    k1, m = stationary.shape
-    k2, n = moving.shape
+    k1, m = stationary.shape[0], stationary.shape[-1]
+    k2, n = moving.shape[0], moving.shape[-1]
     if k1 != k2:
         fail("matmul contraction sizes differ: %d (stationary) and %d (moving)" % (k1, k2))
     if k1 > 128 or m > 128:
@@ -131,9 +136,19 @@ def _matmul(stationary, moving, dst=None):
     if n > 512:
         fail("matmul moving free size %d exceeds 512 (nl.tile_size.gemm_moving_fmax)" % n)
     out = dst if dst is not None else ndarray((m, n), float32, psum)
+    if double_row:
+        stationary, moving = _unmerged(stationary), _unmerged(moving)
     tr.emit("pe", "nc_matmul", {"dst": out}, {"stationary": stationary, "moving": moving},
             [("dst", out), ("stationary", stationary), ("moving", moving)])
     return out
+
+
+def _unmerged(t):
+    """A copy of the view whose access pattern keeps its dimensions (the
+    double-row matmul reads the size-2 dimension as its own)."""
+    v = NkiTensor(t.storage, t.dtype, t.dims, t.pdim, t.part, t.off, t.pcount)
+    v._nomerge = True
+    return v
 
 
 def matmul(x, y, transpose_x=False, mask=None, **kw):
