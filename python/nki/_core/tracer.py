@@ -204,13 +204,14 @@ class Tracer:
                            "0 lifts it)" % (user_line(), self.max_s))
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
-        for t in list(outs.values()) + list(ins.values()):
+        views = [*outs.values(), *ins.values()]
+        for t in views:
             if getattr(t.storage, "zero_view", None) is not None:
                 self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
-        if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
+        if any(c == 0 for t in views for _, c in t.dims):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
-        for t in list(outs.values()) + list(ins.values()):
+        for t in views:
             check_grid(t)
             check_bounds(t)
         insn.rmw = rmw
