@@ -9,6 +9,7 @@ import enum
 import hashlib
 import inspect
 import itertools
+import math
 import os
 import re
 import sys
@@ -131,19 +132,52 @@ class Compiled:
 _code_memo = {}   # code object -> (names it reads, its constants' key): never change
 _pinned = {}      # id -> mutable container a cache key names by identity
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None))
+_ABSENT = object()   # a global name not bound (yet), or an empty closure cell
 
 
 class _Unkeyable(Exception):
     """A value the traced program may depend on that no key can stand for."""
 
 
-def _value_key(v, seen):
+class _KeyBuild:
+    """What one computation of a kernel's source key read: the globals
+    (dict, name, value), closure cells (cell, value) and function
+    attributes (object, attribute, value) whose identities the key stands
+    on, and whether it read a value keyed by its contents that can change
+    in place (an array, a mutable dataclass, an NKIObject): then only a
+    new computation can tell whether the key changed."""
+
+    def __init__(self):
+        self.globals = []         # (globals dict, name, value or _ABSENT)
+        self.cells = []           # (cell, contents or _ABSENT)
+        self.attrs = []           # (object, attribute name, value)
+        self.volatile = False     # a value keyed by mutable contents was read
+
+    def unchanged(self):
+        """Every global, cell and attribute read still holds the same object."""
+        for g, n, v in self.globals:
+            if g.get(n, _ABSENT) is not v:
+                return False
+        for c, v in self.cells:
+            try:
+                if c.cell_contents is not v:
+                    return False
+            except ValueError:
+                if v is not _ABSENT:
+                    return False
+        for o, n, v in self.attrs:
+            if getattr(o, n, _ABSENT) is not v:
+                return False
+        return True
+
+
+def _value_key(v, seen, kb):
     """A key for a value a kernel reads (a global, a closure cell, a
     default): equal keys mean the same traced program."""
     if isinstance(v, _SIMPLE):
         return (type(v).__name__, repr(v))
     if isinstance(v, (tuple, frozenset)):
-        return (type(v).__name__,) + tuple(_value_key(x, seen) for x in v)
+        return (type(v).__name__,) + tuple(_value_key(x, seen, kb) for x in v)
     if isinstance(v, (list, dict, set, bytearray)):
         # a mutable container counts by identity (a kernel may append to a
         # list as it traces); kept alive so that its id is never reused
@@ -152,27 +186,32 @@ def _value_key(v, seen):
     if isinstance(v, enum.Enum):
         return ("enum", type(v).__qualname__, v.name)
     if any(c.__name__ == "NKIObject" for c in type(v).__mro__) and hasattr(v, "_values"):
+        kb.volatile = True
         return ("nkiobject", type(v).__qualname__) + tuple(
-            (k, _value_key(x, seen)) for k, x in v._values())
+            (k, _value_key(x, seen, kb)) for k, x in v._values())
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        if not type(v).__dataclass_params__.frozen:
+            kb.volatile = True
         return ("dataclass", type(v).__qualname__) + tuple(
-            (f.name, _value_key(getattr(v, f.name), seen)) for f in dataclasses.fields(v))
+            (f.name, _value_key(getattr(v, f.name), seen, kb)) for f in dataclasses.fields(v))
     if isinstance(v, types.ModuleType):
         return ("module", v.__name__)
     if isinstance(v, Kernel):
+        kb.attrs.append((v, "func", v.func))
         v = v.func
     if isinstance(v, types.FunctionType):
         if (v.__module__ or "").split(".")[0] in ("nki", "neuronxcc", "numpy"):
             # the library's own functions live as long as their modules (some
             # are made by one factory and share a qualname): their identity
             return ("func", v.__module__, v.__qualname__, id(v))
-        return _code_key(v, seen)
+        return _code_key(v, seen, kb)
     if isinstance(v, type):
         return ("type", v.__module__, v.__qualname__)
     if isinstance(v, (np.dtype, np.generic)) or callable(v) and (
             getattr(v, "__module__", "") or "").split(".")[0] in ("nki", "numpy", "builtins"):
         return ("obj", repr(v))
     if isinstance(v, np.ndarray) and v.size <= 4096:
+        kb.volatile = True
         return ("ndarray", v.dtype.str, v.shape, v.tobytes())
     raise _Unkeyable(type(v).__name__)
 
@@ -194,7 +233,7 @@ def _code_consts(code):
     return (code.co_code,) + tuple(out)
 
 
-def _code_key(func, seen):
+def _code_key(func, seen, kb):
     """A kernel function as the traced program sees it: its code and
     constants, its defaults, the values of its closure cells and of the
     globals it reads (functions it calls, recursively)."""
@@ -202,50 +241,89 @@ def _code_key(func, seen):
         return ("recursive", func.__qualname__)
     seen = seen | {func}
     code = func.__code__
+    kb.attrs += [(func, "__code__", code), (func, "__defaults__", func.__defaults__),
+                 (func, "__kwdefaults__", func.__kwdefaults__)]
     memo = _code_memo.get(code)
     if memo is None:
         memo = _code_memo[code] = (sorted(_code_names(code)), _code_consts(code))
     names, consts = memo
     g = func.__globals__
-    glob = tuple((n, _value_key(g[n], seen)) for n in names if n in g)
+    glob = []
+    for n in names:
+        v = g.get(n, _ABSENT)
+        kb.globals.append((g, n, v))
+        if v is not _ABSENT:
+            glob.append((n, _value_key(v, seen, kb)))
     cells = []
     for c in func.__closure__ or ():
         try:
-            cells.append(_value_key(c.cell_contents, seen))
+            v = c.cell_contents
         except ValueError:
+            kb.cells.append((c, _ABSENT))
             cells.append(("empty",))
-    defaults = tuple(_value_key(d, seen) for d in func.__defaults__ or ())
-    kwdefaults = tuple((k, _value_key(d, seen)) for k, d in sorted((func.__kwdefaults__ or {}).items()))
-    return (func.__module__, func.__qualname__, tuple(names), consts, glob, tuple(cells),
+            continue
+        kb.cells.append((c, v))
+        cells.append(_value_key(v, seen, kb))
+    defaults = tuple(_value_key(d, seen, kb) for d in func.__defaults__ or ())
+    kwdefaults = tuple((k, _value_key(d, seen, kb))
+                       for k, d in sorted((func.__kwdefaults__ or {}).items()))
+    return (func.__module__, func.__qualname__, tuple(names), consts, tuple(glob), tuple(cells),
             defaults, kwdefaults)
 
 
-def _source_key(func):
+class _SourceKeys:
+    """The last source key of one kernel function and what it was computed
+    from, shared by the kernel and its launch-grid variants: a call whose
+    globals, closure cells and function attributes are the same objects as
+    then gets the same key without computing it again."""
+
+    def __init__(self):
+        self.last = None          # (_KeyBuild, key) of the last computation
+
+    def get(self, func):
+        """The source key of func (None when some value cannot be keyed)."""
+        last = self.last
+        if last is not None and not last[0].volatile and last[0].unchanged():
+            return last[1]
+        kb = _KeyBuild()
+        try:
+            k = _code_key(func, frozenset(), kb)
+        except _Unkeyable:
+            self.last = None
+            return None
+        key = (func.__module__, func.__qualname__, hashlib.sha1(repr(k).encode()).hexdigest())
+        self.last = (kb, key)
+        return key
+
+
+def _source_key(func, keys=None):
     """A hash of everything in the kernel function that changes its traced
     program; None when some value it reads cannot be keyed (such a kernel
-    is traced anew on every call). Recomputed on every call, as a global
-    or closure value may change between calls."""
+    is traced anew on every call). keys (a _SourceKeys) remembers what the
+    last key was computed from, so that it is computed again only when a
+    global or closure value it read was rebound, or when it read a value
+    that can change in place."""
+    return (keys or _SourceKeys()).get(func)
+
+
+def _arg_key(a):
+    """The part of the cache key one argument gives."""
+    if isinstance(a, np.ndarray):
+        return ("A", a.shape, _arg_dtype(a).name)
     try:
-        k = _code_key(func, frozenset())
+        return ("S", _value_key(a, frozenset(), _KeyBuild()))
     except _Unkeyable:
-        return None
-    return (func.__module__, func.__qualname__, hashlib.sha1(repr(k).encode()).hexdigest())
+        return ("S", repr(a))
 
 
-def _key(func, args, kwargs, grid):
+def _key(func, args, kwargs, grid, keys=None):
     """The cache key of one call; None when it cannot be computed."""
-    src = _source_key(func)
+    src = _source_key(func, keys)
     if src is None:
         return None
-    parts = []
-    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
-        if isinstance(a, np.ndarray):
-            parts.append(("A", a.shape, _arg_dtype(a).name))
-        else:
-            try:
-                parts.append(("S", _value_key(a, frozenset())))
-            except _Unkeyable:
-                parts.append(("S", repr(a)))
+    parts = [_arg_key(a) for a in args]
+    if kwargs:
+        parts += [_arg_key(kwargs[k]) for k in sorted(kwargs)]
     return src + (tuple(parts), tuple(sorted(kwargs)), grid)
 
 
@@ -441,12 +519,51 @@ def _causes(log):
     return out
 
 
+def _io_plan(comp):
+    """How a call moves one kernel's tensors, worked out once: (inputs
+    whose arrays the device tensor borrows, inputs written into theirs,
+    per returned tensor (name, shape, dtype info, borrowed or read)). A
+    borrowed array is attached to the device tensor
+    (nrt_tensor_attach_buffer), so the execution reads the argument or
+    writes the result in place, with no copy. Arguments the kernel writes
+    (in/out) and a tensor returned twice are copied, as before."""
+    plan = getattr(comp, "plan", None)
+    if plan is not None:
+        return plan
+    m = comp.model
+    copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
+    borrow_in, write_in = [], []
+    for i, nm in sorted(comp.arg_names.items()):
+        if m.kinds.get(nm) == "input":
+            borrow_in.append((i, nm))
+        elif nm in m.tensors:
+            write_in.append((i, nm))
+    outs, seen = [], set()
+    for name, shape, di, argpos in comp.out_specs:
+        borrow = (argpos is None and name not in copied and name not in seen
+                  and m.kinds.get(name) == "output"
+                  and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1])
+        seen.add(name)
+        outs.append((name, shape, di, borrow))
+    comp.plan = (borrow_in, write_in, outs)
+    return comp.plan
+
+
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = _flat_args(comp.func, args, kwargs)
-    for i, nm in comp.arg_names.items():
-        if nm in m.tensors:
-            m.write(nm, flat[i])
+    borrow_in, write_in, out_plan = _io_plan(comp)
+    for i, nm in borrow_in:
+        m.attach(nm, flat[i])
+    for i, nm in write_in:
+        m.write(nm, flat[i])
+    outs = []
+    for name, shape, di, borrow in out_plan:
+        arr = None
+        if borrow:
+            arr = np.zeros(shape, dtype=di.host)   # unwritten bytes read as 0 on every call
+            m.attach(name, arr)
+        outs.append(arr)
     st, log = m.execute(quiet)
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
@@ -455,14 +572,15 @@ def _run(comp, args, kwargs, quiet=False):
         raise err("%s: %s: %s" % (where, m.status_text(st),
                                        "; ".join(cause[1:3] or cause[:1]) if cause else
                                        "the execution failed"))
-    outs = []
-    for name, shape, di, argpos in comp.out_specs:
-        arr = np.empty(shape, dtype=di.host)
-        m.read(name, arr)
+    for k, (name, shape, di, borrow) in enumerate(out_plan):
+        arr = outs[k]
+        if arr is None:
+            arr = np.empty(shape, dtype=di.host)
+            m.read(name, arr)
         if not isinstance(di.public, np.dtype):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
-        outs.append(arr)
+        outs[k] = arr
     _print_values(comp)
     for argpos, name, shape, di in comp.written_args:
         a = flat[argpos]
@@ -490,8 +608,9 @@ class Kernel:
     """An NKI kernel: call it with NumPy arrays (kernel[grid](...) for an
     SPMD launch grid)."""
 
-    def __init__(self, func, grid=(1,), mode="jit", shard=None, **opts):
+    def __init__(self, func, grid=(1,), mode="jit", shard=None, _keys=None, **opts):
         self.func = func          # the Python kernel function
+        self.keys = _keys or _SourceKeys()  # its last source key, shared with grid variants
         self.grid = grid          # SPMD launch grid
         self.shard = shard        # (grid axis, physical cores) of an nl.nc(n) dimension
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
@@ -518,7 +637,7 @@ class Kernel:
         if shard is None and len(grid) == 1 and grid[0] > 1 and grid[0] == _runtime.machine_lnc():
             # kernel[lnc]: the current API's LNC launch, one program per physical core
             shard = (0, grid[0])
-        return Kernel(self.func, grid, self.mode, shard, **self.opts)
+        return Kernel(self.func, grid, self.mode, shard, self.keys, **self.opts)
 
     def target_generation(self):
         """The NeuronCore generation the kernel is built for: platform_target,
@@ -543,7 +662,7 @@ class Kernel:
         return gen
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid)
+        key = _key(self.func, args, kwargs, self.grid, self.keys)
         if key is None:          # the traced program cannot be keyed: never shared
             comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
             self._save_artifacts(comp)
