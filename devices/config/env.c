@@ -157,6 +157,11 @@ static const struct env_var env_vars[] = {
       "NKI front end: instructions one trace may emit (0: no limit)"),
     U("TRNEMU_NKI_TRACE_SECONDS", true, false, 0, UINT32_MAX,
       "NKI front end: seconds one trace may take (0: no limit)"),
+    B("TRNEMU_NKI_CACHE", true, false,
+      "NKI front end: keep traced kernels in the disk cache (default on; 0: off)"),
+    T("TRNEMU_NKI_CACHE_DIR", true, false,
+      "NKI front end: the disk kernel cache's folder (default $XDG_CACHE_HOME/trnemu/nki, "
+      "else ~/.cache/trnemu/nki)"),
 };
 
 static struct rt_env env_cur;

@@ -4,6 +4,7 @@ load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
 import collections
+import ctypes
 import dataclasses
 import enum
 import hashlib
@@ -19,7 +20,7 @@ import types
 
 import numpy as np
 
-from . import _core, _dtypes, _runtime
+from . import _core, _diskcache, _dtypes, _runtime
 from ._core import loops
 from ._core import NKIError, NkiTensor
 
@@ -152,6 +153,7 @@ class _KeyBuild:
         self.cells = []           # (cell, contents or _ABSENT)
         self.attrs = []           # (object, attribute name, value)
         self.volatile = False     # a value keyed by mutable contents was read
+        self.stable = False       # a key for the disk: the same in every process
 
     def unchanged(self):
         """Every global, cell and attribute read still holds the same object."""
@@ -179,6 +181,8 @@ def _value_key(v, seen, kb):
     if isinstance(v, (tuple, frozenset)):
         return (type(v).__name__,) + tuple(_value_key(x, seen, kb) for x in v)
     if isinstance(v, (list, dict, set, bytearray)):
+        if kb.stable:             # on disk: what it holds now
+            return _contents_key(v, seen, kb)
         # a mutable container counts by identity (a kernel may append to a
         # list as it traces); kept alive so that its id is never reused
         _pinned[id(v)] = v
@@ -195,18 +199,23 @@ def _value_key(v, seen, kb):
         return ("dataclass", type(v).__qualname__) + tuple(
             (f.name, _value_key(getattr(v, f.name), seen, kb)) for f in dataclasses.fields(v))
     if isinstance(v, types.ModuleType):
-        return ("module", v.__name__)
+        return ("module", v.__name__) + (_file_stamp(v) if kb.stable else ())
     if isinstance(v, Kernel):
         kb.attrs.append((v, "func", v.func))
         v = v.func
     if isinstance(v, types.FunctionType):
         if (v.__module__ or "").split(".")[0] in ("nki", "neuronxcc", "numpy"):
             # the library's own functions live as long as their modules (some
-            # are made by one factory and share a qualname): their identity
+            # are made by one factory and share a qualname): their identity;
+            # on disk, where they come from and what their cells hold
+            if kb.stable:
+                return ("func", v.__module__, v.__qualname__, v.__code__.co_firstlineno) + tuple(
+                    _cell_key(c, seen, kb) for c in v.__closure__ or ())
             return ("func", v.__module__, v.__qualname__, id(v))
         return _code_key(v, seen, kb)
     if isinstance(v, type):
-        return ("type", v.__module__, v.__qualname__)
+        return ("type", v.__module__, v.__qualname__) + (
+            _file_stamp(sys.modules.get(v.__module__)) if kb.stable else ())
     if isinstance(v, (np.dtype, np.generic)) or callable(v) and (
             getattr(v, "__module__", "") or "").split(".")[0] in ("nki", "numpy", "builtins"):
         return ("obj", repr(v))
@@ -214,6 +223,51 @@ def _value_key(v, seen, kb):
         kb.volatile = True
         return ("ndarray", v.dtype.str, v.shape, v.tobytes())
     raise _Unkeyable(type(v).__name__)
+
+
+def _contents_key(v, seen, kb):
+    """A mutable container keyed by what it holds (the disk key)."""
+    if isinstance(v, dict):
+        return ("dict",) + tuple((_value_key(k, seen, kb), _value_key(x, seen, kb))
+                                 for k, x in v.items())
+    if isinstance(v, set):
+        return ("set",) + tuple(sorted((_value_key(x, seen, kb) for x in v), key=repr))
+    if isinstance(v, bytearray):
+        return ("bytearray", bytes(v))
+    return ("list",) + tuple(_value_key(x, seen, kb) for x in v)
+
+
+def _cell_key(cell, seen, kb):
+    """A closure cell's contents keyed (an empty cell too)."""
+    try:
+        v = cell.cell_contents
+    except ValueError:
+        return ("empty",)
+    return _value_key(v, seen, kb)
+
+
+def _file_stamp(module):
+    """(file, size, modification time) of a module's source: a disk key
+    changes when the file that defines a module or class does."""
+    f = getattr(module, "__file__", None)
+    if not f:
+        return ()
+    try:
+        st = os.stat(f)
+    except OSError:
+        return (f,)
+    return (f, st.st_size, st.st_mtime_ns)
+
+
+def _code_lines(code):
+    """Where a code object and the code nested in it sit in their file:
+    the disk key changes when the kernel's lines move, so that errors
+    name the right ones."""
+    out = [code.co_filename, code.co_firstlineno, code.co_linetable]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out.append(_code_lines(c))
+    return tuple(out)
 
 
 def _code_names(code):
@@ -267,8 +321,9 @@ def _code_key(func, seen, kb):
     defaults = tuple(_value_key(d, seen, kb) for d in func.__defaults__ or ())
     kwdefaults = tuple((k, _value_key(d, seen, kb))
                        for k, d in sorted((func.__kwdefaults__ or {}).items()))
+    lines = _code_lines(code) if kb.stable else ()
     return (func.__module__, func.__qualname__, tuple(names), consts, tuple(glob), tuple(cells),
-            defaults, kwdefaults)
+            defaults, kwdefaults, lines)
 
 
 class _SourceKeys:
@@ -325,6 +380,152 @@ def _key(func, args, kwargs, grid, keys=None):
     if kwargs:
         parts += [_arg_key(kwargs[k]) for k in sorted(kwargs)]
     return src + (tuple(parts), tuple(sorted(kwargs)), grid)
+
+
+_DISK_FORMAT = 1        # the disk record's layout: bump when it changes
+_fingerprint = []       # what the process's traces depend on besides the kernel (made once)
+
+
+def _process_fingerprint():
+    """What every trace of this process depends on besides the kernel:
+    trnemu's version and its libnrt.so.1 file (the assembler that made the
+    NEFF), the front end's own source files (size and time of each), the
+    emulated machine, and the host dtypes in use."""
+    if _fingerprint:
+        return _fingerprint[0]
+    L = _runtime.lib()
+    ver = L.trnemu_version
+    ver.restype = ctypes.c_char_p
+    lib_file = getattr(L, "_name", "")
+    here = os.path.dirname(os.path.abspath(__file__))
+    sources = []
+    for root, dirs, files in os.walk(here):
+        dirs.sort()
+        for f in sorted(files):
+            if f.endswith((".py", ".so")):
+                st = os.stat(os.path.join(root, f))
+                sources.append((os.path.relpath(os.path.join(root, f), here), st.st_size,
+                                st.st_mtime_ns))
+    fp = (ver().decode(), lib_file, _file_stamp(types.SimpleNamespace(__file__=lib_file)),
+          tuple(sources), tuple(sorted(_runtime.machine_info().items())),
+          repr(_dtypes.bfloat16), os.environ.get("TRNEMU_NKI_HOST_DTYPES", ""))
+    _fingerprint.append(fp)
+    return fp
+
+
+def _disk_digest(kernel, args, kwargs, gen):
+    """The name of a call's entry in the disk cache: a SHA-256 of the
+    kernel as the traced program sees it (code, constants, line numbers,
+    the values of the globals, closure cells and defaults it reads, the
+    contents of the containers it reads, the source files of the modules
+    and classes it names), the arguments' shapes, dtypes and scalar
+    values, the launch grid, the compiler flags, the NeuronCore generation
+    and the process fingerprint. None when some value cannot be keyed the
+    same way in every process."""
+    func = kernel.func
+    kb = _KeyBuild()
+    kb.stable = True
+    try:
+        src = _code_key(func, frozenset(), kb)
+        parts = [_value_key(a, frozenset(), kb) if not isinstance(a, np.ndarray)
+                 else ("A", a.shape, _arg_dtype(a).name) for a in args]
+        parts += [(k, _value_key(kwargs[k], frozenset(), kb)) if not isinstance(kwargs[k], np.ndarray)
+                  else (k, "A", kwargs[k].shape, _arg_dtype(kwargs[k]).name) for k in sorted(kwargs)]
+        flags = _value_key(dict(getattr(func, "_nki_compiler_flags", {}) or {}), frozenset(), kb)
+    except _Unkeyable:
+        return None
+    k = (_DISK_FORMAT, _process_fingerprint(), src, tuple(parts), kernel.grid, kernel.shard,
+         gen, flags, _core.trace_limits())
+    return hashlib.sha256(repr(k).encode()).hexdigest()
+
+
+def _same_info(di):
+    """Whether a dtype info is what its name gives (a record keeps names)."""
+    try:
+        again = _dtypes.info(di.name)
+    except TypeError:
+        return False
+    return (again.isa, again.nrt, again.host, again.public) == (di.isa, di.nrt, di.host, di.public)
+
+
+def _record(comp):
+    """A compiled kernel as the disk cache keeps it (JSON-able), or None
+    when it cannot be kept (a kernel with collectives loads as a rank of
+    its job; a dtype its name does not give back)."""
+    tr = comp.tracer
+    infos = [di for _, _, di, _ in comp.out_specs] + [di for _, _, _, di in comp.written_args] + \
+        [di for _, _, _, di in comp.prints]
+    if tr.collectives or not all(_same_info(di) for di in infos):
+        return None
+    return {
+        "name": comp.name, "file": comp.file, "first_line": comp.first_line,
+        "arg_names": sorted(comp.arg_names.items()), "ret_shape": comp.ret_shape,
+        "out_specs": [[n, list(sh), di.name, pos] for n, sh, di, pos in comp.out_specs],
+        "written_args": [[pos, n, list(sh), di.name] for pos, n, sh, di in comp.written_args],
+        "prints": [[pre, n, list(sh), di.name] for pre, n, sh, di in comp.prints],
+        "prefill": comp.prefill, "tensors": comp.tensors, "spills": tr.spills,
+        "cores": [{"lines": ct.lines, "src": ct.src, "eng_lines": ct.eng_lines} for ct in tr.cores],
+    }
+
+
+class _StoredCore:
+    """One core's share of a trace read back from the disk cache: its
+    assembly lines, their kernel lines and the (kernel line, op) of each
+    engine instruction (failures are tied to kernel lines through them)."""
+
+    def __init__(self, rec):
+        self.lines = rec["lines"]
+        self.src = rec["src"]
+        self.eng_lines = {e: [tuple(x) for x in v] for e, v in rec["eng_lines"].items()}
+        self.count = {e: len(v) for e, v in self.eng_lines.items()}
+
+
+class _StoredTrace:
+    """What a kernel loaded from the disk cache keeps of its trace, in
+    place of the Tracer (no allocator: it was not traced here)."""
+
+    def __init__(self, name, rec):
+        self.name = name
+        self.cores = [_StoredCore(c) for c in rec["cores"]]
+        self.spills = rec["spills"]
+        self.collectives = False
+
+
+def _from_record(func, rec, neff):
+    """A Compiled made from a disk record and its NEFF, loaded."""
+    info = _dtypes.info
+    comp = Compiled(rec["name"], _StoredTrace(rec["name"], rec),
+                    {int(i): n for i, n in rec["arg_names"]}, [], rec["ret_shape"])
+    comp.func = func
+    comp.file, comp.first_line = rec["file"], rec["first_line"]
+    comp.out_specs = [(n, tuple(sh), info(d), pos) for n, sh, d, pos in rec["out_specs"]]
+    comp.written_args = [(pos, n, tuple(sh), info(d)) for pos, n, sh, d in rec["written_args"]]
+    comp.prints = [(pre, n, tuple(sh), info(d)) for pre, n, sh, d in rec["prints"]]
+    comp.prefill = [tuple(x) for x in rec["prefill"]]
+    comp.tensors = [tuple(x) for x in rec["tensors"]]
+    comp.trace_s = comp.build_s = 0.0     # neither traced nor assembled in this process
+    comp.neff = neff
+    comp.from_disk = True
+    t = time.perf_counter()
+    comp.model = _runtime.Model(neff, comp.tensors, None)
+    comp.load_s = time.perf_counter() - t
+    return comp
+
+
+def _disk_load(func, path):
+    """The compiled kernel of a disk cache file, or None (no file, a
+    damaged one, or one whose NEFF no longer loads: then one log line)."""
+    got = _diskcache.load(path)
+    if got is None:
+        return None
+    rec, neff = got
+    try:
+        return _from_record(func, rec, neff)
+    except (KeyError, TypeError, ValueError) as e:
+        _diskcache._log("ignoring %s: its record is not what this trnemu writes (%s)" % (path, e))
+    except _runtime.RuntimeFailure as e:
+        _diskcache._log("ignoring %s: its NEFF does not load (%s)" % (path, e))
+    return None
 
 
 def _trace(func, args, kwargs, grid, shard=None, gen=2):
@@ -448,6 +649,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2):
         from . import collectives
         rank = collectives.world()
     try:
+        comp.tensors = tensors
         comp.model = _runtime.Model(neff, tensors, rank)
     except _runtime.RuntimeFailure as e:
         raise NKIError("%s: %s" % (_load_line(comp, e.log) or "%s:%d" % (comp.file, comp.first_line),
@@ -681,7 +883,7 @@ class Kernel:
         comp = _cache.get(key)
         evicted = []
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation())
+            comp = self._load_or_trace(args, kwargs)
             self._save_artifacts(comp)
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
@@ -690,6 +892,22 @@ class Kernel:
             _cache.move_to_end(key)
         self.last = comp
         return comp, evicted
+
+    def _load_or_trace(self, args, kwargs):
+        """The compiled kernel from the disk cache, else traced (and then
+        kept on disk for other processes)."""
+        gen = self.target_generation()
+        path = None
+        if _diskcache.folder() is not None:
+            digest = _disk_digest(self, args, kwargs, gen)
+            path = digest and _diskcache.path_of(digest)
+        comp = _disk_load(self.func, path) if path else None
+        if comp is None:
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard, gen)
+            rec = _record(comp) if path else None
+            if rec is not None:
+                _diskcache.store(path, rec, comp.neff)
+        return comp
 
     def _save_artifacts(self, comp):
         """save_neff_name= writes the kernel's NEFF to that file;

@@ -88,6 +88,8 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_THREADS", "2", "0"),
     SAME("TRNEMU_NKI_TRACE_LIMIT", "100", "-5"),
     SAME("TRNEMU_NKI_TRACE_SECONDS", "60", "x"),
+    SAME("TRNEMU_NKI_CACHE", "0", "maybe"),
+    SAME("TRNEMU_NKI_CACHE_DIR", "/tmp/nki-cache", NULL),
 };
 
 #define ENV_NCASES (sizeof env_cases / sizeof env_cases[0])
