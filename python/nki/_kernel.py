@@ -189,6 +189,8 @@ def _value_key(v, seen, kb):
         return ("mutable", type(v).__name__, id(v))
     if isinstance(v, enum.Enum):
         return ("enum", type(v).__qualname__, v.name)
+    if isinstance(v, _dtypes.DType):
+        return ("dtype", type(v).__qualname__, v.name)
     if any(c.__name__ == "NKIObject" for c in type(v).__mro__) and hasattr(v, "_values"):
         kb.volatile = True
         return ("nkiobject", type(v).__qualname__) + tuple(
