@@ -231,3 +231,4 @@ def test_allocator_places_as_the_reference_search(seed):
                     bool(rng.random() < 0.5)): int(rng.integers(1, step + 1))}
             live.append((kind, got[0], size, acc))
         assert new.free == ref.free, step
+        assert new.starts == [r[0] for r in new.free["sbuf"]], step

@@ -115,6 +115,7 @@ class Allocator:
         # whole 32-byte units (then a candidate is never younger than the
         # range it ends in), else the search scans the list
         self.by_age = [(0, 0, sbuf)]
+        self.starts = [0]         # the start of each SBUF free range, in list order (bisect)
         self.regular = sbuf % 32 == 0
 
     def reserve(self, st):
@@ -153,6 +154,7 @@ class Allocator:
         if kind == "sbuf":
             self.regular &= lo % 32 == 0 and hi % 32 == 0 and hi > lo
             self._reindex()
+            self.starts = [r[0] for r in rest]
         self.manual[kind].append((lo, hi))
         self.high[kind] = max(self.high[kind], hi)
         return clock
@@ -202,6 +204,7 @@ class Allocator:
         self.unmerged[st.kind] |= size == 0
         if st.kind == "sbuf":
             self.regular &= size > 0
+            self.starts[i:j + 1] = [r[0] for r in rest]
             for o, ln, _, q in rest:
                 heapq.heappush(self.by_age, (q, o, ln))
         st.nbytes = size
@@ -284,11 +287,10 @@ class Allocator:
         candidate is never younger than the range it ends in, so once the
         ranges left are younger than the best candidate, none can beat it
         (ties go to the highest range, as in the scan from the top)."""
-        heap, seen, best = self.by_age, [], None
-        key = _range_offset
+        heap, seen, best, starts = self.by_age, [], None, self.starts
         while heap and (best is None or heap[0][0] <= best[0]):
             q, o, ln = entry = heapq.heappop(heap)
-            j = bisect.bisect_left(lst, o, key=key)
+            j = bisect.bisect_left(starts, o)
             if j == len(lst) or lst[j][0] != o or lst[j][1] != ln or lst[j][3] != q:
                 continue          # a range that was split or merged since
             seen.append(entry)
@@ -371,9 +373,11 @@ class Allocator:
             self.unmerged[kind] = False
             if kind == "sbuf":
                 self._reindex()
+                self.starts = [r[0] for r in self.free[kind]]
             return
         # the list is merged already: only the new range's neighbours can join it
-        k = bisect.bisect_right(lst, off, key=_range_offset)
+        starts = self.starts if kind == "sbuf" else [r[0] for r in lst]
+        k = bisect.bisect_right(starts, off)
         if k > 0 and self._joins(lst[k - 1], item):
             k -= 1
             p = lst[k]
@@ -381,8 +385,10 @@ class Allocator:
             lst[k] = item
         else:
             lst.insert(k, item)
+            starts.insert(k, off)
         if k + 1 < len(lst) and self._joins(item, lst[k + 1]):
             n = lst.pop(k + 1)
+            starts.pop(k + 1)
             item = lst[k] = (item[0], item[1] + n[1], n[2], n[3])
         if kind == "sbuf":
             heapq.heappush(self.by_age, (item[3], item[0], item[1]))
