@@ -386,28 +386,31 @@ def _key(func, args, kwargs, grid, keys=None):
 
 _DISK_FORMAT = 1        # the disk record's layout: bump when it changes
 _fingerprint = []       # what the process's traces depend on besides the kernel (made once)
+_OWN_PACKAGES = ("nki", "neuronxcc", "nki_cpu_simulator", "neuron_dtypes")   # trnemu's, beside nki
 
 
 def _process_fingerprint():
     """What every trace of this process depends on besides the kernel:
     trnemu's version and its libnrt.so.1 file (the assembler that made the
     NEFF), the front end's own source files (size and time of each), the
-    emulated machine, and the host dtypes in use."""
+    emulated machine, and the host dtypes in use (the front end: the
+    packages trnemu installs beside nki, legacy neuronxcc.nki included)."""
     if _fingerprint:
         return _fingerprint[0]
     L = _runtime.lib()
     ver = L.trnemu_version
     ver.restype = ctypes.c_char_p
     lib_file = getattr(L, "_name", "")
-    here = os.path.dirname(os.path.abspath(__file__))
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     sources = []
-    for root, dirs, files in os.walk(here):
-        dirs.sort()
-        for f in sorted(files):
-            if f.endswith((".py", ".so")):
-                st = os.stat(os.path.join(root, f))
-                sources.append((os.path.relpath(os.path.join(root, f), here), st.st_size,
-                                st.st_mtime_ns))
+    for pkg in _OWN_PACKAGES:
+        for root, dirs, files in os.walk(os.path.join(top, pkg)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".so")):
+                    st = os.stat(os.path.join(root, f))
+                    sources.append((os.path.relpath(os.path.join(root, f), top), st.st_size,
+                                    st.st_mtime_ns))
     fp = (ver().decode(), lib_file, _file_stamp(types.SimpleNamespace(__file__=lib_file)),
           tuple(sources), tuple(sorted(_runtime.machine_info().items())),
           repr(_dtypes.bfloat16), os.environ.get("TRNEMU_NKI_HOST_DTYPES", ""))
