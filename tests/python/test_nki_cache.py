@@ -273,3 +273,28 @@ def test_the_disk_cache_variables(monkeypatch, tmp_path):
     monkeypatch.setenv("TRNEMU_NKI_CACHE", "maybe")
     with pytest.raises(nki.NKIError, match="TRNEMU_NKI_CACHE='maybe': expected a boolean"):
         _diskcache.folder()
+
+
+def test_a_record_round_trip_keeps_lines_and_results():
+    # what the disk keeps of a compiled kernel gives the same kernel back:
+    # its lines (errors are tied to kernel lines through them), results
+    import json
+    from nki import _kernel
+    a = np.arange(128 * 6, dtype=np.float32).reshape(128, 6)
+    want = two_outputs(a)
+    comp = two_outputs.last
+    rec = json.loads(json.dumps(_kernel._record(comp)))
+    back = _kernel._from_record(comp.func, rec, comp.neff)
+    try:
+        assert back.from_disk and back.trace_s == 0.0
+        for ct, bt in zip(comp.tracer.cores, back.tracer.cores):
+            assert bt.lines == ct.lines and bt.src == ct.src
+            assert {e: list(v) for e, v in bt.eng_lines.items()} == ct.eng_lines
+        assert [(n, sh, di.name, pos) for n, sh, di, pos in back.out_specs] == \
+            [(n, sh, di.name, pos) for n, sh, di, pos in comp.out_specs]
+        assert back.arg_names == comp.arg_names
+        got = _kernel._run(back, (a,), {})
+        for w, g in zip(want, got):
+            np.testing.assert_array_equal(w, g)
+    finally:
+        back.model.unload()
