@@ -64,7 +64,6 @@ def test_a_closure_cell_set_between_calls():
     factor = 4.0
     assert k(a)[0, 0] == 4.0
     assert k[1](a)[0, 0] == 4.0        # a launch-grid variant shares the key memory
-    del factor
 
 
 @dataclasses.dataclass

@@ -3,8 +3,6 @@ traced (a view: dims, partition dim, offsets over a Storage), its Python
 operators, and the creation and reshaping of tensors."""
 import math
 
-import numpy as np
-
 from .. import _dtypes
 from . import placement, views
 from .access import free_dims, partitions
