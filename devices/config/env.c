@@ -200,6 +200,11 @@ static const struct env_var env_vars[] = {
     T("TRNEMU_SNAPSHOT_ON_ERROR", true, false, "where a failed execution's snapshot goes"),
     U("TRNEMU_SNAPSHOT_THREADS", true, false, 1, 1024,
       "threads that compress a snapshot (default: online CPUs)"),
+    B("TRNEMU_NKI_CACHE", true, false,
+      "NKI front end: keep traced kernels in the disk cache (default on; 0: off)"),
+    T("TRNEMU_NKI_CACHE_DIR", true, false,
+      "NKI front end: the disk kernel cache's folder (default $XDG_CACHE_HOME/trnemu/nki, "
+      "else ~/.cache/trnemu/nki)"),
 };
 
 static struct rt_env env_cur;

@@ -185,17 +185,33 @@ class Info:
         self.public = public      # the object kernels see as tensor.dtype
 
 
+_info_memo = {}   # (type, dtype spelling) -> Info: the tracer asks for a few dtypes many times
+
+
 def info(dt):
-    """Normalise any dtype spelling (NumPy dtype or type, string, DType)."""
+    """Normalise any dtype spelling (NumPy dtype or type, string, DType).
+    The Info of one spelling is made once and shared (never change it)."""
+    try:
+        key = (type(dt), dt)
+        hit = _info_memo.get(key)
+    except TypeError:        # an unhashable spelling: never a dtype
+        return _make_info(dt)
+    if hit is None:
+        hit = _info_memo[key] = _make_info(dt)
+    return hit
+
+
+def _make_info(dt):
+    """The Info of one dtype spelling (info() keeps them)."""
     if isinstance(dt, DType):
         return Info(dt.name, dt.isa, dt.nrt, dt.host, dt.itemsize, dt.is_float, dt)
     if isinstance(dt, str):
         name = _ALIASES.get(dt, dt)
         if name in _SPECIAL:
-            return info(_SPECIAL[name])
+            return _make_info(_SPECIAL[name])
         host = host_dtype(name)
         if host is not None:
-            return info(host)
+            return _make_info(host)
     else:
         try:
             npdt = np.dtype(dt)

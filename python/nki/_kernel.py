@@ -4,11 +4,13 @@ load it through libnrt.so.1 and run it on NumPy arrays. Compiled kernels
 are cached by source, argument shapes and dtypes, scalar arguments and
 launch grid, so a second call neither traces nor loads again."""
 import collections
+import ctypes
 import dataclasses
 import enum
 import hashlib
 import inspect
 import itertools
+import math
 import os
 import re
 import sys
@@ -18,7 +20,7 @@ import types
 
 import numpy as np
 
-from . import _core, _dtypes, _runtime
+from . import _core, _diskcache, _dtypes, _runtime
 from ._core import loops
 from ._core import NKIError, NkiTensor
 
@@ -131,50 +133,143 @@ class Compiled:
 _code_memo = {}   # code object -> (names it reads, its constants' key): never change
 _pinned = {}      # id -> mutable container a cache key names by identity
 _SIMPLE = (int, float, complex, str, bytes, bool, type(None))
+_ABSENT = object()   # a global name not bound (yet), or an empty closure cell
 
 
 class _Unkeyable(Exception):
     """A value the traced program may depend on that no key can stand for."""
 
 
-def _value_key(v, seen):
+class _KeyBuild:
+    """What one computation of a kernel's source key read: the globals
+    (dict, name, value), closure cells (cell, value) and function
+    attributes (object, attribute, value) whose identities the key stands
+    on, and whether it read a value keyed by its contents that can change
+    in place (an array, a mutable dataclass, an NKIObject): then only a
+    new computation can tell whether the key changed."""
+
+    def __init__(self):
+        self.globals = []         # (globals dict, name, value or _ABSENT)
+        self.cells = []           # (cell, contents or _ABSENT)
+        self.attrs = []           # (object, attribute name, value)
+        self.volatile = False     # a value keyed by mutable contents was read
+        self.stable = False       # a key for the disk: the same in every process
+
+    def unchanged(self):
+        """Every global, cell and attribute read still holds the same object."""
+        for g, n, v in self.globals:
+            if g.get(n, _ABSENT) is not v:
+                return False
+        for c, v in self.cells:
+            try:
+                if c.cell_contents is not v:
+                    return False
+            except ValueError:
+                if v is not _ABSENT:
+                    return False
+        for o, n, v in self.attrs:
+            if getattr(o, n, _ABSENT) is not v:
+                return False
+        return True
+
+
+def _value_key(v, seen, kb):
     """A key for a value a kernel reads (a global, a closure cell, a
     default): equal keys mean the same traced program."""
     if isinstance(v, _SIMPLE):
         return (type(v).__name__, repr(v))
     if isinstance(v, (tuple, frozenset)):
-        return (type(v).__name__,) + tuple(_value_key(x, seen) for x in v)
+        return (type(v).__name__,) + tuple(_value_key(x, seen, kb) for x in v)
     if isinstance(v, (list, dict, set, bytearray)):
+        if kb.stable:             # on disk: what it holds now
+            return _contents_key(v, seen, kb)
         # a mutable container counts by identity (a kernel may append to a
         # list as it traces); kept alive so that its id is never reused
         _pinned[id(v)] = v
         return ("mutable", type(v).__name__, id(v))
     if isinstance(v, enum.Enum):
         return ("enum", type(v).__qualname__, v.name)
+    if isinstance(v, _dtypes.DType):
+        return ("dtype", type(v).__qualname__, v.name)
     if any(c.__name__ == "NKIObject" for c in type(v).__mro__) and hasattr(v, "_values"):
+        kb.volatile = True
         return ("nkiobject", type(v).__qualname__) + tuple(
-            (k, _value_key(x, seen)) for k, x in v._values())
+            (k, _value_key(x, seen, kb)) for k, x in v._values())
     if dataclasses.is_dataclass(v) and not isinstance(v, type):
+        if not type(v).__dataclass_params__.frozen:
+            kb.volatile = True
         return ("dataclass", type(v).__qualname__) + tuple(
-            (f.name, _value_key(getattr(v, f.name), seen)) for f in dataclasses.fields(v))
+            (f.name, _value_key(getattr(v, f.name), seen, kb)) for f in dataclasses.fields(v))
     if isinstance(v, types.ModuleType):
-        return ("module", v.__name__)
+        return ("module", v.__name__) + (_file_stamp(v) if kb.stable else ())
     if isinstance(v, Kernel):
+        kb.attrs.append((v, "func", v.func))
         v = v.func
     if isinstance(v, types.FunctionType):
         if (v.__module__ or "").split(".")[0] in ("nki", "neuronxcc", "numpy"):
             # the library's own functions live as long as their modules (some
-            # are made by one factory and share a qualname): their identity
+            # are made by one factory and share a qualname): their identity;
+            # on disk, where they come from and what their cells hold
+            if kb.stable:
+                return ("func", v.__module__, v.__qualname__, v.__code__.co_firstlineno) + tuple(
+                    _cell_key(c, seen, kb) for c in v.__closure__ or ())
             return ("func", v.__module__, v.__qualname__, id(v))
-        return _code_key(v, seen)
+        return _code_key(v, seen, kb)
     if isinstance(v, type):
-        return ("type", v.__module__, v.__qualname__)
+        return ("type", v.__module__, v.__qualname__) + (
+            _file_stamp(sys.modules.get(v.__module__)) if kb.stable else ())
     if isinstance(v, (np.dtype, np.generic)) or callable(v) and (
             getattr(v, "__module__", "") or "").split(".")[0] in ("nki", "numpy", "builtins"):
         return ("obj", repr(v))
     if isinstance(v, np.ndarray) and v.size <= 4096:
+        kb.volatile = True
         return ("ndarray", v.dtype.str, v.shape, v.tobytes())
     raise _Unkeyable(type(v).__name__)
+
+
+def _contents_key(v, seen, kb):
+    """A mutable container keyed by what it holds (the disk key)."""
+    if isinstance(v, dict):
+        return ("dict",) + tuple((_value_key(k, seen, kb), _value_key(x, seen, kb))
+                                 for k, x in v.items())
+    if isinstance(v, set):
+        return ("set",) + tuple(sorted((_value_key(x, seen, kb) for x in v), key=repr))
+    if isinstance(v, bytearray):
+        return ("bytearray", bytes(v))
+    return ("list",) + tuple(_value_key(x, seen, kb) for x in v)
+
+
+def _cell_key(cell, seen, kb):
+    """A closure cell's contents keyed (an empty cell too)."""
+    try:
+        v = cell.cell_contents
+    except ValueError:
+        return ("empty",)
+    return _value_key(v, seen, kb)
+
+
+def _file_stamp(module):
+    """(file, size, modification time) of a module's source: a disk key
+    changes when the file that defines a module or class does."""
+    f = getattr(module, "__file__", None)
+    if not f:
+        return ()
+    try:
+        st = os.stat(f)
+    except OSError:
+        return (f,)
+    return (f, st.st_size, st.st_mtime_ns)
+
+
+def _code_lines(code):
+    """Where a code object and the code nested in it sit in their file:
+    the disk key changes when the kernel's lines move, so that errors
+    name the right ones."""
+    out = [code.co_filename, code.co_firstlineno, code.co_linetable]
+    for c in code.co_consts:
+        if isinstance(c, types.CodeType):
+            out.append(_code_lines(c))
+    return tuple(out)
 
 
 def _code_names(code):
@@ -194,7 +289,7 @@ def _code_consts(code):
     return (code.co_code,) + tuple(out)
 
 
-def _code_key(func, seen):
+def _code_key(func, seen, kb):
     """A kernel function as the traced program sees it: its code and
     constants, its defaults, the values of its closure cells and of the
     globals it reads (functions it calls, recursively)."""
@@ -202,51 +297,240 @@ def _code_key(func, seen):
         return ("recursive", func.__qualname__)
     seen = seen | {func}
     code = func.__code__
+    kb.attrs += [(func, "__code__", code), (func, "__defaults__", func.__defaults__),
+                 (func, "__kwdefaults__", func.__kwdefaults__)]
     memo = _code_memo.get(code)
     if memo is None:
         memo = _code_memo[code] = (sorted(_code_names(code)), _code_consts(code))
     names, consts = memo
     g = func.__globals__
-    glob = tuple((n, _value_key(g[n], seen)) for n in names if n in g)
+    glob = []
+    for n in names:
+        v = g.get(n, _ABSENT)
+        kb.globals.append((g, n, v))
+        if v is not _ABSENT:
+            glob.append((n, _value_key(v, seen, kb)))
     cells = []
     for c in func.__closure__ or ():
         try:
-            cells.append(_value_key(c.cell_contents, seen))
+            v = c.cell_contents
         except ValueError:
+            kb.cells.append((c, _ABSENT))
             cells.append(("empty",))
-    defaults = tuple(_value_key(d, seen) for d in func.__defaults__ or ())
-    kwdefaults = tuple((k, _value_key(d, seen)) for k, d in sorted((func.__kwdefaults__ or {}).items()))
-    return (func.__module__, func.__qualname__, tuple(names), consts, glob, tuple(cells),
-            defaults, kwdefaults)
+            continue
+        kb.cells.append((c, v))
+        cells.append(_value_key(v, seen, kb))
+    defaults = tuple(_value_key(d, seen, kb) for d in func.__defaults__ or ())
+    kwdefaults = tuple((k, _value_key(d, seen, kb))
+                       for k, d in sorted((func.__kwdefaults__ or {}).items()))
+    lines = _code_lines(code) if kb.stable else ()
+    return (func.__module__, func.__qualname__, tuple(names), consts, tuple(glob), tuple(cells),
+            defaults, kwdefaults, lines)
 
 
-def _source_key(func):
+class _SourceKeys:
+    """The last source key of one kernel function and what it was computed
+    from, shared by the kernel and its launch-grid variants: a call whose
+    globals, closure cells and function attributes are the same objects as
+    then gets the same key without computing it again."""
+
+    def __init__(self):
+        self.last = None          # (_KeyBuild, key) of the last computation
+
+    def get(self, func):
+        """The source key of func (None when some value cannot be keyed)."""
+        last = self.last
+        if last is not None and not last[0].volatile and last[0].unchanged():
+            return last[1]
+        kb = _KeyBuild()
+        try:
+            k = _code_key(func, frozenset(), kb)
+        except _Unkeyable:
+            self.last = None
+            return None
+        key = (func.__module__, func.__qualname__, hashlib.sha1(repr(k).encode()).hexdigest())
+        self.last = (kb, key)
+        return key
+
+
+def _source_key(func, keys=None):
     """A hash of everything in the kernel function that changes its traced
     program; None when some value it reads cannot be keyed (such a kernel
-    is traced anew on every call). Recomputed on every call, as a global
-    or closure value may change between calls."""
+    is traced anew on every call). keys (a _SourceKeys) remembers what the
+    last key was computed from, so that it is computed again only when a
+    global or closure value it read was rebound, or when it read a value
+    that can change in place."""
+    return (keys or _SourceKeys()).get(func)
+
+
+def _arg_key(a):
+    """The part of the cache key one argument gives."""
+    if isinstance(a, np.ndarray):
+        return ("A", a.shape, _arg_dtype(a).name)
     try:
-        k = _code_key(func, frozenset())
+        return ("S", _value_key(a, frozenset(), _KeyBuild()))
     except _Unkeyable:
-        return None
-    return (func.__module__, func.__qualname__, hashlib.sha1(repr(k).encode()).hexdigest())
+        return ("S", repr(a))
 
 
-def _key(func, args, kwargs, grid):
+def _key(func, args, kwargs, grid, keys=None):
     """The cache key of one call; None when it cannot be computed."""
-    src = _source_key(func)
+    src = _source_key(func, keys)
     if src is None:
         return None
-    parts = []
-    for a in list(args) + [kwargs[k] for k in sorted(kwargs)]:
-        if isinstance(a, np.ndarray):
-            parts.append(("A", a.shape, _arg_dtype(a).name))
-        else:
-            try:
-                parts.append(("S", _value_key(a, frozenset())))
-            except _Unkeyable:
-                parts.append(("S", repr(a)))
+    parts = [_arg_key(a) for a in args]
+    if kwargs:
+        parts += [_arg_key(kwargs[k]) for k in sorted(kwargs)]
     return src + (tuple(parts), tuple(sorted(kwargs)), grid)
+
+
+_DISK_FORMAT = 1        # the disk record's layout: bump when it changes
+_fingerprint = []       # what the process's traces depend on besides the kernel (made once)
+_OWN_PACKAGES = ("nki", "neuronxcc", "nki_cpu_simulator", "neuron_dtypes")   # trnemu's, beside nki
+
+
+def _process_fingerprint():
+    """What every trace of this process depends on besides the kernel:
+    trnemu's version and its libnrt.so.1 file (the assembler that made the
+    NEFF), the front end's own source files (size and time of each), the
+    emulated machine, and the host dtypes in use (the front end: the
+    packages trnemu installs beside nki, legacy neuronxcc.nki included)."""
+    if _fingerprint:
+        return _fingerprint[0]
+    L = _runtime.lib()
+    ver = L.trnemu_version
+    ver.restype = ctypes.c_char_p
+    lib_file = getattr(L, "_name", "")
+    top = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    sources = []
+    for pkg in _OWN_PACKAGES:
+        for root, dirs, files in os.walk(os.path.join(top, pkg)):
+            dirs.sort()
+            for f in sorted(files):
+                if f.endswith((".py", ".so")):
+                    st = os.stat(os.path.join(root, f))
+                    sources.append((os.path.relpath(os.path.join(root, f), top), st.st_size,
+                                    st.st_mtime_ns))
+    fp = (ver().decode(), lib_file, _file_stamp(types.SimpleNamespace(__file__=lib_file)),
+          tuple(sources), tuple(sorted(_runtime.machine_info().items())),
+          repr(_dtypes.bfloat16), os.environ.get("TRNEMU_NKI_HOST_DTYPES", ""))
+    _fingerprint.append(fp)
+    return fp
+
+
+def _disk_digest(kernel, args, kwargs, gen):
+    """The name of a call's entry in the disk cache: a SHA-256 of the
+    kernel as the traced program sees it (code, constants, line numbers,
+    the values of the globals, closure cells and defaults it reads, the
+    contents of the containers it reads, the source files of the modules
+    and classes it names), the arguments' shapes, dtypes and scalar
+    values, the launch grid, the compiler flags, the NeuronCore generation
+    and the process fingerprint. None when some value cannot be keyed the
+    same way in every process."""
+    func = kernel.func
+    kb = _KeyBuild()
+    kb.stable = True
+    try:
+        src = _code_key(func, frozenset(), kb)
+        parts = [_value_key(a, frozenset(), kb) if not isinstance(a, np.ndarray)
+                 else ("A", a.shape, _arg_dtype(a).name) for a in args]
+        parts += [(k, _value_key(kwargs[k], frozenset(), kb)) if not isinstance(kwargs[k], np.ndarray)
+                  else (k, "A", kwargs[k].shape, _arg_dtype(kwargs[k]).name) for k in sorted(kwargs)]
+        flags = _value_key(dict(getattr(func, "_nki_compiler_flags", {}) or {}), frozenset(), kb)
+    except _Unkeyable:
+        return None
+    k = (_DISK_FORMAT, _process_fingerprint(), src, tuple(parts), kernel.grid, kernel.shard,
+         gen, flags, _core.trace_limits(), kernel.mode == "simulate")
+    return hashlib.sha256(repr(k).encode()).hexdigest()
+
+
+def _same_info(di):
+    """Whether a dtype info is what its name gives (a record keeps names)."""
+    try:
+        again = _dtypes.info(di.name)
+    except TypeError:
+        return False
+    return (again.isa, again.nrt, again.host, again.public) == (di.isa, di.nrt, di.host, di.public)
+
+
+def _record(comp):
+    """A compiled kernel as the disk cache keeps it (JSON-able), or None
+    when it cannot be kept (a kernel with collectives loads as a rank of
+    its job; a dtype its name does not give back)."""
+    tr = comp.tracer
+    infos = [di for _, _, di, _ in comp.out_specs] + [di for _, _, _, di in comp.written_args] + \
+        [di for _, _, _, di in comp.prints]
+    if tr.collectives or not all(_same_info(di) for di in infos):
+        return None
+    return {
+        "name": comp.name, "file": comp.file, "first_line": comp.first_line,
+        "arg_names": sorted(comp.arg_names.items()), "ret_shape": comp.ret_shape,
+        "out_specs": [[n, list(sh), di.name, pos] for n, sh, di, pos in comp.out_specs],
+        "written_args": [[pos, n, list(sh), di.name] for pos, n, sh, di in comp.written_args],
+        "prints": [[pre, n, list(sh), di.name] for pre, n, sh, di in comp.prints],
+        "prefill": comp.prefill, "tensors": comp.tensors, "spills": tr.spills,
+        "cores": [{"lines": ct.lines, "src": ct.src, "eng_lines": ct.eng_lines} for ct in tr.cores],
+    }
+
+
+class _StoredCore:
+    """One core's share of a trace read back from the disk cache: its
+    assembly lines, their kernel lines and the (kernel line, op) of each
+    engine instruction (failures are tied to kernel lines through them)."""
+
+    def __init__(self, rec):
+        self.lines = rec["lines"]
+        self.src = rec["src"]
+        self.eng_lines = {e: [tuple(x) for x in v] for e, v in rec["eng_lines"].items()}
+        self.count = {e: len(v) for e, v in self.eng_lines.items()}
+
+
+class _StoredTrace:
+    """What a kernel loaded from the disk cache keeps of its trace, in
+    place of the Tracer (no allocator: it was not traced here)."""
+
+    def __init__(self, name, rec):
+        self.name = name
+        self.cores = [_StoredCore(c) for c in rec["cores"]]
+        self.spills = rec["spills"]
+        self.collectives = False
+
+
+def _from_record(func, rec, neff):
+    """A Compiled made from a disk record and its NEFF, loaded."""
+    info = _dtypes.info
+    comp = Compiled(rec["name"], _StoredTrace(rec["name"], rec),
+                    {int(i): n for i, n in rec["arg_names"]}, [], rec["ret_shape"])
+    comp.func = func
+    comp.file, comp.first_line = rec["file"], rec["first_line"]
+    comp.out_specs = [(n, tuple(sh), info(d), pos) for n, sh, d, pos in rec["out_specs"]]
+    comp.written_args = [(pos, n, tuple(sh), info(d)) for pos, n, sh, d in rec["written_args"]]
+    comp.prints = [(pre, n, tuple(sh), info(d)) for pre, n, sh, d in rec["prints"]]
+    comp.prefill = [tuple(x) for x in rec["prefill"]]
+    comp.tensors = [tuple(x) for x in rec["tensors"]]
+    comp.trace_s = comp.build_s = 0.0     # neither traced nor assembled in this process
+    comp.neff = neff
+    comp.from_disk = True
+    t = time.perf_counter()
+    comp.model = _runtime.Model(neff, comp.tensors, None)
+    comp.load_s = time.perf_counter() - t
+    return comp
+
+
+def _disk_load(func, path):
+    """The compiled kernel of a disk cache file, or None (no file, a
+    damaged one, or one whose NEFF no longer loads: then one log line)."""
+    got = _diskcache.load(path)
+    if got is None:
+        return None
+    rec, neff = got
+    try:
+        return _from_record(func, rec, neff)
+    except (KeyError, TypeError, ValueError) as e:
+        _diskcache._log("ignoring %s: its record is not what this trnemu writes (%s)" % (path, e))
+    except _runtime.RuntimeFailure as e:
+        _diskcache._log("ignoring %s: its NEFF does not load (%s)" % (path, e))
+    return None
 
 
 def _onchip_to_hbm(ret):
@@ -390,6 +674,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
         from . import collectives
         rank = collectives.world()
     try:
+        comp.tensors = tensors
         comp.model = _runtime.Model(neff, tensors, rank)
     except _runtime.RuntimeFailure as e:
         raise NKIError("%s: %s" % (_load_line(comp, e.log) or "%s:%d" % (comp.file, comp.first_line),
@@ -475,12 +760,51 @@ def _race_cause(comp, cause):
     return None
 
 
+def _io_plan(comp):
+    """How a call moves one kernel's tensors, worked out once: (inputs
+    whose arrays the device tensor borrows, inputs written into theirs,
+    per returned tensor (name, shape, dtype info, borrowed or read)). A
+    borrowed array is attached to the device tensor
+    (nrt_tensor_attach_buffer), so the execution reads the argument or
+    writes the result in place, with no copy. Arguments the kernel writes
+    (in/out) and a tensor returned twice are copied, as before."""
+    plan = getattr(comp, "plan", None)
+    if plan is not None:
+        return plan
+    m = comp.model
+    copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
+    borrow_in, write_in = [], []
+    for i, nm in sorted(comp.arg_names.items()):
+        if m.kinds.get(nm) == "input":
+            borrow_in.append((i, nm))
+        elif nm in m.tensors:
+            write_in.append((i, nm))
+    outs, seen = [], set()
+    for name, shape, di, argpos in comp.out_specs:
+        borrow = (argpos is None and name not in copied and name not in seen
+                  and m.kinds.get(name) == "output"
+                  and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1])
+        seen.add(name)
+        outs.append((name, shape, di, borrow))
+    comp.plan = (borrow_in, write_in, outs)
+    return comp.plan
+
+
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = _flat_args(comp.func, args, kwargs)
-    for i, nm in comp.arg_names.items():
-        if nm in m.tensors:
-            m.write(nm, flat[i])
+    borrow_in, write_in, out_plan = _io_plan(comp)
+    for i, nm in borrow_in:
+        m.attach(nm, flat[i])
+    for i, nm in write_in:
+        m.write(nm, flat[i])
+    outs = []
+    for name, shape, di, borrow in out_plan:
+        arr = None
+        if borrow:
+            arr = np.zeros(shape, dtype=di.host)   # unwritten bytes read as 0 on every call
+            m.attach(name, arr)
+        outs.append(arr)
     st, log = m.execute(quiet)
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
@@ -489,14 +813,15 @@ def _run(comp, args, kwargs, quiet=False):
         text = _race_cause(comp, cause) or ("; ".join(cause[1:3] or cause[:1]) if cause else
                                             "the execution failed")
         raise err("%s: %s: %s" % (where, m.status_text(st), text))
-    outs = []
-    for name, shape, di, argpos in comp.out_specs:
-        arr = np.empty(shape, dtype=di.host)
-        m.read(name, arr)
+    for k, (name, shape, di, borrow) in enumerate(out_plan):
+        arr = outs[k]
+        if arr is None:
+            arr = np.empty(shape, dtype=di.host)
+            m.read(name, arr)
         if not isinstance(di.public, np.dtype):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
-        outs.append(arr)
+        outs[k] = arr
     _print_values(comp)
     for argpos, name, shape, di in comp.written_args:
         a = flat[argpos]
@@ -528,8 +853,9 @@ class Kernel:
     # __wrapped__ to the function, skips objects whose __test__ is false.
     __test__ = False
 
-    def __init__(self, func, grid=(1,), mode="jit", shard=None, **opts):
+    def __init__(self, func, grid=(1,), mode="jit", shard=None, _keys=None, **opts):
         self.func = func          # the Python kernel function
+        self.keys = _keys or _SourceKeys()  # its last source key, shared with grid variants
         self.grid = grid          # SPMD launch grid
         self.shard = shard        # (grid axis, physical cores) of an nl.nc(n) dimension
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
@@ -556,7 +882,7 @@ class Kernel:
         if shard is None and len(grid) == 1 and grid[0] > 1 and grid[0] == _runtime.machine_lnc():
             # kernel[lnc]: the current API's LNC launch, one program per physical core
             shard = (0, grid[0])
-        return Kernel(self.func, grid, self.mode, shard, **self.opts)
+        return Kernel(self.func, grid, self.mode, shard, self.keys, **self.opts)
 
     def target_generation(self):
         """The NeuronCore generation the kernel is built for: platform_target,
@@ -581,7 +907,9 @@ class Kernel:
         return gen
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid)
+        key = _key(self.func, args, kwargs, self.grid, self.keys)
+        if key is not None:      # simulation mode lets a kernel return on-chip tiles
+            key += (self.mode == "simulate",)
         if key is None:          # the traced program cannot be keyed: never shared
             comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation(),
                           self.mode == "simulate")
@@ -601,8 +929,7 @@ class Kernel:
         comp = _cache.get(key)
         evicted = []
         if comp is None:
-            comp = _trace(self.func, args, kwargs, self.grid, self.shard, self.target_generation(),
-                          self.mode == "simulate")
+            comp = self._load_or_trace(args, kwargs)
             self._save_artifacts(comp)
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
@@ -611,6 +938,23 @@ class Kernel:
             _cache.move_to_end(key)
         self.last = comp
         return comp, evicted
+
+    def _load_or_trace(self, args, kwargs):
+        """The compiled kernel from the disk cache, else traced (and then
+        kept on disk for other processes)."""
+        gen = self.target_generation()
+        path = None
+        if _diskcache.folder() is not None:
+            digest = _disk_digest(self, args, kwargs, gen)
+            path = digest and _diskcache.path_of(digest)
+        comp = _disk_load(self.func, path) if path else None
+        if comp is None:
+            comp = _trace(self.func, args, kwargs, self.grid, self.shard, gen,
+                          self.mode == "simulate")
+            rec = _record(comp) if path else None
+            if rec is not None:
+                _diskcache.store(path, rec, comp.neff)
+        return comp
 
     def _save_artifacts(self, comp):
         """save_neff_name= writes the kernel's NEFF to that file;

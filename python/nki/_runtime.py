@@ -87,6 +87,7 @@ def _declare(L):
         "nrt_tensor_free": ([PP], None),
         "nrt_tensor_write": ([P, P, U64, S], I),
         "nrt_tensor_read": ([P, P, U64, S], I),
+        "nrt_tensor_attach_buffer": ([P, P, S], I),
         "nrt_allocate_tensor_set": ([PP], I),
         "nrt_destroy_tensor_set": ([PP], None),
         "nrt_add_tensor_to_tensor_set": ([P, ctypes.c_char_p, P], I),
@@ -368,6 +369,8 @@ class Model:
             raise RuntimeFailure(call, st, _status(L, st), cap.text.strip())
         Model.live.add(self)
         self.tensors = {}           # name -> (nrt_tensor_t*, nbytes)
+        self.kinds = {}             # name -> 'input' or 'output'
+        self.borrowed = {}          # name -> the host array its tensor uses (attach)
         self.sets = {}
         for which in ("input", "output"):
             s = ctypes.c_void_p()
@@ -379,6 +382,7 @@ class Model:
             if st != NRT_SUCCESS:
                 raise RuntimeFailure("nrt_tensor_allocate", st, _status(L, st), "")
             self.tensors[name] = (t, nbytes)
+            self.kinds[name] = kind
             L.nrt_add_tensor_to_tensor_set(self.sets[kind], name.encode(), t)
 
     def write(self, name, arr):
@@ -388,6 +392,22 @@ class Model:
         st = self.L.nrt_tensor_write(t, a.ctypes.data, 0, n)
         if st != NRT_SUCCESS:
             raise RuntimeFailure("nrt_tensor_write", st, _status(self.L, st), "")
+
+    def attach(self, name, arr):
+        """Let tensor name use the host array arr (copied first when it is
+        not contiguous) until the next attach: nrt_tensor_attach_buffer, so
+        an execution reads or writes the array itself. The model keeps
+        the array alive while its tensor points at it."""
+        if self.borrowed.get(name) is arr:
+            return                  # the same array as last time: still attached
+        t, n = self.tensors[name]
+        a = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
+        if a.nbytes != n:
+            raise ValueError("tensor %s is %d bytes; the array has %d" % (name, n, a.nbytes))
+        st = self.L.nrt_tensor_attach_buffer(t, a.ctypes.data, n)
+        if st != NRT_SUCCESS:
+            raise RuntimeFailure("nrt_tensor_attach_buffer", st, _status(self.L, st), "")
+        self.borrowed[name] = a
 
     def read(self, name, arr):
         t, n = self.tensors[name]

@@ -118,6 +118,8 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_SNAPSHOT_FILE", "", NULL),
     SAME("TRNEMU_SNAPSHOT_ON_ERROR", "", NULL),
     SAME("TRNEMU_SNAPSHOT_THREADS", "2", "0"),
+    SAME("TRNEMU_NKI_CACHE", "0", "maybe"),
+    SAME("TRNEMU_NKI_CACHE_DIR", "/tmp/nki-cache", NULL),
 };
 
 #define ENV_NCASES (sizeof env_cases / sizeof env_cases[0])

@@ -112,3 +112,123 @@ def test_legacy_block_allocators():
         return a
     with pytest.raises(nki.NKIError, match=r"test_nki_alloc.py:\d+: .*indexed block by block"):
         sliced(a)
+
+
+class _RefAllocator:
+    """The allocator's search as it was before it kept free ranges by age
+    (a scan of every free range, SBUF from the top down and PSUM from the
+    bottom up, merging the whole list at every free): what the faster one
+    must reproduce placement for placement."""
+
+    def __init__(self, sbuf, psum):
+        self.free = {"sbuf": [(0, sbuf, {}, 0)], "psum": [(0, psum, {}, 0)]}
+
+    def _candidates(self, kind, lst, size):
+        from nki._core.alloc import Allocator
+        if kind == "psum":
+            for i in range(len(lst)):
+                start = Allocator._align(kind, lst[i][0], size)
+                j, end = i, lst[i][0] + lst[i][1]
+                while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                    j += 1
+                    end = lst[j][0] + lst[j][1]
+                if start + size <= end:
+                    yield i, j, start
+            return
+        for j in reversed(range(len(lst))):
+            end = lst[j][0] + lst[j][1]
+            start = (end - size) & ~31
+            i = j
+            while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+                i -= 1
+            if start >= lst[i][0]:
+                yield i, j, start
+
+    def take(self, kind, size):
+        lst = self.free[kind]
+        best = None
+        for i, j, start in self._candidates(kind, lst, size):
+            clock, age = {}, 0
+            for o, ln, c, q in lst[i:j + 1]:
+                if o < start + size and o + ln > start:
+                    for e, v in c.items():
+                        clock[e] = max(clock.get(e, 0), v)
+                    age = max(age, q)
+            if best is None or age < best[0]:
+                best = (age, i, j, start, clock)
+            if age == 0:
+                break
+        if best is None:
+            return None
+        _, i, j, start, clock = best
+        rest = []
+        for o, ln, c, q in lst[i:j + 1]:
+            if o < start:
+                rest.append((o, min(ln, start - o), c, q))
+            if o + ln > start + size:
+                b = max(o, start + size)
+                rest.append((b, o + ln - b, c, q))
+        lst[i:j + 1] = rest
+        return start, clock
+
+    def give(self, kind, off, size, acc, seq):
+        clock = {}
+        for (_, eng, _), n in acc.items():
+            clock[eng] = max(clock.get(eng, 0), n)
+        lst = self.free[kind]
+        lst.append((off, size, clock, seq))
+        lst.sort(key=lambda r: r[0])
+        merged = []
+        for o, ln, c, q in lst:
+            m = merged[-1] if merged else None
+            if m and m[0] + m[1] == o and m[2] == c and m[3] == q:
+                merged[-1] = (m[0], m[1] + ln, c, q)
+            else:
+                merged.append((o, ln, c, q))
+        self.free[kind] = merged
+
+
+class _Tile:
+    """What Allocator.take reads of a tile."""
+
+    def __init__(self, kind, nbytes):
+        self.kind, self.nbytes, self.line = kind, nbytes, "test:0"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_allocator_places_as_the_reference_search(seed):
+    # random tiles taken and freed, with random accesses (engines and
+    # instruction numbers) and trace positions, in a small SBUF so that
+    # the free list fragments: every placement, clock and free list equals
+    # the reference's
+    from nki._core.alloc import Allocator
+    from nki._core.context import NKIError, PSUM_BYTES
+    rng = np.random.default_rng(seed)
+    sbuf = 16384
+    new, ref = Allocator(sbuf), _RefAllocator(sbuf, PSUM_BYTES)
+    new.spill = None
+    live = []
+    for step in range(1, 1500):
+        if live and (rng.random() < 0.45 or len(live) > 40):
+            kind, off, size, acc = live.pop(int(rng.integers(len(live))))
+            seq = [int(rng.integers(step // 2, step + 1))] if rng.random() < 0.9 else [0]
+            new.give(kind, off, size, acc, seq)
+            ref.give(kind, off, size, acc, seq[0])
+        else:
+            kind = "psum" if rng.random() < 0.2 else "sbuf"
+            nbytes = int(rng.choice([4, 32, 100, 512, 1000, 2048, 2100, 4096]))
+            t = _Tile(kind, nbytes)
+            size = ((nbytes + 31) & ~31) if kind == "sbuf" else (
+                nbytes + (2048 - nbytes % 2048) % 2048 if nbytes > 2048 else nbytes)
+            want = ref.take(kind, size)
+            if want is None:
+                with pytest.raises(NKIError, match="overflow"):
+                    new.take(t)
+                continue
+            got = new.take(t)
+            assert got == want, (step, kind, size)
+            acc = {((0, 1, 0, 1), (0, str(rng.choice(["pe", "act", "dve", "pool", "sp"]))),
+                    bool(rng.random() < 0.5)): int(rng.integers(1, step + 1))}
+            live.append((kind, got[0], size, acc))
+        assert new.free == ref.free, step
+        assert new.starts == [r[0] for r in new.free["sbuf"]], step

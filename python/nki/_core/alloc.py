@@ -4,9 +4,47 @@ remembers the last accesses to freed bytes. Free bytes are handed out
 least recently used first, so the tiles a loop creates rotate through the
 free space and the next iteration's loads run ahead of this one's compute
 (as compiled NKI code rotates a loop's tile buffers)."""
+import bisect
+import heapq
 import weakref
 
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
+
+
+def _range_offset(r):
+    """The start of a free range (o, length, clock, position)."""
+    return r[0]
+
+
+class Accesses:
+    """The last accesses made to a storage's bytes, (rect, engine,
+    is_write) -> instruction number, kept in groups by (engine, is_write)
+    so that a hazard check looks only at the groups that can conflict with
+    an access (another engine's; a write, or any access for a write)."""
+
+    __slots__ = ("groups",)
+
+    def __init__(self):
+        self.groups = {}          # (engine, is_write) -> {rect: instruction number}
+
+    def __setitem__(self, key, n):
+        r, eng, w = key
+        g = self.groups.get((eng, w))
+        if g is None:
+            g = self.groups[(eng, w)] = {}
+        g[r] = n
+
+    def __getitem__(self, key):
+        return self.groups[(key[1], key[2])][key[0]]
+
+    def __len__(self):
+        return sum(len(g) for g in self.groups.values())
+
+    def items(self):
+        """((rect, engine, is_write), instruction number) of every access."""
+        for (eng, w), g in self.groups.items():
+            for r, n in g.items():
+                yield (r, eng, w), n
 
 
 class Storage:
@@ -20,7 +58,7 @@ class Storage:
         self.name = name          # HBM variable name
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
-        self.acc = {}             # (rect, engine, is_write) -> last instruction number
+        self.acc = Accesses()     # (rect, engine, is_write) -> last instruction number
         self.seq = [0]            # trace position of its last access (LRU order of freed bytes)
         self.written = False      # some instruction wrote it
         self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
@@ -46,7 +84,7 @@ class Storage:
         stay with the freed bytes; it starts afresh when reloaded."""
         self.fin.detach()
         self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
-        self.offset, self.base, self.acc = None, {}, {}
+        self.offset, self.base, self.acc = None, {}, Accesses()
 
 
 class Allocator:
@@ -66,9 +104,19 @@ class Allocator:
         self.free = {"sbuf": [(0, sbuf, {}, 0)], "psum": [(0, PSUM_BYTES, {}, 0)]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
-        self.manual_acc = {"sbuf": {}, "psum": {}}   # the accesses of all tiles placed by address=
+        self.manual_acc = {"sbuf": Accesses(), "psum": Accesses()}  # of all tiles placed by address=
         self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
         self.spill = None         # the tracer's spill(st): move a live tile to HBM, or False
+        # True once a 0-byte placement may have split a free range into two
+        # joinable pieces: the next give merges the whole list again
+        self.unmerged = {"sbuf": False, "psum": False}
+        # SBUF free ranges by age: a heap of (position, offset, length),
+        # stale entries dropped when met; usable while every SBUF range is
+        # whole 32-byte units (then a candidate is never younger than the
+        # range it ends in), else the search scans the list
+        self.by_age = [(0, 0, sbuf)]
+        self.starts = [0]         # the start of each SBUF free range, in list order (bisect)
+        self.regular = sbuf % 32 == 0
 
     def reserve(self, st):
         """Place a tile at the bytes its address= names (st.fixed). Those
@@ -102,9 +150,20 @@ class Allocator:
             else:
                 rest.append((o, ln, c, q))
         self.free[kind] = rest
+        self.unmerged[kind] |= hi == lo
+        if kind == "sbuf":
+            self.regular &= lo % 32 == 0 and hi % 32 == 0 and hi > lo
+            self._reindex()
+            self.starts = [r[0] for r in rest]
         self.manual[kind].append((lo, hi))
         self.high[kind] = max(self.high[kind], hi)
         return clock
+
+    def clocks_changed(self):
+        """The clocks of free ranges were changed in place (a device loop
+        retired): ranges next to each other may now be joinable, so the
+        next give merges the whole list."""
+        self.unmerged = dict.fromkeys(self.unmerged, True)
 
     @staticmethod
     def _align(kind, start, size):
@@ -142,6 +201,12 @@ class Allocator:
                 b = max(o, start + size)
                 rest.append((b, o + ln - b, c, q))
         lst[i:j + 1] = rest
+        self.unmerged[st.kind] |= size == 0
+        if st.kind == "sbuf":
+            self.regular &= size > 0
+            self.starts[i:j + 1] = [r[0] for r in rest]
+            for o, ln, _, q in rest:
+                heapq.heappush(self.by_age, (q, o, ln))
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         self.live[id(st)] = weakref.ref(st)
@@ -150,47 +215,127 @@ class Allocator:
     def _best(self, kind, size):
         """Where a tile of size bytes per partition goes: (age, first and
         last free range it covers, start, clock of their last accesses),
-        the least recently used place; None when nothing fits."""
+        the least recently used place; None when nothing fits. Only the
+        age of each candidate is computed; the clock only for the winner."""
         lst = self.free[kind]
+        if kind == "psum":
+            found = self._best_psum(lst, size)
+        elif self.regular and size > 0:
+            found = self._best_by_age(lst, size)
+        else:
+            found = self._best_sbuf(lst, size)
+        if found is None:
+            return None
+        age, i, j, start = found
+        clock, end = {}, start + size
+        for o, ln, c, q in lst[i:j + 1]:
+            if o < end and o + ln > start:
+                for e, v in c.items():
+                    clock[e] = max(clock.get(e, 0), v)
+        return age, i, j, start, clock
+
+    @staticmethod
+    def _age(lst, i, j, start, size):
+        """The trace position of the last access to any free range among
+        lst[i..j] that [start, start + size) overlaps (0: never used)."""
+        age, end = 0, start + size
+        for k in range(i, j + 1):
+            o, ln, _, q = lst[k]
+            if q > age and o < end and o + ln > start:
+                age = q
+        return age
+
+    def _best_sbuf(self, lst, size):
+        """The oldest SBUF candidate, searched from the top down (the first
+        of equal ages wins): (age, i, j, start) or None."""
         best = None
-        for i, j, start in self._candidates(kind, lst, size):
-            clock, age = {}, 0
-            for o, ln, c, q in lst[i:j + 1]:
-                if o < start + size and o + ln > start:
-                    for e, v in c.items():
-                        clock[e] = max(clock.get(e, 0), v)
-                    age = max(age, q)
+        for j in range(len(lst) - 1, -1, -1):
+            o, ln, _, q = lst[j]
+            start = (o + ln - size) & ~31
+            if start >= o:        # inside range j alone
+                age = q if size > 0 else 0
+                i = j
+            else:                 # extend down over adjacent free ranges
+                i = j
+                while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+                    i -= 1
+                if start < lst[i][0]:
+                    continue
+                age = self._age(lst, i, j, start, size)
             if best is None or age < best[0]:
-                best = (age, i, j, start, clock)
-            if age == 0:
-                break
+                best = (age, i, j, start)
+                if age == 0:
+                    break
+        return best
+
+    def _sbuf_candidate(self, lst, j, size):
+        """The SBUF candidate that ends where free range j ends: (i, start,
+        age), or None when the free bytes below it are too few."""
+        o, ln, _, q = lst[j]
+        start = (o + ln - size) & ~31
+        if start >= o:
+            return j, start, q
+        i = j
+        while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+            i -= 1
+        if start < lst[i][0]:
+            return None
+        return i, start, self._age(lst, i, j, start, size)
+
+    def _best_by_age(self, lst, size):
+        """What _best_sbuf finds, visiting free ranges oldest first: a
+        candidate is never younger than the range it ends in, so once the
+        ranges left are younger than the best candidate, none can beat it
+        (ties go to the highest range, as in the scan from the top)."""
+        heap, seen, best, starts = self.by_age, [], None, self.starts
+        while heap and (best is None or heap[0][0] <= best[0]):
+            q, o, ln = entry = heapq.heappop(heap)
+            j = bisect.bisect_left(starts, o)
+            if j == len(lst) or lst[j][0] != o or lst[j][1] != ln or lst[j][3] != q:
+                continue          # a range that was split or merged since
+            seen.append(entry)
+            cand = self._sbuf_candidate(lst, j, size)
+            if cand is None:
+                continue
+            i, start, age = cand
+            if best is None or age < best[0] or (age == best[0] and j > best[2]):
+                best = (age, i, j, start)
+        for entry in seen:
+            heapq.heappush(heap, entry)
+        if len(heap) > 4 * len(lst) + 64:
+            self._reindex()
+        return best
+
+    def _reindex(self):
+        """The SBUF age heap made anew from the free list."""
+        self.by_age = [(q, o, ln) for o, ln, _, q in self.free["sbuf"]]
+        heapq.heapify(self.by_age)
+
+    def _best_psum(self, lst, size):
+        """The oldest PSUM candidate, searched from the first bank up."""
+        best = None
+        for i, j, start in self._candidates("psum", lst, size):
+            age = self._age(lst, i, j, start, size)
+            if best is None or age < best[0]:
+                best = (age, i, j, start)
+                if age == 0:
+                    break
         return best
 
     def _candidates(self, kind, lst, size):
-        """Where a tile of size bytes can go: (first, last free range used,
-        start). PSUM fills from its first bank up; SBUF from its top down,
-        so tiles the front end places stay clear of the low addresses that
-        kernels placing their own tiles (address=, an SbufManager) use
-        first."""
-        if kind == "psum":
-            for i in range(len(lst)):
-                start = self._align(kind, lst[i][0], size)
-                # extend over adjacent free ranges until [start, start+size) is covered
-                j, end = i, lst[i][0] + lst[i][1]
-                while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
-                    j += 1
-                    end = lst[j][0] + lst[j][1]
-                if start + size <= end:
-                    yield i, j, start
-            return
-        for j in reversed(range(len(lst))):
-            end = lst[j][0] + lst[j][1]
-            start = (end - size) & ~31
-            # extend down over adjacent free ranges until [start, end) is covered
-            i = j
-            while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
-                i -= 1
-            if start >= lst[i][0]:
+        """Where a PSUM tile of size bytes can go: (first, last free range
+        used, start). PSUM fills from its first bank up; SBUF (_best_sbuf)
+        from its top down, so tiles the front end places stay clear of the
+        low addresses that kernels placing their own tiles (address=, an
+        SbufManager) use first."""
+        for i in range(len(lst)):
+            start = self._align(kind, lst[i][0], size)
+            # extend over adjacent free ranges until [start, start+size) is covered
+            j, end = i, lst[i][0] + lst[i][1]
+            while end < start + size and j + 1 < len(lst) and lst[j + 1][0] == end:
+                j += 1
+                end = lst[j][0] + lst[j][1]
+            if start + size <= end:
                 yield i, j, start
 
     def victim(self, pinned):
@@ -209,14 +354,53 @@ class Allocator:
         return best
 
     def give(self, kind, off, size, acc, seq=(0,), key=None):
+        """Return [off, off + size) to the free list with the clock of the
+        accesses acc made to it and its trace position seq[0]; a range
+        next to it with the same clock and position becomes one with it."""
         if key is not None:
             self.live.pop(key, None)
         clock = {}
         for (_, eng, _), n in acc.items():
             clock[eng] = max(clock.get(eng, 0), n)
         lst = self.free[kind]
-        lst.append((off, size, clock, seq[0]))
-        lst.sort(key=lambda r: r[0])
+        item = (off, size, clock, seq[0])
+        if kind == "sbuf":
+            self.regular &= size > 0 and off % 32 == 0 and size % 32 == 0
+        if self.unmerged[kind]:
+            lst.append(item)
+            lst.sort(key=_range_offset)
+            self.free[kind] = self._merge_all(lst)
+            self.unmerged[kind] = False
+            if kind == "sbuf":
+                self._reindex()
+                self.starts = [r[0] for r in self.free[kind]]
+            return
+        # the list is merged already: only the new range's neighbours can join it
+        starts = self.starts if kind == "sbuf" else [r[0] for r in lst]
+        k = bisect.bisect_right(starts, off)
+        if k > 0 and self._joins(lst[k - 1], item):
+            k -= 1
+            p = lst[k]
+            item = (p[0], p[1] + size, clock, item[3])
+            lst[k] = item
+        else:
+            lst.insert(k, item)
+            starts.insert(k, off)
+        if k + 1 < len(lst) and self._joins(item, lst[k + 1]):
+            n = lst.pop(k + 1)
+            starts.pop(k + 1)
+            item = lst[k] = (item[0], item[1] + n[1], n[2], n[3])
+        if kind == "sbuf":
+            heapq.heappush(self.by_age, (item[3], item[0], item[1]))
+
+    @staticmethod
+    def _joins(a, b):
+        """Free range b starts where a ends, with the same clock and position."""
+        return a[0] + a[1] == b[0] and a[2] == b[2] and a[3] == b[3]
+
+    @staticmethod
+    def _merge_all(lst):
+        """The sorted free list with every run of joinable ranges made one."""
         merged = []
         for o, ln, c, q in lst:
             m = merged[-1] if merged else None
@@ -224,4 +408,4 @@ class Allocator:
                 merged[-1] = (m[0], m[1] + ln, c, q)
             else:
                 merged.append((o, ln, c, q))
-        self.free[kind] = merged
+        return merged

@@ -51,12 +51,26 @@ def current():
     return tr
 
 
+_outside = {}   # absolute file name -> whether it is outside the nki package
+
+
+def _is_user_file(fn):
+    """Whether code of file fn is the user's (not the nki package's)."""
+    known = _outside.get(fn)
+    if known is None:
+        known = not os.path.abspath(fn).startswith(_PKG_DIR) and \
+            "neuronxcc" not in fn.split(os.sep)[-3:]
+        if os.path.isabs(fn):       # a relative name depends on the working directory
+            _outside[fn] = known
+    return known
+
+
 def user_line():
     """FILE:LINE of the innermost frame outside the nki package."""
     f = sys._getframe(1)
     while f is not None:
         fn = f.f_code.co_filename
-        if not os.path.abspath(fn).startswith(_PKG_DIR) and "neuronxcc" not in fn.split(os.sep)[-3:]:
+        if _is_user_file(fn):
             return "%s:%d" % (fn, f.f_lineno)
         f = f.f_back
     return "<kernel>:0"

@@ -204,6 +204,7 @@ class DeviceLoop:
                 for key, v in list(clock.items()):
                     if v >= VBASE:
                         clock[key] = exits[key[1]]
+        alloc.clocks_changed()
         for acc in alloc.manual_acc.values():
             for key, v in list(acc.items()):
                 if v >= VBASE:

@@ -1,7 +1,7 @@
 """_core/tensors.py: NkiTensor, the proxy tensor a kernel sees while it is
 traced (a view: dims, partition dim, offsets over a Storage), its Python
 operators, and the creation and reshaping of tensors."""
-import numpy as np
+import math
 
 from .. import _dtypes
 from . import placement, views
@@ -220,7 +220,7 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
             fail("the partition dimension of a %s tile is %d, more than %d (nl.tile_size.pmax)"
                  % (buffer, shape[pdim], NUM_PARTITIONS))
         free = [s for i, s in enumerate(shape) if i != pdim]
-        per_part = int(np.prod(free)) if free else 1
+        per_part = int(math.prod(free)) if free else 1
         st = Storage(tr, buffer, per_part * di.size)
         st.row_bytes = per_part * di.size     # bytes of one partition's row, before alignment
         part = 0
@@ -242,7 +242,7 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
                 dims.append([stride, s])
         return NkiTensor(st, di.public, dims, pdim, part)
     # HBM
-    n = int(np.prod(shape)) if shape else 1
+    n = int(math.prod(shape)) if shape else 1
     st = tr.hbm_tensor(buffer, name, shape, di, n * di.size)
     dims = []
     stride = n
@@ -260,7 +260,7 @@ def _placed_tensor(tr, shape, pdim, di, pl):
     if parts > NUM_PARTITIONS:
         fail("the partition dimension of a %s tile is %d, more than %d" % (pl.kind, parts,
                                                                           NUM_PARTITIONS))
-    tile = int(np.prod(free)) if free else 1
+    tile = int(math.prod(free)) if free else 1
     lat = placement.lattice(pl, blocks, parts, tile * di.size, di.size)
     if lat is None:
         return placement.BlockTensor(tr, pl, shape, pdim, di)
@@ -277,8 +277,8 @@ def _placed_tensor(tr, shape, pdim, di, pl):
 
 
 def reshape_tensor(t, shape):
-    n = int(np.prod(shape))
-    if n != int(np.prod(t.shape)):
+    n = int(math.prod(shape))
+    if n != int(math.prod(t.shape)):
         fail("cannot reshape %s into %s" % (t.shape, shape))
     if t.storage.kind != "hbm":
         return _reshape_tile(t, shape)
@@ -305,7 +305,7 @@ def _reshape_tile(t, shape):
             fail("reshape needs contiguous free dimensions")
     if free and free[-1][0] != 1:
         fail("reshape needs contiguous free dimensions")
-    dims, stride = [list(t.dims[0])], int(np.prod(shape[1:])) if len(shape) > 1 else 1
+    dims, stride = [list(t.dims[0])], int(math.prod(shape[1:])) if len(shape) > 1 else 1
     for s in shape[1:]:
         stride //= s
         dims.append([stride, s])

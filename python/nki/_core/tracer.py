@@ -197,13 +197,14 @@ class Tracer:
                            "0 lifts it)" % (user_line(), self.max_s))
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
-        for t in list(outs.values()) + list(ins.values()):
+        views = [*outs.values(), *ins.values()]
+        for t in views:
             if getattr(t.storage, "zero_view", None) is not None:
                 self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
-        if any(c == 0 for t in list(outs.values()) + list(ins.values()) for _, c in t.dims):
+        if any(c == 0 for t in views for _, c in t.dims):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
-        for t in list(outs.values()) + list(ins.values()):
+        for t in views:
             check_grid(t)
             check_bounds(t)
         insn.rmw = rmw
@@ -236,17 +237,24 @@ class Tracer:
                 touched.append((t, False))
         outer = self.pinned
         self.pinned = outer | {id(t.storage) for t, _ in touched}
+        core = self.core
+        rects = []
         for t, w in touched:
             st = t.storage
             r = rect(t, getattr(t, "_as", None))
+            rects.append(r)
             # only the same core's engines can be waited for: SPMD programs on
             # other cores are independent by NKI's rules
             for e, n in st.base.items():
-                if e != me and e[0] == self.core:
+                if e != me and e[0] == core:
                     waits[e[1]] = max(waits.get(e[1], 0), n)
-            for (r2, e2, w2), n in st.acc.items():
-                if e2 != me and e2[0] == self.core and (w or w2) and _overlap(r, r2):
-                    waits[e2[1]] = max(waits.get(e2[1], 0), n)
+            for (e2, w2), group in st.acc.groups.items():
+                if e2 == me or e2[0] != core or not (w or w2):
+                    continue
+                got = waits.get(e2[1], 0)
+                for r2, n in group.items():
+                    if n > got and _overlap(r, r2):
+                        got = waits[e2[1]] = n
         self.pinned = outer
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
@@ -271,10 +279,9 @@ class Tracer:
         insn.core, insn.number, insn.index = self.core, n, len(self.lines)
         parts.append("signal=%s_done+=1" % eng)
         self.seq += 1
-        for t, w in touched:
+        for (t, w), r in zip(touched, rects):
             st = t.storage
-            key = (rect(t, getattr(t, "_as", None)), me, w)
-            st.acc[key] = n
+            st.acc[(r, me, w)] = n
             st.seq[0] = self.seq
             if w:
                 st.written = True

@@ -1,6 +1,7 @@
 """nki.language memory: loads, stores and DMAs, masks on them, copies,
 assignment into views (a pending result written in place), static_cast
 and device_print."""
+import math
 import sys
 
 import numpy as np
@@ -18,7 +19,7 @@ def _no_mask(mask, what):
 
 
 def _check_same_elems(a, b, what):
-    if int(np.prod(a.shape)) != int(np.prod(b.shape)):
+    if int(math.prod(a.shape)) != int(math.prod(b.shape)):
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
 
 
@@ -179,7 +180,7 @@ def _retarget(insn, view, accumulate=False):
     if not accumulate:
         _settle_zero_before(current(), insn, view)
     old = insn.outs["dst"]
-    if int(np.prod(old.shape)) != int(np.prod(view.shape)):
+    if int(math.prod(old.shape)) != int(math.prod(view.shape)):
         fail("cannot assign a result of shape %s to a view of shape %s" % (old.shape, view.shape))
     insn.outs["dst"] = view
     insn.args = [(n, view if v is old else v) for n, v in insn.args]
