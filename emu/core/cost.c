@@ -98,6 +98,16 @@ static bool cost_wide_stride(const struct isa_ap *ap)
     return ap->dim[inner].count > 1 && step * (int64_t)isa_dtype_size(ap->dtype) > 16;
 }
 
+/* Moving elements a PE row takes per cycle: 2 for an nc_matmul in
+ * double_row mode (two fp8 pairs per processing element), else 1. */
+static double cost_matmul_pairs(const struct isa_insn *insn)
+{
+    return insn->opcode == ISA_OP_nc_matmul &&
+                   ISA_ARG_ENUM(insn, nc_matmul, perf) == ISA_PERF_double_row
+               ? 2.0
+               : 1.0;
+}
+
 /* Cycles of a compute instruction on its engine. */
 static double cost_compute_cycles(const struct cost_table *t, const struct isa_insn *insn)
 {
@@ -124,7 +134,7 @@ static double cost_compute_cycles(const struct cost_table *t, const struct isa_i
         uint64_t mp, moving;
         cost_ap_size(insn, mv, &mp, &moving);
         bool fp32 = insn->ap[mv].mem != ISA_MEM_NONE && isa_dtype_size(insn->ap[mv].dtype) >= 4;
-        cycles = (double)moving * (fp32 ? t->pe_fp32_slowdown : 1.0);
+        cycles = (double)moving * (fp32 ? t->pe_fp32_slowdown : 1.0) / cost_matmul_pairs(insn);
     } else {
         double rate = t->elems_per_cycle[eng];
         if (eng == ISA_ENG_DVE && narrow)
@@ -317,7 +327,8 @@ static void cost_span_add(struct cost_run *r, uint32_t core, unsigned lane, cons
 /* Floating-point operations of one instruction as neuron-monitor counts
  * them: a Tensor-engine matmul does a multiply and an add per output
  * element and contraction row, 2*M*N*K (the output's M partitions of N,
- * the moving tensor's K partitions); other instructions count 0. */
+ * the moving tensor's K partitions, twice as many rows in double_row
+ * mode); other instructions count 0. */
 static double cost_flops(const struct isa_insn *insn)
 {
     if (insn->opcode != ISA_OP_nc_matmul && insn->opcode != ISA_OP_nc_matmul_mx &&
@@ -326,7 +337,7 @@ static double cost_flops(const struct isa_insn *insn)
     uint64_t m, n, k, e;
     cost_ap_size(insn, ISA_AP_SLOT(nc_matmul, dst), &m, &n);
     cost_ap_size(insn, ISA_AP_SLOT(nc_matmul, moving), &k, &e);
-    return 2.0 * (double)m * (double)n * (double)k;
+    return 2.0 * (double)m * (double)n * (double)k * cost_matmul_pairs(insn); /* K rows per pair */
 }
 
 /* Book `each` ns of DMA engine e for a transfer of queue q ready at

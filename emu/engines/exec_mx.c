@@ -8,8 +8,10 @@
  * partitions x one x4 column (32 values) and shares one float8_e8m0fnu
  * scale (uint8 accepted). Scales sit in the quadrant (32 partitions) of
  * their data: the 4 groups of quadrant q use rows 32q .. 32q+3 of the
- * scale operand; a scale operand for a single-quadrant tile may instead
- * have just the 4 rows. Column f of the scale belongs to x4 column f.
+ * scale operand, so the operand needs rows up to the last quadrant's
+ * 32q + 3 (just 4 rows for a single-quadrant tile) and may have more,
+ * which are not read (the NKI Library passes a 128-row scale tile with
+ * 64-partition data). Column f of the scale belongs to x4 column f.
  *
  * quantize_mx: src [P, 4F] bf16/fp16 -> dst [P, F] fp8 x4, scale [., F].
  * Lane j of dst column f is src element 4f + j. The group's scale is
@@ -80,22 +82,30 @@ static bool mx_scale_type_ok(uint32_t dt)
     return dt == ISA_DT_U8 || dt == ISA_DT_FP8E8M0;
 }
 
+/* Scale rows that data of `parts` partitions reads: up to the last one's
+ * row (mx_scale_row). */
+static uint32_t mx_scale_rows_read(uint32_t parts)
+{
+    return parts > 0 ? mx_scale_row(parts - 1) + 1 : 0;
+}
+
 /* A scale operand that matches data of `parts` partitions and `cols` x4
- * columns: rows per the quadrant rule, same quadrant, partition step 1. */
+ * columns: at least the rows the quadrant rule reads, the same columns,
+ * same quadrant, partition step 1. */
 static emu_status mx_check_scale(struct isa_exec_ctx *ctx, const char *op, const char *name,
                                  const struct ap_view *data, unsigned data_slot,
                                  const struct ap_view *sc, unsigned sc_slot)
 {
     const struct isa_ap *da = &ctx->insn->ap[data_slot], *sa = &ctx->insn->ap[sc_slot];
-    uint32_t parts = data->rows;
-    bool short_form = parts == MX_QUADRANT && sc->rows == MX_SCALE_ROWS;
+    uint32_t parts = data->rows, need = mx_scale_rows_read(parts);
     if (!mx_scale_type_ok(sc->dtype) || sc->mem != ISA_MEM_SBUF)
         return core_fail(ctx, EMU_EXEC_ERR, "%s %s must be u8 or fp8e8m0 in SBUF; it is %s",
                          op, name, isa_dtype_name(sc->dtype));
-    if ((sc->rows != parts && !short_form) || sc->elems != data->elems)
+    if (sc->rows < need || sc->elems != data->elems)
         return core_fail(ctx, EMU_EXEC_ERR, "%s %s is %u x %" PRIu64 "; data of %u partitions x "
-                         "%" PRIu64 " needs %u x %" PRIu64 " (or 4 rows for 32 partitions)", op,
-                         name, sc->rows, sc->elems, parts, data->elems, parts, data->elems);
+                         "%" PRIu64 " needs at least %u rows (32q + 0..3 for each quadrant q "
+                         "of the data) x %" PRIu64, op, name, sc->rows, sc->elems, parts,
+                         data->elems, need, data->elems);
     if (sa->part_step != 1 || da->part_step != 1 ||
         sa->start_part / MX_QUADRANT != da->start_part / MX_QUADRANT ||
         sa->start_part % MX_QUADRANT + MX_SCALE_ROWS > MX_SCALE_SPAN)
@@ -141,7 +151,7 @@ static void mx_quantize_group(const struct ap_view *dst, const struct ap_view *s
             amax = isnan(a) || a > amax ? a : amax;
         }
     uint8_t code = mxq_scale_code(amax, emax);
-    *ap_elem_ptr(sc, sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS, f) = code;
+    *ap_elem_ptr(sc, mx_scale_row(p0), f) = code;
     int shift = 127 - (int)code;
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
         float q[NUM_X4_LANES];
@@ -164,7 +174,7 @@ static bool mx_quantize_fast_ok(const struct ap_view *dst, const struct ap_view 
 static void mx_quantize_block_fast(const struct ap_view *dst, const struct ap_view *sc,
                                    const struct ap_view *src, uint32_t p0, uint8_t *codes)
 {
-    uint32_t sr = sc->rows == dst->rows ? mx_scale_row(p0) : p0 / MX_GROUP_PARTS;
+    uint32_t sr = mx_scale_row(p0);
     struct mxq_block b = {.scale = sc->flat ? ap_row_ptr(sc, sr) : codes, .nf = dst->elems,
                           .e4 = dst->dtype == ISA_DT_FP8E4FNX4};
     for (uint32_t i = 0; i < MX_GROUP_PARTS; i++) {
@@ -303,12 +313,12 @@ static void mx_pack(const struct ap_view *v, const struct ap_view *sc, uint64_t 
     mx_lut_fill(v->dtype, &lut);
     mx_scale_table(stab);
     uint32_t k = v->rows;
-    bool full = sc->rows == v->rows, flat = v->flat && sc->flat;
+    bool flat = v->flat && sc->flat;
     float *lane[NUM_X4_LANES];
     for (unsigned j = 0; j < NUM_X4_LANES; j++)
         lane[j] = tmp + (size_t)j * w;
     for (uint32_t p = 0; p < k; p++) {
-        uint32_t sr = full ? mx_scale_row(p) : p / MX_GROUP_PARTS;
+        uint32_t sr = mx_scale_row(p);
         const uint8_t *drow = ap_row_ptr(v, p) + c0 * v->esize, *srow = ap_row_ptr(sc, sr) + c0;
         for (uint32_t i = 0; i < w; i++) {
             const uint8_t *e = flat ? drow + (size_t)i * v->esize : ap_elem_ptr(v, p, c0 + i);

@@ -108,8 +108,14 @@ static emu_status pe_check_tiles(struct isa_exec_ctx *ctx, const struct isa_insn
     return EMU_OK;
 }
 
-/* Performance mode: double_row needs v3, fp8_e4/e5 inputs, [K, 2, x] layouts,
- * no column tiling and no transpose. */
+/* A double_row input type: fp8_e4/fp8_e5, and fp8e4fn from NeuronCore-v4. */
+static bool pe_double_row_type(uint32_t gen, uint32_t dt)
+{
+    return dt == ISA_DT_FP8E4 || dt == ISA_DT_FP8E5 || (dt == ISA_DT_FP8E4FN && gen >= 4);
+}
+
+/* Performance mode: double_row needs v3, fp8 inputs (pe_double_row_type),
+ * [K, 2, x] layouts, no column tiling and no transpose. */
 static emu_status pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                 uint32_t *groups)
 {
@@ -121,27 +127,27 @@ static emu_status pe_check_perf(struct isa_exec_ctx *ctx, const struct isa_insn 
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf mode %u is unknown", perf);
     const struct isa_ap *st = ISA_ARG_AP(insn, nc_matmul, stationary);
     const struct isa_ap *mv = ISA_ARG_AP(insn, nc_matmul, moving);
-    bool fp8 = (st->dtype == ISA_DT_FP8E4 || st->dtype == ISA_DT_FP8E5) &&
-               (mv->dtype == ISA_DT_FP8E4 || mv->dtype == ISA_DT_FP8E5);
-    if (ctx->core->gen < 3 || !fp8 || st->ndims < 2 || mv->ndims < 2 || st->dim[0].count != 2 ||
+    uint32_t gen = ctx->core->gen;
+    bool fp8 = pe_double_row_type(gen, st->dtype) && pe_double_row_type(gen, mv->dtype);
+    if (gen < 3 || !fp8 || st->ndims < 2 || mv->ndims < 2 || st->dim[0].count != 2 ||
         mv->dim[0].count != 2 || ISA_ARG_INT(insn, nc_matmul, tile_cols) != 128 ||
         ISA_ARG_FLAG(insn, nc_matmul, transpose))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul perf=double_row needs "
-                         "NeuronCore-v3, fp8_e4/fp8_e5 inputs shaped [K, 2, x], no column "
-                         "tiling and no transpose");
+                         "NeuronCore-v3, fp8_e4/fp8_e5 inputs (fp8e4fn from v4) shaped "
+                         "[K, 2, x], no column tiling and no transpose");
     *groups = 2;
     return EMU_OK;
 }
 
 /* Shapes, types and the PSUM bank of one nc_matmul. */
-/* NeuronCore-v4 float8_e4m3fn inputs: both of that type, or with a
- * non-fp8 operand; never mixed with the legacy fp8 types. */
+/* NeuronCore-v4 float8_e4m3fn inputs: with itself or any other non-fp32
+ * input type but the legacy float8_e4m3 (the nc_matmul reference). */
 static bool pe_e4m3fn_ok(uint32_t gen, uint32_t a, uint32_t b)
 {
     bool fa = a == ISA_DT_FP8E4FN, fb = b == ISA_DT_FP8E4FN;
     if (!fa && !fb)
         return true;
-    return gen >= 4 && !pe_is_fp8(a) && !pe_is_fp8(b) && (fa || pe_input_ok(a)) &&
+    return gen >= 4 && a != ISA_DT_FP8E4 && b != ISA_DT_FP8E4 && (fa || pe_input_ok(a)) &&
            (fb || pe_input_ok(b)) && !pe_is_f32(a) && !pe_is_f32(b);
 }
 
@@ -162,7 +168,7 @@ static emu_status pe_check_shapes(struct isa_exec_ctx *ctx, const struct ap_view
                   pe_is_f32(st->dtype) != pe_is_f32(mv->dtype)))
         return core_fail(ctx, EMU_EXEC_ERR, "nc_matmul inputs %s x %s: inputs "
                          "are fp32/fp32r (both), bf16, fp16 or fp8 (fp8e4fn: NeuronCore-v4, "
-                         "not mixed with another fp8)", isa_dtype_name(st->dtype),
+                         "not mixed with the legacy fp8e4)", isa_dtype_name(st->dtype),
                          isa_dtype_name(mv->dtype));
     g->parts = st->rows;
     g->k = g->parts * g->groups;

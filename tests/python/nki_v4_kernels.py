@@ -1,7 +1,9 @@
 """nki_v4_kernels.py: NeuronCore-v4 kernels checked against NumPy, run by
 test_nki_v4.py in a process of its own on an emulated Trainium3 machine
 (TRNEMU_INSTANCE=trn3.48xlarge): quantize_mx + nc_matmul_mx, activate2,
-get_nc_version and platform_target='trn3'. Prints OK on success."""
+get_nc_version, platform_target='trn3', and nc_matmul double_row with
+float8_e4m3fn (v4 only, never with the legacy float8_e4m3). Prints OK on
+success."""
 import numpy as np
 
 import nki
@@ -65,6 +67,38 @@ def act2(a):
     return out
 
 
+def double_row(sdt, mdt):
+    @nki.jit
+    def k(a, b):
+        x = nl.ndarray(a.shape, dtype=sdt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=x, src=a)
+        y = nl.ndarray(b.shape, dtype=mdt, buffer=nl.sbuf)
+        nisa.dma_copy(dst=y, src=b)
+        ps = nl.ndarray((a.shape[2], b.shape[2]), dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(ps, x, y, perf_mode=nisa.matmul_perf_mode.double_row)
+        t = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=t, src=ps)
+        out = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    return k
+
+
+def check_double_row(rng):
+    a = rng.integers(-8, 9, (128, 2, 24)).astype(np.float32)
+    b = rng.integers(-6, 7, (128, 2, 72)).astype(np.float32)
+    r = double_row(nl.float8_e4m3fn, nl.float8_e5m2)(a.astype(nl.float8_e4m3fn),
+                                                      b.astype(nl.float8_e5m2))
+    assert np.array_equal(r, np.einsum("pjm,pjn->mn", a, b))     # small integers: exact
+    try:
+        double_row(nl.float8_e4m3fn, nl.float8_e4m3)(a.astype(nl.float8_e4m3fn),
+                                                      b.astype(nl.float8_e4m3))
+    except nki.NKIError as e:
+        assert "cannot be mixed" in str(e), e
+    else:
+        raise AssertionError("float8_e4m3fn with float8_e4m3 in double_row was accepted")
+
+
 def main():
     rng = np.random.default_rng(3)
     a = nki.bf16(rng.uniform(-2, 2, (32, 16)).astype(np.float32))
@@ -76,6 +110,7 @@ def main():
     x = rng.uniform(-1, 1, (8, 16)).astype(np.float32)
     np.testing.assert_allclose(act2(x), np.exp(x * 2.0 - 1.0), rtol=1e-6)
     assert nisa.get_nc_version().name == "gen4"
+    check_double_row(rng)
     print("OK")
 
 

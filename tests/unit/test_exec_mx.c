@@ -93,7 +93,8 @@ static void check_quantize(struct harness *h, uint32_t p, uint32_t f, bool e4, u
                     amax = fmax(amax, fabs((double)num_bf16_to_f32(b)));
                 }
             uint8_t want = ref_scale(amax, emax);
-            uint32_t row = sc_rows == p ? (g0 / 32) * 32 + (g0 % 32) / 8 : g0 / 8;
+            uint32_t row = (g0 / 32) * 32 + (g0 % 32) / 8; /* one quadrant: 0..3 */
+            assert_true(row < sc_rows);
             assert_int_equal(*harness_sbuf_ptr(h, sc_part + row, SB_SCALE + c), want);
             for (uint32_t i = 0; i < 8; i++)
                 for (uint32_t j = 0; j < 4; j++) {
@@ -133,6 +134,7 @@ static void test_quantize_formula(void **state)
     const struct { uint32_t p, f, dt, sc_part, sc_rows; } cases[] = {
         {128, 16, ISA_DT_FP8E4FNX4, 0, 128}, {64, 8, ISA_DT_FP8E5X4, 0, 64},
         {32, 5, ISA_DT_FP8E4FNX4, 8, 4},     {32, 3, ISA_DT_FP8E5X4, 0, 32},
+        {64, 6, ISA_DT_FP8E5X4, 0, 128}, /* more scale rows than read */
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         harness_clear(h);
@@ -543,6 +545,23 @@ static void test_matmul_mx_reference(void **state)
     check_mx(h, 128, 128, 512, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
     check_mx(h, 32, 6, 40, ISA_DT_FP4X4, ISA_DT_FP8E5X4, ISA_DT_BF16, false);
     check_mx(h, 96, 16, 1100, ISA_DT_FP8E5X4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false); /* 3 chunks */
+    /* 128-row scale tiles for 64-partition data (the NKI Library's
+     * output_projection_cte): rows 0..3 and 32..35 are read, the rest not */
+    harness_clear(h);
+    fill_packed(h, 64, 16, ISA_DT_FP8E4FNX4, SB_ST, true);
+    fill_packed(h, 64, 24, ISA_DT_FP8E4FNX4, SB_MV, true);
+    fill_scales(h, 128, 16, SB_STS, 127, 3);
+    fill_scales(h, 128, 24, SB_MVS, 126, 2);
+    struct isa_insn *q = add_mx(h, 64, 16, 24, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    q->ap[3] = harness_tile(ISA_MEM_SBUF, 0, 128, SB_STS, ISA_DT_U8, 16);
+    q->ap[4] = harness_tile(ISA_MEM_SBUF, 0, 128, SB_MVS, ISA_DT_FP8E8M0, 24);
+    assert_int_equal(harness_run(h), EMU_OK);
+    for (uint32_t r = 0; r < 16; r++)
+        for (uint32_t c = 0; c < 24; c++) {
+            double mag;
+            assert_true((double)psum_at(h, r, c, ISA_DT_F32) ==
+                        ref_mx(h, 64, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, r, c, &mag));
+        }
 }
 
 /* Accumulation into a bf16 PSUM tile: fp32 sum of the old value and the
@@ -691,6 +710,10 @@ static void test_refusals(void **state)
     struct isa_insn *q = add_mx(h, 64, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
     q->ap[4] = harness_tile(ISA_MEM_SBUF, 32, 64, SB_MVS, ISA_DT_U8, 8);
     expect_fail(h, "quadrant");
+    harness_clear(h); /* 64 partitions read scale rows up to 35 */
+    q = add_mx(h, 64, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
+    q->ap[4] = harness_tile(ISA_MEM_SBUF, 0, 35, SB_MVS, ISA_DT_U8, 8);
+    expect_fail(h, "needs at least 36 rows");
     harness_clear(h);
     q = add_mx(h, 32, 8, 8, ISA_DT_FP8E4FNX4, ISA_DT_FP8E4FNX4, ISA_DT_F32, false);
     q->imm[3].i = 64;

@@ -391,14 +391,15 @@ static void test_matmul_onezero(void **state)
     expect_psum(h, 0, 0, m, n);
 }
 
-/* double_row: [P, 2, x] fp8 operands; logical k = j * P + p. */
-static void test_matmul_double_row(void **state)
+/* A double_row matmul of [p, 2, m] sdt and [p, 2, n] mdt random operands;
+ * ta/tb receive them as [2p x m] and [2p x n] (row k = j * p + q). */
+static struct isa_insn *add_double_row(struct harness *h, uint32_t p, uint32_t m, uint32_t n,
+                                       uint32_t sdt, uint32_t mdt)
 {
-    struct harness *h = *state;
-    const uint32_t p = 96, m = 20, n = 50;
     static float sa[MAXK * MAXM], sb[MAXK * MAXN];
-    put_tile(h, 0, p, SB_A, ISA_DT_FP8E4, 2 * m, 1, 70, sa);
-    put_tile(h, 0, p, SB_B, ISA_DT_FP8E5, 2 * n, 1, 71, sb);
+    harness_clear(h);
+    put_tile(h, 0, p, SB_A, sdt, 2 * m, 1, 70, sa);
+    put_tile(h, 0, p, SB_B, mdt, 2 * n, 1, 71, sb);
     for (uint32_t j = 0; j < 2; j++)
         for (uint32_t q = 0; q < p; q++) {
             memcpy(&ta[(j * p + q) * m], &sa[q * 2 * m + j * m], m * sizeof(float));
@@ -406,16 +407,45 @@ static void test_matmul_double_row(void **state)
         }
     const int32_t ad[2][2] = {{(int32_t)m, 2}, {1, (int32_t)m}};
     const int32_t bd[2][2] = {{(int32_t)n, 2}, {1, (int32_t)n}};
-    struct isa_insn *in = add_mm(h, p, m, n, ISA_DT_FP8E4, ISA_DT_FP8E5, 0, 0, false);
-    in->ap[1] = harness_sbuf(0, p, SB_A, ISA_DT_FP8E4, 2, ad);
-    in->ap[2] = harness_sbuf(0, p, SB_B, ISA_DT_FP8E5, 2, bd);
+    struct isa_insn *in = add_mm(h, p, m, n, sdt, mdt, 0, 0, false);
+    in->ap[1] = harness_sbuf(0, p, SB_A, sdt, 2, ad);
+    in->ap[2] = harness_sbuf(0, p, SB_B, mdt, 2, bd);
     in->enums[0] = ISA_PERF_double_row;
+    return in;
+}
+
+/* double_row: [P, 2, x] fp8 operands; logical k = j * P + p. */
+static void test_matmul_double_row(void **state)
+{
+    struct harness *h = *state;
+    const uint32_t p = 96, m = 20, n = 50;
+    struct isa_insn *in = add_double_row(h, p, m, n, ISA_DT_FP8E4, ISA_DT_FP8E5);
     assert_int_equal(harness_run(h), EMU_OK);
     ref_mm(2 * p, m, n, false);
     expect_psum(h, 0, 0, m, n);
     in->ap[1].dtype = ISA_DT_BF16; /* double_row needs fp8 */
     assert_int_equal(harness_run(h), EMU_EXEC_ERR);
     assert_non_null(strstr(h->report, "double_row"));
+    in->ap[1].dtype = ISA_DT_FP8E4FN; /* OCP e4m3 only from NeuronCore-v4 */
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "double_row"));
+}
+
+/* NeuronCore-v4 double_row also takes float8_e4m3fn, mixed with fp8_e5 but
+ * never with the legacy fp8_e4. */
+static void test_matmul_double_row_v4(void **state)
+{
+    (void)state;
+    struct harness *h = harness_new(4);
+    const uint32_t p = 128, m = 16, n = 40;
+    add_double_row(h, p, m, n, ISA_DT_FP8E4FN, ISA_DT_FP8E5);
+    assert_int_equal(harness_run(h), EMU_OK);
+    ref_mm(2 * p, m, n, false);
+    expect_psum(h, 0, 0, m, n);
+    add_double_row(h, p, m, n, ISA_DT_FP8E4FN, ISA_DT_FP8E4);
+    assert_int_equal(harness_run(h), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "legacy fp8e4"));
+    harness_free(h);
 }
 
 /* v3 transpose mode: bit-exact through NaN/inf, identity and permutation. */
@@ -782,6 +812,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_matmul_tiles_v2, setup2, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_onezero, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_double_row, setup3, teardown),
+        cmocka_unit_test(test_matmul_double_row_v4),
         cmocka_unit_test_setup_teardown(test_matmul_bf16_levels, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_mode, setup3, teardown),
         cmocka_unit_test_setup_teardown(test_matmul_transpose_flag_v2, setup2, teardown),

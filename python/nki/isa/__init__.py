@@ -45,13 +45,16 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     one starts the accumulation group. mask= keeps the rows (grid axis 0,
     M) and columns (axis 1, N) of the result its conditions allow; the
     contraction is not masked. tile_position/tile_size place the op on a
-    tile of the systolic array; perf_mode=double_row is the FP8 mode."""
+    tile of the systolic array; perf_mode=double_row is the FP8 mode whose
+    operands are [K, 2, M] and [K, 2, N] (_check_double_row)."""
     tr = current()
-    double_row = _perf_mode(perf_mode) == "double_row"
+    double = _perf_mode(perf_mode) == "double_row"
+    if double:
+        _check_double_row(stationary, moving, tile_size, is_transpose)
+    rank = 3 if double else 2
     if dst is None:
-        if not all(isinstance(t, NkiTensor) and len(t.shape) == 2 + double_row
-                   for t in (stationary, moving)):
-            return nl._matmul(stationary, moving, double_row=double_row)  # reports what is wrong
+        if not all(isinstance(t, NkiTensor) and len(t.shape) == rank for t in (stationary, moving)):
+            return nl._matmul(stationary, moving, double_row=double)     # reports what is wrong
         dst_new = nl.ndarray((stationary.shape[-1], moving.shape[-1]), nl.float32, nl.psum)
         out, acc = dst_new, False
     else:
@@ -61,17 +64,17 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     rng = nl._mask_ranges(mask)
     if rng is not None:
         d = _core.restrict(d, rng)
-        stationary = _core.restrict(stationary, {1: rng[0]} if 0 in rng else {})
-        moving = _core.restrict(moving, {1: rng[1]} if 1 in rng else {})
+        stationary = _core.restrict(stationary, {rank - 1: rng[0]} if 0 in rng else {})
+        moving = _core.restrict(moving, {rank - 1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
     if dst is not None and not accumulate:
         tr.settle_zero(d)         # a zero-filled tile: this matmul starts its group
     if acc is None:
         acc = region_written(d)
-    nl._matmul(stationary, moving, dst=d, double_row=double_row)
+    nl._matmul(stationary, moving, dst=d, double_row=double)
     insn = tr.pending
-    _matmul_placement(insn, tile_position, tile_size, perf_mode)
+    _matmul_placement(insn, tile_position, tile_size, double)
     for flag, on in (("accumulate", acc), ("transpose", is_transpose),
                      ("stationary_onezero", is_stationary_onezero),
                      ("moving_onezero", is_moving_onezero)):
@@ -81,33 +84,70 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     return out
 
 
-def _matmul_placement(insn, tile_position, tile_size, perf_mode):
-    """tile_position=(row, col), tile_size=(rows, cols) and perf_mode of a
-    matmul, as the ISA's tile_row/col/rows/cols and perf operands."""
+def _matmul_placement(insn, tile_position, tile_size, double_row):
+    """tile_position=(row, col), tile_size=(rows, cols) and the performance
+    mode of a matmul, as the ISA's tile_row/col/rows/cols and perf operands."""
     if tile_position or tile_size:
         if len(tile_position) != 2 or len(tile_size) != 2:
             fail("tile_position and tile_size are (row, column) pairs, got %r and %r"
                  % (tile_position, tile_size))
         insn.args += [("tile_row", int(tile_position[0])), ("tile_col", int(tile_position[1])),
                       ("tile_rows", int(tile_size[0])), ("tile_cols", int(tile_size[1]))]
-    if _perf_mode(perf_mode) == "double_row":
+    if double_row:
         insn.args.append(("perf", "double_row"))
 
 
-# Spellings of the matmul performance modes: the enum's values, and
-# "double_row_gen3", the name the SDK's own nc_matmul test gives the
-# NeuronCore-v3 double-row mode.
+# perf_mode values: the matmul_perf_mode members by value, and
+# "double_row_gen3", the spelling the reference's own nc_matmul test passes
 _PERF_MODES = {"none": "none", "double_row": "double_row", "double_row_gen3": "double_row"}
 
 
 def _perf_mode(perf_mode):
-    """'none' or 'double_row' for a perf_mode= argument (enum or string)."""
+    """The mode a perf_mode argument names: "none" or "double_row"."""
     if perf_mode is None:
         return "none"
-    mode = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
-    if not isinstance(mode, str) or mode not in _PERF_MODES:
-        fail("perf_mode=%r is not an nki.isa.matmul_perf_mode" % (perf_mode,))
-    return _PERF_MODES[mode]
+    name = perf_mode.value if isinstance(perf_mode, constants.matmul_perf_mode) else perf_mode
+    if not isinstance(name, str) or name not in _PERF_MODES:
+        fail("perf_mode=%r is not an nki.isa.matmul_perf_mode (none, double_row)" % (perf_mode,))
+    return _PERF_MODES[name]
+
+
+# double_row inputs: the FP8 formats of NeuronCore-v3, and OCP e4m3 from v4
+_DOUBLE_ROW_TYPES = {"float8_e4m3": nc_version.gen3, "float8_e5m2": nc_version.gen3,
+                     "float8_e4m3fn": nc_version.gen4}
+
+
+def _check_double_row(stationary, moving, tile_size, is_transpose):
+    """The rules of perf_mode=double_row (the nc_matmul reference and the
+    Trainium2 architecture guide): NeuronCore-v3 or newer; SBUF operands
+    [K, 2, M] and [K, 2, N] whose pair dimension (the first free one)
+    holds contraction rows k and K + k; FP8 inputs, the two formats free
+    to differ except legacy float8_e4m3 with float8_e4m3fn; no column
+    tiling and no transpose mode."""
+    gen = get_nc_version()
+    if gen < nc_version.gen3:
+        fail("nc_matmul perf_mode=double_row needs NeuronCore-v3 or newer (this kernel "
+             "targets NeuronCore-v%d)" % gen.value)
+    names = []
+    for nm, t in (("stationary", stationary), ("moving", moving)):
+        if not isinstance(t, NkiTensor) or len(t.shape) != 3 or t.shape[1] != 2 or t.pdim != 0:
+            fail("nc_matmul perf_mode=double_row: '%s' must be a [K, 2, %s] tile (the "
+                 "contraction split between the partitions and a first free dimension of "
+                 "2), got %s" % (nm, "M" if nm == "stationary" else "N",
+                                 "shape %s" % (t.shape,) if isinstance(t, NkiTensor) else repr(t)))
+        name = _dtypes.info(getattr(t, "_as", None) or t.dtype).name
+        if name not in _DOUBLE_ROW_TYPES or gen < _DOUBLE_ROW_TYPES[name]:
+            fail("nc_matmul perf_mode=double_row: '%s' is %s; the mode multiplies "
+                 "float8_e4m3 or float8_e5m2 (float8_e4m3fn from NeuronCore-v4)" % (nm, name))
+        names.append(name)
+    if set(names) == {"float8_e4m3", "float8_e4m3fn"}:
+        fail("nc_matmul perf_mode=double_row: legacy float8_e4m3 and float8_e4m3fn "
+             "cannot be mixed in one matmul")
+    if len(tile_size) == 2 and int(tile_size[1]) != 128:
+        fail("nc_matmul perf_mode=double_row cannot be combined with column tiling "
+             "(tile_size column size %d)" % int(tile_size[1]))
+    if is_transpose:
+        fail("nc_matmul perf_mode=double_row cannot be combined with is_transpose")
 
 
 @_dst_first(1)

@@ -1,9 +1,10 @@
 """nki.language math: the Scalar Engine activation functions, reciprocal,
 functions composed from them (floor, ceil, tan), and matmul and transpose
 on the Tensor Engine."""
+import copy as _pycopy
 import math
 
-from .. import _dtypes
+from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
 from ._creation import _onchip, _operand, ndarray
 from ._elementwise import _binary, _tensor_scalar, negative
@@ -112,41 +113,46 @@ def tan(x, dtype=None, **kw):
 
 def _matmul(stationary, moving, dst=None, double_row=False):
     """dst[M, N] = stationary[K, M]^T x moving[K, N] on the Tensor Engine.
-    double_row (the FP8 performance mode): the operands are [K, 2, M] and
-    [K, 2, N], the contraction running over K and the size-2 dimension."""
+    With double_row the operands are [K, 2, M] and [K, 2, N]: a contraction
+    of 2K split between the partitions and the pair dimension (the caller,
+    nki.isa.nc_matmul, has checked the mode's other rules)."""
     tr = current()
     if isinstance(stationary, NkiTensor) and stationary.buffer == "psum":
         stationary = copy(stationary)     # the Tensor Engine reads SBUF only
     if isinstance(moving, NkiTensor) and moving.buffer == "psum":
         moving = copy(moving)
+    rank = 3 if double_row else 2
     for nm, t in (("stationary", stationary), ("moving", moving)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
             fail("matmul operand '%s' must be an SBUF tile" % nm)
-        if double_row and (len(t.shape) != 3 or t.shape[1] != 2):
-            fail("matmul operand '%s' must be [K, 2, x] in perf_mode double_row, got shape %s"
-                 % (nm, t.shape))
-        if not double_row and len(t.shape) != 2:
-            fail("matmul operand '%s' must be 2-D, got shape %s" % (nm, t.shape))
+        if len(t.shape) != rank:
+            fail("matmul operand '%s' must be %s, got shape %s"
+                 % (nm, "[K, 2, x] in double_row mode" if double_row else "2-D", t.shape))
     k1, m = stationary.shape[0], stationary.shape[-1]
     k2, n = moving.shape[0], moving.shape[-1]
     if k1 != k2:
         fail("matmul contraction sizes differ: %d (stationary) and %d (moving)" % (k1, k2))
     if k1 > 128 or m > 128:
-        fail("matmul stationary is [%d, %d]; at most [128, 128]" % (k1, m))
+        fail("matmul stationary is %s; at most [128, %s128]" % (list(stationary.shape),
+                                                               "2, " if double_row else ""))
     if n > 512:
         fail("matmul moving free size %d exceeds 512 (nl.tile_size.gemm_moving_fmax)" % n)
-    out = dst if dst is not None else ndarray((m, n), float32, psum)
     if double_row:
-        stationary, moving = _unmerged(stationary), _unmerged(moving)
+        stationary, moving = _pair_first(stationary), _pair_first(moving)
+    out = dst if dst is not None else ndarray((m, n), float32, psum)
     tr.emit("pe", "nc_matmul", {"dst": out}, {"stationary": stationary, "moving": moving},
             [("dst", out), ("stationary", stationary), ("moving", moving)])
     return out
 
 
-def _unmerged(t):
-    """A copy of the view whose access pattern keeps its dimensions (the
-    double-row matmul reads the size-2 dimension as its own)."""
-    v = NkiTensor(t.storage, t.dtype, t.dims, t.pdim, t.part, t.off, t.pcount)
+def _pair_first(t):
+    """The same view of a [K, 2, x] double_row operand, written with its
+    pair dimension kept as the first free dimension of the access pattern
+    (the ISA reads the pair from there; merging it into the x elements
+    would hide it)."""
+    free = _core.free_dims(t)
+    v = _pycopy.copy(t)
+    v._dims = [list(free[0])] + _core._merge(free[1:])
     v._nomerge = True
     return v
 
