@@ -2,7 +2,8 @@
 test_nki_v4.py in a process of its own on an emulated Trainium3 machine
 (TRNEMU_INSTANCE=trn3.48xlarge): quantize_mx + nc_matmul_mx, activate2,
 get_nc_version, platform_target='trn3', and nc_matmul double_row with
-float8_e4m3fn (v4 only, never with the legacy float8_e4m3). Prints OK on
+float8_e4m3fn (v4 only, never with the legacy float8_e4m3), and an
+nc_matmul of 2048 moving columns (up to 4096 fp32 on v4). Prints OK on
 success."""
 import numpy as np
 
@@ -99,6 +100,23 @@ def check_double_row(rng):
         raise AssertionError("float8_e4m3fn with float8_e4m3 in double_row was accepted")
 
 
+@nki.jit
+def wide_matmul(a, b):
+    """One nc_matmul of 2048 moving columns (v4: a dst row past one bank)."""
+    out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+    sa, sb = nl.load(a), nl.load(b)
+    ps = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=sa, moving=sb)
+    nl.store(out, nl.copy(ps))
+    return out
+
+
+def check_wide_matmul(rng):
+    a = rng.integers(-3, 4, (64, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (64, 2048)).astype(np.float32)
+    assert np.array_equal(wide_matmul(a, b), a.T @ b)      # small integers: exact
+
+
 def main():
     rng = np.random.default_rng(3)
     a = nki.bf16(rng.uniform(-2, 2, (32, 16)).astype(np.float32))
@@ -111,6 +129,7 @@ def main():
     np.testing.assert_allclose(act2(x), np.exp(x * 2.0 - 1.0), rtol=1e-6)
     assert nisa.get_nc_version().name == "gen4"
     check_double_row(rng)
+    check_wide_matmul(rng)
     print("OK")
 
 

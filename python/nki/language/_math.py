@@ -135,14 +135,26 @@ def _matmul(stationary, moving, dst=None, double_row=False):
     if k1 > 128 or m > 128:
         fail("matmul stationary is %s; at most [128, %s128]" % (list(stationary.shape),
                                                                "2, " if double_row else ""))
-    if n > 512:
-        fail("matmul moving free size %d exceeds 512 (nl.tile_size.gemm_moving_fmax)" % n)
+    n_max = _moving_max(tr.gen, dst)
+    if n > n_max:
+        fail("matmul moving free size %d exceeds %d (%s)" % (
+            n, n_max, "nl.tile_size.gemm_moving_fmax" if n_max == 512 else
+            "NeuronCore-v4: a dst row of the whole PSUM partition"))
     if double_row:
         stationary, moving = _pair_first(stationary), _pair_first(moving)
     out = dst if dst is not None else ndarray((m, n), float32, psum)
     tr.emit("pe", "nc_matmul", {"dst": out}, {"stationary": stationary, "moving": moving},
             [("dst", out), ("stationary", stationary), ("moving", moving)])
     return out
+
+
+def _moving_max(gen, dst):
+    """The most moving columns one nc_matmul takes: 512 (one fp32 PSUM
+    bank) before NeuronCore-v4; on v4 a dst row may fill the partition's
+    16 KiB, 4096 fp32 or 8192 bf16 columns (the nc_matmul reference)."""
+    if gen < 4:
+        return 512
+    return 8192 if isinstance(dst, NkiTensor) and _dtypes.info(dst.dtype).name == "bfloat16" else 4096
 
 
 def _pair_first(t):
