@@ -13,7 +13,7 @@ import numpy as np
 from .. import _core, _dtypes, _runtime, language as nl
 from .._core import NkiTensor, fail, current
 from .._core.tracer import region_written
-from . import constants
+from . import constants, _transpose
 from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401
                        _scalar_arg, _NP_ALU, _NP_ACT)
 from .constants import (engine, reduce_cmd, dge_mode, oob_mode, matmul_perf_mode,  # noqa: F401
@@ -357,7 +357,8 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
 def dma_transpose(src, dst=None, axes=None, **kw):
     """dst = src with its axes permuted by DMA: by axes=, or as the vendor's
     defaults, (1, 0) for 2-D, (2, 1, 0) for 3-D and (3, 1, 2, 0) for 4-D
-    (dst[d, b, c, a] = src[a, b, c, d]). Beyond 2-D, src is in HBM."""
+    (dst[d, b, c, a] = src[a, b, c, d]). Beyond 2-D, src is in HBM. An
+    indexed src (ap(vector_offset=)) gathers its rows first (_transpose)."""
     nd = len(src.shape)
     perm = tuple(int(a) for a in axes) if axes is not None else \
         {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
@@ -365,7 +366,9 @@ def dma_transpose(src, dst=None, axes=None, **kw):
         fail("dma_transpose of a %d-D view with axes=%r: not a permutation of its axes"
              % (nd, axes))
     out = _out(dst, tuple(src.shape[d] for d in perm), src.dtype)
-    if perm == (1, 0):
+    if _transpose.is_indexed(src):
+        _transpose.indexed_transpose(out, src, perm, kw.get("oob_mode") is oob_mode.skip)
+    elif perm == (1, 0):
         nl._transpose2d(out, src)
     elif src.buffer == "hbm" and len(src.dims) == nd:
         nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], None, 0,
