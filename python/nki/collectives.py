@@ -65,10 +65,20 @@ def world():
     return r, n
 
 
+class RankId(int):
+    """What rank_id() gives: this rank's number, known while tracing (each
+    rank traces its own program), where the vendor's gives a register
+    holding it. It is an int everywhere; like that register it is also
+    taken as an access pattern's scalar_offset."""
+
+    def __repr__(self):
+        return "rank_id(%d)" % int(self)
+
+
 def rank_id(name=None):
     """This process's rank (an integer known while tracing)."""
     current()
-    return world()[0]
+    return RankId(world()[0])
 
 
 def _group(replica_group):
@@ -76,10 +86,16 @@ def _group(replica_group):
     _, n = world()
     groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
         [list(g) for g in replica_group]
-    if [sorted(g) for g in groups] != [list(range(n))]:
-        fail("replica group %r: trnemu's collectives run over all %d ranks of the job as one "
-             "rank-list ([[0, ..., %d]])" % (groups, n, n - 1))
-    return 0
+    if [sorted(g) for g in groups] == [list(range(n))]:
+        return 0
+    ranks = sorted(r for g in groups for r in g)
+    if n == 1 and len(groups) == 1 and ranks == list(range(len(ranks))):
+        fail("replica group %r names %d ranks, but this process is rank 0 of 1: run the kernel "
+             "on %d ranks (trnemu launch -n %d, or kernel.ranks() / nki.cpu_simulate(kernel)"
+             "[lnc].ranks() with one input per rank)" % (groups, len(ranks), len(ranks), len(ranks)))
+    fail("replica group %r: trnemu's collectives run over all %d ranks of the job as one "
+         "rank-list ([[0, ..., %d]]); rank-lists that split the job need a replica-group "
+         "table, which trnemu's NEFFs do not carry" % (groups, n, n - 1))
 
 
 def _pairs(srcs, dsts, what):

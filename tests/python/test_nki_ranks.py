@@ -1,0 +1,104 @@
+"""test_nki_ranks.py: a kernel run on two ranks from one call
+(nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank a
+process started by `trnemu launch`): all_reduce and all_gather of per-rank
+inputs against NumPy, rank_id() as an access pattern's scalar_offset, and
+a rank's error raised in the caller naming that rank."""
+import os
+
+import numpy as np
+import pytest
+
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.environ.get("TRNEMU_TOOL") or os.path.join(HERE, "..", "..", "build", "tools", "trnemu")
+pytestmark = pytest.mark.skipif(not os.path.exists(TOOL),
+                                reason="needs the trnemu tool (TRNEMU_TOOL)")
+
+
+@nki.jit
+def reduce_gather(a, rg, nranks):
+    """all_reduce (add) and all_gather of a; rank_id() picks a row of a."""
+    R, F = a.shape
+    src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    total = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[src], dsts=[total], replica_group=rg, op=nl.add)
+    gathered = nl.ndarray((nranks * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[gathered], replica_group=rg, collective_dim=0)
+    mine = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=mine, src=a.ap(pattern=[[F, 1], [1, F]], scalar_offset=ncc.rank_id(),
+                                     indirect_dim=0))
+    return total, gathered, mine
+
+
+def plain_reduce(a):
+    """A kernel function without @nki.jit (as nki.cpu_simulate takes it)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    ncc.all_reduce(srcs=[src], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.maximum)
+    return out
+
+
+@nki.jit
+def fails_on_rank_1(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    if ncc.rank_id() == 1:
+        nisa.dma_copy(dst=out, src=nl.ndarray((3, 3), dtype=a.dtype, buffer=nl.shared_hbm))
+    ncc.all_reduce(srcs=[a], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
+    return out
+
+
+def _inputs(n, shape=(4, 16)):
+    return [np.random.default_rng(r).standard_normal(shape).astype(np.float32) for r in range(n)]
+
+
+def test_two_ranks_per_rank_inputs():
+    xs = _inputs(2)
+    rg = ncc.ReplicaGroup([[0, 1]])
+    outs = nki.cpu_simulate(reduce_gather)[1].ranks(
+        [{"a": x, "rg": rg, "nranks": 2} for x in xs])
+    assert len(outs) == 2
+    for r, (total, gathered, mine) in enumerate(outs):
+        np.testing.assert_allclose(total, xs[0] + xs[1], rtol=1e-6)
+        np.testing.assert_array_equal(gathered, np.concatenate(xs, axis=0))
+        np.testing.assert_array_equal(mine, xs[r][r:r + 1])
+
+
+def test_plain_function_positional_inputs():
+    xs = _inputs(2, (2, 8))
+    outs = nki.cpu_simulate(plain_reduce)[1].ranks([(x,) for x in xs])
+    for out in outs:
+        np.testing.assert_array_equal(out, np.maximum(xs[0], xs[1]))
+
+
+def test_a_rank_error_names_the_rank():
+    xs = _inputs(2, (2, 8))
+    with pytest.raises(nki.NKIError, match=r"rank 1 of 2: .*test_nki_ranks.py:\d+"):
+        fails_on_rank_1.ranks([(x,) for x in xs], timeout=60)
+
+
+def test_bad_uses():
+    @nki.jit
+    def local(a):
+        return a
+    with pytest.raises(nki.NKIError, match="top level of a module"):
+        local.ranks([(np.zeros((1, 1), np.float32),)])
+    with pytest.raises(nki.NKIError, match="one entry per rank"):
+        reduce_gather.ranks({"a": 1})
+    a = np.zeros((2, 4), np.float32)
+    with pytest.raises(nki.NKIError, match=r"rank 0 of 1: run the kernel on 2 ranks"):
+        nki.cpu_simulate(plain_reduce)[1](a)
+    with pytest.raises(nki.NKIError, match="scalar_offset=3.*offset="):
+        nki.cpu_simulate(_static_offset)[1](a)
+
+
+@nki.jit
+def _static_offset(a):
+    out = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a.ap(pattern=[[4, 1], [1, 4]], scalar_offset=3, indirect_dim=0))
+    return out
