@@ -115,8 +115,8 @@ def _pairs(srcs, dsts, what):
 
 def _dim0(collective_dim, what):
     if collective_dim != 0:
-        fail("%s: trnemu joins and splits ranks' data along dimension 0 (collective_dim=%r)"
-             % (what, collective_dim))
+        fail("%s: collective_dim=%r; ranks' data is joined and split along dimension 0 (an "
+             "all_gather of SBUF tiles also takes 1)" % (what, collective_dim))
 
 
 def _op(op):
@@ -142,11 +142,38 @@ def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
-    """dst = every rank's src, joined along dimension 0 in rank order."""
+    """dst = every rank's src, joined in rank order along dimension 0, or
+    along dimension 1 of 2-D SBUF tiles."""
     g = _group(replica_group)
+    pairs = _pairs(srcs, dsts, "all_gather")
+    if collective_dim == 1 and pairs[0][0].buffer != "hbm":
+        for s, d in pairs:
+            _gather_free(s, d, g)
+        return
     _dim0(collective_dim, "all_gather")
-    for s, d in _pairs(srcs, dsts, "all_gather"):
+    for s, d in pairs:
         _emit("all_gather", s, d, [("group", g)])
+
+
+def _gather_free(src, dst, g):
+    """all_gather along the free dimension of [P, W] SBUF tiles (dst is
+    [P, ranks * W], rank r's tile in columns r*W..): the ISA's all_gather
+    joins ranks' elements one after the other, so the tiles are gathered
+    into an HBM buffer of [ranks * P, W] and copied from there with each
+    rank's block moved to its columns."""
+    from . import language as nl
+    from .isa import dma_copy
+    n = world()[1]
+    if len(src.shape) != 2 or len(dst.shape) != 2:
+        fail("all_gather along dimension 1 takes 2-D SBUF tiles (a partition and one free "
+             "dimension), got %s and %s" % (src.shape, dst.shape))
+    P, W = src.shape
+    if tuple(dst.shape) != (P, n * W):
+        fail("all_gather along dimension 1 of %d ranks: dst is %s, should be %s"
+             % (n, tuple(dst.shape), (P, n * W)))
+    joined = nl.ndarray((n * P, W), dtype=src.dtype, buffer=nl.hbm)
+    _emit("all_gather", src, joined, [("group", g)])
+    dma_copy(dst=dst.reshape_dim(1, [n, W]), src=joined.reshape_dim(0, [n, P]).permute([1, 0, 2]))
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):

@@ -1,7 +1,8 @@
 """test_nki_ranks.py: a kernel run on two ranks from one call
 (nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank a
 process started by `trnemu launch`): all_reduce and all_gather of per-rank
-inputs against NumPy, rank_id() as an access pattern's scalar_offset, and
+inputs against NumPy (all_gather of SBUF tiles along their free
+dimension too), rank_id() as an access pattern's scalar_offset, and
 a rank's error raised in the caller naming that rank."""
 import os
 
@@ -33,6 +34,19 @@ def reduce_gather(a, rg, nranks):
     nisa.dma_copy(dst=mine, src=a.ap(pattern=[[F, 1], [1, F]], scalar_offset=ncc.rank_id(),
                                      indirect_dim=0))
     return total, gathered, mine
+
+
+@nki.jit
+def gather_columns(a, rg, nranks):
+    """all_gather of SBUF tiles along their free dimension."""
+    P, W = a.shape
+    t = nl.ndarray((P, W), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray((P, nranks * W), dtype=a.dtype, buffer=nl.sbuf)
+    ncc.all_gather(srcs=[t], dsts=[u], replica_group=rg, collective_dim=1)
+    out = nl.ndarray((P, nranks * W), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
 
 
 def plain_reduce(a):
@@ -67,6 +81,13 @@ def test_two_ranks_per_rank_inputs():
         np.testing.assert_allclose(total, xs[0] + xs[1], rtol=1e-6)
         np.testing.assert_array_equal(gathered, np.concatenate(xs, axis=0))
         np.testing.assert_array_equal(mine, xs[r][r:r + 1])
+
+
+def test_sbuf_all_gather_along_the_free_dimension():
+    xs = _inputs(2, (8, 6))
+    outs = gather_columns.ranks([(x, ncc.ReplicaGroup([[0, 1]]), 2) for x in xs])
+    for out in outs:
+        np.testing.assert_array_equal(out, np.concatenate(xs, axis=1))
 
 
 def test_plain_function_positional_inputs():
