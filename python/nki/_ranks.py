@@ -224,7 +224,8 @@ def run(kernel, inputs, timeout=None):
                     failed = _first_failure(folder, n)
             finally:
                 _stop(proc)
-        failed = failed or _first_failure(folder, n)
+        # the lowest rank that reported a failure by the time the job ended
+        failed = _first_failure(folder, n) or failed
         text = _log_text(log)
         if failed is not None:
             _raise_rank_error(failed[0], n, failed[1])

@@ -4,7 +4,8 @@ started by `trnemu launch -n N` (RANK and WORLD_SIZE in the environment;
 without them the process is rank 0 of 1); a kernel that uses a collective
 is loaded with nrt_load_collectives as that rank. trnemu's collectives
 run over every rank of the job (replica group 0), so a ReplicaGroup must be
-the one rank-list of all ranks."""
+the one rank-list of all ranks; all_gather also takes rank-lists that split
+the job (each rank gathers its own list's blocks from an all-rank gather)."""
 import os
 from enum import Enum
 
@@ -81,21 +82,45 @@ def rank_id(name=None):
     return RankId(world()[0])
 
 
-def _group(replica_group):
-    """ISA group 0 (all ranks): the only group trnemu's collectives take."""
-    _, n = world()
-    groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
-        [list(g) for g in replica_group]
-    if [sorted(g) for g in groups] == [list(range(n))]:
-        return 0
+def _rank_lists(replica_group):
+    return replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
+        [[int(r) for r in g] for g in replica_group]
+
+
+def _refuse_group(groups, n, what):
     ranks = sorted(r for g in groups for r in g)
     if n == 1 and len(groups) == 1 and ranks == list(range(len(ranks))):
         fail("replica group %r names %d ranks, but this process is rank 0 of 1: run the kernel "
              "on %d ranks (trnemu launch -n %d, or kernel.ranks() / nki.cpu_simulate(kernel)"
              "[lnc].ranks() with one input per rank)" % (groups, len(ranks), len(ranks), len(ranks)))
-    fail("replica group %r: trnemu's collectives run over all %d ranks of the job as one "
-         "rank-list ([[0, ..., %d]]); rank-lists that split the job need a replica-group "
-         "table, which trnemu's NEFFs do not carry" % (groups, n, n - 1))
+    fail("replica group %r: trnemu's %s runs over all %d ranks of the job as one rank-list "
+         "([[0, ..., %d]]); rank-lists that split the job need a replica-group table, which "
+         "trnemu's NEFFs do not carry (all_gather takes them)" % (groups, what, n, n - 1))
+
+
+def _group(replica_group, what="collectives", ordered=False):
+    """ISA group 0 (all ranks): the only group trnemu's collectives take.
+    ordered: the one rank-list must also list the ranks in their order
+    (its order decides which part goes to which rank)."""
+    _, n = world()
+    groups = _rank_lists(replica_group)
+    if ordered and groups == [list(range(n))] or not ordered and \
+            [sorted(g) for g in groups] == [list(range(n))]:
+        return 0
+    if [sorted(g) for g in groups] == [list(range(n))]:
+        fail("replica group %r: %s gives part j to the rank-list's j-th rank; trnemu's runs "
+             "over the ranks in their order ([[0, ..., %d]])" % (groups, what, n - 1))
+    _refuse_group(groups, n, what)
+
+
+def _members(replica_group):
+    """The rank-list this rank belongs to, in its order, when the lists
+    split the job's ranks (every rank in exactly one); else NKIError."""
+    me, n = world()
+    groups = _rank_lists(replica_group)
+    if sorted(r for g in groups for r in g) != list(range(n)):
+        _refuse_group(groups, n, "all_gather")
+    return next(g for g in groups if me in g)
 
 
 def _pairs(srcs, dsts, what):
@@ -136,49 +161,56 @@ def _emit(op, src, dst, args, extra_ins=None):
 
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     """dst = op over every rank's src, element by element."""
-    g, a = _group(replica_group), _op(op)
+    g, a = _group(replica_group, "all_reduce"), _op(op)
     for s, d in _pairs(srcs, dsts, "all_reduce"):
         _emit("all_reduce", s, d, [("group", g), ("op", a)])
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
-    """dst = every rank's src, joined in rank order along dimension 0, or
-    along dimension 1 of 2-D SBUF tiles."""
-    g = _group(replica_group)
+    """dst = the src of every rank of this rank's rank-list, joined in the
+    list's order along dimension 0 (or 1, for 2-D SBUF tiles)."""
+    members = _members(replica_group)
     pairs = _pairs(srcs, dsts, "all_gather")
-    if collective_dim == 1 and pairs[0][0].buffer != "hbm":
+    if collective_dim not in (0, 1) or collective_dim == 1 and pairs[0][0].buffer == "hbm":
+        _dim0(collective_dim, "all_gather")
+    if collective_dim == 0 and members == list(range(world()[1])):
         for s, d in pairs:
-            _gather_free(s, d, g)
+            _emit("all_gather", s, d, [("group", 0)])
         return
-    _dim0(collective_dim, "all_gather")
     for s, d in pairs:
-        _emit("all_gather", s, d, [("group", g)])
+        _gather_blocks(s, d, collective_dim, members)
 
 
-def _gather_free(src, dst, g):
-    """all_gather along the free dimension of [P, W] SBUF tiles (dst is
-    [P, ranks * W], rank r's tile in columns r*W..): the ISA's all_gather
-    joins ranks' elements one after the other, so the tiles are gathered
-    into an HBM buffer of [ranks * P, W] and copied from there with each
-    rank's block moved to its columns."""
+def _gather_blocks(src, dst, dim, members):
+    """all_gather through an HBM buffer: every rank's src gathered in rank
+    order (the ISA's all_gather joins ranks' elements one after the
+    other), then member j's block copied into block j of dst along dim.
+    For a rank-list that is part of the job's ranks, for one that lists
+    them in another order, and for dimension 1 of SBUF tiles."""
     from . import language as nl
     from .isa import dma_copy
     n = world()[1]
-    if len(src.shape) != 2 or len(dst.shape) != 2:
+    shape = tuple(src.shape)
+    if dim == 1 and (len(shape) != 2 or len(dst.shape) != 2):
         fail("all_gather along dimension 1 takes 2-D SBUF tiles (a partition and one free "
-             "dimension), got %s and %s" % (src.shape, dst.shape))
-    P, W = src.shape
-    if tuple(dst.shape) != (P, n * W):
-        fail("all_gather along dimension 1 of %d ranks: dst is %s, should be %s"
-             % (n, tuple(dst.shape), (P, n * W)))
-    joined = nl.ndarray((n * P, W), dtype=src.dtype, buffer=nl.hbm)
-    _emit("all_gather", src, joined, [("group", g)])
-    dma_copy(dst=dst.reshape_dim(1, [n, W]), src=joined.reshape_dim(0, [n, P]).permute([1, 0, 2]))
+             "dimension), got %s and %s" % (shape, tuple(dst.shape)))
+    want = list(shape)
+    want[dim] *= len(members)
+    if list(dst.shape) != want:
+        fail("all_gather of rank-list %r along dimension %d: dst is %s, should be %s"
+             % (members, dim, tuple(dst.shape), tuple(want)))
+    joined = nl.ndarray((n,) + shape, dtype=src.dtype, buffer=nl.hbm)
+    _emit("all_gather", src, joined, [("group", 0)])
+    step = shape[dim]
+    for j, r in enumerate(members):
+        block = [slice(None)] * len(shape)
+        block[dim] = slice(j * step, (j + 1) * step)
+        dma_copy(dst=dst[tuple(block)], src=joined[r])
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):
     """op over every rank's src, split along dimension 0: part r to rank r."""
-    g, a = _group(replica_group), _op(op)
+    g, a = _group(replica_group, "reduce_scatter", ordered=True), _op(op)
     _dim0(collective_dim, "reduce_scatter")
     for s, d in _pairs(srcs, dsts, "reduce_scatter"):
         _emit("reduce_scatter", s, d, [("group", g), ("op", a)])
@@ -187,14 +219,14 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priorit
 def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
     """Part j of src (along dimension 0) goes to rank j, which keeps it as
     part r (the sender's rank) of its dst."""
-    g = _group(replica_group)
+    g = _group(replica_group, "all_to_all", ordered=True)
     _dim0(collective_dim, "all_to_all")
     for s, d in _pairs(srcs, dsts, "all_to_all"):
         _emit("all_to_all", s, d, [("group", g)])
 
 
 def _variable(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls):
-    g = _group(replica_group)
+    g = _group(replica_group, op, ordered=True)
     if not isinstance(metadata_tensor, NkiTensor):
         fail("%s needs a metadata tensor" % op)
     for s, d in _pairs(srcs, dsts, op):

@@ -2,7 +2,7 @@
 (nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank a
 process started by `trnemu launch`): all_reduce and all_gather of per-rank
 inputs against NumPy (all_gather of SBUF tiles along their free
-dimension too), rank_id() as an access pattern's scalar_offset, and
+dimension too, and within rank-lists that split the job), rank_id() as an access pattern's scalar_offset, and
 a rank's error raised in the caller naming that rank."""
 import os
 
@@ -49,6 +49,17 @@ def gather_columns(a, rg, nranks):
     return out
 
 
+@nki.jit
+def gather_groups(a, rg, size):
+    """all_gather of an HBM tensor within this rank's rank-list of rg."""
+    R, F = a.shape
+    src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    out = nl.ndarray((size * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[out], replica_group=rg, collective_dim=0)
+    return out
+
+
 def plain_reduce(a):
     """A kernel function without @nki.jit (as nki.cpu_simulate takes it)."""
     out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
@@ -88,6 +99,19 @@ def test_sbuf_all_gather_along_the_free_dimension():
     outs = gather_columns.ranks([(x, ncc.ReplicaGroup([[0, 1]]), 2) for x in xs])
     for out in outs:
         np.testing.assert_array_equal(out, np.concatenate(xs, axis=1))
+
+
+@pytest.mark.parametrize("lists", [[[0], [1]], [[1, 0]]])
+def test_all_gather_within_rank_lists(lists):
+    """Rank-lists that split the job (each rank on its own) and one that
+    orders the ranks otherwise: blocks in the list's order."""
+    xs = _inputs(2, (3, 5))
+    rg = ncc.ReplicaGroup(lists)
+    size = len(lists[0])
+    outs = gather_groups.ranks([(x, rg, size) for x in xs])
+    for r, out in enumerate(outs):
+        mine = next(g for g in lists if r in g)
+        np.testing.assert_array_equal(out, np.concatenate([xs[k] for k in mine], axis=0))
 
 
 def test_plain_function_positional_inputs():
