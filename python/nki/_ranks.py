@@ -18,7 +18,7 @@ the caller's sys.path; arguments and results travel as pickles through a
 temporary folder. A rank that fails ends the job at once (the others are
 stopped rather than left waiting for it in a collective) and its error is
 raised here, naming the rank (its stack, as (file, function) pairs, in the
-error's rank_frames). The caller's own runtime (its VNC) is not
+error's rank_frames; its exception's type name and message in rank_error). The caller's own runtime (its VNC) is not
 used. This module is also the program each rank runs
 (`python3 -m nki._ranks FOLDER`).
 """
@@ -180,6 +180,7 @@ def _raise_rank_error(r, n, err):
         where = " (%s:%d)" % frames[-1][:2] if frames else ""
         e = NKIError("rank %d of %d: %s: %s%s" % (r, n, kind, msg, where))
     e.rank_frames = [(f, name) for f, _, name in frames]
+    e.rank_error = (kind, msg)
     raise e
 
 

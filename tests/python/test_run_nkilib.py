@@ -172,6 +172,9 @@ def test_classify_a_ranks_error_by_that_ranks_stack():
     assert nkilib_plugin.classify(e)[0] == "trace error"
     e.rank_frames = [("/x/nki/_ranks.py", "main"), ("/x/nki/_kernel.py", "_run")]
     assert nkilib_plugin.classify(e)[0] == "execution error"
+    e = nki.NKIError("rank 0 of 2: AttributeError: module 'nki.isa' has no attribute 'foo'")
+    e.rank_frames, e.rank_error = [], ("AttributeError", "module 'nki.isa' has no attribute 'foo'")
+    assert nkilib_plugin.classify(e) == ("missing name", "nki.isa.foo")
 
 
 class _Timer:
