@@ -194,6 +194,21 @@ def _log_text(path, limit=4000):
     return "\n".join(lines)[-limit:]
 
 
+def _timeout(given):
+    """Seconds the job may take: timeout=, else TRNEMU_NKI_RANKS_TIMEOUT,
+    else 600."""
+    value = given if given is not None else os.environ.get("TRNEMU_NKI_RANKS_TIMEOUT",
+                                                           _DEFAULT_TIMEOUT_S)
+    try:
+        seconds = float(value)
+    except (TypeError, ValueError):
+        seconds = -1.0
+    if not seconds > 0:
+        raise NKIError("ranks(): the timeout %r (%s) is not a positive number of seconds"
+                       % (value, "timeout=" if given is not None else "TRNEMU_NKI_RANKS_TIMEOUT"))
+    return seconds
+
+
 def run(kernel, inputs, timeout=None):
     """Run kernel (a Kernel) on len(inputs) ranks; a list of each rank's
     outputs, in rank order."""
@@ -202,8 +217,7 @@ def run(kernel, inputs, timeout=None):
     mod, path, qual = _reference(kernel)
     libnrt = _loaded_library()
     tool = _tool(libnrt)
-    timeout = float(timeout if timeout is not None else
-                    os.environ.get("TRNEMU_NKI_RANKS_TIMEOUT", _DEFAULT_TIMEOUT_S))
+    timeout = _timeout(timeout)
     folder = tempfile.mkdtemp(prefix="nki-ranks-")
     try:
         _dump(os.path.join(folder, "job.pkl"),

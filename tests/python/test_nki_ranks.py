@@ -135,6 +135,8 @@ def test_bad_uses():
         local.ranks([(np.zeros((1, 1), np.float32),)])
     with pytest.raises(nki.NKIError, match="one entry per rank"):
         reduce_gather.ranks({"a": 1})
+    with pytest.raises(nki.NKIError, match="timeout 0 .timeout=. is not a positive"):
+        reduce_gather.ranks([{"a": 1}], timeout=0)
     a = np.zeros((2, 4), np.float32)
     with pytest.raises(nki.NKIError, match=r"rank 0 of 1: run the kernel on 2 ranks"):
         nki.cpu_simulate(plain_reduce)[1](a)
