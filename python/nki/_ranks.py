@@ -185,13 +185,16 @@ def _raise_rank_error(r, n, err):
 
 
 def _log_text(path, limit=4000):
+    """What a rank log holds (its last limit characters), without the
+    launcher's line naming the instance."""
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             text = f.read()
     except OSError:
         return ""
     lines = [ln for ln in text.splitlines() if not ln.startswith("trnemu launch: instance ")]
-    return "\n".join(lines)[-limit:]
+    text = "\n".join(lines)
+    return text if limit is None else text[-limit:]
 
 
 def _timeout(given):
@@ -209,52 +212,69 @@ def _timeout(given):
     return seconds
 
 
+def _write_job(folder, kernel, per_rank):
+    """The job's description and each rank's arguments, as pickles."""
+    mod, path, qual = _reference(kernel)
+    _dump(os.path.join(folder, "job.pkl"),
+          {"sys_path": list(sys.path), "module": mod, "file": path, "qualname": qual,
+           "grid": kernel.grid, "shard": kernel.shard, "mode": kernel.mode, "opts": kernel.opts})
+    for r, entry in enumerate(per_rank):
+        _dump(os.path.join(folder, "in-%d.pkl" % r), entry)
+
+
+def _launch(folder, n, timeout):
+    """Run the job with `trnemu launch`, stopped as soon as a rank reports
+    a failure; (launcher's exit status, the lowest failed rank's (rank,
+    error) or None). The ranks' output goes to out.txt and err.txt."""
+    libnrt = _loaded_library()
+    cmd = [_tool(libnrt), "launch", "-n", str(n), "--timeout", "%g" % timeout, "--",
+           sys.executable, "-m", "nki._ranks", folder]
+    with open(os.path.join(folder, "out.txt"), "wb") as out, \
+            open(os.path.join(folder, "err.txt"), "wb") as err:
+        proc = subprocess.Popen(cmd, env=_child_env(libnrt), stdout=out, stderr=err,
+                                stdin=subprocess.DEVNULL)
+        failed = None
+        try:
+            while proc.poll() is None and failed is None:
+                time.sleep(_POLL_S)
+                failed = _first_failure(folder, n)
+        finally:
+            _stop(proc)
+    return proc.returncode, _first_failure(folder, n) or failed
+
+
+def _results(folder, kernel, n, status, timeout):
+    """Each rank's outputs, in rank order."""
+    outs = []
+    for r in range(n):
+        path = os.path.join(folder, "out-%d.pkl" % r)
+        if not os.path.exists(path):
+            why = ("the job ran past %gs" % timeout if status == 124 else
+                   "trnemu launch exited with status %d" % status)
+            text = _log_text(os.path.join(folder, "err.txt"))
+            raise NKIError("%s: rank %d of %d ended without a result (%s)%s"
+                           % (kernel.__name__, r, n, why, (":\n" + text) if text else ""))
+        outs.append(_load(path))
+    return outs
+
+
 def run(kernel, inputs, timeout=None):
     """Run kernel (a Kernel) on len(inputs) ranks; a list of each rank's
-    outputs, in rank order."""
+    outputs, in rank order. What the ranks printed is passed on to this
+    process's stdout and stderr (the launcher's own line left out)."""
     per_rank = _split_inputs(inputs)
-    n = len(per_rank)
-    mod, path, qual = _reference(kernel)
-    libnrt = _loaded_library()
-    tool = _tool(libnrt)
     timeout = _timeout(timeout)
     folder = tempfile.mkdtemp(prefix="nki-ranks-")
     try:
-        _dump(os.path.join(folder, "job.pkl"),
-              {"sys_path": list(sys.path), "module": mod, "file": path, "qualname": qual,
-               "grid": kernel.grid, "shard": kernel.shard, "mode": kernel.mode,
-               "opts": kernel.opts})
-        for r, entry in enumerate(per_rank):
-            _dump(os.path.join(folder, "in-%d.pkl" % r), entry)
-        log = os.path.join(folder, "log.txt")
-        cmd = [tool, "launch", "-n", str(n), "--timeout", "%g" % timeout, "--",
-               sys.executable, "-m", "nki._ranks", folder]
-        with open(log, "wb") as logf:
-            proc = subprocess.Popen(cmd, env=_child_env(libnrt), stdout=logf,
-                                    stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-            failed = None
-            try:
-                while proc.poll() is None and failed is None:
-                    time.sleep(_POLL_S)
-                    failed = _first_failure(folder, n)
-            finally:
-                _stop(proc)
-        # the lowest rank that reported a failure by the time the job ended
-        failed = _first_failure(folder, n) or failed
-        text = _log_text(log)
+        _write_job(folder, kernel, per_rank)
+        status, failed = _launch(folder, len(per_rank), timeout)
         if failed is not None:
-            _raise_rank_error(failed[0], n, failed[1])
-        outs = []
-        for r in range(n):
-            out = os.path.join(folder, "out-%d.pkl" % r)
-            if not os.path.exists(out):
-                why = ("the job ran past %gs" % timeout if proc.returncode == 124 else
-                       "trnemu launch exited with status %d" % proc.returncode)
-                raise NKIError("%s: rank %d of %d ended without a result (%s)%s"
-                               % (kernel.__name__, r, n, why, (":\n" + text) if text else ""))
-            outs.append(_load(out))
-        if text.strip():
-            sys.stderr.write(text + "\n")
+            _raise_rank_error(failed[0], len(per_rank), failed[1])
+        outs = _results(folder, kernel, len(per_rank), status, timeout)
+        for name, stream in (("out.txt", sys.stdout), ("err.txt", sys.stderr)):
+            text = _log_text(os.path.join(folder, name), limit=None)
+            if text.strip():
+                stream.write(text + "\n")
         return outs
     finally:
         shutil.rmtree(folder, ignore_errors=True)
@@ -263,12 +283,14 @@ def run(kernel, inputs, timeout=None):
 # ---------------------------------------------------------------- one rank
 
 def _import(job):
-    """The kernel's module in this process: by name, else from its file."""
-    try:
-        return importlib.import_module(job["module"])
-    except ImportError:
-        if not job["file"]:
-            raise
+    """The kernel's module in this process: by name, else (a script run
+    as __main__, or a name this path does not reach) from its file."""
+    if job["module"] != "__main__":
+        try:
+            return importlib.import_module(job["module"])
+        except ImportError:
+            if not job["file"]:
+                raise
     name = job["module"] if job["module"] != "__main__" else "__nki_ranks_main__"
     spec = importlib.util.spec_from_file_location(name, job["file"])
     module = importlib.util.module_from_spec(spec)

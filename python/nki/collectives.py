@@ -72,9 +72,6 @@ class RankId(int):
     holding it. It is an int everywhere; like that register it is also
     taken as an access pattern's scalar_offset."""
 
-    def __repr__(self):
-        return "rank_id(%d)" % int(self)
-
 
 def rank_id(name=None):
     """This process's rank (an integer known while tracing)."""

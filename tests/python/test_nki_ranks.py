@@ -3,7 +3,8 @@
 process started by `trnemu launch`): all_reduce and all_gather of per-rank
 inputs against NumPy (all_gather of SBUF tiles along their free
 dimension too, and within rank-lists that split the job), rank_id() as an access pattern's scalar_offset, and
-a rank's error raised in the caller naming that rank."""
+a rank's error raised in the caller naming that rank, and a script's
+kernel (run as __main__) whose ranks' prints reach the caller."""
 import os
 
 import numpy as np
@@ -149,3 +150,37 @@ def _static_offset(a):
     out = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=out, src=a.ap(pattern=[[4, 1], [1, 4]], scalar_offset=3, indirect_dim=0))
     return out
+
+
+SCRIPT = '''
+import numpy as np
+import nki, nki.collectives as ncc, nki.isa as nisa, nki.language as nl
+
+@nki.jit
+def k(a):
+    src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[src], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
+    print("traced on rank", ncc.rank_id())
+    return out
+
+if __name__ == "__main__":
+    outs = k.ranks([(np.full((2, 3), r + 1, np.float32),) for r in range(2)])
+    print("sums", [float(o[0, 0]) for o in outs])
+'''
+
+
+def test_a_kernel_of_a_script_run_as_main(tmp_path):
+    """The ranks import a script's kernel from its file; what they print
+    reaches the caller's stdout."""
+    import subprocess
+    import sys
+    path = tmp_path / "script.py"
+    path.write_text(SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    r = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "traced on rank 0" in r.stdout and "traced on rank 1" in r.stdout
+    assert "sums [3.0, 3.0]" in r.stdout
