@@ -1,10 +1,11 @@
 """test_nki_ranks.py: a kernel run on two ranks from one call
-(nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank a
-process started by `trnemu launch`): all_reduce and all_gather of per-rank
-inputs against NumPy (all_gather of SBUF tiles along their free
-dimension too, and within rank-lists that split the job), rank_id() as an access pattern's scalar_offset, and
-a rank's error raised in the caller naming that rank, and a script's
-kernel (run as __main__) whose ranks' prints reach the caller."""
+(nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank
+a process started by `trnemu launch`): all_reduce and all_gather of
+per-rank inputs against NumPy (all_gather of SBUF tiles along their free
+dimension too, and within rank-lists that split the job), rank_id() as
+an access pattern's scalar_offset, a rank's error raised in the caller
+naming that rank, and a script's kernel (run as __main__) whose ranks'
+prints reach the caller."""
 import os
 
 import numpy as np
