@@ -35,10 +35,9 @@ def reduce_gather(a, rg, nranks):
     mine = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=mine, src=a.ap(pattern=[[F, 1], [1, F]], scalar_offset=ncc.rank_id(),
                                      indirect_dim=0))
-    return total, gathered, mine
+    return total, gathered, mine, gather_columns(a, rg, nranks)
 
 
-@nki.jit
 def gather_columns(a, rg, nranks):
     """all_gather of SBUF tiles along their free dimension."""
     P, W = a.shape
@@ -52,14 +51,19 @@ def gather_columns(a, rg, nranks):
 
 
 @nki.jit
-def gather_groups(a, rg, size):
-    """all_gather of an HBM tensor within this rank's rank-list of rg."""
+def gather_groups(a):
+    """all_gather of an HBM tensor within this rank's rank-list: each rank
+    on its own ([[0], [1]]), and both in reverse order ([[1, 0]])."""
     R, F = a.shape
     src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=src, src=a)
-    out = nl.ndarray((size * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
-    ncc.all_gather(srcs=[src], dsts=[out], replica_group=rg, collective_dim=0)
-    return out
+    alone = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[alone], replica_group=ncc.ReplicaGroup([[0], [1]]),
+                   collective_dim=0)
+    reverse = nl.ndarray((2 * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[reverse], replica_group=ncc.ReplicaGroup([[1, 0]]),
+                   collective_dim=0)
+    return alone, reverse
 
 
 def plain_reduce(a):
@@ -90,30 +94,20 @@ def test_two_ranks_per_rank_inputs():
     outs = nki.cpu_simulate(reduce_gather)[1].ranks(
         [{"a": x, "rg": rg, "nranks": 2} for x in xs])
     assert len(outs) == 2
-    for r, (total, gathered, mine) in enumerate(outs):
+    for r, (total, gathered, mine, columns) in enumerate(outs):
         np.testing.assert_allclose(total, xs[0] + xs[1], rtol=1e-6)
         np.testing.assert_array_equal(gathered, np.concatenate(xs, axis=0))
         np.testing.assert_array_equal(mine, xs[r][r:r + 1])
+        np.testing.assert_array_equal(columns, np.concatenate(xs, axis=1))
 
 
-def test_sbuf_all_gather_along_the_free_dimension():
-    xs = _inputs(2, (8, 6))
-    outs = gather_columns.ranks([(x, ncc.ReplicaGroup([[0, 1]]), 2) for x in xs])
-    for out in outs:
-        np.testing.assert_array_equal(out, np.concatenate(xs, axis=1))
-
-
-@pytest.mark.parametrize("lists", [[[0], [1]], [[1, 0]]])
-def test_all_gather_within_rank_lists(lists):
-    """Rank-lists that split the job (each rank on its own) and one that
-    orders the ranks otherwise: blocks in the list's order."""
+def test_all_gather_within_rank_lists():
+    """Rank-lists that split the job and one that orders the ranks
+    otherwise: blocks in the list's order."""
     xs = _inputs(2, (3, 5))
-    rg = ncc.ReplicaGroup(lists)
-    size = len(lists[0])
-    outs = gather_groups.ranks([(x, rg, size) for x in xs])
-    for r, out in enumerate(outs):
-        mine = next(g for g in lists if r in g)
-        np.testing.assert_array_equal(out, np.concatenate([xs[k] for k in mine], axis=0))
+    for r, (alone, reverse) in enumerate(gather_groups.ranks([(x,) for x in xs])):
+        np.testing.assert_array_equal(alone, xs[r])
+        np.testing.assert_array_equal(reverse, np.concatenate([xs[1], xs[0]], axis=0))
 
 
 def test_plain_function_positional_inputs():

@@ -232,7 +232,8 @@ def test_a_collectives_test_runs_on_its_ranks(monkeypatch, tmp_path):
         compiler_input=types.SimpleNamespace(
             logical_nc_config=1, platform_target=types.SimpleNamespace(get_nc_gen=lambda: "gen3")),
         validation_args=types.SimpleNamespace(golden_output=PerRankGold(
-            lambda rank_id: {"total": xs[0], "gathered": xs[0], "mine": xs[0][:1]})))
+            lambda rank_id: {"total": xs[0], "gathered": xs[0], "mine": xs[0][:1],
+                             "columns": xs[0]})))
     dumped = {}
 
     class Orchestrator:
@@ -248,7 +249,7 @@ def test_a_collectives_test_runs_on_its_ranks(monkeypatch, tmp_path):
     assert run(Orchestrator(), kut) == os.path.join(str(tmp_path), "infer_result")
     for r in range(2):
         outs = dumped[os.path.join("infer_result", "output_worker_%d" % r)]
-        assert sorted(outs) == ["gathered", "mine", "total"]
+        assert sorted(outs) == ["columns", "gathered", "mine", "total"]
         np.testing.assert_array_equal(outs["total"], xs[0] + xs[1])
         np.testing.assert_array_equal(outs["gathered"], np.concatenate(xs))
         np.testing.assert_array_equal(outs["mine"], xs[r][r:r + 1])
