@@ -157,6 +157,8 @@ static const struct env_var env_vars[] = {
       "NKI front end: instructions one trace may emit (0: no limit)"),
     {"TRNEMU_NKI_TRACE_SECONDS", true, false, ENV_DURATION, 0, 10000000, NULL,
      "NKI front end: how long one trace may take (0: no limit)"},
+    {"TRNEMU_NKI_RANKS_TIMEOUT", true, false, ENV_DURATION, 1, 10000000, NULL,
+     "NKI front end: how long a kernel run on several ranks may take"},
     U("TRNEMU_NKI_VNC", true, false, 0, 65535, "NKI front end: the VNC kernels run on"),
     C("TRNEMU_NKI_HOST_DTYPES", true, false, "trnemu,ml_dtypes",
       "NKI front end: which module gives the host dtypes (trnemu: its own extension)"),

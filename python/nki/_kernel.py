@@ -884,6 +884,14 @@ class Kernel:
             shard = (0, grid[0])
         return Kernel(self.func, grid, self.mode, shard, self.keys, **self.opts)
 
+    def ranks(self, inputs, timeout=None):
+        """Run the kernel (as launched: grid, LNC) on len(inputs) ranks, each
+        a process of its own started by `trnemu launch` (nki/_ranks.py):
+        inputs[r] is rank r's arguments (a dict of keyword arguments or a
+        tuple of positional ones); returns [rank 0's outputs, ...]."""
+        from . import _ranks
+        return _ranks.run(self, inputs, timeout)
+
     def target_generation(self):
         """The NeuronCore generation the kernel is built for: platform_target,
         else NEURON_PLATFORM_TARGET_OVERRIDE, else the emulated machine's. A

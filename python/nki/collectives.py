@@ -4,7 +4,8 @@ started by `trnemu launch -n N` (RANK and WORLD_SIZE in the environment;
 without them the process is rank 0 of 1); a kernel that uses a collective
 is loaded with nrt_load_collectives as that rank. trnemu's collectives
 run over every rank of the job (replica group 0), so a ReplicaGroup must be
-the one rank-list of all ranks."""
+the one rank-list of all ranks; all_gather also takes rank-lists that split
+the job (each rank gathers its own list's blocks from an all-rank gather)."""
 import os
 from enum import Enum
 
@@ -65,21 +66,58 @@ def world():
     return r, n
 
 
+class RankId(int):
+    """What rank_id() gives: this rank's number, known while tracing (each
+    rank traces its own program), where the vendor's gives a register
+    holding it. It is an int everywhere; like that register it is also
+    taken as an access pattern's scalar_offset."""
+
+
 def rank_id(name=None):
     """This process's rank (an integer known while tracing)."""
     current()
-    return world()[0]
+    return RankId(world()[0])
 
 
-def _group(replica_group):
-    """ISA group 0 (all ranks): the only group trnemu's collectives take."""
+def _rank_lists(replica_group):
+    return replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
+        [[int(r) for r in g] for g in replica_group]
+
+
+def _refuse_group(groups, n, what):
+    ranks = sorted(r for g in groups for r in g)
+    if n == 1 and len(groups) == 1 and ranks == list(range(len(ranks))):
+        fail("replica group %r names %d ranks, but this process is rank 0 of 1: run the kernel "
+             "on %d ranks (trnemu launch -n %d, or kernel.ranks() / nki.cpu_simulate(kernel)"
+             "[lnc].ranks() with one input per rank)" % (groups, len(ranks), len(ranks), len(ranks)))
+    fail("replica group %r: trnemu's %s runs over all %d ranks of the job as one rank-list "
+         "([[0, ..., %d]]); rank-lists that split the job need a replica-group table, which "
+         "trnemu's NEFFs do not carry (all_gather takes them)" % (groups, what, n, n - 1))
+
+
+def _group(replica_group, what="collectives", ordered=False):
+    """ISA group 0 (all ranks): the only group trnemu's collectives take.
+    ordered: the one rank-list must also list the ranks in their order
+    (its order decides which part goes to which rank)."""
     _, n = world()
-    groups = replica_group.replica_groups if isinstance(replica_group, ReplicaGroup) else \
-        [list(g) for g in replica_group]
-    if [sorted(g) for g in groups] != [list(range(n))]:
-        fail("replica group %r: trnemu's collectives run over all %d ranks of the job as one "
-             "rank-list ([[0, ..., %d]])" % (groups, n, n - 1))
-    return 0
+    groups = _rank_lists(replica_group)
+    if ordered and groups == [list(range(n))] or not ordered and \
+            [sorted(g) for g in groups] == [list(range(n))]:
+        return 0
+    if [sorted(g) for g in groups] == [list(range(n))]:
+        fail("replica group %r: %s gives part j to the rank-list's j-th rank; trnemu's runs "
+             "over the ranks in their order ([[0, ..., %d]])" % (groups, what, n - 1))
+    _refuse_group(groups, n, what)
+
+
+def _members(replica_group):
+    """The rank-list this rank belongs to, in its order, when the lists
+    split the job's ranks (every rank in exactly one); else NKIError."""
+    me, n = world()
+    groups = _rank_lists(replica_group)
+    if sorted(r for g in groups for r in g) != list(range(n)):
+        _refuse_group(groups, n, "all_gather")
+    return next(g for g in groups if me in g)
 
 
 def _pairs(srcs, dsts, what):
@@ -99,8 +137,8 @@ def _pairs(srcs, dsts, what):
 
 def _dim0(collective_dim, what):
     if collective_dim != 0:
-        fail("%s: trnemu joins and splits ranks' data along dimension 0 (collective_dim=%r)"
-             % (what, collective_dim))
+        fail("%s: collective_dim=%r; ranks' data is joined and split along dimension 0 (an "
+             "all_gather of SBUF tiles also takes 1)" % (what, collective_dim))
 
 
 def _op(op):
@@ -120,22 +158,56 @@ def _emit(op, src, dst, args, extra_ins=None):
 
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     """dst = op over every rank's src, element by element."""
-    g, a = _group(replica_group), _op(op)
+    g, a = _group(replica_group, "all_reduce"), _op(op)
     for s, d in _pairs(srcs, dsts, "all_reduce"):
         _emit("all_reduce", s, d, [("group", g), ("op", a)])
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
-    """dst = every rank's src, joined along dimension 0 in rank order."""
-    g = _group(replica_group)
-    _dim0(collective_dim, "all_gather")
-    for s, d in _pairs(srcs, dsts, "all_gather"):
-        _emit("all_gather", s, d, [("group", g)])
+    """dst = the src of every rank of this rank's rank-list, joined in the
+    list's order along dimension 0 (or 1, for 2-D SBUF tiles)."""
+    members = _members(replica_group)
+    pairs = _pairs(srcs, dsts, "all_gather")
+    if collective_dim not in (0, 1) or collective_dim == 1 and pairs[0][0].buffer == "hbm":
+        _dim0(collective_dim, "all_gather")
+    if collective_dim == 0 and members == list(range(world()[1])):
+        for s, d in pairs:
+            _emit("all_gather", s, d, [("group", 0)])
+        return
+    for s, d in pairs:
+        _gather_blocks(s, d, collective_dim, members)
+
+
+def _gather_blocks(src, dst, dim, members):
+    """all_gather through an HBM buffer: every rank's src gathered in rank
+    order (the ISA's all_gather joins ranks' elements one after the
+    other), then member j's block copied into block j of dst along dim.
+    For a rank-list that is part of the job's ranks, for one that lists
+    them in another order, and for dimension 1 of SBUF tiles."""
+    from . import language as nl
+    from .isa import dma_copy
+    n = world()[1]
+    shape = tuple(src.shape)
+    if dim == 1 and (len(shape) != 2 or len(dst.shape) != 2):
+        fail("all_gather along dimension 1 takes 2-D SBUF tiles (a partition and one free "
+             "dimension), got %s and %s" % (shape, tuple(dst.shape)))
+    want = list(shape)
+    want[dim] *= len(members)
+    if list(dst.shape) != want:
+        fail("all_gather of rank-list %r along dimension %d: dst is %s, should be %s"
+             % (members, dim, tuple(dst.shape), tuple(want)))
+    joined = nl.ndarray((n,) + shape, dtype=src.dtype, buffer=nl.hbm)
+    _emit("all_gather", src, joined, [("group", 0)])
+    step = shape[dim]
+    for j, r in enumerate(members):
+        block = [slice(None)] * len(shape)
+        block[dim] = slice(j * step, (j + 1) * step)
+        dma_copy(dst=dst[tuple(block)], src=joined[r])
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):
     """op over every rank's src, split along dimension 0: part r to rank r."""
-    g, a = _group(replica_group), _op(op)
+    g, a = _group(replica_group, "reduce_scatter", ordered=True), _op(op)
     _dim0(collective_dim, "reduce_scatter")
     for s, d in _pairs(srcs, dsts, "reduce_scatter"):
         _emit("reduce_scatter", s, d, [("group", g), ("op", a)])
@@ -144,14 +216,14 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priorit
 def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
     """Part j of src (along dimension 0) goes to rank j, which keeps it as
     part r (the sender's rank) of its dst."""
-    g = _group(replica_group)
+    g = _group(replica_group, "all_to_all", ordered=True)
     _dim0(collective_dim, "all_to_all")
     for s, d in _pairs(srcs, dsts, "all_to_all"):
         _emit("all_to_all", s, d, [("group", g)])
 
 
 def _variable(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls):
-    g = _group(replica_group)
+    g = _group(replica_group, op, ordered=True)
     if not isinstance(metadata_tensor, NkiTensor):
         fail("%s needs a metadata tensor" % op)
     for s, d in _pairs(srcs, dsts, op):

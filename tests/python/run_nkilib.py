@@ -16,8 +16,13 @@ What is not trnemu's business is handled here:
 - the suite's own dependencies come from Debian (the apt-get line is
   printed when one is missing); nkilib_standins/ holds do-nothing stand-ins
   for the reporting and remote-host modules Debian does not package;
-- two upstream defects are worked around: the Orchestrator's missing
-  _compiled_kernel attribute (nkilib_plugin.py), and a source file that
+- upstream defects and limits are worked around: the Orchestrator's
+  missing _compiled_kernel attribute (nkilib_plugin.py); its simulation
+  path, which runs a kernel once in one process with one dict of inputs
+  where a collectives test gives inputs and goldens per rank (the plugin
+  runs such a test on its N ranks with nki.cpu_simulate(kernel)[lnc].ranks()
+  and puts each rank's outputs where the suite's validation looks for
+  them, output_worker_<r>/); and a source file that
   does not parse because a docstring's lines were pasted twice after its
   closing quotes (core/mlp/mlp.py at d2ad3a5): the copy drops the pasted
   block (patch_duplicated_docstrings); a test file that uses a name it

@@ -200,3 +200,94 @@ def test_twice_reports_a_kernel_whose_runs_differ():
     out = det.twice(steady, "k")(y)
     assert (y == 1).all() and (out == 2).all()   # the second run's results are kept
     assert nkilib_plugin.classify(det.NotDeterministic("k: differs"))[0] == "not deterministic"
+
+
+def test_classify_a_ranks_error_by_that_ranks_stack():
+    e = nki.NKIError("rank 1 of 2: k.py:3: shapes differ")
+    e.rank_frames = [("/x/nki/_ranks.py", "main"), ("/x/nki/_kernel.py", "_trace")]
+    assert nkilib_plugin.classify(e)[0] == "trace error"
+    e.rank_frames = [("/x/nki/_ranks.py", "main"), ("/x/nki/_kernel.py", "_run")]
+    assert nkilib_plugin.classify(e)[0] == "execution error"
+    e = nki.NKIError("rank 0 of 2: AttributeError: module 'nki.isa' has no attribute 'foo'")
+    e.rank_frames, e.rank_error = [], ("AttributeError", "module 'nki.isa' has no attribute 'foo'")
+    assert nkilib_plugin.classify(e) == ("missing name", "nki.isa.foo")
+
+
+class _Timer:
+    def timer(self, name):
+        import contextlib
+        return contextlib.nullcontext()
+
+
+def _suite_stubs(monkeypatch):
+    """The few names of the suite's test/utils the rank adapter imports."""
+    import sys
+    import types
+
+    class PerRankLazyInputGenerator:
+        def __init__(self, gen):
+            self.for_rank = lambda rank_id: gen(rank_id=rank_id)
+
+    class PerRankLazyGoldenGenerator(PerRankLazyInputGenerator):
+        pass
+
+    def normalize_golden_output(golden, rank_id=0):
+        return golden.for_rank(rank_id) if isinstance(golden, PerRankLazyGoldenGenerator) else golden
+
+    mods = {"test.utils.common_dataclasses": dict(
+                PerRankLazyInputGenerator=PerRankLazyInputGenerator,
+                PerRankLazyGoldenGenerator=PerRankLazyGoldenGenerator,
+                normalize_golden_output=normalize_golden_output),
+            "test.utils.exceptions": dict(InferenceException=type("InferenceException", (Exception,), {})),
+            "test.utils.metrics_collector": dict(MetricName=types.SimpleNamespace(SIMULATION_TIME="t"))}
+    for name, attrs in mods.items():
+        m = types.ModuleType(name)
+        m.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, m)
+    return PerRankLazyInputGenerator, PerRankLazyGoldenGenerator
+
+
+@pytest.mark.skipif(not os.path.exists(os.environ.get("TRNEMU_TOOL") or
+                                       os.path.join(HERE, "..", "..", "build", "tools", "trnemu")),
+                    reason="needs the trnemu tool (TRNEMU_TOOL)")
+def test_a_collectives_test_runs_on_its_ranks(monkeypatch, tmp_path):
+    """The adapter runs a test of collective_ranks 2 on two ranks, each with
+    its own inputs, and writes rank r's outputs to output_worker_<r>/, named
+    after rank r's goldens; a test of one rank goes to the suite's own path."""
+    import types
+    import numpy as np
+    import nki.collectives as ncc
+    import test_nki_ranks
+    PerRankIn, PerRankGold = _suite_stubs(monkeypatch)
+    xs = [np.full((2, 4), r + 1.0, np.float32) for r in range(2)]
+    rg = ncc.ReplicaGroup([[0, 1]])
+    kut = types.SimpleNamespace(
+        kernel_func=test_nki_ranks.reduce_gather,
+        kernel_input=PerRankIn(lambda rank_id: {"a": xs[rank_id], "rg": rg, "nranks": 2}),
+        inference_args=types.SimpleNamespace(collective_ranks=2),
+        compiler_input=types.SimpleNamespace(
+            logical_nc_config=1, platform_target=types.SimpleNamespace(get_nc_gen=lambda: "gen3")),
+        validation_args=types.SimpleNamespace(golden_output=PerRankGold(
+            lambda rank_id: {"total": xs[0], "gathered": xs[0], "mine": xs[0][:1],
+                             "columns": xs[0]})))
+    dumped = {}
+
+    class Orchestrator:
+        emitter = types.SimpleNamespace(get_collector=_Timer)
+        fs_config = types.SimpleNamespace(artifacts_output_directory_path=str(tmp_path))
+
+        def _run_simulator_inference(self, k):
+            return "one process"
+
+        def __dump_tensors__(self, folder, tensors, name_fn):
+            dumped[os.path.relpath(folder, str(tmp_path))] = {name_fn(k): v for k, v in tensors.items()}
+    run = nkilib_plugin._ranks_inference(Orchestrator._run_simulator_inference, "infer_result")
+    assert run(Orchestrator(), kut) == os.path.join(str(tmp_path), "infer_result")
+    for r in range(2):
+        outs = dumped[os.path.join("infer_result", "output_worker_%d" % r)]
+        assert sorted(outs) == ["columns", "gathered", "mine", "total"]
+        np.testing.assert_array_equal(outs["total"], xs[0] + xs[1])
+        np.testing.assert_array_equal(outs["gathered"], np.concatenate(xs))
+        np.testing.assert_array_equal(outs["mine"], xs[r][r:r + 1])
+    kut.inference_args.collective_ranks = 1
+    assert run(Orchestrator(), kut) == "one process"

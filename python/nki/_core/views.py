@@ -52,6 +52,12 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
     pairs = _pairs(pattern)
     if scalar_offset is not None and vector_offset is not None:
         fail("ap() takes scalar_offset= or vector_offset=, not both")
+    if _known_rank(scalar_offset):
+        # nki.collectives.rank_id(): the vendor's register, whose value
+        # trnemu knows while tracing: the shift it selects is static
+        shift = int(scalar_offset) * _tensor_stride(t, indirect_dim, di)
+        return ap(t, pattern, (int(offset) if offset is not None else 0) + shift, None, None,
+                  indirect_dim, dtype)
     if scalar_offset is not None:
         return _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim)
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
@@ -323,6 +329,11 @@ def rearrange(t, src_pattern, dst_pattern, fixed_sizes=None):
     return v
 
 
+def _known_rank(value):
+    """Whether a scalar_offset is nki.collectives.rank_id()'s value."""
+    return type(value).__name__ == "RankId" and isinstance(value, int)
+
+
 def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     """ap(scalar_offset=tile): the whole pattern moved by tile's value
     times the stride of dimension indirect_dim, known only when the DMA
@@ -356,8 +367,9 @@ def _register_word(reg):
     elif isinstance(reg, LoopIndex):
         rs = REG_COUNTER        # every engine in a device loop keeps its counter there
     else:
-        fail("ap(scalar_offset=%r): give a [1, 1] SBUF tile, a register or a device loop's "
-             "index" % (reg,))
+        fail("ap(scalar_offset=%r): give a [1, 1] SBUF tile, a register, a device loop's "
+             "index or nki.collectives.rank_id() (an offset known while tracing is offset=)"
+             % (reg,))
     word = nl.ndarray((1, 1), nl.int32, nl.sbuf)
     current().emit("pool", "reg_store", {"dst": word}, {}, [("dst", word), ("rs", rs)])
     return word

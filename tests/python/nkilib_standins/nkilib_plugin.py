@@ -4,9 +4,20 @@ into the NKI Library suite. It changes nothing of what a test checks:
 - each pytest-xdist worker gets an emulated instance of its own
   (TRNEMU_INSTANCE_NAME gets the worker id appended), since two processes
   on one instance would claim the same NeuronCores;
-- works around an upstream defect: in simulation mode the suite's
-  Orchestrator reads self._compiled_kernel, which only its compilation
-  step (skipped when simulating) sets; the class gets the value None;
+- works around two upstream defects of the suite's Orchestrator in
+  simulation mode: it reads self._compiled_kernel, which only its
+  compilation step (skipped when simulating) sets (the class gets the
+  value None); and its simulation path (test/utils/simulation_setup.py)
+  runs every kernel once, in one process, with one dict of inputs, where
+  a collectives test (inference_args.collective_ranks N > 1) gives inputs
+  and goldens per rank (PerRankLazyInputGenerator, PerRankLazyGoldenGenerator)
+  and its hardware path runs N ranks. Such a test runs here on N trnemu
+  ranks (nki.cpu_simulate(kernel)[lnc].ranks(), one process per rank
+  started by `trnemu launch`), rank r with its own inputs (the one dict
+  for every rank when the test gives one), and each rank's outputs are
+  written where the hardware path puts them (output_worker_<r>/ of the
+  inference artifacts), so that the suite's own validation checks rank r
+  against rank r's goldens (rank 0 only, for a test with one golden);
 - lets the suite's torch references index with int32 tensors on Debian
   12's torch 1.13 (torch_compat.py; newer torch takes them as they are);
 - with TRNEMU_NKILIB_TWICE=1, runs every kernel twice and fails a test
@@ -17,6 +28,7 @@ into the NKI Library suite. It changes nothing of what a test checks:
 """
 import json
 import os
+import re
 import sys
 import traceback
 
@@ -32,6 +44,67 @@ def _patch_orchestrator():
     cls = getattr(mod, "Orchestrator", None)
     if cls is not None and not hasattr(cls, "_compiled_kernel"):
         cls._compiled_kernel = None
+    if cls is not None and not getattr(cls._run_simulator_inference, "trnemu_ranks", False):
+        cls._run_simulator_inference = _ranks_inference(cls._run_simulator_inference,
+                                                        mod.INF_ARTIFACT_DIR_NAME)
+
+
+def _rank_inputs(kut, n):
+    """Rank r's keyword arguments, r = 0..n-1, named as the kernel's
+    parameters (the suite's simulate_kernel strips the same suffix)."""
+    from test.utils.common_dataclasses import PerRankLazyInputGenerator
+    given = kut.kernel_input or {}
+    out = []
+    for r in range(n):
+        kw = given.for_rank(r) if isinstance(given, PerRankLazyInputGenerator) else given
+        out.append({k.removesuffix(".must_alias_input"): v for k, v in kw.items()})
+    return out
+
+
+def _rank_outputs(kut):
+    """[{output name: array}] per rank of a collectives test, named and
+    typed after that rank's goldens as run_simulator_inference does."""
+    import numpy as np
+    import nki
+    from test.utils.common_dataclasses import normalize_golden_output
+    if kut.validation_args is None:
+        raise ValueError("Simulation mode requires validation_args to verify outputs")
+    n = kut.inference_args.collective_ranks
+    os.environ["NKI_NC_VERSION"] = kut.compiler_input.platform_target.get_nc_gen()
+    sim = nki.cpu_simulate(kut.kernel_func)[kut.compiler_input.logical_nc_config]
+    results = sim.ranks(_rank_inputs(kut, n))
+    per_rank = []
+    for r, res in enumerate(results):
+        outs = [] if res is None else list(res) if isinstance(res, (list, tuple)) else [res]
+        golden = normalize_golden_output(kut.validation_args.golden_output, rank_id=r)
+        if len(outs) != len(golden):
+            raise RuntimeError("rank %d: the kernel returned %d outputs but %d are expected (%s)"
+                               % (r, len(outs), len(golden), list(golden)))
+        per_rank.append({name: np.asarray(o, dtype=g.dtype)
+                         for (name, g), o in zip(golden.items(), outs)})
+    return per_rank
+
+
+def _ranks_inference(original, inf_dir_name):
+    """Orchestrator._run_simulator_inference that runs a collectives test
+    on its ranks and leaves the others to the suite's own."""
+    def run(self, kernel_under_test):
+        if kernel_under_test.inference_args.collective_ranks <= 1:
+            return original(self, kernel_under_test)
+        from test.utils.exceptions import InferenceException
+        from test.utils.metrics_collector import MetricName
+        try:
+            with self.emitter.get_collector().timer(MetricName.SIMULATION_TIME):
+                per_rank = _rank_outputs(kernel_under_test)
+            base = os.path.join(self.fs_config.artifacts_output_directory_path, inf_dir_name)
+            for r, outs in enumerate(per_rank):
+                self.__dump_tensors__(os.path.join(base, "output_worker_%d" % r), outs,
+                                      lambda name: name)
+            return base
+        except Exception as e:
+            raise InferenceException(str(e)) from e
+    run.trnemu_ranks = True
+    return run
 
 
 @pytest.hookimpl(trylast=True)
@@ -59,11 +132,20 @@ def _chain(exc):
 
 
 def _frames(exc):
+    """(file, function) of the stack that raised exc: for an error of one
+    of a collectives test's ranks, that rank's (nki's rank_frames)."""
+    ranks = getattr(exc, "rank_frames", None)
+    if ranks is not None:
+        return ranks
     return [(f.filename, f.name) for f in traceback.extract_tb(exc.__traceback__)]
 
 
 def _missing_name(exc):
     """'nki.language.foo' for a name trnemu's nki lacks, else None."""
+    kind, msg = getattr(exc, "rank_error", (None, ""))
+    m = re.match(r"module '([\w.]+)' has no attribute '(\w+)'", msg)
+    if kind == "AttributeError" and m and m.group(1).split(".")[0] in ("nki", "nki_cpu_simulator"):
+        return "%s.%s" % m.groups()       # in one of a collectives test's ranks
     if isinstance(exc, AttributeError):
         obj = getattr(exc, "obj", None)
         mod = getattr(obj, "__name__", "") if obj is not None else ""

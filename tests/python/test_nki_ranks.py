@@ -1,0 +1,181 @@
+"""test_nki_ranks.py: a kernel run on two ranks from one call
+(nki.cpu_simulate(kernel)[lnc].ranks(...) and kernel.ranks(...), each rank
+a process started by `trnemu launch`): all_reduce and all_gather of
+per-rank inputs against NumPy (all_gather of SBUF tiles along their free
+dimension too, and within rank-lists that split the job), rank_id() as
+an access pattern's scalar_offset, a rank's error raised in the caller
+naming that rank, and a script's kernel (run as __main__) whose ranks'
+prints reach the caller."""
+import os
+
+import numpy as np
+import pytest
+
+import nki
+import nki.collectives as ncc
+import nki.isa as nisa
+import nki.language as nl
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOOL = os.environ.get("TRNEMU_TOOL") or os.path.join(HERE, "..", "..", "build", "tools", "trnemu")
+pytestmark = pytest.mark.skipif(not os.path.exists(TOOL),
+                                reason="needs the trnemu tool (TRNEMU_TOOL)")
+
+
+@nki.jit
+def reduce_gather(a, rg, nranks):
+    """all_reduce (add) and all_gather of a; rank_id() picks a row of a."""
+    R, F = a.shape
+    src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    total = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[src], dsts=[total], replica_group=rg, op=nl.add)
+    gathered = nl.ndarray((nranks * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[gathered], replica_group=rg, collective_dim=0)
+    mine = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=mine, src=a.ap(pattern=[[F, 1], [1, F]], scalar_offset=ncc.rank_id(),
+                                     indirect_dim=0))
+    return total, gathered, mine, gather_columns(a, rg, nranks)
+
+
+def gather_columns(a, rg, nranks):
+    """all_gather of SBUF tiles along their free dimension."""
+    P, W = a.shape
+    t = nl.ndarray((P, W), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray((P, nranks * W), dtype=a.dtype, buffer=nl.sbuf)
+    ncc.all_gather(srcs=[t], dsts=[u], replica_group=rg, collective_dim=1)
+    out = nl.ndarray((P, nranks * W), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=u)
+    return out
+
+
+@nki.jit
+def gather_groups(a):
+    """all_gather of an HBM tensor within this rank's rank-list: each rank
+    on its own ([[0], [1]]), and both in reverse order ([[1, 0]])."""
+    R, F = a.shape
+    src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    alone = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[alone], replica_group=ncc.ReplicaGroup([[0], [1]]),
+                   collective_dim=0)
+    reverse = nl.ndarray((2 * R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_gather(srcs=[src], dsts=[reverse], replica_group=ncc.ReplicaGroup([[1, 0]]),
+                   collective_dim=0)
+    return alone, reverse
+
+
+def plain_reduce(a):
+    """A kernel function without @nki.jit (as nki.cpu_simulate takes it)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    ncc.all_reduce(srcs=[src], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.maximum)
+    return out
+
+
+@nki.jit
+def fails_on_rank_1(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    if ncc.rank_id() == 1:
+        nisa.dma_copy(dst=out, src=nl.ndarray((3, 3), dtype=a.dtype, buffer=nl.shared_hbm))
+    ncc.all_reduce(srcs=[a], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
+    return out
+
+
+def _inputs(n, shape=(4, 16)):
+    return [np.random.default_rng(r).standard_normal(shape).astype(np.float32) for r in range(n)]
+
+
+def test_two_ranks_per_rank_inputs():
+    xs = _inputs(2)
+    rg = ncc.ReplicaGroup([[0, 1]])
+    outs = nki.cpu_simulate(reduce_gather)[1].ranks(
+        [{"a": x, "rg": rg, "nranks": 2} for x in xs])
+    assert len(outs) == 2
+    for r, (total, gathered, mine, columns) in enumerate(outs):
+        np.testing.assert_allclose(total, xs[0] + xs[1], rtol=1e-6)
+        np.testing.assert_array_equal(gathered, np.concatenate(xs, axis=0))
+        np.testing.assert_array_equal(mine, xs[r][r:r + 1])
+        np.testing.assert_array_equal(columns, np.concatenate(xs, axis=1))
+
+
+def test_all_gather_within_rank_lists():
+    """Rank-lists that split the job and one that orders the ranks
+    otherwise: blocks in the list's order."""
+    xs = _inputs(2, (3, 5))
+    for r, (alone, reverse) in enumerate(gather_groups.ranks([(x,) for x in xs])):
+        np.testing.assert_array_equal(alone, xs[r])
+        np.testing.assert_array_equal(reverse, np.concatenate([xs[1], xs[0]], axis=0))
+
+
+def test_plain_function_positional_inputs():
+    xs = _inputs(2, (2, 8))
+    outs = nki.cpu_simulate(plain_reduce)[1].ranks([(x,) for x in xs])
+    for out in outs:
+        np.testing.assert_array_equal(out, np.maximum(xs[0], xs[1]))
+
+
+def test_a_rank_error_names_the_rank():
+    xs = _inputs(2, (2, 8))
+    with pytest.raises(nki.NKIError, match=r"rank 1 of 2: .*test_nki_ranks.py:\d+"):
+        fails_on_rank_1.ranks([(x,) for x in xs], timeout=60)
+
+
+def test_bad_uses():
+    @nki.jit
+    def local(a):
+        return a
+    with pytest.raises(nki.NKIError, match="top level of a module"):
+        local.ranks([(np.zeros((1, 1), np.float32),)])
+    with pytest.raises(nki.NKIError, match="one entry per rank"):
+        reduce_gather.ranks({"a": 1})
+    with pytest.raises(nki.NKIError, match="timeout 0 .timeout=. is not a positive"):
+        reduce_gather.ranks([{"a": 1}], timeout=0)
+    a = np.zeros((2, 4), np.float32)
+    with pytest.raises(nki.NKIError, match=r"rank 0 of 1: run the kernel on 2 ranks"):
+        nki.cpu_simulate(plain_reduce)[1](a)
+    with pytest.raises(nki.NKIError, match="scalar_offset=3.*offset="):
+        nki.cpu_simulate(_static_offset)[1](a)
+
+
+@nki.jit
+def _static_offset(a):
+    out = nl.ndarray((1, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=a.ap(pattern=[[4, 1], [1, 4]], scalar_offset=3, indirect_dim=0))
+    return out
+
+
+SCRIPT = '''
+import numpy as np
+import nki, nki.collectives as ncc, nki.isa as nisa, nki.language as nl
+
+@nki.jit
+def k(a):
+    src = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[src], dsts=[out], replica_group=ncc.ReplicaGroup([[0, 1]]), op=nl.add)
+    print("traced on rank", ncc.rank_id())
+    return out
+
+if __name__ == "__main__":
+    outs = k.ranks([(np.full((2, 3), r + 1, np.float32),) for r in range(2)])
+    print("sums", [float(o[0, 0]) for o in outs])
+'''
+
+
+def test_a_kernel_of_a_script_run_as_main(tmp_path):
+    """The ranks import a script's kernel from its file; what they print
+    reaches the caller's stdout."""
+    import subprocess
+    import sys
+    path = tmp_path / "script.py"
+    path.write_text(SCRIPT)
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    r = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    assert "traced on rank 0" in r.stdout and "traced on rank 1" in r.stdout
+    assert "sums [3.0, 3.0]" in r.stdout
