@@ -88,7 +88,7 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_THREADS", "2", "0"),
     SAME("TRNEMU_NKI_TRACE_LIMIT", "100", "-5"),
     SAME("TRNEMU_NKI_TRACE_SECONDS", "2.5", "x"),
-    SAME("TRNEMU_NKI_RANKS_TIMEOUT", "30s", "0"),
+    SAME("TRNEMU_NKI_RANKS_TIMEOUT", "30s", "soon"),
     SAME("TRNEMU_NKI_VNC", "0", "-1"),
     SAME("TRNEMU_NKI_HOST_DTYPES", "trnemu", "numpy"),
     SAME("TRNEMU_INSTANCE", "trn2.48xlarge", "an-instance-type-name-of-more-than-31-bytes"),
