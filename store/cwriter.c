@@ -12,6 +12,7 @@
  */
 #include "store/cwriter.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -41,6 +42,29 @@ struct cwriter {
     uint64_t bad_off;                      /* its file offset */
     int bad_errno;                         /* its errno (0: a write of no bytes) */
 };
+
+static _Thread_local const struct cwriter *cwriter_locked; /* whose lock this thread holds */
+
+/* w's lock, taken and dropped with its holder noted for cwriter_held (a
+ * condition wait gives it up only while the thread sleeps). */
+static void cwriter_lock(struct cwriter *w)
+{
+    pthread_mutex_lock(&w->lock);
+    cwriter_locked = w;
+}
+
+static void cwriter_unlock(struct cwriter *w)
+{
+    assert(cwriter_locked == w);
+    cwriter_locked = NULL;
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Does this thread hold w's lock? For assert() only. */
+static inline bool cwriter_held(const struct cwriter *w)
+{
+    return cwriter_locked == w;
+}
 
 /* Write n bytes at file offset off; false with *err set on failure. */
 static bool cwriter_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off, int *err)
@@ -78,6 +102,7 @@ static bool cwriter_write_buf(struct cwriter *w, const struct cwriter_buf *b, ui
 /* Put b back on the free list, emptied (lock held). */
 static void cwriter_give_back(struct cwriter *w, struct cwriter_buf *b)
 {
+    assert(cwriter_held(w));
     b->used = 0;
     b->nruns = 0;
     b->next_free = w->free;
@@ -95,14 +120,14 @@ static void cwriter_run(void *ctx, void *job, struct jobq_after *after)
     uint64_t bad = 0;
     int err = 0;
     bool ok = w->st != NRT_SUCCESS || cwriter_write_buf(w, b, &bad, &err);
-    pthread_mutex_lock(&w->lock);
+    cwriter_lock(w);
     if (!ok) {
         w->st = err == ENOSPC ? NRT_RESOURCE : NRT_FAILURE;
         w->bad_off = bad;
         w->bad_errno = err;
     }
     cwriter_give_back(w, b);
-    pthread_mutex_unlock(&w->lock);
+    cwriter_unlock(w);
 }
 
 /* Free the buffers and the writer (the thread is not running). */
@@ -134,6 +159,7 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
     w->region = region;
     w->st = NRT_SUCCESS;
     nbuf = nbuf < 2 ? 2 : nbuf > CWRITER_MAX_BUFS ? CWRITER_MAX_BUFS : nbuf;
+    cwriter_lock(w);  /* give_back's rule, though no thread runs yet */
     for (; w->nbufs < nbuf; w->nbufs++) {
         struct cwriter_buf *b = &w->bufs[w->nbufs];
         b->data = malloc(cap);
@@ -142,6 +168,7 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
         b->cap = cap;
         cwriter_give_back(w, b);
     }
+    cwriter_unlock(w);
     if (w->nbufs < nbuf || !jobq_start(&w->q)) {
         jobq_fini(&w->q);
         cwriter_free(w);
@@ -152,7 +179,7 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
 
 NRT_STATUS cwriter_take(struct cwriter *w, struct cwriter_buf **out)
 {
-    pthread_mutex_lock(&w->lock);
+    cwriter_lock(w);
     while (w->free == NULL && w->st == NRT_SUCCESS)
         pthread_cond_wait(&w->freed, &w->lock);
     NRT_STATUS st = w->st;
@@ -161,7 +188,7 @@ NRT_STATUS cwriter_take(struct cwriter *w, struct cwriter_buf **out)
         *out = w->free;
         w->free = w->free->next_free;
     }
-    pthread_mutex_unlock(&w->lock);
+    cwriter_unlock(w);
     return st;
 }
 
@@ -189,9 +216,9 @@ void cwriter_queue(struct cwriter *w, struct cwriter_buf *b)
 
 void cwriter_drop(struct cwriter *w, struct cwriter_buf *b)
 {
-    pthread_mutex_lock(&w->lock);
+    cwriter_lock(w);
     cwriter_give_back(w, b);
-    pthread_mutex_unlock(&w->lock);
+    cwriter_unlock(w);
 }
 
 NRT_STATUS cwriter_finish(struct cwriter *w)
