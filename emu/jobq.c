@@ -2,10 +2,12 @@
  * jobq.c: a queue of jobs and the thread that runs them (see jobq.h).
  *
  * One mutex guards the queue. The thread waits on `more` for a job (or
- * for a borrow to end, or for stop); everyone else waits on `progress`
- * (a job finished, a batch was taken and made room, a borrow ended, the
- * queue failed), which is broadcast. Functions marked "lock held" assert
- * it with jobq_held.
+ * for a borrow to end, or for stop); everyone else waits on `progress`,
+ * which is broadcast when what they wait for may have come: a job someone
+ * waits for finished, the queue went idle (jobq_drain), a batch was taken
+ * and made room, a borrow ended, the queue failed. A job that only hands
+ * over to the next one (a posted job that queues its successor) wakes
+ * nobody. Functions marked "lock held" assert it with jobq_held.
  */
 #include "emu/jobq.h"
 
@@ -107,7 +109,8 @@ static void *jobq_main(void *arg)
         q->busy = false;
         if (after.done != NULL)
             *after.done = true;
-        pthread_cond_broadcast(&q->progress);
+        if (after.done != NULL || q->head == NULL)  /* its waiters; jobq_drain */
+            pthread_cond_broadcast(&q->progress);
     }
     jobq_unlock(q);
     return NULL;
