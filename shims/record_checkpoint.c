@@ -17,6 +17,7 @@
  * handler of its own. A snapshot that cannot be saved is one log line; the
  * program goes on.
  */
+#include <assert.h>
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
@@ -45,6 +46,28 @@ static bool ck_err_kept;           /* a failure was kept in the on-error file */
 static struct snap_db *ck_file_db; /* the AT / SIGUSR1 file (when not the record file) */
 static bool ck_signal_armed;       /* our SIGUSR1 handler is installed */
 static _Thread_local int64_t ck_pending = -1; /* on-error snapshot of this thread's execution */
+
+static _Thread_local bool ck_lock_owner; /* this thread holds ck_lock */
+
+/* ck_lock, taken and dropped with its holder noted for ck_held. */
+static void ck_lock_take(void)
+{
+    pthread_mutex_lock(&ck_lock);
+    ck_lock_owner = true;
+}
+
+static void ck_lock_drop(void)
+{
+    assert(ck_lock_owner);
+    ck_lock_owner = false;
+    pthread_mutex_unlock(&ck_lock);
+}
+
+/* Does this thread hold ck_lock? For assert() only. */
+static inline bool ck_held(void)
+{
+    return ck_lock_owner;
+}
 
 /* A file name with %p replaced by the pid (malloc'd). */
 static char *ck_expand(const char *pattern)
@@ -98,7 +121,7 @@ static void ck_arm_signal(void)
 
 static bool ck_configure(void)
 {
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     free(ck_err_path);
     free(ck_file_path);
     ck_err_path = ck_env_path("TRNEMU_SNAPSHOT_ON_ERROR");
@@ -116,13 +139,13 @@ static bool ck_configure(void)
     if (any)
         ck_arm_signal();
     bool per_exec = ck_err_path != NULL || ck_at > 0; /* read under the lock */
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
     return per_exec;
 }
 
 static bool ck_prepare(const char *path)
 {
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     cl_db_unlink(path);
     struct snap_db *db = NULL;
     bool ok = snap_open(path, true, &db) == NRT_SUCCESS;
@@ -132,25 +155,26 @@ static bool ck_prepare(const char *path)
         ck_rec_db = db;
         ck_rec_path = strdup(path);
     }
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
     return ok;
 }
 
 static void ck_release(const char *path)
 {
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     if (ck_same(path, ck_rec_path)) {
         snap_close(ck_rec_db);
         ck_rec_db = NULL;
         free(ck_rec_path);
         ck_rec_path = NULL;
     }
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
 }
 
 /* Save a snapshot of the runtime into db (ck_lock held). */
 static int64_t ck_save(struct snap_db *db, const char *path, const char *reason, int64_t seq)
 {
+    assert(ck_held());
     if (db == NULL || rt_enter() != NRT_SUCCESS)
         return -1;
     int64_t id = -1;
@@ -175,6 +199,7 @@ static int64_t ck_save(struct snap_db *db, const char *path, const char *reason,
 /* The file AT / SIGUSR1 snapshots go to (ck_lock held). */
 static struct snap_db *ck_file(const char **path)
 {
+    assert(ck_held());
     if (ck_file_path == NULL && ck_rec_db != NULL) {
         *path = ck_rec_path;
         return ck_rec_db;
@@ -193,6 +218,7 @@ static struct snap_db *ck_file(const char **path)
 /* The on-error file, made on first use (ck_lock held). */
 static struct snap_db *ck_err(void)
 {
+    assert(ck_held());
     if (ck_same(ck_err_path, ck_rec_path))
         return ck_rec_db;
     if (ck_err_db != NULL)
@@ -228,7 +254,7 @@ static struct snap_db *ck_err(void)
 static void ck_before(const struct cl_call *c, bool signal)
 {
     cl_log_hold();
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     const char *path = NULL;
     if (signal) {
         struct snap_db *db = ck_file(&path);
@@ -244,7 +270,7 @@ static void ck_before(const struct cl_call *c, bool signal)
         if (err != NULL)
             ck_pending = ck_save(err, ck_err_path, "error", c->seq);
     }
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
     cl_log_release();
 }
 
@@ -262,7 +288,7 @@ static void ck_after(const struct cl_call *c, NRT_STATUS status)
     if (id < 0)
         return;
     cl_log_hold();
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     struct snap_db *db = ck_err();
     if (db != NULL && !ck_is_failure(status)) {
         /* Not needed: its chunks stay in the file for the next save. */
@@ -287,7 +313,7 @@ static void ck_after(const struct cl_call *c, NRT_STATUS status)
                       "call could not be written: %s", cl_fns[c->id].name, (int)status, id,
                       ck_err_path, ck_err_log != NULL ? cl_log_error(ck_err_log) : "no call log");
     }
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
     cl_log_release();
 }
 
@@ -297,6 +323,7 @@ static void ck_shutdown(bool in_child)
         /* The parent's connections (and the lock, which another thread may
          * have held at the fork) are not the child's: forget them. */
         pthread_mutex_init(&ck_lock, NULL);
+        ck_lock_owner = false;
         cl_log_abandon(ck_err_log);
         ck_err_log = NULL;
         ck_err_db = ck_file_db = ck_rec_db = NULL;
@@ -304,7 +331,7 @@ static void ck_shutdown(bool in_child)
         ck_err_path = NULL;
         return;
     }
-    pthread_mutex_lock(&ck_lock);
+    ck_lock_take();
     bool drop_file = ck_err_db != NULL && !ck_err_kept;
     cl_log_close(ck_err_log);
     uint64_t chunks = 0, bytes = 0;
@@ -316,7 +343,7 @@ static void ck_shutdown(bool in_child)
     ck_err_db = ck_file_db = NULL;
     if (drop_file)
         cl_db_unlink(ck_err_path); /* nothing failed: leave no file behind */
-    pthread_mutex_unlock(&ck_lock);
+    ck_lock_drop();
 }
 
 static const struct cl_checkpoint_ops ck_ops = {

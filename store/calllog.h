@@ -286,7 +286,7 @@ void cl_hash(const void *data, size_t size, uint8_t out[16]);
 
 /* A recorded call waiting for the writer; owns its bytes. */
 struct cl_item {
-    struct cl_item *next;  /* queue link */
+    void *next;            /* queue link (emu/jobq.h), a struct cl_item */
     struct cl_row row;     /* the row (args, bufs, env set by the writer) */
     struct cl_bytes blob;  /* encoded arguments */
     struct cl_buf *bufs;   /* buffers, data owned (cl_bufs_free) */

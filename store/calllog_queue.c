@@ -6,10 +6,10 @@
  * producer blocks while more than CL_QUEUE_BYTES wait (back-pressure).
  * A write error stops the thread; every later push reports it.
  */
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/jobq.h"
 #include "emu/log.h"
 #include "store/calllog.h"
 
@@ -18,19 +18,13 @@
 /* Commit at least this often (rows) while the writer has not caught up. */
 #define CL_QUEUE_COMMIT_ROWS 1024
 
-/* The writer and its queue. */
+/* The writer and its queue: a batch jobq (emu/jobq.h), whose thread takes
+ * every waiting item at once, writes them and commits, so that it commits
+ * whenever it has caught up; the items' bytes are the queue's bound. */
 struct cl_queue {
     struct cl_log *log;       /* written by the thread only */
-    pthread_t thread;         /* the writer */
-    pthread_mutex_t lock;     /* guards everything below */
-    pthread_cond_t work;      /* an item arrived, or stop */
-    pthread_cond_t progress;  /* the writer wrote (room, or idle) */
-    struct cl_item *head;     /* oldest waiting item */
-    struct cl_item *tail;     /* newest waiting item */
-    uint64_t bytes;           /* buffer bytes waiting */
-    bool busy;                /* the writer holds items not yet committed */
-    bool stop;                /* the thread is asked to end */
-    bool failed;              /* a write failed: nothing more is written */
+    struct jobq jq;           /* the items and the writer */
+    bool failed;              /* a write failed: nothing more is written (the thread's) */
 };
 
 void cl_item_free(struct cl_item *it)
@@ -75,33 +69,20 @@ static bool queue_write(struct cl_queue *q, struct cl_item *batch)
     return ok && cl_log_commit(q->log) == NRT_SUCCESS;
 }
 
-static void *queue_main(void *arg)
+/* The writer, on the queue's thread: a batch of items, oldest first. */
+static void queue_run(void *ctx, void *job, struct jobq_after *after)
 {
-    struct cl_queue *q = arg;
-    pthread_mutex_lock(&q->lock);
-    for (;;) {
-        while (q->head == NULL && !q->stop)
-            pthread_cond_wait(&q->work, &q->lock);
-        if (q->head == NULL && q->stop)
-            break;
-        struct cl_item *batch = q->head;
-        q->head = q->tail = NULL;
-        q->bytes = 0;
-        q->busy = true;
-        pthread_cond_broadcast(&q->progress);
-        bool failed = q->failed;
-        pthread_mutex_unlock(&q->lock);
-        bool ok = !failed && queue_write(q, batch);
-        if (failed)
-            queue_free_all(batch);
-        pthread_mutex_lock(&q->lock);
-        q->busy = false;
-        if (!ok)  /* the recorder says so, with the cause (cl_log_error) */
-            q->failed = true;
-        pthread_cond_broadcast(&q->progress);
+    (void)after;
+    struct cl_queue *q = ctx;
+    struct cl_item *batch = job;
+    if (q->failed) {
+        queue_free_all(batch);
+        return;
     }
-    pthread_mutex_unlock(&q->lock);
-    return NULL;
+    if (!queue_write(q, batch)) {  /* the recorder says so, with the cause (cl_log_error) */
+        q->failed = true;
+        jobq_fail(&q->jq);
+    }
 }
 
 NRT_STATUS cl_queue_start(struct cl_log *log, struct cl_queue **out)
@@ -110,14 +91,17 @@ NRT_STATUS cl_queue_start(struct cl_log *log, struct cl_queue **out)
     if (q == NULL)
         return NRT_RESOURCE;
     q->log = log;
-    pthread_mutex_init(&q->lock, NULL);
-    pthread_cond_init(&q->work, NULL);
-    pthread_cond_init(&q->progress, NULL);
-    if (pthread_create(&q->thread, NULL, queue_main, q) != 0) {
+    const struct jobq_spec spec = {
+        .link = JOBQ_LINK(struct cl_item, next),
+        .run = queue_run,
+        .ctx = q,
+        .batch = true,
+        .cap = CL_QUEUE_BYTES,
+    };
+    jobq_init(&q->jq, &spec);
+    if (!jobq_start(&q->jq)) {
         LOG_ERROR("STORE", "%s: cannot start the call log's writer thread", cl_log_path(log));
-        pthread_mutex_destroy(&q->lock);
-        pthread_cond_destroy(&q->work);
-        pthread_cond_destroy(&q->progress);
+        jobq_fini(&q->jq);
         free(q);
         return NRT_RESOURCE;
     }
@@ -127,24 +111,7 @@ NRT_STATUS cl_queue_start(struct cl_log *log, struct cl_queue **out)
 
 bool cl_queue_push(struct cl_queue *q, struct cl_item *it, uint64_t bytes)
 {
-    pthread_mutex_lock(&q->lock);
-    while (!q->failed && q->head != NULL && q->bytes + bytes > CL_QUEUE_BYTES)
-        pthread_cond_wait(&q->progress, &q->lock);
-    bool ok = !q->failed;
-    if (ok) {
-        /* The writer sleeps only when nothing waits and it holds nothing. */
-        bool asleep = q->head == NULL && !q->busy;
-        it->next = NULL;
-        if (q->tail != NULL)
-            q->tail->next = it;
-        else
-            q->head = it;
-        q->tail = it;
-        q->bytes += bytes;
-        if (asleep)
-            pthread_cond_signal(&q->work);
-    }
-    pthread_mutex_unlock(&q->lock);
+    bool ok = jobq_put(&q->jq, it, bytes);
     if (!ok)
         cl_item_free(it);
     return ok;
@@ -152,25 +119,13 @@ bool cl_queue_push(struct cl_queue *q, struct cl_item *it, uint64_t bytes)
 
 bool cl_queue_drain(struct cl_queue *q)
 {
-    pthread_mutex_lock(&q->lock);
-    while (!q->failed && (q->head != NULL || q->busy))
-        pthread_cond_wait(&q->progress, &q->lock);
-    bool ok = !q->failed;
-    pthread_mutex_unlock(&q->lock);
-    return ok;
+    return jobq_drain(&q->jq);
 }
 
 void cl_queue_stop(struct cl_queue *q)
 {
     if (q == NULL)
         return;
-    pthread_mutex_lock(&q->lock);
-    q->stop = true;
-    pthread_cond_signal(&q->work);
-    pthread_mutex_unlock(&q->lock);
-    pthread_join(q->thread, NULL);
-    pthread_mutex_destroy(&q->lock);
-    pthread_cond_destroy(&q->work);
-    pthread_cond_destroy(&q->progress);
+    jobq_fini(&q->jq);
     free(q);
 }

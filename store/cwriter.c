@@ -2,15 +2,17 @@
  * cwriter.c: the writer thread of a restore through a file (see
  * cwriter.h).
  *
- * The buffers move between two lists under one mutex: `free` (the
- * caller takes from it) and `queue` (the thread writes its head, in the
- * order queued). A buffer being filled or written is on neither. The
- * bytes of different buffers never overlap in the file, so the order of
- * the writes does not change the result. After a failed write the thread
- * writes nothing more and only hands the buffers back.
+ * The buffers move between two lists: `free` (the caller takes from it,
+ * under the writer's mutex) and the queue of the writer's thread (a jobq,
+ * emu/jobq.h: the thread writes the buffers in the order queued). A
+ * buffer being filled or written is on neither. The bytes of different
+ * buffers never overlap in the file, so the order of the writes does not
+ * change the result. After a failed write the thread writes nothing more
+ * and only hands the buffers back.
  */
 #include "store/cwriter.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <pthread.h>
@@ -20,28 +22,49 @@
 #include <unistd.h>
 
 #include "emu/grow.h"
+#include "emu/jobq.h"
 #include "emu/log.h"
 
 /* Most staging buffers. */
 #define CWRITER_MAX_BUFS 8
 
 struct cwriter {
-    pthread_mutex_t lock;                  /* guards the lists, st and stop */
-    pthread_cond_t ready;                  /* a buffer was queued, or stop */
+    struct jobq q;                         /* buffers to write, and the writer */
+    pthread_mutex_t lock;                  /* guards the free list and st */
     pthread_cond_t freed;                  /* a buffer came back to the free list */
-    pthread_t th;                          /* the writer */
     int fd;                                /* the file */
     int64_t region;                        /* region restored, for messages */
     struct cwriter_buf bufs[CWRITER_MAX_BUFS]; /* the staging buffers */
     unsigned nbufs;                        /* entries of bufs */
     struct cwriter_buf *free;              /* buffers ready to be filled */
-    struct cwriter_buf *queue;             /* buffers to write, oldest first */
-    struct cwriter_buf **tail;             /* where the next queued buffer goes */
-    bool stop;                             /* the thread ends once the queue is empty */
-    NRT_STATUS st;                         /* first failed write, else NRT_SUCCESS */
+    NRT_STATUS st;                         /* first failed write, else NRT_SUCCESS
+                                              (written by the thread only) */
     uint64_t bad_off;                      /* its file offset */
     int bad_errno;                         /* its errno (0: a write of no bytes) */
 };
+
+static _Thread_local const struct cwriter *cwriter_locked; /* whose lock this thread holds */
+
+/* w's lock, taken and dropped with its holder noted for cwriter_held (a
+ * condition wait gives it up only while the thread sleeps). */
+static void cwriter_lock(struct cwriter *w)
+{
+    pthread_mutex_lock(&w->lock);
+    cwriter_locked = w;
+}
+
+static void cwriter_unlock(struct cwriter *w)
+{
+    assert(cwriter_locked == w);
+    cwriter_locked = NULL;
+    pthread_mutex_unlock(&w->lock);
+}
+
+/* Does this thread hold w's lock? For assert() only. */
+static inline bool cwriter_held(const struct cwriter *w)
+{
+    return cwriter_locked == w;
+}
 
 /* Write n bytes at file offset off; false with *err set on failure. */
 static bool cwriter_pwrite(int fd, const uint8_t *p, size_t n, uint64_t off, int *err)
@@ -79,41 +102,32 @@ static bool cwriter_write_buf(struct cwriter *w, const struct cwriter_buf *b, ui
 /* Put b back on the free list, emptied (lock held). */
 static void cwriter_give_back(struct cwriter *w, struct cwriter_buf *b)
 {
+    assert(cwriter_held(w));
     b->used = 0;
     b->nruns = 0;
-    b->next = w->free;
+    b->next_free = w->free;
     w->free = b;
     pthread_cond_broadcast(&w->freed);
 }
 
-static void *cwriter_main(void *arg)
+/* Write b, on the writer's thread (nothing more after a failed write),
+ * and give it back. */
+static void cwriter_run(void *ctx, void *job, struct jobq_after *after)
 {
-    struct cwriter *w = arg;
-    pthread_mutex_lock(&w->lock);
-    for (;;) {
-        while (w->queue == NULL && !w->stop)
-            pthread_cond_wait(&w->ready, &w->lock);
-        struct cwriter_buf *b = w->queue;
-        if (b == NULL)
-            break;
-        w->queue = b->next;
-        if (w->queue == NULL)
-            w->tail = &w->queue;
-        bool write = w->st == NRT_SUCCESS;
-        pthread_mutex_unlock(&w->lock);
-        uint64_t bad = 0;
-        int err = 0;
-        bool ok = !write || cwriter_write_buf(w, b, &bad, &err);
-        pthread_mutex_lock(&w->lock);
-        if (!ok && w->st == NRT_SUCCESS) {
-            w->st = err == ENOSPC ? NRT_RESOURCE : NRT_FAILURE;
-            w->bad_off = bad;
-            w->bad_errno = err;
-        }
-        cwriter_give_back(w, b);
+    (void)after;
+    struct cwriter *w = ctx;
+    struct cwriter_buf *b = job;
+    uint64_t bad = 0;
+    int err = 0;
+    bool ok = w->st != NRT_SUCCESS || cwriter_write_buf(w, b, &bad, &err);
+    cwriter_lock(w);
+    if (!ok) {
+        w->st = err == ENOSPC ? NRT_RESOURCE : NRT_FAILURE;
+        w->bad_off = bad;
+        w->bad_errno = err;
     }
-    pthread_mutex_unlock(&w->lock);
-    return NULL;
+    cwriter_give_back(w, b);
+    cwriter_unlock(w);
 }
 
 /* Free the buffers and the writer (the thread is not running). */
@@ -123,7 +137,6 @@ static void cwriter_free(struct cwriter *w)
         free(w->bufs[i].data);
         free(w->bufs[i].runs);
     }
-    pthread_cond_destroy(&w->ready);
     pthread_cond_destroy(&w->freed);
     pthread_mutex_destroy(&w->lock);
     free(w);
@@ -135,13 +148,18 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
     if (w == NULL)
         return NULL;
     pthread_mutex_init(&w->lock, NULL);
-    pthread_cond_init(&w->ready, NULL);
     pthread_cond_init(&w->freed, NULL);
+    const struct jobq_spec spec = {
+        .link = JOBQ_LINK(struct cwriter_buf, next),
+        .run = cwriter_run,
+        .ctx = w,
+    };
+    jobq_init(&w->q, &spec);
     w->fd = fd;
     w->region = region;
-    w->tail = &w->queue;
     w->st = NRT_SUCCESS;
     nbuf = nbuf < 2 ? 2 : nbuf > CWRITER_MAX_BUFS ? CWRITER_MAX_BUFS : nbuf;
+    cwriter_lock(w);  /* give_back's rule, though no thread runs yet */
     for (; w->nbufs < nbuf; w->nbufs++) {
         struct cwriter_buf *b = &w->bufs[w->nbufs];
         b->data = malloc(cap);
@@ -150,7 +168,9 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
         b->cap = cap;
         cwriter_give_back(w, b);
     }
-    if (w->nbufs < nbuf || pthread_create(&w->th, NULL, cwriter_main, w) != 0) {
+    cwriter_unlock(w);
+    if (w->nbufs < nbuf || !jobq_start(&w->q)) {
+        jobq_fini(&w->q);
         cwriter_free(w);
         return NULL;
     }
@@ -159,16 +179,16 @@ struct cwriter *cwriter_start(int fd, int64_t region, size_t cap, unsigned nbuf)
 
 NRT_STATUS cwriter_take(struct cwriter *w, struct cwriter_buf **out)
 {
-    pthread_mutex_lock(&w->lock);
+    cwriter_lock(w);
     while (w->free == NULL && w->st == NRT_SUCCESS)
         pthread_cond_wait(&w->freed, &w->lock);
     NRT_STATUS st = w->st;
     *out = NULL;
     if (st == NRT_SUCCESS) {
         *out = w->free;
-        w->free = w->free->next;
+        w->free = w->free->next_free;
     }
-    pthread_mutex_unlock(&w->lock);
+    cwriter_unlock(w);
     return st;
 }
 
@@ -191,30 +211,21 @@ uint8_t *cwriter_reserve(struct cwriter_buf *b, uint64_t off, size_t n)
 
 void cwriter_queue(struct cwriter *w, struct cwriter_buf *b)
 {
-    pthread_mutex_lock(&w->lock);
-    b->next = NULL;
-    *w->tail = b;
-    w->tail = &b->next;
-    pthread_cond_signal(&w->ready);
-    pthread_mutex_unlock(&w->lock);
+    (void)jobq_put(&w->q, b, 0);  /* started, never failed: always queued */
 }
 
 void cwriter_drop(struct cwriter *w, struct cwriter_buf *b)
 {
-    pthread_mutex_lock(&w->lock);
+    cwriter_lock(w);
     cwriter_give_back(w, b);
-    pthread_mutex_unlock(&w->lock);
+    cwriter_unlock(w);
 }
 
 NRT_STATUS cwriter_finish(struct cwriter *w)
 {
     if (w == NULL)
         return NRT_SUCCESS;
-    pthread_mutex_lock(&w->lock);
-    w->stop = true;
-    pthread_cond_signal(&w->ready);
-    pthread_mutex_unlock(&w->lock);
-    pthread_join(w->th, NULL);
+    jobq_fini(&w->q);  /* writes what is queued, joins the thread */
     NRT_STATUS st = w->st;
     if (st != NRT_SUCCESS)
         LOG_ERROR("STORE", "cannot write restored memory of region %" PRId64 " at 0x%" PRIx64

@@ -32,7 +32,8 @@ struct cwriter_buf {
     struct cwriter_run *runs;  /* the file ranges of data, in order */
     size_t nruns;              /* runs used */
     size_t runs_cap;           /* runs allocated */
-    struct cwriter_buf *next;  /* link in the writer's free list or queue */
+    struct cwriter_buf *next_free; /* link in the writer's free list */
+    void *next;                /* link in its queue (emu/jobq.h) */
 };
 
 /* Start a writer of fd (region names it in messages) with nbuf staging

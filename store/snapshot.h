@@ -39,7 +39,7 @@ struct sqlite3;
 NRT_STATUS snap_open(const char *path, bool create, struct snap_db **out);
 void snap_close(struct snap_db *db);
 
-/* Save the whole state of the open runtime (caller holds rt_enter()).
+/* Save the whole state of the open runtime (caller holds state_enter()).
  * reason: "error", "at", "signal", "api", ...; call_seq: index of the call in the
  * call log this snapshot precedes (-1 if none). Executions running at the
  * same time are not stopped (see snap_save_quiesced). */

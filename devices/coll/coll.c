@@ -15,6 +15,7 @@
 #include "devices/config/env.h"
 #include "devices/coll/coll_int.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -43,6 +44,28 @@
 
 static pthread_mutex_t coll_reg_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct coll_comm *coll_reg;          /* every communicator of the process */
+
+static _Thread_local bool coll_reg_owner; /* this thread holds coll_reg_lock */
+
+/* coll_reg_lock, taken and dropped with its holder noted for coll_reg_held. */
+static void coll_reg_lock_take(void)
+{
+    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_owner = true;
+}
+
+static void coll_reg_lock_drop(void)
+{
+    assert(coll_reg_owner);
+    coll_reg_owner = false;
+    pthread_mutex_unlock(&coll_reg_lock);
+}
+
+/* Does this thread hold coll_reg_lock? For assert() only. */
+static inline bool coll_reg_held(void)
+{
+    return coll_reg_owner;
+}
 
 /* ---- small helpers ---------------------------------------------------------- */
 
@@ -538,6 +561,7 @@ static NRT_STATUS coll_comm_make(struct machine *m, uint32_t gvnc, uint32_t rank
  * nrt_close drops every communicator. coll_reg_lock held. */
 static bool coll_comm_current(struct coll_comm *c, const struct machine *m)
 {
+    assert(coll_reg_held());
     if (c->m != m)
         return false;
     uint64_t now = spin_now_ns();
@@ -554,7 +578,7 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
     char key[64];
     coll_job_key(key, sizeof key);
     NRT_STATUS st = NRT_SUCCESS;
-    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_lock_take();
     for (struct coll_comm *c = coll_reg; c != NULL && st == NRT_SUCCESS; c = c->next) {
         if (c->world != world || c->rank != rank || strcmp(c->key, key) != 0 ||
             !coll_comm_current(c, m))
@@ -576,7 +600,7 @@ NRT_STATUS coll_comm_peers_check(struct machine *m, uint32_t rank, uint32_t worl
                 break;
             }
     }
-    pthread_mutex_unlock(&coll_reg_lock);
+    coll_reg_lock_drop();
     return st;
 }
 
@@ -590,13 +614,13 @@ NRT_STATUS coll_comm_get(struct machine *m, uint32_t gvnc, uint32_t rank, uint32
     }
     char key[64];
     coll_job_key(key, sizeof key);
-    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_lock_take();
     struct coll_comm **pp = &coll_reg;
     while (*pp != NULL) {
         struct coll_comm *c = *pp;
         if (c->world == world && c->rank == rank && strcmp(c->key, key) == 0) {
             if (coll_comm_current(c, m)) {
-                pthread_mutex_unlock(&coll_reg_lock);
+                coll_reg_lock_drop();
                 *out = c;
                 return NRT_SUCCESS;
             }
@@ -606,28 +630,28 @@ NRT_STATUS coll_comm_get(struct machine *m, uint32_t gvnc, uint32_t rank, uint32
         }
         pp = &c->next;
     }
-    pthread_mutex_unlock(&coll_reg_lock);
+    coll_reg_lock_drop();
     /* Join outside the registry lock: other ranks of this process may join
      * their own communicators at the same time. */
     struct coll_comm *c;
     NRT_STATUS st = coll_comm_make(m, gvnc, rank, world, deadline_ns, &c);
     if (st != NRT_SUCCESS)
         return st;
-    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_lock_take();
     c->next = coll_reg;
     coll_reg = c;
-    pthread_mutex_unlock(&coll_reg_lock);
+    coll_reg_lock_drop();
     *out = c;
     return NRT_SUCCESS;
 }
 
 struct coll_comm *coll_comm_of_vnc(struct machine *m, uint32_t gvnc)
 {
-    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_lock_take();
     struct coll_comm *c = coll_reg;
     while (c != NULL && !(c->m == m && c->gvnc == gvnc))
         c = c->next;
-    pthread_mutex_unlock(&coll_reg_lock);
+    coll_reg_lock_drop();
     return c;
 }
 
@@ -643,10 +667,10 @@ uint32_t coll_comm_world(const struct coll_comm *c)
 
 void coll_comm_release_all(void)
 {
-    pthread_mutex_lock(&coll_reg_lock);
+    coll_reg_lock_take();
     struct coll_comm *c = coll_reg;
     coll_reg = NULL;
-    pthread_mutex_unlock(&coll_reg_lock);
+    coll_reg_lock_drop();
     while (c != NULL) {
         struct coll_comm *next = c->next;
         coll_comm_free(c);

@@ -4,6 +4,7 @@
  */
 #include "devices/machine/hbm_export.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -30,6 +31,28 @@ static struct hbm_export *hbm_exports;   /* the live exports of this process */
 static size_t hbm_nexports;              /* entries in use */
 static size_t hbm_exports_cap;           /* entries allocated */
 
+static _Thread_local bool hbm_export_owner; /* this thread holds hbm_export_lock */
+
+/* hbm_export_lock, taken and dropped with its holder noted for hbm_export_held. */
+static void hbm_export_lock_take(void)
+{
+    pthread_mutex_lock(&hbm_export_lock);
+    hbm_export_owner = true;
+}
+
+static void hbm_export_lock_drop(void)
+{
+    assert(hbm_export_owner);
+    hbm_export_owner = false;
+    pthread_mutex_unlock(&hbm_export_lock);
+}
+
+/* Does this thread hold hbm_export_lock? For assert() only. */
+static inline bool hbm_export_held(void)
+{
+    return hbm_export_owner;
+}
+
 static uint64_t hbm_page(void)
 {
     return (uint64_t)sysconf(_SC_PAGESIZE);
@@ -53,6 +76,7 @@ static bool hbm_export_locate(const struct machine *m, uint64_t va, uint64_t len
 /* The export overlapping chip [off, off+len), or NULL (lock held). */
 static struct hbm_export *hbm_export_find(uint32_t chip, uint64_t off, uint64_t len)
 {
+    assert(hbm_export_held());
     for (size_t i = 0; i < hbm_nexports; i++) {
         struct hbm_export *e = &hbm_exports[i];
         if (e->chip == chip && off < e->off + e->len && e->off < off + len)
@@ -108,6 +132,7 @@ static bool hbm_export_move(const struct machine *m, uint32_t chip, uint64_t off
 /* Remember an export (lock held); false when out of memory. */
 static bool hbm_export_add(const struct hbm_export *e)
 {
+    assert(hbm_export_held());
     if (hbm_nexports == hbm_exports_cap) {
         size_t cap = hbm_exports_cap ? 2 * hbm_exports_cap : 8;
         struct hbm_export *n = realloc(hbm_exports, cap * sizeof *n);
@@ -124,6 +149,7 @@ static bool hbm_export_add(const struct hbm_export *e)
 static NRT_STATUS hbm_export_new(const struct machine *m, uint8_t *va, uint32_t chip,
                                  uint64_t off, uint64_t len)
 {
+    assert(hbm_export_held());
     struct hbm_export e = {chip, off, len, hbm_export_copy(va, len)};
     if (e.memfd < 0 || !hbm_export_add(&e)) {
         LOG_ERROR("NRT", "cannot make the %" PRIu64 " bytes of a dma-buf: %s", len,
@@ -156,7 +182,7 @@ NRT_STATUS hbm_export(struct machine *m, uint64_t va, uint64_t size, int *fd)
                   "memory", size, va);
         return NRT_INVALID;
     }
-    pthread_mutex_lock(&hbm_export_lock);
+    hbm_export_lock_take();
     struct hbm_export *e = hbm_export_find(chip, off, len);
     NRT_STATUS st = NRT_SUCCESS;
     if (e != NULL && !(e->off == off && len <= e->len)) {
@@ -169,7 +195,7 @@ NRT_STATUS hbm_export(struct machine *m, uint64_t va, uint64_t size, int *fd)
         e = st == NRT_SUCCESS ? &hbm_exports[hbm_nexports - 1] : NULL;
     }
     int f = e != NULL ? fcntl(e->memfd, F_DUPFD_CLOEXEC, 0) : -1;
-    pthread_mutex_unlock(&hbm_export_lock);
+    hbm_export_lock_drop();
     if (st == NRT_SUCCESS && f < 0) {
         LOG_ERROR("NRT", "cannot make a descriptor of the dma-buf: %s", strerror(errno));
         st = NRT_RESOURCE;
@@ -183,6 +209,7 @@ NRT_STATUS hbm_export(struct machine *m, uint64_t va, uint64_t size, int *fd)
  * (lock held). */
 static void hbm_export_end(struct machine *m, size_t i)
 {
+    assert(hbm_export_held());
     struct hbm_export e = hbm_exports[i];
     uint8_t *va = m->chips[e.chip].hbm + e.off;
     char path[INSTANCE_PATH_MAX + 16];
@@ -205,7 +232,7 @@ static void hbm_export_end(struct machine *m, size_t i)
 
 void hbm_export_drop(struct machine *m, uint32_t chip, uint64_t off, uint64_t len)
 {
-    pthread_mutex_lock(&hbm_export_lock);
+    hbm_export_lock_take();
     for (size_t i = 0; i < hbm_nexports;) {
         const struct hbm_export *e = &hbm_exports[i];
         if (e->chip == chip && off < e->off + e->len && e->off < off + len)
@@ -213,16 +240,16 @@ void hbm_export_drop(struct machine *m, uint32_t chip, uint64_t off, uint64_t le
         else
             i++;
     }
-    pthread_mutex_unlock(&hbm_export_lock);
+    hbm_export_lock_drop();
 }
 
 void hbm_export_drop_all(struct machine *m)
 {
-    pthread_mutex_lock(&hbm_export_lock);
+    hbm_export_lock_take();
     while (hbm_nexports > 0)
         hbm_export_end(m, hbm_nexports - 1);
     free(hbm_exports);
     hbm_exports = NULL;
     hbm_exports_cap = 0;
-    pthread_mutex_unlock(&hbm_export_lock);
+    hbm_export_lock_drop();
 }

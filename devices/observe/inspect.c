@@ -3,6 +3,7 @@
  */
 #include "devices/observe/inspect.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -24,6 +25,28 @@ static pthread_mutex_t inspect_lock = PTHREAD_MUTEX_INITIALIZER; /* begin and st
 static atomic_bool inspect_on;           /* a session runs */
 static nrt_inspect_config_t inspect_cfg; /* its options (written under the runtime gate) */
 static char inspect_dir[4400];           /* its capture directory (inspect_session_dir) */
+
+static _Thread_local bool inspect_owner; /* this thread holds inspect_lock */
+
+/* inspect_lock, taken and dropped with its holder noted for inspect_held. */
+static void inspect_lock_take(void)
+{
+    pthread_mutex_lock(&inspect_lock);
+    inspect_owner = true;
+}
+
+static void inspect_lock_drop(void)
+{
+    assert(inspect_owner);
+    inspect_owner = false;
+    pthread_mutex_unlock(&inspect_lock);
+}
+
+/* Does this thread hold inspect_lock? For assert() only. */
+static inline bool inspect_held(void)
+{
+    return inspect_owner;
+}
 
 const char *inspect_activity_name(enum inspect_activity a)
 {
@@ -119,6 +142,7 @@ static bool inspect_session_dir(const char *out, char *buf, size_t cap)
  * profiles it asks for. inspect_lock held. */
 static NRT_STATUS inspect_start(const nrt_inspect_config_t *c)
 {
+    assert(inspect_held());
     if (!inspect_session_dir(c->output_dir, inspect_dir, sizeof inspect_dir))
         return NRT_INVALID;
     inspect_cfg = *c;
@@ -137,14 +161,14 @@ static NRT_STATUS inspect_start(const nrt_inspect_config_t *c)
 
 NRT_STATUS inspect_begin(const nrt_inspect_config_t *c)
 {
-    pthread_mutex_lock(&inspect_lock);
+    inspect_lock_take();
     NRT_STATUS st = NRT_INVALID;
     if (atomic_load(&inspect_on))
         LOG_ERROR("NRT", "an inspect session is running already (writing to '%s'): "
                   "nrt_inspect_stop ends it", inspect_cfg.output_dir);
     else
         st = inspect_start(c);
-    pthread_mutex_unlock(&inspect_lock);
+    inspect_lock_drop();
     return st;
 }
 
@@ -158,9 +182,9 @@ static NRT_STATUS inspect_write_trace(void)
 
 NRT_STATUS inspect_stop(void)
 {
-    pthread_mutex_lock(&inspect_lock);
+    inspect_lock_take();
     if (!atomic_exchange(&inspect_on, false)) {
-        pthread_mutex_unlock(&inspect_lock);
+        inspect_lock_drop();
         LOG_ERROR("NRT", "inspect is not running (nrt_inspect_begin)");
         return NRT_INVALID;
     }
@@ -171,7 +195,7 @@ NRT_STATUS inspect_stop(void)
         systrace_stop();
     }
     NRT_STATUS st2 = devprof_inspect_stop();
-    pthread_mutex_unlock(&inspect_lock);
+    inspect_lock_drop();
     return st != NRT_SUCCESS ? st : st2;
 }
 

@@ -314,6 +314,7 @@ bool tensor_free(nrt_tensor_t *t)
 /* Pin under the lock the caller already holds. */
 static bool tensor_pin_locked(const nrt_tensor_t *t, struct tensor_view *v)
 {
+    assert(handle_lock_held());
     if (!handle_has(t, HANDLE_TENSOR))
         return false;
     v->st = t->st;

@@ -13,11 +13,10 @@
 #ifndef TRNEMU_DEVICES_WORKER_H
 #define TRNEMU_DEVICES_WORKER_H
 
-#include <pthread.h>
-#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "emu/jobq.h"
 #include "nrt/nrt_status.h"
 
 /* One job. worker_run keeps it on the caller's stack; worker_post takes
@@ -28,22 +27,14 @@ struct worker_job {
     void (*on_done)(void *arg, NRT_STATUS st); /* posted jobs: called once fn returned */
     NRT_STATUS result;            /* its status, once done */
     bool done;                    /* set by the worker when there is no on_done */
-    struct worker_job *next;      /* queue link */
+    void *next;                   /* queue link (JOBQ_LINK) */
     uint32_t spin_ns;             /* posted jobs: then poll an empty queue this long (ns) */
 };
 
+/* The queue and its thread are a jobq (emu/jobq.h), which polls with
+ * spin_until_moved (devices/thread/spin.h) after a job that asks. */
 struct worker {
-    pthread_mutex_t lock;      /* guards every field below */
-    pthread_cond_t wake;       /* a job was queued, or stop was asked */
-    pthread_cond_t done;       /* a job finished */
-    pthread_t thread;          /* the worker, when started */
-    bool started;              /* thread is running */
-    bool stop;                 /* the worker should end */
-    struct worker_job *head;   /* queued jobs, oldest first */
-    struct worker_job *tail;   /* last queued job */
-    bool busy;                 /* the thread is running a job */
-    bool borrowed;             /* a caller is running a job itself (worker_run_here) */
-    _Atomic uint32_t bell;     /* moves with every job queued and with stop */
+    struct jobq q;             /* the jobs and the thread that runs them */
 };
 
 void worker_init(struct worker *w);

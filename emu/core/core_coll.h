@@ -116,6 +116,13 @@ void core_lnc_fini(struct core_lnc *l);
  * epoch and wake every sleeping core scheduler. */
 void core_lnc_changed(struct core_lnc *l);
 
+/* l->lock, taken and dropped with its holder noted for core_lnc_held (a
+ * condition wait on l->changed gives it up only while the thread sleeps). */
+void core_lnc_lock(struct core_lnc *l);
+void core_lnc_unlock(struct core_lnc *l);
+/* Does this thread hold l->lock? For assert() only. */
+bool core_lnc_held(const struct core_lnc *l);
+
 /* The link from a program to its collectives. */
 struct core_coll {
     void *user;              /* the runner's state */

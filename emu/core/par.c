@@ -31,6 +31,7 @@
  */
 #include "emu/core/par.h"
 
+#include <assert.h>
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdbool.h>
@@ -95,6 +96,28 @@ struct par_site {
 };
 static struct par_site par_sites[PAR_SITES];   /* claimed in order, never freed */
 static _Thread_local bool par_in_part;         /* this thread is running a part */
+static _Thread_local bool par_mu_owner;        /* this thread holds par_mu */
+
+/* par_mu, taken and dropped with its holder noted for par_held (a
+ * condition wait gives it up only while the thread sleeps). */
+static void par_lock(void)
+{
+    pthread_mutex_lock(&par_mu);
+    par_mu_owner = true;
+}
+
+static void par_unlock(void)
+{
+    assert(par_mu_owner);
+    par_mu_owner = false;
+    pthread_mutex_unlock(&par_mu);
+}
+
+/* Does this thread hold par_mu? For assert() only. */
+static inline bool par_held(void)
+{
+    return par_mu_owner;
+}
 
 /* ---- thread count --------------------------------------------------------------- */
 
@@ -112,10 +135,10 @@ unsigned par_threads(void)
     unsigned t = atomic_load_explicit(&par_resolved, memory_order_relaxed);
     if (t != 0)
         return t;
-    pthread_mutex_lock(&par_mu);
+    par_lock();
     t = par_resolve(par_setting);
     atomic_store_explicit(&par_resolved, t, memory_order_relaxed);
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
     return t;
 }
 
@@ -124,6 +147,7 @@ unsigned par_threads(void)
 
 static void par_link(struct par_job *j)
 {
+    assert(par_held());
     j->prev = par_open_tail;
     j->after = NULL;
     if (par_open_tail != NULL)
@@ -137,6 +161,7 @@ static void par_link(struct par_job *j)
 
 static void par_unlink(struct par_job *j)
 {
+    assert(par_held());
     if (!j->linked)
         return;
     if (j->prev != NULL)
@@ -213,7 +238,7 @@ static void *par_helper_main(void *p)
 {
     unsigned gen = (unsigned)(uintptr_t)p;
     bool spun = false;
-    pthread_mutex_lock(&par_mu);
+    par_lock();
     while (par_gen == gen) {
         struct par_job *j = par_open_head;
         if (j == NULL) {
@@ -221,26 +246,26 @@ static void *par_helper_main(void *p)
                 pthread_cond_wait(&par_wake, &par_mu);
                 spun = false;
             } else {
-                pthread_mutex_unlock(&par_mu);
+                par_unlock();
                 par_spin();
                 spun = true;
-                pthread_mutex_lock(&par_mu);
+                par_lock();
             }
             continue;
         }
         atomic_fetch_add_explicit(&j->helpers, 1, memory_order_relaxed);
-        pthread_mutex_unlock(&par_mu);
+        par_unlock();
         (void)memfault_take();  /* a flag of earlier work is not this job's */
         par_run_parts(j);
         if (memfault_take())    /* the caller's instruction met it */
             atomic_store_explicit(&j->faulted, true, memory_order_relaxed);
-        pthread_mutex_lock(&par_mu);
+        par_lock();
         par_unlink(j);
         if (atomic_fetch_sub_explicit(&j->helpers, 1, memory_order_release) == 1 && j->waiting)
             pthread_cond_signal(&j->idle);
         spun = false;
     }
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
     return NULL;
 }
 
@@ -248,12 +273,12 @@ static void *par_helper_main(void *p)
  * threads' jobs; the fork holds par_mu so that the copy is consistent. */
 static void par_fork_prepare(void)
 {
-    pthread_mutex_lock(&par_mu);
+    par_lock();
 }
 
 static void par_fork_parent(void)
 {
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
 }
 
 static void par_fork_child(void)
@@ -262,7 +287,7 @@ static void par_fork_child(void)
     par_gen++;
     par_open_head = par_open_tail = NULL;
     atomic_store_explicit(&par_open_count, 0, memory_order_relaxed);
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
 }
 
 static pthread_once_t par_fork_once = PTHREAD_ONCE_INIT;
@@ -275,6 +300,7 @@ static void par_fork_register(void)
 /* Start helpers up to want - 1 (par_mu held); a failure leaves fewer. */
 static void par_start_helpers(unsigned want)
 {
+    assert(par_held());
     if (par_nhelpers + 1 < want)
         pthread_once(&par_fork_once, par_fork_register);
     while (par_nhelpers + 1 < want) {
@@ -347,7 +373,7 @@ static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *
     atomic_init(&j.helpers, 0);
     atomic_init(&j.faulted, false);
     pthread_cond_init(&j.idle, NULL);
-    pthread_mutex_lock(&par_mu);
+    par_lock();
     par_start_helpers(want);
     par_link(&j);
     if (n_parts - 1 >= par_nhelpers)
@@ -355,15 +381,15 @@ static void par_split(size_t n_parts, void (*fn)(void *arg, size_t part), void *
     else
         for (size_t i = 0; i + 1 < n_parts; i++)
             pthread_cond_signal(&par_wake);
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
     par_run_parts(&j);
     par_wait_spin(&j);
-    pthread_mutex_lock(&par_mu);
+    par_lock();
     par_unlink(&j);
     j.waiting = true;
     while (atomic_load_explicit(&j.helpers, memory_order_relaxed) > 0)
         pthread_cond_wait(&j.idle, &par_mu);
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
     pthread_cond_destroy(&j.idle);
     if (atomic_load_explicit(&j.faulted, memory_order_relaxed))
         memfault_pass();
@@ -506,7 +532,7 @@ unsigned long long par_handoffs(void)
 static void par_stop(const unsigned *setting)
 {
     pthread_t join[PAR_MAX_THREADS];
-    pthread_mutex_lock(&par_mu);
+    par_lock();
     unsigned n = par_nhelpers;
     for (unsigned i = 0; i < n; i++)
         join[i] = par_helper[i];
@@ -518,7 +544,7 @@ static void par_stop(const unsigned *setting)
         atomic_store_explicit(&par_handoff_cost, 0, memory_order_relaxed); /* measured anew */
     }
     pthread_cond_broadcast(&par_wake);
-    pthread_mutex_unlock(&par_mu);
+    par_unlock();
     for (unsigned i = 0; i < n; i++)
         pthread_join(join[i], NULL);
 }

@@ -77,6 +77,7 @@ struct sched_split {
 /* Stop every core with st (the first cause wins). Lock held. */
 static void sched_split_stop(struct sched_split *r, uint32_t core, emu_status st, bool stuck)
 {
+    assert(core_lnc_held(r->lnc));
     if (!atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         r->st = st;
         r->failed = core;
@@ -89,6 +90,7 @@ static void sched_split_stop(struct sched_split *r, uint32_t core, emu_status st
 /* Is every core finished or asleep with nothing changed since? Lock held. */
 static bool sched_split_all_wait(const struct sched_split *r)
 {
+    assert(core_lnc_held(r->lnc));
     uint64_t now = atomic_load_explicit(&r->lnc->epoch, memory_order_relaxed);
     bool someone_waits = false;
     for (uint32_t c = 0; c < r->ncores; c++) {
@@ -104,18 +106,18 @@ static bool sched_split_all_wait(const struct sched_split *r)
 /* Core `core` finished every engine. */
 static void sched_split_done(struct sched_split *r, uint32_t core)
 {
-    pthread_mutex_lock(&r->lnc->lock);
+    core_lnc_lock(r->lnc);
     r->done[core] = true;
     if (sched_split_all_wait(r))
         sched_split_stop(r, core, EMU_EXEC_ERR, true);
-    pthread_mutex_unlock(&r->lnc->lock);
+    core_lnc_unlock(r->lnc);
 }
 
 static void sched_split_fail(struct sched_split *r, uint32_t core, emu_status st)
 {
-    pthread_mutex_lock(&r->lnc->lock);
+    core_lnc_lock(r->lnc);
     sched_split_stop(r, core, st, false);
-    pthread_mutex_unlock(&r->lnc->lock);
+    core_lnc_unlock(r->lnc);
 }
 
 /* A round of `core` that began at epoch e0 moved nothing: sleep until
@@ -123,7 +125,7 @@ static void sched_split_fail(struct sched_split *r, uint32_t core, emu_status st
 static bool sched_split_sleep(struct sched_split *r, uint32_t core, uint64_t e0)
 {
     struct core_lnc *l = r->lnc;
-    pthread_mutex_lock(&l->lock);
+    core_lnc_lock(l);
     if (atomic_load_explicit(&l->epoch, memory_order_relaxed) == e0 &&
         !atomic_load_explicit(&r->stop, memory_order_relaxed)) {
         r->asleep[core] = true;
@@ -136,7 +138,7 @@ static bool sched_split_sleep(struct sched_split *r, uint32_t core, uint64_t e0)
         r->asleep[core] = false;
     }
     bool go_on = !atomic_load_explicit(&r->stop, memory_order_relaxed);
-    pthread_mutex_unlock(&l->lock);
+    core_lnc_unlock(l);
     return go_on;
 }
 
@@ -193,11 +195,11 @@ static void sched_split_main(void *arg)
 {
     struct sched_part *p = arg;
     struct sched_split *r = p->run;
-    pthread_mutex_lock(&r->lnc->lock);
+    core_lnc_lock(r->lnc);
     while (!r->go && !r->abandon)
         pthread_cond_wait(&r->lnc->changed, &r->lnc->lock);
     bool run = r->go;
-    pthread_mutex_unlock(&r->lnc->lock);
+    core_lnc_unlock(r->lnc);
     if (run)
         sched_split_core(p);
 }
@@ -211,11 +213,11 @@ static bool sched_split_start(struct sched_split *r)
     while (started < r->ncores &&
            t->start(t->user, started, sched_split_main, &r->parts[started]))
         started++;
-    pthread_mutex_lock(&r->lnc->lock);
+    core_lnc_lock(r->lnc);
     r->go = started == r->ncores;
     r->abandon = !r->go;
     pthread_cond_broadcast(&r->lnc->changed);
-    pthread_mutex_unlock(&r->lnc->lock);
+    core_lnc_unlock(r->lnc);
     if (!r->go)
         for (uint32_t c = 1; c < started; c++)
             t->join(t->user, c);

@@ -434,8 +434,29 @@ void core_lnc_fini(struct core_lnc *l)
     pthread_mutex_destroy(&l->lock);
 }
 
+static _Thread_local const struct core_lnc *core_lnc_owner; /* the lnc whose lock this thread holds */
+
+void core_lnc_lock(struct core_lnc *l)
+{
+    pthread_mutex_lock(&l->lock);
+    core_lnc_owner = l;
+}
+
+void core_lnc_unlock(struct core_lnc *l)
+{
+    assert(core_lnc_owner == l);
+    core_lnc_owner = NULL;
+    pthread_mutex_unlock(&l->lock);
+}
+
+bool core_lnc_held(const struct core_lnc *l)
+{
+    return core_lnc_owner == l;
+}
+
 void core_lnc_changed(struct core_lnc *l)
 {
+    assert(core_lnc_held(l));
     atomic_store_explicit(&l->epoch, atomic_load_explicit(&l->epoch, memory_order_relaxed) + 1,
                           memory_order_release);
     pthread_cond_broadcast(&l->changed);
@@ -467,7 +488,7 @@ emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn
                          "mask must include this core (%u)", mask, ncores, ncores - 1, me);
     if (l == NULL || ncores == 1)
         return EMU_OK;
-    pthread_mutex_lock(&l->lock);
+    core_lnc_lock(l);
     uint64_t *ticket = &l->barrier_ticket[me][ctx->engine];
     if (*ticket == 0) {
         *ticket = ++l->barrier_arrived[me];
@@ -480,7 +501,7 @@ emu_status isa_exec_core_barrier(struct isa_exec_ctx *ctx, const struct isa_insn
         }
     if (!ctx->blocked)
         *ticket = 0;
-    pthread_mutex_unlock(&l->lock);
+    core_lnc_unlock(l);
     return EMU_OK;
 }
 
@@ -537,6 +558,7 @@ static emu_status xcoll_sendrecv_locked(struct isa_exec_ctx *ctx, const struct i
                                        struct core_lnc *l, uint32_t me, uint32_t to,
                                        uint32_t from)
 {
+    assert(core_lnc_held(l));
     struct core_lnc_post *p = &l->post[me];
     if (p->active && p->engine != (uint32_t)ctx->engine)
         return core_fail(ctx, EMU_EXEC_ERR, "sendrecv on engine %s while engine "
@@ -589,8 +611,8 @@ emu_status isa_exec_sendrecv(struct isa_exec_ctx *ctx, const struct isa_insn *in
         job.src[0] = &a;
         return dma_job_run(ctx, &job);
     }
-    pthread_mutex_lock(&l->lock);
+    core_lnc_lock(l);
     emu_status s = xcoll_sendrecv_locked(ctx, insn, l, me, to, from);
-    pthread_mutex_unlock(&l->lock);
+    core_lnc_unlock(l);
     return s;
 }
