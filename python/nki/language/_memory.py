@@ -41,29 +41,7 @@ def _dma(dst, src, skip_oob=False):
     eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
     ins = {"src": src}
     args += _indirect_args(dst, src, ins, skip_oob)
-    return tr.emit(eng, "dma_copy", {"dst": dst}, ins, _one_row_other_side(args, dst, src))
-
-
-def _one_row_other_side(args, dst, src):
-    """An indexed side walked from the one row its index selects
-    (_scalar_rows: a shift that is not a whole number of its rows) is one
-    row of all its elements, so the other side, in HBM, is given as one
-    row too."""
-    if hasattr(src, "_scalar_step"):
-        view, other, name = src, dst, "dst"
-    elif hasattr(dst, "_scalar_step"):
-        view, other, name = dst, src, "src"
-    else:
-        return args
-    if view.dims[0][1] == 1:
-        return args
-    if other.buffer != "hbm":
-        fail("a run-time offset of stride %d is not a multiple of the first dimension's stride "
-             "%d, so the shift is not a whole number of rows: trnemu copies such a view to or "
-             "from HBM only (the %s is in %s)" % (view._scalar[1], view.dims[0][0], name,
-                                                   other.buffer.upper()))
-    flat = other.expand_dim(0)
-    return [(k, flat if k == name else v) for k, v in args]
+    return tr.emit(eng, "dma_copy", {"dst": dst}, ins, args)
 
 
 def _indirect_args(dst, src, ins, skip_oob):
