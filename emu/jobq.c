@@ -222,8 +222,7 @@ void jobq_wait_done(struct jobq *q, const bool *done)
     jobq_unlock(q);
 }
 
-/* The absolute CLOCK_REALTIME time ns nanoseconds from now. */
-static struct timespec jobq_deadline(uint64_t ns)
+struct timespec jobq_deadline(uint64_t ns)
 {
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);

@@ -36,6 +36,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <time.h>
 
 /* The offset of a job's link, a `void *` member (anything else does not
  * compile), for jobq_spec.link. */
@@ -112,6 +113,10 @@ void jobq_unborrow(struct jobq *q);
 void jobq_wait_done(struct jobq *q, const bool *done);
 /* jobq_wait_done for at most timeout_ns; *done at the end. */
 bool jobq_wait_done_for(struct jobq *q, const bool *done, uint64_t timeout_ns);
+
+/* The absolute CLOCK_REALTIME time ns nanoseconds from now, as
+ * pthread_cond_timedwait takes it (also for conditions outside a jobq). */
+struct timespec jobq_deadline(uint64_t ns);
 
 /* Is the calling thread q's thread (a job calling back into its owner)? */
 bool jobq_is_self(struct jobq *q);

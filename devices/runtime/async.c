@@ -30,6 +30,7 @@
 #include "devices/runtime/model.h"
 #include "devices/runtime/runtime.h"
 #include "devices/thread/spin.h"
+#include "emu/jobq.h"
 #include "devices/observe/systrace.h"
 #include "devices/runtime/tensor.h"
 #include "devices/thread/worker.h"
@@ -806,17 +807,6 @@ static bool async_lnc_idle(uint32_t lnc)
     return true;
 }
 
-/* The absolute time ns nanoseconds from now, for pthread_cond_timedwait. */
-static struct timespec async_abstime(uint64_t ns)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_REALTIME, &ts);
-    uint64_t t = (uint64_t)ts.tv_nsec + ns;
-    ts.tv_sec += (time_t)(t / 1000000000u);
-    ts.tv_nsec = (long)(t % 1000000000u);
-    return ts;
-}
-
 NRT_STATUS async_drain(int32_t vnc)
 {
     if (async_telling_lnc == vnc) {
@@ -838,7 +828,7 @@ NRT_STATUS async_drain(int32_t vnc)
             st = NRT_TIMEOUT;
             break;
         }
-        struct timespec ts = async_abstime(10 * 1000 * 1000);
+        struct timespec ts = jobq_deadline(10 * 1000 * 1000);
         pthread_cond_timedwait(&async_progress, &async_lock, &ts);
         if (async_finished != seen) {
             seen = async_finished;
