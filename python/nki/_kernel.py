@@ -98,6 +98,7 @@ _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES] + loops.sem_lines()
 _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
+BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
 _sigs = {}
 
 
@@ -763,11 +764,16 @@ def _race_cause(comp, cause):
 def _io_plan(comp):
     """How a call moves one kernel's tensors, worked out once: (inputs
     whose arrays the device tensor borrows, inputs written into theirs,
-    per returned tensor (name, shape, dtype info, borrowed or read)). A
+    per returned tensor (name, shape, dtype info, borrowed or read, zeroed
+    before the run)). A
     borrowed array is attached to the device tensor
     (nrt_tensor_attach_buffer), so the execution reads the argument or
     writes the result in place, with no copy. Arguments the kernel writes
-    (in/out) and a tensor returned twice are copied, as before."""
+    (in/out), a tensor returned twice and tensors larger than BORROW_MAX
+    are copied: a borrowed array stays referenced by its cached kernel
+    until the kernel's next call, so borrowing large ones would keep up to
+    CACHE_MODELS kernels' last inputs and outputs alive in host memory
+    (where copying them costs little next to the execution anyway)."""
     plan = getattr(comp, "plan", None)
     if plan is not None:
         return plan
@@ -775,7 +781,7 @@ def _io_plan(comp):
     copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
     borrow_in, write_in = [], []
     for i, nm in sorted(comp.arg_names.items()):
-        if m.kinds.get(nm) == "input":
+        if m.kinds.get(nm) == "input" and m.tensors[nm][1] <= BORROW_MAX:
             borrow_in.append((i, nm))
         elif nm in m.tensors:
             write_in.append((i, nm))
@@ -783,9 +789,11 @@ def _io_plan(comp):
     for name, shape, di, argpos in comp.out_specs:
         borrow = (argpos is None and name not in copied and name not in seen
                   and m.kinds.get(name) == "output"
-                  and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1])
+                  and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1]
+                  and m.tensors[name][1] <= BORROW_MAX)
+        zero = not borrow and argpos is None and name not in copied
         seen.add(name)
-        outs.append((name, shape, di, borrow))
+        outs.append((name, shape, di, borrow, zero))
     comp.plan = (borrow_in, write_in, outs)
     return comp.plan
 
@@ -799,11 +807,13 @@ def _run(comp, args, kwargs, quiet=False):
     for i, nm in write_in:
         m.write(nm, flat[i])
     outs = []
-    for name, shape, di, borrow in out_plan:
+    for name, shape, di, borrow, zero in out_plan:
         arr = None
         if borrow:
             arr = np.zeros(shape, dtype=di.host)   # unwritten bytes read as 0 on every call
             m.attach(name, arr)
+        elif zero:
+            m.zero(name)                           # so do a copied result's
         outs.append(arr)
     st, log = m.execute(quiet)
     if st not in (0, 1003):
@@ -813,7 +823,7 @@ def _run(comp, args, kwargs, quiet=False):
         text = _race_cause(comp, cause) or ("; ".join(cause[1:3] or cause[:1]) if cause else
                                             "the execution failed")
         raise err("%s: %s: %s" % (where, m.status_text(st), text))
-    for k, (name, shape, di, borrow) in enumerate(out_plan):
+    for k, (name, shape, di, _, _) in enumerate(out_plan):
         arr = outs[k]
         if arr is None:
             arr = np.empty(shape, dtype=di.host)

@@ -88,6 +88,7 @@ def _declare(L):
         "nrt_tensor_write": ([P, P, U64, S], I),
         "nrt_tensor_read": ([P, P, U64, S], I),
         "nrt_tensor_attach_buffer": ([P, P, S], I),
+        "nrt_tensor_memset": ([P, U64, ctypes.c_int, S], I),
         "nrt_allocate_tensor_set": ([PP], I),
         "nrt_destroy_tensor_set": ([PP], None),
         "nrt_add_tensor_to_tensor_set": ([P, ctypes.c_char_p, P], I),
@@ -408,6 +409,13 @@ class Model:
         if st != NRT_SUCCESS:
             raise RuntimeFailure("nrt_tensor_attach_buffer", st, _status(self.L, st), "")
         self.borrowed[name] = a
+
+    def zero(self, name):
+        """Fill tensor name with zero bytes (nrt_tensor_memset)."""
+        t, n = self.tensors[name]
+        st = self.L.nrt_tensor_memset(t, 0, 0, n)
+        if st != NRT_SUCCESS:
+            raise RuntimeFailure("nrt_tensor_memset", st, _status(self.L, st), "")
 
     def read(self, name, arr):
         t, n = self.tensors[name]

@@ -123,6 +123,29 @@ def test_results_are_fresh_arrays_each_call():
     np.testing.assert_array_equal(two_outputs(a)[0], a + 1)
 
 
+@nki.jit
+def half_store(a):
+    """Writes the first half of the rows of its result only."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    h = a.shape[1] // 2
+    nl.store(out[:, 0:h], nl.load(a[:, 0:h]))
+    return out
+
+
+@pytest.mark.parametrize("cols", [8, 1024])      # borrowed (small) and copied (over BORROW_MAX)
+def test_unwritten_result_bytes_read_as_zero_and_large_arrays_are_not_kept(cols):
+    from nki import _kernel
+    a = np.full((128, cols), 3.0, np.float32)
+    big = a.nbytes > _kernel.BORROW_MAX
+    for _ in range(2):                  # the second call: nothing left from the first
+        r = half_store(a)
+        np.testing.assert_array_equal(r[:, :cols // 2], a[:, :cols // 2])
+        assert not r[:, cols // 2:].any()
+        a = a + 1
+    kept = [v.nbytes for v in half_store.last.model.borrowed.values()]
+    assert (max(kept, default=0) <= _kernel.BORROW_MAX) if big else kept
+
+
 # ---- the disk cache -------------------------------------------------------
 
 _CHILD = r"""
