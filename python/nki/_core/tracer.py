@@ -129,14 +129,19 @@ class Tracer:
             self.shared_pos += 1
         return st
 
-    # -- spilling: SBUF tiles that do not fit go to HBM and come back
-    def spill(self, needed):
-        """Make room for tile `needed`: store the least recently used live
-        SBUF tile that the instruction being committed does not touch to an
-        HBM scratch variable and free its bytes (as the vendor's compiler
-        spills). False when no tile can go."""
-        st = self.alloc.victim(self.pinned | {id(needed)})
+    # -- spilling: SBUF/PSUM tiles that do not fit go to HBM and come back
+    def spill(self, needed, st=None):
+        """Make room for tile `needed`: store tile st (by default the least
+        recently used live tile of needed's memory that the instruction
+        being committed does not touch) to an HBM scratch variable and free
+        its bytes (as the vendor's compiler spills). False when it cannot
+        go. The copy is bit-exact and a PSUM tile keeps its record of
+        written bytes, so matmuls into it after its reload accumulate where
+        they would have."""
+        pinned = self.pinned | {id(needed)}
         if st is None:
+            st = self.alloc.victim(needed.kind, pinned)
+        if st is None or id(st) in pinned:
             return False
         if getattr(st, "spill_hbm", None) is None:
             di = _dtypes.info("uint8")
