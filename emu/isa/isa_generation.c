@@ -57,8 +57,10 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             return true;
         }
     }
+    /* transpose mode (v3) moves the stationary type into dst: not a v4 form */
     if (insn->opcode == ISA_OP_nc_matmul &&
-        ISA_ARG_AP(insn, nc_matmul, dst)->dtype == ISA_DT_BF16) {
+        ISA_ARG_AP(insn, nc_matmul, dst)->dtype == ISA_DT_BF16 &&
+        !ISA_ARG_FLAG(insn, nc_matmul, transpose)) {
         snprintf(what, cap, "nc_matmul with a bf16 dst");
         return true;
     }
