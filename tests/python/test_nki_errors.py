@@ -46,11 +46,11 @@ def test_sbuf_overflow():
 
 @nki.jit
 def psum_overflow(a):
+    # nine banks of tiles that all stay referenced would spill; one tile of
+    # 18 KiB per partition cannot fit the 16 KiB at all
     out = nl.ndarray((128, 512), dtype=nl.float32, buffer=nl.shared_hbm)
-    tiles = []
-    for i in range(9):
-        tiles.append(nl.zeros((128, 512), nl.float32, buffer=nl.psum))  # MARK-psum
-    nl.store(out, tiles[0])
+    big = nl.zeros((128, 4608), nl.float32, buffer=nl.psum)  # MARK-psum
+    nl.store(out, big[:, 0:512])
     return out
 
 

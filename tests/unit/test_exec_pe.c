@@ -469,7 +469,9 @@ static void test_matmul_transpose_mode(void **state)
         }
     struct isa_insn *in = add_mm(h, k, m, k, ISA_DT_BF16, ISA_DT_BF16, 0, 0, false);
     in->ap[0].dtype = ISA_DT_BF16;
+    assert_int_equal(isa_insn_min_gen(in, NULL, 0), 4); /* a bf16 product: v4 */
     in->flags = 1u << 1;
+    assert_int_equal(isa_insn_min_gen(in, NULL, 0), 3); /* a bf16 transpose: a v3 form */
     assert_int_equal(harness_run(h), EMU_OK);
     for (uint32_t i = 0; i < m; i++)
         for (uint32_t p = 0; p < k; p++) {

@@ -3,7 +3,9 @@ variable, and the per-core SBUF/PSUM allocator that places tiles and
 remembers the last accesses to freed bytes. Free bytes are handed out
 least recently used first, so the tiles a loop creates rotate through the
 free space and the next iteration's loads run ahead of this one's compute
-(as compiled NKI code rotates a loop's tile buffers)."""
+(as compiled NKI code rotates a loop's tile buffers). When a tile does not
+fit, or address= names bytes a tile of the front end holds, a live tile
+goes to HBM (the tracer's spill) and comes back at its next use."""
 import bisect
 import heapq
 import weakref
@@ -106,7 +108,7 @@ class Allocator:
         self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
         self.manual_acc = {"sbuf": Accesses(), "psum": Accesses()}  # of all tiles placed by address=
         self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
-        self.spill = None         # the tracer's spill(st): move a live tile to HBM, or False
+        self.spill = None         # the tracer's spill(needed, victim): move a live tile to HBM
         # True once a 0-byte placement may have split a free range into two
         # joinable pieces: the next give merges the whole list again
         self.unmerged = {"sbuf": False, "psum": False}
@@ -122,21 +124,28 @@ class Allocator:
         """Place a tile at the bytes its address= names (st.fixed). Those
         bytes leave the free list for the rest of the trace, and every tile
         placed by address shares one access record, so tiles that overlap
-        wait for each other. Bytes held by a tile the allocator placed are
-        refused. Returns the clock of earlier accesses to the bytes."""
+        wait for each other. A tile the allocator placed in those bytes is
+        moved out first (spilled to HBM, back elsewhere at its next use);
+        one the instruction at hand also uses is refused. Returns the clock
+        of earlier accesses to the bytes."""
         kind, lo, hi = st.kind, st.fixed, st.fixed + st.nbytes
         total = self.size[kind]
         if lo < 0 or hi > total:
             raise NKIError("%s: address %d..%d is outside the %d bytes of a %s partition"
                            % (st.line, lo, hi, total, kind.upper()))
+        for other in self.holders(kind, lo, hi):
+            if self.spill is None or not self.spill(st, other):
+                raise NKIError("%s: %s bytes %d..%d given by address= hold a tile the front end "
+                               "placed (%s) that the same instruction uses; give every tile of "
+                               "the kernel an address, or none" % (st.line, kind.upper(), lo, hi,
+                                                                    other.line))
         covered = [(o, o + ln) for o, ln, _, _ in self.free[kind]] + self.manual[kind]
         pos = lo
         for a, b in sorted(covered):
             if a <= pos < b:
                 pos = b
-        if pos < hi:
-            raise NKIError("%s: %s bytes %d..%d given by address= hold a tile the front end "
-                           "placed; give every tile of the kernel an address, or none"
+        if pos < hi:    # a tile the allocator placed, yet not a live one: a bug
+            raise NKIError("%s: %s bytes %d..%d given by address= are not free"
                            % (st.line, kind.upper(), lo, hi))
         clock, rest = {}, []
         for o, ln, c, q in self.free[kind]:
@@ -183,7 +192,7 @@ class Allocator:
         else:
             size = (size + 31) & ~31
         best = self._best(st.kind, size)
-        while best is None and st.kind == "sbuf" and self.spill is not None and self.spill(st):
+        while best is None and self.spill is not None and self.spill(st):
             best = self._best(st.kind, size)   # a live tile went to HBM: look again
         lst = self.free[st.kind]
         if best is None:
@@ -338,18 +347,29 @@ class Allocator:
             if start + size <= end:
                 yield i, j, start
 
-    def victim(self, pinned):
-        """The least recently used live SBUF tile the allocator placed that
-        is not in pinned (ids): the one to spill. None when there is none."""
-        best = None
+    def _live_tiles(self, kind):
+        """The live tiles of kind that take placed, in placement order
+        (dead references are dropped)."""
+        out = []
         for key, ref in list(self.live.items()):
             st = ref()
             if st is None or st.offset is None:
                 self.live.pop(key, None)
-                continue
-            if st.kind != "sbuf" or key in pinned:
-                continue
-            if best is None or st.seq[0] < best.seq[0]:
+            elif st.kind == kind:
+                out.append(st)
+        return out
+
+    def holders(self, kind, lo, hi):
+        """The live tiles take placed that hold some of bytes lo..hi of kind."""
+        return [st for st in self._live_tiles(kind) if st.offset < hi and st.offset + st.nbytes > lo]
+
+    def victim(self, kind, pinned):
+        """The least recently used live tile of kind (SBUF or PSUM) that the
+        allocator placed and that is not in pinned (ids): the one to spill.
+        None when there is none."""
+        best = None
+        for st in self._live_tiles(kind):
+            if id(st) not in pinned and (best is None or st.seq[0] < best.seq[0]):
                 best = st
         return best
 

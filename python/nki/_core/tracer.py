@@ -12,6 +12,7 @@ conflicting way; engines run their own streams in order.
 import os
 import re
 import time
+import weakref
 
 import numpy as np
 
@@ -90,6 +91,7 @@ class Tracer:
         self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
         self.pinned = set()       # ids of the tiles the instruction being committed touches
         self.spills = 0           # tiles spilled to HBM
+        self.spill_free = {}      # bytes per partition -> HBM scratch variables free for spills
 
     def set_core(self, c):
         """Trace the next instructions for physical core c (subgraph c)."""
@@ -122,33 +124,53 @@ class Tracer:
             self.shared_pos += 1
         return st
 
-    # -- spilling: SBUF tiles that do not fit go to HBM and come back
-    def spill(self, needed):
-        """Make room for tile `needed`: store the least recently used live
-        SBUF tile that the instruction being committed does not touch to an
-        HBM scratch variable and free its bytes (as the vendor's compiler
-        spills). False when no tile can go."""
-        st = self.alloc.victim(self.pinned | {id(needed)})
+    # -- spilling: SBUF/PSUM tiles that do not fit go to HBM and come back
+    def spill(self, needed, st=None):
+        """Make room for tile `needed`: store tile st (by default the least
+        recently used live tile of needed's memory that the instruction
+        being committed does not touch) to an HBM scratch variable and free
+        its bytes (as the vendor's compiler spills). False when it cannot
+        go. The copy is bit-exact and a PSUM tile keeps its record of
+        written bytes, so matmuls into it after its reload accumulate where
+        they would have."""
+        pinned = self.pinned | {id(needed)}
         if st is None:
+            st = self.alloc.victim(needed.kind, pinned)
+        if st is None or id(st) in pinned:
             return False
-        if getattr(st, "spill_hbm", None) is None:
-            di = _dtypes.info("uint8")
-            st.spill_hbm = self.hbm_tensor("private_hbm", "spill", (NUM_PARTITIONS, st.nbytes),
-                                           di, NUM_PARTITIONS * st.nbytes)
+        st.spill_hbm = self._spill_scratch(st.nbytes)
         onchip, hbm = self._spill_views(st)
         self.commit(Insn("pool", "dma_copy", {"dst": hbm}, {"src": onchip},
                          [("dst", hbm), ("src", onchip)], "%s (spill)" % st.line))
         self.spills += 1
         st.spilled = hbm
+        # a tile that dies in HBM (a dead tile spilled once) gives its scratch back
+        st.spill_fin = weakref.finalize(st, self.spill_free[st.nbytes].append, st.spill_hbm)
         st.evict()
         return True
 
+    def _spill_scratch(self, nbytes):
+        """An HBM scratch variable for a spilled tile of nbytes per partition:
+        one a reloaded or dead spilled tile gave back, else a new one (so
+        the scratch spills take is bounded by the bytes spilled at once)."""
+        free = self.spill_free.setdefault(nbytes, [])
+        if free:
+            return free.pop()
+        di = _dtypes.info("uint8")
+        return self.hbm_tensor("private_hbm", "spill", (NUM_PARTITIONS, nbytes), di,
+                               NUM_PARTITIONS * nbytes)
+
     def reload(self, st):
-        """Bring a spilled tile back into the bytes it was just given."""
+        """Bring a spilled tile back into the bytes it was just given; its
+        HBM scratch is free again once the copy has read it (later users
+        wait for that read)."""
         onchip, hbm = self._spill_views(st)
         st.spilled = None
         self.commit(Insn("sp", "dma_copy", {"dst": onchip}, {"src": hbm},
                          [("dst", onchip), ("src", hbm)], "%s (reload)" % st.line))
+        st.spill_fin.detach()
+        self.spill_free[st.nbytes].append(st.spill_hbm)
+        st.spill_hbm = None
 
     @staticmethod
     def _spill_views(st):
