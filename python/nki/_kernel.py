@@ -457,11 +457,12 @@ def _same_info(di):
 def _record(comp):
     """A compiled kernel as the disk cache keeps it (JSON-able), or None
     when it cannot be kept (a kernel with collectives loads as a rank of
-    its job; a dtype its name does not give back)."""
+    its job; one that asked for rank_id() is this rank's program; a dtype
+    its name does not give back)."""
     tr = comp.tracer
     infos = [di for _, _, di, _ in comp.out_specs] + [di for _, _, _, di in comp.written_args] + \
         [di for _, _, _, di in comp.prints]
-    if tr.collectives or not all(_same_info(di) for di in infos):
+    if tr.collectives or tr.rank_dependent or not all(_same_info(di) for di in infos):
         return None
     return {
         "name": comp.name, "file": comp.file, "first_line": comp.first_line,

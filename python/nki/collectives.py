@@ -74,8 +74,9 @@ class RankId(int):
 
 
 def rank_id(name=None):
-    """This process's rank (an integer known while tracing)."""
-    current()
+    """This process's rank (an integer known while tracing): the traced
+    program then differs from rank to rank (never shared on disk)."""
+    current().rank_dependent = True
     return RankId(world()[0])
 
 

@@ -110,6 +110,27 @@ def test_all_gather_within_rank_lists():
         np.testing.assert_array_equal(reverse, np.concatenate([xs[1], xs[0]], axis=0))
 
 
+@nki.jit
+def pick_row(a):
+    """rank_id() only (no collective): each rank copies its own row."""
+    F = a.shape[1]
+    mine = nl.ndarray((1, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=mine, src=a.ap(pattern=[[F, 1], [1, F]], scalar_offset=ncc.rank_id(),
+                                     indirect_dim=0))
+    return mine
+
+
+def test_rank_id_programs_are_not_shared_through_the_disk_cache(tmp_path, monkeypatch):
+    # the ranks are processes of their own: with the disk cache on, rank 1
+    # must not load the program rank 0 traced for itself
+    monkeypatch.setenv("TRNEMU_NKI_CACHE", "1")
+    monkeypatch.setenv("TRNEMU_NKI_CACHE_DIR", str(tmp_path))
+    a = np.arange(2 * 8, dtype=np.float32).reshape(2, 8)
+    for _ in range(2):                  # the second job finds the cache filled
+        for r, mine in enumerate(pick_row.ranks([(a,), (a,)])):
+            np.testing.assert_array_equal(mine, a[r:r + 1])
+
+
 def test_plain_function_positional_inputs():
     xs = _inputs(2, (2, 8))
     outs = nki.cpu_simulate(plain_reduce)[1].ranks([(x,) for x in xs])

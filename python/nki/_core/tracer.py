@@ -85,6 +85,7 @@ class Tracer:
         self.max_insns, self.max_s = trace_limits()  # the trace's bounds (0: none)
         self.t0 = time.perf_counter()  # when the trace began
         self.collectives = False  # a collective was traced: load as a rank (nrt_load_collectives)
+        self.rank_dependent = False  # the program depends on this process's rank (rank_id())
         self.last = None          # the last instruction emitted (nki.isa calls return its handle)
         self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
         self.emitted = 0          # instructions emitted so far
