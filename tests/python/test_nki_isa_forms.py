@@ -194,3 +194,24 @@ def test_double_row_matmul_on_k_2_x_tiles():
     want = np.einsum("kli,klj->ij", a, b)
     np.testing.assert_array_equal(got[0], want)
     np.testing.assert_array_equal(got[1], want)
+
+
+@nki.jit
+def matmul_3d_stationary(a, b):
+    """A [K, 1, M] stationary tile (the NKI Library's bwmm_shard_on_I form):
+    its free dimensions are flattened."""
+    sa = nl.ndarray((64, 1, 32), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=sa, src=a)
+    sb = nl.load(b)
+    ps = nl.ndarray((32, 16), dtype=nl.float32, buffer=nl.psum)
+    nisa.nc_matmul(dst=ps, stationary=sa, moving=sb)
+    out = nl.ndarray((32, 16), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nl.copy(ps))
+    return out
+
+
+def test_matmul_operand_with_two_free_dimensions():
+    rng = np.random.default_rng(0)
+    a = rng.integers(-3, 4, (64, 1, 32)).astype(np.float32)
+    b = rng.integers(-3, 4, (64, 16)).astype(np.float32)
+    np.testing.assert_array_equal(matmul_3d_stationary(a, b), a[:, 0, :].T @ b)

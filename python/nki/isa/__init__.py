@@ -51,11 +51,12 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     double = _perf_mode(perf_mode) == "double_row"
     if double:
         _check_double_row(stationary, moving, tile_size, is_transpose)
-    rank = 3 if double else 2
     if dst is None:
-        if not all(isinstance(t, NkiTensor) and len(t.shape) == rank for t in (stationary, moving)):
+        if not all(isinstance(t, NkiTensor) and (len(t.shape) == 3 if double else len(t.shape) >= 2)
+                   for t in (stationary, moving)):
             return nl._matmul(stationary, moving, double_row=double)     # reports what is wrong
-        dst_new = nl.ndarray((stationary.shape[-1], moving.shape[-1]), nl.float32, nl.psum)
+        dst_new = nl.ndarray((_free(stationary, double), _free(moving, double)), nl.float32,
+                             nl.psum)
         out, acc = dst_new, False
     else:
         out = None
@@ -64,8 +65,8 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
     rng = nl._mask_ranges(mask)
     if rng is not None:
         d = _core.restrict(d, rng)
-        stationary = _core.restrict(stationary, {rank - 1: rng[0]} if 0 in rng else {})
-        moving = _core.restrict(moving, {rank - 1: rng[1]} if 1 in rng else {})
+        stationary = _core.restrict(stationary, {len(stationary.shape) - 1: rng[0]} if 0 in rng else {})
+        moving = _core.restrict(moving, {len(moving.shape) - 1: rng[1]} if 1 in rng else {})
         if d is None or stationary is None or moving is None:
             return out
     if dst is not None and not accumulate:
@@ -82,6 +83,15 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
             insn.args.append((flag, None))
     insn.rmw = acc
     return out
+
+
+def _free(t, double):
+    """An operand's matmul size: its free elements, flattened (double_row:
+    after the pair dimension)."""
+    n = 1
+    for d in t.shape[2 if double else 1:]:
+        n *= int(d)
+    return n
 
 
 def _matmul_placement(insn, tile_position, tile_size, double_row):

@@ -121,15 +121,18 @@ def _matmul(stationary, moving, dst=None, double_row=False):
         stationary = copy(stationary)     # the Tensor Engine reads SBUF only
     if isinstance(moving, NkiTensor) and moving.buffer == "psum":
         moving = copy(moving)
-    rank = 3 if double_row else 2
     for nm, t in (("stationary", stationary), ("moving", moving)):
         if not isinstance(t, NkiTensor) or t.buffer != "sbuf":
             fail("matmul operand '%s' must be an SBUF tile" % nm)
-        if len(t.shape) != rank:
-            fail("matmul operand '%s' must be %s, got shape %s"
-                 % (nm, "[K, 2, x] in double_row mode" if double_row else "2-D", t.shape))
-    k1, m = stationary.shape[0], stationary.shape[-1]
-    k2, n = moving.shape[0], moving.shape[-1]
+        if double_row and len(t.shape) != 3:
+            fail("matmul operand '%s' must be [K, 2, x] in double_row mode, got shape %s"
+                 % (nm, t.shape))
+        if len(t.shape) < 2:
+            fail("matmul operand '%s' must have a free dimension, got shape %s" % (nm, t.shape))
+    # more than one free dimension: they are flattened, as the Tensor Engine
+    # reads an operand's free elements in order (a [K, 1, M] tile is [K, M])
+    k1, m = stationary.shape[0], _free_size(stationary, double_row)
+    k2, n = moving.shape[0], _free_size(moving, double_row)
     if k1 != k2:
         fail("matmul contraction sizes differ: %d (stationary) and %d (moving)" % (k1, k2))
     if k1 > 128 or m > 128:
@@ -146,6 +149,12 @@ def _matmul(stationary, moving, dst=None, double_row=False):
     tr.emit("pe", "nc_matmul", {"dst": out}, {"stationary": stationary, "moving": moving},
             [("dst", out), ("stationary", stationary), ("moving", moving)])
     return out
+
+
+def _free_size(t, double_row):
+    """The matmul size an operand gives: its free elements (double_row:
+    those after the pair dimension)."""
+    return int(math.prod(t.shape[2:] if double_row else t.shape[1:]))
 
 
 def _moving_max(gen, dst):
