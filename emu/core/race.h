@@ -40,10 +40,11 @@ void race_destroy(struct race_state *r);
 /* The waits of insn hold and it is about to run on (core, eng). */
 void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
                   const struct isa_insn *insn);
-/* Instruction pc of (core, eng) is about to run (its waits hold): in a
- * run of several cores, keep the bytes its HBM writes span, so that a
- * write that changes nothing is told apart. */
-void race_before(struct race_state *r, uint32_t core, enum isa_engine eng,
+/* Instruction pc of engine eng of core c is about to run (its waits
+ * hold): in a run of several cores, list the bytes an indexed DMA side
+ * will touch (its index is read now) and keep the bytes its HBM writes
+ * span, so that a write that changes nothing is told apart. */
+void race_before(struct race_state *r, struct core *c, enum isa_engine eng,
                  const struct core_program *prog, size_t pc);
 /* insn of (core, eng) waits for another core (core_barrier, sendrecv) and
  * will be tried again; its own waits hold. */

@@ -17,6 +17,11 @@
 #define RACE_MAX_ENG (RACE_MAX_CORES * ISA_ENG_COUNT)
 #define RACE_BOX 8                               /* sendrecv posts in flight per pair */
 
+/* A byte run [lo, hi) of host memory. */
+struct race_run {
+    uint64_t lo, hi;
+};
+
 /* One remembered access. */
 struct race_access {
     uint32_t eng;       /* global engine index: core * 5 + engine */
@@ -24,19 +29,18 @@ struct race_access {
     uint8_t mem;        /* ISA_MEM_SBUF, ISA_MEM_PSUM or ISA_MEM_HBM */
     uint8_t write;      /* 1 when written */
     uint8_t slot;       /* the operand's access-pattern slot */
-    uint8_t whole;      /* HBM: rows chosen at run time (indirect): the whole variable */
+    uint8_t whole;      /* HBM: rows chosen at run time whose bytes could not be
+                           listed (too many runs): the whole variable */
     uint8_t changed;    /* HBM write: it changed a byte (a write of the bytes already
                            there changes nothing, in either order) */
     uint32_t part_lo;   /* partitions spanned (on chip) */
     uint32_t part_hi;
     uint64_t lo, hi;    /* on chip: bytes spanned in each partition; HBM: host addresses */
+    struct race_run *runs; /* HBM side an index chose rows of: the byte runs it touched,
+                              sorted and merged (owned once remembered), else NULL */
+    uint32_t nruns;
     const struct core_program *prog; /* for the report */
     size_t pc;          /* instruction index in its stream */
-};
-
-/* A byte run [lo, hi) of host memory. */
-struct race_run {
-    uint64_t lo, hi;
 };
 
 /* Scratch for the exact HBM overlap test: the runs of one operand. */
@@ -78,6 +82,10 @@ struct race_state {
     struct race_access *hbm[RACE_MAX_CORES];            /* live HBM accesses per core */
     size_t nhbm[RACE_MAX_CORES], hbm_cap[RACE_MAX_CORES]; /* used, allocated */
     struct race_runs runs[2];                           /* race_hbm.c's scratch */
+    struct race_runs ind;                               /* the bytes the indexed operand of
+                                                           the running instruction touches */
+    bool ind_ok;                                        /* ind is listed (else: the whole
+                                                           variable, or no indexed operand) */
     struct race_snap snap[ISA_MAX_AP];                  /* HBM write operands before */
     struct race_xcore x;                                /* between cores */
 };
@@ -93,15 +101,21 @@ static inline void race_join(uint32_t *into, const uint32_t *from, uint32_t n)
 /* ---- race_hbm.c ---- */
 
 /* The HBM access operand `slot` of prog->code[eng][pc] makes, into *acc
- * (eng, epoch and write left to the caller); false when the operand is
- * not in HBM, names no variable, or is malformed (the semantics report
- * that). */
-bool race_hbm_access(const struct core_program *prog, enum isa_engine eng, size_t pc,
-                     unsigned slot, struct race_access *acc);
-/* Copy the bytes the HBM write operands of prog->code[eng][pc] span,
- * before it runs (a run of several cores only). */
-void race_hbm_snap(struct race_state *r, const struct core_program *prog, enum isa_engine eng,
-                   size_t pc);
+ * (eng, epoch and write left to the caller; the runs of an indexed side
+ * borrowed from r->ind); false when the operand is not in HBM, names no
+ * variable, is malformed (the semantics report that), or is an indexed
+ * side all of whose rows the index skipped. */
+bool race_hbm_access(const struct race_state *r, const struct core_program *prog,
+                     enum isa_engine eng, size_t pc, unsigned slot, struct race_access *acc);
+/* Before prog->code[eng][pc] runs on core c (a run of several cores
+ * only): list the bytes its indexed operand will touch, from the index as
+ * it is now (r->ind), and copy the bytes its HBM write operands span. */
+void race_hbm_before(struct race_state *r, struct core *c, const struct core_program *prog,
+                     enum isa_engine eng, size_t pc);
+/* Give a remembered access its own copy of the runs it borrows; false
+ * when out of memory. Free them when it is forgotten. */
+bool race_hbm_own(struct race_access *a);
+void race_hbm_forget(struct race_access *a);
 /* Do HBM accesses a and b, whose spans overlap, touch a byte in common?
  * Exact for access patterns of up to RACE_HBM_RUNS contiguous runs,
  * their spans beyond. */
