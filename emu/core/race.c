@@ -43,10 +43,11 @@ void race_destroy(struct race_state *r)
     free(r->hist);
     for (uint32_t c = 0; c < RACE_MAX_CORES; c++) {
         for (size_t i = 0; i < r->nhbm[c]; i++)
-            race_hbm_forget(&r->hbm[c][i]);
+            race_hbm_forget(r, &r->hbm[c][i]);
         free(r->hbm[c]);
     }
     race_hbm_free(r);
+    race_ww_free(r);
     race_xcore_free(r);
     free(r);
 }
@@ -204,7 +205,7 @@ static void race_prune(struct race_state *r, struct race_access *hist, size_t *n
         if (hist[i].epoch > race_seen(r, &hist[i]))
             hist[k++] = hist[i];
         else
-            race_hbm_forget(&hist[i]);
+            race_hbm_forget(r, &hist[i]);
     }
     *n = k;
 }
@@ -220,6 +221,7 @@ static int race_remember_in(struct race_state *r, struct race_access **hist, siz
     struct race_access kept = *a;
     if (!race_hbm_own(&kept))
         return -1;
+    race_ww_keep(r, &kept);
     (*hist)[(*n)++] = kept;
     return 0;
 }
@@ -263,7 +265,8 @@ static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
 
 /* The same in HBM, against the accesses of the other cores, each core's
  * latest first (of a zeroing and a store after it, the store is the one
- * that a late write of the other core undoes). */
+ * that a late write of the other core undoes). Two writes whose order
+ * the end of the run may still settle wait for it (race_ww.c). */
 static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
                                                const struct race_access *a)
 {
@@ -274,7 +277,8 @@ static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me
             const struct race_access *old = &r->hbm[c][i];
             if (old->lo < a->hi && a->lo < old->hi && (old->write || a->write) &&
                 old->epoch > r->vc[me][old->eng] && race_hbm_meet(r, old, a) &&
-                !race_hbm_benign(r, old, a))
+                !race_hbm_benign(r, old, a) &&
+                !(old->write && a->write && race_ww_settle(r, r->hbm[c], r->nhbm[c], i, a)))
                 return old;
         }
     }
@@ -320,4 +324,13 @@ emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng
         return EMU_RESOURCE;
     race_xcore_done(r, core, eng, insn);
     return EMU_OK;
+}
+
+emu_status race_finish(struct race_state *r, char *report, size_t cap)
+{
+    const struct race_pend *p = race_ww_unsettled(r);
+    if (p == NULL)
+        return EMU_OK;
+    race_report(&p->first, &p->late, report, cap);
+    return EMU_EXEC_ERR;
 }

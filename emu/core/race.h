@@ -58,5 +58,9 @@ void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
  * when it races with an earlier access. */
 emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
                         const struct core_program *prog, size_t pc, char *report, size_t cap);
+/* The run ended: EMU_EXEC_ERR with both instructions described in report
+ * when two unordered writes of different cores left bytes that the other
+ * order would leave otherwise (race_ww.c). */
+emu_status race_finish(struct race_state *r, char *report, size_t cap);
 
 #endif

@@ -88,10 +88,14 @@ bool race_hbm_own(struct race_access *a)
     return true;
 }
 
-void race_hbm_forget(struct race_access *a)
+void race_hbm_forget(struct race_state *r, struct race_access *a)
 {
     free(a->runs);
     a->runs = NULL;
+    if (a->data != NULL)
+        r->kept -= a->hi - a->lo;
+    free(a->data);
+    a->data = NULL;
 }
 
 /* The dimensions of ap, outermost first (the partition dimension, then
@@ -194,8 +198,7 @@ static bool race_hbm_list(const struct race_access *a, struct race_runs *out)
     return true;
 }
 
-/* The runs of a, or its whole span when they cannot be listed. */
-static void race_hbm_runs(const struct race_access *a, struct race_runs *out)
+void race_hbm_runs(const struct race_access *a, struct race_runs *out)
 {
     if (race_hbm_list(a, out))
         return;

@@ -39,6 +39,8 @@ struct race_access {
     struct race_run *runs; /* HBM side an index chose rows of: the byte runs it touched,
                               sorted and merged (owned once remembered), else NULL */
     uint32_t nruns;
+    uint8_t *data;      /* HBM write, remembered: the bytes [lo, hi) it left (owned; NULL
+                           when not kept, race_ww.c) */
     const struct core_program *prog; /* for the report */
     size_t pc;          /* instruction index in its stream */
 };
@@ -47,6 +49,17 @@ struct race_access {
 struct race_runs {
     struct race_run *run;
     size_t n, cap;
+};
+
+/* A write of one core that a write of another, unordered, overwrote
+ * with other values (race_ww.c): a race when, at the end of the run, the
+ * bytes still differ from what the first write left. */
+struct race_pend {
+    struct race_access first, late; /* own their runs, no data */
+    struct race_run *run;           /* the bytes in question, sorted, disjoint */
+    size_t nrun;
+    uint8_t *want;                  /* what first left there, run after run */
+    uint64_t nwant;
 };
 
 /* sendrecv posts from one core to another, oldest first (race_xcore.c). */
@@ -81,7 +94,10 @@ struct race_state {
     size_t nhist, cap;                                  /* used, allocated */
     struct race_access *hbm[RACE_MAX_CORES];            /* live HBM accesses per core */
     size_t nhbm[RACE_MAX_CORES], hbm_cap[RACE_MAX_CORES]; /* used, allocated */
-    struct race_runs runs[2];                           /* race_hbm.c's scratch */
+    struct race_runs runs[4];                           /* race_hbm.c's and race_ww.c's scratch */
+    struct race_pend *pend;                             /* write pairs settled at the end */
+    size_t npend, cap_pend;
+    uint64_t kept;                                      /* bytes of written data kept */
     struct race_runs ind;                               /* the bytes the indexed operand of
                                                            the running instruction touches */
     bool ind_ok;                                        /* ind is listed (else: the whole
@@ -115,7 +131,28 @@ void race_hbm_before(struct race_state *r, struct core *c, const struct core_pro
 /* Give a remembered access its own copy of the runs it borrows; false
  * when out of memory. Free them when it is forgotten. */
 bool race_hbm_own(struct race_access *a);
-void race_hbm_forget(struct race_access *a);
+void race_hbm_forget(struct race_state *r, struct race_access *a);
+/* The runs of a, sorted and merged, or its whole span when they cannot
+ * be listed (none when out of memory). */
+void race_hbm_runs(const struct race_access *a, struct race_runs *out);
+
+/* ---- race_ww.c ---- */
+
+/* Keep the bytes the HBM write a left (a remembered copy; up to the
+ * caps of race_ww.c, else a->data stays NULL). */
+void race_ww_keep(struct race_state *r, struct race_access *a);
+/* Write a of core B conflicts with the earlier write hist[i] of core A
+ * (hist: A's remembered accesses, n of them), unordered, and changed
+ * bytes they share. true when that is settled: a writes there what
+ * hist[i] wrote, later writes of hist[i]'s engine covered them, or the
+ * pair waits for the end of the run; false: report it now. */
+bool race_ww_settle(struct race_state *r, const struct race_access *hist, size_t n, size_t i,
+                    const struct race_access *a);
+/* The end of the run: the first waiting pair whose bytes (less those a
+ * later write of its first write's engine covered) differ from what its
+ * first write left, or NULL. */
+const struct race_pend *race_ww_unsettled(struct race_state *r);
+void race_ww_free(struct race_state *r);
 /* Do HBM accesses a and b, whose spans overlap, touch a byte in common?
  * Exact for access patterns of up to RACE_HBM_RUNS contiguous runs,
  * their spans beyond. */

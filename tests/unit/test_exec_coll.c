@@ -686,6 +686,34 @@ static void test_race_indexed(void **state)
     assert_non_null(strstr(report, "rows an index chose (1 byte runs in [16, 48))"));
 }
 
+/* A kernel run whole on each core (the NKI Library's router_topk without
+ * sharding): both zero y, then scatter the same rows with the same
+ * values. A late zeroing of one core undoes the other's scatter, but its
+ * own scatter follows: every order ends the same, no race. With other
+ * values on core 1 the order decides the rows: a race, found at the end. */
+static void test_race_zero_scatter_each(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    const uint32_t rows[2] = {1, 3};
+    for (int other = 0; other < 2; other++) {
+        race_vars(p);
+        for (uint32_t c = 0; c < 2; c++) {
+            race_copy(p->h[c], 12, 14, 0, 16, 1);  /* y = z (zeros) */
+            race_indexed(p->h[c], 2, rows, c == 1 && other ? 2.0f : 1.0f);
+        }
+        emu_status st = race_run(p, report, sizeof report);
+        if (other) {
+            assert_int_equal(st, EMU_EXEC_ERR);
+            assert_non_null(strstr(report, "rows an index chose (2 byte runs in [16, 64))"));
+            continue;
+        }
+        assert_int_equal(st, EMU_OK);
+        for (int i = 0; i < 16; i++)
+            assert_true(ry[i] == ((i / 4) % 2 ? 1.0f : 0.0f));
+    }
+}
+
 /* A sendrecv orders what each core did before it before what the other
  * does after it; so does the chain of an execution's collectives. */
 static void test_race_sendrecv_coll(void **state)
@@ -729,6 +757,7 @@ int main(void)
         cmocka_unit_test(test_race_zero_then_store),
         cmocka_unit_test(test_race_interleaved),
         cmocka_unit_test(test_race_indexed),
+        cmocka_unit_test(test_race_zero_scatter_each),
         cmocka_unit_test(test_race_sendrecv_coll),
     };
     const struct CMUnitTest split_tests[] = {
