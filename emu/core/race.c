@@ -266,7 +266,8 @@ static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
 /* The same in HBM, against the accesses of the other cores, each core's
  * latest first (of a zeroing and a store after it, the store is the one
  * that a late write of the other core undoes). Two writes whose order
- * the end of the run may still settle wait for it (race_ww.c). */
+ * the end of the run may still settle wait for it, and a read after its
+ * own core wrote what the other core's write left is none (race_ww.c). */
 static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
                                                const struct race_access *a)
 {
@@ -278,7 +279,8 @@ static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me
             if (old->lo < a->hi && a->lo < old->hi && (old->write || a->write) &&
                 old->epoch > r->vc[me][old->eng] && race_hbm_meet(r, old, a) &&
                 !race_hbm_benign(r, old, a) &&
-                !(old->write && a->write && race_ww_settle(r, r->hbm[c], r->nhbm[c], i, a)))
+                !(old->write && a->write && race_ww_settle(r, r->hbm[c], r->nhbm[c], i, a)) &&
+                !(old->write && !a->write && race_ww_read(r, me, old, a)))
                 return old;
         }
     }

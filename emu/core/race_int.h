@@ -148,6 +148,12 @@ void race_ww_keep(struct race_state *r, struct race_access *a);
  * pair waits for the end of the run; false: report it now. */
 bool race_ww_settle(struct race_state *r, const struct race_access *hist, size_t n, size_t i,
                     const struct race_access *a);
+/* Read rd of engine me conflicts with the write w of another core,
+ * unordered. true when it reads the same in either order: on every byte
+ * they share, the latest write of rd's core that rd is ordered after left
+ * what w left. */
+bool race_ww_read(struct race_state *r, uint32_t me, const struct race_access *w,
+                  const struct race_access *rd);
 /* The end of the run: the first waiting pair whose bytes (less those a
  * later write of its first write's engine covered) differ from what its
  * first write left, or NULL. */

@@ -19,6 +19,11 @@
  *   storing the same rows (a kernel run whole on each core) ends the same
  *   in any order; one core zeroing rows the other already stored does
  *   not.
+ *
+ * A read of one core that an unordered write of another overlaps reads
+ * the same bytes in either order when the reader's core itself wrote
+ * there, ordered before the read, what that write left (each core
+ * storing the same result, then reading it back).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -166,6 +171,42 @@ bool race_ww_settle(struct race_state *r, const struct race_access *hist, size_t
               race_ww_mask(r, first, hist, n, &s) &&
               (!race_ww_differs(first, &s) || race_ww_wait(r, first, a, &s));
     free(s.run);
+    return ok;
+}
+
+/* Did own leave on the bytes of t what w left there? */
+static bool race_ww_same(const struct race_access *own, const struct race_access *w,
+                         const struct race_runs *t)
+{
+    for (size_t i = 0; i < t->n; i++)
+        if (memcmp(own->data + (t->run[i].lo - own->lo), w->data + (t->run[i].lo - w->lo),
+                   t->run[i].hi - t->run[i].lo) != 0)
+            return false;
+    return true;
+}
+
+bool race_ww_read(struct race_state *r, uint32_t me, const struct race_access *w,
+                  const struct race_access *rd)
+{
+    uint32_t core = me / ISA_ENG_COUNT;
+    if (w->data == NULL)
+        return false;
+    race_hbm_runs(w, &r->runs[0]);
+    race_hbm_runs(rd, &r->runs[1]);
+    struct race_runs s = {NULL, 0, 0}, tmp = {NULL, 0, 0};
+    bool ok = r->runs[0].n > 0 && r->runs[1].n > 0 && race_ww_meet(&r->runs[0], &r->runs[1], &s);
+    for (size_t k = r->nhbm[core]; ok && s.n > 0 && k-- > 0;) {
+        const struct race_access *own = &r->hbm[core][k];
+        if (!own->write || own->epoch > r->vc[me][own->eng] || own->lo >= s.run[s.n - 1].hi ||
+            own->hi <= s.run[0].lo)
+            continue;  /* not a write the reader is ordered after, or elsewhere */
+        race_hbm_runs(own, &r->runs[2]);
+        ok = own->data != NULL && race_ww_meet(&s, &r->runs[2], &r->runs[3]) &&
+             race_ww_same(own, w, &r->runs[3]) && race_ww_cut(&s, &r->runs[2], &tmp);
+    }
+    ok = ok && s.n == 0;
+    free(s.run);
+    free(tmp.run);
     return ok;
 }
 

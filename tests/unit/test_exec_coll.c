@@ -714,6 +714,27 @@ static void test_race_zero_scatter_each(void **state)
     }
 }
 
+/* Each core stores y, then reads it back (a kernel run whole on each
+ * core, its result copied onto itself at the end): the other core's
+ * store leaves what the reader's own store left, so the read sees the
+ * same in either order. When core 1 stored other values, it is a race. */
+static void test_race_store_read_each(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    for (int other = 0; other < 2; other++) {
+        race_vars(p);
+        for (uint32_t c = 0; c < 2; c++) {
+            race_copy(p->h[c], 12, c == 1 && other ? 14 : 13, 0, 16, 1);  /* y = v (or z) */
+            race_copy(p->h[c], 11, 12, 0, 16, 1);                          /* x = y */
+        }
+        emu_status st = race_run(p, report, sizeof report);
+        assert_int_equal(st, other ? EMU_EXEC_ERR : EMU_OK);
+        if (!other)
+            assert_true(rx[3] == rv[3]);
+    }
+}
+
 /* A sendrecv orders what each core did before it before what the other
  * does after it; so does the chain of an execution's collectives. */
 static void test_race_sendrecv_coll(void **state)
@@ -758,6 +779,7 @@ int main(void)
         cmocka_unit_test(test_race_interleaved),
         cmocka_unit_test(test_race_indexed),
         cmocka_unit_test(test_race_zero_scatter_each),
+        cmocka_unit_test(test_race_store_read_each),
         cmocka_unit_test(test_race_sendrecv_coll),
     };
     const struct CMUnitTest split_tests[] = {
