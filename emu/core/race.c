@@ -35,6 +35,13 @@ emu_status race_create(uint32_t ncores, struct race_state **out)
     return EMU_OK;
 }
 
+/* Let go of what a remembered access owns. */
+static void race_forget(struct race_state *r, struct race_access *a)
+{
+    race_hbm_forget(a);
+    race_ww_drop(r, a);
+}
+
 void race_destroy(struct race_state *r)
 {
     if (r == NULL)
@@ -43,7 +50,7 @@ void race_destroy(struct race_state *r)
     free(r->hist);
     for (uint32_t c = 0; c < RACE_MAX_CORES; c++) {
         for (size_t i = 0; i < r->nhbm[c]; i++)
-            race_hbm_forget(r, &r->hbm[c][i]);
+            race_forget(r, &r->hbm[c][i]);
         free(r->hbm[c]);
     }
     race_hbm_free(r);
@@ -205,7 +212,7 @@ static void race_prune(struct race_state *r, struct race_access *hist, size_t *n
         if (hist[i].epoch > race_seen(r, &hist[i]))
             hist[k++] = hist[i];
         else
-            race_hbm_forget(r, &hist[i]);
+            race_forget(r, &hist[i]);
     }
     *n = k;
 }

@@ -88,14 +88,10 @@ bool race_hbm_own(struct race_access *a)
     return true;
 }
 
-void race_hbm_forget(struct race_state *r, struct race_access *a)
+void race_hbm_forget(struct race_access *a)
 {
     free(a->runs);
     a->runs = NULL;
-    if (a->data != NULL)
-        r->kept -= a->hi - a->lo;
-    free(a->data);
-    a->data = NULL;
 }
 
 /* The dimensions of ap, outermost first (the partition dimension, then

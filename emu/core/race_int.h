@@ -15,6 +15,7 @@
 
 #define RACE_MAX_CORES 4                         /* cores of one run tracked */
 #define RACE_MAX_ENG (RACE_MAX_CORES * ISA_ENG_COUNT)
+#define RACE_SPARE 64                            /* freed data buffers kept for reuse */
 #define RACE_BOX 8                               /* sendrecv posts in flight per pair */
 
 /* A byte run [lo, hi) of host memory. */
@@ -41,6 +42,7 @@ struct race_access {
     uint32_t nruns;
     uint8_t *data;      /* HBM write, remembered: the bytes [lo, hi) it left (owned; NULL
                            when not kept, race_ww.c) */
+    uint64_t data_cap;  /* bytes allocated at data */
     const struct core_program *prog; /* for the report */
     size_t pc;          /* instruction index in its stream */
 };
@@ -98,6 +100,11 @@ struct race_state {
     struct race_pend *pend;                             /* write pairs settled at the end */
     size_t npend, cap_pend;
     uint64_t kept;                                      /* bytes of written data kept */
+    struct race_buf {
+        uint8_t *p;
+        uint64_t cap;
+    } spare[RACE_SPARE];                                /* data buffers to reuse */
+    uint32_t nspare;
     struct race_runs ind;                               /* the bytes the indexed operand of
                                                            the running instruction touches */
     bool ind_ok;                                        /* ind is listed (else: the whole
@@ -131,7 +138,7 @@ void race_hbm_before(struct race_state *r, struct core *c, const struct core_pro
 /* Give a remembered access its own copy of the runs it borrows; false
  * when out of memory. Free them when it is forgotten. */
 bool race_hbm_own(struct race_access *a);
-void race_hbm_forget(struct race_state *r, struct race_access *a);
+void race_hbm_forget(struct race_access *a);
 /* The runs of a, sorted and merged, or its whole span when they cannot
  * be listed (none when out of memory). */
 void race_hbm_runs(const struct race_access *a, struct race_runs *out);
@@ -141,6 +148,8 @@ void race_hbm_runs(const struct race_access *a, struct race_runs *out);
 /* Keep the bytes the HBM write a left (a remembered copy; up to the
  * caps of race_ww.c, else a->data stays NULL). */
 void race_ww_keep(struct race_state *r, struct race_access *a);
+/* Give back the bytes a kept (for reuse). */
+void race_ww_drop(struct race_state *r, struct race_access *a);
 /* Write a of core B conflicts with the earlier write hist[i] of core A
  * (hist: A's remembered accesses, n of them), unordered, and changed
  * bytes they share. true when that is settled: a writes there what

@@ -35,17 +35,49 @@
 #define RACE_KEPT_MAX (256u << 20) /* bytes kept in all (data and waiting pairs) */
 #define RACE_PEND_MAX 1024u        /* pairs waiting for the end of the run */
 
+/* A buffer of at least n bytes: a spare one (the smallest that fits) or
+ * a new one; *cap: its size. Reusing them spares the page faults of a
+ * fresh large allocation on every DMA. */
+static uint8_t *race_ww_buf(struct race_state *r, uint64_t n, uint64_t *cap)
+{
+    uint32_t best = r->nspare;
+    for (uint32_t i = 0; i < r->nspare; i++)
+        if (r->spare[i].cap >= n && (best == r->nspare || r->spare[i].cap < r->spare[best].cap))
+            best = i;
+    if (best == r->nspare) {
+        *cap = n ? n : 1;
+        return malloc(*cap);
+    }
+    uint8_t *p = r->spare[best].p;
+    *cap = r->spare[best].cap;
+    r->spare[best] = r->spare[--r->nspare];
+    return p;
+}
+
 void race_ww_keep(struct race_state *r, struct race_access *a)
 {
-    uint64_t n = a->hi - a->lo;
+    uint64_t n = a->hi - a->lo, cap;
     a->data = NULL;
     if (a->mem != ISA_MEM_HBM || !a->write || n > RACE_DATA_MAX || r->kept + n > RACE_KEPT_MAX)
         return;
-    a->data = malloc(n);
+    a->data = race_ww_buf(r, n, &cap);
     if (a->data == NULL)
         return;
     memcpy(a->data, (const void *)(uintptr_t)a->lo, n);
-    r->kept += n;
+    a->data_cap = cap;
+    r->kept += cap;
+}
+
+void race_ww_drop(struct race_state *r, struct race_access *a)
+{
+    if (a->data == NULL)
+        return;
+    r->kept -= a->data_cap;
+    if (r->nspare < RACE_SPARE)
+        r->spare[r->nspare++] = (struct race_buf){a->data, a->data_cap};
+    else
+        free(a->data);
+    a->data = NULL;
 }
 
 /* out = the byte runs both x and y hold (both sorted, disjoint). */
@@ -250,6 +282,8 @@ void race_ww_free(struct race_state *r)
         free(r->pend[i].late.runs);
     }
     free(r->pend);
+    for (uint32_t i = 0; i < r->nspare; i++)
+        free(r->spare[i].p);
     for (int i = 2; i < 4; i++)
         free(r->runs[i].run);
 }
