@@ -35,15 +35,26 @@ emu_status race_create(uint32_t ncores, struct race_state **out)
     return EMU_OK;
 }
 
+/* Let go of what a remembered access owns. */
+static void race_forget(struct race_state *r, struct race_access *a)
+{
+    race_hbm_forget(a);
+    race_ww_drop(r, a);
+}
+
 void race_destroy(struct race_state *r)
 {
     if (r == NULL)
         return;
     free(r->sync_vc);
     free(r->hist);
-    for (uint32_t c = 0; c < RACE_MAX_CORES; c++)
+    for (uint32_t c = 0; c < RACE_MAX_CORES; c++) {
+        for (size_t i = 0; i < r->nhbm[c]; i++)
+            race_forget(r, &r->hbm[c][i]);
         free(r->hbm[c]);
+    }
     race_hbm_free(r);
+    race_ww_free(r);
     race_xcore_free(r);
     free(r);
 }
@@ -94,7 +105,7 @@ static uint32_t race_accesses(const struct race_state *r, const struct core_prog
         *a = (struct race_access){0};
         a->write = (fd->attr & ISA_FA_OUT) != 0;
         if (ap->mem == ISA_MEM_HBM) {
-            n += hbm && race_hbm_access(prog, eng, pc, fd->slot, a);
+            n += hbm && race_hbm_access(r, prog, eng, pc, fd->slot, a);
             continue;
         }
         if ((ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM) ||
@@ -135,9 +146,14 @@ static void race_where_hbm(const struct race_access *a, const struct isa_insn *i
     struct isa_extent ext = {0};
     (void)isa_ap_extent(ap, &ext);
     const char *name = v != NULL && v->name != NULL ? v->name : "?";
+    uint64_t base = v != NULL ? (uint64_t)(uintptr_t)v->va : 0;
     if (a->whole)
         snprintf(buf, cap, "HBM %s, rows an index chooses (all %llu bytes)", name,
                  (unsigned long long)(v != NULL ? v->size : 0));
+    else if (a->runs != NULL)
+        snprintf(buf, cap, "HBM %s, rows an index chose (%u byte runs in [%llu, %llu))", name,
+                 a->nruns, (unsigned long long)(a->lo - base),
+                 (unsigned long long)(a->hi - base));
     else
         snprintf(buf, cap, "HBM %s bytes [%llu, %llu)", name, (unsigned long long)ext.lo,
                  (unsigned long long)ext.hi);
@@ -192,9 +208,12 @@ static uint32_t race_seen(const struct race_state *r, const struct race_access *
 static void race_prune(struct race_state *r, struct race_access *hist, size_t *n)
 {
     size_t k = 0;
-    for (size_t i = 0; i < *n; i++)
+    for (size_t i = 0; i < *n; i++) {
         if (hist[i].epoch > race_seen(r, &hist[i]))
             hist[k++] = hist[i];
+        else
+            race_forget(r, &hist[i]);
+    }
     *n = k;
 }
 
@@ -206,7 +225,11 @@ static int race_remember_in(struct race_state *r, struct race_access **hist, siz
         if (!grow_array((void **)hist, *n + 1, cap, sizeof **hist, 256))
             return -1;
     }
-    (*hist)[(*n)++] = *a;
+    struct race_access kept = *a;
+    if (!race_hbm_own(&kept))
+        return -1;
+    race_ww_keep(r, &kept);
+    (*hist)[(*n)++] = kept;
     return 0;
 }
 
@@ -249,7 +272,9 @@ static bool race_hbm_benign(struct race_state *r, const struct race_access *old,
 
 /* The same in HBM, against the accesses of the other cores, each core's
  * latest first (of a zeroing and a store after it, the store is the one
- * that a late write of the other core undoes). */
+ * that a late write of the other core undoes). Two writes whose order
+ * the end of the run may still settle wait for it, and a read after its
+ * own core wrote what the other core's write left is none (race_ww.c). */
 static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me,
                                                const struct race_access *a)
 {
@@ -260,19 +285,20 @@ static const struct race_access *race_find_hbm(struct race_state *r, uint32_t me
             const struct race_access *old = &r->hbm[c][i];
             if (old->lo < a->hi && a->lo < old->hi && (old->write || a->write) &&
                 old->epoch > r->vc[me][old->eng] && race_hbm_meet(r, old, a) &&
-                !race_hbm_benign(r, old, a))
+                !race_hbm_benign(r, old, a) &&
+                !(old->write && a->write && race_ww_settle(r, r->hbm[c], r->nhbm[c], i, a)) &&
+                !(old->write && !a->write && race_ww_read(r, me, old, a)))
                 return old;
         }
     }
     return NULL;
 }
 
-void race_before(struct race_state *r, uint32_t core, enum isa_engine eng,
+void race_before(struct race_state *r, struct core *c, enum isa_engine eng,
                  const struct core_program *prog, size_t pc)
 {
-    (void)core;
     if (r->x.ncores > 1)
-        race_hbm_snap(r, prog, eng, pc);
+        race_hbm_before(r, c, prog, eng, pc);
 }
 
 void race_on_blocked(struct race_state *r, uint32_t core, enum isa_engine eng,
@@ -307,4 +333,13 @@ emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng
         return EMU_RESOURCE;
     race_xcore_done(r, core, eng, insn);
     return EMU_OK;
+}
+
+emu_status race_finish(struct race_state *r, char *report, size_t cap)
+{
+    const struct race_pend *p = race_ww_unsettled(r);
+    if (p == NULL)
+        return EMU_OK;
+    race_report(&p->first, &p->late, report, cap);
+    return EMU_EXEC_ERR;
 }

@@ -40,10 +40,11 @@ void race_destroy(struct race_state *r);
 /* The waits of insn hold and it is about to run on (core, eng). */
 void race_on_wait(struct race_state *r, uint32_t core, enum isa_engine eng,
                   const struct isa_insn *insn);
-/* Instruction pc of (core, eng) is about to run (its waits hold): in a
- * run of several cores, keep the bytes its HBM writes span, so that a
- * write that changes nothing is told apart. */
-void race_before(struct race_state *r, uint32_t core, enum isa_engine eng,
+/* Instruction pc of engine eng of core c is about to run (its waits
+ * hold): in a run of several cores, list the bytes an indexed DMA side
+ * will touch (its index is read now) and keep the bytes its HBM writes
+ * span, so that a write that changes nothing is told apart. */
+void race_before(struct race_state *r, struct core *c, enum isa_engine eng,
                  const struct core_program *prog, size_t pc);
 /* insn of (core, eng) waits for another core (core_barrier, sendrecv) and
  * will be tried again; its own waits hold. */
@@ -57,5 +58,9 @@ void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
  * when it races with an earlier access. */
 emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
                         const struct core_program *prog, size_t pc, char *report, size_t cap);
+/* The run ended: EMU_EXEC_ERR with both instructions described in report
+ * when two unordered writes of different cores left bytes that the other
+ * order would leave otherwise (race_ww.c). */
+emu_status race_finish(struct race_state *r, char *report, size_t cap);
 
 #endif

@@ -7,8 +7,15 @@
  * dimensions that tile contiguously merged into one run), sorts and
  * merges them, and walks both lists: two cores that write interleaved
  * rows of one tensor do not conflict. A pattern of more than
- * RACE_HBM_RUNS runs, or an operand whose rows an index chooses at run
- * time (indirect DMA), is taken as touching all of its span.
+ * RACE_HBM_RUNS runs is taken as touching all of its span.
+ *
+ * The side of an indirect dma_copy whose rows an index chooses (NKI's
+ * vector_offset, and scalar_offset's one-row shift) touches bytes known
+ * only when it runs: just before it runs, the index is read from SBUF and
+ * the runs of the pattern's first row, moved by index[r] rows for each
+ * row r (rows outside the variable skipped, as oob=skip does), are listed
+ * and merged; the access keeps that list. Beyond RACE_HBM_RUNS runs
+ * (before merging) it falls back to the whole variable.
  *
  * Before an instruction with an HBM write operand runs, the bytes that
  * operand spans are copied (up to RACE_SNAP_MAX); afterwards the checker
@@ -19,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "emu/core/ap.h"
 #include "emu/core/race_int.h"
 #include "emu/grow.h"
 #include "emu/isa/isa_args.h"
@@ -37,8 +45,8 @@ static bool race_hbm_indirect(const struct isa_insn *insn, unsigned slot)
            (side == ISA_INDIR_dst && slot == ISA_AP_SLOT(dma_copy, dst));
 }
 
-bool race_hbm_access(const struct core_program *prog, enum isa_engine eng, size_t pc,
-                     unsigned slot, struct race_access *acc)
+bool race_hbm_access(const struct race_state *r, const struct core_program *prog,
+                     enum isa_engine eng, size_t pc, unsigned slot, struct race_access *acc)
 {
     const struct isa_insn *insn = &prog->code[eng][pc];
     const struct isa_ap *ap = &insn->ap[slot];
@@ -48,19 +56,42 @@ bool race_hbm_access(const struct core_program *prog, enum isa_engine eng, size_
     struct isa_extent ext;
     if (v == NULL || v->va == NULL || isa_ap_extent(ap, &ext) != EMU_OK)
         return false;
-    bool whole = race_hbm_indirect(insn, slot);
-    if (!whole && ext.hi > v->size)
+    bool indexed = race_hbm_indirect(insn, slot);
+    bool listed = indexed && r->ind_ok;
+    if (listed && r->ind.n == 0)
+        return false;  /* every row skipped: nothing touched */
+    if (!indexed && ext.hi > v->size)
         return false;
     uint64_t base = (uint64_t)(uintptr_t)v->va;
     acc->mem = ISA_MEM_HBM;
     acc->slot = (uint8_t)slot;
-    acc->whole = whole;
+    acc->whole = indexed && !listed;
     acc->part_lo = acc->part_hi = 0;
-    acc->lo = whole ? base : base + ext.lo;
-    acc->hi = whole ? base + v->size : base + ext.hi;
+    acc->runs = listed ? r->ind.run : NULL;
+    acc->nruns = listed ? (uint32_t)r->ind.n : 0;
+    acc->lo = listed ? r->ind.run[0].lo : acc->whole ? base : base + ext.lo;
+    acc->hi = listed ? r->ind.run[r->ind.n - 1].hi : acc->whole ? base + v->size : base + ext.hi;
     acc->prog = prog;
     acc->pc = pc;
     return true;
+}
+
+bool race_hbm_own(struct race_access *a)
+{
+    if (a->runs == NULL)
+        return true;
+    struct race_run *copy = malloc(a->nruns * sizeof *copy);
+    if (copy == NULL)
+        return false;
+    memcpy(copy, a->runs, a->nruns * sizeof *copy);
+    a->runs = copy;
+    return true;
+}
+
+void race_hbm_forget(struct race_access *a)
+{
+    free(a->runs);
+    a->runs = NULL;
 }
 
 /* The dimensions of ap, outermost first (the partition dimension, then
@@ -110,42 +141,60 @@ static void race_hbm_merge(struct race_runs *out)
     out->n = k;
 }
 
-/* The byte runs access a touches, sorted and merged, into out; false when
- * there are too many to list (or no memory for them). */
-static bool race_hbm_list(const struct race_access *a, struct race_runs *out)
+/* Append the byte runs of pattern ap over a variable at host address
+ * base, moved by shift bytes, to out (unsorted); false when out would
+ * pass RACE_HBM_RUNS runs (or no memory). */
+static bool race_hbm_pattern(const struct isa_ap *ap, uint64_t base, int64_t shift,
+                             struct race_runs *out)
 {
-    const struct core_program *prog = a->prog;
-    const struct isa_ap *ap = &prog->code[a->eng % ISA_ENG_COUNT][a->pc].ap[a->slot];
-    const struct core_var *v = core_find_var(prog, ap->var_id);
     int64_t step[ISA_MAX_DIMS + 1];
     uint64_t count[ISA_MAX_DIMS + 1], run, total = 1;
     unsigned nd = race_hbm_dims(ap, step, count, &run);
     for (unsigned d = 0; d < nd; d++)
         if ((total *= count[d]) > RACE_HBM_RUNS)
             return false;
-    if (a->whole || v == NULL ||
-        !grow_array((void **)&out->run, total, &out->cap, sizeof *out->run, 64))
+    if (out->n + total > RACE_HBM_RUNS ||
+        !grow_array((void **)&out->run, out->n + total, &out->cap, sizeof *out->run, 64))
         return false;
     uint64_t esize = isa_dtype_size(ap->dtype), idx[ISA_MAX_DIMS + 1] = {0};
-    uint64_t base = (uint64_t)(uintptr_t)v->va + ap->offset;
-    for (out->n = 0; out->n < total; out->n++) {
+    uint64_t start = base + ap->offset + (uint64_t)shift;
+    for (uint64_t k = 0; k < total; k++) {
         int64_t off = 0;
         for (unsigned d = 0; d < nd; d++)
             off += (int64_t)idx[d] * step[d];
-        uint64_t lo = base + (uint64_t)(off * (int64_t)esize);
-        out->run[out->n] = (struct race_run){lo, lo + run * esize};
+        uint64_t lo = start + (uint64_t)(off * (int64_t)esize);
+        out->run[out->n++] = (struct race_run){lo, lo + run * esize};
         for (unsigned d = nd; d-- > 0;) {  /* odometer, innermost first */
             if (++idx[d] < count[d])
                 break;
             idx[d] = 0;
         }
     }
+    return true;
+}
+
+/* The byte runs access a touches, sorted and merged, into out; false when
+ * there are too many to list (or no memory for them). */
+static bool race_hbm_list(const struct race_access *a, struct race_runs *out)
+{
+    out->n = 0;
+    if (a->runs != NULL) {
+        if (!grow_array((void **)&out->run, a->nruns, &out->cap, sizeof *out->run, 64))
+            return false;
+        memcpy(out->run, a->runs, a->nruns * sizeof *out->run);
+        out->n = a->nruns;
+        return true;
+    }
+    const struct core_program *prog = a->prog;
+    const struct isa_ap *ap = &prog->code[a->eng % ISA_ENG_COUNT][a->pc].ap[a->slot];
+    const struct core_var *v = core_find_var(prog, ap->var_id);
+    if (a->whole || v == NULL || !race_hbm_pattern(ap, (uint64_t)(uintptr_t)v->va, 0, out))
+        return false;
     race_hbm_merge(out);
     return true;
 }
 
-/* The runs of a, or its whole span when they cannot be listed. */
-static void race_hbm_runs(const struct race_access *a, struct race_runs *out)
+void race_hbm_runs(const struct race_access *a, struct race_runs *out)
 {
     if (race_hbm_list(a, out))
         return;
@@ -220,8 +269,9 @@ bool race_hbm_changed(struct race_state *r, const struct race_access *a,
     return race_hbm_common(r, a, b, race_hbm_differs, &r->snap[a->slot]);
 }
 
-void race_hbm_snap(struct race_state *r, const struct core_program *prog, enum isa_engine eng,
-                   size_t pc)
+/* Copy the bytes the HBM write operands of prog->code[eng][pc] span. */
+static void race_hbm_snap(struct race_state *r, const struct core_program *prog,
+                          enum isa_engine eng, size_t pc)
 {
     const struct isa_op_desc *op = isa_op_lookup(prog->code[eng][pc].opcode);
     for (unsigned f = 0; op != NULL && f < op->nfields; f++) {
@@ -231,7 +281,7 @@ void race_hbm_snap(struct race_state *r, const struct core_program *prog, enum i
         struct race_snap *s = &r->snap[fd->slot];
         struct race_access a;
         s->n = 0;
-        if (!race_hbm_access(prog, eng, pc, fd->slot, &a) || a.hi - a.lo > RACE_SNAP_MAX ||
+        if (!race_hbm_access(r, prog, eng, pc, fd->slot, &a) || a.hi - a.lo > RACE_SNAP_MAX ||
             !grow_array((void **)&s->bytes, a.hi - a.lo, &s->cap, 1, 4096))
             continue;
         s->lo = a.lo;
@@ -240,10 +290,77 @@ void race_hbm_snap(struct race_state *r, const struct core_program *prog, enum i
     }
 }
 
+/* The integer at p of dtype (an integer type) into *out; false for other
+ * types. */
+static bool race_int_at(const uint8_t *p, uint32_t dtype, int64_t *out)
+{
+    int8_t i8; uint8_t u8; int16_t i16; uint16_t u16; int32_t i32; uint32_t u32; int64_t i64;
+    switch (dtype) {
+    case NUM_DT_INT8: memcpy(&i8, p, 1); *out = i8; return true;
+    case NUM_DT_UINT8: memcpy(&u8, p, 1); *out = u8; return true;
+    case NUM_DT_INT16: memcpy(&i16, p, 2); *out = i16; return true;
+    case NUM_DT_UINT16: memcpy(&u16, p, 2); *out = u16; return true;
+    case NUM_DT_INT32: memcpy(&i32, p, 4); *out = i32; return true;
+    case NUM_DT_UINT32: memcpy(&u32, p, 4); *out = u32; return true;
+    case NUM_DT_INT64: case NUM_DT_UINT64: memcpy(&i64, p, 8); *out = i64; return true;
+    }
+    return false;
+}
+
+/* List into r->ind the bytes the indexed operand of the indirect dma_copy
+ * insn will touch (the runs of its first row, moved by index[r] rows for
+ * each row r inside the variable), sorted and merged; false when insn has
+ * none, its index cannot be read (the semantics will report that), or
+ * there are more than RACE_HBM_RUNS runs. */
+static bool race_hbm_index(struct race_state *r, struct core *c,
+                           const struct core_program *prog, enum isa_engine eng, size_t pc)
+{
+    const struct isa_insn *insn = &prog->code[eng][pc];
+    unsigned slot = ISA_AP_SLOT(dma_copy, dst);
+    if (!race_hbm_indirect(insn, slot))
+        slot = ISA_AP_SLOT(dma_copy, src);
+    if (!race_hbm_indirect(insn, slot) || insn->ap[slot].mem != ISA_MEM_HBM)
+        return false;
+    struct isa_ap row = insn->ap[slot];
+    const struct core_var *v = core_find_var(prog, row.var_id);
+    struct isa_exec_ctx ctx = {.core = c, .prog = prog, .engine = eng, .insn = insn, .pc = pc};
+    struct ap_view idx;
+    struct isa_extent ext;
+    uint32_t rows = row.num_part;
+    row.num_part = 1;
+    if (v == NULL || v->va == NULL || isa_ap_extent(&row, &ext) != EMU_OK ||
+        ap_bind(&ctx, ISA_AP_SLOT(dma_copy, index), &idx) != EMU_OK || idx.rows != rows)
+        return false;
+    int64_t row_bytes = (int64_t)row.part_step * (int64_t)isa_dtype_size(row.dtype);
+    r->ind.n = 0;
+    for (uint32_t k = 0; k < rows; k++) {
+        int64_t i, off, lo, hi;
+        if (!race_int_at(ap_row_ptr(&idx, k), idx.dtype, &i))
+            return false;
+        if (__builtin_mul_overflow(i, row_bytes, &off) ||
+            __builtin_add_overflow((int64_t)ext.lo, off, &lo) ||
+            __builtin_add_overflow((int64_t)ext.hi, off, &hi) || lo < 0 ||
+            (uint64_t)hi > v->size)
+            continue;  /* outside the variable: skipped (oob=skip) or an error */
+        if (!race_hbm_pattern(&row, (uint64_t)(uintptr_t)v->va, off, &r->ind))
+            return false;
+    }
+    race_hbm_merge(&r->ind);
+    return true;
+}
+
+void race_hbm_before(struct race_state *r, struct core *c, const struct core_program *prog,
+                     enum isa_engine eng, size_t pc)
+{
+    r->ind_ok = race_hbm_index(r, c, prog, eng, pc);
+    race_hbm_snap(r, prog, eng, pc);
+}
+
 void race_hbm_free(struct race_state *r)
 {
     for (int i = 0; i < 2; i++)
         free(r->runs[i].run);
+    free(r->ind.run);
     for (int i = 0; i < ISA_MAX_AP; i++)
         free(r->snap[i].bytes);
 }

@@ -364,6 +364,8 @@ emu_status core_run(struct core *const *cores, const struct core_program *const 
         if (opts->racecheck && race_create(ncores, &race) != EMU_OK)
             return EMU_RESOURCE;
         st = sched_run_one(es, n, opts, race, report, report_cap);
+        if (st == EMU_OK && race != NULL)
+            st = race_finish(race, report, report_cap);
         race_destroy(race);
     }
     for (uint32_t c = 0; c < ncores; c++)

@@ -181,7 +181,7 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     isa_exec_fn fn = isa_dispatch[insn->opcode];
     uint64_t faults = memfault_total();
     if (race != NULL)
-        race_before(race, e->core_idx, e->eng, e->prog, e->pc);
+        race_before(race, e->core, e->eng, e->prog, e->pc);
     emu_status st = e->dry ? EMU_OK
                     : fn != NULL ? fn(&ctx, insn)
                                  : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",

@@ -632,6 +632,109 @@ static void test_race_interleaved(void **state)
     assert_non_null(strstr(report, "core 1 sp[0] writes HBM y bytes [56, 60)"));
 }
 
+/* Core c's SP: a dma_copy of SBUF partitions 0.. (4 floats each, all
+ * value val) into y at the rows (4 floats) or element offsets that the
+ * SBUF index at partitions 40.. holds (indirect=dst): rows > 1 scatters
+ * rows of y; rows 1 is a run-time shift of the 2 x 4 block at y[0..8). */
+static void race_indexed(struct harness *h, uint32_t rows, const uint32_t *idx, float val)
+{
+    const int32_t row[1][2] = {{1, 4}}, blk[2][2] = {{4, 2}, {1, 4}};
+    uint32_t parts = rows > 1 ? rows : 2;
+    for (uint32_t p = 0; p < parts; p++)
+        for (uint32_t i = 0; i < 4; i++)
+            memcpy(harness_sbuf_ptr(h, p, i * 4), &val, 4);
+    for (uint32_t r = 0; r < rows; r++)
+        memcpy(harness_sbuf_ptr(h, 40 + r, 0), &idx[r], 4);
+    struct isa_insn *in = harness_add(h, ISA_ENG_SP, ISA_OP_dma_copy);
+    in->ap[0] = rows > 1 ? harness_hbm(12, 0, rows, 4, NUM_DT_FP32, 1, row)
+                         : harness_hbm(12, 0, 1, 1, NUM_DT_FP32, 2, blk);
+    in->ap[1] = harness_tile(ISA_MEM_SBUF, 0, parts, 0, NUM_DT_FP32, 4);
+    in->ap[2] = harness_tile(ISA_MEM_SBUF, 40, rows, 0, NUM_DT_UINT32, 1);
+    in->enums[1] = ISA_INDIR_dst;
+}
+
+/* Indexed DMAs of the two cores into y: the checker lists the bytes the
+ * index chose when the DMA ran, so rows apart are no race and a row in
+ * common with other values is one; likewise for the one-row shift. */
+static void test_race_indexed(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    const uint32_t even[2] = {0, 2}, odd[2] = {3, 1}, mixed[2] = {1, 2};
+    race_vars(p);
+    race_indexed(p->h[0], 2, even, 1.0f);
+    race_indexed(p->h[1], 2, odd, 2.0f);
+    assert_int_equal(race_run(p, report, sizeof report), EMU_OK);
+    for (int i = 0; i < 16; i++)
+        assert_true(ry[i] == ((i / 4) % 2 ? 2.0f : 1.0f));
+    race_vars(p);
+    race_indexed(p->h[0], 2, even, 1.0f);
+    race_indexed(p->h[1], 2, mixed, 2.0f);  /* row 2 in common */
+    assert_int_equal(race_run(p, report, sizeof report), EMU_EXEC_ERR);
+    assert_non_null(strstr(report, "writes HBM y, rows an index chose (2 byte runs in [0, 48))"));
+    assert_non_null(strstr(report, "writes HBM y, rows an index chose (1 byte runs in [16, 48))"));
+    const uint32_t at0 = 0, at1 = 8, at_mid = 4;
+    race_vars(p);
+    race_indexed(p->h[0], 1, &at0, 1.0f);
+    race_indexed(p->h[1], 1, &at1, 2.0f);
+    assert_int_equal(race_run(p, report, sizeof report), EMU_OK);
+    assert_true(ry[7] == 1.0f && ry[8] == 2.0f);
+    race_vars(p);
+    race_indexed(p->h[0], 1, &at0, 1.0f);
+    race_indexed(p->h[1], 1, &at_mid, 2.0f);  /* y[4..8) in common */
+    assert_int_equal(race_run(p, report, sizeof report), EMU_EXEC_ERR);
+    assert_non_null(strstr(report, "rows an index chose (1 byte runs in [16, 48))"));
+}
+
+/* A kernel run whole on each core (the NKI Library's router_topk without
+ * sharding): both zero y, then scatter the same rows with the same
+ * values. A late zeroing of one core undoes the other's scatter, but its
+ * own scatter follows: every order ends the same, no race. With other
+ * values on core 1 the order decides the rows: a race, found at the end. */
+static void test_race_zero_scatter_each(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    const uint32_t rows[2] = {1, 3};
+    for (int other = 0; other < 2; other++) {
+        race_vars(p);
+        for (uint32_t c = 0; c < 2; c++) {
+            race_copy(p->h[c], 12, 14, 0, 16, 1);  /* y = z (zeros) */
+            race_indexed(p->h[c], 2, rows, c == 1 && other ? 2.0f : 1.0f);
+        }
+        emu_status st = race_run(p, report, sizeof report);
+        if (other) {
+            assert_int_equal(st, EMU_EXEC_ERR);
+            assert_non_null(strstr(report, "rows an index chose (2 byte runs in [16, 64))"));
+            continue;
+        }
+        assert_int_equal(st, EMU_OK);
+        for (int i = 0; i < 16; i++)
+            assert_true(ry[i] == ((i / 4) % 2 ? 1.0f : 0.0f));
+    }
+}
+
+/* Each core stores y, then reads it back (a kernel run whole on each
+ * core, its result copied onto itself at the end): the other core's
+ * store leaves what the reader's own store left, so the read sees the
+ * same in either order. When core 1 stored other values, it is a race. */
+static void test_race_store_read_each(void **state)
+{
+    struct pair *p = *state;
+    char report[4096];
+    for (int other = 0; other < 2; other++) {
+        race_vars(p);
+        for (uint32_t c = 0; c < 2; c++) {
+            race_copy(p->h[c], 12, c == 1 && other ? 14 : 13, 0, 16, 1);  /* y = v (or z) */
+            race_copy(p->h[c], 11, 12, 0, 16, 1);                          /* x = y */
+        }
+        emu_status st = race_run(p, report, sizeof report);
+        assert_int_equal(st, other ? EMU_EXEC_ERR : EMU_OK);
+        if (!other)
+            assert_true(rx[3] == rv[3]);
+    }
+}
+
 /* A sendrecv orders what each core did before it before what the other
  * does after it; so does the chain of an execution's collectives. */
 static void test_race_sendrecv_coll(void **state)
@@ -674,6 +777,9 @@ int main(void)
         cmocka_unit_test(test_race_read_write),
         cmocka_unit_test(test_race_zero_then_store),
         cmocka_unit_test(test_race_interleaved),
+        cmocka_unit_test(test_race_indexed),
+        cmocka_unit_test(test_race_zero_scatter_each),
+        cmocka_unit_test(test_race_store_read_each),
         cmocka_unit_test(test_race_sendrecv_coll),
     };
     const struct CMUnitTest split_tests[] = {
