@@ -14,10 +14,28 @@
 
 #include <cmocka.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <unistd.h>
 
 #include "emu/log.h"
 #include "emu/progress.h"
+
+/* Everything readable on rd: a pseudo-terminal hands written bytes to
+ * its master side a little later, so read until 200 ms pass with nothing
+ * new (a loaded machine may deliver the final newline late). */
+static size_t drain(int rd, char *out, size_t cap)
+{
+    size_t got = 0;
+    struct pollfd pfd = {.fd = rd, .events = POLLIN};
+    while (got < cap - 1 && poll(&pfd, 1, 200) > 0) {
+        ssize_t n = read(rd, out + got, cap - 1 - got);
+        if (n <= 0)
+            break;
+        got += (size_t)n;
+    }
+    out[got] = '\0';
+    return got;
+}
 
 /* Run the progress calls with stderr on fd; what was written to rd. */
 static size_t progress_run(int fd, int rd, bool hurry, char *out, size_t cap)
@@ -34,11 +52,7 @@ static size_t progress_run(int fd, int rd, bool hurry, char *out, size_t cap)
     progress_end(&p);
     dup2(saved, 2);
     close(saved);
-    int fl = fcntl(rd, F_GETFL);
-    fcntl(rd, F_SETFL, fl | O_NONBLOCK);
-    ssize_t n = read(rd, out, cap - 1);
-    out[n > 0 ? n : 0] = '\0';
-    return n > 0 ? (size_t)n : 0;
+    return drain(rd, out, cap);
 }
 
 static void test_progress_on_a_terminal(void **state)
