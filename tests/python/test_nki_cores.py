@@ -53,6 +53,27 @@ def test_core_barrier_orders_shared_hbm():
     np.testing.assert_array_equal(out, (a * 10)[::-1])
 
 
+@lnc2
+def test_core_barrier_on_an_sbuf_tile():
+    # the NKI Library's bwmm_shard_on_I meets on its SBUF block index in a
+    # loop: the barrier on the tile syncs the cores, and this core's later
+    # accesses to the tile follow it
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        idx = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=idx, src=a[me])
+        for _ in range(3):
+            nisa.core_barrier(idx, (0, 1))
+            nisa.tensor_scalar(dst=idx, data=idx, op0=nl.add, operand0=1)
+            nisa.core_barrier(idx, (0, 1))
+        nisa.dma_copy(dst=out[me], src=idx)
+        return out
+    a = np.array([[10], [20]], dtype=np.int32)
+    np.testing.assert_array_equal(k[nl.spmd_dim(nl.nc(2))](a), a + 3)
+
+
 def _zero_then_store(barrier):
     """The shape of the NKI Library's folded max store: both programs zero
     the whole output, then store their own rows."""

@@ -19,12 +19,16 @@ def _cores_of(tr, what):
 def core_barrier(data, cores=(0, 1), engine=None, name=None, **kw):
     """Block the engine until every core in cores has reached this barrier
     (as many times). data is the shared HBM tensor the cores synchronise
-    on; later accesses to it on this core wait for the barrier. A kernel
+    on (the reference's rule; an on-chip tile is taken too, as the NKI
+    Library passes its SBUF block index in bwmm_shard_on_I: the barrier
+    itself does not depend on data); later accesses to it on this core
+    wait for the barrier. A kernel
     that runs on one core (LNC=1) has no other core to wait for: there the
     barrier is a no-op (the NKI Library calls it unconditionally)."""
     tr = current()
-    if not isinstance(data, NkiTensor) or data.buffer != "hbm":
-        fail("core_barrier's data must be a shared HBM tensor")
+    if not isinstance(data, NkiTensor):
+        fail("core_barrier's data must be a tensor (the shared data the cores meet on), got %r"
+             % (data,))
     if len(tr.cores) < 2:
         return
     n = _cores_of(tr, "core_barrier")
@@ -35,8 +39,20 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None, **kw):
     for c in ids:
         mask |= 1 << c
     eng = _eng(engine, "pool")
-    # the barrier orders this core's accesses to data before and after it
-    tr.emit(eng, "core_barrier", {"data": data}, {}, [("data", data), ("cores", mask)])
+    # the barrier orders this core's accesses to data before and after it;
+    # the instruction names an HBM operand, so an on-chip data tile is
+    # ordered the same way while the operand is a word of HBM
+    operand = data if data.buffer == "hbm" else _barrier_word(tr)
+    tr.emit(eng, "core_barrier", {"data": data}, {}, [("data", operand), ("cores", mask)])
+
+
+def _barrier_word(tr):
+    """One shared HBM word per trace, the operand of barriers on on-chip data."""
+    word = getattr(tr, "barrier_word", None)
+    if word is None:
+        from .. import language as nl
+        word = tr.barrier_word = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    return word
 
 
 def sendrecv(src, dst, send_to_rank, recv_from_rank, pipe_id=0, dma_engine=None, name=None, **kw):
