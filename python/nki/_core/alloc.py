@@ -259,18 +259,10 @@ class Allocator:
         of equal ages wins): (age, i, j, start) or None."""
         best = None
         for j in range(len(lst) - 1, -1, -1):
-            o, ln, _, q = lst[j]
-            start = (o + ln - size) & ~31
-            if start >= o:        # inside range j alone
-                age = q if size > 0 else 0
-                i = j
-            else:                 # extend down over adjacent free ranges
-                i = j
-                while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
-                    i -= 1
-                if start < lst[i][0]:
-                    continue
-                age = self._age(lst, i, j, start, size)
+            cand = self._sbuf_candidate(lst, j, size)
+            if cand is None:
+                continue
+            i, start, age = cand
             if best is None or age < best[0]:
                 best = (age, i, j, start)
                 if age == 0:
@@ -282,8 +274,8 @@ class Allocator:
         age), or None when the free bytes below it are too few."""
         o, ln, _, q = lst[j]
         start = (o + ln - size) & ~31
-        if start >= o:
-            return j, start, q
+        if start >= o:            # inside range j alone (an empty tile has no age)
+            return j, start, q if size > 0 else 0
         i = j
         while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
             i -= 1
