@@ -1,6 +1,7 @@
 #!/usr/bin/env python3
 """top_term.py: `trnemu top` (neuron-top) in real terminals of 80x24 and
-160x40 against a live instance where two programs run (`trnemu run`: one
+160x40 against a live instance where two programs run (`trnemu run` of
+the softmax example, slow enough to outlast the test on an idle machine: one
 on VNCs 4-5 executing on VNC 5, one tagged "second" on VNC 9). The
 terminal is a tmux pane read back with capture-pane when tmux is
 installed, else a pseudo-terminal (pty, sized with TIOCSWINSZ) whose
@@ -246,7 +247,7 @@ def expanded(s):
 
 
 def model_row(s):
-    need(s, r"^        \[-\] add +[0-9]+ +[0-9.]+[KMG]?B +[0-9.]*[1-9][0-9.]*[KMG]?B")
+    need(s, r"^        \[-\] softmax +[0-9]+ +[0-9.]+[KMG]?B +[0-9.]*[1-9][0-9.]*[KMG]?B")
     need(s, r"^                Model Code +0\.0B +[0-9.]*[1-9]")
 
 
@@ -292,12 +293,12 @@ def main():
     env = dict(os.environ)
     env["NEURON_RT_VISIBLE_CORES"] = "4-5"
     env.pop("NEURON_PROCESS_TAG", None)
-    work = [subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "add.neff"), "--repeat",
-                              "400000", "--vnc", "1", "--output-dir", out],
+    work = [subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "softmax.neff"), "--repeat",
+                              "1000000", "--vnc", "1", "--output-dir", out],
                              env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
     env2 = dict(env, NEURON_RT_VISIBLE_CORES="9", NEURON_PROCESS_TAG="second")
-    work.append(subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "add.neff"), "--repeat",
-                                  "400000", "--output-dir", out],
+    work.append(subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "softmax.neff"), "--repeat",
+                                  "1000000", "--output-dir", out],
                                  env=env2, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
     try:
         time.sleep(0.5)
