@@ -342,8 +342,8 @@ static bool count_poll(const _Atomic uint32_t *bell, uint32_t seen, uint64_t ns)
 {
     (void)bell;
     (void)seen;
+    atomic_store(&polled_ns, ns);   /* before the count the test waits on */
     atomic_fetch_add(&polls, 1);
-    atomic_store(&polled_ns, ns);
     return false;
 }
 
