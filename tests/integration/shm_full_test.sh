@@ -6,15 +6,10 @@
 # message where mounts are refused.
 set -u
 prog=$1
-dir=$(mktemp -d "${TMPDIR:-/tmp}/trnemu-shmfull.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-chmod 700 "$dir"
-if ! unshare -rm sh -c "mount -t tmpfs -o size=8m,mode=700 tmpfs '$dir'" 2>/dev/null; then
-    echo "SKIP: cannot mount a tmpfs here (unshare -rm mount refused)"
-    exit 77
-fi
+. "$(dirname "$0")/../lib/private_tmpfs.sh"
+private_tmpfs shmfull 8m
 TRNEMU_SHM_DIR=$dir unshare -rm sh -c \
-    "mount -t tmpfs -o size=8m,mode=700 tmpfs '$dir' && exec '$prog' tmpfs" || exit 1
+    "$(tmpfs_mount 8m) && exec '$prog' tmpfs" || exit 1
 (ulimit -f 1024 && TRNEMU_SHM_DIR=$dir exec "$prog" fsize) || exit 1
 left=$(ls -A "$dir")
 if [ -n "$left" ]; then

@@ -6,12 +6,7 @@
 # are refused.
 set -u
 prog=$1
-dir=$(mktemp -d "${TMPDIR:-/tmp}/trnemu-soak-shm.XXXXXX") || exit 1
-trap 'rm -rf "$dir"' EXIT INT TERM
-chmod 700 "$dir"
-if ! unshare -rm sh -c "mount -t tmpfs -o size=64m,mode=700 tmpfs '$dir'" 2>/dev/null; then
-    echo "SKIP: cannot mount a tmpfs here (unshare -rm mount refused)"
-    exit 77
-fi
+. "$(dirname "$0")/../lib/private_tmpfs.sh"
+private_tmpfs soak-shm 64m
 TRNEMU_SHM_DIR=$dir exec timeout -k 5 80 unshare -rm sh -c \
-    "mount -t tmpfs -o size=64m,mode=700 tmpfs '$dir' && exec '$prog'"
+    "$(tmpfs_mount 64m) && exec '$prog'"
