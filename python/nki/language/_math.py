@@ -6,10 +6,11 @@ import math
 
 from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
+from .._core.context import PSUM_BYTES
 from ._creation import _onchip, _operand, ndarray
 from ._elementwise import _binary, _tensor_scalar, negative
 from ._memory import _apply_mask, _no_mask, copy
-from ._types import float32, psum, sbuf
+from ._types import float32, psum, sbuf, tile_size
 
 
 _ACT = {}
@@ -141,7 +142,7 @@ def _matmul(stationary, moving, dst=None, double_row=False):
     n_max = _moving_max(tr.gen, dst)
     if n > n_max:
         fail("matmul moving free size %d exceeds %d (%s)" % (
-            n, n_max, "nl.tile_size.gemm_moving_fmax" if n_max == 512 else
+            n, n_max, "nl.tile_size.gemm_moving_fmax" if tr.gen < 4 else
             "NeuronCore-v4: a dst row of the whole PSUM partition"))
     if double_row:
         stationary, moving = _pair_first(stationary), _pair_first(moving)
@@ -158,12 +159,14 @@ def _free_size(t, double_row):
 
 
 def _moving_max(gen, dst):
-    """The most moving columns one nc_matmul takes: 512 (one fp32 PSUM
-    bank) before NeuronCore-v4; on v4 a dst row may fill the partition's
-    16 KiB, 4096 fp32 or 8192 bf16 columns (the nc_matmul reference)."""
+    """The most moving columns one nc_matmul takes: one fp32 PSUM bank
+    (tile_size.gemm_moving_fmax) before NeuronCore-v4; on v4 a dst row may
+    fill the partition's PSUM, 4096 fp32 or 8192 bf16 columns (the
+    nc_matmul reference)."""
     if gen < 4:
-        return 512
-    return 8192 if isinstance(dst, NkiTensor) and _dtypes.info(dst.dtype).name == "bfloat16" else 4096
+        return tile_size.gemm_moving_fmax
+    bf16 = isinstance(dst, NkiTensor) and _dtypes.info(dst.dtype).name == "bfloat16"
+    return PSUM_BYTES // (2 if bf16 else 4)
 
 
 def _pair_first(t):
