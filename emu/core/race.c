@@ -85,13 +85,15 @@ void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
     race_join(race_sync_vc(r, core, s), r->vc[me], r->neng);
 }
 
-/* Accesses of one instruction: its SBUF/PSUM operands and, in a run of
+/* Accesses of one instruction (insn: pc's instruction with its run-time
+ * offsets applied, dynap.h, so an on-chip operand counts where it really
+ * went): its SBUF/PSUM operands and, in a run of
  * several cores, its HBM ones (a core_barrier's data word is only named,
  * never touched). eng and epoch are filled by the caller. */
 static uint32_t race_accesses(const struct race_state *r, const struct core_program *prog,
-                              enum isa_engine eng, size_t pc, struct race_access *out)
+                              enum isa_engine eng, size_t pc, const struct isa_insn *insn,
+                              struct race_access *out)
 {
-    const struct isa_insn *insn = &prog->code[eng][pc];
     const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
     bool hbm = r->x.ncores > 1 && insn->opcode != ISA_OP_core_barrier;
     uint32_t n = 0;
@@ -309,14 +311,15 @@ void race_on_blocked(struct race_state *r, uint32_t core, enum isa_engine eng,
 }
 
 emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
-                        const struct core_program *prog, size_t pc, char *report, size_t cap)
+                        const struct core_program *prog, size_t pc, const struct isa_insn *live,
+                        char *report, size_t cap)
 {
     uint32_t me = core * ISA_ENG_COUNT + eng;
     const struct isa_insn *insn = &prog->code[eng][pc];
     race_xcore_join(r, core, eng, insn);
     uint32_t epoch = ++r->vc[me][me];
     struct race_access acc[ISA_MAX_AP];
-    uint32_t n = race_accesses(r, prog, eng, pc, acc);
+    uint32_t n = race_accesses(r, prog, eng, pc, live, acc);
     for (uint32_t k = 0; k < n; k++) {
         acc[k].eng = me;
         acc[k].epoch = epoch;

@@ -53,11 +53,13 @@ void race_on_blocked(struct race_state *r, uint32_t core, enum isa_engine eng,
 /* (core, eng) applied signal s. */
 void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
                     const struct isa_sync *s);
-/* Instruction pc of (core, eng) ran: check and record its accesses.
- * EMU_EXEC_ERR with both instructions described in report
- * when it races with an earlier access. */
+/* Instruction pc of (core, eng) ran: check and record its accesses (its
+ * on-chip operands as live, the instruction with its run-time offsets
+ * applied: their actual bytes). EMU_EXEC_ERR with both instructions
+ * described in report when it races with an earlier access. */
 emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng,
-                        const struct core_program *prog, size_t pc, char *report, size_t cap);
+                        const struct core_program *prog, size_t pc, const struct isa_insn *live,
+                        char *report, size_t cap);
 /* The run ended: EMU_EXEC_ERR with both instructions described in report
  * when two unordered writes of different cores left bytes that the other
  * order would leave otherwise (race_ww.c). */

@@ -3,7 +3,8 @@
  * waits and signals (semaphores and events read with acquire and changed
  * with release atomics, so that engines on other threads see what an
  * instruction wrote before its signal), one instruction with the ones it
- * fused (accumulation groups) completed in order, a turn of up to
+ * fused (accumulation groups) completed in order (an instruction with
+ * run-time offsets runs on a copy with them applied, dynap.h), a turn of up to
  * SCHED_SLICE instructions, the one-thread interleaved run (also the dry
  * replay that fills the device-time schedule of a team run), and the
  * deadlock and timeout reports.
@@ -18,6 +19,7 @@
 #define ISA_WANT_DISPATCH
 #include "emu/core/core.h"
 #include "emu/core/cost.h"
+#include "emu/core/dynap.h"
 #include "emu/core/memfault.h"
 #include "emu/core/race.h"
 #include "emu/core/sched_int.h"
@@ -175,17 +177,21 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     ctx.next_pc = e->pc + 1;
     ctx.halted = false;
     ctx.blocked = false;
-    ctx.fuse_max = sched_fuse_max(e, race, turn_left);
+    ctx.fuse_max = isa_insn_dynamic(insn) ? 0 : sched_fuse_max(e, race, turn_left);
     ctx.fused = 0;
     ctx.err[0] = '\0';
     isa_exec_fn fn = isa_dispatch[insn->opcode];
     uint64_t faults = memfault_total();
     if (race != NULL)
         race_before(race, e->core, e->eng, e->prog, e->pc);
-    emu_status st = e->dry ? EMU_OK
-                    : fn != NULL ? fn(&ctx, insn)
-                                 : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
-                                             insn->opcode);
+    struct isa_insn dyn_buf;            /* insn with its run-time offsets applied */
+    const struct isa_insn *live = insn;
+    emu_status st = e->dry ? EMU_OK : dynap_resolve(&ctx, insn, &dyn_buf, &live);
+    ctx.insn = live;
+    if (st == EMU_OK && !e->dry)
+        st = fn != NULL ? fn(&ctx, live)
+                        : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
+                                    insn->opcode);
     if (st == EMU_OK && memfault_total() != faults && memfault_take())  /* memfault.h */
         st = core_fail(&ctx, EMU_RESOURCE, "%s", MEMFAULT_CAUSE);
     ctx.halted = e->dry ? insn->opcode == ISA_OP_halt : ctx.halted;
@@ -196,7 +202,7 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     }
     if (st == EMU_OK && race != NULL) {
         race_on_wait(race, e->core_idx, e->eng, insn);
-        st = race_observe(race, e->core_idx, e->eng, e->prog, e->pc, report, cap);
+        st = race_observe(race, e->core_idx, e->eng, e->prog, e->pc, live, report, cap);
     }
     if (st != EMU_OK) {
         if (ctx.err[0] != '\0') {

@@ -441,6 +441,7 @@ static bool pe_group_joins(const struct isa_exec_ctx *ctx, const struct isa_insn
                            struct ap_view *st, struct ap_view *mv)
 {
     if (next->opcode != ISA_OP_nc_matmul || next->wait[0].kind != ISA_SYNC_NONE ||
+        isa_insn_dynamic(next) ||  /* runs only on its own (dynap.h) */
         !ISA_ARG_FLAG(next, nc_matmul, accumulate) ||
         (next->flags | PE_ACC_BIT) != (insn->flags | PE_ACC_BIT) ||
         ISA_ARG_ENUM(next, nc_matmul, perf) != ISA_ARG_ENUM(insn, nc_matmul, perf) ||

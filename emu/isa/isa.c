@@ -289,7 +289,7 @@ static bool ap_is_zero(const struct isa_ap *ap)
 {
     static const struct isa_ap zero;
     if (ap->mem || ap->dtype || ap->start_part || ap->num_part || ap->ndims ||
-        ap->part_step || ap->var_id || ap->offset)
+        ap->dyn || ap->dyn_reg || ap->dyn_max || ap->part_step || ap->var_id || ap->offset)
         return false;
     return memcmp(ap->dim, zero.dim, sizeof(zero.dim)) == 0;
 }
@@ -308,9 +308,32 @@ static const char *dims_problem(uint8_t ndims, const struct isa_dim *dim)
     return NULL;
 }
 
+/* The run-time offset fields: a register shift only on chip, the
+ * fields zero without one. */
+static emu_status check_ap_dyn(const struct isa_ap *ap, int fi, const char *nm,
+                               struct isa_fault *f)
+{
+    if (ap->dyn == ISA_DYN_NONE)
+        return ap->dyn_reg == 0 && ap->dyn_max == 0
+                   ? EMU_OK
+                   : fault(f, fi, "operand '%s': register-offset fields set without a "
+                           "register offset", nm);
+    if (ap->dyn >= ISA_DYN_COUNT)
+        return fault(f, fi, "operand '%s': bad run-time offset kind %u", nm, ap->dyn);
+    if (ap->mem == ISA_MEM_HBM)
+        return fault(f, fi, "operand '%s': a register offset on an HBM operand (an indexed "
+                     "dma_copy moves HBM patterns at run time)", nm);
+    if (ap->dyn_reg >= ISA_NUM_REGS)
+        return fault(f, fi, "operand '%s': register %u out of 0..%d", nm, ap->dyn_reg,
+                     ISA_NUM_REGS - 1);
+    return EMU_OK;
+}
+
 static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm,
                                  struct isa_fault *f)
 {
+    if (check_ap_dyn(ap, fi, nm, f) != EMU_OK)
+        return EMU_INVALID;
     if (ap->num_part < 1 || ap->num_part > ISA_NUM_PARTITIONS)
         return fault(f, fi, "operand '%s': partition count %u out of 1..128", nm,
                      ap->num_part);
@@ -559,6 +582,14 @@ static void put_sync(uint8_t *p, const struct isa_sync *s)
     put32(p + 4, s->value);
 }
 
+bool isa_insn_dynamic(const struct isa_insn *insn)
+{
+    for (unsigned i = 0; i < ISA_MAX_AP; i++)
+        if (insn->ap[i].dyn != ISA_DYN_NONE)
+            return true;
+    return false;
+}
+
 static void put_dims(uint8_t *p, const struct isa_dim *dim)
 {
     for (unsigned d = 0; d < ISA_MAX_DIMS; d++) {
@@ -574,8 +605,10 @@ static void put_ap(uint8_t *p, const struct isa_ap *ap)
     p[2] = ap->start_part;
     p[3] = ap->num_part;
     p[4] = ap->ndims;
+    p[5] = ap->dyn;
+    p[6] = ap->dyn_reg;
     put32(p + 8, (uint32_t)ap->part_step);
-    put32(p + 12, ap->var_id);
+    put32(p + 12, ap->mem == ISA_MEM_SBUF || ap->mem == ISA_MEM_PSUM ? ap->dyn_max : ap->var_id);
     put64(p + 16, ap->offset);
     put_dims(p + 24, ap->dim);
 }
@@ -673,8 +706,13 @@ static void get_ap(const uint8_t *p, struct isa_ap *ap)
     ap->start_part = p[2];
     ap->num_part = p[3];
     ap->ndims = p[4];
+    ap->dyn = p[5];
+    ap->dyn_reg = p[6];
     ap->part_step = (int32_t)get32(p + 8);
-    ap->var_id = get32(p + 12);
+    if (ap->mem == ISA_MEM_SBUF || ap->mem == ISA_MEM_PSUM)
+        ap->dyn_max = get32(p + 12);  /* on chip the variable-id bytes bound the shift */
+    else
+        ap->var_id = get32(p + 12);
     ap->offset = get64(p + 16);
     get_dims(p + 24, ap->dim);
 }
@@ -702,7 +740,7 @@ static const char *reserved_problem(const uint8_t *b)
     if (!bytes_zero(b + OFF_RSVD, 4) || !bytes_zero(b + OFF_TAIL, ISA_INSN_BYTES - OFF_TAIL))
         return "reserved bytes set";
     for (unsigned i = 0; i < ISA_MAX_AP; i++)
-        if (!bytes_zero(b + OFF_AP + AP_BYTES * i + 5, 3))
+        if (!bytes_zero(b + OFF_AP + AP_BYTES * i + 7, 1))
             return "reserved bytes set in an operand";
     return NULL;
 }

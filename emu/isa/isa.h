@@ -146,10 +146,20 @@ struct isa_ap {
     uint8_t start_part;  /* first partition (0 for HBM) */
     uint8_t num_part;    /* partitions touched, 1..128 */
     uint8_t ndims;       /* free dimensions in use, 1..4 */
+    uint8_t dyn;         /* enum isa_dyn: on chip, a register moves the offset at run time */
+    uint8_t dyn_reg;     /* ISA_DYN_FREE: the engine's register holding the shift in bytes */
+    uint32_t dyn_max;    /* ISA_DYN_FREE: the largest shift allowed (the smallest is 0) */
     int32_t part_step;   /* partitions between touched ones; elements in HBM */
     uint32_t var_id;     /* HBM: the variable; 0 elsewhere */
     uint64_t offset;     /* start byte: in each partition, or in the variable */
     struct isa_dim dim[ISA_MAX_DIMS]; /* free dims, outermost first; unused zero */
+};
+
+/* Run-time offsets of an on-chip access pattern (isa_ap.dyn). */
+enum isa_dyn {
+    ISA_DYN_NONE = 0,  /* the pattern is all static */
+    ISA_DYN_FREE = 1,  /* offset += register dyn_reg (bytes, 0..dyn_max) when it runs */
+    ISA_DYN_COUNT
 };
 
 /* The affine pattern of iota and affine_select. */
@@ -178,6 +188,9 @@ struct isa_insn {
     struct isa_pattern pattern;           /* iota / affine_select pattern */
     uint8_t mask[ISA_MASK_BYTES];         /* nc_stream_shuffle mask */
 };
+
+/* Does any operand of insn take a run-time offset from a register? */
+bool isa_insn_dynamic(const struct isa_insn *insn);
 
 /* ---- operand signatures ------------------------------------------------ */
 enum isa_field_kind {

@@ -7,6 +7,7 @@
  *   item   := name '=' value | flag-name
  *   ap     := ('sbuf' | 'psum') '[' start ':' stop [':' step] ',' offset dims ']' ':' dtype
  *           | 'hbm:' (name | '$' id) '[' dim ',' offset dims ']' ':' dtype
+ *   (an on-chip one may end in '+r' reg '<=' max: a register offset)
  *   dims   := { ',' '[' step ',' count ']' }     (1 to 4 of them)
  *   wait   := ('s' | 'e') id ('==' | '!=' | '>=' | '>' | '<=' | '<') value
  *   signal := ('s' | 'e') id ('=' | '+=' | '-=') value
@@ -102,6 +103,8 @@ static void print_ap(struct text_out *t, const struct isa_text_env *env, const s
     print_dims(t, ap->ndims, ap->dim, ", ");
     const char *dt = isa_dtype_name(ap->dtype);
     out_printf(t, "]:%s", dt ? dt : "?dtype");
+    if (ap->dyn == ISA_DYN_FREE)
+        out_printf(t, "+r%u<=%u", ap->dyn_reg, ap->dyn_max);
 }
 
 static void print_f32(struct text_out *t, float v)
@@ -644,6 +647,30 @@ static emu_status parse_dtype(struct parser *p, struct isa_ap *ap)
     return EMU_OK;
 }
 
+/* '+r' reg '<=' max after the dtype: an on-chip offset that register reg
+ * moves by 0..max bytes when the instruction runs. */
+static emu_status parse_dyn(struct parser *p, struct isa_ap *ap)
+{
+    p->pos++;
+    if (peek(p) != 'r')
+        return perr(p, p->pos, "expected 'r' and a register after '+'");
+    p->pos++;
+    int64_t reg, max;
+    emu_status st = parse_int(p, 0, ISA_NUM_REGS - 1, &reg);
+    if (st != EMU_OK)
+        return st;
+    if (strncmp(p->s + p->pos, "<=", 2) != 0)
+        return perr(p, p->pos, "expected '<=' and the largest shift after the register");
+    p->pos += 2;
+    st = parse_int(p, 0, UINT32_MAX, &max);
+    if (st != EMU_OK)
+        return st;
+    ap->dyn = ISA_DYN_FREE;
+    ap->dyn_reg = (uint8_t)reg;
+    ap->dyn_max = (uint32_t)max;
+    return EMU_OK;
+}
+
 static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
 {
     memset(ap, 0, sizeof(*ap));
@@ -667,6 +694,8 @@ static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
         st = expect_close(p, ']');
     if (st == EMU_OK)
         st = parse_dtype(p, ap);
+    if (st == EMU_OK && peek(p) == '+')
+        st = parse_dyn(p, ap);
     return st;
 }
 

@@ -292,7 +292,7 @@ static void test_decode_header_errors(void **state)
     b[511] = 1;
     expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "reserved");
     good_bytes(b);
-    b[72 + 56 + 6] = 1;  /* reserved byte of ap[1] */
+    b[72 + 56 + 7] = 1;  /* reserved byte of ap[1] */
     expect_decode(b, sizeof(b), ISA_ENG_DVE, EMU_INVALID, "reserved");
     good_bytes(b);
     b[470] = 1;  /* aux area of an op without pattern or mask */
@@ -340,7 +340,10 @@ static void test_decode_operand_errors(void **state)
     expect_patch(dve, tt, AP0 + 4, 5, "1 to 4 dimensions");
     expect_patch(dve, tt, AP0 + 24 + 4, 0, "count 0");        /* dim[0].count low byte */
     expect_patch(dve, tt, AP0 + 24 + 8 * 3 + 4, 1, "unused dimension");
-    expect_patch(dve, tt, AP0 + 12, 3, "variable id on an on-chip");
+    /* on chip the variable-id bytes bound a register offset; its fields need one */
+    expect_patch(dve, tt, AP0 + 12, 3, "register-offset fields set without a register offset");
+    expect_patch(dve, tt, AP0 + 6, 3, "register-offset fields set without a register offset");
+    expect_patch(dve, tt, AP0 + 5, 2, "bad run-time offset kind 2");
     expect_patch(dve, tt, AP0 + 16 + 4, 1, "beyond 4 GiB on chip");     /* offset 2^32 + ... */
     expect_patch(dve, tt, 72 + 56 * 5, ISA_MEM_SBUF, "unused operand slot ap[5]");
     expect_patch(dve, tt, 408, 1, "unused float immediate 0");
@@ -367,6 +370,27 @@ static void test_decode_operand_errors(void **state)
     in.ap[3] = in.ap[1];  /* scale given as a tensor */
     in.fimm[1] = 1.0f;    /* while the scalar is still set */
     expect_struct_fault(&in, ISA_ENG_ACT, "both a tensor and a scalar");
+    /* register offsets: on chip only, a register of the sequencer; decoded back */
+    good_insn(&in, ISA_ENG_DVE, ISA_OP_tensor_tensor);
+    in.ap[1].dyn = ISA_DYN_FREE;
+    in.ap[1].dyn_reg = 64;
+    expect_struct_fault(&in, ISA_ENG_DVE, "register 64 out of 0..63");
+    in.ap[1].dyn_reg = 60;
+    in.ap[1].dyn_max = 96;
+    assert_int_equal(isa_encode(&in, b), EMU_OK);
+    assert_int_equal(b[AP1 + 5], ISA_DYN_FREE);
+    assert_int_equal(b[AP1 + 6], 60);
+    assert_int_equal(b[AP1 + 12], 96);
+    struct isa_insn back;
+    assert_int_equal(isa_decode(b, sizeof(b), ISA_ENG_DVE, &back), EMU_OK);
+    assert_int_equal(back.ap[1].dyn_max, 96);
+    assert_int_equal(back.ap[1].var_id, 0);
+    assert_true(isa_insn_dynamic(&back));
+    good_insn(&in, ISA_ENG_SP, ISA_OP_dma_copy);
+    in.ap[1].mem = ISA_MEM_HBM;
+    in.ap[1].start_part = 0;
+    in.ap[1].dyn = ISA_DYN_FREE;
+    expect_struct_fault(&in, ISA_ENG_SP, "register offset on an HBM operand");
     /* absent optional operand with bytes set */
     good_insn(&in, ISA_ENG_ACT, ISA_OP_activation);
     in.ap[4].dtype = ISA_DT_F32;

@@ -102,6 +102,16 @@ static uint8_t gen_enum(unsigned etype, unsigned seed)
     return 0;
 }
 
+/* Some on-chip operands of full instructions take a register offset. */
+static void gen_dyn(struct isa_ap *ap, unsigned seed)
+{
+    if (ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM)
+        return;
+    ap->dyn = ISA_DYN_FREE;
+    ap->dyn_reg = (uint8_t)(seed % ISA_NUM_REGS);
+    ap->dyn_max = seed * 4096u;
+}
+
 static void gen_field(struct isa_insn *in, const struct isa_field *f, bool full, unsigned seed)
 {
     bool req = (f->attr & ISA_FA_REQ) != 0;
@@ -109,6 +119,8 @@ static void gen_field(struct isa_insn *in, const struct isa_field *f, bool full,
     case ISA_FK_AP:
         if (req || full)
             gen_ap(&in->ap[f->slot], f, in->engine, seed);
+        if (full && seed % 4 == 3)
+            gen_dyn(&in->ap[f->slot], seed);
         break;
     case ISA_FK_APF:
         if (full && (seed & 1)) {
