@@ -135,8 +135,6 @@ INSTANCES = {"activate2": "trn3.48xlarge"}
 # What is known about the examples and tests that still fail (docs/nki.md,
 # "Tests and benchmark"): printed beside the failure, not hiding it.
 KNOWN = {
-    "NkiTensor.ap": "an on-chip view with scalar_offset= needs a compute-engine operand "
-                    "addressed by a run-time value, which trnemu's ISA lacks",
     "test_activation": "expects a bfloat16 activation to equal the float32 result; "
                        "trnemu rounds the output to bfloat16 as the hardware does",
     "test_indirect_load_oob_err_negative": "asserts type(exc) is IndexError and NumPy's message; "

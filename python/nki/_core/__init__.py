@@ -10,6 +10,7 @@ package is split by concern:
 - tensors: the proxy tensor and its views, creation and reshape;
 - index: integer/slice indexing and the legacy affine index grids;
 - access: access patterns (assembly operands, byte ranges, bounds);
+- dynamic: on-chip views moved by a run-time value (register offsets);
 - tracer: instructions, the dependency tracker that turns RAW/WAR/WAW
   hazards between engines into semaphore waits, and assembly rendering.
 """

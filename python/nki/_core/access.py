@@ -1,8 +1,11 @@
 """_core/access.py: access patterns: how a tensor view is written as a
-trnemu assembly operand (docs/isa.md), its bounding box of bytes for the
-dependency tracker, and the bounds check of a view against its tensor."""
+trnemu assembly operand (docs/isa.md; a view addressed by a run-time
+offset with its register tail, _core/dynamic.py), its bounding box of
+bytes for the dependency tracker, and the bounds check of a view against
+its tensor."""
 from .. import _dtypes
 from .context import NUM_PARTITIONS, fail
+from .dynamic import is_dynamic, suffix as dyn_suffix
 
 
 def _merge(dims):
@@ -76,8 +79,21 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         fail("partitions %d..%d are outside 0..127" % (p0, p0 + (pc - 1) * ps))
     pstop = p0 + pc * ps
     part = "%d:%d" % (p0, pstop) if ps == 1 else "%d:%d:%d" % (p0, pstop, ps)
-    return "%s[%s, %d, %s]:%s" % (st.kind, part, byte,
-                                  ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+    tail = ""
+    if is_dynamic(t):
+        lo, hi = _span(t.off, free)
+        tail = dyn_suffix(t, lo * di.size, (hi + 1) * di.size)
+    return "%s[%s, %d, %s]:%s%s" % (st.kind, part, byte,
+                                    ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa, tail)
+
+
+def _span(off, dims):
+    """Lowest and highest element a pattern of dims from off reaches."""
+    lo = hi = off
+    for s, c in dims:
+        lo += min(0, s * (c - 1))
+        hi += max(0, s * (c - 1))
+    return lo, hi
 
 
 def rect(t, dtype_override=None):
@@ -102,11 +118,11 @@ def local_rect(t, di=None):
     tile's start): what rect() gives, before the tile is placed."""
     di = di or _dtypes.info(getattr(t, "_as", None) or t.dtype)
     p0, ps, pc = partitions(t)
-    lo = hi = t.off
-    for s, c in free_dims(t):
-        lo += min(0, s * (c - 1))
-        hi += max(0, s * (c - 1))
-    return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
+    lo, hi = _span(t.off, free_dims(t))
+    end = (hi + 1) * di.size
+    if is_dynamic(t):
+        end = max(end, t.storage.dyn_limit)   # any shift the run may give it
+    return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, end)
 
 
 def check_bounds(t):

@@ -98,7 +98,8 @@ class NkiTensor:
         return views.is_contiguous(self)
 
     def is_indirect(self):
-        return hasattr(self, "_indirect")
+        from .dynamic import is_dynamic
+        return hasattr(self, "_indirect") or is_dynamic(self)
 
     def view(self, dtype):
         return views.view(self, dtype)

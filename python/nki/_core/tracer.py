@@ -16,6 +16,7 @@ import weakref
 
 import numpy as np
 
+from . import dynamic
 from .access import _overlap, ap_text, check_bounds, local_rect, rect
 from .alloc import Allocator, Storage
 from .. import _dtypes
@@ -236,6 +237,7 @@ class Tracer:
             if t.storage.kind == "psum":
                 t.storage.written_boxes.append(local_rect(t))   # within the tile: no placement
         self.flush()
+        dynamic.prologue(self, engine, views)   # the shifts of run-time offset operands
         self.pending = insn
         self.last = insn
         self.emitted += 1
@@ -259,7 +261,7 @@ class Tracer:
             if insn.rmw:
                 touched.append((t, False))
         outer = self.pinned
-        self.pinned = outer | {id(t.storage) for t, _ in touched}
+        self.pinned = outer | {id(dynamic.real(t.storage)) for t, _ in touched}
         core = self.core
         rects = []
         for t, w in touched:

@@ -8,6 +8,7 @@ on-chip tile as one row of `row` elements per partition, partition p
 starting at element p * row. An access pattern [[stride, count], ...]
 (partition first on chip) walks those elements from an offset."""
 from .. import _dtypes
+from . import dynamic
 from .context import NUM_PARTITIONS, fail
 
 
@@ -176,12 +177,12 @@ def select(t, dim, index):
     register) whose value is read when a DMA of the view runs (HBM)."""
     from .tensors import NkiTensor
     if not isinstance(index, int):
-        if t.storage.kind != "hbm":
-            fail("select() with a run-time index works on HBM tensors (an indirect DMA)")
         tile = index if isinstance(index, NkiTensor) else _register_word(index)
         if tile.size != 1:
             fail("select() takes a one-element index tile, got shape %s" % (tile.shape,))
         dim = int(dim) % len(t.dims)
+        if t.storage.kind != "hbm":
+            return _onchip_select(t, dim, tile)
         stride = t.dims[dim][0]
         out = NkiTensor(t.storage, t.dtype, t.dims[:dim] + t.dims[dim + 1:], None, 0, t.off)
         out._indirect = (tile, 0)
@@ -190,6 +191,21 @@ def select(t, dim, index):
     idx = [slice(None)] * len(t.dims)
     idx[int(dim)] = int(index)
     return t[tuple(idx)]
+
+
+def _onchip_select(t, dim, tile):
+    """select(dim, tile) of an SBUF/PSUM tile: element 0 of dimension dim,
+    moved when the instruction runs by tile's value times that dimension's
+    stride, within the dimension (_core/dynamic.py). The NKI reference
+    rules out the partition dimension."""
+    if dim == t.pdim:
+        fail("select() with a run-time index on an on-chip tile cannot select along the "
+             "partition dimension (dim %d)" % dim)
+    from .access import local_rect
+    limit = local_rect(t)[3]           # the end of the dimension's last element
+    di = _dtypes.info(t.dtype)
+    static = select(t, dim, 0)
+    return dynamic.dynamic_view(static, tile, t.dims[dim][0], di, limit)
 
 
 def expand_dim(t, dim):
@@ -344,13 +360,29 @@ def _scalar_indexed(t, di, pairs, offset, scalar_offset, indirect_dim):
     if scalar_offset.buffer not in ("sbuf", "psum") or scalar_offset.size != 1:
         fail("ap(scalar_offset=) takes a one-element SBUF tile")
     if t.storage.kind != "hbm":
-        fail("ap(scalar_offset=) indexes an HBM tensor (an indirect DMA)")
+        return _onchip_scalar(t, di, pairs, offset, scalar_offset, indirect_dim)
     stride = _tensor_stride(t, indirect_dim, di)     # of the tensor's dim, not the pattern's
     flat = _flat_offset(t, di) + (int(offset) if offset is not None else 0)
     out = NkiTensor(t.storage, di.public, pairs, None, 0, flat)
     out._indirect = (scalar_offset, 0)
     out._scalar = (scalar_offset, stride)    # the DMA picks how to index it
     return out
+
+
+def _onchip_scalar(t, di, pairs, offset, scalar_offset, indirect_dim):
+    """ap(scalar_offset=) of an SBUF/PSUM tile: the static view of the
+    pattern, moved when the instruction runs by the index times the stride
+    of dimension indirect_dim (not the partition dimension), anywhere in
+    the partitions' rows (_core/dynamic.py)."""
+    if not 0 <= int(indirect_dim) < len(t.dims):
+        fail("indirect_dim=%r is not a dimension of the tensor's shape %s"
+             % (indirect_dim, t.shape))
+    if int(indirect_dim) == t.pdim:
+        fail("ap(scalar_offset=) on an on-chip tile moves along a free dimension; "
+             "indirect_dim=%d is its partition dimension" % int(indirect_dim))
+    stride = _tensor_stride(t, indirect_dim, di)
+    static = ap(t, pairs, offset, None, None, 0, di.public)
+    return dynamic.dynamic_view(static, scalar_offset, stride, di, _row_elems(t, di) * di.size)
 
 
 def _register_word(reg):

@@ -7,7 +7,8 @@ move in program order on that engine. Control flow on a register's value
 from .._core import NkiTensor, current, fail
 
 _ENGINE = "pool"       # the sequencer that holds the registers
-_REGS = 61             # registers per engine sequencer (61..63 count device loops)
+_REGS = 58             # registers for kernels (58..60 hold run-time offsets, _core/dynamic.py;
+                       # 61..63 count device loops)
 
 
 class VirtualRegister:
