@@ -21,6 +21,7 @@ touched waits for.
 """
 from .access import ap_text, rect
 from .context import ENGINES, current, fail, user_line
+from .dynamic import real
 
 VBASE = 1 << 40           # body instructions are numbered VBASE + index in the trackers
 REG_COUNTER, REG_BOUND, REG_TEMP = 63, 62, 61
@@ -63,7 +64,7 @@ class DeviceLoop:
             st.acc[(rect(t, getattr(t, "_as", None)), me, w)] = VBASE + idx
             if w:
                 st.written = True
-            self.storages[id(st)] = st
+            self.storages[id(real(st))] = real(st)
         insn.core, insn.number, insn.index = self.tr.core, None, None
 
     # -- at the end of the body
