@@ -129,6 +129,17 @@ def test_classify_wrong_numbers_and_other_errors():
     assert nkilib_plugin.classify(raised(lambda: (_ for _ in ()).throw(MemoryError())))[0] == "memory limit"
 
 
+def test_classify_kernel_rejecting_its_inputs():
+    """The library's own input check, raised while tracing on a rank (so it
+    arrives as trnemu's error text), is the kernel refusing the test's
+    arguments, not a trace error of trnemu's."""
+    def rank_failure():
+        raise nki.NKIError("rank 1 of 2: AssertionError: [INTERNAL_ERROR] [NCC_INKI016] Kernel validation "
+                           "exception: Incorrect shape for qkv weight scale for row quantization")
+    kind, detail = nkilib_plugin.classify(raised(rank_failure))
+    assert kind == "kernel rejects inputs" and "row quantization" in detail
+
+
 @pytest.mark.parametrize("name,lacks", [("nki.language.load", False), ("nki.language.zzz_missing", True),
                                         ("nki.zzz_module.x", True), ("nki.dtype", None)])
 def test_trnemu_lacks(name, lacks):

@@ -172,6 +172,12 @@ def _trnemu_phase(exc):
     return "execution" if running else "trace"
 
 
+# The text of the library's own input validation (core/utils/kernel_assert):
+# the kernel refusing the arguments the test gave it, as it would on any
+# simulator or device; on a rank it arrives inside trnemu's NKIError.
+KERNEL_REJECTS = "Kernel validation exception"
+
+
 def classify(exc):
     """(cause kind, detail) of a failed test's exception."""
     chain = _chain(exc)
@@ -179,6 +185,9 @@ def classify(exc):
         name = _missing_name(e)
         if name:
             return "missing name", name
+    for e in chain:
+        if KERNEL_REJECTS in str(e):
+            return "kernel rejects inputs", _first_line(e)
     for e in chain:
         phase = _trnemu_phase(e)
         if phase:
