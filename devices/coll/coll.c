@@ -69,17 +69,6 @@ static inline bool coll_reg_held(void)
 
 /* ---- small helpers ---------------------------------------------------------- */
 
-uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks)
-{
-    switch (kind) {
-    case CORE_COLL_ALL_GATHER: return count * nranks;
-    case CORE_COLL_REDUCE_SCATTER: return count % nranks == 0 ? count / nranks : 0;
-    case CORE_COLL_ALL_TO_ALL: return count % nranks == 0 ? count : 0;
-    case CORE_COLL_BARRIER: return 0;
-    default: return count;
-    }
-}
-
 static uint64_t coll_align(uint64_t x, uint64_t a)
 {
     return (x + a - 1) / a * a;
