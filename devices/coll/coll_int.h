@@ -61,7 +61,7 @@ struct coll_ctl {
     uint64_t mesh_max;              /* largest all-reduce/all-gather sent by mesh (bytes) */
     uint32_t mesh_ranks;            /* most ranks for the mesh algorithms */
     uint32_t switched;              /* 1: chips meet through NeuronSwitch (direct algorithms) */
-    uint64_t direct_min;            /* smallest direct collective in HBM (bytes of the full tensor) */
+    uint64_t direct_min;            /* smallest direct collective (bytes of the full tensor) */
     _Atomic uint64_t form;          /* last formation number */
     _Atomic int32_t abort_status;   /* first failure of the formation (0: none) */
     _Atomic int32_t abort_rank;     /* the rank it names */
