@@ -39,7 +39,7 @@
 #define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
 #define COLL_PEERS_FULL_NS 10000000ull /* prepare: /proc read at most every 10 ms */
 #define COLL_FILE_CHECK_NS 10000000ull /* the file's identity stat()ed at most every 10 ms */
-#define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
+#define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct collective in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
 static pthread_mutex_t coll_reg_lock = PTHREAD_MUTEX_INITIALIZER;
