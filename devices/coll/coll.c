@@ -39,7 +39,7 @@
 #define COLL_SPIN_US_CROWDED 1.0   /* ... with more ranks than CPUs */
 #define COLL_PEERS_FULL_NS 10000000ull /* prepare: /proc read at most every 10 ms */
 #define COLL_FILE_CHECK_NS 10000000ull /* the file's identity stat()ed at most every 10 ms */
-#define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct all-reduce in HBM */
+#define COLL_DIRECT_MIN_DEFAULT (256u << 10) /* smallest direct collective in HBM */
 #define COLL_HELD_WAIT_NS (5ull * 1000000000ull) /* wait for a slot held by a live process */
 
 static pthread_mutex_t coll_reg_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -68,17 +68,6 @@ static inline bool coll_reg_held(void)
 }
 
 /* ---- small helpers ---------------------------------------------------------- */
-
-uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks)
-{
-    switch (kind) {
-    case CORE_COLL_ALL_GATHER: return count * nranks;
-    case CORE_COLL_REDUCE_SCATTER: return count % nranks == 0 ? count / nranks : 0;
-    case CORE_COLL_ALL_TO_ALL: return count % nranks == 0 ? count : 0;
-    case CORE_COLL_BARRIER: return 0;
-    default: return count;
-    }
-}
 
 static uint64_t coll_align(uint64_t x, uint64_t a)
 {

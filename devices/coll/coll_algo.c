@@ -24,16 +24,16 @@
  *    1 -> ... -> n-2 (copied into dst and the next channel in one pass).
  *    Both streams are pipelined through ring channels, so each link
  *    carries 2S bytes, as a ring all-reduce would.
- *  - direct (large all-reduce over the whole communicator, every buffer in
- *    device memory): coll_direct.c.
+ *  - direct (large all-reduce, reduce-scatter or all-gather over the whole
+ *    communicator, every buffer in device memory): coll_direct.c.
  *  - switch (large all-reduce on a NeuronSwitch machine, where every chip
  *    reaches every other in one hop): rank r reduces shard r of the data
  *    from every rank (sent straight to it, folded in group order), then
  *    sends the reduced shard straight to every rank; the send streams as
  *    the fold finishes each byte.
  * All-gather: mesh (each block straight to every rank) for small data or
- * on a switch, ring forwarding for large. All-to-all, permute, barrier:
- * direct.
+ * on a switch, ring forwarding for large (when not direct). All-to-all,
+ * permute, barrier: direct messages.
  */
 #include <inttypes.h>
 #include <stdio.h>
@@ -77,19 +77,6 @@ struct coll_job {
     struct chan_waiter w;       /* how to wait */
     uint32_t checks;            /* wait checks so far */
 };
-
-const char *coll_kind_name(enum core_coll_kind kind)
-{
-    switch (kind) {
-    case CORE_COLL_ALL_REDUCE: return "all_reduce";
-    case CORE_COLL_ALL_GATHER: return "all_gather";
-    case CORE_COLL_REDUCE_SCATTER: return "reduce_scatter";
-    case CORE_COLL_ALL_TO_ALL: return "all_to_all";
-    case CORE_COLL_PERMUTE: return "permute";
-    case CORE_COLL_BARRIER: return "barrier";
-    }
-    return "?";
-}
 
 /* ---- planning ------------------------------------------------------------------ */
 
@@ -350,9 +337,10 @@ static NRT_STATUS coll_op_check(void *arg)
         return st;
     for (uint32_t r = 0; c->cur_op != 0 && c->posted_op != c->cur_op && r < c->world; r++)
         if (atomic_load(&c->posts[r].seq) == c->cur_op) {
-            LOG_ERROR("NCCL", "rank %u: %s #%u over the channels, but rank %u runs an all_reduce "
-                      "over device memory: the ranks disagree on the collective", c->rank,
-                      coll_kind_name(o->a->kind), o->seq, r);
+            LOG_ERROR("NCCL", "rank %u: %s #%u over the channels, but rank %u runs a %s over "
+                      "device memory: the ranks disagree on the collective", c->rank,
+                      coll_kind_name(o->a->kind), o->seq, r,
+                      coll_kind_name(c->posts[r].kind));
             return coll_fail(c, NRT_INVALID, r);
         }
     bool full = ++o->checks % COLL_LIVE_FULL_EVERY == 0;
@@ -422,6 +410,22 @@ static NRT_STATUS coll_engine(struct coll_job *o)
 static bool coll_use_mesh(const struct coll_job *o, uint64_t bytes)
 {
     return bytes <= o->c->ctl->mesh_max && (o->n <= o->c->ctl->mesh_ranks || o->n == 2);
+}
+
+/* Should this operation go directly through device memory (coll_direct.c)?
+ * An all-reduce, reduce-scatter or all-gather over the whole communicator
+ * on one node whose full tensor (the all-reduce's data, the
+ * reduce-scatter's input, the all-gather's output) is large: not sent by
+ * mesh, and at least direct_min bytes. Whether every buffer is in device
+ * memory is settled with the other ranks by coll_direct_run. */
+static bool coll_use_direct(const struct coll_job *o)
+{
+    const struct coll_args *a = o->a;
+    uint64_t full = a->count * o->esize * (a->kind == CORE_COLL_ALL_GATHER ? o->n : 1);
+    bool kind = a->kind == CORE_COLL_ALL_REDUCE || a->kind == CORE_COLL_REDUCE_SCATTER ||
+                a->kind == CORE_COLL_ALL_GATHER;
+    return kind && o->c->cur_op != 0 && o->c->net == NULL && !coll_use_mesh(o, full) &&
+           full >= o->c->ctl->direct_min;
 }
 
 /* Elements of shard p when count elements are split over n ranks (the
@@ -663,19 +667,17 @@ NRT_STATUS coll_algo_run(struct coll_comm *c, const struct coll_args *a, const u
     coll_waiter(c, a->deadline_ns, &o.w);
     o.w.check = coll_op_check;
     o.w.arg = &o;
-    switch (a->kind) {
-    case CORE_COLL_ALL_REDUCE: {
-        uint64_t bytes = a->count * esize;
-        if (coll_use_mesh(&o, bytes))
-            return coll_all_reduce_mesh(&o);
-        if (c->cur_op != 0 && bytes >= c->ctl->direct_min && c->net == NULL) {
-            bool done;
-            NRT_STATUS st = coll_direct_all_reduce(c, a, c->cur_op, &done);
-            if (st != NRT_SUCCESS || done)
-                return st;
-        }
-        return c->ctl->switched ? coll_all_reduce_switch(&o) : coll_all_reduce_chain(&o);
+    if (coll_use_direct(&o)) {
+        bool done;
+        NRT_STATUS st = coll_direct_run(c, a, c->cur_op, &done);
+        if (st != NRT_SUCCESS || done)
+            return st;
     }
+    switch (a->kind) {
+    case CORE_COLL_ALL_REDUCE:
+        if (coll_use_mesh(&o, a->count * esize))
+            return coll_all_reduce_mesh(&o);
+        return c->ctl->switched ? coll_all_reduce_switch(&o) : coll_all_reduce_chain(&o);
     case CORE_COLL_REDUCE_SCATTER: return coll_reduce_scatter(&o);
     case CORE_COLL_ALL_GATHER: return coll_all_gather(&o);
     case CORE_COLL_ALL_TO_ALL: return coll_all_to_all(&o);

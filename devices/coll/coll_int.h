@@ -1,7 +1,7 @@
 /*
  * coll_int.h: the insides of the collectives, shared by coll.c (the
  * communicator: shared file, joining), coll_algo.c (the operations and
- * their progress engine), coll_direct.c (the direct all-reduce) and
+ * their progress engine), coll_direct.c (the direct collectives) and
  * coll_shared.c (deadlines, faults, waits, accounting) and coll_net.c (ranks
  * on other nodes). Calls go one way: coll.c -> coll_algo.c ->
  * coll_direct.c, each -> coll_shared.c -> coll_net.c. Not for other modules.
@@ -17,7 +17,7 @@
 #include "devices/coll/coll.h"
 
 #define COLL_FILE_MAGIC 0x314c4c4f43454e52ull /* "RNECOLL1" little-endian */
-#define COLL_FILE_VERSION 3u
+#define COLL_FILE_VERSION 4u
 #define COLL_MAX_GROUPS 32        /* replica groups with their own sequence numbers */
 #define COLL_PATH_MAX 600         /* longest shared file path */
 #define COLL_NONE UINT32_MAX      /* no peer: a local step */
@@ -33,17 +33,18 @@ struct coll_slot {
     uint8_t pad[32];         /* to 64 bytes */
 };
 
-/* A rank's post for the direct all-reduce (64 bytes; coll_direct.c). */
+/* A rank's post for a direct collective (64 bytes; coll_direct.c). */
 struct coll_post {
     _Atomic uint64_t seq;    /* operation (on the whole communicator) it describes */
     uint32_t src_chip;       /* chip of the input, UINT32_MAX: not in HBM */
     uint32_t dst_chip;       /* chip of the output, UINT32_MAX: not in HBM */
     uint64_t src_off;        /* chip-relative offset of the input */
     uint64_t dst_off;        /* and of the output */
-    uint64_t bytes;          /* size of each */
+    uint64_t bytes;          /* size of the input */
     uint8_t dtype;           /* element type */
-    uint8_t op;              /* reduction */
-    uint8_t reserved[6];     /* zero */
+    uint8_t op;              /* reduction (0 for an all-gather) */
+    uint8_t kind;            /* enum core_coll_kind */
+    uint8_t reserved[5];     /* zero */
     _Atomic uint64_t stage;  /* operation << 2 | stage reached (1 posted, 2 reduced, 3 gathered) */
     uint8_t pad[8];          /* to 64 bytes */
 };
@@ -60,7 +61,7 @@ struct coll_ctl {
     uint64_t mesh_max;              /* largest all-reduce/all-gather sent by mesh (bytes) */
     uint32_t mesh_ranks;            /* most ranks for the mesh algorithms */
     uint32_t switched;              /* 1: chips meet through NeuronSwitch (direct algorithms) */
-    uint64_t direct_min;            /* smallest all-reduce done directly in HBM (bytes) */
+    uint64_t direct_min;            /* smallest direct collective (bytes of the full tensor) */
     _Atomic uint64_t form;          /* last formation number */
     _Atomic int32_t abort_status;   /* first failure of the formation (0: none) */
     _Atomic int32_t abort_rank;     /* the rank it names */
@@ -209,11 +210,12 @@ void coll_net_close(struct coll_comm *c);
 
 /* ---- coll_direct.c, for coll_algo.c ------------------------------------------ */
 
-/* The direct all-reduce over the whole communicator (operation number op).
- * *done false with NRT_SUCCESS: some rank's buffers are not in HBM, every
- * rank goes on with another algorithm. */
-NRT_STATUS coll_direct_all_reduce(struct coll_comm *c, const struct coll_args *a, uint64_t op,
-                                  bool *done);
+/* The direct all-reduce, reduce-scatter or all-gather (a->kind) over the
+ * whole communicator (operation number op). *done false with NRT_SUCCESS:
+ * some rank's buffers are not in HBM (or its output overlaps its input
+ * other than in place), every rank goes on with another algorithm. */
+NRT_STATUS coll_direct_run(struct coll_comm *c, const struct coll_args *a, uint64_t op,
+                           bool *done);
 
 /* ---- coll_algo.c, for coll.c ---------------------------------------------- */
 

@@ -2,10 +2,11 @@
  * coll_shared.c: what an operation of the collectives may do to its
  * communicator's shared state: the deadline of a wait, fail it for every
  * rank, read the shared abort word, check a peer is alive, wait on this
- * rank's bell, count bytes on the links, grow the staging buffer.
+ * rank's bell, count bytes on the links, grow the staging buffer; and the
+ * names and output sizes of the operations, which every level uses.
  *
  * Below the operations: the communicator (coll.c) calls the algorithms
- * (coll_algo.c), which call the direct all-reduce (coll_direct.c); all
+ * (coll_algo.c), which call the direct collectives (coll_direct.c); all
  * three use this file, which calls none of them, only the bridge to
  * other nodes (coll_net.c: remote ranks' liveness and aborts), the
  * bottom.
@@ -21,6 +22,32 @@
 #include "devices/machine/instance.h"
 #include "devices/thread/spin.h"
 #include "emu/log.h"
+
+/* ---- the operations' names and sizes (coll.h) ------------------------------------ */
+
+const char *coll_kind_name(enum core_coll_kind kind)
+{
+    switch (kind) {
+    case CORE_COLL_ALL_REDUCE: return "all_reduce";
+    case CORE_COLL_ALL_GATHER: return "all_gather";
+    case CORE_COLL_REDUCE_SCATTER: return "reduce_scatter";
+    case CORE_COLL_ALL_TO_ALL: return "all_to_all";
+    case CORE_COLL_PERMUTE: return "permute";
+    case CORE_COLL_BARRIER: return "barrier";
+    }
+    return "?";
+}
+
+uint64_t coll_out_count(enum core_coll_kind kind, uint64_t count, uint32_t nranks)
+{
+    switch (kind) {
+    case CORE_COLL_ALL_GATHER: return count * nranks;
+    case CORE_COLL_REDUCE_SCATTER: return count % nranks == 0 ? count / nranks : 0;
+    case CORE_COLL_ALL_TO_ALL: return count % nranks == 0 ? count : 0;
+    case CORE_COLL_BARRIER: return 0;
+    default: return count;
+    }
+}
 
 /* ---- deadlines ------------------------------------------------------------------ */
 

@@ -179,7 +179,7 @@ static const struct env_var env_vars[] = {
     U("TRNEMU_COLL_MESH_MAX", true, false, 0, UINT64_MAX, "largest mesh collective, bytes"),
     U("TRNEMU_COLL_MESH_RANKS", true, false, 0, 65535, "most ranks of a mesh collective"),
     U("TRNEMU_COLL_DIRECT_MIN", true, false, 0, UINT64_MAX,
-      "smallest direct all-reduce in HBM, bytes"),
+      "smallest direct all-reduce/reduce-scatter/all-gather in HBM, bytes"),
     U("TRNEMU_NODES", true, false, 0, 1000000, "nodes of the job (docs/nodes.md)"),
     U("TRNEMU_NODE", true, false, 0, 1000000, "this node's index in the job"),
     U("TRNEMU_US_NODE", true, false, 0, 1000000, "this node's server in its UltraServer"),

@@ -11,7 +11,7 @@
  *   switch  the same host collectives on a trn3.48xlarge (NeuronSwitch):
  *         direct all-gather and the sharded switch all-reduce
  *   mismatch  ranks disagree on a size: NRT_INVALID on every rank
- *   neff  a kernel with an all_reduce (directly in HBM) and an all_gather,
+ *   neff  a kernel with an all_reduce and an all_gather (both directly in HBM),
  *         loaded with nrt_load_collectives and run twice (on each VNC's
  *         worker thread); also with the four ranks on the four VNCs of one
  *         chip and TRNEMU_THREADS=1: each rank leaves the compute gate
@@ -410,9 +410,6 @@ static void test_mismatch(void **state)
     ct_run_ranks(ct_mismatch_rank);
 }
 
-/* The kernel's all_reduce (1 KiB) directly in HBM: every rank reads the
- * others' tensors in place (the one-pass fold of fp32 add, and 256-byte
- * parts gathered with streaming stores). */
 static void test_neff_collectives_v(void **state)
 {
     (void)state;
@@ -422,6 +419,10 @@ static void test_neff_collectives_v(void **state)
     ct_neff = NULL;
 }
 
+/* The kernel's all_reduce (1 KiB) and all_gather (4 KiB out) directly in
+ * HBM: every rank reads the others' tensors in place (the one-pass fold of
+ * fp32 add, and 256-byte parts or 1 KiB inputs gathered with streaming
+ * stores). */
 static void test_neff_collectives(void **state)
 {
     (void)state;

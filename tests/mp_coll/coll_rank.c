@@ -23,6 +23,16 @@
  *   coll_rank mismatch  rank 0 all-gathers another size; every rank must see
  *                       NRT_INVALID
  *   coll_rank p2p       nrt_async_sendrecv_* between ranks 2k and 2k+1
+ *   coll_rank direct DIR
+ *                       in-NEFF reduce_scatter (fp32 add, bf16 add, fp32 max)
+ *                       and all_gather (fp32, bf16) of DIRECT_PART elements
+ *                       per rank part (default 1001), then nrt_all_gather
+ *                       of device tensors (out of place, in place, and with
+ *                       an input that overlaps the output elsewhere); every
+ *                       result checked against the rank-order fold and
+ *                       every output written to DIR/rank-R.bin, which
+ *                       test_coll.sh compares between the direct and the
+ *                       channel algorithms
  * Exit status 0 when every check held; each failed check prints one line.
  */
 #include <inttypes.h>
@@ -457,6 +467,201 @@ static int run_neff(void)
     return 0;
 }
 
+/* ---- direct against channels ------------------------------------------------------ */
+
+/* Input element i of rank r for the direct test: fractions, so that sums
+ * round and a fold in another order would show. */
+static float dv(uint32_t r, size_t i)
+{
+    return in_val(r, i) * 0.37f + (float)r * 0.011f;
+}
+
+/* Outputs of the direct test, in the order they are written out: the
+ * kernel's, then the host all-gathers' (out of place, in place, and with
+ * the input in block 0 of the output on every rank). */
+enum { DO_RSA, DO_RSB, DO_RSM, DO_AGF, DO_AGB, DO_KERNEL, DO_HAG = DO_KERNEL, DO_HIP, DO_HOV,
+       DO_N };
+static const char *const direct_names[DO_N] = {"rsa", "rsb", "rsm", "agf", "agb", "host",
+                                               "host in place", "host overlapping"};
+
+static NRT_STATUS build_direct_kernel(uint32_t p, void **neff, size_t *size)
+{
+    uint32_t c = p * world, g = c * world;
+    trnemu_kernel_t *k;
+    NRT_STATUS st = trnemu_kernel_create("direct_kernel", &k);
+    if (st != NRT_SUCCESS)
+        return st;
+    trnemu_kernel_add_input(k, "xf", NRT_DTYPE_FLOAT32, &c, 1);
+    trnemu_kernel_add_input(k, "xb", NRT_DTYPE_BFLOAT16, &c, 1);
+    trnemu_kernel_add_output(k, "rsa", NRT_DTYPE_FLOAT32, &p, 1);
+    trnemu_kernel_add_output(k, "rsb", NRT_DTYPE_BFLOAT16, &p, 1);
+    trnemu_kernel_add_output(k, "rsm", NRT_DTYPE_FLOAT32, &p, 1);
+    trnemu_kernel_add_output(k, "agf", NRT_DTYPE_FLOAT32, &g, 1);
+    trnemu_kernel_add_output(k, "agb", NRT_DTYPE_BFLOAT16, &g, 1);
+    /* an HBM operand of n elements */
+#define DAP(name, dt) "hbm:" name "[[%u,1], 0, [1,%u]]:" dt
+    trnemu_kernel_appendf(k, "sp.reduce_scatter dst=" DAP("rsa", "f32") " src="
+                          DAP("xf", "f32") " op=add", p, p, c, c);
+    trnemu_kernel_appendf(k, "sp.reduce_scatter dst=" DAP("rsb", "bf16") " src="
+                          DAP("xb", "bf16") " op=add", p, p, c, c);
+    trnemu_kernel_appendf(k, "sp.reduce_scatter dst=" DAP("rsm", "f32") " src="
+                          DAP("xf", "f32") " op=max", p, p, c, c);
+    trnemu_kernel_appendf(k, "sp.all_gather dst=" DAP("agf", "f32") " src=" DAP("xf", "f32"),
+                          g, g, c, c);
+    trnemu_kernel_appendf(k, "sp.all_gather dst=" DAP("agb", "bf16") " src=" DAP("xb", "bf16"),
+                          g, g, c, c);
+#undef DAP
+    st = trnemu_kernel_write(k, neff, size);
+    if (st != NRT_SUCCESS)
+        fprintf(stderr, "kernel: %s\n", trnemu_kernel_error(k));
+    trnemu_kernel_free(k);
+    return st;
+}
+
+/* Element i of the reduce-scatter of rank part `rank`: the rank-order fold
+ * of fp32 add, bf16 add (rounded at every step) or fp32 max. */
+static float direct_want_rs(int which, uint32_t p, size_t i)
+{
+    size_t e = (size_t)rank * p + i;
+    float acc = which == DO_RSB ? bf16_f32(bf16_rne(dv(0, e))) : dv(0, e);
+    for (uint32_t r = 1; r < world; r++) {
+        float x = dv(r, e);
+        if (which == DO_RSA)
+            acc = acc + x;
+        else if (which == DO_RSB)
+            acc = bf16_f32(bf16_rne(acc + bf16_f32(bf16_rne(x))));
+        else
+            acc = x > acc ? x : acc;
+    }
+    return acc;
+}
+
+/* Element i of output o (as fp32; bf16 outputs widened). */
+static float direct_want(int o, uint32_t p, size_t i)
+{
+    uint32_t c = p * world;
+    switch (o) {
+    case DO_RSA: case DO_RSB: case DO_RSM: return direct_want_rs(o, p, i);
+    case DO_AGB: return bf16_f32(bf16_rne(dv((uint32_t)(i / c), i % c)));
+    default: return dv((uint32_t)(i / c), i % c);
+    }
+}
+
+/* Check output o (n elements of es bytes at v) and append it to f. */
+static void direct_check(int o, uint32_t p, const uint8_t *v, size_t n, size_t es, FILE *f)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        float got;
+        if (es == 2) {
+            uint16_t h;
+            memcpy(&h, v + i * 2, 2);
+            got = bf16_f32(h);
+        } else {
+            memcpy(&got, v + i * 4, 4);
+        }
+        bad += got != direct_want(o, p, i);
+    }
+    CHECK(bad == 0, "direct %s: %zu of %zu elements differ from the rank-order fold",
+          direct_names[o], bad, n);
+    CHECK(f == NULL || fwrite(v, es, n, f) == n, "write %s", direct_names[o]);
+}
+
+/* Run the kernel's collectives; its outputs into t[0 .. DO_KERNEL). */
+static NRT_STATUS direct_kernel_run(uint32_t p, const float *xf, const uint16_t *xb,
+                                    nrt_tensor_t **t, const size_t *bytes)
+{
+    uint32_t c = p * world;
+    void *neff;
+    size_t size;
+    NRT_STATUS st = build_direct_kernel(p, &neff, &size);
+    if (st != NRT_SUCCESS)
+        return st;
+    nrt_model_t *m = NULL;
+    st = nrt_load_collectives(neff, size, 0, -1, rank, world, &m);
+    trnemu_kernel_buffer_free(neff);
+    CHECK(st == NRT_SUCCESS, "nrt_load_collectives: %d", (int)st);
+    if (st != NRT_SUCCESS)
+        return st;
+    nrt_tensor_set_t *in, *out;
+    nrt_allocate_tensor_set(&in);
+    nrt_allocate_tensor_set(&out);
+    nrt_tensor_t *tf = io_tensor(in, "xf", (size_t)c * 4), *tb = io_tensor(in, "xb", (size_t)c * 2);
+    nrt_tensor_write(tf, xf, 0, (size_t)c * 4);
+    nrt_tensor_write(tb, xb, 0, (size_t)c * 2);
+    for (int o = 0; o < DO_KERNEL; o++)
+        t[o] = io_tensor(out, direct_names[o], bytes[o]);
+    st = nrt_execute(m, in, out);
+    CHECK(st == NRT_SUCCESS, "nrt_execute: %d", (int)st);
+    nrt_destroy_tensor_set(&in);
+    nrt_destroy_tensor_set(&out);
+    nrt_tensor_free(&tf);
+    nrt_tensor_free(&tb);
+    nrt_unload(m);
+    return st;
+}
+
+/* nrt_all_gather between device tensors (their addresses from
+ * nrt_tensor_get_va): out of place into t[DO_HAG], in place in t[DO_HIP]
+ * (the input is this rank's block), and in t[DO_HOV] with the input in
+ * block 0 on every rank (overlapping the output elsewhere on the others). */
+static NRT_STATUS direct_host_run(uint32_t p, const float *xf, nrt_tensor_t **t,
+                                  const size_t *bytes)
+{
+    size_t blk = (size_t)p * world * 4;
+    nrt_tensor_t *src = dev_tensor(blk, xf);
+    for (int o = DO_HAG; o < DO_N; o++)
+        t[o] = dev_tensor(bytes[o], NULL);
+    nrt_tensor_write(t[DO_HIP], xf, rank * blk, blk);
+    nrt_tensor_write(t[DO_HOV], xf, 0, blk);
+    uint8_t *ip = nrt_tensor_get_va(t[DO_HIP]), *ov = nrt_tensor_get_va(t[DO_HOV]);
+    NRT_STATUS st = nrt_all_gather(0, rank, world, (uint32_t)blk, nrt_tensor_get_va(src),
+                                   nrt_tensor_get_va(t[DO_HAG]));
+    if (st == NRT_SUCCESS)
+        st = nrt_all_gather(0, rank, world, (uint32_t)blk, ip + rank * blk, ip);
+    if (st == NRT_SUCCESS)
+        st = nrt_all_gather(0, rank, world, (uint32_t)blk, ov, ov);
+    CHECK(st == NRT_SUCCESS, "nrt_all_gather of device tensors: %d", (int)st);
+    nrt_tensor_free(&src);
+    return st;
+}
+
+static int run_direct(const char *dir)
+{
+    uint32_t p = env_u32("DIRECT_PART", 1001), c = p * world, g = c * world;
+    size_t counts[DO_N] = {p, p, p, g, g, g, g, g}, es[DO_N] = {4, 2, 4, 4, 2, 4, 4, 4};
+    size_t bytes[DO_N];
+    for (int o = 0; o < DO_N; o++)
+        bytes[o] = counts[o] * es[o];
+    float *xf = malloc((size_t)g * 4);
+    uint16_t *xb = malloc((size_t)c * 2);
+    for (size_t i = 0; i < c; i++) {
+        xf[i] = dv(rank, i);
+        xb[i] = bf16_rne(xf[i]);
+    }
+    nrt_tensor_t *t[DO_N] = {NULL};
+    NRT_STATUS st = direct_kernel_run(p, xf, xb, t, bytes);
+    if (st == NRT_SUCCESS)
+        st = direct_host_run(p, xf, t, bytes);
+    char path[512];
+    snprintf(path, sizeof path, "%s/rank-%u.bin", dir, rank);
+    FILE *f = st == NRT_SUCCESS ? fopen(path, "wb") : NULL;
+    CHECK(st != NRT_SUCCESS || f != NULL, "cannot write %s", path);
+    for (int o = 0; f != NULL && o < DO_N; o++) {
+        CHECK(nrt_tensor_read(t[o], xf, 0, bytes[o]) == NRT_SUCCESS, "read %s",
+              direct_names[o]);
+        direct_check(o, p, (const uint8_t *)xf, counts[o], es[o], f);
+    }
+    if (f != NULL)
+        fclose(f);
+    for (int o = 0; o < DO_N; o++)
+        if (t[o] != NULL)
+            nrt_tensor_free(&t[o]);
+    free(xf);
+    free(xb);
+    return st != NRT_SUCCESS;
+}
+
 /* ---- faults ---------------------------------------------------------------------- */
 
 static void *killer(void *arg)
@@ -645,7 +850,7 @@ static int run_p2p(void)
 int main(int argc, char **argv)
 {
     if (argc < 2) {
-        fprintf(stderr, "usage: coll_rank host|neff|kill|late|mismatch|p2p|left\n");
+        fprintf(stderr, "usage: coll_rank host|neff|kill|late|mismatch|p2p|left|direct DIR\n");
         return 2;
     }
     rank = env_u32("RANK", 0);
@@ -665,6 +870,7 @@ int main(int argc, char **argv)
              : strcmp(c, "mismatch") == 0 ? run_mismatch()
              : strcmp(c, "p2p") == 0      ? run_p2p()
              : strcmp(c, "left") == 0     ? run_left()
+             : strcmp(c, "direct") == 0   ? run_direct(argc > 2 ? argv[2] : ".")
                                           : 2;
     nrt_close();
     return rc != 0 ? rc : fails != 0;

@@ -14,6 +14,10 @@
 #   twojobs          two 4-rank jobs on disjoint cores of one instance at once
 #   p2p N            nrt_async_sendrecv between rank pairs
 #   left N           the other ranks leave: rank 0's nrta_cc_prepare fails
+#   direct N         in-NEFF reduce-scatters and all-gathers, and
+#                    nrt_all_gather of device tensors, taken directly in
+#                    device memory (seen in the NCCL debug lines), then
+#                    through the channels: every output the same bytes
 set -u
 T=$1
 R=$2
@@ -36,6 +40,36 @@ mesh)
     ;;
 p2p)
     run "p2p $N" 0 -n "$N" -- "$R" p2p
+    ;;
+direct)
+    export NEURON_RT_LOG_LEVEL_NCCL=DEBUG
+    # parts of 1001 elements (within one 32 KiB block of the fold), and of
+    # 9001 (f32: two blocks, the second partial)
+    for DIRECT_PART in 1001 9001; do
+        export DIRECT_PART
+        d="$W/direct-$DIRECT_PART" c="$W/channels-$DIRECT_PART"
+        mkdir -p "$d" "$c"
+        TRNEMU_COLL_MESH_MAX=0 TRNEMU_COLL_DIRECT_MIN=0 \
+            run "direct $N/$DIRECT_PART" 0 -n "$N" -- "$R" direct "$d"
+        # 3 reduce-scatters and 4 all-gathers per rank directly; the 5th
+        # all-gather's input overlaps its output outside the in-place block
+        for k in reduce_scatter:3 all_gather:4; do
+            got=$(grep -c "${k%:*} #[0-9]* of [0-9]* bytes done directly" "$W/out")
+            [ "$got" -eq $((${k#*:} * N)) ] || {
+                fail "direct $N/$DIRECT_PART: $got ${k%:*}s directly, want $((${k#*:} * N))"
+                cat "$W/out"
+            }
+        done
+        TRNEMU_COLL_DIRECT_MIN=0x7fffffffffff \
+            run "channels $N/$DIRECT_PART" 0 -n "$N" -- "$R" direct "$c"
+        ! grep -q "done directly" "$W/out" || fail "channels $N: an operation went directly"
+        r=0
+        while [ "$r" -lt "$N" ]; do
+            cmp "$d/rank-$r.bin" "$c/rank-$r.bin" ||
+                fail "direct $N/$DIRECT_PART: rank $r's outputs differ from the channels'"
+            r=$((r + 1))
+        done
+    done
     ;;
 late)
     NEURON_RT_EXEC_TIMEOUT=2 run "late $N (host)" 0 -n "$N" -- "$R" late
