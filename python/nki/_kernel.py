@@ -98,6 +98,7 @@ def _arg_dtype(a):
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES] + loops.sem_lines()
 _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
+_newest = [None]                      # the Compiled last in _cache (most recently used)
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
 BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
 _sigs = {}
@@ -1037,6 +1038,7 @@ class Kernel:
                 evicted.append(old)
         else:
             _cache.move_to_end(key)
+        _newest[0] = comp
         self.last = comp
         return comp, evicted
 
@@ -1050,17 +1052,15 @@ class Kernel:
         if recent is None:
             return None
         src, sig, comp = recent
-        if _arg_sig(args) != sig or self.keys.get(self.func) != src:
-            return None
-        with _runtime._lock:
-            if comp.evicted:
-                return None
-            if next(reversed(_cache)) is not comp.key:
-                try:
-                    _cache.move_to_end(comp.key)    # most recently used
-                except KeyError:                    # no longer cached
+        if _arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted:
+            return None       # (evicted after this check: __call__ sees it unloaded)
+        if _newest[0] is not comp:
+            with _runtime._lock:
+                if comp.evicted:
                     return None
-            self.last = comp
+                _cache.move_to_end(comp.key)    # most recently used
+                _newest[0] = comp
+        self.last = comp
         return comp
 
     def _load_or_trace(self, args, kwargs):

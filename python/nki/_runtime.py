@@ -144,16 +144,29 @@ class _Capture:
         return self
 
     def __exit__(self, *exc):
-        n = self.L.trnemu_log_tap_end(_Capture.text_ref)
-        self.text = ""
-        if n:        # read before another tap reuses the buffer
-            addr = ctypes.cast(_Capture.text_ptr, ctypes.c_void_p).value
-            self.text = ctypes.string_at(addr, n).decode("utf-8", "replace")
-        _Capture.lock.release()
-        if n:
-            sys.stderr.write(self.text)
-            sys.stderr.flush()
+        try:
+            self.text = _Capture.end(self.L)
+        finally:
+            _Capture.lock.release()
+        _Capture.pass_on(self.text)
         return False
+
+    @staticmethod
+    def end(L):
+        """Close the tap (lock held): the lines it kept ("" for none), read
+        before another tap reuses its buffer."""
+        n = L.trnemu_log_tap_end(_Capture.text_ref)
+        if not n:
+            return ""
+        addr = ctypes.cast(_Capture.text_ptr, ctypes.c_void_p).value
+        return ctypes.string_at(addr, n).decode("utf-8", "replace")
+
+    @staticmethod
+    def pass_on(text):
+        """Print the kept lines through sys.stderr, as the runtime would have."""
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 def _status(L, st):
@@ -432,9 +445,15 @@ class Model:
         if quiet:
             st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
             return st, ""
-        with _Capture(self.L) as cap:
-            st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
-        return st, cap.text
+        L = self.L
+        with _Capture.lock:     # _Capture, unrolled: this is every call's path
+            L.trnemu_log_tap_begin()
+            try:
+                st = L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
+            finally:
+                text = _Capture.end(L)
+        _Capture.pass_on(text)
+        return st, text
 
     def status_text(self, st):
         return _status(self.L, st)
