@@ -46,9 +46,10 @@ const char *trnemu_version(void);
  * the begin..end pairs. The buffer holds 1 MiB; later lines are printed. */
 void trnemu_log_tap_begin(void);
 
-/* End the tap: *text receives the kept lines (NUL-terminated, each with
- * its newline; valid until the next trnemu_log_tap_begin), the return
- * value their length. The caller prints them if they are to be seen. */
+/* End the tap: *text (text may be NULL) receives the kept lines
+ * (NUL-terminated, each with its newline; valid until the next
+ * trnemu_log_tap_begin), the return value their length. The caller
+ * prints them if they are to be seen. */
 size_t trnemu_log_tap_end(const char **text);
 
 /* Save the whole device state (HBM, tensors, tensor sets, models, cores)
