@@ -2,13 +2,16 @@
  * log.c: formats and filters trnemu's log lines (see log.h).
  *
  * Each line is built in a stack buffer and written with one write(2), so
- * lines from several threads or processes never interleave.
+ * lines from several threads or processes never interleave. While a tap
+ * is open, the lines bound for stderr go to its buffer instead.
  */
 #include "emu/log.h"
 
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdatomic.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -25,6 +28,13 @@ static _Atomic int log_global_level = LOG_LVL_ERROR;
 static int (*_Atomic log_subsys_fn)(const char *subsys);
 static size_t (*_Atomic log_ident_fn)(char *buf, size_t cap);
 static void (*_Atomic log_sink_fn)(int level, const char *line, size_t len);
+
+/* The tap (log_tap_begin/end): the lines it kept, NUL-terminated. */
+#define LOG_TAP_MAX (1u << 20)
+static _Atomic bool log_tap_on;
+static pthread_mutex_t log_tap_mu = PTHREAD_MUTEX_INITIALIZER;
+static char *log_tap_buf;
+static size_t log_tap_len, log_tap_cap;
 
 int log_level_parse(const char *name)
 {
@@ -77,7 +87,56 @@ static size_t log_prefix(char *buf, size_t cap, enum log_level level,
     return (size_t)n < cap ? (size_t)n : cap - 1;
 }
 
-/* Format one line and hand it to the sink (or stderr). */
+void log_tap_begin(void)
+{
+    pthread_mutex_lock(&log_tap_mu);
+    log_tap_len = 0;
+    atomic_store(&log_tap_on, true);
+    pthread_mutex_unlock(&log_tap_mu);
+}
+
+size_t log_tap_end(const char **text)
+{
+    pthread_mutex_lock(&log_tap_mu);
+    atomic_store(&log_tap_on, false);
+    size_t n = log_tap_len;
+    if (log_tap_buf != NULL)
+        log_tap_buf[n] = '\0';
+    *text = log_tap_buf != NULL ? log_tap_buf : "";
+    pthread_mutex_unlock(&log_tap_mu);
+    return n;
+}
+
+/* Keep a line in the open tap: true when it did (false: no tap open, or
+ * the line does not fit, and then it is printed as usual). */
+static bool log_tap_keep(const char *line, size_t len)
+{
+    if (!atomic_load_explicit(&log_tap_on, memory_order_relaxed))
+        return false;
+    bool kept = false;
+    pthread_mutex_lock(&log_tap_mu);
+    if (atomic_load(&log_tap_on) && log_tap_len + len < LOG_TAP_MAX) {
+        if (log_tap_len + len + 1 > log_tap_cap) {
+            size_t cap = log_tap_cap ? log_tap_cap : 4096;
+            while (cap < log_tap_len + len + 1)
+                cap *= 2;
+            char *grown = realloc(log_tap_buf, cap);
+            if (grown != NULL) {
+                log_tap_buf = grown;
+                log_tap_cap = cap;
+            }
+        }
+        if (log_tap_len + len + 1 <= log_tap_cap) {
+            memcpy(log_tap_buf + log_tap_len, line, len);
+            log_tap_len += len;
+            kept = true;
+        }
+    }
+    pthread_mutex_unlock(&log_tap_mu);
+    return kept;
+}
+
+/* Format one line and hand it to the sink (or the tap, or stderr). */
 static void log_emit(enum log_level level, const char *subsys, const char *func,
                      const char *fmt, va_list ap)
 {
@@ -92,6 +151,8 @@ static void log_emit(enum log_level level, const char *subsys, const char *func,
         sink((int)level, line, len);
         return;
     }
+    if (log_tap_keep(line, len))
+        return;
     ssize_t w = write(STDERR_FILENO, line, len);
     (void)w;
 }

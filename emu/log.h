@@ -38,6 +38,19 @@ void log_write(enum log_level level, const char *subsys, const char *func,
 void log_write_shown(enum log_level level, const char *subsys, const char *func,
                      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
+/* The tap: from log_tap_begin to log_tap_end, every line bound for
+ * stderr (no sink configured), from any thread, is kept in a buffer
+ * instead of being printed, so that a caller can tell which lines one call
+ * logged and print them itself (the NKI front end ties a failed
+ * execution's report to a kernel line so). Lines for a sink still go
+ * there. One tap at a time: the caller serialises begin..end. The buffer
+ * holds up to 1 MiB; lines beyond that are printed as usual. */
+void log_tap_begin(void);
+
+/* Close the tap: *text receives the lines it kept (NUL-terminated, valid
+ * until the next log_tap_begin); returns their length in bytes. */
+size_t log_tap_end(const char **text);
+
 /* Parse a level name (ERROR, WARN, WARNING, INFO, DEBUG, TRACE, QUIET,
  * any case); -1 when it is none of them. */
 int log_level_parse(const char *name);

@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "devices/config/config.h"
+#include "emu/log.h"
 #include "shims/shim.h"
 #include "store/snapshot.h"
 #include "trnemu/trnemu.h"
@@ -54,4 +55,15 @@ NRT_EXPORT NRT_STATUS trnemu_snapshot_restore(const char *path, int64_t id)
 NRT_EXPORT void *trnemu_snapshot_lookup(uint64_t old_handle)
 {
     return snap_api_lookup(old_handle);
+}
+
+NRT_EXPORT void trnemu_log_tap_begin(void)
+{
+    log_tap_begin();
+}
+
+NRT_EXPORT size_t trnemu_log_tap_end(const char **text)
+{
+    static const char *ignored;
+    return log_tap_end(text != NULL ? text : &ignored);
 }

@@ -39,6 +39,19 @@ NRT_STATUS trnemu_get_machine_info(trnemu_machine_info_t *info, size_t size);
 /* trnemu's own version string, e.g. "0.1.0"; never NULL. */
 const char *trnemu_version(void);
 
+/* Start keeping the runtime's log lines instead of printing them: until
+ * trnemu_log_tap_end, every line that would go to stderr, from any thread,
+ * is kept in a buffer (lines sent elsewhere by NEURON_RT_LOG_LOCATION
+ * still go there). One tap at a time per process: the caller serialises
+ * the begin..end pairs. The buffer holds 1 MiB; later lines are printed. */
+void trnemu_log_tap_begin(void);
+
+/* End the tap: *text (text may be NULL) receives the kept lines
+ * (NUL-terminated, each with its newline; valid until the next
+ * trnemu_log_tap_begin), the return value their length. The caller
+ * prints them if they are to be seen. */
+size_t trnemu_log_tap_end(const char **text);
+
 /* Save the whole device state (HBM, tensors, tensor sets, models, cores)
  * as a new snapshot in the SQLite file at path (created when missing; see
  * docs/snapshot.md). reason is free text shown by `trnemu snapshot list`

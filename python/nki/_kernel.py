@@ -17,6 +17,7 @@ import sys
 import threading
 import time
 import types
+import weakref
 
 import numpy as np
 
@@ -97,6 +98,7 @@ def _arg_dtype(a):
 _SEM_LINES = [".sem %s_done" % e for e in _core.ENGINES] + loops.sem_lines()
 _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
+_newest = [None]                      # the Compiled last in _cache (most recently used)
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
 BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
 _sigs = {}
@@ -129,6 +131,12 @@ class Compiled:
         self.prefill = []               # argument indices written before execution (in/out tensors)
         self.lock = threading.Lock()    # one call at a time: write, execute, read share the tensors
         self.cached = True              # in the kernel cache (else unloaded after its one call)
+        self.whole = frozenset()        # returned tensors every execution overwrites whole
+        self.plan = None                # how a call moves its tensors (_io_plan)
+        self.spares = {}                # borrowed result name -> the array attached before the current one
+        self.prints = []                # (prefix, name, shape, dtype info) per nl.device_print
+        self.key = None                 # its kernel cache key
+        self.evicted = False            # dropped from the kernel cache (then unloaded)
 
 
 _code_memo = {}   # code object -> (names it reads, its constants' key): never change
@@ -374,9 +382,25 @@ def _arg_key(a):
         return ("S", repr(a))
 
 
-def _key(func, args, kwargs, grid, keys=None):
-    """The cache key of one call; None when it cannot be computed."""
-    src = _source_key(func, keys)
+def _arg_sig(args):
+    """What decides the cache key of positional arguments that are all
+    NumPy arrays (exactly np.ndarray: their shapes and dtypes) or ints
+    (their values), cheaply; None for any other argument."""
+    sig = []
+    for a in args:
+        t = type(a)
+        if t is np.ndarray:
+            sig.append((a.shape, a.dtype))
+        elif t is int:
+            sig.append(a)
+        else:
+            return None
+    return tuple(sig)
+
+
+def _call_key(src, args, kwargs, grid):
+    """The cache key of one call from its kernel's source key (_source_key);
+    None when it cannot be computed (src is None)."""
     if src is None:
         return None
     parts = [_arg_key(a) for a in args]
@@ -471,6 +495,7 @@ def _record(comp):
         "written_args": [[pos, n, list(sh), di.name] for pos, n, sh, di in comp.written_args],
         "prints": [[pre, n, list(sh), di.name] for pre, n, sh, di in comp.prints],
         "prefill": comp.prefill, "tensors": comp.tensors, "spills": tr.spills,
+        "whole": sorted(comp.whole),
         "cores": [{"lines": ct.lines, "src": ct.src, "eng_lines": ct.eng_lines} for ct in tr.cores],
     }
 
@@ -509,6 +534,7 @@ def _from_record(func, rec, neff):
     comp.written_args = [(pos, n, tuple(sh), info(d)) for pos, n, sh, d in rec["written_args"]]
     comp.prints = [(pre, n, tuple(sh), info(d)) for pre, n, sh, d in rec["prints"]]
     comp.prefill = [tuple(x) for x in rec["prefill"]]
+    comp.whole = frozenset(rec.get("whole", ()))   # an older record: none known, results zeroed
     comp.tensors = [tuple(x) for x in rec["tensors"]]
     comp.trace_s = comp.build_s = 0.0     # neither traced nor assembled in this process
     comp.neff = neff
@@ -656,6 +682,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
     comp.out_specs = [(st.name, shape, di, getattr(st, "argpos", None))
                       for st, (shape, di) in zip(outs, out_views)]
     comp.written_args = [(st.argpos, st.name, st.shape, st.di) for st in tr.inputs if st.role == "output"]
+    comp.whole = frozenset(st.name for st in outs if _core.whole_overwrite(st))
     t1 = time.perf_counter()
     subgraphs = [(decls, ct.lines) for ct in tr.cores]
     neff, err = _runtime.build_neff(func.__name__, _SEM_LINES, subgraphs)
@@ -772,13 +799,17 @@ def _io_plan(comp):
     writes the result in place, with no copy. Arguments the kernel writes
     (in/out), a tensor returned twice and tensors larger than BORROW_MAX
     are copied: a borrowed array stays referenced by its cached kernel
-    until the kernel's next call, so borrowing large ones would keep up to
+    until the kernel's next call (a result array one call longer, as a
+    spare: _result_array), so borrowing large ones would keep up to
     CACHE_MODELS kernels' last inputs and outputs alive in host memory
-    (where copying them costs little next to the execution anyway)."""
-    plan = getattr(comp, "plan", None)
-    if plan is not None:
-        return plan
+    (where copying them costs little next to the execution anyway). A
+    result the kernel overwrites whole (comp.whole: plain DMAs cover every
+    byte and nothing reads it) is never zeroed: no byte of it survives
+    from before the run."""
+    if comp.plan is not None:
+        return comp.plan
     m = comp.model
+    whole = comp.whole
     copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
     borrow_in, write_in = [], []
     for i, nm in sorted(comp.arg_names.items()):
@@ -792,27 +823,71 @@ def _io_plan(comp):
                   and m.kinds.get(name) == "output"
                   and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1]
                   and m.tensors[name][1] <= BORROW_MAX)
-        zero = not borrow and argpos is None and name not in copied
+        zero = argpos is None and name not in copied and name not in whole
         seen.add(name)
         outs.append((name, shape, di, borrow, zero))
     comp.plan = (borrow_in, write_in, outs)
     return comp.plan
 
 
+def _ref_count(owner, name):
+    """sys.getrefcount of owner[name] as seen from here; None when absent."""
+    arr = owner.get(name)
+    return None if arr is None else sys.getrefcount(arr)
+
+
+# what an array that only a dictionary holds counts in _ref_count, on this
+# interpreter (the count includes references of its own: a local name, an
+# argument)
+_DICT_ONLY = _ref_count({"probe": np.empty(0)}, "probe")
+
+
+def _unheld(owner, name):
+    """The array owner[name] when nothing but that dictionary refers to it
+    (no variable, view, memoryview or weak reference of the caller's):
+    only then may a call write into it again. None otherwise."""
+    n = _ref_count(owner, name)
+    if n is None or n > _DICT_ONLY:
+        return None
+    arr = owner[name]
+    return None if weakref.getweakrefcount(arr) else arr
+
+
+def _result_array(comp, name, shape, host, zero):
+    """The array a borrowed result is written into, attached to its tensor:
+    the one already attached when the caller no longer holds it (the last
+    call's result, dropped), else the one before it if that was dropped,
+    else a new one. Zeroed first (an old one) or made zeroed (a new one)
+    when the kernel may leave bytes unwritten, which must read as 0."""
+    m = comp.model
+    arr = _unheld(m.borrowed, name)
+    if arr is None:
+        arr = _unheld(comp.spares, name)
+        if arr is None:
+            arr = (np.zeros if zero else np.empty)(shape, dtype=host)
+            zero = False
+        comp.spares[name] = m.borrowed.get(name)
+        m.attach(name, arr)
+    if zero:
+        arr.reshape(-1).view(np.uint8).fill(0)
+    return arr
+
+
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
-    flat = _flat_args(comp.func, args, kwargs)
-    borrow_in, write_in, out_plan = _io_plan(comp)
+    flat = _flat_args(comp.func, args, kwargs) if kwargs else args
+    borrow_in, write_in, out_plan = comp.plan or _io_plan(comp)
+    attached = m.borrowed
     for i, nm in borrow_in:
-        m.attach(nm, flat[i])
+        if attached.get(nm) is not flat[i]:      # the same array as last time: still attached
+            m.attach(nm, flat[i])
     for i, nm in write_in:
         m.write(nm, flat[i])
     outs = []
     for name, shape, di, borrow, zero in out_plan:
         arr = None
-        if borrow:
-            arr = np.zeros(shape, dtype=di.host)   # unwritten bytes read as 0 on every call
-            m.attach(name, arr)
+        if borrow:       # unwritten bytes read as 0 on every call
+            arr = _result_array(comp, name, shape, di.host, zero)
         elif zero:
             m.zero(name)                           # so do a copied result's
         outs.append(arr)
@@ -833,7 +908,8 @@ def _run(comp, args, kwargs, quiet=False):
             arr = arr.view(HostArray)
             arr.nki_dtype = di.public
         outs[k] = arr
-    _print_values(comp)
+    if comp.prints:
+        _print_values(comp)
     for argpos, name, shape, di in comp.written_args:
         a = flat[argpos]
         tmp = np.empty(shape, dtype=di.host)
@@ -848,7 +924,7 @@ def _run(comp, args, kwargs, quiet=False):
 
 def _print_values(comp):
     """Print what the kernel's nl.device_print calls captured."""
-    for prefix, name, shape, di in getattr(comp, "prints", ()):
+    for prefix, name, shape, di in comp.prints:
         arr = np.empty(shape, dtype=di.host)
         comp.model.read(name, arr)
         if di.name == "bfloat16":
@@ -872,6 +948,7 @@ class Kernel:
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
         self.opts = opts          # decorator options (benchmark warmup/iters...)
         self.last = None          # the Compiled of the last call
+        self.recent = None        # (source key, _arg_sig, Compiled) of the last keyed call (_recall)
         self.benchmark_result = None
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__doc__ = getattr(func, "__doc__", None)
@@ -926,7 +1003,8 @@ class Kernel:
         return gen
 
     def compile(self, args, kwargs):
-        key = _key(self.func, args, kwargs, self.grid, self.keys)
+        src = _source_key(self.func, self.keys)
+        key = _call_key(src, args, kwargs, self.grid)
         if key is not None:      # simulation mode lets a kernel return on-chip tiles
             key += (self.mode == "simulate",)
         if key is None:          # the traced program cannot be keyed: never shared
@@ -942,6 +1020,8 @@ class Kernel:
         for old in evicted:      # after a call in flight on it, outside the cache lock
             with old.lock:
                 old.model.unload()
+        sig = None if kwargs else _arg_sig(args)
+        self.recent = (src, sig, comp) if sig is not None else None
         return comp
 
     def _compile_locked(self, key, args, kwargs):
@@ -950,13 +1030,38 @@ class Kernel:
         if comp is None:
             comp = self._load_or_trace(args, kwargs)
             self._save_artifacts(comp)
+            comp.key = key
             _cache[key] = comp
             while len(_cache) > CACHE_MODELS:
-                evicted.append(_cache.popitem(last=False)[1])
+                old = _cache.popitem(last=False)[1]
+                old.evicted = True
+                evicted.append(old)
         else:
             _cache.move_to_end(key)
+        _newest[0] = comp
         self.last = comp
         return comp, evicted
+
+    def _recall(self, args):
+        """The compiled kernel of this kernel's last keyed call when this
+        call's arguments are NumPy arrays of the same shapes and dtypes and
+        ints of the same values as then, its source key is unchanged and
+        the kernel is still cached: what compile() would find, without
+        computing the whole key. None otherwise (then compile decides)."""
+        recent = self.recent
+        if recent is None:
+            return None
+        src, sig, comp = recent
+        if _arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted:
+            return None       # (evicted after this check: __call__ sees it unloaded)
+        if _newest[0] is not comp:
+            with _runtime._lock:
+                if comp.evicted:
+                    return None
+                _cache.move_to_end(comp.key)    # most recently used
+                _newest[0] = comp
+        self.last = comp
+        return comp
 
     def _load_or_trace(self, args, kwargs):
         """The compiled kernel from the disk cache, else traced (and then
@@ -993,12 +1098,14 @@ class Kernel:
                                % (comp.file, comp.first_line, path, e.strerror)) from None
 
     def __call__(self, *args, **kwargs):
-        if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
-            # called from inside another kernel: inline it
-            return self.func(*args, **kwargs)
-        args, kwargs = _host_args(args, kwargs)
-        while True:
+        comp = None if kwargs else self._recall(args)
+        if comp is None:
+            if any(isinstance(a, NkiTensor) for a in list(args) + list(kwargs.values())):
+                # called from inside another kernel: inline it
+                return self.func(*args, **kwargs)
+            args, kwargs = _host_args(args, kwargs)
             comp = self.compile(args, kwargs)
+        while True:
             with comp.lock:      # calls of one kernel from several threads take turns
                 if comp.model.loaded():
                     try:
@@ -1007,6 +1114,7 @@ class Kernel:
                         if not comp.cached:
                             comp.model.unload()
             # evicted by another thread's compile between the two: compile again
+            comp = self.compile(args, kwargs)
 
     def _call_compiled(self, comp, args, kwargs):
         """Write the arguments, run, read the results (comp.lock held)."""

@@ -15,7 +15,6 @@ import ctypes
 import os
 import re
 import sys
-import tempfile
 import threading
 
 import numpy as np
@@ -63,6 +62,9 @@ def lib():
             if not hasattr(cand_lib, "trnemu_kernel_create"):
                 tried.append("%s (not trnemu's libnrt)" % cand)
                 continue
+            if not hasattr(cand_lib, "trnemu_log_tap_begin"):
+                tried.append("%s (a trnemu libnrt older than this nki package)" % cand)
+                continue
             _declare(cand_lib)
             _lib = cand_lib
             return _lib
@@ -94,6 +96,8 @@ def _declare(L):
         "nrt_add_tensor_to_tensor_set": ([P, ctypes.c_char_p, P], I),
         "nrt_get_status_as_str": ([I], ctypes.c_char_p),
         "trnemu_kernel_create": ([ctypes.c_char_p, PP], I),
+        "trnemu_log_tap_begin": ([], None),
+        "trnemu_log_tap_end": ([ctypes.POINTER(ctypes.c_char_p)], S),
         "trnemu_kernel_free": ([P], None),
         "trnemu_kernel_add_input": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
         "trnemu_kernel_add_output": ([P, ctypes.c_char_p, I, ctypes.POINTER(U32), U32], I),
@@ -119,37 +123,50 @@ def _declare(L):
 
 
 class _Capture:
-    """Collect what the runtime logs to stderr (fd 2) during one call and
-    pass it on unchanged, so a failure can be tied to a kernel line. One
-    temporary file serves every call."""
+    """Collect what the runtime logs during one call and pass it on
+    unchanged through sys.stderr, so a failure can be tied to a kernel
+    line: trnemu_log_tap_begin/end keep the lines it would print to
+    stderr (from every thread, as the window sees them) instead of
+    printing them."""
 
-    tmp = None
-    lock = threading.Lock()  # one capture at a time: fd 2 and tmp are process-wide
+    lock = threading.Lock()  # one tap at a time: it is process-wide
+    text_ptr = ctypes.c_char_p()    # where trnemu_log_tap_end puts the kept lines
+    text_ref = ctypes.pointer(text_ptr)
+
+    def __init__(self, L=None):
+        self.L = L
 
     def __enter__(self):
         _Capture.lock.acquire()
-        sys.stderr.flush()
-        if _Capture.tmp is None:
-            _Capture.tmp = tempfile.TemporaryFile()
-        self.saved = os.dup(2)
-        os.dup2(_Capture.tmp.fileno(), 2)
+        if self.L is None:
+            self.L = lib()
+        self.L.trnemu_log_tap_begin()
         return self
 
     def __exit__(self, *exc):
-        os.dup2(self.saved, 2)
-        os.close(self.saved)
-        fd = _Capture.tmp.fileno()
-        n = os.lseek(fd, 0, os.SEEK_CUR)
-        self.text = ""
-        if n:
-            os.lseek(fd, 0, os.SEEK_SET)
-            self.text = os.read(fd, n).decode("utf-8", "replace")
-            os.lseek(fd, 0, os.SEEK_SET)
-            os.ftruncate(fd, 0)
-            sys.stderr.write(self.text)
-            sys.stderr.flush()
-        _Capture.lock.release()
+        try:
+            self.text = _Capture.end(self.L)
+        finally:
+            _Capture.lock.release()
+        _Capture.pass_on(self.text)
         return False
+
+    @staticmethod
+    def end(L):
+        """Close the tap (lock held): the lines it kept ("" for none), read
+        before another tap reuses its buffer."""
+        n = L.trnemu_log_tap_end(_Capture.text_ref)
+        if not n:
+            return ""
+        addr = ctypes.cast(_Capture.text_ptr, ctypes.c_void_p).value
+        return ctypes.string_at(addr, n).decode("utf-8", "replace")
+
+    @staticmethod
+    def pass_on(text):
+        """Print the kept lines through sys.stderr, as the runtime would have."""
+        if text:
+            sys.stderr.write(text)
+            sys.stderr.flush()
 
 
 def _status(L, st):
@@ -186,7 +203,7 @@ def start():
     L = lib()
     with _lock:
         if not _started:
-            with _Capture() as cap:
+            with _Capture(L) as cap:
                 st = _init(L)
             if st != NRT_SUCCESS:
                 raise RuntimeFailure("nrt_init", st, _status(L, st), cap.text.strip())
@@ -278,7 +295,7 @@ def machine_info():
     f = L.trnemu_get_machine_info
     f.argtypes = [ctypes.POINTER(_MachineInfo), ctypes.c_size_t]
     f.restype = ctypes.c_int
-    with _Capture():
+    with _Capture(L):
         st = f(ctypes.byref(info), ctypes.sizeof(info))
     if st != NRT_SUCCESS:
         return {}
@@ -306,7 +323,7 @@ def build_neff(name, head, subgraphs):
     if st != NRT_SUCCESS:
         raise RuntimeFailure("trnemu_kernel_create", st, _status(L, st), "")
     try:
-        with _Capture():
+        with _Capture(L):
             st = _assemble(L, k, head)
             for i, (decls, lines) in enumerate(subgraphs):
                 if st == NRT_SUCCESS and i > 0:
@@ -358,7 +375,7 @@ class Model:
         L = start()
         self.L = L
         self.model = ctypes.c_void_p()
-        with _Capture() as cap:
+        with _Capture(L) as cap:
             if rank is None:
                 call = "nrt_load"
                 st = L.nrt_load(neff, len(neff), vnc(), 1, ctypes.byref(self.model))
@@ -428,9 +445,15 @@ class Model:
         if quiet:
             st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
             return st, ""
-        with _Capture() as cap:
-            st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
-        return st, cap.text
+        L = self.L
+        with _Capture.lock:     # _Capture, unrolled: this is every call's path
+            L.trnemu_log_tap_begin()
+            try:
+                st = L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
+            finally:
+                text = _Capture.end(L)
+        _Capture.pass_on(text)
+        return st, text
 
     def status_text(self, st):
         return _status(self.L, st)

@@ -21,4 +21,4 @@ from .access import (_merge, free_dims, partitions, ap_text, rect, check_bounds,
                      elems, _overlap)
 from .tensors import NkiTensor, new_tensor, reshape_tensor  # noqa: F401
 from .index import (IndexExpr, Mask, index_tensor, check_grid, restrict)  # noqa: F401
-from .tracer import Insn, CoreTrace, Tracer, trace_limits  # noqa: F401
+from .tracer import Insn, CoreTrace, Tracer, trace_limits, whole_overwrite  # noqa: F401

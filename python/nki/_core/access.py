@@ -125,6 +125,27 @@ def local_rect(t, di=None):
     return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, end)
 
 
+_PATTERN_OVERRIDES = ("_indirect", "_scalar", "_scalar_step", "_row_step", "_dims", "_as")
+
+
+def dense_span(t):
+    """The bytes [lo, hi) of an HBM view whose elements fill that range
+    with no gap and no repeat; None for any other view, and for a view
+    whose assembled pattern is not its own dims (indexed rows, run-time
+    offsets, a re-typed or re-shaped pattern)."""
+    if any(hasattr(t, a) for a in _PATTERN_OVERRIDES):
+        return None
+    span, lo = 1, t.off
+    for s, c in sorted((abs(s), c) for s, c in t.dims if c > 1):
+        if s != span:
+            return None
+        span *= c
+    for s, c in t.dims:
+        lo += min(0, s * (c - 1))
+    size = _dtypes.info(t.dtype).size
+    return lo * size, (lo + span) * size
+
+
 def check_bounds(t):
     """A view must stay inside its tile or HBM tensor."""
     di = _dtypes.info(t.dtype)

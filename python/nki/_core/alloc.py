@@ -64,6 +64,8 @@ class Storage:
         self.seq = [0]            # trace position of its last access (LRU order of freed bytes)
         self.written = False      # some instruction wrote it
         self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
+        self.overwrites = []      # HBM: byte spans plain DMAs overwrite (tracer.whole_overwrite)
+        self.other_use = False    # HBM: read, accumulated into or written some other way too
         self.line = user_line()   # where it was created, for overflow errors
         self.core = tracer.core   # physical core (subgraph) whose SBUF/PSUM holds it
         self.alloc = tracer.alloc  # that core's allocator

@@ -17,7 +17,7 @@ import weakref
 import numpy as np
 
 from . import dynamic
-from .access import _overlap, ap_text, check_bounds, local_rect, rect
+from .access import _overlap, ap_text, check_bounds, dense_span, local_rect, rect
 from .alloc import Allocator, Storage
 from .. import _dtypes
 from .context import (ENGINES, NKIError, NUM_PARTITIONS, SBUF_BYTES, current, fail, sbuf_bytes,
@@ -281,6 +281,9 @@ class Tracer:
                     if n > got and _overlap(r, r2):
                         got = waits[e2[1]] = n
         self.pinned = outer
+        for t, w in touched:
+            if t.storage.kind == "hbm":
+                _note_hbm_use(insn, t, w, self.loop is None)
         parts = ["%s.%s" % (eng, insn.op)]
         for name, v in insn.args:
             if v is None:
@@ -313,6 +316,39 @@ class Tracer:
         self.lines.append(" ".join(parts))
         self.src.append(insn.line)
         self.eng_lines[eng].append((insn.line, insn.op))
+
+
+_PLAIN_DMA_ARGS = {"dst", "src", "op", "priority"}
+
+
+def _note_hbm_use(insn, t, w, straight):
+    """Record how one instruction uses an HBM tensor (for whole_overwrite):
+    the byte span a plain DMA of straight-line code overwrites (no
+    accumulate, no indexed rows, a view with no gap), else that the tensor
+    has some other use (a read, a device loop's access, any other write)."""
+    st = t.storage
+    span = None
+    if w and straight and not insn.rmw and insn.op == "dma_copy" and all(
+            n in _PLAIN_DMA_ARGS and (n != "op" or v == "cast") for n, v in insn.args):
+        span = dense_span(t)
+    if span is None:
+        st.other_use = True
+    else:
+        st.overwrites.append(span)
+
+
+def whole_overwrite(st):
+    """Whether every execution writes every byte of HBM tensor st, with
+    plain DMAs, and reads none of them first: what it held before an
+    execution then never shows (a result array need not be zeroed)."""
+    if st.other_use:
+        return False
+    end = 0
+    for lo, hi in sorted(st.overwrites):
+        if lo > end:
+            return False
+        end = max(end, hi)
+    return end >= st.nbytes
 
 
 def _fmt_float(v):

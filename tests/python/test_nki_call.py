@@ -1,0 +1,185 @@
+"""test_nki_call.py: what makes a cached call cheap, and what it must not
+change. A result the caller still holds (itself, a view, a memoryview, a
+weak reference) is never written by a later call; one it dropped may be
+written again and still reads the right values, with the bytes the kernel
+does not write reading 0. The tracer tells which results every execution
+overwrites whole (plain DMAs cover every byte, nothing reads it first):
+those need no zeroing. A call whose arguments look like the last call's
+reuses its kernel without computing the key, but a new shape, a new int
+argument or an evicted kernel still go through the kernel cache. The
+runtime's log lines of a call still come out, and a failure still names
+its kernel line."""
+import gc
+import weakref
+
+import numpy as np
+import pytest
+
+import nki
+import nki.isa as nisa
+import nki.language as nl
+from nki import _kernel
+
+
+@nki.jit
+def add_one(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out, nl.add(nl.load(a), 1.0))
+    return out
+
+
+@nki.jit
+def left_half(a):
+    """Writes the left half of the columns of its result only."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    h = a.shape[1] // 2
+    nl.store(out[:, 0:h], nl.load(a[:, 0:h]))
+    return out
+
+
+def _address_of_result(kernel, a):
+    """Call kernel(a) and drop its result: where the result was."""
+    return kernel(a).ctypes.data
+
+
+def test_a_held_result_is_never_written_again():
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    r1 = add_one(a)
+    v = add_one(a * 2)[:, 2:4]             # only a view of the second result is kept
+    m = memoryview(add_one(a * 3))
+    for k in range(4):
+        add_one(a * 0)
+    np.testing.assert_array_equal(r1, a + 1)
+    np.testing.assert_array_equal(v, (a * 2 + 1)[:, 2:4])
+    np.testing.assert_array_equal(np.asarray(m), a * 3 + 1)
+
+
+def test_a_result_held_by_a_weak_reference_is_not_written():
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    r = add_one(a)
+    w = weakref.ref(r)
+    del r                                   # the kernel keeps it; the caller's weak reference sees it
+    gc.collect()
+    add_one(a * 0)                          # takes another array
+    assert w() is not None
+    np.testing.assert_array_equal(w(), a + 1)
+
+
+def test_a_dropped_result_is_reused_and_reads_the_new_values():
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    first = _address_of_result(add_one, a)
+    assert add_one.last.whole                 # the store covers every byte of the result
+    r = add_one(a * 5)
+    assert r.ctypes.data == first             # the dropped array, written again
+    np.testing.assert_array_equal(r, a * 5 + 1)
+    out = None
+    seen = set()
+    for k in range(6):                        # out = kernel(...) in a loop: two arrays take turns
+        out = add_one(a + k)
+        np.testing.assert_array_equal(out, a + k + 1)
+        seen.add(out.ctypes.data)
+    assert len(seen) == 2
+
+
+def test_a_reused_result_reads_zero_where_the_kernel_does_not_write():
+    a = np.full((128, 8), 3.0, np.float32)
+    first = _address_of_result(left_half, a)
+    assert not left_half.last.whole
+    r = left_half(a + 1)
+    assert r.ctypes.data == first
+    np.testing.assert_array_equal(r[:, :4], a[:, :4] + 1)
+    assert not r[:, 4:].any()
+
+
+@nki.jit
+def reads_its_output(a):
+    """Loads its result before writing all of it: what it read must be 0."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    before = nl.load(out)
+    nl.store(out, nl.add(before, nl.load(a)))
+    return out
+
+
+@nki.jit
+def accumulates(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=out, src=nl.load(a), dst_rmw_op=np.add)
+    return out
+
+
+@nki.jit
+def even_and_odd(a):
+    """Every byte written, by two strided stores (columns 0, 2, .. and 1, 3, ..)."""
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.load(a)
+    nl.store(out[:, 0::2], t[:, 0::2])
+    nl.store(out[:, 1::2], t[:, 1::2])
+    return out
+
+
+@nki.jit
+def two_halves(a):
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    nl.store(out[0:64], nl.load(a[0:64]))
+    nl.store(out[64:128], nl.load(a[64:128]))
+    return out
+
+
+@pytest.mark.parametrize("kernel,whole", [(reads_its_output, False), (accumulates, False),
+                                          (even_and_odd, False), (two_halves, True)])
+def test_which_results_are_overwritten_whole(kernel, whole):
+    """Only plain DMAs covering every byte with nothing reading the tensor
+    count (strided stores are not worked out: zeroed, which is always
+    right); either way every call reads as if the result started at 0."""
+    a = np.arange(128 * 8, dtype=np.float32).reshape(128, 8)
+    for k in range(3):                        # dropped results are reused
+        np.testing.assert_array_equal(kernel(a + k), a + k)
+    assert bool(kernel.last.whole) == whole
+
+
+def test_a_call_with_other_shapes_or_ints_goes_through_the_cache():
+    @nki.jit
+    def scaled(a, n):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nl.store(out, nl.multiply(nl.load(a), float(n)))
+        return out
+    a = np.ones((128, 8), np.float32)
+    np.testing.assert_array_equal(scaled(a, 2), a * 2)
+    np.testing.assert_array_equal(scaled(a, 3), a * 3)      # another int: another kernel
+    np.testing.assert_array_equal(scaled(a, 3.0), a * 3)    # a float: the full key
+    wide = np.ones((128, 16), np.float32)
+    np.testing.assert_array_equal(scaled(wide, 3), wide * 3)
+    np.testing.assert_array_equal(scaled(a.astype(np.float16), 3), a * 3)
+    np.testing.assert_array_equal(scaled(a, 2), a * 2)
+    np.testing.assert_array_equal(scaled(a, n=5), a * 5)     # keywords: the full key
+
+
+def test_an_evicted_kernel_is_compiled_again(monkeypatch):
+    monkeypatch.setattr(_kernel, "CACHE_MODELS", 1)
+    a = np.ones((128, 8), np.float32)
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    first = add_one.last
+    b = np.ones((128, 6), np.float32)       # a new kernel: add_one's is evicted
+    np.testing.assert_array_equal(left_half(b)[:, :3], b[:, :3])
+    assert first.evicted and not first.model.loaded()
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    assert add_one.last is not first and add_one.last.model.loaded()
+
+
+@nki.jit
+def fails_on_the_device(a):
+    out = nl.ndarray((a.shape[0], 6), dtype=nl.float32, buffer=nl.shared_hbm)
+    nl.store(out, nisa.bn_stats(nl.load(a)))  # MARK-device
+    return out
+
+
+def test_a_failed_call_names_its_line_and_its_log_lines_come_out(capsys):
+    """The second call is a cached one: its failure is reported as the
+    first's (the kernel line, the runtime's cause), and the runtime's
+    lines reach sys.stderr."""
+    mark = [i + 1 for i, ln in enumerate(open(__file__).read().splitlines())
+            if ln.endswith("# MARK-device")][0]
+    for k in range(2):
+        with pytest.raises(nki.NKIError, match=r"test_nki_call.py:%d: .*bn_stats" % mark):
+            fails_on_the_device(np.zeros((8, 1024), np.float32))
+        assert "ERROR" in capsys.readouterr().err
