@@ -21,7 +21,10 @@ def _merge(dims):
 
 
 def free_dims(t):
-    return [d for i, d in enumerate(t.dims) if i != t.pdim]
+    pdim = t.pdim
+    if pdim == 0:
+        return t.dims[1:]
+    return [d for i, d in enumerate(t.dims) if i != pdim]
 
 
 def partitions(t):
@@ -43,9 +46,9 @@ def _indexed_dims(t, dims):
     return dims
 
 
-def ap_text(t, dtype_override=None, dims_override=None, merge=True):
+def ap_text(t, dims_override=None, merge=True):
     """The assembly access pattern of a view (docs/isa.md)."""
-    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    di = _dtypes.info(t.dtype)
     st = t.storage
     if st.kind == "hbm":
         dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
@@ -60,9 +63,8 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
             pd, free = [0, 1], (_merge(dims) if merge else dims)
         if len(free) > 4:
             fail("an HBM access with more than 5 non-contiguous dimensions")
-        return "hbm:%s[[%d,%d], %d, %s]:%s" % (
-            st.name, pd[0], pd[1], t.off * di.size,
-            ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+        return "hbm:%s[[%d,%d], %d, %s]:%s" % (st.name, pd[0], pd[1], t.off * di.size,
+                                                _dims_text(free), di.isa)
     st.place()
     p0, ps, pc = partitions(t)
     free = dims_override if dims_override is not None else free_dims(t)
@@ -76,21 +78,22 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
         fail("partitions %d..%d are outside 0..127" % (p0, p0 + (pc - 1) * ps))
     pstop = p0 + pc * ps
     part = "%d:%d" % (p0, pstop) if ps == 1 else "%d:%d:%d" % (p0, pstop, ps)
-    return "%s[%s, %d, %s]:%s" % (st.kind, part, byte,
-                                  ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+    return "%s[%s, %d, %s]:%s" % (st.kind, part, byte, _dims_text(free), di.isa)
 
 
-def rect(t, dtype_override=None):
+def _dims_text(dims):
+    """[step,count] pairs as the assembly writes them."""
+    return ", ".join(["[%d,%d]" % (s, c) for s, c in dims])
+
+
+def rect(t):
     """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
-    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    di = _dtypes.info(t.dtype)
     st = t.storage
     if st.kind == "hbm" and hasattr(t, "_indirect"):
         return (0, 1, 0, st.nbytes)      # indexed rows: any row of the tensor
     if st.kind == "hbm":
-        lo = hi = t.off
-        for s, c in t.dims:
-            lo += min(0, s * (c - 1))
-            hi += max(0, s * (c - 1))
+        lo, hi = _span(t.off, t.dims)
         return (0, 1, lo * di.size, (hi + 1) * di.size)
     st.place()
     p_lo, p_hi, b_lo, b_hi = local_rect(t, di)
@@ -100,24 +103,34 @@ def rect(t, dtype_override=None):
 def local_rect(t, di=None):
     """The bounding box of an on-chip view within its tile (bytes from the
     tile's start): what rect() gives, before the tile is placed."""
-    di = di or _dtypes.info(getattr(t, "_as", None) or t.dtype)
+    di = di or _dtypes.info(t.dtype)
     p0, ps, pc = partitions(t)
-    lo = hi = t.off
-    for s, c in free_dims(t):
-        lo += min(0, s * (c - 1))
-        hi += max(0, s * (c - 1))
+    lo, hi = _span(t.off, free_dims(t))
     return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
+
+
+def _span(off, dims):
+    """The lowest and highest element offsets dims reach from off."""
+    lo = hi = off
+    for s, c in dims:
+        d = s * (c - 1)
+        if d < 0:
+            lo += d
+        else:
+            hi += d
+    return lo, hi
 
 
 def check_bounds(t):
     """A view must stay inside its tile or HBM tensor."""
     di = _dtypes.info(t.dtype)
-    lo = hi = t.off
-    for i, (s, c) in enumerate(t.dims):
-        if i == t.pdim or (i == 0 and hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")):
-            continue      # partitions; or indexed rows, checked when the DMA runs
-        lo += min(0, s * (c - 1))
-        hi += max(0, s * (c - 1))
+    # not partitions; nor indexed rows, checked when the DMA runs
+    skip0 = hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")
+    if skip0:
+        dims = [d for i, d in enumerate(t.dims) if i != t.pdim and i != 0]
+    else:
+        dims = t.dims if t.pdim is None else free_dims(t)
+    lo, hi = _span(t.off, dims)
     if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:
         fail("the access reaches elements %d..%d outside its %s tensor of %d bytes%s"
              % (lo, hi, t.storage.kind.upper(), t.storage.nbytes,

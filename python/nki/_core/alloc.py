@@ -7,7 +7,6 @@ free space and the next iteration's loads run ahead of this one's compute
 fit, or address= names bytes a tile of the front end holds, a live tile
 goes to HBM (the tracer's spill) and comes back at its next use."""
 import bisect
-import heapq
 import weakref
 
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
@@ -53,6 +52,10 @@ class Storage:
     """One allocation: an SBUF/PSUM byte range in every partition, or an HBM
     variable. Freed (its range returned to the allocator) when it dies."""
 
+    fixed = None          # the byte offset address= gave (a tile placed by hand)
+    spilled = None        # its HBM copy while it is spilled
+    zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
+
     def __init__(self, tracer, kind, nbytes, name=None):
         self.tracer = tracer      # owning tracer
         self.kind = kind          # 'sbuf', 'psum' or 'hbm'
@@ -70,14 +73,14 @@ class Storage:
 
     def place(self):
         """Give the storage its on-chip bytes (first use)."""
-        if self.offset is None and self.kind != "hbm" and getattr(self, "fixed", None) is not None:
+        if self.offset is None and self.kind != "hbm" and self.fixed is not None:
             self.offset, self.base = self.fixed, self.alloc.reserve(self)
             self.acc = self.alloc.manual_acc[self.kind]
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
             self.fin = weakref.finalize(self, self.alloc.give, self.kind, self.offset,
                                         self.nbytes, self.acc, self.seq, id(self))
-            if getattr(self, "spilled", None) is not None:
+            if self.spilled is not None:
                 self.tracer.reload(self)
         return self
 
@@ -112,10 +115,10 @@ class Allocator:
         # True once a 0-byte placement may have split a free range into two
         # joinable pieces: the next give merges the whole list again
         self.unmerged = {"sbuf": False, "psum": False}
-        # SBUF free ranges by age: a heap of (position, offset, length),
-        # stale entries dropped when met; usable while every SBUF range is
-        # whole 32-byte units (then a candidate is never younger than the
-        # range it ends in), else the search scans the list
+        # SBUF free ranges by age: (position, offset, length) of each range
+        # of the free list, sorted, changed with it; the search walks it
+        # while every SBUF range is whole 32-byte units (then a candidate
+        # is never younger than the range it ends in), else scans the list
         self.by_age = [(0, 0, sbuf)]
         self.starts = [0]         # the start of each SBUF free range, in list order (bisect)
         self.regular = sbuf % 32 == 0
@@ -209,13 +212,15 @@ class Allocator:
             if o + ln > start + size:
                 b = max(o, start + size)
                 rest.append((b, o + ln - b, c, q))
-        lst[i:j + 1] = rest
-        self.unmerged[st.kind] |= size == 0
         if st.kind == "sbuf":
             self.regular &= size > 0
             self.starts[i:j + 1] = [r[0] for r in rest]
-            for o, ln, _, q in rest:
-                heapq.heappush(self.by_age, (q, o, ln))
+            for r in lst[i:j + 1]:
+                self._unindex(r)
+            for r in rest:
+                self._index(r)
+        lst[i:j + 1] = rest
+        self.unmerged[st.kind] |= size == 0
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         self.live[id(st)] = weakref.ref(st)
@@ -288,29 +293,30 @@ class Allocator:
         candidate is never younger than the range it ends in, so once the
         ranges left are younger than the best candidate, none can beat it
         (ties go to the highest range, as in the scan from the top)."""
-        heap, seen, best, starts = self.by_age, [], None, self.starts
-        while heap and (best is None or heap[0][0] <= best[0]):
-            q, o, ln = entry = heapq.heappop(heap)
+        best, starts = None, self.starts
+        for q, o, _ in self.by_age:
+            if best is not None and q > best[0]:
+                break
             j = bisect.bisect_left(starts, o)
-            if j == len(lst) or lst[j][0] != o or lst[j][1] != ln or lst[j][3] != q:
-                continue          # a range that was split or merged since
-            seen.append(entry)
             cand = self._sbuf_candidate(lst, j, size)
             if cand is None:
                 continue
             i, start, age = cand
             if best is None or age < best[0] or (age == best[0] and j > best[2]):
                 best = (age, i, j, start)
-        for entry in seen:
-            heapq.heappush(heap, entry)
-        if len(heap) > 4 * len(lst) + 64:
-            self._reindex()
         return best
 
     def _reindex(self):
-        """The SBUF age heap made anew from the free list."""
-        self.by_age = [(q, o, ln) for o, ln, _, q in self.free["sbuf"]]
-        heapq.heapify(self.by_age)
+        """The SBUF ranges by age made anew from the free list."""
+        self.by_age = sorted((q, o, ln) for o, ln, _, q in self.free["sbuf"])
+
+    def _index(self, r):
+        """SBUF free range r (offset, length, clock, position) joins by_age."""
+        bisect.insort(self.by_age, (r[3], r[0], r[1]))
+
+    def _unindex(self, r):
+        """SBUF free range r leaves by_age."""
+        del self.by_age[bisect.bisect_left(self.by_age, (r[3], r[0], r[1]))]
 
     def _best_psum(self, lst, size):
         """The oldest PSUM candidate, searched from the first bank up."""
@@ -390,9 +396,11 @@ class Allocator:
         # the list is merged already: only the new range's neighbours can join it
         starts = self.starts if kind == "sbuf" else [r[0] for r in lst]
         k = bisect.bisect_right(starts, off)
+        gone = []                 # free ranges the new one absorbs
         if k > 0 and self._joins(lst[k - 1], item):
             k -= 1
             p = lst[k]
+            gone.append(p)
             item = (p[0], p[1] + size, clock, item[3])
             lst[k] = item
         else:
@@ -400,10 +408,13 @@ class Allocator:
             starts.insert(k, off)
         if k + 1 < len(lst) and self._joins(item, lst[k + 1]):
             n = lst.pop(k + 1)
+            gone.append(n)
             starts.pop(k + 1)
             item = lst[k] = (item[0], item[1] + n[1], n[2], n[3])
         if kind == "sbuf":
-            heapq.heappush(self.by_age, (item[3], item[0], item[1]))
+            for r in gone:
+                self._unindex(r)
+            self._index(item)
 
     @staticmethod
     def _joins(a, b):

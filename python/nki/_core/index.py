@@ -153,7 +153,7 @@ def index_tensor(t, idx):
             fail("unsupported index %r" % (ix,))
     if t.storage.kind != "hbm" and newp is not None and len(dims) < 2:
         dims.append([1, 1])      # an on-chip view is at least [partitions, elements]
-    return NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
+    return NkiTensor._of(t.storage, t.dtype, dims, newp, part, off, pcount)
 
 
 def _index_grid(t, idx):

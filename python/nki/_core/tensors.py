@@ -22,6 +22,9 @@ class NkiTensor:
     partitions. part: first partition (on chip). off: element offset.
     """
 
+    _dims = None       # the free dims an instruction writes instead of the view's (set on one)
+    _nomerge = False   # those dims are written as they are, not merged
+
     def __init__(self, storage, dtype, dims, pdim, part=0, off=0, pcount=1):
         self.storage = storage                 # the Storage it views
         self.dtype = _dtypes.info(dtype).public  # public dtype object
@@ -31,10 +34,19 @@ class NkiTensor:
         self.off = off                         # element offset
         self.pcount = pcount                   # partitions when pdim is None (on chip)
 
+    @classmethod
+    def _of(cls, storage, dtype, dims, pdim, part, off, pcount):
+        """A view of parts already in NkiTensor's form (dtype a public
+        dtype, dims fresh [step, count] lists the view takes over)."""
+        t = cls.__new__(cls)
+        t.storage, t.dtype, t.dims, t.pdim = storage, dtype, dims, pdim
+        t.part, t.off, t.pcount = part, off, pcount
+        return t
+
     # -- NKI surface
     @property
     def shape(self):
-        return tuple(c for _, c in self.dims)
+        return tuple([c for _, c in self.dims])
 
     @property
     def ndim(self):

@@ -222,7 +222,7 @@ class Tracer:
     def emit(self, engine, op, outs, ins, args, rmw=False):
         views = [*outs.values(), *ins.values()]
         for t in views:
-            if getattr(t.storage, "zero_view", None) is not None:
+            if t.storage.zero_view is not None:
                 self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
         if any(c == 0 for t in views for _, c in t.dims):
@@ -264,7 +264,7 @@ class Tracer:
         rects = []
         for t, w in touched:
             st = t.storage
-            r = rect(t, getattr(t, "_as", None))
+            r = rect(t)
             rects.append(r)
             # only the same core's engines can be waited for: SPMD programs on
             # other cores are independent by NKI's rules
@@ -284,9 +284,7 @@ class Tracer:
             if v is None:
                 parts.append(name)
             elif isinstance(v, NkiTensor):
-                parts.append("%s=%s" % (name, ap_text(v, getattr(v, "_as", None),
-                                                      getattr(v, "_dims", None),
-                                                      not getattr(v, "_nomerge", False))))
+                parts.append("%s=%s" % (name, ap_text(v, v._dims, not v._nomerge)))
             elif isinstance(v, float):
                 parts.append("%s=%s" % (name, _fmt_float(v)))
             else:
