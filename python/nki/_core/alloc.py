@@ -29,7 +29,10 @@ class Accesses:
         self.groups = {}          # (engine, is_write) -> {rect: instruction number}
 
     def __setitem__(self, key, n):
-        r, eng, w = key
+        self.note(key[0], key[1], key[2], n)
+
+    def note(self, r, eng, w, n):
+        """Instruction n of engine eng accessed rect r (a write if w)."""
         g = self.groups.get((eng, w))
         if g is None:
             g = self.groups[(eng, w)] = {}
@@ -40,6 +43,15 @@ class Accesses:
 
     def __len__(self):
         return sum(len(g) for g in self.groups.values())
+
+    def clock(self):
+        """engine -> the last instruction number of its accesses."""
+        clock = {}
+        for (eng, _), g in self.groups.items():
+            if g:
+                n = max(g.values())
+                clock[eng] = max(clock.get(eng, 0), n)
+        return clock
 
     def items(self):
         """((rect, engine, is_write), instruction number) of every access."""
@@ -264,7 +276,7 @@ class Allocator:
         of equal ages wins): (age, i, j, start) or None."""
         best = None
         for j in range(len(lst) - 1, -1, -1):
-            cand = self._sbuf_candidate(lst, j, size)
+            cand = self._sbuf_candidate(lst, j, size, None if best is None else best[0])
             if cand is None:
                 continue
             i, start, age = cand
@@ -274,19 +286,28 @@ class Allocator:
                     break
         return best
 
-    def _sbuf_candidate(self, lst, j, size):
+    @staticmethod
+    def _sbuf_candidate(lst, j, size, limit=None):
         """The SBUF candidate that ends where free range j ends: (i, start,
-        age), or None when the free bytes below it are too few."""
+        age), or None when the free bytes below it are too few or (with a
+        limit) its age is above limit. The age is _age's, gathered while
+        walking down from range j to the range the candidate starts in."""
         o, ln, _, q = lst[j]
         start = (o + ln - size) & ~31
         if start >= o:            # inside range j alone (an empty tile has no age)
             return j, start, q if size > 0 else 0
-        i = j
-        while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+        age, end, i = 0, start + size, j
+        while True:
+            o, ln, _, q = lst[i]
+            if q > age and o < end and o + ln > start:
+                age = q
+                if limit is not None and age > limit:
+                    return None
+            if start >= o:
+                return i, start, age
+            if i == 0 or lst[i - 1][0] + lst[i - 1][1] != o:
+                return None
             i -= 1
-        if start < lst[i][0]:
-            return None
-        return i, start, self._age(lst, i, j, start, size)
 
     def _best_by_age(self, lst, size):
         """What _best_sbuf finds, visiting free ranges oldest first: a
@@ -298,7 +319,7 @@ class Allocator:
             if best is not None and q > best[0]:
                 break
             j = bisect.bisect_left(starts, o)
-            cand = self._sbuf_candidate(lst, j, size)
+            cand = self._sbuf_candidate(lst, j, size, None if best is None else best[0])
             if cand is None:
                 continue
             i, start, age = cand
@@ -377,9 +398,7 @@ class Allocator:
         next to it with the same clock and position becomes one with it."""
         if key is not None:
             self.live.pop(key, None)
-        clock = {}
-        for (_, eng, _), n in acc.items():
-            clock[eng] = max(clock.get(eng, 0), n)
+        clock = acc.clock()
         lst = self.free[kind]
         item = (off, size, clock, seq[0])
         if kind == "sbuf":

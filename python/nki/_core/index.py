@@ -104,24 +104,36 @@ class Mask:
         return out
 
 
+_ALL = slice(None)
+
+
+def _plain(idx):
+    """Whether idx holds only slices and Python ints (the common index)."""
+    for i in idx:
+        if type(i) is not slice and type(i) is not int:
+            return False
+    return True
+
+
 def index_tensor(t, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if any(isinstance(i, NkiTensor) for i in idx):
-        return _index_indirect(t, idx)
-    if any(isinstance(i, IndexExpr) for i in idx):
-        return _index_grid(t, idx)
-    if any(i is Ellipsis for i in idx):
-        k = idx.index(Ellipsis)
-        fill = len(t.dims) - (len(idx) - 1)
-        idx = idx[:k] + (slice(None),) * fill + idx[k + 1:]
+    if not _plain(idx):
+        if any(isinstance(i, NkiTensor) for i in idx):
+            return _index_indirect(t, idx)
+        if any(isinstance(i, IndexExpr) for i in idx):
+            return _index_grid(t, idx)
+        if any(i is Ellipsis for i in idx):
+            k = idx.index(Ellipsis)
+            fill = len(t.dims) - (len(idx) - 1)
+            idx = idx[:k] + (slice(None),) * fill + idx[k + 1:]
     if len(idx) > len(t.dims):
         fail("too many indices (%d) for a tensor of shape %s" % (len(idx), t.shape))
     dims, pdim, part, off, pcount = [], t.pdim, t.part, t.off, t.pcount
     newp = None
     for i, (step, count) in enumerate(t.dims):
-        ix = idx[i] if i < len(idx) else slice(None)
-        if isinstance(ix, (int, np.integer)):
+        ix = idx[i] if i < len(idx) else _ALL
+        if type(ix) is not slice and isinstance(ix, (int, np.integer)):
             ix = int(ix)
             if ix < 0:
                 ix += count

@@ -225,7 +225,7 @@ class Tracer:
             if t.storage.zero_view is not None:
                 self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
-        if any(c == 0 for t in views for _, c in t.dims):
+        if _any_empty(views):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
         for t in views:
             check_grid(t)
@@ -251,10 +251,8 @@ class Tracer:
         eng = insn.engine
         me = (self.core, eng)
         waits = {}
-        touched = []
-        for name, t in insn.ins.items():
-            touched.append((t, False))
-        for name, t in insn.outs.items():
+        touched = [(t, False) for t in insn.ins.values()]
+        for t in insn.outs.values():
             touched.append((t, True))
             if insn.rmw:
                 touched.append((t, False))
@@ -279,16 +277,7 @@ class Tracer:
                     if n > got and _overlap(r, r2):
                         got = waits[e2[1]] = n
         self.pinned = outer
-        parts = ["%s.%s" % (eng, insn.op)]
-        for name, v in insn.args:
-            if v is None:
-                parts.append(name)
-            elif isinstance(v, NkiTensor):
-                parts.append("%s=%s" % (name, ap_text(v, v._dims, not v._nomerge)))
-            elif isinstance(v, float):
-                parts.append("%s=%s" % (name, _fmt_float(v)))
-            else:
-                parts.append("%s=%s" % (name, v))
+        parts = _operand_text(insn)
         if self.loop is not None:
             self.loop.record(insn, parts, waits, touched)
             return
@@ -302,13 +291,38 @@ class Tracer:
         self.seq += 1
         for (t, w), r in zip(touched, rects):
             st = t.storage
-            st.acc[(r, me, w)] = n
+            st.acc.note(r, me, w, n)
             st.seq[0] = self.seq
             if w:
                 st.written = True
         self.lines.append(" ".join(parts))
         self.src.append(insn.line)
         self.eng_lines[eng].append((insn.line, insn.op))
+
+
+def _any_empty(views):
+    """Whether some view has a dimension of no elements."""
+    for t in views:
+        for _, c in t.dims:
+            if c == 0:
+                return True
+    return False
+
+
+def _operand_text(insn):
+    """The words of an instruction's line up to its waits: engine.op and
+    each operand (name=value, or the name alone for a flag)."""
+    parts = ["%s.%s" % (insn.engine, insn.op)]
+    for name, v in insn.args:
+        if v is None:
+            parts.append(name)
+        elif type(v) is NkiTensor or isinstance(v, NkiTensor):
+            parts.append("%s=%s" % (name, ap_text(v, v._dims, not v._nomerge)))
+        elif isinstance(v, float):
+            parts.append("%s=%s" % (name, _fmt_float(v)))
+        else:
+            parts.append("%s=%s" % (name, v))
+    return parts
 
 
 def _fmt_float(v):

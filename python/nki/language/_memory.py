@@ -19,7 +19,7 @@ def _no_mask(mask, what):
 
 
 def _check_same_elems(a, b, what):
-    if int(math.prod(a.shape)) != int(math.prod(b.shape)):
+    if a.size != b.size:
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
 
 
@@ -180,7 +180,7 @@ def _retarget(insn, view, accumulate=False):
     if not accumulate:
         _settle_zero_before(current(), insn, view)
     old = insn.outs["dst"]
-    if int(math.prod(old.shape)) != int(math.prod(view.shape)):
+    if old.size != view.size:
         fail("cannot assign a result of shape %s to a view of shape %s" % (old.shape, view.shape))
     insn.outs["dst"] = view
     insn.args = [(n, view if v is old else v) for n, v in insn.args]
