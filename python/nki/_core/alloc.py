@@ -67,6 +67,7 @@ class Storage:
     fixed = None          # the byte offset address= gave (a tile placed by hand)
     spilled = None        # its HBM copy while it is spilled
     zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
+    taken = False         # it holds bytes the allocator's take gave (given back when it dies)
 
     def __init__(self, tracer, kind, nbytes, name=None):
         self.tracer = tracer      # owning tracer
@@ -90,8 +91,7 @@ class Storage:
             self.acc = self.alloc.manual_acc[self.kind]
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
-            self.fin = weakref.finalize(self, self.alloc.give, self.kind, self.offset,
-                                        self.nbytes, self.acc, self.seq, id(self))
+            self.taken = True
             if self.spilled is not None:
                 self.tracer.reload(self)
         return self
@@ -99,9 +99,17 @@ class Storage:
     def evict(self):
         """Give the tile's bytes back (it was spilled to HBM): its accesses
         stay with the freed bytes; it starts afresh when reloaded."""
-        self.fin.detach()
-        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+        self._give_back()
         self.offset, self.base, self.acc = None, {}, Accesses()
+
+    def _give_back(self):
+        """Return the bytes take gave, with the accesses made to them."""
+        self.taken = False
+        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+
+    def __del__(self):
+        if self.taken:
+            self._give_back()
 
 
 class Allocator:
