@@ -35,6 +35,16 @@ def partitions(t):
     return t.part, s, c
 
 
+def _geometry(t):
+    """partitions(t) and free_dims(t) of an on-chip view, in one pass."""
+    pdim = t.pdim
+    if pdim is None:
+        return t.part, 1, t.pcount, t.dims
+    dims = t.dims
+    s, c = dims[pdim]
+    return t.part, s, c, (dims[1:] if pdim == 0 else dims[:pdim] + dims[pdim + 1:])
+
+
 def _indexed_dims(t, dims):
     """The HBM pattern an indexed DMA sees: a run-time scalar offset is one
     row of step _scalar_step that the index shifts, over the whole pattern;
@@ -51,7 +61,7 @@ def ap_text(t, dims_override=None, merge=True):
     di = _dtypes.info(t.dtype)
     st = t.storage
     if st.kind == "hbm":
-        dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
+        dims = dims_override if dims_override is not None else t.dims   # read, never changed
         dims = _indexed_dims(t, dims or [[1, 1]])
         pd = dims[0]
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
@@ -66,8 +76,9 @@ def ap_text(t, dims_override=None, merge=True):
         return "hbm:%s[[%d,%d], %d, %s]:%s" % (st.name, pd[0], pd[1], t.off * di.size,
                                                 _dims_text(free), di.isa)
     st.place()
-    p0, ps, pc = partitions(t)
-    free = dims_override if dims_override is not None else free_dims(t)
+    p0, ps, pc, free = _geometry(t)
+    if dims_override is not None:
+        free = dims_override
     free = _merge(free) if merge else (free or [[1, 1]])
     if len(free) > 4:
         fail("an on-chip access with more than 4 non-contiguous free dimensions")
@@ -104,8 +115,8 @@ def local_rect(t, di=None):
     """The bounding box of an on-chip view within its tile (bytes from the
     tile's start): what rect() gives, before the tile is placed."""
     di = di or _dtypes.info(t.dtype)
-    p0, ps, pc = partitions(t)
-    lo, hi = _span(t.off, free_dims(t))
+    p0, ps, pc, free = _geometry(t)
+    lo, hi = _span(t.off, free)
     return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
 
 

@@ -152,7 +152,8 @@ def index_tensor(t, idx):
                 if not (0 <= ix.start <= count and ix.stop <= count) or ix.start > ix.stop:
                     fail_index("slice %d:%d is out of bounds for dimension %d of size %d"
                          % (ix.start, ix.stop, i, count))
-            n = len(range(start, stop, stp))     # 0 for an empty slice: the view has no elements
+            # 0 for an empty slice: the view has no elements
+            n = (stop - start if stop > start else 0) if stp == 1 else len(range(start, stop, stp))
             if i == pdim:
                 if stp < 0:
                     fail("a negative step on the partition dimension is not possible")
