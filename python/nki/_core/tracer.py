@@ -90,7 +90,7 @@ class Tracer:
         self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
         self.emitted = 0          # instructions emitted so far
         self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
-        self.pinned = set()       # ids of the tiles the instruction being committed touches
+        self.touching = []        # (view, is_write) lists of the instructions being committed
         self.spills = 0           # tiles spilled to HBM
         self.spill_free = {}      # bytes per partition -> HBM scratch variables free for spills
 
@@ -126,6 +126,11 @@ class Tracer:
         return st
 
     # -- spilling: SBUF/PSUM tiles that do not fit go to HBM and come back
+    def _pinned(self):
+        """ids of the tiles the instructions being committed touch (none
+        of them may be spilled to make room for another)."""
+        return {id(t.storage) for touched in self.touching for t, _ in touched}
+
     def spill(self, needed, st=None):
         """Make room for tile `needed`: store tile st (by default the least
         recently used live tile of needed's memory that the instruction
@@ -134,7 +139,7 @@ class Tracer:
         go. The copy is bit-exact and a PSUM tile keeps its record of
         written bytes, so matmuls into it after its reload accumulate where
         they would have."""
-        pinned = self.pinned | {id(needed)}
+        pinned = self._pinned() | {id(needed)}
         if st is None:
             st = self.alloc.victim(needed.kind, pinned)
         if st is None or id(st) in pinned:
@@ -256,8 +261,7 @@ class Tracer:
             touched.append((t, True))
             if insn.rmw:
                 touched.append((t, False))
-        outer = self.pinned
-        self.pinned = outer | {id(t.storage) for t, _ in touched}
+        self.touching.append(touched)
         core = self.core
         rects = []
         for t, w in touched:
@@ -276,7 +280,7 @@ class Tracer:
                 for r2, n in group.items():
                     if n > got and _overlap(r, r2):
                         got = waits[e2[1]] = n
-        self.pinned = outer
+        self.touching.pop()
         parts = _operand_text(insn)
         if self.loop is not None:
             self.loop.record(insn, parts, waits, touched)
