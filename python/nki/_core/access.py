@@ -1,7 +1,6 @@
 """_core/access.py: access patterns: how a tensor view is written as a
 trnemu assembly operand (docs/isa.md), its bounding box of bytes for the
 dependency tracker, and the bounds check of a view against its tensor."""
-from .. import _dtypes
 from .context import NUM_PARTITIONS, fail
 
 
@@ -58,7 +57,7 @@ def _indexed_dims(t, dims):
 
 def ap_text(t, dims_override=None, merge=True):
     """The assembly access pattern of a view (docs/isa.md)."""
-    di = _dtypes.info(t.dtype)
+    di = t.di
     st = t.storage
     if st.kind == "hbm":
         dims = dims_override if dims_override is not None else t.dims   # read, never changed
@@ -99,7 +98,7 @@ def _dims_text(dims):
 
 def rect(t):
     """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
-    di = _dtypes.info(t.dtype)
+    di = t.di
     st = t.storage
     if st.kind == "hbm" and hasattr(t, "_indirect"):
         return (0, 1, 0, st.nbytes)      # indexed rows: any row of the tensor
@@ -114,7 +113,7 @@ def rect(t):
 def local_rect(t, di=None):
     """The bounding box of an on-chip view within its tile (bytes from the
     tile's start): what rect() gives, before the tile is placed."""
-    di = di or _dtypes.info(t.dtype)
+    di = di or t.di
     p0, ps, pc, free = _geometry(t)
     lo, hi = _span(t.off, free)
     return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, (hi + 1) * di.size)
@@ -134,7 +133,7 @@ def _span(off, dims):
 
 def check_bounds(t):
     """A view must stay inside its tile or HBM tensor."""
-    di = _dtypes.info(t.dtype)
+    di = t.di
     # not partitions; nor indexed rows, checked when the DMA runs
     skip0 = hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")
     if skip0:

@@ -28,6 +28,7 @@ class NkiTensor:
     def __init__(self, storage, dtype, dims, pdim, part=0, off=0, pcount=1):
         self.storage = storage                 # the Storage it views
         self.dtype = _dtypes.info(dtype).public  # public dtype object
+        self.di = _dtypes.info(self.dtype)     # its Info (dtype is never changed)
         self.dims = [list(d) for d in dims]    # [step, count] per dimension
         self.pdim = pdim                       # index of the partition dim (on chip) or None
         self.part = part                       # first partition (on chip)
@@ -39,7 +40,7 @@ class NkiTensor:
         """A view of parts already in NkiTensor's form (dtype a public
         dtype, dims fresh [step, count] lists the view takes over)."""
         t = cls.__new__(cls)
-        t.storage, t.dtype, t.dims, t.pdim = storage, dtype, dims, pdim
+        t.storage, t.dtype, t.di, t.dims, t.pdim = storage, dtype, _dtypes.info(dtype), dims, pdim
         t.part, t.off, t.pcount = part, off, pcount
         return t
 

@@ -34,7 +34,7 @@ def _dma(dst, src, skip_oob=False):
         if len(dst.shape) and dst.shape[0] != src.shape[0]:
             pass
     args = [("dst", dst), ("src", src)]
-    if _dtypes.info(dst.dtype).name != _dtypes.info(src.dtype).name:
+    if dst.di.name != src.di.name:
         args.append(("op", "cast"))
     # loads queue on the sync engine, stores on GpSimd: a store waiting for
     # its compute does not hold up the next tile's loads
@@ -187,7 +187,7 @@ def _retarget(insn, view, accumulate=False):
     if insn.op == "dma_copy":
         src = insn.ins["src"]
         insn.args = [a for a in insn.args if a[0] != "op"]
-        if _dtypes.info(src.dtype).name != _dtypes.info(view.dtype).name:
+        if src.di.name != view.di.name:
             insn.args.append(("op", "cast"))
     if accumulate:
         insn.args.append(("accumulate", None))
