@@ -108,11 +108,19 @@ _ALL = slice(None)
 
 
 def _plain(idx):
-    """Whether idx holds only slices and Python ints (the common index)."""
+    """Whether idx holds only slices, Python ints and Ellipsis (the common
+    index)."""
     for i in idx:
-        if type(i) is not slice and type(i) is not int:
+        if type(i) is not slice and type(i) is not int and i is not Ellipsis:
             return False
     return True
+
+
+def _expand_ellipsis(t, idx):
+    """idx with its Ellipsis replaced by the full slices it stands for."""
+    k = idx.index(Ellipsis)
+    fill = len(t.dims) - (len(idx) - 1)
+    return idx[:k] + (slice(None),) * fill + idx[k + 1:]
 
 
 def index_tensor(t, idx):
@@ -124,9 +132,9 @@ def index_tensor(t, idx):
         if any(isinstance(i, IndexExpr) for i in idx):
             return _index_grid(t, idx)
         if any(i is Ellipsis for i in idx):
-            k = idx.index(Ellipsis)
-            fill = len(t.dims) - (len(idx) - 1)
-            idx = idx[:k] + (slice(None),) * fill + idx[k + 1:]
+            idx = _expand_ellipsis(t, idx)
+    elif Ellipsis in idx:     # slices, ints and Ellipsis: == is identity here
+        idx = _expand_ellipsis(t, idx)
     if len(idx) > len(t.dims):
         fail("too many indices (%d) for a tensor of shape %s" % (len(idx), t.shape))
     dims, pdim, part, off, pcount = [], t.pdim, t.part, t.off, t.pcount
