@@ -1,7 +1,6 @@
 """nki.language memory: loads, stores and DMAs, masks on them, copies,
 assignment into views (a pending result written in place), static_cast
 and device_print."""
-import math
 import sys
 
 import numpy as np
