@@ -186,11 +186,18 @@ class Info:
 
 
 _info_memo = {}   # (type, dtype spelling) -> Info: the tracer asks for a few dtypes many times
+# id of a public dtype object -> the Info info() gives for that object (a
+# tensor's dtype, asked for most): found without hashing it. The Info holds
+# the object, so the id is never reused while the entry stands.
+_public_memo = {}
 
 
 def info(dt):
     """Normalise any dtype spelling (NumPy dtype or type, string, DType).
     The Info of one spelling is made once and shared (never change it)."""
+    hit = _public_memo.get(id(dt))
+    if hit is not None:
+        return hit
     try:
         key = (type(dt), dt)
         hit = _info_memo.get(key)
@@ -198,6 +205,8 @@ def info(dt):
         return _make_info(dt)
     if hit is None:
         hit = _info_memo[key] = _make_info(dt)
+    if hit.public is dt:
+        _public_memo[id(dt)] = hit
     return hit
 
 

@@ -201,7 +201,7 @@ def test_allocator_places_as_the_reference_search(seed):
     # instruction numbers) and trace positions, in a small SBUF so that
     # the free list fragments: every placement, clock and free list equals
     # the reference's
-    from nki._core.alloc import Allocator
+    from nki._core.alloc import Accesses, Allocator
     from nki._core.context import NKIError, PSUM_BYTES
     rng = np.random.default_rng(seed)
     sbuf = 16384
@@ -227,8 +227,11 @@ def test_allocator_places_as_the_reference_search(seed):
                 continue
             got = new.take(t)
             assert got == want, (step, kind, size)
-            acc = {((0, 1, 0, 1), (0, str(rng.choice(["pe", "act", "dve", "pool", "sp"]))),
-                    bool(rng.random() < 0.5)): int(rng.integers(1, step + 1))}
+            acc = Accesses()
+            acc[((0, 1, 0, 1), (0, str(rng.choice(["pe", "act", "dve", "pool", "sp"]))),
+                 bool(rng.random() < 0.5))] = int(rng.integers(1, step + 1))
             live.append((kind, got[0], size, acc))
         assert new.free == ref.free, step
         assert new.starts == [r[0] for r in new.free["sbuf"]], step
+        # the ranges by age stay in step with the free list
+        assert new.by_age == sorted((q, o, ln) for o, ln, _, q in new.free["sbuf"]), step

@@ -3,7 +3,6 @@ trnemu assembly operand (docs/isa.md; a view addressed by a run-time
 offset with its register tail, _core/dynamic.py), its bounding box of
 bytes for the dependency tracker, and the bounds check of a view against
 its tensor."""
-from .. import _dtypes
 from .context import NUM_PARTITIONS, fail
 from .dynamic import is_dynamic, suffix as dyn_suffix
 
@@ -24,7 +23,10 @@ def _merge(dims):
 
 
 def free_dims(t):
-    return [d for i, d in enumerate(t.dims) if i != t.pdim]
+    pdim = t.pdim
+    if pdim == 0:
+        return t.dims[1:]
+    return [d for i, d in enumerate(t.dims) if i != pdim]
 
 
 def partitions(t):
@@ -33,6 +35,16 @@ def partitions(t):
         return t.part, 1, t.pcount
     s, c = t.dims[t.pdim]
     return t.part, s, c
+
+
+def _geometry(t):
+    """partitions(t) and free_dims(t) of an on-chip view, in one pass."""
+    pdim = t.pdim
+    if pdim is None:
+        return t.part, 1, t.pcount, t.dims
+    dims = t.dims
+    s, c = dims[pdim]
+    return t.part, s, c, (dims[1:] if pdim == 0 else dims[:pdim] + dims[pdim + 1:])
 
 
 def _indexed_dims(t, dims):
@@ -46,12 +58,12 @@ def _indexed_dims(t, dims):
     return dims
 
 
-def ap_text(t, dtype_override=None, dims_override=None, merge=True):
+def ap_text(t, dims_override=None, merge=True):
     """The assembly access pattern of a view (docs/isa.md)."""
-    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    di = t.di
     st = t.storage
     if st.kind == "hbm":
-        dims = dims_override if dims_override is not None else [list(d) for d in t.dims]
+        dims = dims_override if dims_override is not None else t.dims   # read, never changed
         dims = _indexed_dims(t, dims or [[1, 1]])
         pd = dims[0]
         free = _merge(dims[1:]) if merge else (dims[1:] or [[1, 1]])
@@ -63,12 +75,12 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
             pd, free = [0, 1], (_merge(dims) if merge else dims)
         if len(free) > 4:
             fail("an HBM access with more than 5 non-contiguous dimensions")
-        return "hbm:%s[[%d,%d], %d, %s]:%s" % (
-            st.name, pd[0], pd[1], t.off * di.size,
-            ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa)
+        return "hbm:%s[[%d,%d], %d, %s]:%s" % (st.name, pd[0], pd[1], t.off * di.size,
+                                                _dims_text(free), di.isa)
     st.place()
-    p0, ps, pc = partitions(t)
-    free = dims_override if dims_override is not None else free_dims(t)
+    p0, ps, pc, free = _geometry(t)
+    if dims_override is not None:
+        free = dims_override
     free = _merge(free) if merge else (free or [[1, 1]])
     if len(free) > 4:
         fail("an on-chip access with more than 4 non-contiguous free dimensions")
@@ -83,30 +95,22 @@ def ap_text(t, dtype_override=None, dims_override=None, merge=True):
     if is_dynamic(t):
         lo, hi = _span(t.off, free)
         tail = dyn_suffix(t, lo * di.size, (hi + 1) * di.size)
-    return "%s[%s, %d, %s]:%s%s" % (st.kind, part, byte,
-                                    ", ".join("[%d,%d]" % tuple(d) for d in free), di.isa, tail)
+    return "%s[%s, %d, %s]:%s%s" % (st.kind, part, byte, _dims_text(free), di.isa, tail)
 
 
-def _span(off, dims):
-    """Lowest and highest element a pattern of dims from off reaches."""
-    lo = hi = off
-    for s, c in dims:
-        lo += min(0, s * (c - 1))
-        hi += max(0, s * (c - 1))
-    return lo, hi
+def _dims_text(dims):
+    """[step,count] pairs as the assembly writes them."""
+    return ", ".join(["[%d,%d]" % (s, c) for s, c in dims])
 
 
-def rect(t, dtype_override=None):
+def rect(t):
     """Bounding box of a view: (partition lo, hi, byte lo, hi), hi exclusive."""
-    di = _dtypes.info(dtype_override if dtype_override is not None else t.dtype)
+    di = t.di
     st = t.storage
     if st.kind == "hbm" and hasattr(t, "_indirect"):
         return (0, 1, 0, st.nbytes)      # indexed rows: any row of the tensor
     if st.kind == "hbm":
-        lo = hi = t.off
-        for s, c in t.dims:
-            lo += min(0, s * (c - 1))
-            hi += max(0, s * (c - 1))
+        lo, hi = _span(t.off, t.dims)
         return (0, 1, lo * di.size, (hi + 1) * di.size)
     st.place()
     p_lo, p_hi, b_lo, b_hi = local_rect(t, di)
@@ -116,45 +120,56 @@ def rect(t, dtype_override=None):
 def local_rect(t, di=None):
     """The bounding box of an on-chip view within its tile (bytes from the
     tile's start): what rect() gives, before the tile is placed."""
-    di = di or _dtypes.info(getattr(t, "_as", None) or t.dtype)
-    p0, ps, pc = partitions(t)
-    lo, hi = _span(t.off, free_dims(t))
+    di = di or t.di
+    p0, ps, pc, free = _geometry(t)
+    lo, hi = _span(t.off, free)
     end = (hi + 1) * di.size
     if is_dynamic(t):
         end = max(end, t.storage.dyn_limit)   # any shift the run may give it
     return (p0, p0 + (pc - 1) * ps + 1, lo * di.size, end)
 
 
-_PATTERN_OVERRIDES = ("_indirect", "_scalar", "_scalar_step", "_row_step", "_dims", "_as")
+def _span(off, dims):
+    """The lowest and highest element offsets dims reach from off."""
+    lo = hi = off
+    for s, c in dims:
+        d = s * (c - 1)
+        if d < 0:
+            lo += d
+        else:
+            hi += d
+    return lo, hi
+
+
+_PATTERN_OVERRIDES = ("_indirect", "_scalar", "_scalar_step", "_row_step", "_dims")
 
 
 def dense_span(t):
     """The bytes [lo, hi) of an HBM view whose elements fill that range
     with no gap and no repeat; None for any other view, and for a view
     whose assembled pattern is not its own dims (indexed rows, run-time
-    offsets, a re-typed or re-shaped pattern)."""
+    offsets, a re-shaped pattern)."""
     if any(hasattr(t, a) for a in _PATTERN_OVERRIDES):
         return None
-    span, lo = 1, t.off
+    span = 1
     for s, c in sorted((abs(s), c) for s, c in t.dims if c > 1):
         if s != span:
             return None
         span *= c
-    for s, c in t.dims:
-        lo += min(0, s * (c - 1))
-    size = _dtypes.info(t.dtype).size
+    lo = _span(t.off, t.dims)[0]
+    size = t.di.size
     return lo * size, (lo + span) * size
-
 
 def check_bounds(t):
     """A view must stay inside its tile or HBM tensor."""
-    di = _dtypes.info(t.dtype)
-    lo = hi = t.off
-    for i, (s, c) in enumerate(t.dims):
-        if i == t.pdim or (i == 0 and hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")):
-            continue      # partitions; or indexed rows, checked when the DMA runs
-        lo += min(0, s * (c - 1))
-        hi += max(0, s * (c - 1))
+    di = t.di
+    # not partitions; nor indexed rows, checked when the DMA runs
+    skip0 = hasattr(t, "_indirect") and not hasattr(t, "_scalar_step")
+    if skip0:
+        dims = [d for i, d in enumerate(t.dims) if i != t.pdim and i != 0]
+    else:
+        dims = t.dims if t.pdim is None else free_dims(t)
+    lo, hi = _span(t.off, dims)
     if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:
         fail("the access reaches elements %d..%d outside its %s tensor of %d bytes%s"
              % (lo, hi, t.storage.kind.upper(), t.storage.nbytes,

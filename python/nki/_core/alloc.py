@@ -7,7 +7,6 @@ free space and the next iteration's loads run ahead of this one's compute
 fit, or address= names bytes a tile of the front end holds, a live tile
 goes to HBM (the tracer's spill) and comes back at its next use."""
 import bisect
-import heapq
 import weakref
 
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
@@ -30,7 +29,10 @@ class Accesses:
         self.groups = {}          # (engine, is_write) -> {rect: instruction number}
 
     def __setitem__(self, key, n):
-        r, eng, w = key
+        self.note(key[0], key[1], key[2], n)
+
+    def note(self, r, eng, w, n):
+        """Instruction n of engine eng accessed rect r (a write if w)."""
         g = self.groups.get((eng, w))
         if g is None:
             g = self.groups[(eng, w)] = {}
@@ -42,6 +44,15 @@ class Accesses:
     def __len__(self):
         return sum(len(g) for g in self.groups.values())
 
+    def clock(self):
+        """engine -> the last instruction number of its accesses."""
+        clock = {}
+        for (eng, _), g in self.groups.items():
+            if g:
+                n = max(g.values())
+                clock[eng] = max(clock.get(eng, 0), n)
+        return clock
+
     def items(self):
         """((rect, engine, is_write), instruction number) of every access."""
         for (eng, w), g in self.groups.items():
@@ -52,6 +63,11 @@ class Accesses:
 class Storage:
     """One allocation: an SBUF/PSUM byte range in every partition, or an HBM
     variable. Freed (its range returned to the allocator) when it dies."""
+
+    fixed = None          # the byte offset address= gave (a tile placed by hand)
+    spilled = None        # its HBM copy while it is spilled
+    zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
+    taken = False         # it holds bytes the allocator's take gave (given back when it dies)
 
     def __init__(self, tracer, kind, nbytes, name=None):
         self.tracer = tracer      # owning tracer
@@ -72,23 +88,30 @@ class Storage:
 
     def place(self):
         """Give the storage its on-chip bytes (first use)."""
-        if self.offset is None and self.kind != "hbm" and getattr(self, "fixed", None) is not None:
+        if self.offset is None and self.kind != "hbm" and self.fixed is not None:
             self.offset, self.base = self.fixed, self.alloc.reserve(self)
             self.acc = self.alloc.manual_acc[self.kind]
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
-            self.fin = weakref.finalize(self, self.alloc.give, self.kind, self.offset,
-                                        self.nbytes, self.acc, self.seq, id(self))
-            if getattr(self, "spilled", None) is not None:
+            self.taken = True
+            if self.spilled is not None:
                 self.tracer.reload(self)
         return self
 
     def evict(self):
         """Give the tile's bytes back (it was spilled to HBM): its accesses
         stay with the freed bytes; it starts afresh when reloaded."""
-        self.fin.detach()
-        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+        self._give_back()
         self.offset, self.base, self.acc = None, {}, Accesses()
+
+    def _give_back(self):
+        """Return the bytes take gave, with the accesses made to them."""
+        self.taken = False
+        self.alloc.give(self.kind, self.offset, self.nbytes, self.acc, self.seq, id(self))
+
+    def __del__(self):
+        if self.taken:
+            self._give_back()
 
 
 class Allocator:
@@ -114,10 +137,10 @@ class Allocator:
         # True once a 0-byte placement may have split a free range into two
         # joinable pieces: the next give merges the whole list again
         self.unmerged = {"sbuf": False, "psum": False}
-        # SBUF free ranges by age: a heap of (position, offset, length),
-        # stale entries dropped when met; usable while every SBUF range is
-        # whole 32-byte units (then a candidate is never younger than the
-        # range it ends in), else the search scans the list
+        # SBUF free ranges by age: (position, offset, length) of each range
+        # of the free list, sorted, changed with it; the search walks it
+        # while every SBUF range is whole 32-byte units (then a candidate
+        # is never younger than the range it ends in), else scans the list
         self.by_age = [(0, 0, sbuf)]
         self.starts = [0]         # the start of each SBUF free range, in list order (bisect)
         self.regular = sbuf % 32 == 0
@@ -211,13 +234,15 @@ class Allocator:
             if o + ln > start + size:
                 b = max(o, start + size)
                 rest.append((b, o + ln - b, c, q))
-        lst[i:j + 1] = rest
-        self.unmerged[st.kind] |= size == 0
         if st.kind == "sbuf":
             self.regular &= size > 0
             self.starts[i:j + 1] = [r[0] for r in rest]
-            for o, ln, _, q in rest:
-                heapq.heappush(self.by_age, (q, o, ln))
+            for r in lst[i:j + 1]:
+                self._unindex(r)
+            for r in rest:
+                self._index(r)
+        lst[i:j + 1] = rest
+        self.unmerged[st.kind] |= size == 0
         st.nbytes = size
         self.high[st.kind] = max(self.high[st.kind], start + size)
         self.live[id(st)] = weakref.ref(st)
@@ -261,7 +286,7 @@ class Allocator:
         of equal ages wins): (age, i, j, start) or None."""
         best = None
         for j in range(len(lst) - 1, -1, -1):
-            cand = self._sbuf_candidate(lst, j, size)
+            cand = self._sbuf_candidate(lst, j, size, None if best is None else best[0])
             if cand is None:
                 continue
             i, start, age = cand
@@ -271,48 +296,58 @@ class Allocator:
                     break
         return best
 
-    def _sbuf_candidate(self, lst, j, size):
+    @staticmethod
+    def _sbuf_candidate(lst, j, size, limit=None):
         """The SBUF candidate that ends where free range j ends: (i, start,
-        age), or None when the free bytes below it are too few."""
+        age), or None when the free bytes below it are too few or (with a
+        limit) its age is above limit. The age is _age's, gathered while
+        walking down from range j to the range the candidate starts in."""
         o, ln, _, q = lst[j]
         start = (o + ln - size) & ~31
         if start >= o:            # inside range j alone (an empty tile has no age)
             return j, start, q if size > 0 else 0
-        i = j
-        while start < lst[i][0] and i > 0 and lst[i - 1][0] + lst[i - 1][1] == lst[i][0]:
+        age, end, i = 0, start + size, j
+        while True:
+            o, ln, _, q = lst[i]
+            if q > age and o < end and o + ln > start:
+                age = q
+                if limit is not None and age > limit:
+                    return None
+            if start >= o:
+                return i, start, age
+            if i == 0 or lst[i - 1][0] + lst[i - 1][1] != o:
+                return None
             i -= 1
-        if start < lst[i][0]:
-            return None
-        return i, start, self._age(lst, i, j, start, size)
 
     def _best_by_age(self, lst, size):
         """What _best_sbuf finds, visiting free ranges oldest first: a
         candidate is never younger than the range it ends in, so once the
         ranges left are younger than the best candidate, none can beat it
         (ties go to the highest range, as in the scan from the top)."""
-        heap, seen, best, starts = self.by_age, [], None, self.starts
-        while heap and (best is None or heap[0][0] <= best[0]):
-            q, o, ln = entry = heapq.heappop(heap)
+        best, starts = None, self.starts
+        for q, o, _ in self.by_age:
+            if best is not None and q > best[0]:
+                break
             j = bisect.bisect_left(starts, o)
-            if j == len(lst) or lst[j][0] != o or lst[j][1] != ln or lst[j][3] != q:
-                continue          # a range that was split or merged since
-            seen.append(entry)
-            cand = self._sbuf_candidate(lst, j, size)
+            cand = self._sbuf_candidate(lst, j, size, None if best is None else best[0])
             if cand is None:
                 continue
             i, start, age = cand
             if best is None or age < best[0] or (age == best[0] and j > best[2]):
                 best = (age, i, j, start)
-        for entry in seen:
-            heapq.heappush(heap, entry)
-        if len(heap) > 4 * len(lst) + 64:
-            self._reindex()
         return best
 
     def _reindex(self):
-        """The SBUF age heap made anew from the free list."""
-        self.by_age = [(q, o, ln) for o, ln, _, q in self.free["sbuf"]]
-        heapq.heapify(self.by_age)
+        """The SBUF ranges by age made anew from the free list."""
+        self.by_age = sorted((q, o, ln) for o, ln, _, q in self.free["sbuf"])
+
+    def _index(self, r):
+        """SBUF free range r (offset, length, clock, position) joins by_age."""
+        bisect.insort(self.by_age, (r[3], r[0], r[1]))
+
+    def _unindex(self, r):
+        """SBUF free range r leaves by_age."""
+        del self.by_age[bisect.bisect_left(self.by_age, (r[3], r[0], r[1]))]
 
     def _best_psum(self, lst, size):
         """The oldest PSUM candidate, searched from the first bank up."""
@@ -373,9 +408,7 @@ class Allocator:
         next to it with the same clock and position becomes one with it."""
         if key is not None:
             self.live.pop(key, None)
-        clock = {}
-        for (_, eng, _), n in acc.items():
-            clock[eng] = max(clock.get(eng, 0), n)
+        clock = acc.clock()
         lst = self.free[kind]
         item = (off, size, clock, seq[0])
         if kind == "sbuf":
@@ -392,9 +425,11 @@ class Allocator:
         # the list is merged already: only the new range's neighbours can join it
         starts = self.starts if kind == "sbuf" else [r[0] for r in lst]
         k = bisect.bisect_right(starts, off)
+        gone = []                 # free ranges the new one absorbs
         if k > 0 and self._joins(lst[k - 1], item):
             k -= 1
             p = lst[k]
+            gone.append(p)
             item = (p[0], p[1] + size, clock, item[3])
             lst[k] = item
         else:
@@ -402,10 +437,13 @@ class Allocator:
             starts.insert(k, off)
         if k + 1 < len(lst) and self._joins(item, lst[k + 1]):
             n = lst.pop(k + 1)
+            gone.append(n)
             starts.pop(k + 1)
             item = lst[k] = (item[0], item[1] + n[1], n[2], n[3])
         if kind == "sbuf":
-            heapq.heappush(self.by_age, (item[3], item[0], item[1]))
+            for r in gone:
+                self._unindex(r)
+            self._index(item)
 
     @staticmethod
     def _joins(a, b):

@@ -68,9 +68,13 @@ def _is_user_file(fn):
 def user_line():
     """FILE:LINE of the innermost frame outside the nki package."""
     f = sys._getframe(1)
+    known = _outside.get
     while f is not None:
         fn = f.f_code.co_filename
-        if _is_user_file(fn):
+        user = known(fn)
+        if user is None:
+            user = _is_user_file(fn)
+        if user:
             return "%s:%d" % (fn, f.f_lineno)
         f = f.f_back
     return "<kernel>:0"

@@ -104,24 +104,44 @@ class Mask:
         return out
 
 
+_ALL = slice(None)
+
+
+def _plain(idx):
+    """Whether idx holds only slices, Python ints and Ellipsis (the common
+    index)."""
+    for i in idx:
+        if type(i) is not slice and type(i) is not int and i is not Ellipsis:
+            return False
+    return True
+
+
+def _expand_ellipsis(t, idx):
+    """idx with its Ellipsis replaced by the full slices it stands for."""
+    k = idx.index(Ellipsis)
+    fill = len(t.dims) - (len(idx) - 1)
+    return idx[:k] + (slice(None),) * fill + idx[k + 1:]
+
+
 def index_tensor(t, idx):
     if not isinstance(idx, tuple):
         idx = (idx,)
-    if any(isinstance(i, NkiTensor) for i in idx):
-        return _index_indirect(t, idx)
-    if any(isinstance(i, IndexExpr) for i in idx):
-        return _index_grid(t, idx)
-    if any(i is Ellipsis for i in idx):
-        k = idx.index(Ellipsis)
-        fill = len(t.dims) - (len(idx) - 1)
-        idx = idx[:k] + (slice(None),) * fill + idx[k + 1:]
+    if not _plain(idx):
+        if any(isinstance(i, NkiTensor) for i in idx):
+            return _index_indirect(t, idx)
+        if any(isinstance(i, IndexExpr) for i in idx):
+            return _index_grid(t, idx)
+        if any(i is Ellipsis for i in idx):
+            idx = _expand_ellipsis(t, idx)
+    elif Ellipsis in idx:     # slices, ints and Ellipsis: == is identity here
+        idx = _expand_ellipsis(t, idx)
     if len(idx) > len(t.dims):
         fail("too many indices (%d) for a tensor of shape %s" % (len(idx), t.shape))
     dims, pdim, part, off, pcount = [], t.pdim, t.part, t.off, t.pcount
     newp = None
     for i, (step, count) in enumerate(t.dims):
-        ix = idx[i] if i < len(idx) else slice(None)
-        if isinstance(ix, (int, np.integer)):
+        ix = idx[i] if i < len(idx) else _ALL
+        if type(ix) is not slice and isinstance(ix, (int, np.integer)):
             ix = int(ix)
             if ix < 0:
                 ix += count
@@ -140,7 +160,8 @@ def index_tensor(t, idx):
                 if not (0 <= ix.start <= count and ix.stop <= count) or ix.start > ix.stop:
                     fail_index("slice %d:%d is out of bounds for dimension %d of size %d"
                          % (ix.start, ix.stop, i, count))
-            n = len(range(start, stop, stp))     # 0 for an empty slice: the view has no elements
+            # 0 for an empty slice: the view has no elements
+            n = (stop - start if stop > start else 0) if stp == 1 else len(range(start, stop, stp))
             if i == pdim:
                 if stp < 0:
                     fail("a negative step on the partition dimension is not possible")
@@ -153,7 +174,7 @@ def index_tensor(t, idx):
             fail("unsupported index %r" % (ix,))
     if t.storage.kind != "hbm" and newp is not None and len(dims) < 2:
         dims.append([1, 1])      # an on-chip view is at least [partitions, elements]
-    return NkiTensor(t.storage, t.dtype, dims, newp, part, off, pcount)
+    return NkiTensor._of(t.storage, t.dtype, dims, newp, part, off, pcount)
 
 
 def _index_grid(t, idx):

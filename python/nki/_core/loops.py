@@ -61,7 +61,7 @@ class DeviceLoop:
         me = (self.tr.core, insn.engine)
         for t, w in touched:
             st = t.storage
-            st.acc[(rect(t, getattr(t, "_as", None)), me, w)] = VBASE + idx
+            st.acc[(rect(t), me, w)] = VBASE + idx
             if w:
                 st.written = True
             self.storages[id(real(st))] = real(st)

@@ -22,19 +22,32 @@ class NkiTensor:
     partitions. part: first partition (on chip). off: element offset.
     """
 
+    _dims = None       # the free dims an instruction writes instead of the view's (set on one)
+    _nomerge = False   # those dims are written as they are, not merged
+
     def __init__(self, storage, dtype, dims, pdim, part=0, off=0, pcount=1):
         self.storage = storage                 # the Storage it views
         self.dtype = _dtypes.info(dtype).public  # public dtype object
+        self.di = _dtypes.info(self.dtype)     # its Info (dtype is never changed)
         self.dims = [list(d) for d in dims]    # [step, count] per dimension
         self.pdim = pdim                       # index of the partition dim (on chip) or None
         self.part = part                       # first partition (on chip)
         self.off = off                         # element offset
         self.pcount = pcount                   # partitions when pdim is None (on chip)
 
+    @classmethod
+    def _of(cls, storage, dtype, dims, pdim, part, off, pcount):
+        """A view of parts already in NkiTensor's form (dtype a public
+        dtype, dims fresh [step, count] lists the view takes over)."""
+        t = cls.__new__(cls)
+        t.storage, t.dtype, t.di, t.dims, t.pdim = storage, dtype, _dtypes.info(dtype), dims, pdim
+        t.part, t.off, t.pcount = part, off, pcount
+        return t
+
     # -- NKI surface
     @property
     def shape(self):
-        return tuple(c for _, c in self.dims)
+        return tuple([c for _, c in self.dims])
 
     @property
     def ndim(self):
@@ -60,13 +73,10 @@ class NkiTensor:
                          self.pcount if pcount is None else pcount)
 
     def __getitem__(self, idx):
-        from .index import index_tensor
-        return index_tensor(self, idx)
+        return _index.index_tensor(self, idx)
 
     def __setitem__(self, idx, value):
-        from .. import language
-        from .index import index_tensor
-        language._assign(index_tensor(self, idx), value)
+        _language()._assign(_index.index_tensor(self, idx), value)
 
     def reshape(self, shape):
         return reshape_tensor(self, tuple(shape))
@@ -138,13 +148,12 @@ class NkiTensor:
 
     @property
     def T(self):
-        from .. import language
-        return language.transpose(self)
+        return _language().transpose(self)
 
     # -- arithmetic operators
     def _bin(self, other, op, rev=False):
-        from .. import language
-        return language._binary(op, other, self) if rev else language._binary(op, self, other)
+        binary = _language()._binary
+        return binary(op, other, self) if rev else binary(op, self, other)
 
     def __add__(self, o): return self._bin(o, "add")
     def __radd__(self, o): return self._bin(o, "add", True)
@@ -166,20 +175,16 @@ class NkiTensor:
     def __neg__(self): return self._bin(-1.0, "multiply")
 
     def __iadd__(self, o):
-        from .. import language
-        return language._inplace(self, o, "add")
+        return _language()._inplace(self, o, "add")
 
     def __isub__(self, o):
-        from .. import language
-        return language._inplace(self, o, "subtract")
+        return _language()._inplace(self, o, "subtract")
 
     def __imul__(self, o):
-        from .. import language
-        return language._inplace(self, o, "multiply")
+        return _language()._inplace(self, o, "multiply")
 
     def __itruediv__(self, o):
-        from .. import language
-        return language._inplace(self, o, "divide")
+        return _language()._inplace(self, o, "divide")
 
     __hash__ = object.__hash__
 
@@ -188,6 +193,27 @@ class NkiTensor:
         that an optional tensor argument was given); its data are on the
         device and are not consulted."""
         return True
+
+
+def _language():
+    """nki.language (imported when first needed: it imports this module)."""
+    global _lang
+    if _lang is None:
+        from .. import language
+        _lang = language
+    return _lang
+
+
+_lang = None
+
+
+def _par_dim(shape):
+    """The index of the dimension of shape marked nl.par_dim, or None."""
+    pdim = None
+    for i, s in enumerate(shape):
+        if type(s) is not int and getattr(s, "_par_dim", False):
+            pdim = i
+    return pdim
 
 
 def new_tensor(shape, dtype, buffer, name=None, address=None):
@@ -199,11 +225,8 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
     if di.isa in V4_TYPES and getattr(tr, "gen", 4) < 4:
         fail("%s is a NeuronCore-v4 type: the kernel is built for NeuronCore-v%d (use a Trainium3 "
              "instance type, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" % (di.name, tr.gen))
-    pdim = None
-    for i, s in enumerate(shape):
-        if getattr(s, "_par_dim", False):
-            pdim = i
-    shape = tuple(int(s) for s in shape)
+    pdim = _par_dim(shape)
+    shape = tuple(map(int, shape))
     if isinstance(buffer, placement.Placement):
         if getattr(tr, "force_auto_alloc", False):
             buffer = buffer.kind
@@ -241,7 +264,7 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
             else:
                 stride //= s
                 dims.append([stride, s])
-        return NkiTensor(st, di.public, dims, pdim, part)
+        return NkiTensor._of(st, di.public, dims, pdim, part, 0, 1)
     # HBM
     n = int(math.prod(shape)) if shape else 1
     st = tr.hbm_tensor(buffer, name, shape, di, n * di.size)
@@ -250,7 +273,7 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
     for s in shape:
         stride //= s
         dims.append([stride, s])
-    return NkiTensor(st, di.public, dims, None)
+    return NkiTensor._of(st, di.public, dims, None, 0, 0, 1)
 
 
 def _placed_tensor(tr, shape, pdim, di, pl):
@@ -311,3 +334,6 @@ def _reshape_tile(t, shape):
         stride //= s
         dims.append([stride, s])
     return NkiTensor(t.storage, t.dtype, dims, 0, t.part, t.off, t.pcount)
+
+
+from . import index as _index  # noqa: E402  (index.py imports NkiTensor from here)

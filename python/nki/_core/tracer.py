@@ -91,7 +91,7 @@ class Tracer:
         self.loop = None          # the device loop (nl.dynamic_range over a register) being traced
         self.emitted = 0          # instructions emitted so far
         self.seq = 0              # instructions committed (trace position, for the allocator's LRU)
-        self.pinned = set()       # ids of the tiles the instruction being committed touches
+        self.touching = []        # (view, is_write) lists of the instructions being committed
         self.spills = 0           # tiles spilled to HBM
         self.spill_free = {}      # bytes per partition -> HBM scratch variables free for spills
 
@@ -127,6 +127,11 @@ class Tracer:
         return st
 
     # -- spilling: SBUF/PSUM tiles that do not fit go to HBM and come back
+    def _pinned(self):
+        """ids of the tiles the instructions being committed touch (none
+        of them may be spilled to make room for another)."""
+        return {id(dynamic.real(t.storage)) for touched in self.touching for t, _ in touched}
+
     def spill(self, needed, st=None):
         """Make room for tile `needed`: store tile st (by default the least
         recently used live tile of needed's memory that the instruction
@@ -135,7 +140,7 @@ class Tracer:
         go. The copy is bit-exact and a PSUM tile keeps its record of
         written bytes, so matmuls into it after its reload accumulate where
         they would have."""
-        pinned = self.pinned | {id(needed)}
+        pinned = self._pinned() | {id(needed)}
         if st is None:
             st = self.alloc.victim(needed.kind, pinned)
         if st is None or id(st) in pinned:
@@ -223,10 +228,10 @@ class Tracer:
     def emit(self, engine, op, outs, ins, args, rmw=False):
         views = [*outs.values(), *ins.values()]
         for t in views:
-            if getattr(t.storage, "zero_view", None) is not None:
+            if t.storage.zero_view is not None:
                 self._fill_zero(t.storage)
         insn = Insn(engine, op, outs, ins, args, user_line())
-        if any(c == 0 for t in views for _, c in t.dims):
+        if _any_empty(views):
             return insn      # an empty view (t[3:3]): nothing to do, nothing is emitted
         for t in views:
             check_grid(t)
@@ -253,20 +258,17 @@ class Tracer:
         eng = insn.engine
         me = (self.core, eng)
         waits = {}
-        touched = []
-        for name, t in insn.ins.items():
-            touched.append((t, False))
-        for name, t in insn.outs.items():
+        touched = [(t, False) for t in insn.ins.values()]
+        for t in insn.outs.values():
             touched.append((t, True))
             if insn.rmw:
                 touched.append((t, False))
-        outer = self.pinned
-        self.pinned = outer | {id(dynamic.real(t.storage)) for t, _ in touched}
+        self.touching.append(touched)
         core = self.core
         rects = []
         for t, w in touched:
             st = t.storage
-            r = rect(t, getattr(t, "_as", None))
+            r = rect(t)
             rects.append(r)
             # only the same core's engines can be waited for: SPMD programs on
             # other cores are independent by NKI's rules
@@ -280,22 +282,11 @@ class Tracer:
                 for r2, n in group.items():
                     if n > got and _overlap(r, r2):
                         got = waits[e2[1]] = n
-        self.pinned = outer
+        self.touching.pop()
         for t, w in touched:
             if t.storage.kind == "hbm":
                 _note_hbm_use(insn, t, w, self.loop is None)
-        parts = ["%s.%s" % (eng, insn.op)]
-        for name, v in insn.args:
-            if v is None:
-                parts.append(name)
-            elif isinstance(v, NkiTensor):
-                parts.append("%s=%s" % (name, ap_text(v, getattr(v, "_as", None),
-                                                      getattr(v, "_dims", None),
-                                                      not getattr(v, "_nomerge", False))))
-            elif isinstance(v, float):
-                parts.append("%s=%s" % (name, _fmt_float(v)))
-            else:
-                parts.append("%s=%s" % (name, v))
+        parts = _operand_text(insn)
         if self.loop is not None:
             self.loop.record(insn, parts, waits, touched)
             return
@@ -309,7 +300,7 @@ class Tracer:
         self.seq += 1
         for (t, w), r in zip(touched, rects):
             st = t.storage
-            st.acc[(r, me, w)] = n
+            st.acc.note(r, me, w, n)
             st.seq[0] = self.seq
             if w:
                 st.written = True
@@ -349,6 +340,31 @@ def whole_overwrite(st):
             return False
         end = max(end, hi)
     return end >= st.nbytes
+
+
+def _any_empty(views):
+    """Whether some view has a dimension of no elements."""
+    for t in views:
+        for _, c in t.dims:
+            if c == 0:
+                return True
+    return False
+
+
+def _operand_text(insn):
+    """The words of an instruction's line up to its waits: engine.op and
+    each operand (name=value, or the name alone for a flag)."""
+    parts = ["%s.%s" % (insn.engine, insn.op)]
+    for name, v in insn.args:
+        if v is None:
+            parts.append(name)
+        elif type(v) is NkiTensor or isinstance(v, NkiTensor):
+            parts.append("%s=%s" % (name, ap_text(v, v._dims, not v._nomerge)))
+        elif isinstance(v, float):
+            parts.append("%s=%s" % (name, _fmt_float(v)))
+        else:
+            parts.append("%s=%s" % (name, v))
+    return parts
 
 
 def _fmt_float(v):

@@ -145,7 +145,7 @@ def _check_double_row(stationary, moving, tile_size, is_transpose):
                  "contraction split between the partitions and a first free dimension of "
                  "2), got %s" % (nm, "M" if nm == "stationary" else "N",
                                  "shape %s" % (t.shape,) if isinstance(t, NkiTensor) else repr(t)))
-        name = _dtypes.info(getattr(t, "_as", None) or t.dtype).name
+        name = _dtypes.info(t.dtype).name
         if name not in _DOUBLE_ROW_TYPES or gen < _DOUBLE_ROW_TYPES[name]:
             fail("nc_matmul perf_mode=double_row: '%s' is %s; the mode multiplies "
                  "float8_e4m3 or float8_e5m2 (float8_e4m3fn from NeuronCore-v4)" % (nm, name))

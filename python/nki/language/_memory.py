@@ -1,7 +1,6 @@
 """nki.language memory: loads, stores and DMAs, masks on them, copies,
 assignment into views (a pending result written in place), static_cast
 and device_print."""
-import math
 import sys
 
 import numpy as np
@@ -19,7 +18,7 @@ def _no_mask(mask, what):
 
 
 def _check_same_elems(a, b, what):
-    if int(math.prod(a.shape)) != int(math.prod(b.shape)):
+    if a.size != b.size:
         fail("%s: shapes %s and %s do not match" % (what, a.shape, b.shape))
 
 
@@ -34,7 +33,7 @@ def _dma(dst, src, skip_oob=False):
         if len(dst.shape) and dst.shape[0] != src.shape[0]:
             pass
     args = [("dst", dst), ("src", src)]
-    if _dtypes.info(dst.dtype).name != _dtypes.info(src.dtype).name:
+    if dst.di.name != src.di.name:
         args.append(("op", "cast"))
     # loads queue on the sync engine, stores on GpSimd: a store waiting for
     # its compute does not hold up the next tile's loads
@@ -180,14 +179,14 @@ def _retarget(insn, view, accumulate=False):
     if not accumulate:
         _settle_zero_before(current(), insn, view)
     old = insn.outs["dst"]
-    if int(math.prod(old.shape)) != int(math.prod(view.shape)):
+    if old.size != view.size:
         fail("cannot assign a result of shape %s to a view of shape %s" % (old.shape, view.shape))
     insn.outs["dst"] = view
     insn.args = [(n, view if v is old else v) for n, v in insn.args]
     if insn.op == "dma_copy":
         src = insn.ins["src"]
         insn.args = [a for a in insn.args if a[0] != "op"]
-        if _dtypes.info(src.dtype).name != _dtypes.info(view.dtype).name:
+        if src.di.name != view.di.name:
             insn.args.append(("op", "cast"))
     if accumulate:
         insn.args.append(("accumulate", None))
