@@ -141,7 +141,7 @@ def _span(off, dims):
     return lo, hi
 
 
-_PATTERN_OVERRIDES = ("_indirect", "_scalar", "_scalar_step", "_row_step", "_dims")
+_PATTERN_OVERRIDES = ("_indirect", "_scalar", "_scalar_step", "_row_step")
 
 
 def dense_span(t):
@@ -149,7 +149,7 @@ def dense_span(t):
     with no gap and no repeat; None for any other view, and for a view
     whose assembled pattern is not its own dims (indexed rows, run-time
     offsets, a re-shaped pattern)."""
-    if any(hasattr(t, a) for a in _PATTERN_OVERRIDES):
+    if t._dims is not None or any(hasattr(t, a) for a in _PATTERN_OVERRIDES):
         return None
     span = 1
     for s, c in sorted((abs(s), c) for s, c in t.dims if c > 1):
