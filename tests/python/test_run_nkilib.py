@@ -127,6 +127,9 @@ def test_classify_wrong_numbers_and_other_errors():
     kind, detail = nkilib_plugin.classify(raised(lambda: {}["k"]))
     assert kind == "test error" and detail.startswith("KeyError: 'k' (") and "test_run_nkilib.py" in detail
     assert nkilib_plugin.classify(raised(lambda: (_ for _ in ()).throw(MemoryError())))[0] == "memory limit"
+    torch_oom = RuntimeError("[enforce fail at alloc_cpu.cpp:75] err == 0. DefaultCPUAllocator: can't allocate "
+                             "memory: you tried to allocate 2147483648 bytes.")
+    assert nkilib_plugin.classify(raised(lambda: (_ for _ in ()).throw(torch_oom)))[0] == "memory limit"
 
 
 def test_classify_kernel_rejecting_its_inputs():

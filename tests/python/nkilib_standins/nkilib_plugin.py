@@ -176,6 +176,8 @@ def _trnemu_phase(exc):
 # the kernel refusing the arguments the test gave it, as it would on any
 # simulator or device; on a rank it arrives inside trnemu's NKIError.
 KERNEL_REJECTS = "Kernel validation exception"
+# torch's CPU allocator reports a failed allocation as a RuntimeError.
+TORCH_OUT_OF_MEMORY = "DefaultCPUAllocator: can't allocate memory"
 
 
 def classify(exc):
@@ -193,7 +195,7 @@ def classify(exc):
         if phase:
             return phase + " error", _first_line(e)
     for e in chain:
-        if isinstance(e, MemoryError):
+        if isinstance(e, MemoryError) or TORCH_OUT_OF_MEMORY in str(e):
             return "memory limit", _first_line(e) or "MemoryError"
         if isinstance(e, AssertionError) and "Validation failed" in str(e):
             return "wrong number", _first_line(e)
