@@ -208,8 +208,12 @@ def limit_memory(gib):
     return apply
 
 
-def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False):
+def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False, mem_gib=None):
     env = dict(os.environ)
+    if mem_gib:
+        # the attention-block tests skip themselves when their own estimate
+        # of their tensors exceeds this (default 20 GiB): the runner's limit
+        env.setdefault(MEMORY_KNOB, "%g" % mem_gib)
     if racecheck:
         env["TRNEMU_RACECHECK"] = "1"     # races between engines and cores fail the run
     if twice:
@@ -251,7 +255,7 @@ def run_suite(args, copy, mode, results, collect_only=False):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
-    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice)
+    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice, args.mem_gib)
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))
@@ -489,6 +493,10 @@ def blocking_names(copy, tests, python_dir):
 
 # ---------------------------------------------------------------- report
 
+MEMORY_KNOB = "TEST_ATTN_BLK_TKG_MAX_MEMORY_GB"
+MEMORY_SKIP = "Estimated memory"     # the start of the suite's skip reason for that limit
+
+
 def summarize(collected, outcomes, collect_errors, blocker):
     """Per family: Counter of collected/passed/failed/skipped; and the
     failures as {(kind, detail): [test ids]}."""
@@ -503,6 +511,8 @@ def summarize(collected, outcomes, collect_errors, blocker):
             causes[tuple(blocker) if blocker else ("not run", "no outcome reported")].append(t)
         elif rec["outcome"] == "passed":
             fam[f]["passed"] += 1
+        elif rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", ""):
+            fam[f]["over memory"] += 1
         elif rec["outcome"] == "skipped":
             fam[f]["skipped"] += 1
         elif rec.get("trace_only"):
@@ -520,7 +530,7 @@ def summarize(collected, outcomes, collect_errors, blocker):
 
 def pass_rate(counts):
     """Passed over the tests that ran on trnemu, as a percentage string."""
-    ran = counts["collected"] - counts["skipped"] - counts["trace-only"]
+    ran = counts["collected"] - counts["skipped"] - counts["trace-only"] - counts["over memory"]
     return "%.1f%%" % (100.0 * counts["passed"] / ran) if ran > 0 else "-"
 
 
@@ -538,16 +548,18 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
     if blocker:
         out.append("the session stopped before running tests: %s: %s" % blocker)
     out.append("")
-    cols = ["collected", "passed", "failed", "skipped", "trace-only", "collection errors"]
+    cols = ["collected", "passed", "failed", "skipped", "over memory", "trace-only", "collection errors"]
     out.append("%-28s %s %9s" % ("family", " ".join("%9s" % c[:9] for c in cols), "pass rate"))
     total = collections.Counter()
     for f in sorted(fam):
         total.update(fam[f])
         out.append("%-28s %s %9s" % (f, " ".join("%9d" % fam[f][c] for c in cols), pass_rate(fam[f])))
     out.append("%-28s %s %9s" % ("total", " ".join("%9d" % total[c] for c in cols), pass_rate(total)))
-    out.append("pass rate: passed / (collected - skipped - trace-only); skipped: the suite's own skips "
-               "(shapes it marks slow for simulation, platforms); trace-only: tests of the vendor "
-               "compiler's front end (nki.compiler.frontend), which no simulator replaces")
+    out.append("pass rate: passed / (collected - skipped - over memory - trace-only); skipped: the "
+               "suite's own skips (shapes it marks slow for simulation, platforms); over memory: tests "
+               "that skip themselves when their estimate of their tensors exceeds %s (set to the "
+               "data limit); trace-only: tests of the vendor compiler's front end "
+               "(nki.compiler.frontend), which no simulator replaces" % MEMORY_KNOB)
     out.append("")
     out.append("failures by cause (tests):")
     by_kind = collections.defaultdict(list)

@@ -170,6 +170,23 @@ def test_trace_only_tests_are_counted_apart():
     assert run_nkilib.pass_rate(counts) == "50.0%"
 
 
+def test_tests_over_the_memory_limit_are_counted_apart():
+    """A test that skips itself because its own estimate of its tensors is
+    over the runner's limit is neither the suite's slow-shape skip nor a
+    test that ran; and the runner hands that limit to the suite."""
+    collected = ["test/integration/nkilib/experimental/transformer/test_a.py::t%d" % i for i in range(3)]
+    outcomes = {collected[0]: {"outcome": "passed"},
+                collected[1]: {"outcome": "skipped", "reason": "Skipped: Estimated memory 9.5 GiB exceeds "
+                                                               "limit 6.0 GiB"},
+                collected[2]: {"outcome": "skipped", "reason": "Skipping slow simulation test"}}
+    fam, _ = run_nkilib.summarize(collected, outcomes, [], None)
+    counts = fam["experimental/transformer"]
+    assert (counts["skipped"], counts["over memory"], counts["passed"]) == (1, 1, 1)
+    assert run_nkilib.pass_rate(counts) == "100.0%"
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", mem_gib=6.0)
+    assert env.get(run_nkilib.MEMORY_KNOB, "6") == "6" or run_nkilib.MEMORY_KNOB in os.environ
+
+
 def test_a_missing_import_is_added_once(tmp_path):
     p = tmp_path / "t.py"
     p.write_text('"""doc"""\nimport os\n\n@dec(Platforms.TRN1)\ndef t():\n    pass\n')
