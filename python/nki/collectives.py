@@ -5,7 +5,9 @@ without them the process is rank 0 of 1); a kernel that uses a collective
 is loaded with nrt_load_collectives as that rank. trnemu's collectives
 run over every rank of the job (replica group 0), so a ReplicaGroup must be
 the one rank-list of all ranks; all_gather also takes rank-lists that split
-the job (each rank gathers its own list's blocks from an all-rank gather)."""
+the job (each rank gathers its own list's blocks from an all-rank gather),
+and so do the implicit (ring) permutes, each rank's step a permute between
+its neighbours in its own list."""
 import os
 from enum import Enum
 
@@ -93,7 +95,8 @@ def _refuse_group(groups, n, what):
              "[lnc].ranks() with one input per rank)" % (groups, len(ranks), len(ranks), len(ranks)))
     fail("replica group %r: trnemu's %s runs over all %d ranks of the job as one rank-list "
          "([[0, ..., %d]]); rank-lists that split the job need a replica-group table, which "
-         "trnemu's NEFFs do not carry (all_gather takes them)" % (groups, what, n, n - 1))
+         "trnemu's NEFFs do not carry (all_gather and the implicit permutes take rank-lists "
+         "that together hold every rank once)" % (groups, what, n, n - 1))
 
 
 def _group(replica_group, what="collectives", ordered=False):
@@ -111,13 +114,13 @@ def _group(replica_group, what="collectives", ordered=False):
     _refuse_group(groups, n, what)
 
 
-def _members(replica_group):
+def _members(replica_group, what="all_gather"):
     """The rank-list this rank belongs to, in its order, when the lists
     split the job's ranks (every rank in exactly one); else NKIError."""
     me, n = world()
     groups = _rank_lists(replica_group)
     if sorted(r for g in groups for r in g) != list(range(n)):
-        _refuse_group(groups, n, "all_gather")
+        _refuse_group(groups, n, what)
     return next(g for g in groups if me in g)
 
 
@@ -269,3 +272,156 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
         fail("collective_permute pairs %r name ranks outside 0..%d" % (pairs, n - 1))
     for s, d in _pairs(srcs, dsts, "collective_permute"):
         _emit("permute", s, d, [("group", 0), ("send_to", send[0]), ("recv_from", recv[0])])
+
+
+# ------------------------------------------------ ring (implicit) permutes
+#
+# The vendor's implicit permutes let the hardware work out each rank's ring
+# partners. On trnemu each rank traces its own program, so its rank-list
+# and its place in it are known while tracing: the ring step is trnemu's
+# explicit permute to the next rank of the list, from the previous one.
+
+def _ring(replica_group, what):
+    """(this rank's rank-list in its order, this rank's place in it)."""
+    members = _members(replica_group, what)
+    return members, members.index(world()[0])
+
+
+def _max_channels(replica_group):
+    """4 channels for a group of one rank-list holding the whole job (the
+    vendor's whole-node group), 2 for any other."""
+    groups = _rank_lists(replica_group)
+    return 4 if len(groups) == 1 and sorted(groups[0]) == list(range(world()[1])) else 2
+
+
+def _channels(lists, channel_ids, replica_group, what):
+    """One tensor per channel from each *_by_channel argument (all of the
+    same length), after checking channel_ids against them."""
+    ids = list(channel_ids) if isinstance(channel_ids, (list, tuple)) else None
+    if ids is None or ids != list(range(len(ids))) or not ids:
+        fail("%s: channel_ids=%r; they are consecutive integers from 0 ([0], [0, 1], ...)"
+             % (what, channel_ids))
+    top = _max_channels(replica_group)
+    if len(ids) > top:
+        fail("%s: %d channels; replica group %r has at most %d (4 for one rank-list of the "
+             "whole job, 2 otherwise)" % (what, len(ids), _rank_lists(replica_group), top))
+    out = []
+    for name, by_channel in lists:
+        if not isinstance(by_channel, (list, tuple)) or len(by_channel) != len(ids):
+            fail("%s: %s has one list per channel (%d channels), got %r"
+                 % (what, name, len(ids), by_channel))
+        row = []
+        for c, inner in enumerate(by_channel):
+            if not isinstance(inner, (list, tuple)) or len(inner) != 1:
+                fail("%s: %s[%d] is a list of exactly one tensor, got %r" % (what, name, c, inner))
+            row.append(inner[0])
+        out.append(row)
+    return out
+
+
+def _ring_step(srcs, dsts, replica_group, what):
+    """Each src to this rank's successor in its rank-list, each dst from
+    its predecessor: trnemu's permute with both partners named."""
+    members, pos = _ring(replica_group, what)
+    nxt, prv = members[(pos + 1) % len(members)], members[(pos - 1) % len(members)]
+    for s, d in _pairs(srcs, dsts, what):
+        _emit("permute", s, d, [("group", 0), ("send_to", nxt), ("recv_from", prv)])
+
+
+def collective_permute_implicit(srcs_by_channel, dsts_by_channel, replica_group, channel_ids=[0],
+                                priority=None, name=None):
+    """One ring step per channel: send src to the next rank of this rank's
+    rank-list (the first after the last) and receive into dst from the one
+    before it."""
+    what = "collective_permute_implicit"
+    srcs, dsts = _channels([("srcs_by_channel", srcs_by_channel),
+                            ("dsts_by_channel", dsts_by_channel)], channel_ids, replica_group, what)
+    _ring_step(srcs, dsts, replica_group, what)
+
+
+def _combine(a, b, op, what):
+    """op(a, b) element by element into a new tensor in a's memory: a copy
+    of a, then a DMA that folds b into it (dst = op(dst, src))."""
+    from . import language as nl
+    from .isa import dma_copy
+    if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
+        fail("%s: srcs0 and srcs1 of a channel have the same shape and dtype (%s %s and %s %s)"
+             % (what, tuple(a.shape), a.dtype, tuple(b.shape), b.dtype))
+    buf = nl.hbm if a.buffer == "hbm" else nl.sbuf
+    out = nl.ndarray(tuple(a.shape), dtype=a.dtype, buffer=buf)
+    dma_copy(dst=out, src=a)
+    dma_copy(dst=out, src=b, dst_rmw_op=op)
+    return out
+
+
+def collective_permute_implicit_reduce(srcs0_by_channel, srcs1_by_channel, dsts_by_channel,
+                                       replica_group, op, channel_ids=[0], priority=None,
+                                       name=None):
+    """A ring step that sends op(srcs0, srcs1) (nl.add, nl.maximum or
+    nl.minimum, computed on this rank first) to the next rank of the
+    rank-list and receives the previous rank's into dst."""
+    what = "collective_permute_implicit_reduce"
+    _op(op)
+    s0, s1, dsts = _channels([("srcs0_by_channel", srcs0_by_channel),
+                              ("srcs1_by_channel", srcs1_by_channel),
+                              ("dsts_by_channel", dsts_by_channel)], channel_ids, replica_group,
+                             what)
+    _pairs(s0 + s1, dsts + dsts, what)      # tensors, all in HBM or all on chip
+    sent = [_combine(a, b, op, what) for a, b in zip(s0, s1)]
+    _ring_step(sent, dsts, replica_group, what)
+
+
+def collective_permute_implicit_current_processing_rank_id(iteration_id, replica_group,
+                                                           channel_id=0, name=None):
+    """The rank whose data this rank holds at ring step iteration_id: its
+    own at 0, its predecessor's at 1, and so on around its rank-list.
+    A Python integer step gives an integer (like rank_id()); a register or
+    a device loop's index gives a register computed on the device."""
+    what = "collective_permute_implicit_current_processing_rank_id"
+    members, pos = _ring(replica_group, what)
+    if not isinstance(channel_id, int) or not 0 <= channel_id < _max_channels(replica_group):
+        fail("%s: channel_id=%r is not a channel of replica group %r (0..%d)"
+             % (what, channel_id, _rank_lists(replica_group), _max_channels(replica_group) - 1))
+    current().rank_dependent = True
+    n = len(members)
+    if isinstance(iteration_id, int) and not isinstance(iteration_id, bool):
+        return RankId(members[(pos - iteration_id) % n])
+    return _rank_register(iteration_id, [members[(pos - k) % n] for k in range(n)], what)
+
+
+def _rank_register(step, ranks, what):
+    """A GpSimd register holding ranks[step mod len(ranks)], step being a
+    register or a device loop's index: the step is brought into 0..n-1,
+    then the rank is picked by a sum of (step == k) * ranks[k] (register
+    ALU operations only, no table in memory)."""
+    from ._core.loops import REG_COUNTER, LoopIndex
+    from .isa._registers import VirtualRegister, register_alloc, _ENGINE
+    if isinstance(step, VirtualRegister):
+        rs = step.number
+    elif isinstance(step, LoopIndex):
+        rs = REG_COUNTER        # the device loop's counter on every engine in it
+    else:
+        fail("%s: iteration_id is an integer, a register or a device loop's index, got %r"
+             % (what, step))
+    n = len(ranks)
+    out, tmp = register_alloc(), register_alloc()
+    tr = current()
+
+    def alu(rd, rs_, op, imm=None, rt=None):
+        args = [("rd", rd), ("rs", rs_), ("op", op)]
+        args += [("rt", rt)] if rt is not None else [("imm", imm)]
+        tr.emit(_ENGINE, "reg_alu", {}, {}, args)
+
+    k = tmp.number
+    alu(k, rs, "mod", n)             # C-style remainder: -(n-1)..n-1
+    alu(k, k, "add", n)
+    alu(k, k, "mod", n)              # 0..n-1
+    tr.emit(_ENGINE, "reg_move", {}, {}, [("rd", out.number), ("value", ranks[0])])
+    scratch = register_alloc() if n > 1 else None
+    for j in range(1, n):
+        if ranks[j] == ranks[0]:
+            continue
+        alu(scratch.number, k, "equal", j)
+        alu(scratch.number, scratch.number, "multiply", ranks[j] - ranks[0])
+        alu(out.number, out.number, "add", rt=scratch.number)
+    return out
