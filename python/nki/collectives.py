@@ -1,13 +1,16 @@
-"""nki.collectives: collectives between ranks, each one instruction of
-trnemu's ISA (docs/isa.md "Between cores"). A rank is one process of a job
-started by `trnemu launch -n N` (RANK and WORLD_SIZE in the environment;
-without them the process is rank 0 of 1); a kernel that uses a collective
-is loaded with nrt_load_collectives as that rank. trnemu's collectives
-run over every rank of the job (replica group 0), so a ReplicaGroup must be
-the one rank-list of all ranks; all_gather also takes rank-lists that split
-the job (each rank gathers its own list's blocks from an all-rank gather),
-and so do the implicit (ring) permutes, each rank's step a permute between
-its neighbours in its own list."""
+"""nki.collectives: collectives between ranks on trnemu's ISA (docs/isa.md
+"Between cores"). A rank is one process of a job started by `trnemu launch
+-n N` (RANK and WORLD_SIZE in the environment; without them the process is
+rank 0 of 1); a kernel that uses a collective is loaded with
+nrt_load_collectives as that rank. trnemu's collective instructions run
+over every rank of the job (replica group 0): a ReplicaGroup of the one
+rank-list of all ranks (in rank order where the order places the parts)
+is one instruction. Rank-lists that split the job (each rank in exactly
+one) or order it otherwise are built from a whole-job all_gather into an
+HBM buffer, from which each rank takes, or folds in the list's order, its
+own list's blocks (all_gather, all_reduce, reduce_scatter, all_to_all);
+the implicit (ring) permutes are a permute between each rank's neighbours
+in its own list. The _v forms take only [[0, ..., N-1]]"""
 import os
 from enum import Enum
 
@@ -87,31 +90,33 @@ def _rank_lists(replica_group):
         [[int(r) for r in g] for g in replica_group]
 
 
-def _refuse_group(groups, n, what):
+def _refuse_group(groups, n, what, split=True):
+    """NKIError for a group trnemu cannot run. split: the operation takes
+    rank-lists that split the job (each rank in exactly one of them)."""
     ranks = sorted(r for g in groups for r in g)
-    if n == 1 and len(groups) == 1 and ranks == list(range(len(ranks))):
+    if n == 1 and len(ranks) > 1 and ranks == list(range(len(ranks))):
         fail("replica group %r names %d ranks, but this process is rank 0 of 1: run the kernel "
              "on %d ranks (trnemu launch -n %d, or kernel.ranks() / nki.cpu_simulate(kernel)"
              "[lnc].ranks() with one input per rank)" % (groups, len(ranks), len(ranks), len(ranks)))
+    if split:
+        fail("replica group %r: the rank-lists of trnemu's %s together hold every rank of the "
+             "job (0..%d) exactly once" % (groups, what, n - 1))
     fail("replica group %r: trnemu's %s runs over all %d ranks of the job as one rank-list "
          "([[0, ..., %d]]); rank-lists that split the job need a replica-group table, which "
-         "trnemu's NEFFs do not carry (all_gather and the implicit permutes take rank-lists "
-         "that together hold every rank once)" % (groups, what, n, n - 1))
+         "trnemu's NEFFs do not carry" % (groups, what, n, n - 1))
 
 
-def _group(replica_group, what="collectives", ordered=False):
-    """ISA group 0 (all ranks): the only group trnemu's collectives take.
-    ordered: the one rank-list must also list the ranks in their order
-    (its order decides which part goes to which rank)."""
+def _group(replica_group, what):
+    """ISA group 0 (all ranks, in rank order): the only group the _v forms
+    take (their metadata rows follow the ranks' order)."""
     _, n = world()
     groups = _rank_lists(replica_group)
-    if ordered and groups == [list(range(n))] or not ordered and \
-            [sorted(g) for g in groups] == [list(range(n))]:
+    if groups == [list(range(n))]:
         return 0
     if [sorted(g) for g in groups] == [list(range(n))]:
         fail("replica group %r: %s gives part j to the rank-list's j-th rank; trnemu's runs "
              "over the ranks in their order ([[0, ..., %d]])" % (groups, what, n - 1))
-    _refuse_group(groups, n, what)
+    _refuse_group(groups, n, what, split=False)
 
 
 def _members(replica_group, what="all_gather"):
@@ -161,10 +166,65 @@ def _emit(op, src, dst, args, extra_ins=None):
 
 
 def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
-    """dst = op over every rank's src, element by element."""
-    g, a = _group(replica_group, "all_reduce"), _op(op)
-    for s, d in _pairs(srcs, dsts, "all_reduce"):
-        _emit("all_reduce", s, d, [("group", g), ("op", a)])
+    """dst = op over the src of every rank of this rank's rank-list,
+    element by element."""
+    a = _op(op)
+    pairs = _pairs(srcs, dsts, "all_reduce")
+    if _whole_job(replica_group, ordered=False):
+        for s, d in pairs:
+            _emit("all_reduce", s, d, [("group", 0), ("op", a)])
+        return
+    members = _members(replica_group, "all_reduce")
+    for s, d in pairs:
+        _same_size(s, d, 1, "all_reduce")
+        joined = _gather_all(s)
+        _fold(d, [joined[m] for m in members], op)
+
+
+def _whole_job(replica_group, ordered):
+    """Whether the group is the one rank-list of every rank (in rank order
+    when ordered): then the ISA's collective over group 0 is it."""
+    n = world()[1]
+    groups = _rank_lists(replica_group)
+    return groups == [list(range(n))] or not ordered and len(groups) == 1 and \
+        sorted(groups[0]) == list(range(n))
+
+
+def _same_size(src, dst, ratio, what):
+    """dst holds src's elements times ratio (a fraction for reduce_scatter)."""
+    if dst.size != src.size * ratio or src.dtype != dst.dtype:
+        fail("%s: dst (%s %s) holds %g times the elements of src (%s %s), in its dtype"
+             % (what, tuple(dst.shape), dst.dtype, ratio, tuple(src.shape), src.dtype))
+
+
+def _gather_all(src):
+    """Every rank's src, in rank order, in an HBM buffer [ranks, *src.shape]
+    (one all_gather over the whole job)."""
+    from . import language as nl
+    n = world()[1]
+    joined = nl.ndarray((n,) + tuple(src.shape), dtype=src.dtype, buffer=nl.hbm)
+    _emit("all_gather", src, joined, [("group", 0)])
+    return joined
+
+
+def _fold(dst, parts, op):
+    """dst = op(...op(op(parts[0], parts[1]), parts[2])..., parts[-1]),
+    left to right in the list's order, each step one DMA that combines in
+    the dtype (dst = op(dst, part))."""
+    from .isa import dma_copy
+    dma_copy(dst=dst, src=parts[0])
+    for p in parts[1:]:
+        dma_copy(dst=dst, src=p, dst_rmw_op=op)
+
+
+def _split0(t, k, what):
+    """t's k equal parts along dimension 0."""
+    rows = t.shape[0]
+    if rows % k:
+        fail("%s: dimension 0 of %s (%d) does not split into %d equal parts, one per rank of "
+             "the rank-list" % (what, tuple(t.shape), rows, k))
+    step = rows // k
+    return [t[j * step:(j + 1) * step] for j in range(k)]
 
 
 def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
@@ -210,24 +270,44 @@ def _gather_blocks(src, dst, dim, members):
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):
-    """op over every rank's src, split along dimension 0: part r to rank r."""
-    g, a = _group(replica_group, "reduce_scatter", ordered=True), _op(op)
+    """op over the src of every rank of this rank's rank-list, split along
+    dimension 0: part j to the list's j-th rank."""
+    a = _op(op)
     _dim0(collective_dim, "reduce_scatter")
-    for s, d in _pairs(srcs, dsts, "reduce_scatter"):
-        _emit("reduce_scatter", s, d, [("group", g), ("op", a)])
+    pairs = _pairs(srcs, dsts, "reduce_scatter")
+    if _whole_job(replica_group, ordered=True):
+        for s, d in pairs:
+            _emit("reduce_scatter", s, d, [("group", 0), ("op", a)])
+        return
+    members = _members(replica_group, "reduce_scatter")
+    j = members.index(world()[0])
+    for s, d in pairs:
+        _same_size(s, d, 1.0 / len(members), "reduce_scatter")
+        joined = _gather_all(s)
+        _fold(d, [_split0(joined[m], len(members), "reduce_scatter")[j] for m in members], op)
 
 
 def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
-    """Part j of src (along dimension 0) goes to rank j, which keeps it as
-    part r (the sender's rank) of its dst."""
-    g = _group(replica_group, "all_to_all", ordered=True)
+    """Part j of src (along dimension 0) goes to the rank-list's j-th rank,
+    which keeps it as part i (the sender's place in the list) of its dst."""
     _dim0(collective_dim, "all_to_all")
-    for s, d in _pairs(srcs, dsts, "all_to_all"):
-        _emit("all_to_all", s, d, [("group", g)])
+    pairs = _pairs(srcs, dsts, "all_to_all")
+    if _whole_job(replica_group, ordered=True):
+        for s, d in pairs:
+            _emit("all_to_all", s, d, [("group", 0)])
+        return
+    from .isa import dma_copy
+    members = _members(replica_group, "all_to_all")
+    j, k = members.index(world()[0]), len(members)
+    for s, d in pairs:
+        _same_size(s, d, 1, "all_to_all")
+        joined, slots = _gather_all(s), _split0(d, k, "all_to_all")
+        for i, m in enumerate(members):
+            dma_copy(dst=slots[i], src=_split0(joined[m], k, "all_to_all")[j])
 
 
 def _variable(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls):
-    g = _group(replica_group, op, ordered=True)
+    g = _group(replica_group, op)
     if not isinstance(metadata_tensor, NkiTensor):
         fail("%s needs a metadata tensor" % op)
     for s, d in _pairs(srcs, dsts, op):
