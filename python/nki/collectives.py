@@ -11,6 +11,7 @@ HBM buffer, from which each rank takes, or folds in the list's order, its
 own list's blocks (all_gather, all_reduce, reduce_scatter, all_to_all);
 the implicit (ring) permutes are a permute between each rank's neighbours
 in its own list. The _v forms take only [[0, ..., N-1]]"""
+import operator
 import os
 from enum import Enum
 
@@ -464,9 +465,21 @@ def collective_permute_implicit_current_processing_rank_id(iteration_id, replica
              % (what, channel_id, _rank_lists(replica_group), _max_channels(replica_group) - 1))
     current().rank_dependent = True
     n = len(members)
-    if isinstance(iteration_id, int) and not isinstance(iteration_id, bool):
-        return RankId(members[(pos - iteration_id) % n])
+    step = _integer(iteration_id)
+    if step is not None:
+        return RankId(members[(pos - step) % n])
     return _rank_register(iteration_id, [members[(pos - k) % n] for k in range(n)], what)
+
+
+def _integer(v):
+    """v as a Python integer when it is one known while tracing (an int,
+    a NumPy integer), else None (a register, a device loop's index)."""
+    if isinstance(v, bool) or type(v).__name__ in ("VirtualRegister", "LoopIndex"):
+        return None
+    try:
+        return operator.index(v)
+    except TypeError:
+        return None
 
 
 def _rank_register(step, ranks, what):

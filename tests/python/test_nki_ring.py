@@ -153,10 +153,21 @@ def test_rank_ids_and_errors_on_one_rank():
         ncc.collective_permute_implicit_reduce(srcs0_by_channel=[[a]], srcs1_by_channel=[[a]],
                                                dsts_by_channel=[[out]], replica_group=rg,
                                                op=nl.add)
-        assert [cpr(i, rg) for i in range(3)] == [0, 0, 0]
-        return out
-    a = np.arange(6, dtype=np.float32).reshape(2, 3)
-    np.testing.assert_array_equal(k(a), 2 * a)
+        assert [cpr(i, rg) for i in (0, 1, np.int64(2))] == [0, 0, 0]
+        t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        u = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+        nisa.tensor_scalar(dst=u, data=t, op0=nl.multiply, operand0=-1.0)
+        ncc.collective_permute_implicit_reduce(srcs0_by_channel=[[u]], srcs1_by_channel=[[t]],
+                                               dsts_by_channel=[[t]], replica_group=rg,
+                                               op=nl.minimum)
+        low = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=low, src=t)
+        return out, low
+    a = np.arange(6, dtype=np.float32).reshape(2, 3) - 2
+    out, low = k(a)
+    np.testing.assert_array_equal(out, 2 * a)
+    np.testing.assert_array_equal(low, np.minimum(-a, a))
 
     def bad(make):
         @nki.jit
