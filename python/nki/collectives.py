@@ -249,9 +249,7 @@ def _gather_blocks(src, dst, dim, members):
     other), then member j's block copied into block j of dst along dim.
     For a rank-list that is part of the job's ranks, for one that lists
     them in another order, and for dimension 1 of SBUF tiles."""
-    from . import language as nl
     from .isa import dma_copy
-    n = world()[1]
     shape = tuple(src.shape)
     if dim == 1 and (len(shape) != 2 or len(dst.shape) != 2):
         fail("all_gather along dimension 1 takes 2-D SBUF tiles (a partition and one free "
@@ -261,8 +259,7 @@ def _gather_blocks(src, dst, dim, members):
     if list(dst.shape) != want:
         fail("all_gather of rank-list %r along dimension %d: dst is %s, should be %s"
              % (members, dim, tuple(dst.shape), tuple(want)))
-    joined = nl.ndarray((n,) + shape, dtype=src.dtype, buffer=nl.hbm)
-    _emit("all_gather", src, joined, [("group", 0)])
+    joined = _gather_all(src)
     step = shape[dim]
     for j, r in enumerate(members):
         block = [slice(None)] * len(shape)
