@@ -65,7 +65,9 @@ def ring_gather(a, b, rg, n):
         nisa.dma_copy(dst=cb, src=nbh)
     gout = nl.ndarray((R, n, F), dtype=b.dtype, buffer=nl.shared_hbm)
     nisa.dma_copy(dst=gout, src=g)
-    return out, gout, unrolled_gather(a, rg, n)
+    later = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+    nisa.register_store(later, cpr(nisa.register_alloc(n + 1), rg))   # a register step
+    return out, gout, unrolled_gather(a, rg, n), later
 
 
 def unrolled_gather(a, rg, n):
@@ -87,7 +89,9 @@ def test_ring_all_gather_in_a_device_loop():
     xs = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(n)]
     ys = [rng.standard_normal((4, 8)).astype(np.float32) for _ in range(n)]
     outs = ring_gather.ranks([(xs[r], ys[r], rg, n) for r in range(n)])
-    for r, (out, gout, unrolled) in enumerate(outs):
+    for r, (out, gout, unrolled, later) in enumerate(outs):
+        members = rg.replica_groups[0]
+        assert later[0, 0] == members[(members.index(r) - (n + 1)) % n]
         np.testing.assert_array_equal(out, np.stack(xs))
         np.testing.assert_array_equal(unrolled, np.stack(xs))
         np.testing.assert_array_equal(gout, np.stack(ys, axis=1))
