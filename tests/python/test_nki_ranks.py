@@ -111,6 +111,59 @@ def test_all_gather_within_rank_lists():
 
 
 @nki.jit
+def split_collectives(a, rg):
+    """all_reduce (add, HBM; min, SBUF), reduce_scatter (max) and
+    all_to_all within this rank's rank-list of rg."""
+    members = next(g for g in rg.replica_groups if ncc.rank_id() in g)
+    R, F = a.shape
+    k = len(members)
+    src = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=src, src=a)
+    total = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_reduce(srcs=[src], dsts=[total], replica_group=rg, op=nl.add)
+    part = nl.ndarray((R // k, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.reduce_scatter(srcs=[src], dsts=[part], replica_group=rg, collective_dim=0, op=nl.maximum)
+    swapped = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    ncc.all_to_all(srcs=[src], dsts=[swapped], replica_group=rg, collective_dim=0)
+    t = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a)
+    u = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.sbuf)
+    ncc.all_reduce(srcs=[t], dsts=[u], replica_group=rg, op=nl.minimum)
+    low = nl.ndarray((R, F), dtype=a.dtype, buffer=nl.shared_hbm)
+    nisa.dma_copy(dst=low, src=u)
+    return total, part, swapped, low
+
+
+def _fold_in_order(parts):
+    acc = parts[0].copy()
+    for p in parts[1:]:
+        acc = (acc + p).astype(np.float32)
+    return acc
+
+
+@pytest.mark.parametrize("groups", [[[3, 1, 2], [0]], [[2, 0, 3, 1]]])
+def test_reduce_scatter_all_to_all_all_reduce_within_rank_lists(groups):
+    """Rank-lists that split the job (one of three ranks, one alone) and
+    one list of the whole job in another order: each rank's results are
+    its own list's, parts in the list's order; the split all_reduce adds
+    in the list's order, the whole-job one in rank order (bit for bit)."""
+    rg = ncc.ReplicaGroup(groups)
+    xs = _inputs(4, (12, 8))
+    outs = split_collectives.ranks([(x, rg) for x in xs])
+    for members in groups:
+        k = len(members)
+        order = members if len(groups) > 1 else sorted(members)
+        for j, r in enumerate(members):
+            total, part, swapped, low = outs[r]
+            np.testing.assert_array_equal(total, _fold_in_order([xs[m] for m in order]))
+            top = np.maximum.reduce([xs[m] for m in members])
+            np.testing.assert_array_equal(part, np.split(top, k)[j])
+            np.testing.assert_array_equal(
+                swapped, np.concatenate([np.split(xs[m], k)[j] for m in members]))
+            np.testing.assert_array_equal(low, np.minimum.reduce([xs[m] for m in members]))
+
+
+@nki.jit
 def pick_row(a):
     """rank_id() only (no collective): each rank copies its own row."""
     F = a.shape[1]
