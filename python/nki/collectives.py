@@ -360,7 +360,15 @@ def collective_permute(srcs, dsts, source_target_pairs, priority=None, name=None
 # explicit permute to the next rank of the list, from the previous one.
 
 def _ring(replica_group, what):
-    """(this rank's rank-list in its order, this rank's place in it)."""
+    """(this rank's rank-list in its order, this rank's place in it). The
+    rank-lists are of one length: each ring step is one permute of the
+    whole job, so the ranks of a shorter list would stop stepping while
+    the others wait for them."""
+    sizes = sorted({len(g) for g in _rank_lists(replica_group)})
+    if len(sizes) > 1:
+        fail("%s: the rank-lists of replica group %r are of different lengths (%s); a ring "
+             "steps all of them together, so they are of one length"
+             % (what, _rank_lists(replica_group), ", ".join(map(str, sizes))))
     members = _members(replica_group, what)
     return members, members.index(world()[0])
 

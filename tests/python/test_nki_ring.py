@@ -191,3 +191,4 @@ def test_rank_ids_and_errors_on_one_rank():
     assert "exactly one tensor" in bad(lambda a, o: dict(srcs_by_channel=[[a, a]]))
     assert "one list per channel" in bad(lambda a, o: dict(channel_ids=[0, 1]))
     assert "rank 0 of 1" in bad(lambda a, o: dict(replica_group=ncc.ReplicaGroup([[0, 1]])))
+    assert "different lengths" in bad(lambda a, o: dict(replica_group=ncc.ReplicaGroup([[0], [1, 2]])))
