@@ -53,12 +53,15 @@ def test_core_barrier_orders_shared_hbm():
     np.testing.assert_array_equal(out, (a * 10)[::-1])
 
 
-def _exchange_through(buffer, fill=False):
+def _exchange_through(buffer, fill=False, tile_barrier=False):
     """Each core writes ten times its half of an HBM scratch tensor that
     the kernel does not return, then (after the barrier) reads the other
-    core's half of it. fill: each core first sets its whole copy to -1."""
+    core's half of it. fill: each core first sets its whole copy to -1;
+    tile_barrier: the cores first meet on an SBUF tile."""
     @nki.jit
     def k(a):
+        if tile_barrier:
+            nisa.core_barrier(nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf), (0, 1))
         buf = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=buffer)
         out = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
         me = nl.program_id(0)
@@ -87,6 +90,10 @@ def test_shared_hbm_scratch_is_one_tensor_for_both_cores():
     for launch in (nl.spmd_dim(nl.nc(2)), 2):
         out = _exchange_through(nl.shared_hbm)[launch](a)
         np.testing.assert_array_equal(out, (a * 10)[::-1])
+    # a barrier on an SBUF tile (its HBM operand word is made by the first
+    # program only) does not shift which tensors the programs share
+    out = _exchange_through(nl.shared_hbm, tile_barrier=True)[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(out, (a * 10)[::-1])
 
 
 @lnc2
