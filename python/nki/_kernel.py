@@ -674,9 +674,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
         decls.append(("output", st.name, st.di.nrt, st.shape, st.nbytes))
         tensors.append(("output", st.name, st.nbytes))
     comp.prints = [(prefix, st.name, st.shape, st.di) for prefix, st in tr.prints]
-    for st in tr.hbm.values():
-        if st.role == "scratch":
-            decls.append(("scratch", st.name, 0, (), st.nbytes))   # private to each subgraph
+    decls += _scratch_decls(tr)
     for name, di, shape, data in tr.consts:
         decls.append(("const", name, di.nrt, shape, data))
     comp.out_specs = [(st.name, shape, di, getattr(st, "argpos", None))
@@ -920,6 +918,27 @@ def _run(comp, args, kwargs, quiet=False):
     if comp.ret_shape == "one":
         return outs[0]
     return tuple(outs) if comp.ret_shape == "tuple" else outs
+
+
+def _scratch_decls(tr):
+    """Declarations of the trace's HBM scratch: a shared_hbm tensor that is
+    not returned is one copy that every core of a multi-core trace reads
+    and writes (a virtual variable at the same offset of the model's
+    scratchpad in each subgraph); private_hbm tensors and spill slots are
+    private to each subgraph (a tmp-buf each)."""
+    decls, off = [], 0
+    for st in tr.hbm.values():
+        if st.role != "scratch":
+            continue
+        if getattr(st, "shared", False) and len(tr.cores) > 1:
+            decls.append(("shared", st.name, off, (), st.nbytes))
+            off += -(-st.nbytes // _SHARED_ALIGN) * _SHARED_ALIGN
+        else:
+            decls.append(("scratch", st.name, 0, (), st.nbytes))
+    return decls
+
+
+_SHARED_ALIGN = 64   # bytes between shared scratch tensors (the HBM allocator's granule)
 
 
 def _print_values(comp):

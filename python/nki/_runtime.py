@@ -333,6 +333,9 @@ def build_neff(name, head, subgraphs):
                         break
                     if kind == "scratch":
                         st = L.trnemu_kernel_add_scratch(k, nm.encode(), nbytes)
+                    elif kind == "shared":   # nrt holds the offset in the shared scratchpad
+                        st = _assemble(L, k, [".var %s type=virtual size=%d backing_off=%d"
+                                              % (nm, nbytes, nrt)])
                     elif kind == "const":
                         arr = (ctypes.c_uint32 * max(1, len(shape)))(*shape)
                         st = L.trnemu_kernel_add_const(k, nm.encode(), nrt, arr, len(shape),

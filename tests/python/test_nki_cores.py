@@ -53,6 +53,59 @@ def test_core_barrier_orders_shared_hbm():
     np.testing.assert_array_equal(out, (a * 10)[::-1])
 
 
+def _exchange_through(buffer, fill=False, tile_barrier=False):
+    """Each core writes ten times its half of an HBM scratch tensor that
+    the kernel does not return, then (after the barrier) reads the other
+    core's half of it. fill: each core first sets its whole copy to -1;
+    tile_barrier: the cores first meet on an SBUF tile."""
+    @nki.jit
+    def k(a):
+        if tile_barrier:
+            nisa.core_barrier(nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf), (0, 1))
+        buf = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=buffer)
+        out = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        if fill:
+            nisa.memset(dst=t, value=-1.0)
+            nisa.dma_copy(dst=buf[0], src=t)
+            nisa.dma_copy(dst=buf[1], src=t)
+        nisa.dma_copy(dst=t, src=a[me])
+        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=10.0)
+        nisa.dma_copy(dst=buf[me], src=t)
+        nisa.core_barrier(data=buf, cores=(0, 1))
+        r = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=r, src=buf[1 - me])
+        nisa.dma_copy(dst=out[me], src=r)
+        return out
+    return k
+
+
+@lnc2
+def test_shared_hbm_scratch_is_one_tensor_for_both_cores():
+    # "Shared HBM - visible to all kernel instances in the SPMD grid": a
+    # shared_hbm tensor the kernel keeps to itself (the NKI Library's
+    # qkv_cte output between the two cores) is still one tensor
+    a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    for launch in (nl.spmd_dim(nl.nc(2)), 2):
+        out = _exchange_through(nl.shared_hbm)[launch](a)
+        np.testing.assert_array_equal(out, (a * 10)[::-1])
+    # a barrier on an SBUF tile (its HBM operand word is made by the first
+    # program only) does not shift which tensors the programs share
+    out = _exchange_through(nl.shared_hbm, tile_barrier=True)[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(out, (a * 10)[::-1])
+
+
+@lnc2
+def test_private_hbm_scratch_is_private_to_each_core():
+    # private_hbm is "only visible to each individual kernel instance": the
+    # half the other core wrote is not in this core's copy, which still
+    # holds this core's -1
+    a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
+    out = _exchange_through(nl.private_hbm, fill=True)[nl.spmd_dim(nl.nc(2))](a)
+    np.testing.assert_array_equal(out, np.full_like(a, -1.0))
+
+
 @lnc2
 def test_core_barrier_on_an_sbuf_tile():
     # the NKI Library's bwmm_shard_on_I meets on its SBUF block index in a

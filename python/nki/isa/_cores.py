@@ -47,11 +47,14 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None, **kw):
 
 
 def _barrier_word(tr):
-    """One shared HBM word per trace, the operand of barriers on on-chip data."""
+    """One HBM word per trace (a copy per core), the operand of barriers on
+    on-chip data. private_hbm: a shared_hbm tensor would take a place in
+    the order that pairs the programs' shared_hbm tensors, in the one
+    program that happens to make the word."""
     word = getattr(tr, "barrier_word", None)
     if word is None:
         from .. import language as nl
-        word = tr.barrier_word = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.shared_hbm)
+        word = tr.barrier_word = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.private_hbm)
     return word
 
 
