@@ -1,7 +1,7 @@
 """test_run_nkilib.py: the parts of run_nkilib.py (the NKI Library suite
 runner) and of its pytest plugin that need no copy of the library: the
-upstream-defect patch, the kernel families, and how a failure's cause is
-found."""
+upstream-defect patch, the kernel families, how a failure's cause is
+found, and the per-rank golden inputs of nkilib_kvdp_check.py."""
 import importlib.util
 import os
 
@@ -322,3 +322,25 @@ def test_a_collectives_test_runs_on_its_ranks(monkeypatch, tmp_path):
         np.testing.assert_array_equal(outs["mine"], xs[r][r:r + 1])
     kut.inference_args.collective_ranks = 1
     assert run(Orchestrator(), kut) == "one process"
+
+
+def test_kvdp_check_gives_each_rank_its_golden_inputs():
+    """nkilib_kvdp_check.py runs rank r's single-rank comparison on the
+    inputs the suite gives rank r's golden: its weight slices, the whole
+    batch's mask, KVDP=1, and (block KV) the cache updates of its own
+    batches only."""
+    import types
+    import numpy as np
+    check = load("nkilib_kvdp_check.py", "nkilib_kvdp_check")
+    base = {"W_qkv": "all", "KVDP": 3, "kv_cache_update_idx": np.arange(6, dtype=np.uint32)}
+    per_rank = types.SimpleNamespace(base_input=base)
+    cache = {"w_qkv": ["q0", "q1", "q2"], "bias_qkv": [None] * 3, "w_out": ["o0", "o1", "o2"],
+             "golden_mask": "mask"}
+    cfg = types.SimpleNamespace(block_len=32)
+    g = check._golden_inputs(None, per_rank, cache, cfg, 1, 2)
+    assert (g["W_qkv"], g["W_out"], g["attention_mask"], g["KVDP"]) == ("q1", "o1", "mask", 1)
+    skip = np.iinfo(np.uint32).max
+    assert g["kv_cache_update_idx"].tolist() == [skip, skip, 2, 3, skip, skip]
+    assert base["KVDP"] == 3 and base["kv_cache_update_idx"][0] == 0      # the test's own dict kept
+    flat = check._golden_inputs(None, per_rank, cache, types.SimpleNamespace(block_len=0), 2, 2)
+    assert flat["kv_cache_update_idx"].tolist() == list(range(6))
