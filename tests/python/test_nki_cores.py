@@ -97,6 +97,23 @@ def test_shared_hbm_scratch_is_one_tensor_for_both_cores():
 
 
 @lnc2
+def test_programs_creating_other_shared_hbm_tensors_are_refused():
+    # the n-th shared_hbm tensor of each program is one tensor: a program
+    # that makes it with another shape is an error at its kernel line
+    @nki.jit
+    def k(a):
+        me = nl.program_id(0)
+        rows = 2 if me == 0 else 4
+        t = nl.ndarray((rows, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=t, src=a[0:rows])
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        return out
+    with pytest.raises(nki.NKIError, match="shared_hbm tensor number 1 is .4, 8. float32.*first program's is .2, 8."):
+        k[nl.spmd_dim(nl.nc(2))](np.zeros((4, 8), np.float32))
+
+
+@lnc2
 def test_private_hbm_scratch_is_private_to_each_core():
     # private_hbm is "only visible to each individual kernel instance": the
     # half the other core wrote is not in this core's copy, which still

@@ -109,6 +109,7 @@ class Tracer:
         if buffer == "shared_hbm" and self.shared_pos < len(self.shared_seq):
             st = self.shared_seq[self.shared_pos]
             self.shared_pos += 1
+            _check_pair(st, shape, di, nbytes)
             return st
         self.scratch_n += 1
         nm = name or "t%d" % self.scratch_n
@@ -309,6 +310,18 @@ class Tracer:
         self.src.append(insn.line)
         self.eng_lines[eng].append((insn.line, insn.op))
 
+
+
+def _check_pair(st, shape, di, nbytes):
+    """The programs of a multi-core kernel share their shared_hbm tensors
+    in the order they create them: the n-th one of this program is the
+    n-th one of the first, so it must be the same tensor."""
+    if st.nbytes != nbytes or tuple(st.shape) != tuple(shape) or st.di.name != di.name:
+        fail("nl.ndarray(buffer=nl.shared_hbm): this program's shared_hbm tensor number %d is "
+             "%s %s, but the first program's is %s %s; the programs of a multi-core kernel "
+             "create their shared_hbm tensors in the same order, shapes and dtypes (the n-th of "
+             "each is one tensor)" % (st.tracer.shared_seq.index(st) + 1, tuple(shape), di.name,
+                                      tuple(st.shape), st.di.name))
 
 _PLAIN_DMA_ARGS = {"dst", "src", "op", "priority"}
 
