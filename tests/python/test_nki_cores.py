@@ -33,31 +33,20 @@ def test_sendrecv_swaps_tiles():
 
 @lnc2
 def test_core_barrier_orders_shared_hbm():
-    @nki.jit
-    def k(a):
-        # each core writes its half of buf, then (after the barrier) reads the other's half
-        buf = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
-        out = nl.ndarray((2, 4, 8), dtype=a.dtype, buffer=nl.shared_hbm)
-        me = nl.program_id(0)
-        t = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a[me])
-        nisa.tensor_scalar(dst=t, data=t, op0=nl.multiply, operand0=10.0)
-        nisa.dma_copy(dst=buf[me], src=t)
-        nisa.core_barrier(data=buf, cores=(0, 1))
-        r = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
-        nisa.dma_copy(dst=r, src=buf[1 - me])
-        nisa.dma_copy(dst=out[me], src=r)
-        return out, buf
+    # each core writes its half of buf, then (after the barrier) reads the
+    # other's half; buf is also returned
     a = np.arange(64, dtype=np.float32).reshape(2, 4, 8)
-    out, buf = k[nl.spmd_dim(nl.nc(2))](a)
+    out, buf = _exchange_through(nl.shared_hbm, returned=True)[nl.spmd_dim(nl.nc(2))](a)
     np.testing.assert_array_equal(out, (a * 10)[::-1])
+    np.testing.assert_array_equal(buf, a * 10)
 
 
-def _exchange_through(buffer, fill=False, tile_barrier=False):
-    """Each core writes ten times its half of an HBM scratch tensor that
-    the kernel does not return, then (after the barrier) reads the other
-    core's half of it. fill: each core first sets its whole copy to -1;
-    tile_barrier: the cores first meet on an SBUF tile."""
+def _exchange_through(buffer, fill=False, tile_barrier=False, returned=False):
+    """Each core writes ten times its half of an HBM tensor, then (after
+    the barrier) reads the other core's half of it. fill: each core first
+    sets its whole copy to -1; tile_barrier: the cores first meet on an
+    SBUF tile; returned: the kernel returns the tensor too (else it is
+    the kernel's own scratch)."""
     @nki.jit
     def k(a):
         if tile_barrier:
@@ -77,7 +66,7 @@ def _exchange_through(buffer, fill=False, tile_barrier=False):
         r = nl.ndarray((4, 8), dtype=a.dtype, buffer=nl.sbuf)
         nisa.dma_copy(dst=r, src=buf[1 - me])
         nisa.dma_copy(dst=out[me], src=r)
-        return out
+        return (out, buf) if returned else out
     return k
 
 
