@@ -787,44 +787,49 @@ def _race_cause(comp, cause):
     return None
 
 
+COPY, BORROW, LEND = 0, 1, 2           # how a call moves one tensor (_io_plan)
+
+
 def _io_plan(comp):
     """How a call moves one kernel's tensors, worked out once: (inputs
-    whose arrays the device tensor borrows, inputs written into theirs,
-    per returned tensor (name, shape, dtype info, borrowed or read, zeroed
-    before the run)). A
-    borrowed array is attached to the device tensor
-    (nrt_tensor_attach_buffer), so the execution reads the argument or
-    writes the result in place, with no copy. Arguments the kernel writes
-    (in/out), a tensor returned twice and tensors larger than BORROW_MAX
-    are copied: a borrowed array stays referenced by its cached kernel
-    until the kernel's next call (a result array one call longer, as a
-    spare: _result_array), so borrowing large ones would keep up to
-    CACHE_MODELS kernels' last inputs and outputs alive in host memory
-    (where copying them costs little next to the execution anyway). A
-    result the kernel overwrites whole (comp.whole: plain DMAs cover every
-    byte and nothing reads it) is never zeroed: no byte of it survives
-    from before the run."""
+    whose arrays the device tensor borrows, inputs it is lent, inputs
+    written into theirs, per returned tensor (name, shape, dtype info,
+    COPY, BORROW or LEND, zeroed before the run)). A borrowed or lent
+    array is attached to the device tensor (nrt_tensor_attach_buffer), so
+    the execution reads the argument or writes the result in place, with
+    no copy. Arguments the kernel writes (in/out) and a tensor returned
+    twice are copied. A borrowed array (BORROW_MAX bytes at most) stays
+    referenced by the model until the kernel's next call (a result one call
+    longer, as a spare: _result_array); a larger one is lent
+    (Model.lend): the model keeps only a weak reference to it, so a
+    dropped argument or result is freed at once, whichever of up to
+    CACHE_MODELS kernels it went through; the next call attaches again
+    unless it passes the same live array. A lent result is a new array
+    each call. A result the kernel overwrites whole (comp.whole: plain
+    DMAs cover every byte and nothing reads it) is never zeroed: no byte
+    of it survives from before the run."""
     if comp.plan is not None:
         return comp.plan
     m = comp.model
     whole = comp.whole
     copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
-    borrow_in, write_in = [], []
+    borrow_in, lend_in, write_in = [], [], []
     for i, nm in sorted(comp.arg_names.items()):
-        if m.kinds.get(nm) == "input" and m.tensors[nm][1] <= BORROW_MAX:
-            borrow_in.append((i, nm))
+        if m.kinds.get(nm) == "input":
+            (borrow_in if m.tensors[nm][1] <= BORROW_MAX else lend_in).append((i, nm))
         elif nm in m.tensors:
             write_in.append((i, nm))
     outs, seen = [], set()
     for name, shape, di, argpos in comp.out_specs:
-        borrow = (argpos is None and name not in copied and name not in seen
-                  and m.kinds.get(name) == "output"
-                  and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1]
-                  and m.tensors[name][1] <= BORROW_MAX)
+        how = COPY
+        if (argpos is None and name not in copied and name not in seen
+                and m.kinds.get(name) == "output"
+                and int(math.prod(shape)) * di.host.itemsize == m.tensors[name][1]):
+            how = BORROW if m.tensors[name][1] <= BORROW_MAX else LEND
         zero = argpos is None and name not in copied and name not in whole
         seen.add(name)
-        outs.append((name, shape, di, borrow, zero))
-    comp.plan = (borrow_in, write_in, outs)
+        outs.append((name, shape, di, how, zero))
+    comp.plan = (borrow_in, lend_in, write_in, outs)
     return comp.plan
 
 
@@ -874,22 +879,27 @@ def _result_array(comp, name, shape, host, zero):
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = _flat_args(comp.func, args, kwargs) if kwargs else args
-    borrow_in, write_in, out_plan = comp.plan or _io_plan(comp)
+    borrow_in, lend_in, write_in, out_plan = comp.plan or _io_plan(comp)
     attached = m.borrowed
     for i, nm in borrow_in:
         if attached.get(nm) is not flat[i]:      # the same array as last time: still attached
             m.attach(nm, flat[i])
+    held = [m.lend(nm, flat[i]) for i, nm in lend_in] if lend_in else None   # until executed
     for i, nm in write_in:
         m.write(nm, flat[i])
     outs = []
-    for name, shape, di, borrow, zero in out_plan:
+    for name, shape, di, how, zero in out_plan:
         arr = None
-        if borrow:       # unwritten bytes read as 0 on every call
+        if how == BORROW:    # unwritten bytes read as 0 on every call
             arr = _result_array(comp, name, shape, di.host, zero)
+        elif how == LEND:    # a new array: np.zeros gives pages the system zeroed
+            arr = (np.zeros if zero else np.empty)(shape, dtype=di.host)
+            m.lend(name, arr)
         elif zero:
             m.zero(name)                           # so do a copied result's
         outs.append(arr)
     st, log = m.execute(quiet)
+    del held                 # the lent arrays (or their copies) are needed until here
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
         cause = _causes(log)

@@ -16,6 +16,7 @@ import os
 import re
 import sys
 import threading
+import weakref
 
 import numpy as np
 
@@ -167,6 +168,12 @@ class _Capture:
         if text:
             sys.stderr.write(text)
             sys.stderr.flush()
+
+
+def _layout(a):
+    """What places an array's bytes: its data address, shape, strides and
+    dtype (the same as at its attach: still there, still contiguous)."""
+    return a.ctypes.data, a.shape, a.strides, a.dtype
 
 
 def _status(L, st):
@@ -392,6 +399,7 @@ class Model:
         self.tensors = {}           # name -> (nrt_tensor_t*, nbytes)
         self.kinds = {}             # name -> 'input' or 'output'
         self.borrowed = {}          # name -> the host array its tensor uses (attach)
+        self.lent = {}              # name -> (weak reference, layout) of the array it uses (lend)
         self.sets = {}
         for which in ("input", "output"):
             s = ctypes.c_void_p()
@@ -421,6 +429,29 @@ class Model:
         the array alive while its tensor points at it."""
         if self.borrowed.get(name) is arr:
             return                  # the same array as last time: still attached
+        self.borrowed[name] = self._attach_buffer(name, arr)
+        self.lent.pop(name, None)
+
+    def lend(self, name, arr):
+        """Like attach, but the model keeps no reference to the array: only
+        a weak one and its layout (data address, shape, strides, dtype),
+        which tell the next lend whether it is given the same live array,
+        still where it was: then nothing is attached again; else (the
+        array dropped, maybe freed, or another one) it is attached anew.
+        Returns the array attached (arr, or a contiguous copy), which the
+        caller keeps alive until the execution has ended; execute refuses
+        to run while a lent array is gone."""
+        rec = self.lent.get(name)
+        if rec is not None and rec[0]() is arr and rec[1] == _layout(arr):
+            return arr
+        a = self._attach_buffer(name, arr)
+        self.lent[name] = (weakref.ref(a), _layout(a))
+        self.borrowed.pop(name, None)
+        return a
+
+    def _attach_buffer(self, name, arr):
+        """nrt_tensor_attach_buffer of tensor name to arr, or to a
+        contiguous copy of it: the array attached."""
         t, n = self.tensors[name]
         a = arr if arr.flags.c_contiguous else np.ascontiguousarray(arr)
         if a.nbytes != n:
@@ -428,7 +459,15 @@ class Model:
         st = self.L.nrt_tensor_attach_buffer(t, a.ctypes.data, n)
         if st != NRT_SUCCESS:
             raise RuntimeFailure("nrt_tensor_attach_buffer", st, _status(self.L, st), "")
-        self.borrowed[name] = a
+        return a
+
+    def _check_lent(self):
+        """Refuse an execution while a tensor uses a lent array that is
+        gone (its memory may be freed): lend it again first."""
+        for name, (ref, _) in self.lent.items():
+            if ref() is None:
+                raise RuntimeError("tensor %s uses an array that no longer exists: "
+                                   "lend it another one before executing" % name)
 
     def zero(self, name):
         """Fill tensor name with zero bytes (nrt_tensor_memset)."""
@@ -445,6 +484,8 @@ class Model:
 
     def execute(self, quiet=False):
         """Run once; returns (status, log text)."""
+        if self.lent:
+            self._check_lent()
         if quiet:
             st = self.L.nrt_execute(self.model, self.sets["input"], self.sets["output"])
             return st, ""

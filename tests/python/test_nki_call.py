@@ -183,3 +183,84 @@ def test_a_failed_call_names_its_line_and_its_log_lines_come_out(capsys):
         with pytest.raises(nki.NKIError, match=r"test_nki_call.py:%d: .*bn_stats" % mark):
             fails_on_the_device(np.zeros((8, 1024), np.float32))
         assert "ERROR" in capsys.readouterr().err
+
+
+# ---- arrays over BORROW_MAX: lent to the device, never kept -----------------
+
+def _large(value):
+    """A [128, 1024] f32 array (512 KiB, over BORROW_MAX) filled with value."""
+    a = np.full((128, 1024), value, np.float32)
+    assert a.nbytes > _kernel.BORROW_MAX
+    return a
+
+
+def _lent(kernel):
+    """The last call's model and its lent input's (weak reference, layout)."""
+    m = kernel.last.model
+    (rec,) = [m.lent[nm] for nm in kernel.last.arg_names.values()]
+    return m, rec
+
+
+def test_a_large_argument_or_result_is_not_kept_alive():
+    a = _large(2.0)
+    r = add_one(a)
+    np.testing.assert_array_equal(r, a + 1)
+    wa, wr = weakref.ref(a), weakref.ref(r)
+    del a, r
+    gc.collect()
+    assert wa() is None and wr() is None    # freed though the kernel stays cached
+    assert add_one.last.model.loaded() and not add_one.last.model.borrowed
+
+
+def test_a_large_argument_mutated_in_place_is_read_again_without_a_new_attach():
+    a = _large(1.0)
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    _, rec = _lent(add_one)
+    a[5:9, 100:300] = -4.0                  # the device reads the array itself
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    assert _lent(add_one)[1] is rec         # the same live array: not attached again
+
+
+def test_a_large_argument_dropped_and_replaced_at_its_address_is_attached_again():
+    buf = bytearray(128 * 1024 * 4)
+    a = np.frombuffer(buf, np.float32).reshape(128, 1024)
+    a[:] = 3.0
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    addr = a.ctypes.data
+    del a                                    # another array at the same address
+    b = np.frombuffer(buf, np.float32).reshape(128, 1024)
+    b[:] = 8.0
+    assert b.ctypes.data == addr
+    np.testing.assert_array_equal(add_one(b), b + 1)
+    assert _lent(add_one)[1][0]() is b      # attached anew: it is a new array
+    for k in range(4):                      # freed memory, then new arrays (often at its place)
+        c = _large(float(k))
+        np.testing.assert_array_equal(add_one(c), c + 1)
+        del c
+    wide = np.arange(128 * 2048, dtype=np.float32).reshape(128, 2048)[:, ::2]
+    np.testing.assert_array_equal(add_one(wide), wide + 1)   # a contiguous copy, lent
+    assert _lent(add_one)[1][0]() is None   # and freed after the call
+
+
+def test_a_large_result_is_new_each_call_with_unwritten_bytes_zero():
+    a = _large(3.0)
+    rs = [left_half(a + k) for k in range(3)]
+    assert not left_half.last.whole
+    for k, r in enumerate(rs):
+        np.testing.assert_array_equal(r[:, :512], a[:, :512] + k)
+        assert not r[:, 512:].any()
+    assert len({r.ctypes.data for r in rs}) == 3
+    del rs
+    for k in range(3):                       # dropped results: the bytes they held do not show
+        r = left_half(a)
+        assert not r[:, 512:].any()
+        r[:] = 9.0
+        del r
+
+
+def test_an_execution_with_a_lent_array_gone_is_refused():
+    a = _large(1.0)
+    add_one(a)                               # the result is dropped at once
+    with pytest.raises(RuntimeError, match="no longer exists"):
+        add_one.last.model.execute(quiet=True)
+    np.testing.assert_array_equal(add_one(a), a + 1)   # a call lends it a new one
