@@ -8,7 +8,9 @@ those need no zeroing. A call whose arguments look like the last call's
 reuses its kernel without computing the key, but a new shape, a new int
 argument or an evicted kernel still go through the kernel cache. The
 runtime's log lines of a call still come out, and a failure still names
-its kernel line."""
+its kernel line. Arrays over BORROW_MAX are lent: never kept alive by
+the kernel, attached again unless the same live array comes back where
+it was, and an execution with a lent array gone is refused."""
 import gc
 import weakref
 
@@ -264,3 +266,11 @@ def test_an_execution_with_a_lent_array_gone_is_refused():
     with pytest.raises(RuntimeError, match="no longer exists"):
         add_one.last.model.execute(quiet=True)
     np.testing.assert_array_equal(add_one(a), a + 1)   # a call lends it a new one
+
+
+def test_a_large_argument_whose_layout_changed_in_place_is_attached_again():
+    a = np.arange(128 * 1024, dtype=np.float32).reshape(128, 1024)
+    np.testing.assert_array_equal(add_one(a), a + 1)
+    a.strides = (0, 4)                      # the same array object: every row is row 0 now
+    assert not a.flags.c_contiguous
+    np.testing.assert_array_equal(add_one(a), np.broadcast_to(np.arange(1024) + 1.0, a.shape))
