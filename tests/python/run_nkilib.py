@@ -239,6 +239,10 @@ def pytest_command(args, copy, mode, collect_only=False):
             "--output-directory", os.path.join(copy, "neuron_test_output"),
             "-p", "nkilib_plugin", "-p", "no:cacheprovider", "-q", "--tb=short",
             "-o", "addopts=", "--disable-no-tests-failure", "--continue-on-collection-errors"]
+    if not getattr(args, "keep_artifacts", False):
+        # the suite's own option for small disks: each test's kernel
+        # arguments and outputs (tens of GB over a long run) go when it ends
+        cmd += ["--force-local-cleanup"]
     if args.marker:
         cmd += ["-m", args.marker]
     if args.k:
@@ -615,6 +619,7 @@ def parse_args(argv):
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
+    ap.add_argument("--keep-artifacts", action="store_true", help="keep every test's artifacts in the copy's neuron_test_output/ (tens of GB over a long run; by default the suite removes each when its test ends)")
     args = ap.parse_args(argv)
     args.workers = max(1, min(2, args.workers))
     args.python = os.path.abspath(args.python)

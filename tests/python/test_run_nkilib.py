@@ -187,6 +187,15 @@ def test_tests_over_the_memory_limit_are_counted_apart():
     assert env.get(run_nkilib.MEMORY_KNOB, "6") == "6" or run_nkilib.MEMORY_KNOB in os.environ
 
 
+def test_each_tests_artifacts_are_removed_unless_kept():
+    """The suite's own --force-local-cleanup keeps a long run's
+    neuron_test_output/ from filling the disk; --keep-artifacts keeps them."""
+    args = run_nkilib.parse_args(["/lib"])
+    assert "--force-local-cleanup" in run_nkilib.pytest_command(args, "/c", "simulation")
+    args = run_nkilib.parse_args(["/lib", "--keep-artifacts"])
+    assert "--force-local-cleanup" not in run_nkilib.pytest_command(args, "/c", "simulation")
+
+
 def test_a_missing_import_is_added_once(tmp_path):
     p = tmp_path / "t.py"
     p.write_text('"""doc"""\nimport os\n\n@dec(Platforms.TRN1)\ndef t():\n    pass\n')
