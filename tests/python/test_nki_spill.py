@@ -16,10 +16,9 @@ def _rand(shape, seed):
     return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
 
 
-def _kept_psum(a, b):
-    """Nine products of one bank each (2 KiB per partition) into PSUM
-    tiles that all stay referenced (a list): only eight banks exist, so
-    the ninth fits only if a dead one leaves."""
+def _nine_operands(a, b):
+    """(M, N, the [M, 9N] HBM result, a and b loaded into SBUF) for the
+    kernels of nine products a.T @ b[:, iN:(i+1)N]."""
     K, M = a.shape
     N = b.shape[1] // 9
     out = nl.ndarray((M, 9 * N), dtype=nl.float32, buffer=nl.shared_hbm)
@@ -27,6 +26,14 @@ def _kept_psum(a, b):
     tb = nl.ndarray((K, 9 * N), dtype=nl.float32, buffer=nl.sbuf)
     nisa.dma_copy(dst=ta, src=a)
     nisa.dma_copy(dst=tb, src=b)
+    return M, N, out, ta, tb
+
+
+def _kept_psum(a, b):
+    """Nine products of one bank each (2 KiB per partition) into PSUM
+    tiles that all stay referenced (a list): only eight banks exist, so
+    the ninth fits only if a dead one leaves."""
+    M, N, out, ta, tb = _nine_operands(a, b)
     res = nl.ndarray((M, 9 * N), dtype=nl.float32, buffer=nl.sbuf)
     kept = []
     for i in range(9):
@@ -49,13 +56,7 @@ def test_dead_psum_tiles_spill_instead_of_overflow():
 def _round_robin(a, b, rounds):
     """Nine PSUM tiles (one bank each) accumulated in turn, rounds times:
     one of them is always in HBM, each comes back for its next matmul."""
-    K, M = a.shape
-    N = b.shape[1] // 9
-    out = nl.ndarray((M, 9 * N), dtype=nl.float32, buffer=nl.shared_hbm)
-    ta = nl.ndarray((K, M), dtype=nl.float32, buffer=nl.sbuf)
-    tb = nl.ndarray((K, 9 * N), dtype=nl.float32, buffer=nl.sbuf)
-    nisa.dma_copy(dst=ta, src=a)
-    nisa.dma_copy(dst=tb, src=b)
+    M, N, out, ta, tb = _nine_operands(a, b)
     tiles = [nl.ndarray((M, 512), dtype=nl.float32, buffer=nl.psum) for _ in range(9)]
     for _ in range(rounds):
         for i in range(9):
