@@ -940,7 +940,7 @@ def _scratch_decls(tr):
     for st in tr.hbm.values():
         if st.role != "scratch":
             continue
-        if getattr(st, "shared", False) and len(tr.cores) > 1:
+        if st.shared and len(tr.cores) > 1:
             decls.append(("shared", st.name, off, (), st.nbytes))
             off += -(-st.nbytes // _SHARED_ALIGN) * _SHARED_ALIGN
         else:

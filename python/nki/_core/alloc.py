@@ -68,6 +68,7 @@ class Storage:
     spilled = None        # its HBM copy while it is spilled
     zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
     taken = False         # it holds bytes the allocator's take gave (given back when it dies)
+    shared = False        # an HBM scratch tensor of nl.shared_hbm: one copy for every core
 
     def __init__(self, tracer, kind, nbytes, name=None):
         self.tracer = tracer      # owning tracer

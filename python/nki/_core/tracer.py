@@ -120,7 +120,7 @@ class Tracer:
         st.shape = shape
         st.di = di
         st.role = "scratch"
-        st.shared = buffer == "shared_hbm"   # one copy for every core (virtual variable)
+        st.shared = buffer == "shared_hbm"
         self.hbm[nm] = st
         self.keep.append(st)
         if buffer == "shared_hbm":
