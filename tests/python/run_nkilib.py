@@ -5,7 +5,7 @@ fails.
 
     /usr/bin/python3 tests/python/run_nkilib.py /path/to/nki-library [-m fast] [-k EXPR]
         [--paths test/integration/nkilib/core/cumsum ...] [--workers 2] [--timeout 600]
-        [--mem-gib 6] [--racecheck] [--twice] [--report /tmp/nkilib-report.txt]
+        [--mem-gib 6] [--racecheck] [--twice] [--run-all] [--report /tmp/nkilib-report.txt]
 
 The suite runs unmodified (`pytest test/integration --test-mode simulation`)
 on a copy of the checkout in a temporary directory (the checkout is never
@@ -35,7 +35,10 @@ What is not trnemu's business is handled here:
 --racecheck runs the suite with TRNEMU_RACECHECK=1 (a race between two
 engines of a core, or between the two cores of an LNC=2 kernel, fails its
 test); --twice runs every kernel twice with the same inputs and fails a
-test whose two runs differ in any bit ("not deterministic").
+test whose two runs differ in any bit ("not deterministic"); --run-all
+sets the suite's own NKILIB_SIMULATION_RUN_ALL=1, which turns off its
+skips of shapes it marks slow for simulation (every transformer_tkg test
+among them).
 
 The report: a table per kernel family (collected, passed, failed,
 skipped, trace-only: tests of the vendor compiler's front end, counted
@@ -208,8 +211,11 @@ def limit_memory(gib):
     return apply
 
 
-def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False, mem_gib=None):
+def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False, mem_gib=None,
+              run_all=False):
     env = dict(os.environ)
+    if run_all:
+        env[RUN_ALL_KNOB] = "1"           # the suite's own switch: no slow-for-simulation skips
     if mem_gib:
         # the attention-block tests skip themselves when their own estimate
         # of their tensors exceeds this (default 20 GiB): the runner's limit
@@ -259,7 +265,8 @@ def run_suite(args, copy, mode, results, collect_only=False):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
-    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice, args.mem_gib)
+    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice, args.mem_gib,
+                    getattr(args, "run_all", False))
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))
@@ -498,6 +505,7 @@ def blocking_names(copy, tests, python_dir):
 # ---------------------------------------------------------------- report
 
 MEMORY_KNOB = "TEST_ATTN_BLK_TKG_MAX_MEMORY_GB"
+RUN_ALL_KNOB = "NKILIB_SIMULATION_RUN_ALL"      # the suite's switch for its slow-shape skips
 MEMORY_SKIP = "Estimated memory"     # the start of the suite's skip reason for that limit
 
 
@@ -543,10 +551,12 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
     out.append("NKI Library suite on trnemu: %s, -m %r%s, %s" % (
         args.root, args.marker, (" -k %r" % args.k) if args.k else "",
         time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())))
-    out.append("commit: %s; %.0f s; workers %d; timeout %d s; data limit %.1f GiB%s%s" % (
+    out.append("commit: %s; %.0f s; workers %d; timeout %d s; data limit %.1f GiB%s%s%s" % (
         library_commit(args.root), elapsed, args.workers, args.timeout, args.mem_gib,
         "; race checker on" if getattr(args, "racecheck", False) else "",
-        "; every kernel twice, same bits" if getattr(args, "twice", False) else ""))
+        "; every kernel twice, same bits" if getattr(args, "twice", False) else "",
+        "; slow-for-simulation shapes run (%s=1)" % RUN_ALL_KNOB
+        if getattr(args, "run_all", False) else ""))
     if patched:
         out.append("changed in the copy (upstream defects): %s" % ", ".join(patched))
     if blocker:
@@ -616,6 +626,9 @@ def parse_args(argv):
                     help="run with TRNEMU_RACECHECK=1: a race between engines or cores fails its test")
     ap.add_argument("--twice", action="store_true",
                     help="run every kernel twice and fail a test whose runs differ in any bit")
+    ap.add_argument("--run-all", action="store_true",
+                    help="run the shapes the suite skips as slow for simulation (its own %s=1)"
+                         % RUN_ALL_KNOB)
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")

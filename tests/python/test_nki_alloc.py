@@ -1,7 +1,7 @@
 """test_nki_alloc.py: tiles placed by hand with nl.ndarray(address=...):
 partition offsets, tiles that reuse the same bytes one after another (the
-race checker is on), the overlap and range errors, and
-nki.compiler.force_auto_alloc."""
+race checker is on), bytes named by address= returned when their tile
+dies, the overlap and range errors, and nki.compiler.force_auto_alloc."""
 import numpy as np
 import pytest
 
@@ -68,6 +68,54 @@ def test_address_errors():
         return a
     with pytest.raises(nki.NKIError, match="hold a tile the front end placed"):
         over_auto(np.zeros((4, 8), np.float32))
+
+
+def _placed_phase(a, out, keep):
+    """out = a + 1 through one tile placed by address= over all SBUF but
+    its top 32 KiB; the tile dies when the phase returns unless kept."""
+    P, F = a.shape
+    words = (nl.tile_size.total_available_sbuf_size - 32 * 1024) // 4
+    big = nl.ndarray((P, words), dtype=nl.float32, buffer=nl.sbuf, address=(0, 0))
+    nisa.dma_copy(dst=big[:, :F], src=a)
+    nisa.tensor_scalar(dst=big[:, :F], data=big[:, :F], op0=nl.add, operand0=1.0)
+    nisa.dma_copy(dst=out, src=big[:, :F])
+    if keep is not None:
+        keep.append(big)
+
+
+def _after_placed_phase(a, keep_placed):
+    """(a + 1) + a, the sum by three 48 KiB front-end tiles in one
+    instruction, after the phase above."""
+    P, F = a.shape
+    mid = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+    kept = [] if keep_placed else None
+    _placed_phase(a, mid, kept)
+    t0 = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+    t1 = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+    t2 = nl.ndarray((P, F), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t0, src=mid)
+    nisa.dma_copy(dst=t1, src=a)
+    nisa.tensor_tensor(dst=t2, data1=t0, data2=t1, op=nl.add)
+    nisa.dma_copy(dst=out, src=t2)
+    return out
+
+
+def test_address_bytes_return_when_the_tile_dies():
+    # a kernel placing its tiles by phase (as the NKI Library's buffer
+    # manager does) leaves the front end the bytes of the tiles that died
+    a = np.arange(4 * 12288, dtype=np.float32).reshape(4, 12288)
+
+    @nki.jit
+    def after_dead(a):
+        return _after_placed_phase(a, keep_placed=False)
+    np.testing.assert_array_equal(after_dead(a), (a + 1) + a)
+
+    @nki.jit
+    def while_alive(a):
+        return _after_placed_phase(a, keep_placed=True)
+    with pytest.raises(nki.NKIError, match="SBUF overflow"):
+        while_alive(a)
 
 
 def test_legacy_block_allocators():

@@ -500,6 +500,22 @@ def test_dtype_round_trip_through_tiles(dt):
     assert np.array_equal(through(a), a)
 
 
+def test_bool_names_the_boolean_dtype():
+    # nl.bool is what the NKI Library's dtype helpers return for 'bool'
+    assert nl.bool is nl.bool_ and nl.bool == np.dtype(bool)
+    from nki.language import dtypes
+    assert dtypes.bool is nl.bool_ and "bool" not in dtypes.__all__
+
+    @nki.jit
+    def greater(a, b):
+        out = nl.ndarray(a.shape, dtype=nl.bool, buffer=nl.shared_hbm)
+        nl.store(out, nl.greater(nl.load(a), nl.load(b), dtype=nl.bool))
+        return out
+    a, b = rand(8, 16), rand(8, 16)
+    got = greater(a, b)
+    assert got.dtype == np.bool_ and np.array_equal(got, a > b)
+
+
 @nki.jit
 def cumsum(a):
     out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)

@@ -185,6 +185,14 @@ def test_tests_over_the_memory_limit_are_counted_apart():
     assert run_nkilib.pass_rate(counts) == "100.0%"
     env = run_nkilib.suite_env("/c", "/r", None, "/p", mem_gib=6.0)
     assert env.get(run_nkilib.MEMORY_KNOB, "6") == "6" or run_nkilib.MEMORY_KNOB in os.environ
+    assert run_nkilib.RUN_ALL_KNOB not in env or run_nkilib.RUN_ALL_KNOB in os.environ
+
+
+def test_run_all_turns_off_the_suites_slow_shape_skips():
+    args = run_nkilib.parse_args(["/lib", "--run-all"])
+    assert args.run_all
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_all=args.run_all)
+    assert env[run_nkilib.RUN_ALL_KNOB] == "1"
 
 
 def test_each_tests_artifacts_are_removed_unless_kept():

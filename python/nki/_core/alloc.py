@@ -5,7 +5,8 @@ least recently used first, so the tiles a loop creates rotate through the
 free space and the next iteration's loads run ahead of this one's compute
 (as compiled NKI code rotates a loop's tile buffers). When a tile does not
 fit, or address= names bytes a tile of the front end holds, a live tile
-goes to HBM (the tracer's spill) and comes back at its next use."""
+goes to HBM (the tracer's spill) and comes back at its next use. Bytes address= named
+go back to the free list when the last live tile naming them dies."""
 import bisect
 import weakref
 
@@ -15,6 +16,18 @@ from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
 def _range_offset(r):
     """The start of a free range (o, length, clock, position)."""
     return r[0]
+
+
+def _uncovered(lo, hi, ranges):
+    """The pieces of [lo, hi) that none of ranges ((a, b, ...) each) covers."""
+    out, pos = [], lo
+    for a, b, *_ in sorted(r for r in ranges if r[0] < hi and r[1] > lo):
+        if a > pos:
+            out.append((pos, a))
+        pos = max(pos, b)
+    if pos < hi:
+        out.append((pos, hi))
+    return out
 
 
 class Accesses:
@@ -68,6 +81,7 @@ class Storage:
     spilled = None        # its HBM copy while it is spilled
     zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
     taken = False         # it holds bytes the allocator's take gave (given back when it dies)
+    reserved = False      # it holds bytes its address= named (released when it dies)
     shared = False        # an HBM scratch tensor of nl.shared_hbm: one copy for every core
 
     def __init__(self, tracer, kind, nbytes, name=None):
@@ -92,6 +106,7 @@ class Storage:
         if self.offset is None and self.kind != "hbm" and self.fixed is not None:
             self.offset, self.base = self.fixed, self.alloc.reserve(self)
             self.acc = self.alloc.manual_acc[self.kind]
+            self.reserved = True
         elif self.offset is None and self.kind != "hbm":
             self.offset, self.base = self.alloc.take(self)
             self.taken = True
@@ -113,6 +128,8 @@ class Storage:
     def __del__(self):
         if self.taken:
             self._give_back()
+        elif self.reserved:
+            self.alloc.release(self)
 
 
 class Allocator:
@@ -131,7 +148,7 @@ class Allocator:
         self.size = {"sbuf": sbuf, "psum": PSUM_BYTES}   # bytes per partition of each memory
         self.free = {"sbuf": [(0, sbuf, {}, 0)], "psum": [(0, PSUM_BYTES, {}, 0)]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
-        self.manual = {"sbuf": [], "psum": []}       # byte ranges given out by address=
+        self.manual = {"sbuf": [], "psum": []}       # (lo, hi, tile id) of each live address= tile
         self.manual_acc = {"sbuf": Accesses(), "psum": Accesses()}  # of all tiles placed by address=
         self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
         self.spill = None         # the tracer's spill(needed, victim): move a live tile to HBM
@@ -148,7 +165,7 @@ class Allocator:
 
     def reserve(self, st):
         """Place a tile at the bytes its address= names (st.fixed). Those
-        bytes leave the free list for the rest of the trace, and every tile
+        bytes leave the free list while a tile naming them lives, and every tile
         placed by address shares one access record, so tiles that overlap
         wait for each other. A tile the allocator placed in those bytes is
         moved out first (spilled to HBM, back elsewhere at its next use);
@@ -165,7 +182,8 @@ class Allocator:
                                "placed (%s) that the same instruction uses; give every tile of "
                                "the kernel an address, or none" % (st.line, kind.upper(), lo, hi,
                                                                     other.line))
-        covered = [(o, o + ln) for o, ln, _, _ in self.free[kind]] + self.manual[kind]
+        covered = ([(o, o + ln) for o, ln, _, _ in self.free[kind]]
+                   + [(a, b) for a, b, _ in self.manual[kind]])
         pos = lo
         for a, b in sorted(covered):
             if a <= pos < b:
@@ -190,9 +208,23 @@ class Allocator:
             self.regular &= lo % 32 == 0 and hi % 32 == 0 and hi > lo
             self._reindex()
             self.starts = [r[0] for r in rest]
-        self.manual[kind].append((lo, hi))
+        self.manual[kind].append((lo, hi, id(st)))
         self.high[kind] = max(self.high[kind], hi)
         return clock
+
+    def release(self, st):
+        """A tile placed by address= died: the bytes of its range that no
+        other live address= tile names go back to the free list, with the
+        clock of the accesses made through address= tiles (they share one
+        record, so a tile placed there later waits for all of them) and
+        the dead tile's last trace position."""
+        kind, key = st.kind, id(st)
+        mine = [(a, b) for a, b, k in self.manual[kind] if k == key]
+        others = [m for m in self.manual[kind] if m[2] != key]
+        self.manual[kind] = others
+        for lo, hi in mine:
+            for a, b in _uncovered(lo, hi, others):
+                self.give(kind, a, b - a, self.manual_acc[kind], st.seq)
 
     def clocks_changed(self):
         """The clocks of free ranges were changed in place (a device loop
