@@ -207,6 +207,8 @@ static const struct env_var env_vars[] = {
     T("TRNEMU_NKI_CACHE_DIR", true, false,
       "NKI front end: the disk kernel cache's folder (default $XDG_CACHE_HOME/trnemu/nki, "
       "else ~/.cache/trnemu/nki)"),
+    U("TRNEMU_NKI_CACHE_MAX_MB", true, false, 0, 1048576,
+      "NKI front end: the disk kernel cache's size limit, MiB (default 2048; 0: no limit)"),
 };
 
 static struct rt_env env_cur;

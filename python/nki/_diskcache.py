@@ -8,7 +8,9 @@ turns the disk cache off. A file is written to a temporary name in the
 same folder and renamed over the final one, so a reader sees a whole file
 or none, and processes that write the same key at once each leave a
 whole file. A file that is truncated, corrupt or of another format is
-ignored with one log line and written anew.
+ignored with one log line and written anew. The folder is kept under
+TRNEMU_NKI_CACHE_MAX_MB (default 2048; 0: no limit): after a write, the
+files used least recently (a load touches its file) go first.
 
 File layout: the magic line, then the lengths of the record (JSON) and
 of the NEFF (8 bytes each, little endian), the SHA-256 of record and
@@ -21,34 +23,23 @@ import struct
 import sys
 import tempfile
 
+from . import _env
 from ._core import NKIError
 
 MAGIC = b"TRNEMU-NKI-CACHE 1\n"
 _HEAD = struct.Struct("<QQ32s")
 _SUFFIX = ".nkic"
+_DEFAULT_MAX_MB = 2048
 _write_failed = False      # a failed write is reported once per process
-
-
-def _env_bool(var, default):
-    """A boolean variable as trnemu's one env parser reads it (0, 1, true,
-    false, yes, no, any case; unset or empty: default); NKIError otherwise."""
-    text = os.environ.get(var, "")
-    if text == "":
-        return default
-    low = text.lower()
-    if text == "1" or low in ("true", "yes"):
-        return True
-    if text == "0" or low in ("false", "no"):
-        return False
-    raise NKIError("%s=%r: expected a boolean (0, 1, true, false, yes or no)" % (var, text))
 
 
 def folder():
     """The cache folder, or None when the disk cache is off. A
     TRNEMU_NKI_CACHE_DIR longer than 4095 bytes is an NKIError, as
     nrt_init refuses it."""
-    if not _env_bool("TRNEMU_NKI_CACHE", True):
+    if not _env.read_bool("TRNEMU_NKI_CACHE", True):
         return None
+    max_bytes()               # a malformed limit is refused before any trace
     d = os.environ.get("TRNEMU_NKI_CACHE_DIR", "")
     if len(d.encode()) > 4095:
         raise NKIError("TRNEMU_NKI_CACHE_DIR: a path of at most 4095 bytes is expected "
@@ -85,6 +76,7 @@ def load(path):
     if why is not None:
         _log("ignoring %s: %s; the kernel is traced again and the file rewritten" % (path, why))
         return None
+    _touch(path)
     off = len(MAGIC) + _HEAD.size
     nrec, nneff, _ = _HEAD.unpack_from(data, len(MAGIC))
     try:
@@ -127,6 +119,7 @@ def store(path, record, neff):
             f.write(blob)
         os.replace(tmp, path)
         tmp = None
+        prune(d, keep=path)
     except OSError as e:
         if not _write_failed:
             _write_failed = True
@@ -138,3 +131,59 @@ def store(path, record, neff):
                 os.unlink(tmp)
             except OSError:
                 pass
+
+
+def max_bytes():
+    """The folder's size limit in bytes (0: none), TRNEMU_NKI_CACHE_MAX_MB."""
+    return _env.read_uint("TRNEMU_NKI_CACHE_MAX_MB", 0, 1 << 20, _DEFAULT_MAX_MB) << 20
+
+
+def _touch(path):
+    """Mark a file as just used (the pruning goes by modification time)."""
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+
+
+def _entries(d):
+    """(modification time, size, path) of each cache file in folder d."""
+    out = []
+    try:
+        names = os.listdir(d)
+    except OSError:
+        return out
+    for name in names:
+        if not name.endswith(_SUFFIX) or name.startswith(".tmp-"):
+            continue
+        p = os.path.join(d, name)
+        try:
+            st = os.stat(p)
+        except OSError:
+            continue           # removed by another process meanwhile
+        out.append((st.st_mtime_ns, st.st_size, p))
+    return out
+
+
+def prune(d, keep=None):
+    """Remove the least recently used files of folder d until the whole is
+    within TRNEMU_NKI_CACHE_MAX_MB; keep (the file just written) stays.
+    Processes pruning at once each remove what they find too much."""
+    limit = max_bytes()
+    if limit == 0:
+        return 0
+    files = sorted(_entries(d))
+    total = sum(size for _, size, _ in files)
+    removed = 0
+    for _, size, p in files:
+        if total <= limit:
+            break
+        if p == keep:
+            continue
+        try:
+            os.unlink(p)
+            removed += 1
+        except OSError:
+            pass               # gone already, or not ours to remove: not counted
+        total -= size
+    return removed

@@ -67,6 +67,17 @@ def _raw(var):
     return os.environ.get(var, "")
 
 
+def read_bool(var, default):
+    """Variable var as a boolean; default when unset."""
+    text = _raw(var)
+    if text == "":
+        return default
+    v = parse_bool(text)
+    if v is None:
+        _fail(var, text, "a boolean (0, 1, true, false, yes or no)")
+    return v
+
+
 def read_uint(var, lo, hi, default):
     """Variable var as a whole number in [lo, hi]; default when unset."""
     text = _raw(var)

@@ -297,6 +297,35 @@ def test_the_disk_cache_variables(monkeypatch, tmp_path):
         _diskcache.folder()
 
 
+def test_the_cache_folder_keeps_within_its_size_limit(monkeypatch, tmp_path):
+    """After a write, the least recently used files go until the folder is
+    within TRNEMU_NKI_CACHE_MAX_MB; a load marks its file as used; the
+    file just written stays even alone over the limit."""
+    import os
+    from nki import _diskcache
+    d = tmp_path / "c"
+    monkeypatch.setenv("TRNEMU_NKI_CACHE", "1")
+    monkeypatch.setenv("TRNEMU_NKI_CACHE_DIR", str(d))
+    monkeypatch.setenv("TRNEMU_NKI_CACHE_MAX_MB", "1")
+    neff = bytes(300 * 1024)                       # 3 files fit 1 MiB, 4 do not
+    paths = [_diskcache.path_of("k%d" % i) for i in range(4)]
+    for i, p in enumerate(paths[:3]):
+        _diskcache.store(p, {"i": i}, neff)
+        os.utime(p, ns=(i * 10**9, i * 10**9))     # k0 oldest
+    assert _diskcache.load(paths[0])[0] == {"i": 0}    # k0 used again: now the newest
+    _diskcache.store(paths[3], {"i": 3}, neff)
+    assert sorted(os.listdir(d)) == ["k0.nkic", "k2.nkic", "k3.nkic"]   # k1 went
+    _diskcache.store(paths[1], {"i": 1}, bytes(2 << 20))               # alone over the limit
+    assert os.listdir(d) == ["k1.nkic"]
+    monkeypatch.setenv("TRNEMU_NKI_CACHE_MAX_MB", "0")                 # no limit
+    for p in paths:
+        _diskcache.store(p, {}, neff)
+    assert len(os.listdir(d)) == 4
+    monkeypatch.setenv("TRNEMU_NKI_CACHE_MAX_MB", "1M")
+    with pytest.raises(nki.NKIError, match="TRNEMU_NKI_CACHE_MAX_MB='1M': expected a whole number"):
+        _diskcache.folder()
+
+
 def test_a_record_round_trip_keeps_lines_and_results():
     # what the disk keeps of a compiled kernel gives the same kernel back:
     # its lines (errors are tied to kernel lines through them), results
