@@ -212,8 +212,12 @@ def limit_memory(gib):
 
 
 def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False, mem_gib=None,
-              run_all=False):
+              run_all=False, timeout=None):
     env = dict(os.environ)
+    if timeout:
+        # a collectives test's job of ranks gets the runner's per-test
+        # bound, not the front end's 600 s default (a slow test is a timeout)
+        env.setdefault("TRNEMU_NKI_RANKS_TIMEOUT", str(timeout))
     if run_all:
         env[RUN_ALL_KNOB] = "1"           # the suite's own switch: no slow-for-simulation skips
     if mem_gib:
@@ -266,7 +270,7 @@ def run_suite(args, copy, mode, results, collect_only=False):
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
     env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice, args.mem_gib,
-                    getattr(args, "run_all", False))
+                    getattr(args, "run_all", False), args.timeout)
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))

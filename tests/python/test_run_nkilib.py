@@ -195,6 +195,11 @@ def test_run_all_turns_off_the_suites_slow_shape_skips():
     assert env[run_nkilib.RUN_ALL_KNOB] == "1"
 
 
+def test_a_job_of_ranks_gets_the_per_test_timeout():
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", timeout=900)
+    assert env["TRNEMU_NKI_RANKS_TIMEOUT"] == os.environ.get("TRNEMU_NKI_RANKS_TIMEOUT", "900")
+
+
 def test_each_tests_artifacts_are_removed_unless_kept():
     """The suite's own --force-local-cleanup keeps a long run's
     neuron_test_output/ from filling the disk; --keep-artifacts keeps them."""
