@@ -255,6 +255,24 @@ def test_twice_reports_a_kernel_whose_runs_differ():
     assert nkilib_plugin.classify(det.NotDeterministic("k: differs"))[0] == "not deterministic"
 
 
+def test_twice_runs_a_job_of_ranks_twice():
+    import numpy as np
+    det = load("nkilib_standins/determinism.py", "determinism")
+
+    class Launched:
+        jobs = 0
+
+        def ranks(self, inputs):
+            Launched.jobs += 1
+            return [np.full(2, r + (Launched.jobs if r == 1 else 0), np.float32)
+                    for r in range(len(inputs))]
+    with pytest.raises(det.NotDeterministic, match=r"k\.ranks: array 1"):
+        det.twice(Launched(), "k").ranks([{}, {}])
+    assert Launched.jobs == 2
+    steady = type("Steady", (), {"ranks": lambda self, inputs: [np.zeros(2)] * len(inputs)})
+    assert len(det.twice(steady(), "k").ranks([{}, {}, {}])) == 3
+
+
 def test_classify_a_ranks_error_by_that_ranks_stack():
     e = nki.NKIError("rank 1 of 2: k.py:3: shapes differ")
     e.rank_frames = [("/x/nki/_ranks.py", "main"), ("/x/nki/_kernel.py", "_trace")]

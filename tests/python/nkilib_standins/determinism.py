@@ -4,7 +4,8 @@ with the same inputs, and a test fails unless both runs give the same bits
 (returned arrays and arrays the kernel wrote in place). The first run gets
 copies of the array arguments, so a kernel that updates an input in place
 sees the same values both times; the second run's results are the ones
-the test checks."""
+the test checks. A job of ranks (a collectives test) runs twice too, every
+rank's results compared."""
 import copy
 
 import numpy as np
@@ -41,15 +42,30 @@ def compare(name, first, second):
                                    "inputs" % (name, i, x.dtype, x.shape))
 
 
+class _TwiceLaunch:
+    """A launched kernel that runs twice and checks both runs agree, called
+    directly or on a job of ranks (.ranks(inputs), a collectives test)."""
+
+    def __init__(self, launched, name):
+        self.launched, self.name = launched, name
+
+    def __call__(self, *args, **kwargs):
+        a1, k1 = copy.deepcopy(args), copy.deepcopy(kwargs)
+        first = self.launched(*a1, **k1)
+        second = self.launched(*args, **kwargs)
+        compare(self.name, (first, a1, k1), (second, args, kwargs))
+        return second
+
+    def ranks(self, inputs, **kwargs):
+        first = self.launched.ranks(copy.deepcopy(inputs), **kwargs)
+        second = self.launched.ranks(inputs, **kwargs)
+        compare(self.name + ".ranks", first, second)
+        return second
+
+
 def twice(launched, name):
     """A launched kernel that runs twice and checks both runs agree."""
-    def run(*args, **kwargs):
-        a1, k1 = copy.deepcopy(args), copy.deepcopy(kwargs)
-        first = launched(*a1, **k1)
-        second = launched(*args, **kwargs)
-        compare(name, (first, a1, k1), (second, args, kwargs))
-        return second
-    return run
+    return _TwiceLaunch(launched, name)
 
 
 class _Twice:
