@@ -4,6 +4,7 @@ upstream-defect patch, the kernel families, how a failure's cause is
 found, and the per-rank golden inputs of nkilib_kvdp_check.py."""
 import importlib.util
 import os
+import sys
 
 import pytest
 
@@ -271,6 +272,25 @@ def test_twice_runs_a_job_of_ranks_twice():
     assert Launched.jobs == 2
     steady = type("Steady", (), {"ranks": lambda self, inputs: [np.zeros(2)] * len(inputs)})
     assert len(det.twice(steady(), "k").ranks([{}, {}, {}])) == 3
+
+
+def test_a_tests_arrays_in_cycles_are_freed_when_it_ends():
+    import weakref
+    import numpy as np
+
+    class Holder:
+        pass
+    h, arr = Holder(), np.zeros(1 << 20)
+    h.me, h.arr = h, arr                       # a cycle holding the test's array
+    gone = weakref.ref(arr)
+    try:
+        raise MemoryError("the test's reference")
+    except MemoryError as e:
+        sys.last_value, sys.last_traceback = e, e.__traceback__
+    del h, arr
+    assert gone() is not None                  # only a collection frees it
+    nkilib_plugin.pytest_runtest_logfinish("t", None)
+    assert gone() is None and not hasattr(sys, "last_value")
 
 
 def test_classify_a_ranks_error_by_that_ranks_stack():

@@ -22,10 +22,15 @@ into the NKI Library suite. It changes nothing of what a test checks:
   12's torch 1.13 (torch_compat.py; newer torch takes them as they are);
 - with TRNEMU_NKILIB_TWICE=1, runs every kernel twice and fails a test
   whose two runs differ in any bit (determinism.py);
+- frees what a test leaves in reference cycles when it ends (its arrays,
+  held by a failure's frames or by suite objects that point at each
+  other), so the next test in the worker does not meet the data limit
+  with the last test's arrays still counted;
 - records every test's outcome with the cause of a failure, found on the
   exception itself (missing name, trace error, execution error, wrong
   number, ...), one JSON line per test in the file NKILIB_RESULTS names.
 """
+import gc
 import json
 import os
 import re
@@ -233,6 +238,16 @@ def pytest_runtest_makereport(item, call):
         rep.user_properties.append(("trnemu_cause", json.dumps([kind, detail])))
     if item.get_closest_marker("trace_only") is not None:
         rep.user_properties.append(("trnemu_trace_only", "1"))
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_runtest_logfinish(nodeid, location):
+    """The test has ended: drop pytest's post-mortem copy of its failure
+    (sys.last_*, with the frames that hold its arrays) and collect the
+    cycles it left, before the next test allocates."""
+    for name in ("last_type", "last_value", "last_traceback"):
+        sys.__dict__.pop(name, None)
+    gc.collect()
 
 
 def _write(record):
