@@ -6,9 +6,11 @@ nrt_load_collectives as that rank. trnemu's collective instructions run
 over every rank of the job (replica group 0): a ReplicaGroup of the one
 rank-list of all ranks (in rank order where the order places the parts)
 is one instruction. Rank-lists that split the job (each rank in exactly
-one) or order it otherwise are built from a whole-job all_gather into an
-HBM buffer, from which each rank takes, or folds in the list's order, its
-own list's blocks (all_gather, all_reduce, reduce_scatter, all_to_all);
+one) or order it otherwise (all_gather, all_reduce, reduce_scatter,
+all_to_all) bring every member's block to each rank, which takes them, or
+folds them in the list's order: lists that split the job into lists of one
+length by len(list) - 1 steps of permutes within the lists, others by a
+whole-job all_gather into an HBM buffer;
 the implicit (ring) permutes are a permute between each rank's neighbours
 in its own list. The _v forms take only [[0, ..., N-1]]"""
 import operator
@@ -178,8 +180,7 @@ def all_reduce(srcs, dsts, replica_group, op, priority=None, name=None):
     members = _members(replica_group, "all_reduce")
     for s, d in pairs:
         _same_size(s, d, 1, "all_reduce")
-        joined = _gather_all(s)
-        _fold(d, [joined[m] for m in members], op)
+        _fold(d, _list_blocks(s, replica_group, members, _whole), op)
 
 
 def _whole_job(replica_group, ordered):
@@ -206,6 +207,41 @@ def _gather_all(src):
     joined = nl.ndarray((n,) + tuple(src.shape), dtype=src.dtype, buffer=nl.hbm)
     _emit("all_gather", src, joined, [("group", 0)])
     return joined
+
+
+def _whole(t, j):
+    """What a rank sends the list's j-th rank when each gets all of it."""
+    return t
+
+
+def _list_blocks(src, replica_group, members, send_view):
+    """What each rank of this rank's rank-list (members, in list order)
+    has for this rank, in list order, in HBM buffers: member m's
+    send_view(src, i), i this rank's place in the list. When the lists
+    split the job into lists of one length, len(members) - 1 steps of
+    permutes within the lists move it, each rank sending the next one of
+    its list a step further on its part for that rank (about one block a
+    rank, where a whole-job gather moves one per rank of the job);
+    otherwise one whole-job all_gather does."""
+    from . import language as nl
+    from .isa import dma_copy
+    me, n = world()
+    k, i = len(members), members.index(me)
+    if k == n or len({len(g) for g in _rank_lists(replica_group)}) != 1:
+        joined = _gather_all(src)
+        return [send_view(joined[m], i) for m in members]
+    out = [None] * k
+    for step in range(k):
+        to, frm = (i + step) % k, (i - step) % k
+        part = send_view(src, to)
+        buf = nl.ndarray(tuple(part.shape), dtype=part.dtype, buffer=nl.hbm)
+        if step == 0:
+            dma_copy(dst=buf, src=part)      # this rank's own part, apart from dst
+        else:
+            _emit("permute", part, buf, [("group", 0), ("send_to", members[to]),
+                                         ("recv_from", members[frm])])
+        out[frm] = buf
+    return out
 
 
 def _fold(dst, parts, op):
@@ -240,15 +276,14 @@ def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=
             _emit("all_gather", s, d, [("group", 0)])
         return
     for s, d in pairs:
-        _gather_blocks(s, d, collective_dim, members)
+        _gather_blocks(s, d, collective_dim, members, replica_group)
 
 
-def _gather_blocks(src, dst, dim, members):
-    """all_gather through an HBM buffer: every rank's src gathered in rank
-    order (the ISA's all_gather joins ranks' elements one after the
-    other), then member j's block copied into block j of dst along dim.
-    For a rank-list that is part of the job's ranks, for one that lists
-    them in another order, and for dimension 1 of SBUF tiles."""
+def _gather_blocks(src, dst, dim, members, replica_group):
+    """all_gather through HBM buffers: every member's src (_list_blocks),
+    then member j's block copied into block j of dst along dim. For a
+    rank-list that is part of the job's ranks, for one that lists them in
+    another order, and for dimension 1 of SBUF tiles."""
     from .isa import dma_copy
     shape = tuple(src.shape)
     if dim == 1 and (len(shape) != 2 or len(dst.shape) != 2):
@@ -259,12 +294,12 @@ def _gather_blocks(src, dst, dim, members):
     if list(dst.shape) != want:
         fail("all_gather of rank-list %r along dimension %d: dst is %s, should be %s"
              % (members, dim, tuple(dst.shape), tuple(want)))
-    joined = _gather_all(src)
+    blocks = _list_blocks(src, replica_group, members, _whole)
     step = shape[dim]
-    for j, r in enumerate(members):
+    for j, b in enumerate(blocks):
         block = [slice(None)] * len(shape)
         block[dim] = slice(j * step, (j + 1) * step)
-        dma_copy(dst=dst[tuple(block)], src=joined[r])
+        dma_copy(dst=dst[tuple(block)], src=b)
 
 
 def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priority=None, name=None):
@@ -278,11 +313,11 @@ def reduce_scatter(srcs, dsts, replica_group, collective_dim=0, op=None, priorit
             _emit("reduce_scatter", s, d, [("group", 0), ("op", a)])
         return
     members = _members(replica_group, "reduce_scatter")
-    j = members.index(world()[0])
+    k = len(members)
     for s, d in pairs:
-        _same_size(s, d, 1.0 / len(members), "reduce_scatter")
-        joined = _gather_all(s)
-        _fold(d, [_split0(joined[m], len(members), "reduce_scatter")[j] for m in members], op)
+        _same_size(s, d, 1.0 / k, "reduce_scatter")
+        _fold(d, _list_blocks(s, replica_group, members,
+                              lambda t, j: _split0(t, k, "reduce_scatter")[j]), op)
 
 
 def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=None):
@@ -296,12 +331,14 @@ def all_to_all(srcs, dsts, replica_group, collective_dim=0, priority=None, name=
         return
     from .isa import dma_copy
     members = _members(replica_group, "all_to_all")
-    j, k = members.index(world()[0]), len(members)
+    k = len(members)
     for s, d in pairs:
         _same_size(s, d, 1, "all_to_all")
-        joined, slots = _gather_all(s), _split0(d, k, "all_to_all")
-        for i, m in enumerate(members):
-            dma_copy(dst=slots[i], src=_split0(joined[m], k, "all_to_all")[j])
+        slots = _split0(d, k, "all_to_all")
+        parts = _list_blocks(s, replica_group, members,
+                             lambda t, j: _split0(t, k, "all_to_all")[j])
+        for i, p in enumerate(parts):
+            dma_copy(dst=slots[i], src=p)
 
 
 def _variable(op, srcs, dsts, replica_group, metadata_tensor, recv_counts_known, has_rdispls):

@@ -141,7 +141,7 @@ def _fold_in_order(parts):
     return acc
 
 
-@pytest.mark.parametrize("groups", [[[3, 1, 2], [0]], [[2, 0, 3, 1]]])
+@pytest.mark.parametrize("groups", [[[3, 1, 2], [0]], [[2, 0, 3, 1]], [[2, 0], [3, 1]]])
 def test_reduce_scatter_all_to_all_all_reduce_within_rank_lists(groups):
     """Rank-lists that split the job (one of three ranks, one alone) and
     one list of the whole job in another order: each rank's results are
@@ -161,6 +161,26 @@ def test_reduce_scatter_all_to_all_all_reduce_within_rank_lists(groups):
             np.testing.assert_array_equal(
                 swapped, np.concatenate([np.split(xs[m], k)[j] for m in members]))
             np.testing.assert_array_equal(low, np.minimum.reduce([xs[m] for m in members]))
+
+
+def test_lists_of_one_length_exchange_within_the_lists(monkeypatch):
+    """Rank 1 of 4 with the lists [[2, 0], [3, 1]]: its collectives move
+    data by one permute each (with rank 3), no whole-job all_gather; lists
+    of different lengths still gather the whole job."""
+    from nki import _kernel
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("WORLD_SIZE", "4")
+    a = np.zeros((12, 8), np.float32)
+
+    def ops(groups):
+        comp = _kernel._trace(split_collectives.func, (a, ncc.ReplicaGroup(groups)), {},
+                              split_collectives.grid)
+        lines = comp.tracer.cores[0].lines
+        return [ln.split()[0].split(".")[1] for ln in lines
+                if ln.split()[0].split(".")[-1] in ("permute", "all_gather")]
+    permutes = ops([[2, 0], [3, 1]])
+    assert permutes == ["permute"] * 4      # all_reduce x2, reduce_scatter, all_to_all
+    assert ops([[3, 1, 2], [0]]) == ["all_gather"] * 4
 
 
 @nki.jit
