@@ -20,7 +20,11 @@ stopped rather than left waiting for it in a collective) and its error is
 raised here, naming the rank (its stack, as (file, function) pairs, in the
 error's rank_frames; its exception's type name and message in rank_error). The caller's own runtime (its VNC) is not
 used. This module is also the program each rank runs
-(`python3 -m nki._ranks FOLDER`).
+(`python3 -m nki._ranks FOLDER`). A rank's process starts no job of its
+own: a script that starts one at its top level, outside `if __name__ ==
+"__main__":`, would start it again in every rank as the rank imports the
+script for its kernel (N ranks each starting N more, without end); the
+rank fails with an NKIError saying so instead.
 """
 import importlib
 import importlib.util
@@ -40,6 +44,7 @@ from ._core import NKIError, NKIIndexError
 _POLL_S = 0.05          # how often the caller looks for a failed rank
 _STOP_GRACE_S = 10.0    # how long stopped ranks get to exit before SIGKILL
 _DEFAULT_TIMEOUT_S = 600.0
+_rank_of_job = None     # in a rank's process: its rank (set by main)
 
 
 # ---------------------------------------------------------------- the caller
@@ -266,6 +271,7 @@ def run(kernel, inputs, timeout=None):
     """Run kernel (a Kernel) on len(inputs) ranks; a list of each rank's
     outputs, in rank order. What the ranks printed is passed on to this
     process's stdout and stderr (the launcher's own line left out)."""
+    _refuse_nested_job()
     per_rank = _split_inputs(inputs)
     timeout = _timeout(timeout)
     folder = tempfile.mkdtemp(prefix="nki-ranks-")
@@ -282,6 +288,16 @@ def run(kernel, inputs, timeout=None):
         return outs
     finally:
         shutil.rmtree(folder, ignore_errors=True)
+
+
+def _refuse_nested_job():
+    """NKIError in a rank's process: a job started there is the caller's
+    top-level code run again by the rank's import of its script."""
+    if _rank_of_job is not None:
+        raise NKIError("ranks(): this process is rank %d of a job of ranks, which imports the "
+                       "kernel's script again; a script that starts a job at its top level "
+                       "starts one in every rank: put that code under "
+                       "`if __name__ == \"__main__\":`" % _rank_of_job)
 
 
 # ---------------------------------------------------------------- one rank
@@ -315,6 +331,9 @@ def _kernel(job):
 
 def main(folder):
     rank = int(os.environ.get("RANK", "0"))
+    # this file runs as __main__: the flag goes on the module that kernels'
+    # own `ranks()` calls reach
+    importlib.import_module("nki._ranks")._rank_of_job = rank
     try:
         job = _load(os.path.join(folder, "job.pkl"))
         sys.path[:] = job["sys_path"]

@@ -273,3 +273,19 @@ def test_a_kernel_of_a_script_run_as_main(tmp_path):
     assert r.returncode == 0, r.stderr
     assert "traced on rank 0" in r.stdout and "traced on rank 1" in r.stdout
     assert "sums [3.0, 3.0]" in r.stdout
+
+
+def test_a_script_starting_a_job_at_its_top_level_fails_at_once(tmp_path):
+    """Without the __main__ guard each rank would import the script and
+    start a job of its own, and so on without end: the ranks refuse to,
+    and the caller gets that error instead of a flood of processes."""
+    import subprocess
+    import sys
+    path = tmp_path / "unguarded.py"
+    path.write_text(SCRIPT.split("if __name__")[0] +
+                    "outs = k.ranks([(np.full((2, 3), r + 1, np.float32),) for r in range(2)])\n")
+    env = dict(os.environ, PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    r = subprocess.run([sys.executable, str(path)], env=env, capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode != 0
+    assert "this process is rank" in r.stderr and "__name__" in r.stderr, r.stderr
