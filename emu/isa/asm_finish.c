@@ -187,8 +187,10 @@ static emu_status build_engine(struct asm_ctx *a, struct asm_sg *s, int e)
         r = neff_sg_set_code(s->sg, (enum neff_engine)e, bytes, size);
     free(bytes);
     if (r != EMU_OK)
-        asm_err_pos(a, (struct asm_pos){0, 0}, "%s: the %s stream cannot be encoded",
-                    s->sg->name, isa_engine_name((unsigned)e));
+        asm_err_pos(a, (struct asm_pos){0, 0}, "%s: the %s stream of %zu instructions cannot "
+                    "be encoded (%s)", s->sg->name, isa_engine_name((unsigned)e), st->n,
+                    r == EMU_RESOURCE ? "out of host memory"
+                                      : "an instruction does not fit its binary form");
     return r;
 }
 
