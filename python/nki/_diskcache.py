@@ -10,7 +10,10 @@ or none, and processes that write the same key at once each leave a
 whole file. A file that is truncated, corrupt or of another format is
 ignored with one log line and written anew. The folder is kept under
 TRNEMU_NKI_CACHE_MAX_MB (default 2048; 0: no limit): after a write, the
-files used least recently (a load touches its file) go first.
+files used least recently (a load touches its file) go first. The folder
+is listed only when this process's count of it (its size when last
+listed, plus what the process wrote since) passes the limit, or every
+64th write (other processes' files), not at every write.
 
 File layout: the magic line, then the lengths of the record (JSON) and
 of the NEFF (8 bytes each, little endian), the SHA-256 of record and
@@ -30,6 +33,8 @@ MAGIC = b"TRNEMU-NKI-CACHE 1\n"
 _HEAD = struct.Struct("<QQ32s")
 _SUFFIX = ".nkic"
 _DEFAULT_MAX_MB = 2048
+_SCAN_EVERY = 64           # writes between two listings of a folder under its limit
+_counts = {}               # folder -> [bytes when last listed, bytes written since, writes since]
 _write_failed = False      # a failed write is reported once per process
 
 
@@ -119,7 +124,7 @@ def store(path, record, neff):
             f.write(blob)
         os.replace(tmp, path)
         tmp = None
-        prune(d, keep=path)
+        prune(d, keep=path, written=len(blob))
     except OSError as e:
         if not _write_failed:
             _write_failed = True
@@ -165,12 +170,19 @@ def _entries(d):
     return out
 
 
-def prune(d, keep=None):
-    """Remove the least recently used files of folder d until the whole is
-    within TRNEMU_NKI_CACHE_MAX_MB; keep (the file just written) stays.
+def prune(d, keep=None, written=0):
+    """After a write of `written` bytes to folder d: remove its least
+    recently used files until the whole is within TRNEMU_NKI_CACHE_MAX_MB;
+    keep (the file just written) stays. The folder is listed only when the
+    count says it may be over the limit, or every _SCAN_EVERY writes.
     Processes pruning at once each remove what they find too much."""
     limit = max_bytes()
     if limit == 0:
+        return 0
+    count = _counts.setdefault(d, [None, 0, 0])
+    count[1] += written
+    count[2] += 1
+    if count[0] is not None and count[0] + count[1] <= limit and count[2] < _SCAN_EVERY:
         return 0
     files = sorted(_entries(d))
     total = sum(size for _, size, _ in files)
@@ -186,4 +198,5 @@ def prune(d, keep=None):
         except OSError:
             pass               # gone already, or not ours to remove: not counted
         total -= size
+    _counts[d] = [total, 0, 0]
     return removed
