@@ -211,8 +211,11 @@ def limit_memory(gib):
     return apply
 
 
-def suite_env(copy, results, libnrt, python_dir, racecheck=False, twice=False, mem_gib=None,
-              run_all=False, timeout=None):
+def suite_env(copy, results, libnrt, python_dir, opts=None):
+    """The suite's environment; opts: the runner's parsed options (timeout,
+    run_all, mem_gib, racecheck, twice), None for none of them."""
+    timeout, run_all, mem_gib, racecheck, twice = (
+        getattr(opts, name, None) for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice"))
     env = dict(os.environ)
     if timeout:
         # a collectives test's job of ranks gets the runner's per-test
@@ -269,8 +272,7 @@ def run_suite(args, copy, mode, results, collect_only=False):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
-    env = suite_env(copy, results, args.libnrt, args.python, args.racecheck, args.twice, args.mem_gib,
-                    getattr(args, "run_all", False), args.timeout)
+    env = suite_env(copy, results, args.libnrt, args.python, args)
     with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))

@@ -184,7 +184,7 @@ def test_tests_over_the_memory_limit_are_counted_apart():
     counts = fam["experimental/transformer"]
     assert (counts["skipped"], counts["over memory"], counts["passed"]) == (1, 1, 1)
     assert run_nkilib.pass_rate(counts) == "100.0%"
-    env = run_nkilib.suite_env("/c", "/r", None, "/p", mem_gib=6.0)
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib", "--mem-gib", "6"]))
     assert env.get(run_nkilib.MEMORY_KNOB, "6") == "6" or run_nkilib.MEMORY_KNOB in os.environ
     assert run_nkilib.RUN_ALL_KNOB not in env or run_nkilib.RUN_ALL_KNOB in os.environ
 
@@ -192,12 +192,12 @@ def test_tests_over_the_memory_limit_are_counted_apart():
 def test_run_all_turns_off_the_suites_slow_shape_skips():
     args = run_nkilib.parse_args(["/lib", "--run-all"])
     assert args.run_all
-    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_all=args.run_all)
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", args)
     assert env[run_nkilib.RUN_ALL_KNOB] == "1"
 
 
 def test_a_job_of_ranks_gets_the_per_test_timeout():
-    env = run_nkilib.suite_env("/c", "/r", None, "/p", timeout=900)
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib", "--timeout", "900"]))
     assert env["TRNEMU_NKI_RANKS_TIMEOUT"] == os.environ.get("TRNEMU_NKI_RANKS_TIMEOUT", "900")
 
 
