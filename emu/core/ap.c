@@ -3,6 +3,8 @@
  */
 #include "emu/core/ap.h"
 
+#include "emu/core/dynap.h"
+
 #include <inttypes.h>
 #include <string.h>
 
@@ -115,6 +117,21 @@ static emu_status ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const str
     return EMU_OK;
 }
 
+/* An operand with tensor indirection: its gathered rows (dynap.h), one
+ * run of cols elements each, in place of the memory. */
+static emu_status ap_bind_stage(const struct dynap_stage *sg, unsigned slot,
+                                const struct isa_ap *ap, struct ap_view *v)
+{
+    v->ndims = 1;
+    v->count[0] = sg->cols[slot];
+    v->stride[0] = v->esize;
+    v->elems = sg->cols[slot];
+    v->base = sg->buf[slot];
+    v->row_stride = (int64_t)sg->cols[slot] * v->esize;
+    v->first_part = ap->start_part;
+    return EMU_OK;
+}
+
 emu_status ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
 {
     const struct isa_ap *ap = &ctx->insn->ap[slot];
@@ -133,8 +150,10 @@ emu_status ap_bind(struct isa_exec_ctx *ctx, unsigned slot, struct ap_view *v)
         v->stride[d] = (int64_t)ap->dim[d].step * v->esize;
         v->elems *= ap->dim[d].count;
     }
-    emu_status st = ap->mem == ISA_MEM_HBM ? ap_bind_hbm(ctx, slot, ap, v)
-                                           : ap_bind_chip(ctx, slot, ap, v);
+    emu_status st = ctx->stage != NULL && ctx->stage->buf[slot] != NULL
+                        ? ap_bind_stage(ctx->stage, slot, ap, v)
+                    : ap->mem == ISA_MEM_HBM ? ap_bind_hbm(ctx, slot, ap, v)
+                                             : ap_bind_chip(ctx, slot, ap, v);
     if (st == EMU_OK)
         ap_collapse(v);
     if (ctx->core->stochastic && num_dtype_is_float(v->dtype) && v->esize < 4)

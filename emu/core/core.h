@@ -61,6 +61,7 @@ struct core_program {
 
 struct race_state;
 struct cost_run;
+struct dynap_stage;
 
 /* XORWOW random generators (act_rng.c): the Vector and the GpSimd engine
  * each keep CORE_XW_STATES generators per compute lane (GpSimd uses the
@@ -104,6 +105,8 @@ struct isa_exec_ctx {
                                           with it, none waiting (0: none; the scheduler) */
     size_t fused;                      /* instructions after insn it ran: the scheduler
                                           completes them (costs, signals) in order */
+    const struct dynap_stage *stage;   /* operands with tensor indirection, gathered
+                                          into rows of their own (dynap.h); NULL: none */
     char err[256];                     /* cause, when the semantics fails */
 };
 

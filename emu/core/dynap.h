@@ -1,19 +1,45 @@
 /*
  * dynap.h: on-chip operands addressed at run time (docs/isa.md, "Run-time
- * offsets"): before an instruction runs, each access pattern with a
- * register offset gets its engine's register added to its byte offset,
- * after a check against the shift the pattern allows.
+ * offsets" and "Tensor indirection"). Before an instruction runs, each
+ * access pattern with a register offset gets its engine's register added
+ * to its byte offset, after a check against the shift the pattern allows;
+ * each pattern with tensor indirection has its columns gathered into rows
+ * of their own (a stage), which the semantics read and write in place of
+ * the memory (ap_bind), and after it ran the staged outputs are scattered
+ * back to their columns.
  */
 #ifndef TRNEMU_EMU_CORE_DYNAP_H
 #define TRNEMU_EMU_CORE_DYNAP_H
 
 #include "emu/core/core.h"
 
-/* *live = insn when no operand of insn has a register offset; else a copy
- * of insn in *buf with every such offset applied (and cleared), *live =
- * buf. A register value outside 0..dyn_max, or not a whole number of the
- * operand's elements, fails with EMU_EXEC_OOB and the cause in ctx->err. */
+/* The gathered operands of one instruction: for each slot with tensor
+ * indirection, its rows (num_part rows of cols elements, packed) and the
+ * element offset of each column; NULL elsewhere. */
+struct dynap_stage {
+    uint8_t *buf[ISA_MAX_AP];      /* the gathered rows */
+    uint32_t *off[ISA_MAX_AP];     /* each column's element offset */
+    uint32_t cols[ISA_MAX_AP];     /* columns per row */
+    struct isa_ap ap[ISA_MAX_AP];  /* the operand's pattern as encoded */
+};
+
+/* *live = insn when no operand of insn moves at run time; else a copy of
+ * insn in *buf with every register offset applied (and cleared) and each
+ * indirect operand replaced, for the race checker, by the static pattern
+ * that spans the columns it reaches (its index still named in ix), its
+ * columns gathered into *stage. A register value outside 0..dyn_max (or
+ * not a whole number of the operand's elements), or an index value
+ * outside 0..dyn_max, fails with EMU_EXEC_OOB and the cause in ctx->err;
+ * a host out of memory with EMU_RESOURCE. The caller then calls
+ * dynap_finish, whatever the result. */
 emu_status dynap_resolve(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
-                         struct isa_insn *buf, const struct isa_insn **live);
+                         struct isa_insn *buf, const struct isa_insn **live,
+                         struct dynap_stage *stage);
+
+/* After the semantics ran (ran: it completed, neither failed nor waits to
+ * retry): scatter the staged operands it writes back to their columns, in
+ * column order (a repeated offset keeps its last column's value); free
+ * the stage. */
+void dynap_finish(struct isa_exec_ctx *ctx, struct dynap_stage *stage, bool ran);
 
 #endif /* TRNEMU_EMU_CORE_DYNAP_H */

@@ -85,7 +85,22 @@ void race_on_signal(struct race_state *r, uint32_t core, enum isa_engine eng,
     race_join(race_sync_vc(r, core, s), r->vc[me], r->neng);
 }
 
-/* Accesses of one instruction (insn: pc's instruction with its run-time
+/* The read of the index of operand `of` (with tensor indirection, dynap.h):
+ * the whole index tile, as the front end counts it. */
+static struct race_access race_index_access(const struct isa_ap *ap, const struct race_access *of)
+{
+    struct race_access a = *of;
+    a.write = false;
+    a.mem = ISA_MEM_SBUF;
+    a.part_lo = ap->ix.start_part;
+    a.part_hi = ap->ix.start_part + ap->ix.num_part - 1u;
+    a.lo = ap->ix.offset;
+    a.hi = ap->ix.offset + (uint64_t)ap->ix.cols * isa_dtype_size(ap->ix.dtype);
+    return a;
+}
+
+/* Accesses of one instruction (two for an operand with tensor indirection:
+ * its columns and its index) (insn: pc's instruction with its run-time
  * offsets applied, dynap.h, so an on-chip operand counts where it really
  * went): its SBUF/PSUM operands and, in a run of
  * several cores, its HBM ones (a core_barrier's data word is only named,
@@ -122,6 +137,8 @@ static uint32_t race_accesses(const struct race_state *r, const struct core_prog
         a->prog = prog;
         a->pc = pc;
         n++;
+        if (ap->ix.mem == ISA_MEM_SBUF)  /* tensor indirection reads its index */
+            out[n++] = race_index_access(ap, a);
     }
     return n;
 }
@@ -318,7 +335,7 @@ emu_status race_observe(struct race_state *r, uint32_t core, enum isa_engine eng
     const struct isa_insn *insn = &prog->code[eng][pc];
     race_xcore_join(r, core, eng, insn);
     uint32_t epoch = ++r->vc[me][me];
-    struct race_access acc[ISA_MAX_AP];
+    struct race_access acc[2 * ISA_MAX_AP];
     uint32_t n = race_accesses(r, prog, eng, pc, live, acc);
     for (uint32_t k = 0; k < n; k++) {
         acc[k].eng = me;

@@ -185,13 +185,17 @@ static emu_status sched_step(struct sched_eng *e, struct race_state *race, uint3
     if (race != NULL)
         race_before(race, e->core, e->eng, e->prog, e->pc);
     struct isa_insn dyn_buf;            /* insn with its run-time offsets applied */
+    struct dynap_stage stage;           /* its operands with tensor indirection */
     const struct isa_insn *live = insn;
-    emu_status st = e->dry ? EMU_OK : dynap_resolve(&ctx, insn, &dyn_buf, &live);
+    ctx.stage = NULL;
+    emu_status st = e->dry ? EMU_OK : dynap_resolve(&ctx, insn, &dyn_buf, &live, &stage);
     ctx.insn = live;
     if (st == EMU_OK && !e->dry)
         st = fn != NULL ? fn(&ctx, live)
                         : core_fail(&ctx, EMU_INVALID, "opcode 0x%02x has no semantics",
                                     insn->opcode);
+    if (!e->dry)
+        dynap_finish(&ctx, &stage, st == EMU_OK && !ctx.blocked);
     if (st == EMU_OK && memfault_total() != faults && memfault_take())  /* memfault.h */
         st = core_fail(&ctx, EMU_RESOURCE, "%s", MEMFAULT_CAUSE);
     ctx.halted = e->dry ? insn->opcode == ISA_OP_halt : ctx.halted;

@@ -289,7 +289,8 @@ static bool ap_is_zero(const struct isa_ap *ap)
 {
     static const struct isa_ap zero;
     if (ap->mem || ap->dtype || ap->start_part || ap->num_part || ap->ndims ||
-        ap->dyn || ap->dyn_reg || ap->dyn_max || ap->part_step || ap->var_id || ap->offset)
+        ap->dyn || ap->dyn_reg || ap->dyn_max || ap->part_step || ap->var_id || ap->offset ||
+        memcmp(&ap->ix, &zero.ix, sizeof(zero.ix)) != 0)
         return false;
     return memcmp(ap->dim, zero.dim, sizeof(zero.dim)) == 0;
 }
@@ -308,11 +309,69 @@ static const char *dims_problem(uint8_t ndims, const struct isa_dim *dim)
     return NULL;
 }
 
-/* The run-time offset fields: a register shift only on chip, the
- * fields zero without one. */
-static emu_status check_ap_dyn(const struct isa_ap *ap, int fi, const char *nm,
-                               struct isa_fault *f)
+/* May operand `slot` of op `opcode` use tensor indirection? The compute
+ * operands the NKI reference lists for it (the data operands of the
+ * matmuls, elementwise ops, copies, reductions and activations). */
+static bool index_ok(unsigned opcode, unsigned slot)
 {
+    switch (opcode) {
+    case ISA_OP_nc_matmul:
+    case ISA_OP_nc_matmul_mx:
+    case ISA_OP_tensor_tensor:
+    case ISA_OP_tensor_scalar:
+    case ISA_OP_tensor_reduce:
+    case ISA_OP_tensor_copy:
+    case ISA_OP_tensor_copy_predicated:
+    case ISA_OP_tensor_scalar_reduce:
+    case ISA_OP_tensor_scalar_cumulative:
+    case ISA_OP_activation:
+    case ISA_OP_activation_reduce:
+    case ISA_OP_activate2:
+    case ISA_OP_exponential: return slot < ISA_MAX_AP;
+    default: return false;
+    }
+}
+
+/* Tensor indirection (ISA_DYN_INDEX): one free dim of positive step over
+ * the offsets, an SBUF index run of an integer type that holds an offset
+ * for every column (isa_index_where), no register. */
+static emu_status check_ap_index(const struct isa_insn *insn, const struct isa_ap *ap, int fi,
+                                 const char *nm, struct isa_fault *f)
+{
+    const struct isa_ap_index *ix = &ap->ix;
+    if (ap->dyn_reg != 0)
+        return fault(f, fi, "operand '%s': a register with tensor indirection", nm);
+    if (ap->ndims != 1 || ap->dim[0].step < 1)
+        return fault(f, fi, "operand '%s': tensor indirection walks one free dimension of "
+                     "positive step (its columns)", nm);
+    if (ix->mem != ISA_MEM_SBUF)
+        return fault(f, fi, "operand '%s': its index is not in SBUF", nm);
+    switch (ix->dtype) {
+    case ISA_DT_I8: case ISA_DT_U8: case ISA_DT_I16: case ISA_DT_U16: case ISA_DT_I32:
+    case ISA_DT_U32: break;
+    default:
+        return fault(f, fi, "operand '%s': its index dtype %u is not an integer of 1 to 4 "
+                     "bytes", nm, ix->dtype);
+    }
+    if (ix->num_part < 1 || ix->start_part + (unsigned)ix->num_part > ISA_NUM_PARTITIONS ||
+        ix->cols < 1)
+        return fault(f, fi, "operand '%s': its index (partitions %u + %u, %u columns) is "
+                     "not a tile of 0..127", nm, ix->start_part, ix->num_part, ix->cols);
+    uint32_t part, col;
+    if (!isa_index_where(ap, insn->engine, ap->dim[0].count - 1, &part, &col))
+        return fault(f, fi, "operand '%s': %u columns need more index partitions than its "
+                     "%u", nm, ap->dim[0].count, ix->num_part);
+    return EMU_OK;
+}
+
+/* The run-time offset fields: a register shift or tensor indirection only
+ * on chip, the fields zero without one. */
+static emu_status check_ap_dyn(const struct isa_insn *insn, const struct isa_ap *ap, int fi,
+                               unsigned slot, const char *nm, struct isa_fault *f)
+{
+    static const struct isa_ap_index no_ix;
+    if (ap->dyn != ISA_DYN_INDEX && memcmp(&ap->ix, &no_ix, sizeof no_ix) != 0)
+        return fault(f, fi, "operand '%s': index fields set without tensor indirection", nm);
     if (ap->dyn == ISA_DYN_NONE)
         return ap->dyn_reg == 0 && ap->dyn_max == 0
                    ? EMU_OK
@@ -320,6 +379,14 @@ static emu_status check_ap_dyn(const struct isa_ap *ap, int fi, const char *nm,
                            "register offset", nm);
     if (ap->dyn >= ISA_DYN_COUNT)
         return fault(f, fi, "operand '%s': bad run-time offset kind %u", nm, ap->dyn);
+    if (ap->dyn == ISA_DYN_INDEX && ap->mem == ISA_MEM_HBM)
+        return fault(f, fi, "operand '%s': tensor indirection on an HBM operand (an "
+                     "indirect dma_copy indexes HBM)", nm);
+    if (ap->dyn == ISA_DYN_INDEX && !index_ok(insn->opcode, slot))
+        return fault(f, fi, "operand '%s': %s takes no tensor indirection", nm,
+                     isa_op_lookup(insn->opcode) ? isa_op_lookup(insn->opcode)->name : "?");
+    if (ap->dyn == ISA_DYN_INDEX)
+        return check_ap_index(insn, ap, fi, nm, f);
     if (ap->mem == ISA_MEM_HBM)
         return fault(f, fi, "operand '%s': a register offset on an HBM operand (an indexed "
                      "dma_copy moves HBM patterns at run time)", nm);
@@ -329,10 +396,11 @@ static emu_status check_ap_dyn(const struct isa_ap *ap, int fi, const char *nm,
     return EMU_OK;
 }
 
-static emu_status check_ap_place(const struct isa_ap *ap, int fi, const char *nm,
-                                 struct isa_fault *f)
+static emu_status check_ap_place(const struct isa_insn *insn, unsigned slot, int fi,
+                                 const char *nm, struct isa_fault *f)
 {
-    if (check_ap_dyn(ap, fi, nm, f) != EMU_OK)
+    const struct isa_ap *ap = &insn->ap[slot];
+    if (check_ap_dyn(insn, ap, fi, slot, nm, f) != EMU_OK)
         return EMU_INVALID;
     if (ap->num_part < 1 || ap->num_part > ISA_NUM_PARTITIONS)
         return fault(f, fi, "operand '%s': partition count %u out of 1..128", nm,
@@ -408,7 +476,7 @@ static emu_status check_ap(const struct isa_insn *insn, const struct isa_field *
         if (bits != 0)
             return fault(f, fi, "operand '%s' has both a tensor and a scalar", fd->name);
     }
-    return check_ap_place(ap, fi, fd->name, f);
+    return check_ap_place(insn, fd->slot, fi, fd->name, f);
 }
 
 static emu_status check_field(const struct isa_insn *insn, const struct isa_field *fd,
@@ -611,6 +679,14 @@ static void put_ap(uint8_t *p, const struct isa_ap *ap)
     put32(p + 12, ap->mem == ISA_MEM_SBUF || ap->mem == ISA_MEM_PSUM ? ap->dyn_max : ap->var_id);
     put64(p + 16, ap->offset);
     put_dims(p + 24, ap->dim);
+    if (ap->dyn == ISA_DYN_INDEX) {  /* the unused dims' bytes hold the index */
+        p[32] = ap->ix.mem;
+        p[33] = ap->ix.dtype;
+        p[34] = ap->ix.start_part;
+        p[35] = ap->ix.num_part;
+        put32(p + 36, ap->ix.cols);
+        put32(p + 40, ap->ix.offset);
+    }
 }
 
 static void put_aux(uint8_t *p, const struct isa_insn *insn)
@@ -715,6 +791,15 @@ static void get_ap(const uint8_t *p, struct isa_ap *ap)
         ap->var_id = get32(p + 12);
     ap->offset = get64(p + 16);
     get_dims(p + 24, ap->dim);
+    if (ap->dyn == ISA_DYN_INDEX && ap->ndims == 1 && bytes_zero(p + 44, 12)) {
+        ap->ix.mem = p[32];
+        ap->ix.dtype = p[33];
+        ap->ix.start_part = p[34];
+        ap->ix.num_part = p[35];
+        ap->ix.cols = get32(p + 36);
+        ap->ix.offset = get32(p + 40);
+        memset(&ap->dim[1], 0, sizeof(ap->dim) - sizeof(ap->dim[0]));
+    }
 }
 
 /* The aux area holds the pattern, the mask, or nothing, by the op's fields. */

@@ -146,21 +146,52 @@ struct isa_ap {
     uint8_t start_part;  /* first partition (0 for HBM) */
     uint8_t num_part;    /* partitions touched, 1..128 */
     uint8_t ndims;       /* free dimensions in use, 1..4 */
-    uint8_t dyn;         /* enum isa_dyn: on chip, a register moves the offset at run time */
+    uint8_t dyn;         /* enum isa_dyn: on chip, the pattern moves at run time */
     uint8_t dyn_reg;     /* ISA_DYN_FREE: the engine's register holding the shift in bytes */
-    uint32_t dyn_max;    /* ISA_DYN_FREE: the largest shift allowed (the smallest is 0) */
+    uint32_t dyn_max;    /* ISA_DYN_FREE: the largest shift allowed (the smallest is 0);
+                            ISA_DYN_INDEX: the largest column offset allowed */
     int32_t part_step;   /* partitions between touched ones; elements in HBM */
     uint32_t var_id;     /* HBM: the variable; 0 elsewhere */
     uint64_t offset;     /* start byte: in each partition, or in the variable */
     struct isa_dim dim[ISA_MAX_DIMS]; /* free dims, outermost first; unused zero */
+    struct isa_ap_index {  /* ISA_DYN_INDEX: the SBUF tile of column offsets, else zero */
+        uint8_t mem;         /* ISA_MEM_SBUF */
+        uint8_t dtype;       /* an integer type */
+        uint8_t start_part;  /* its first partition (step 1) */
+        uint8_t num_part;    /* its partitions, 1..128 */
+        uint32_t cols;       /* offsets per partition (a contiguous run), >= 1 */
+        uint32_t offset;     /* byte offset of the run in each partition */
+    } ix;
 };
 
 /* Run-time offsets of an on-chip access pattern (isa_ap.dyn). */
 enum isa_dyn {
     ISA_DYN_NONE = 0,  /* the pattern is all static */
     ISA_DYN_FREE = 1,  /* offset += register dyn_reg (bytes, 0..dyn_max) when it runs */
+    ISA_DYN_INDEX = 2, /* tensor indirection: column i of each partition is element
+                          offset + idx_i * dim[0].step, idx_i read from ix when it runs
+                          (docs/isa.md, "Tensor indirection") */
     ISA_DYN_COUNT
 };
+
+/* Offsets gathered per partition group by tensor indirection: 32 on the
+ * Tensor engine, 16 on the others. */
+#define ISA_INDEX_GROUP(engine) ((engine) == ISA_ENG_PE ? 32u : 16u)
+
+/* Where tensor indirection reads column i's offset: partition *part of the
+ * index (from ix.start_part), element *col of its run. The offsets snake
+ * down the G partitions of a group, column after column, then go on in
+ * the next group: i -> partition (i / (G*cols)) * G + i % G, element
+ * (i / G) % cols. False when that partition is past the index's. */
+static inline bool isa_index_where(const struct isa_ap *ap, unsigned engine, uint32_t i,
+                                   uint32_t *part, uint32_t *col)
+{
+    uint64_t g = ISA_INDEX_GROUP(engine), k = ap->ix.cols ? ap->ix.cols : 1;
+    uint64_t p = (i / (g * k)) * g + i % g;
+    *col = (uint32_t)((i / g) % k);
+    *part = (uint32_t)p;
+    return p < ap->ix.num_part;
+}
 
 /* The affine pattern of iota and affine_select. */
 struct isa_pattern {
@@ -189,7 +220,8 @@ struct isa_insn {
     uint8_t mask[ISA_MASK_BYTES];         /* nc_stream_shuffle mask */
 };
 
-/* Does any operand of insn take a run-time offset from a register? */
+/* Does any operand of insn move at run time (a register offset or tensor
+ * indirection)? */
 bool isa_insn_dynamic(const struct isa_insn *insn);
 
 /* ---- operand signatures ------------------------------------------------ */

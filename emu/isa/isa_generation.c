@@ -60,6 +60,11 @@ static bool gen_v4_form(const struct isa_insn *insn, const char *op, char *what,
             snprintf(what, cap, "%s with %s %s", op, f->name, isa_dtype_name(insn->ap[f->slot].dtype));
             return true;
         }
+        if ((f->kind == ISA_FK_AP || f->kind == ISA_FK_APF) &&
+            insn->ap[f->slot].dyn == ISA_DYN_INDEX) {
+            snprintf(what, cap, "%s with tensor indirection on %s", op, f->name);
+            return true;
+        }
         if (f->kind == ISA_FK_ENUM && f->etype == ISA_ET_ALU && gen_v4_alu(insn->enums[f->slot])) {
             snprintf(what, cap, "%s %s=%s", op, f->name,
                      isa_enum_name(ISA_ET_ALU, insn->enums[f->slot]));

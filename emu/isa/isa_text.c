@@ -7,7 +7,8 @@
  *   item   := name '=' value | flag-name
  *   ap     := ('sbuf' | 'psum') '[' start ':' stop [':' step] ',' offset dims ']' ':' dtype
  *           | 'hbm:' (name | '$' id) '[' dim ',' offset dims ']' ':' dtype
- *   (an on-chip one may end in '+r' reg '<=' max: a register offset)
+ *   (an on-chip one may end in '+r' reg '<=' max: a register offset, or in
+ *   '@' index '<=' max: tensor indirection)
  *   dims   := { ',' '[' step ',' count ']' }     (1 to 4 of them)
  *   wait   := ('s' | 'e') id ('==' | '!=' | '>=' | '>' | '<=' | '<') value
  *   signal := ('s' | 'e') id ('=' | '+=' | '-=') value
@@ -105,6 +106,13 @@ static void print_ap(struct text_out *t, const struct isa_text_env *env, const s
     out_printf(t, "]:%s", dt ? dt : "?dtype");
     if (ap->dyn == ISA_DYN_FREE)
         out_printf(t, "+r%u<=%u", ap->dyn_reg, ap->dyn_max);
+    if (ap->dyn == ISA_DYN_INDEX) {
+        const char *it = isa_dtype_name(ap->ix.dtype);
+        out_printf(t, "@%s[%u:%u, %u, [1,%u]]:%s<=%u", isa_mem_name(ap->ix.mem) ?
+                   isa_mem_name(ap->ix.mem) : "?mem", ap->ix.start_part,
+                   ap->ix.start_part + (unsigned)ap->ix.num_part, ap->ix.offset, ap->ix.cols,
+                   it ? it : "?dtype", ap->dyn_max);
+    }
 }
 
 static void print_f32(struct text_out *t, float v)
@@ -671,6 +679,37 @@ static emu_status parse_dyn(struct parser *p, struct isa_ap *ap)
     return EMU_OK;
 }
 
+static emu_status parse_ap(struct parser *p, struct isa_ap *ap);
+
+/* '@' index '<=' max after the dtype: tensor indirection, the column
+ * offsets read from the on-chip run `index` (one partition slice of step
+ * 1, a byte offset, one dim [1,cols], an integer dtype), each 0..max. */
+static emu_status parse_index(struct parser *p, struct isa_ap *ap)
+{
+    p->pos++;
+    size_t at = p->pos;
+    struct isa_ap ix;
+    emu_status st = parse_ap(p, &ix);
+    if (st != EMU_OK)
+        return st;
+    if (ix.mem == ISA_MEM_HBM || ix.dyn != ISA_DYN_NONE || ix.part_step != 1 ||
+        ix.ndims != 1 || ix.dim[0].step != 1 || ix.offset > UINT32_MAX)
+        return perr(p, at, "an index is sbuf[START:STOP, OFFSET, [1,COLS]]:DTYPE");
+    if (strncmp(p->s + p->pos, "<=", 2) != 0)
+        return perr(p, p->pos, "expected '<=' and the largest offset after the index");
+    p->pos += 2;
+    int64_t max;
+    st = parse_int(p, 0, UINT32_MAX, &max);
+    if (st != EMU_OK)
+        return st;
+    ap->dyn = ISA_DYN_INDEX;
+    ap->dyn_max = (uint32_t)max;
+    ap->ix = (struct isa_ap_index){.mem = ix.mem, .dtype = ix.dtype, .start_part = ix.start_part,
+                                   .num_part = ix.num_part, .cols = ix.dim[0].count,
+                                   .offset = (uint32_t)ix.offset};
+    return EMU_OK;
+}
+
 static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
 {
     memset(ap, 0, sizeof(*ap));
@@ -696,6 +735,8 @@ static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
         st = parse_dtype(p, ap);
     if (st == EMU_OK && peek(p) == '+')
         st = parse_dyn(p, ap);
+    else if (st == EMU_OK && peek(p) == '@')
+        st = parse_index(p, ap);
     return st;
 }
 

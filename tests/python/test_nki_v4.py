@@ -1,6 +1,7 @@
 """test_nki_v4.py: the NeuronCore-v4 calls (quantize_mx, nc_matmul_mx,
-activate2) on an emulated Trainium3, in a process of its own
-(nki_v4_kernels.py), and their refusal on an older generation."""
+activate2, tensor indirection) on an emulated Trainium3, in processes of
+their own (nki_v4_kernels.py, nki_indirect_kernels.py), and their refusal
+on an older generation."""
 import os
 import subprocess
 import sys
@@ -23,6 +24,50 @@ def test_mx_kernels_on_trainium3():
     r = subprocess.run([sys.executable, os.path.join(HERE, "nki_v4_kernels.py")], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_indirect_kernels_on_trainium3():
+    env = dict(os.environ, TRNEMU_INSTANCE="trn3.48xlarge", TRNEMU_RACECHECK="1",
+               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-ind",
+               PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
+    r = subprocess.run([sys.executable, os.path.join(HERE, "nki_indirect_kernels.py")], env=env,
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_indirect_refuses_what_it_cannot_index():
+    @nki.jit
+    def k(a, idx, how):
+        t = nl.load(a)
+        ix = nl.load(idx)
+        if how == "hbm":
+            a.indirect(ix)
+        elif how == "float":
+            t.indirect(t)
+        else:
+            t.reshape((4, 4, 4))[:, :, 0:2].indirect(ix)
+        return a
+    a, idx = np.zeros((4, 16), np.float32), np.zeros((4, 1), np.int32)
+    with pytest.raises(nki.NKIError, match=r"test_nki_v4.py:\d+: .indirect\(\) takes an SBUF or PSUM"):
+        k(a, idx, "hbm")
+    with pytest.raises(nki.NKIError, match=r"index is a 2-D SBUF tensor of 8-, 16- or 32-bit"):
+        k(a, idx, "float")
+    with pytest.raises(nki.NKIError, match=r"free elements are evenly spaced"):
+        k(a, idx, "uneven")
+
+
+@pytest.mark.skipif(_runtime.machine_generation() >= 4, reason="the machine is NeuronCore-v4")
+def test_indirect_refused_before_v4():
+    @nki.jit
+    def k(a, idx):
+        t = nl.load(a)
+        ix = nl.load(idx)
+        o = nl.ndarray((4, 1), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.tensor_copy(dst=o, src=t.indirect(ix))   # V4-IND
+        return a
+    with pytest.raises(nki.NKIError, match=r"test_nki_v4.py:\d+: .indirect\(\) \(tensor indirection\) "
+                       r"needs NeuronCore-v4"):
+        k(np.zeros((4, 16), np.float32), np.zeros((4, 1), np.int32))
 
 
 @pytest.mark.skipif(_runtime.machine_generation() >= 4, reason="the machine is NeuronCore-v4")

@@ -343,7 +343,8 @@ static void test_decode_operand_errors(void **state)
     /* on chip the variable-id bytes bound a register offset; its fields need one */
     expect_patch(dve, tt, AP0 + 12, 3, "register-offset fields set without a register offset");
     expect_patch(dve, tt, AP0 + 6, 3, "register-offset fields set without a register offset");
-    expect_patch(dve, tt, AP0 + 5, 2, "bad run-time offset kind 2");
+    expect_patch(dve, tt, AP0 + 5, 3, "bad run-time offset kind 3");
+    expect_patch(dve, tt, AP0 + 5, 2, "tensor indirection walks one free dimension");
     expect_patch(dve, tt, AP0 + 16 + 4, 1, "beyond 4 GiB on chip");     /* offset 2^32 + ... */
     expect_patch(dve, tt, 72 + 56 * 5, ISA_MEM_SBUF, "unused operand slot ap[5]");
     expect_patch(dve, tt, 408, 1, "unused float immediate 0");

@@ -4,6 +4,7 @@ offset with its register tail, _core/dynamic.py), its bounding box of
 bytes for the dependency tracker, and the bounds check of a view against
 its tensor."""
 from .context import NUM_PARTITIONS, fail
+from . import indirect
 from .dynamic import is_dynamic, suffix as dyn_suffix
 
 
@@ -95,6 +96,8 @@ def ap_text(t, dims_override=None, merge=True):
     if is_dynamic(t):
         lo, hi = _span(t.off, free)
         tail = dyn_suffix(t, lo * di.size, (hi + 1) * di.size)
+    elif indirect.is_indirect(t):
+        tail = indirect.suffix(t, free)
     return "%s[%s, %d, %s]:%s%s" % (st.kind, part, byte, _dims_text(free), di.isa, tail)
 
 
@@ -122,7 +125,7 @@ def local_rect(t, di=None):
     tile's start): what rect() gives, before the tile is placed."""
     di = di or t.di
     p0, ps, pc, free = _geometry(t)
-    lo, hi = _span(t.off, free)
+    lo, hi = indirect.local_span(t) if indirect.is_indirect(t) else _span(t.off, free)
     end = (hi + 1) * di.size
     if is_dynamic(t):
         end = max(end, t.storage.dyn_limit)   # any shift the run may give it
@@ -169,7 +172,7 @@ def check_bounds(t):
         dims = [d for i, d in enumerate(t.dims) if i != t.pdim and i != 0]
     else:
         dims = t.dims if t.pdim is None else free_dims(t)
-    lo, hi = _span(t.off, dims)
+    lo, hi = indirect.local_span(t) if indirect.is_indirect(t) else _span(t.off, dims)
     if lo < 0 or (hi + 1) * di.size > t.storage.nbytes:
         fail("the access reaches elements %d..%d outside its %s tensor of %d bytes%s"
              % (lo, hi, t.storage.kind.upper(), t.storage.nbytes,

@@ -43,8 +43,9 @@ class DynStorage:
 
 
 def real(st):
-    """The tile behind a storage (itself unless it is a DynStorage)."""
-    return st._real if isinstance(st, DynStorage) else st
+    """The tile behind a storage (itself unless it is a DynStorage or an
+    IndStorage, _core/indirect.py)."""
+    return getattr(st, "_real", st)
 
 
 def is_dynamic(t):
@@ -55,7 +56,7 @@ def dynamic_view(t, index, step_elems, di, limit):
     """A view of t's tile like t, moved at run time by index * step_elems
     elements of dtype di, within `limit` bytes of the tile's partition row."""
     from .tensors import NkiTensor
-    if is_dynamic(t):
+    if is_dynamic(t) or hasattr(t.storage, "ind_index"):
         fail("a view already addressed by a run-time offset takes no second one")
     if not isinstance(index, NkiTensor) or index.size != 1:
         fail("a run-time offset is a one-element tensor (or a register), got %r" % (index,))

@@ -4,7 +4,7 @@ operators, and the creation and reshaping of tensors."""
 import math
 
 from .. import _dtypes
-from . import placement, views
+from . import indirect, placement, views
 from .access import free_dims, partitions
 from .alloc import Storage
 from .context import NUM_PARTITIONS, current, fail
@@ -109,7 +109,10 @@ class NkiTensor:
 
     def is_indirect(self):
         from .dynamic import is_dynamic
-        return hasattr(self, "_indirect") or is_dynamic(self)
+        return hasattr(self, "_indirect") or is_dynamic(self) or indirect.is_indirect(self)
+
+    def indirect(self, index, num_elem=None):
+        return indirect.make(self, index, num_elem)
 
     def view(self, dtype):
         return views.view(self, dtype)

@@ -16,7 +16,7 @@ import weakref
 
 import numpy as np
 
-from . import dynamic
+from . import dynamic, indirect
 from .access import _overlap, ap_text, check_bounds, dense_span, local_rect, rect
 from .alloc import Allocator, Storage
 from .. import _dtypes
@@ -229,6 +229,11 @@ class Tracer:
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
         views = [*outs.values(), *ins.values()]
+        ixs = indirect.index_reads(views)
+        if ixs:              # .indirect() operands: the op reads their indexes too
+            indirect.check(self, engine, op, views)
+            ins = {**ins, **{"(index %d)" % k: x for k, x in enumerate(ixs)}}
+            views = views + ixs
         for t in views:
             if t.storage.zero_view is not None:
                 self._fill_zero(t.storage)
