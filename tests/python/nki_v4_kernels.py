@@ -3,8 +3,8 @@ test_nki_v4.py in a process of its own on an emulated Trainium3 machine
 (TRNEMU_INSTANCE=trn3.48xlarge): quantize_mx + nc_matmul_mx, activate2,
 get_nc_version, platform_target='trn3', and nc_matmul double_row with
 float8_e4m3fn (v4 only, never with the legacy float8_e4m3), and an
-nc_matmul of 2048 moving columns (up to 4096 fp32 on v4). Prints OK on
-success."""
+nc_matmul of 2048 moving columns (up to 4096 fp32 on v4), and exponential
+summing into the Vector engine's accumulators. Prints OK on success."""
 import numpy as np
 
 import nki
@@ -117,6 +117,34 @@ def check_wide_matmul(rng):
     assert np.array_equal(wide_matmul(a, b), a.T @ b)      # small integers: exact
 
 
+@nki.jit
+def exp_sums(a, mx, init):
+    """exponential on the Vector engine: exp(a - mx) with the sums kept in
+    the accumulators over two calls (the first leaves reduce_res out), then
+    a load_reduce from init read out."""
+    out = nl.ndarray((a.shape[0], 2), dtype=nl.float32, buffer=nl.shared_hbm)
+    ta, tm, ti = nl.load(a), nl.load(mx), nl.load(init)
+    o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    res = nl.ndarray((a.shape[0], 2), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(dst=o, src=ta, max_value=tm, reduce_cmd=nisa.reduce_cmd.reset_reduce)
+    nisa.exponential(dst=o, src=ta, max_value=tm, reduce_res=res[:, 0:1],
+                     reduce_cmd=nisa.reduce_cmd.reduce)
+    nisa.exponential(dst=o, src=ta, max_value=tm, reduce_res=res[:, 1:2],
+                     reduce_cmd=nisa.reduce_cmd.load_reduce, reduce_init=ti)
+    nl.store(out, res)
+    return out
+
+
+def check_exp_sums(rng):
+    a = rng.uniform(-2, 2, (8, 16)).astype(np.float32)
+    mx = a.max(axis=1, keepdims=True)
+    init = rng.uniform(0, 1, (8, 1)).astype(np.float32)
+    e = np.exp(a.astype(np.float64) - mx).sum(axis=1)
+    got = exp_sums(a, mx, init)
+    np.testing.assert_allclose(got[:, 0], 2 * e, rtol=1e-5)
+    np.testing.assert_allclose(got[:, 1], init[:, 0] + e, rtol=1e-5)
+
+
 def main():
     rng = np.random.default_rng(3)
     a = nki.bf16(rng.uniform(-2, 2, (32, 16)).astype(np.float32))
@@ -130,6 +158,7 @@ def main():
     assert nisa.get_nc_version().name == "gen4"
     check_double_row(rng)
     check_wide_matmul(rng)
+    check_exp_sums(rng)
     print("OK")
 
 

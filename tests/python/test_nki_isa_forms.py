@@ -2,6 +2,7 @@
 and positional (as the NKI Library writes it), for the calls that also
 keep a legacy form: each result against NumPy."""
 import numpy as np
+import pytest
 
 import nki
 import nki.isa as nisa
@@ -167,6 +168,48 @@ def test_dma_compute_many_sources():
         want = want + s * np.float32(c)
     np.testing.assert_allclose(out, want, rtol=1e-5, atol=1e-5)
     np.testing.assert_array_equal(mx, np.maximum.reduce(srcs))
+
+
+@nki.jit
+def _dma_compute_indexed(table, idx, base, how):
+    """dma_compute with a row-indexed HBM view: scatter RMW into table,
+    gather RMW into an SBUF tile, or a gathered source of 3."""
+    out = nl.ndarray(base.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+    b, ix = nl.load(base), nl.load(idx)
+    v = table.ap(pattern=[[table.shape[1], idx.shape[0]], [1, table.shape[1]]], vector_offset=ix,
+                 indirect_dim=0)
+    o = nl.ndarray(base.shape, dtype=nl.float32, buffer=nl.sbuf)
+    if how == "scatter":
+        nisa.dma_compute(dst=v, srcs=[v, b], reduce_op=nl.add)
+        return table
+    if how == "gather":
+        nisa.dma_compute(dst=b, srcs=[b, v], reduce_op=nl.add)
+        nl.store(out, b)
+    elif how == "three":
+        nisa.dma_compute(dst=o, srcs=[v, b, b], reduce_op=nl.add, scales=[1.0, 2.0, 1.0])
+        nl.store(out, o)
+    else:
+        nisa.dma_compute(dst=v, srcs=[v, b], reduce_op=nl.add, unique_indices=False)
+    return out
+
+
+def test_dma_compute_with_indexed_rows():
+    """The reference's read-modify-write forms (vector_offset): dst[idx] +=
+    src (scatter) and dst += src[idx] (gather), and an indexed source among
+    three, against NumPy; repeated indices are refused as the reference does."""
+    table = rng.uniform(-1, 1, (32, 16)).astype(np.float32)
+    idx = np.array([[3], [30], [0], [17], [8], [9]], np.int32)
+    base = rng.uniform(-1, 1, (6, 16)).astype(np.float32)
+    want = table.copy()
+    want[idx[:, 0]] += base
+    np.testing.assert_array_equal(np.asarray(_dma_compute_indexed(table.copy(), idx, base,
+                                                                  "scatter")), want)
+    np.testing.assert_array_equal(_dma_compute_indexed(table, idx, base, "gather"),
+                                  base + table[idx[:, 0]])
+    np.testing.assert_allclose(_dma_compute_indexed(table, idx, base, "three"),
+                               table[idx[:, 0]] + 3 * base, rtol=1e-6, atol=1e-6)
+    with pytest.raises(nki.NKIError, match="unique_indices=True"):
+        _dma_compute_indexed(table, idx, base, "repeat")
 
 
 def test_double_row_matmul_on_k_2_x_tiles():

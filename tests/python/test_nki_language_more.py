@@ -217,3 +217,32 @@ def test_abs_max_with_a_column():
     a = rng.uniform(-2, 2, (8, 16)).astype(np.float32)
     b = rng.uniform(-2, 2, (8, 1)).astype(np.float32)
     np.testing.assert_array_equal(k(a, b), np.where(np.abs(a) > np.abs(b), a, np.broadcast_to(b, a.shape)))
+
+
+def test_reference_parameter_names_and_defaults():
+    """The reference's keywords: zeros_like(x=), empty_like(x=),
+    broadcast_to(x=, dtype=) (a converted copy), shared_constant(constant=),
+    shared_identity_matrix's default uint8 and dst=."""
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        z = nl.zeros_like(x=t)
+        e = nl.empty_like(x=t)
+        row = nl.load(a[0:1, :])
+        b = nl.broadcast_to(x=row, shape=(1, a.shape[1]), dtype=nl.bfloat16)
+        c = nl.load(nl.shared_constant(constant=np.arange(8, dtype=np.float32).reshape(2, 4)))
+        ident = nl.shared_identity_matrix(n=4)
+        into = nl.ndarray((4, 4), dtype=nl.float32, buffer=nl.sbuf)
+        nl.shared_identity_matrix(n=4, dtype=nl.float32, dst=into)
+        outs = [nl.ndarray(v.shape, dtype=v.dtype, buffer=nl.shared_hbm) for v in (z, b, c, ident, into)]
+        for o, v in zip(outs, (z, b, c, ident, into)):
+            nl.store(o, v)
+        assert e.shape == t.shape and ident.dtype == nl.uint8 and b.dtype == nl.bfloat16
+        return tuple(outs)
+    a = np.linspace(-3, 3, 32, dtype=np.float32).reshape(4, 8)
+    z, b, c, ident, into = k(a)
+    np.testing.assert_array_equal(z, np.zeros_like(a))
+    np.testing.assert_array_equal(nki.to_float32(b), nki.to_float32(nki.bf16(a[0:1])))
+    np.testing.assert_array_equal(c, np.arange(8, dtype=np.float32).reshape(2, 4))
+    np.testing.assert_array_equal(ident, np.eye(4, dtype=np.uint8))
+    np.testing.assert_array_equal(into, np.eye(4, dtype=np.float32))

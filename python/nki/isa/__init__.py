@@ -182,14 +182,18 @@ def activation(op, data, bias=None, scale=1.0, dst=None, reduce_op=None, reduce_
     elif b0:
         fail("%s with a bias is not supported" % func)
     out = _out(dst, data.shape, dtype or (data.dtype if _dtypes.info(data.dtype).is_float else nl.float32))
-    red = (_alu(reduce_op or nl.add), reduce_res) if reduce_res is not None else None
+    cmd = _cmd(reduce_cmd, "idle")    # the reference's default: the registers left alone
+    red = (_alu(reduce_op or nl.add), reduce_res, cmd) if reduce_res is not None or cmd != "idle" \
+        else None
     nl._activation(func, data, bias=bias, scale=scale, reduce=red, dst=out, mask=mask)
     return _ret(dst, out)
 
 
 @_dst_first(0)
 def activation_reduce(op, data, reduce_op, reduce_res, bias=None, scale=1.0, dst=None, dtype=None, **kw):
-    return activation(op, data, bias, scale, dst, reduce_op, reduce_res, dtype=dtype)
+    """activation with reduce_cmd=reset_reduce, reading the sums into reduce_res."""
+    return activation(op, data, bias, scale, dst, reduce_op, reduce_res,
+                      reduce_cmd=reduce_cmd.reset_reduce, dtype=dtype)
 
 
 @_dst_first(2)
@@ -504,13 +508,30 @@ def tensor_tensor_scan(data0, data1, initial, op0, op1, dst=None, reverse0=False
 
 
 @_dst_first(1)
-def exponential(src, max_value=0.0, dst=None, dtype=None, **kw):
+def exponential(src, max_value=0.0, dst=None, dtype=None, reduce_res=None, reduce_cmd=None,
+                reduce_init=0.0, **kw):
+    """dst = exp(src - max_value); the Vector Engine's accumulators sum the
+    results as reduce_cmd says (default idle), reduce_res reads them."""
     tr = current()
     out = _out(dst, src.shape, dtype or src.dtype)
     args, ins = [("dst", out), ("src", src)], {"src": src}
     _scalar_arg("max_value", max_value, args, ins)
-    tr.emit("dve", "exponential", {"dst": out}, ins, args)
+    outs = _reduce_args(args, ins, {"dst": out}, reduce_res, _cmd(reduce_cmd, "idle"), reduce_init)
+    tr.emit("dve", "exponential", outs, ins, args)
     return _ret(dst, out)
+
+
+def _reduce_args(args, ins, outs, reduce_res, cmd, reduce_init):
+    """The accumulator operands of a Vector Engine reduction (exponential,
+    tensor_scalar_reduce): its command, reduce_init (load_reduce's start)
+    and reduce_res (optional: None keeps the sums in the registers)."""
+    args.append(("reduce_cmd", cmd))
+    if reduce_init is not None and (isinstance(reduce_init, NkiTensor) or float(reduce_init) != 0.0):
+        nl._operand("reduce_init", reduce_init, args, ins)
+    if reduce_res is None:
+        return outs
+    args.append(("reduce_res", reduce_res))
+    return {**outs, "reduce_res": reduce_res}
 
 
 @_dst_first(1)
@@ -529,17 +550,25 @@ def tensor_copy_predicated(src, predicate=None, dst=None, reverse_pred=False, **
 
 
 @_dst_first(1)
-def tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res, reverse0=False, dst=None,
-                         dtype=None, **kw):
-    """dst = data op0 operand0, reduced with reduce_op per partition into reduce_res."""
+def tensor_scalar_reduce(data, op0, operand0, reduce_op, reduce_res=None, reverse0=False, dst=None,
+                         dtype=None, reduce_cmd=None, reduce_init=None, reduce_res_negate=False,
+                         **kw):
+    """dst = data op0 operand0, reduced with reduce_op per partition into
+    the Vector Engine's accumulators as reduce_cmd says (default
+    reset_reduce); reduce_res (optional) reads them, negated with
+    reduce_res_negate."""
     tr = current()
     out = _out(dst, data.shape, dtype or data.dtype)
     args, ins = [("dst", out), ("data", data), ("op0", _alu(op0))], {"data": data}
     _scalar_arg("operand0", operand0, args, ins)
-    args += [("reduce_op", _alu(reduce_op)), ("reduce_res", reduce_res)]
+    args.append(("reduce_op", _alu(reduce_op)))
     if reverse0:
         args.append(("reverse0", None))
-    tr.emit("dve", "tensor_scalar_reduce", {"dst": out, "reduce_res": reduce_res}, ins, args)
+    outs = _reduce_args(args, ins, {"dst": out}, reduce_res, _cmd(reduce_cmd, "reset_reduce"),
+                        reduce_init)
+    if reduce_res_negate:
+        args.append(("reduce_res_negate", None))
+    tr.emit("dve", "tensor_scalar_reduce", outs, ins, args)
     return _ret(dst, out)
 
 
@@ -612,6 +641,10 @@ def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob
     if len(scales) != len(srcs):
         fail("dma_compute has %d sources and %d scales" % (len(srcs), len(scales)))
     op = _alu(reduce_op or nl.add)
+    if any(_transpose.is_indexed(t) for t in [dst] + srcs):
+        if _dma_compute_rmw(dst, srcs, scales, op, unique_indices, oob_mode):
+            return
+        srcs = [_dma_stage(s, oob_mode) for s in srcs]
     first = True
     while srcs:
         take = 4 if first else 3
@@ -621,6 +654,49 @@ def dma_compute(dst, srcs, reduce_op=None, scales=None, unique_indices=True, oob
             chunk, sc = [dst] + chunk, [1.0] + sc
         _dma_compute_one(dst, chunk, sc, op)
         first = False
+
+
+def _dma_compute_rmw(dst, srcs, scales, op, unique_indices, oob):
+    """dma_compute with a view indexed at run time (ap(vector_offset=) or
+    scalar_offset): the reference's read-modify-write forms, a scatter
+    (dst[indices] += src, dst and one source the same indexed view) or a
+    gather (dst += src[indices], the other source dst itself), are each
+    one DMA that adds into its destination (dma_copy dst_rmw_op=add: fp32,
+    rounded once). False when the call is not one of them and dst is not
+    indexed: its indexed sources are then gathered first (_dma_stage)."""
+    same = [i for i, s in enumerate(srcs) if _same_view(s, dst)]
+    rmw = len(srcs) == 2 and op == "add" and all(float(s) == 1.0 for s in scales) and same
+    if not rmw and not _transpose.is_indexed(dst):
+        return False
+    if not rmw:
+        fail("dma_compute into an indexed view (a scatter) is a read-modify-write: 2 sources, "
+             "one of them dst itself, reduce_op=add and scales of 1.0")
+    if not unique_indices:
+        fail("dma_compute with an indexed view needs unique_indices=True (the reference does "
+             "not support repeated indices yet)")
+    dma_copy(dst=dst, src=srcs[1 - same[0]], dst_rmw_op=nl.add, oob_mode=oob)
+    return True
+
+
+def _dma_stage(src, oob):
+    """An indexed source of dma_compute gathered into an SBUF tile of its
+    shape (one DMA); any other source as it is."""
+    if not _transpose.is_indexed(src):
+        return src
+    if len(src.shape) < 1 or src.shape[0] > 128:
+        fail("dma_compute gathers an indexed source of shape %s into SBUF: its first dimension "
+             "is its partitions (at most 128)" % (src.shape,))
+    tile = nl.ndarray(src.shape, src.dtype, nl.sbuf)
+    dma_copy(dst=tile, src=src, oob_mode=oob)
+    return tile
+
+
+def _same_view(a, b):
+    """Whether two views name the same elements the same way (the same
+    indexed view given as dst and as a source)."""
+    return a is b or (a.storage is b.storage and a.dims == b.dims and a.off == b.off and
+                      a.part == b.part and getattr(a, "_indirect", None) is
+                      getattr(b, "_indirect", None) and a.dtype == b.dtype)
 
 
 def _dma_compute_one(dst, srcs, scales, op):

@@ -7,7 +7,7 @@ import numpy as np
 
 from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
-from ._types import _ParDim, float32, sbuf
+from ._types import _ParDim, float32, sbuf, uint8
 
 
 def _buf(buffer):
@@ -28,8 +28,8 @@ def _shape(shape):
     return tuple(shape)
 
 
-def empty_like(t, dtype=None, buffer=None, **kw):
-    return ndarray(t.shape, dtype or t.dtype, buffer or (t.buffer if t.buffer in ("sbuf", "psum") else "sbuf"))
+def empty_like(x, dtype=None, buffer=None, **kw):
+    return ndarray(x.shape, dtype or x.dtype, buffer or (x.buffer if x.buffer in ("sbuf", "psum") else "sbuf"))
 
 
 def full(shape, fill_value, dtype, buffer=None, name="", **kw):
@@ -51,17 +51,20 @@ def ones(shape, dtype, buffer=None, name="", **kw):
     return full(shape, 1.0, dtype, buffer, name)
 
 
-def zeros_like(t, dtype=None, buffer=None, **kw):
-    return zeros(t.shape, dtype or t.dtype, buffer or "sbuf")
+def zeros_like(x, dtype=None, buffer=None, **kw):
+    return zeros(x.shape, dtype or x.dtype, buffer or "sbuf")
 
 
 def ones_like(t, dtype=None, buffer=None, **kw):
     return ones(t.shape, dtype or t.dtype, buffer or "sbuf")
 
 
-def shared_identity_matrix(n, dtype=float32, **kw):
-    """An n x n identity tile in SBUF (built with iota and a compare)."""
-    t = ndarray((n, n), dtype, sbuf)
+def shared_identity_matrix(n, dtype=uint8, dst=None, **kw):
+    """An n x n identity tile in SBUF (built with iota and a compare), of
+    dtype (the reference's default uint8), or written into dst."""
+    t = dst if dst is not None else ndarray((n, n), dtype, sbuf)
+    if tuple(t.shape) != (n, n):
+        fail("shared_identity_matrix(n=%d) into dst of shape %s" % (n, tuple(t.shape)))
     idx = ndarray((n, n), float32, sbuf)
     tr = current()
     tr.emit("pool", "iota", {"dst": idx}, {}, [("dst", idx), ("pattern", "[[1,%d]]" % n),
@@ -112,15 +115,16 @@ def rand(shape, dtype=float32, buffer=None, **kw):
     return t
 
 
-def shared_constant(data, dtype=None, **kw):
+def shared_constant(constant, dtype=None, **kw):
     """An HBM tensor holding data (a NumPy array, or the path of a .npy
     file), stored in the NEFF."""
     tr = current()
-    if isinstance(data, (str, bytes)) or hasattr(data, "__fspath__"):
+    data = constant
+    if isinstance(constant, (str, bytes)) or hasattr(constant, "__fspath__"):
         try:
-            data = np.load(data, allow_pickle=False)
+            data = np.load(constant, allow_pickle=False)
         except (OSError, ValueError) as e:
-            fail("shared_constant cannot read %r as a .npy file: %s" % (data, e))
+            fail("shared_constant cannot read %r as a .npy file: %s" % (constant, e))
     arr = np.asarray(data)
     di = _dtypes.info(dtype if dtype is not None else getattr(data, "nki_dtype", None) or arr.dtype)
     if di.name == "bfloat16" and getattr(data, "nki_dtype", None) is None:

@@ -89,10 +89,12 @@ def _activation(func, x, dtype=None, mask=None, bias=0.0, scale=1.0, reduce=None
         if isinstance(v, NkiTensor) or (v is not None and float(v) != dflt):
             _operand(nm, v, args, ins)
     outs = {"dst": d}
-    if reduce is not None:
-        op, res = reduce
-        outs["reduce_res"] = res
-        args += [("reduce_op", op), ("reduce_cmd", "reset_reduce"), ("reduce_res", res)]
+    if reduce is not None:   # (op, reduce_res or None, accumulator command; default reset_reduce)
+        op, res, cmd = (*reduce, "reset_reduce")[:3]
+        args += [("reduce_op", op), ("reduce_cmd", cmd)]
+        if res is not None:
+            outs["reduce_res"] = res
+            args.append(("reduce_res", res))
     tr.emit("act", "activation", outs, ins, args)
     return out
 

@@ -7,10 +7,19 @@ from ._memory import _dma
 from ._types import sbuf
 
 
-def broadcast_to(src, shape, **kw):
+def broadcast_to(x, shape, dtype=None, **kw):
     """Broadcast dims of size 1 to shape (NumPy rules, same rank): a
     step-0 view along free dims and HBM; across partitions of an on-chip
-    [1, F] tile by a DMA broadcast."""
+    [1, F] tile by a DMA broadcast. With a dtype other than x's: an SBUF
+    copy converted to it."""
+    out = _broadcast(x, shape)
+    if dtype is None or _dtypes.info(dtype).public == out.dtype:
+        return out
+    from ._memory import copy
+    return copy(out, dtype=dtype)
+
+
+def _broadcast(src, shape):
     shape = tuple(int(s) for s in shape)
     if len(shape) != len(src.shape):
         fail("broadcast_to %s from %s: the ranks differ" % (shape, src.shape))
