@@ -17,22 +17,23 @@ from nki import _runtime
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def test_mx_kernels_on_trainium3():
+def run_on_trainium3(script, suffix, **env):
+    """Run script (printing OK on success) in a process of its own on an
+    emulated Trainium3 machine."""
     env = dict(os.environ, TRNEMU_INSTANCE="trn3.48xlarge",
-               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-v4",
-               PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
-    r = subprocess.run([sys.executable, os.path.join(HERE, "nki_v4_kernels.py")], env=env,
+               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + suffix,
+               PYTHONPATH=os.path.join(HERE, "..", "..", "python"), **env)
+    r = subprocess.run([sys.executable, os.path.join(HERE, script)], env=env,
                        capture_output=True, text=True, timeout=120)
     assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+
+
+def test_mx_kernels_on_trainium3():
+    run_on_trainium3("nki_v4_kernels.py", "-v4")
 
 
 def test_indirect_kernels_on_trainium3():
-    env = dict(os.environ, TRNEMU_INSTANCE="trn3.48xlarge", TRNEMU_RACECHECK="1",
-               TRNEMU_INSTANCE_NAME=os.environ.get("TRNEMU_INSTANCE_NAME", "nki") + "-ind",
-               PYTHONPATH=os.path.join(HERE, "..", "..", "python"))
-    r = subprocess.run([sys.executable, os.path.join(HERE, "nki_indirect_kernels.py")], env=env,
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0 and r.stdout.strip().endswith("OK"), r.stdout + r.stderr
+    run_on_trainium3("nki_indirect_kernels.py", "-ind", TRNEMU_RACECHECK="1")
 
 
 def test_indirect_refuses_what_it_cannot_index():
