@@ -679,7 +679,7 @@ static emu_status parse_dyn(struct parser *p, struct isa_ap *ap)
     return EMU_OK;
 }
 
-static emu_status parse_ap(struct parser *p, struct isa_ap *ap);
+static emu_status parse_pattern_body(struct parser *p, struct isa_ap *ap);
 
 /* '@' index '<=' max after the dtype: tensor indirection, the column
  * offsets read from the on-chip run `index` (one partition slice of step
@@ -689,10 +689,10 @@ static emu_status parse_index(struct parser *p, struct isa_ap *ap)
     p->pos++;
     size_t at = p->pos;
     struct isa_ap ix;
-    emu_status st = parse_ap(p, &ix);
+    emu_status st = parse_pattern_body(p, &ix);   /* no tail: an index is static */
     if (st != EMU_OK)
         return st;
-    if (ix.mem == ISA_MEM_HBM || ix.dyn != ISA_DYN_NONE || ix.part_step != 1 ||
+    if (ix.mem == ISA_MEM_HBM || ix.part_step != 1 ||
         ix.ndims != 1 || ix.dim[0].step != 1 || ix.offset > UINT32_MAX)
         return perr(p, at, "an index is sbuf[START:STOP, OFFSET, [1,COLS]]:DTYPE");
     if (strncmp(p->s + p->pos, "<=", 2) != 0)
@@ -710,7 +710,8 @@ static emu_status parse_index(struct parser *p, struct isa_ap *ap)
     return EMU_OK;
 }
 
-static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
+/* An access pattern up to its dtype (no run-time tail). */
+static emu_status parse_pattern_body(struct parser *p, struct isa_ap *ap)
 {
     memset(ap, 0, sizeof(*ap));
     emu_status st = parse_mem(p, ap);
@@ -733,6 +734,12 @@ static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
         st = expect_close(p, ']');
     if (st == EMU_OK)
         st = parse_dtype(p, ap);
+    return st;
+}
+
+static emu_status parse_ap(struct parser *p, struct isa_ap *ap)
+{
+    emu_status st = parse_pattern_body(p, ap);
     if (st == EMU_OK && peek(p) == '+')
         st = parse_dyn(p, ap);
     else if (st == EMU_OK && peek(p) == '@')

@@ -233,6 +233,15 @@ static void test_encoding_round_trip(void **state)
     struct isa_insn back;
     assert_int_equal(isa_text_parse_line(text, NULL, &back, NULL), EMU_OK);
     assert_memory_equal(&back.ap[1], &in.ap[1], sizeof in.ap[1]);
+    /* an index is static: no index of its own, no register */
+    static const char *const nested[] = {
+        "dve.tensor_copy dst=sbuf[0:4, 1024, [1,3]]:i32 src=sbuf[0:4, 0, [1,3]]:i32"
+        "@sbuf[0:16, 4096, [1,1]]:i32@sbuf[0:16, 0, [1,1]]:i32<=3<=31",
+        "dve.tensor_copy dst=sbuf[0:4, 1024, [1,3]]:i32 src=sbuf[0:4, 0, [1,3]]:i32"
+        "@sbuf[0:16, 4096, [1,1]]:i32+r5<=0<=31",
+    };
+    for (size_t k = 0; k < sizeof nested / sizeof nested[0]; k++)
+        assert_int_equal(isa_text_parse_line(nested[k], NULL, &back, NULL), EMU_INVALID);
     /* refused: an op without indirection, too few index partitions, HBM */
     struct isa_fault f;
     in.ap[1].ix.num_part = 1;
