@@ -213,3 +213,17 @@ def test_matmul_beyond_a_psum_bank():
     msg = raises_at("MARK-bank", psum_bank_limit, np.zeros((128, 128), np.float32),
                     np.zeros((128, 513), np.float32))
     assert "512" in msg
+
+
+def test_a_number_where_a_tile_belongs_names_the_kernel_line():
+    @nki.jit
+    def k(a):
+        t = nl.load(a)
+        o = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.range_select(dst=o, on_true_tile=t, comp_op0=nl.greater_equal,   # BOUND-LINE
+                          comp_op1=nl.less, bound0=0.0, bound1=8.0)
+        return a
+    line = [i for i, ln in enumerate(open(__file__), 1) if "# BOUND-LINE" in ln][0]
+    with pytest.raises(nki.NKIError, match=r"test_nki_errors.py:%d: range_select: operand bound0 "
+                       r"takes a tensor, got 0.0" % line):
+        k(np.zeros((4, 16), np.float32))

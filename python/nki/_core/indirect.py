@@ -135,7 +135,8 @@ def check(tr, engine, op, views):
 
 def index_reads(views):
     """The index tensors the instruction reads for its .indirect() operands."""
-    return [t.storage.ind_index for t in views if isinstance(t.storage, IndStorage)]
+    return [t.storage.ind_index for t in views
+            if isinstance(getattr(t, "storage", None), IndStorage)]
 
 
 def suffix(t, free):

@@ -228,6 +228,7 @@ class Tracer:
                            "0 lifts it)" % (user_line(), self.max_s))
 
     def emit(self, engine, op, outs, ins, args, rmw=False):
+        _check_operands(op, outs, ins)
         views = [*outs.values(), *ins.values()]
         ixs = indirect.index_reads(views)
         if ixs:              # .indirect() operands: the op reads their indexes too
@@ -368,6 +369,15 @@ def _any_empty(views):
             if c == 0:
                 return True
     return False
+
+
+def _check_operands(op, outs, ins):
+    """Every tensor operand of an instruction is a tensor (an NKIError at
+    the kernel line for a number or None where a tile belongs)."""
+    for group in (outs, ins):
+        for name, v in group.items():
+            if not isinstance(v, NkiTensor):
+                fail("%s: operand %s takes a tensor, got %r" % (op, name, v))
 
 
 def _operand_text(insn):
