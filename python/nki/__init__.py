@@ -17,7 +17,7 @@ except ImportError as _e:  # say which interpreter and what to do, not a deep tr
         % (_sys.executable, _sys.version_info[0], _sys.version_info[1], _e,
            _sys.executable)) from None
 from . import language, isa, typing
-from ._core import NKIError, NKIIndexError, NkiTensor
+from ._core import NKIError, NKIIndexError, NKIWarning, NkiTensor
 from ._kernel import (jit, baremetal, benchmark, simulate, simulate_kernel, Kernel,
                       HostArray, bf16, to_float32)
 from . import compiler, collectives, builtin
@@ -46,5 +46,5 @@ class _NkiPackage(_types.ModuleType):
 _sys.modules[__name__].__class__ = _NkiPackage
 
 __all__ = ["jit", "baremetal", "benchmark", "simulate", "simulate_kernel", "cpu_simulate",
-           "language", "isa", "typing", "compiler", "collectives", "NKIError", "NKIIndexError",
+           "language", "isa", "typing", "compiler", "collectives", "NKIError", "NKIIndexError", "NKIWarning",
            "builtin", "Kernel", "bf16", "to_float32", "HostArray", "tensor", "dtype"]

@@ -227,3 +227,28 @@ def test_a_number_where_a_tile_belongs_names_the_kernel_line():
     with pytest.raises(nki.NKIError, match=r"test_nki_errors.py:%d: range_select: operand bound0 "
                        r"takes a tensor, got 0.0" % line):
         k(np.zeros((4, 16), np.float32))
+
+
+def test_accumulate_into_unwritten_psum_warns_with_the_line():
+    """nc_matmul accumulate=True into PSUM nothing wrote is undefined on
+    hardware: a warning at the kernel line (the result is still the sum
+    onto what the PSUM held); accumulate=False then True does not warn."""
+    @nki.jit
+    def k(a, first):
+        t = nl.load(a)
+        ps = nl.ndarray((a.shape[1], a.shape[1]), dtype=nl.float32, buffer=nl.psum)
+        if first:
+            nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=False)
+        nisa.nc_matmul(dst=ps, stationary=t, moving=t, accumulate=True)   # ACC-LINE
+        out = nl.ndarray(ps.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nl.store(out, nl.copy(ps))
+        return out
+    a = np.ones((4, 4), np.float32)
+    line = [i for i, ln in enumerate(open(__file__), 1) if "# ACC-LINE" in ln][0]
+    with pytest.warns(nki.NKIWarning, match=r"test_nki_errors.py:%d: nc_matmul accumulate=True "
+                      r"into PSUM that no instruction has written" % line):
+        k(a, False)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nki.NKIWarning)
+        np.testing.assert_array_equal(k(a, True), 2 * a.T @ a)

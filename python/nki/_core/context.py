@@ -80,6 +80,22 @@ def user_line():
     return "<kernel>:0"
 
 
+class NKIWarning(UserWarning):
+    """A kernel that traces but does something the hardware leaves
+    undefined (the vendor's simulator warns about the same)."""
+
+
+_warned = {}   # the warnings registry of warn(): Python's filters show each text once
+
+
+def warn(msg):
+    """A warning naming the kernel line (each text once, under Python's
+    default warning filters)."""
+    import warnings
+    warnings.warn_explicit("%s: %s" % (user_line(), msg), NKIWarning, "nki", 0,
+                           registry=_warned)
+
+
 def fail(msg):
     raise NKIError("%s: %s" % (user_line(), msg))
 

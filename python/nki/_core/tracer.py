@@ -434,6 +434,12 @@ def add_dependency(tr, consumer, producer):
     lines[consumer.index] = line
 
 
+def region_touched(t):
+    """Whether an earlier instruction wrote any byte of the PSUM view t."""
+    r = local_rect(t)
+    return any(_overlap(a, r) for a in getattr(t.storage, "written_boxes", ()))
+
+
 def region_written(t):
     """Whether every byte of the PSUM view t was written by an earlier
     instruction: the accumulate=None rule of nc_matmul ("first write

@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
 from .._core import NkiTensor, fail, current
-from .._core.tracer import region_written
+from .._core.tracer import region_touched, region_written
 from . import constants, _transpose
 from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401
                        _scalar_arg, _NP_ALU, _NP_ACT)
@@ -71,6 +71,10 @@ def nc_matmul(stationary, moving, dst=None, accumulate=None, is_stationary_oneze
             return out
     if dst is not None and not accumulate:
         tr.settle_zero(d)         # a zero-filled tile: this matmul starts its group
+    if acc is True and d.buffer == "psum" and d.storage.zero_view is None and \
+            not region_touched(d):
+        _core.warn("nc_matmul accumulate=True into PSUM that no instruction has written: "
+                   "undefined on hardware (the sums start from whatever the location holds)")
     if acc is None:
         acc = region_written(d)
     nl._matmul(stationary, moving, dst=d, double_row=double)
