@@ -172,9 +172,7 @@ static bool dynap_written(const struct isa_insn *insn, unsigned slot)
 void dynap_finish(struct isa_exec_ctx *ctx, struct dynap_stage *stage, bool ran)
 {
     for (unsigned i = 0; i < ISA_MAX_AP; i++) {
-        if (stage->buf[i] == NULL)
-            continue;
-        if (ran && stage->off[i] != NULL && dynap_written(ctx->insn, i))
+        if (ran && stage->buf[i] != NULL && stage->off[i] != NULL && dynap_written(ctx->insn, i))
             dynap_move(ctx->core, &stage->ap[i], stage->off[i], stage->buf[i], false);
         free(stage->buf[i]);
         free(stage->off[i]);
