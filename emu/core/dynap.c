@@ -122,9 +122,10 @@ static void dynap_move(const struct core *c, const struct isa_ap *ap, const uint
     }
 }
 
-/* Gather slot's columns into stage and replace its pattern (in ap, the
- * copy the semantics and the race checker see) by the static one that
- * spans them. */
+/* Gather slot's columns into stage and make its pattern (in ap, the copy
+ * the semantics and the race checker see) static: its columns (n, as the
+ * semantics count them) from the smallest offset reached, dyn_max the
+ * span of offsets reached from there (race.c). */
 static emu_status dynap_index_apply(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                     unsigned slot, struct isa_ap *ap, struct dynap_stage *stage)
 {
@@ -152,9 +153,8 @@ static emu_status dynap_index_apply(struct isa_exec_ctx *ctx, const struct isa_i
     stage->ap[slot] = *ap;
     dynap_move(c, ap, stage->off[slot], stage->buf[slot], true);
     ap->offset += (uint64_t)lo * (uint64_t)ap->dim[0].step * es;
-    ap->dim[0].count = hi - lo + 1;
     ap->dyn = ISA_DYN_NONE;
-    ap->dyn_max = 0;
+    ap->dyn_max = hi - lo;   /* the offsets it reached, from lo: the race checker's span */
     return EMU_OK;
 }
 

@@ -25,9 +25,9 @@ struct dynap_stage {
 
 /* *live = insn when no operand of insn moves at run time; else a copy of
  * insn in *buf with every register offset applied (and cleared) and each
- * indirect operand replaced, for the race checker, by the static pattern
- * that spans the columns it reaches (its index still named in ix), its
- * columns gathered into *stage. A register value outside 0..dyn_max (or
+ * indirect operand made static for the race checker: from its smallest
+ * offset, dyn_max the span of offsets it reached, its index still named
+ * in ix; its columns gathered into *stage. A register value outside 0..dyn_max (or
  * not a whole number of the operand's elements), or an index value
  * outside 0..dyn_max, fails with EMU_EXEC_OOB and the cause in ctx->err;
  * a host out of memory with EMU_RESOURCE. The caller then calls

@@ -125,8 +125,13 @@ static uint32_t race_accesses(const struct race_state *r, const struct core_prog
             n += hbm && race_hbm_access(r, prog, eng, pc, fd->slot, a);
             continue;
         }
+        struct isa_ap span = *ap;
+        if (ap->ix.mem != ISA_MEM_NONE) {  /* tensor indirection: the offsets it reached */
+            span.dim[0].count = ap->dyn_max + 1;
+            span.dyn_max = 0;
+        }
         if ((ap->mem != ISA_MEM_SBUF && ap->mem != ISA_MEM_PSUM) ||
-            isa_ap_extent(ap, &ext) != EMU_OK)
+            isa_ap_extent(&span, &ext) != EMU_OK)
             continue;
         a->mem = ap->mem;
         a->slot = fd->slot;

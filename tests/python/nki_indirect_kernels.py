@@ -1,7 +1,7 @@
 """nki_indirect_kernels.py: tensor indirection (NkiTensor.indirect) on an
 emulated Trainium3, checked against NumPy: gathers on the Vector and
 Scalar engines, a scatter, a matmul whose moving operand gathers 32
-offsets per group, an offset outside its tile, a view misused, with the
+offsets per group, reductions, scans and activations of gathered columns, an offset outside its tile, a view misused, with the
 race checker on.
 Run by test_nki_v4.py in a process of its own
 (TRNEMU_INSTANCE=trn3.48xlarge); prints OK on success."""
@@ -80,6 +80,43 @@ def matmul_gathered(st, mv, idx):
     nisa.tensor_copy(dst=o, src=p)
     nisa.dma_copy(dst=out, src=o)
     return out
+
+
+@nki.jit
+def other_ops(a, idx):
+    """An .indirect() source of tensor_reduce, tensor_scalar,
+    tensor_scalar_cumulative, activation_reduce and exponential."""
+    outs = []
+    t = nl.load(a)
+    ix = nl.load(idx)
+    v = t.indirect(ix, num_elem=8)
+    r1 = nl.ndarray((16, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_reduce(dst=r1, op=nl.add, data=v, axis=1)
+    r2 = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar(dst=r2, data=v, op0=nl.multiply, operand0=3.0)
+    r3 = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.tensor_scalar_cumulative(dst=r3, src=v, op0=nl.multiply, op1=nl.add, imm0=1.0)
+    r4 = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+    rr = nl.ndarray((16, 1), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.activation_reduce(dst=r4, op=nl.exp, data=v, reduce_op=nl.add, reduce_res=rr)
+    r5 = nl.ndarray((16, 8), dtype=nl.float32, buffer=nl.sbuf)
+    nisa.exponential(dst=r5, src=v, max_value=1.0)
+    for r in (r1, r2, r3, r4, rr, r5):
+        h = nl.ndarray(r.shape, dtype=r.dtype, buffer=nl.shared_hbm)
+        nl.store(h, r)
+        outs.append(h)
+    return tuple(outs)
+
+
+def check_other_ops(rng):
+    a = rng.uniform(0, 1, (16, 32)).astype(np.float32)
+    idx = np.zeros((16, 1), np.int32)
+    idx[:8, 0] = [3, 1, 4, 1, 5, 9, 2, 31]
+    g = a[:, idx[:8, 0]].astype(np.float64)
+    r1, r2, r3, r4, rr, r5 = other_ops(a, idx)
+    for got, want in ((r1[:, 0], g.sum(1)), (r2, 3 * g), (r3, np.cumsum(g, 1)),
+                      (r4, np.exp(g)), (rr[:, 0], np.exp(g).sum(1)), (r5, np.exp(g - 1))):
+        assert np.allclose(got, want, rtol=1e-5), "other_ops"
 
 
 def bf16(x):
@@ -164,6 +201,7 @@ def main():
     check_gathers(rng)
     check_scatter(rng)
     check_matmul(rng)
+    check_other_ops(rng)
     check_out_of_range()
     check_misuse()
     print("OK")

@@ -215,6 +215,30 @@ static void test_race_on_index(void **state)
     h->opts.racecheck = false;
 }
 
+/* SP writes element 20 of partition 0 unordered with DVE's gather: a race
+ * only when the offsets reached span it (the checker's bytes are those
+ * between the smallest and largest offset). */
+static emu_status race_with_offsets(struct harness *h, const int32_t *offsets)
+{
+    harness_clear(h);
+    h->opts.racecheck = true;
+    struct isa_insn *w = harness_add(h, ISA_ENG_SP, ISA_OP_reg_store);
+    w->ap[0] = harness_tile(ISA_MEM_SBUF, 0, 1, 80, ISA_DT_I32, 1);
+    gather_copy(h, ISA_ENG_DVE, 3, offsets);
+    emu_status st = harness_run(h);
+    h->opts.racecheck = false;
+    return st;
+}
+
+static void test_race_sees_the_columns_reached(void **state)
+{
+    struct harness *h = *state;
+    const int32_t below[3] = {5, 0, 17}, across[3] = {5, 0, 25};
+    assert_int_equal(race_with_offsets(h, below), EMU_OK);
+    assert_int_equal(race_with_offsets(h, across), EMU_EXEC_ERR);
+    assert_non_null(strstr(h->report, "race"));
+}
+
 static void test_encoding_round_trip(void **state)
 {
     (void)state;
@@ -266,6 +290,7 @@ int main(void)
         cmocka_unit_test_setup_teardown(test_offset_out_of_range, setup, teardown),
         cmocka_unit_test(test_needs_v4),
         cmocka_unit_test_setup_teardown(test_race_on_index, setup, teardown),
+        cmocka_unit_test_setup_teardown(test_race_sees_the_columns_reached, setup, teardown),
         cmocka_unit_test(test_encoding_round_trip),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
