@@ -332,6 +332,14 @@ def cause_of_text(text):
     return "test error", (err[-1] if err else (last[-1] if last else "?"))[:300]
 
 
+def session_end(output, lines=4):
+    """Why tests were left without an outcome: the last lines the pytest
+    session printed (a crash, an interrupted worker, a limit), in one."""
+    tail = [ln.strip() for ln in output.splitlines() if ln.strip()][-lines:]
+    return "no outcome reported; the session ended with: " + " | ".join(tail)[-600:] \
+        if tail else "no outcome reported (the session printed nothing)"
+
+
 def session_blocker(output):
     """The error that stopped the session before any test ran, if any."""
     if "Error" not in output:
@@ -515,9 +523,10 @@ RUN_ALL_KNOB = "NKILIB_SIMULATION_RUN_ALL"      # the suite's switch for its slo
 MEMORY_SKIP = "Estimated memory"     # the start of the suite's skip reason for that limit
 
 
-def summarize(collected, outcomes, collect_errors, blocker):
+def summarize(collected, outcomes, collect_errors, blocker, ended=None):
     """Per family: Counter of collected/passed/failed/skipped; and the
-    failures as {(kind, detail): [test ids]}."""
+    failures as {(kind, detail): [test ids]}; ended: why tests were given
+    no outcome (session_end)."""
     fam = collections.defaultdict(collections.Counter)
     causes = collections.defaultdict(list)
     for t in collected:
@@ -526,7 +535,8 @@ def summarize(collected, outcomes, collect_errors, blocker):
         rec = outcomes.get(t)
         if rec is None:
             fam[f]["failed"] += 1
-            causes[tuple(blocker) if blocker else ("not run", "no outcome reported")].append(t)
+            causes[tuple(blocker) if blocker else ("not run", ended or "no outcome reported")
+                   ].append(t)
         elif rec["outcome"] == "passed":
             fam[f]["passed"] += 1
         elif rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", ""):
@@ -672,7 +682,7 @@ def main(argv=None):
         # count what the session would have run: collect without the simulator
         run_suite(args, copy, "compile-only", results, collect_only=True)
         collected, _, collect_errors = load_results(results)
-    fam, causes = summarize(collected, outcomes, collect_errors, blocker)
+    fam, causes = summarize(collected, outcomes, collect_errors, blocker, session_end(output))
     blocked = blocking_names(copy, collected + [r["test"] for r in collect_errors], args.python)
     report = format_report(args, fam, causes, blocked, patched, blocker, time.time() - t0)
     sys.stdout.write(report)

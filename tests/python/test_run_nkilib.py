@@ -404,3 +404,18 @@ def test_kvdp_check_gives_each_rank_its_golden_inputs():
     assert base["KVDP"] == 3 and base["kv_cache_update_idx"][0] == 0      # the test's own dict kept
     flat = check._golden_inputs(None, per_rank, cache, types.SimpleNamespace(block_len=0), 2, 2)
     assert flat["kv_cache_update_idx"].tolist() == list(range(6))
+
+
+def test_tests_left_without_an_outcome_carry_how_the_session_ended():
+    """A session that ends early (a crashed worker, an interrupt) leaves
+    tests without an outcome: their cause quotes the session's last lines."""
+    collected = ["test/integration/nkilib/core/mlp/test_a.py::t%d" % i for i in range(3)]
+    outcomes = {collected[0]: {"outcome": "passed"}}
+    output = "....\n\n[gw1] node down: Not properly terminated\nmaximum crashed workers reached: 4\n"
+    ended = run_nkilib.session_end(output, lines=2)
+    fam, causes = run_nkilib.summarize(collected, outcomes, [], None, ended)
+    assert fam["core/mlp"]["failed"] == 2
+    (kind, detail), tests = next(iter(causes.items()))
+    assert kind == "not run" and tests == collected[1:]
+    assert "node down: Not properly terminated | maximum crashed workers reached: 4" in detail
+    assert run_nkilib.session_end("") == "no outcome reported (the session printed nothing)"
