@@ -126,6 +126,27 @@ def test_bad_patterns_name_the_line():
         k(np.zeros((2, 2), np.float32))
 
 
+def test_ap_of_a_view_takes_the_views_own_row_as_partition_stride():
+    """A kernel that builds a pattern from the shape of a view of half a
+    wider tile (the NKI Library's TensorView over an ap() view) gives the
+    view's own row as the partition stride: one partition, as a stride of
+    the tile's row would be."""
+    @nki.jit
+    def k(a, b):
+        out = nl.ndarray((2, 512), dtype=nl.float32, buffer=nl.shared_hbm)
+        buf = nl.ndarray((2, 512), dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=buf, src=a)
+        upper = buf.ap(pattern=[(512, 2), (1, 256)], offset=256)
+        v = upper.ap(pattern=[(256, 2), (1, 128)], offset=64)
+        nisa.tensor_tensor(dst=v, data1=v, data2=nl.load(b), op=nl.add)
+        nisa.dma_copy(dst=out, src=buf)
+        return out
+    a = np.arange(1024, dtype=np.float32).reshape(2, 512)
+    want = a.copy()
+    want[:, 320:448] += 1
+    np.testing.assert_array_equal(k(a, np.ones((2, 128), np.float32)), want)
+
+
 def test_hbm_to_hbm_copy_of_many_rows():
     @nki.jit
     def k(a):

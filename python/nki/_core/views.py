@@ -69,10 +69,7 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
     else:
         row = _row_elems(t, di)
         (ps, pn), free = pairs[0], pairs[1:]
-        if pn > 1 and (ps <= 0 or ps % row):
-            fail("the partition stride %d of the access pattern is not a whole number of "
-                 "partitions (%d elements each)" % (ps, row))
-        step = ps // row if pn > 1 else 1
+        step = _partition_step(t, di, ps, pn, row)
         part = flat // row
         if part + (pn - 1) * step >= NUM_PARTITIONS:
             fail("the access pattern reaches partition %d" % (part + (pn - 1) * step))
@@ -86,6 +83,26 @@ def ap(t, pattern, offset=None, scalar_offset=None, vector_offset=None, indirect
         # stride is not used: the indexed rows step by the tensor's stride
         out._row_step = _tensor_stride(t, indirect_dim, di)
     return out
+
+
+def _partition_step(t, di, ps, pn, row):
+    """Partitions between two of an on-chip pattern's partitions: its
+    partition stride over the storage's row (the reference's rule: the
+    stride is the row, one partition; trnemu also takes whole multiples),
+    or one partition when the stride is the free-element count of the view
+    .ap() is called on (a view of part of a wider tile, whose kernel
+    computes the pattern from the view's own shape)."""
+    if pn <= 1:
+        return 1
+    if ps > 0 and ps % row == 0:
+        return ps // row
+    view_row = 1
+    for s, c in t.dims[1:] if t.pdim == 0 else []:
+        view_row *= c
+    if ps == view_row * _dtypes.info(t.dtype).size // di.size:
+        return 1
+    fail("the partition stride %d of the access pattern is not a whole number of partitions "
+         "(%d elements each) nor the view's own row of %d" % (ps, row, view_row))
 
 
 def _tensor_stride(t, dim, di):
