@@ -32,6 +32,21 @@ tensor = NkiTensor
 dtype = _AnyDType
 
 
+def _dtype_names():
+    """nki.dtype is also the module of the dtypes (the vendor's
+    `import nki.dtype as nt; nt.float8_e4m3`): the annotation type carries
+    their names, and `import nki.dtype` / `from nki.dtype import ...` find
+    nki.language.dtypes."""
+    from .language import dtypes as _names
+    for name in _names.__all__:
+        setattr(_AnyDType, name, getattr(_names, name))
+    _AnyDType.bool = _names.bool
+    _sys.modules.setdefault(__name__ + ".dtype", _names)
+
+
+_dtype_names()
+
+
 class _NkiPackage(_types.ModuleType):
     """The nki package: importing its submodule nki.tensor (directly or
     through an alias such as nki_cpu_simulator.nki.tensor) leaves the
