@@ -118,16 +118,14 @@ static emu_status ap_bind_hbm(struct isa_exec_ctx *ctx, unsigned slot, const str
 }
 
 /* An operand with tensor indirection: its gathered rows (dynap.h), one
- * run of cols elements each, in place of the memory. */
+ * packed run of its columns each (ap's one dimension, set by ap_bind), in
+ * place of the memory. */
 static emu_status ap_bind_stage(const struct dynap_stage *sg, unsigned slot,
                                 const struct isa_ap *ap, struct ap_view *v)
 {
-    v->ndims = 1;
-    v->count[0] = sg->cols[slot];
     v->stride[0] = v->esize;
-    v->elems = sg->cols[slot];
     v->base = sg->buf[slot];
-    v->row_stride = (int64_t)sg->cols[slot] * v->esize;
+    v->row_stride = (int64_t)v->elems * v->esize;
     v->first_part = ap->start_part;
     return EMU_OK;
 }

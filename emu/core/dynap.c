@@ -12,15 +12,22 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The name of the operand in slot `slot` of insn's op, for messages. */
-static const char *dynap_name(const struct isa_insn *insn, unsigned slot)
+/* The field of insn's op whose access pattern is in slot `slot`, or NULL. */
+static const struct isa_field *dynap_field(const struct isa_insn *insn, unsigned slot)
 {
     const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
     for (unsigned f = 0; op != NULL && f < op->nfields; f++)
         if ((op->fields[f].kind == ISA_FK_AP || op->fields[f].kind == ISA_FK_APF) &&
             op->fields[f].slot == slot)
-            return op->fields[f].name;
-    return "?";
+            return &op->fields[f];
+    return NULL;
+}
+
+/* The name of the operand in slot `slot` of insn's op, for messages. */
+static const char *dynap_name(const struct isa_insn *insn, unsigned slot)
+{
+    const struct isa_field *f = dynap_field(insn, slot);
+    return f != NULL ? f->name : "?";
 }
 
 /* Apply the register offset of ap (in place). */
@@ -142,7 +149,6 @@ static emu_status dynap_index_apply(struct isa_exec_ctx *ctx, const struct isa_i
                          PRIu64 " bytes of a partition", dynap_name(insn, slot), part_bytes);
     stage->off[slot] = malloc((size_t)n * sizeof(uint32_t));
     stage->buf[slot] = malloc((size_t)ap->num_part * n * es);
-    stage->cols[slot] = n;
     if (stage->off[slot] == NULL || stage->buf[slot] == NULL)
         return core_fail(ctx, EMU_RESOURCE, "operand '%s': no host memory to gather its "
                          "%" PRIu32 " columns", dynap_name(insn, slot), n);
@@ -161,12 +167,8 @@ static emu_status dynap_index_apply(struct isa_exec_ctx *ctx, const struct isa_i
 /* Is slot written by insn's op? */
 static bool dynap_written(const struct isa_insn *insn, unsigned slot)
 {
-    const struct isa_op_desc *op = isa_op_lookup(insn->opcode);
-    for (unsigned f = 0; op != NULL && f < op->nfields; f++)
-        if ((op->fields[f].kind == ISA_FK_AP || op->fields[f].kind == ISA_FK_APF) &&
-            op->fields[f].slot == slot)
-            return (op->fields[f].attr & ISA_FA_OUT) != 0;
-    return false;
+    const struct isa_field *f = dynap_field(insn, slot);
+    return f != NULL && (f->attr & ISA_FA_OUT) != 0;
 }
 
 void dynap_finish(struct isa_exec_ctx *ctx, struct dynap_stage *stage, bool ran)

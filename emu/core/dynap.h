@@ -14,12 +14,12 @@
 #include "emu/core/core.h"
 
 /* The gathered operands of one instruction: for each slot with tensor
- * indirection, its rows (num_part rows of cols elements, packed) and the
- * element offset of each column; NULL elsewhere. */
+ * indirection, its rows (num_part rows of its dim[0].count columns,
+ * packed), the element offset of each column and its pattern as encoded;
+ * NULL elsewhere. */
 struct dynap_stage {
     uint8_t *buf[ISA_MAX_AP];      /* the gathered rows */
     uint32_t *off[ISA_MAX_AP];     /* each column's element offset */
-    uint32_t cols[ISA_MAX_AP];     /* columns per row */
     struct isa_ap ap[ISA_MAX_AP];  /* the operand's pattern as encoded */
 };
 

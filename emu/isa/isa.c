@@ -309,10 +309,10 @@ static const char *dims_problem(uint8_t ndims, const struct isa_dim *dim)
     return NULL;
 }
 
-/* May operand `slot` of op `opcode` use tensor indirection? The compute
- * operands the NKI reference lists for it (the data operands of the
- * matmuls, elementwise ops, copies, reductions and activations). */
-static bool index_ok(unsigned opcode, unsigned slot)
+/* May the operands of op `opcode` use tensor indirection? The ops the NKI
+ * reference lists for it (matmuls, elementwise ops, copies, reductions and
+ * activations; python/nki/_core/indirect.py names them for kernel errors). */
+static bool index_ok(unsigned opcode)
 {
     switch (opcode) {
     case ISA_OP_nc_matmul:
@@ -327,7 +327,7 @@ static bool index_ok(unsigned opcode, unsigned slot)
     case ISA_OP_activation:
     case ISA_OP_activation_reduce:
     case ISA_OP_activate2:
-    case ISA_OP_exponential: return slot < ISA_MAX_AP;
+    case ISA_OP_exponential: return true;
     default: return false;
     }
 }
@@ -367,7 +367,7 @@ static emu_status check_ap_index(const struct isa_insn *insn, const struct isa_a
 /* The run-time offset fields: a register shift or tensor indirection only
  * on chip, the fields zero without one. */
 static emu_status check_ap_dyn(const struct isa_insn *insn, const struct isa_ap *ap, int fi,
-                               unsigned slot, const char *nm, struct isa_fault *f)
+                               const char *nm, struct isa_fault *f)
 {
     static const struct isa_ap_index no_ix;
     if (ap->dyn != ISA_DYN_INDEX && memcmp(&ap->ix, &no_ix, sizeof no_ix) != 0)
@@ -382,7 +382,7 @@ static emu_status check_ap_dyn(const struct isa_insn *insn, const struct isa_ap 
     if (ap->dyn == ISA_DYN_INDEX && ap->mem == ISA_MEM_HBM)
         return fault(f, fi, "operand '%s': tensor indirection on an HBM operand (an "
                      "indirect dma_copy indexes HBM)", nm);
-    if (ap->dyn == ISA_DYN_INDEX && !index_ok(insn->opcode, slot))
+    if (ap->dyn == ISA_DYN_INDEX && !index_ok(insn->opcode))
         return fault(f, fi, "operand '%s': %s takes no tensor indirection", nm,
                      isa_op_lookup(insn->opcode) ? isa_op_lookup(insn->opcode)->name : "?");
     if (ap->dyn == ISA_DYN_INDEX)
@@ -400,7 +400,7 @@ static emu_status check_ap_place(const struct isa_insn *insn, unsigned slot, int
                                  const char *nm, struct isa_fault *f)
 {
     const struct isa_ap *ap = &insn->ap[slot];
-    if (check_ap_dyn(insn, ap, fi, slot, nm, f) != EMU_OK)
+    if (check_ap_dyn(insn, ap, fi, nm, f) != EMU_OK)
         return EMU_INVALID;
     if (ap->num_part < 1 || ap->num_part > ISA_NUM_PARTITIONS)
         return fault(f, fi, "operand '%s': partition count %u out of 1..128", nm,

@@ -22,18 +22,18 @@ from .context import fail
 DYN_REGS = (60, 59, 58)
 
 
-class DynStorage:
-    """The storage of a view addressed by a run-time offset: the tile's own
-    attributes (read and written through), plus the index tile, the shift
-    per index unit in bytes and the end (exclusive, bytes from the tile's
-    start within a partition) no shifted access may pass."""
+class RunTimeStorage:
+    """The storage of a view addressed at run time: it stands for the tile
+    (its attributes are read and written through) and carries what the
+    instruction reads when it runs, set with _own. A view has at most one
+    (DynStorage here; IndStorage, _core/indirect.py)."""
 
-    def __init__(self, real, index, step_bytes, limit):
+    def __init__(self, real):
         object.__setattr__(self, "_real", real)
-        object.__setattr__(self, "dyn_index", index)      # one-element tensor read at run time
-        object.__setattr__(self, "dyn_step", step_bytes)  # bytes per unit of the index
-        object.__setattr__(self, "dyn_limit", limit)      # end of the reachable bytes
-        object.__setattr__(self, "dyn_reg", None)         # register of the instruction emitted
+
+    def _own(self, **fields):
+        for name, value in fields.items():
+            object.__setattr__(self, name, value)
 
     def __getattr__(self, name):
         return getattr(self._real, name)
@@ -42,10 +42,22 @@ class DynStorage:
         setattr(self._real, name, value)
 
 
+class DynStorage(RunTimeStorage):
+    """A view moved by a run-time offset: the index tile, the shift per
+    index unit in bytes and the end (exclusive, bytes from the tile's start
+    within a partition) no shifted access may pass."""
+
+    def __init__(self, real, index, step_bytes, limit):
+        super().__init__(real)
+        self._own(dyn_index=index,      # one-element tensor read at run time
+                  dyn_step=step_bytes,  # bytes per unit of the index
+                  dyn_limit=limit,      # end of the reachable bytes
+                  dyn_reg=None)         # register of the instruction emitted
+
+
 def real(st):
-    """The tile behind a storage (itself unless it is a DynStorage or an
-    IndStorage, _core/indirect.py)."""
-    return getattr(st, "_real", st)
+    """The tile behind a storage (itself unless addressed at run time)."""
+    return st._real if isinstance(st, RunTimeStorage) else st
 
 
 def is_dynamic(t):
@@ -56,7 +68,7 @@ def dynamic_view(t, index, step_elems, di, limit):
     """A view of t's tile like t, moved at run time by index * step_elems
     elements of dtype di, within `limit` bytes of the tile's partition row."""
     from .tensors import NkiTensor
-    if is_dynamic(t) or hasattr(t.storage, "ind_index"):
+    if isinstance(t.storage, RunTimeStorage):
         fail("a view already addressed by a run-time offset takes no second one")
     if not isinstance(index, NkiTensor) or index.size != 1:
         fail("a run-time offset is a one-element tensor (or a register), got %r" % (index,))

@@ -14,6 +14,7 @@ the index, the element step between offsets and the largest offset. The
 dependency tracker counts the view by every element an offset may reach
 and the instruction as a reader of its index."""
 from .context import fail
+from .dynamic import RunTimeStorage
 
 # ops whose operands may be .indirect() views (the reference's list)
 INDIRECT_OPS = frozenset((
@@ -25,23 +26,16 @@ INDIRECT_OPS = frozenset((
 INDEX_TYPES = ("i8", "u8", "i16", "u16", "i32", "u32")
 
 
-class IndStorage:
-    """The storage of an .indirect() view: the tile's own attributes (read
-    and written through), plus the index, the element step between two
-    offsets, the largest offset and the view it was made as."""
+class IndStorage(RunTimeStorage):
+    """The storage of an .indirect() view: the index, the element step
+    between two offsets, the largest offset and the view it was made as."""
 
     def __init__(self, real, index, step, bound):
-        object.__setattr__(self, "_real", real)
-        object.__setattr__(self, "ind_index", index)    # SBUF tensor of offsets
-        object.__setattr__(self, "ind_step", step)      # elements per unit of an offset
-        object.__setattr__(self, "ind_bound", bound)    # the largest offset allowed
-        object.__setattr__(self, "ind_view", None)      # (dims, pdim, part, off) made
-
-    def __getattr__(self, name):
-        return getattr(self._real, name)
-
-    def __setattr__(self, name, value):
-        setattr(self._real, name, value)
+        super().__init__(real)
+        self._own(ind_index=index,   # SBUF tensor of offsets
+                  ind_step=step,     # elements per unit of an offset
+                  ind_bound=bound,   # the largest offset allowed
+                  ind_view=None)     # (dims, pdim, part, off) made
 
 
 def is_indirect(t):
@@ -73,20 +67,18 @@ def _one_run(dims):
 
 def make(t, index, num_elem=None):
     """t.indirect(index, num_elem): the (P, num_elem) view of t's columns."""
-    from .dynamic import is_dynamic
     from .tensors import NkiTensor
     from .access import free_dims
     if t.buffer not in ("sbuf", "psum") or t.pdim != 0:
         fail(".indirect() takes an SBUF or PSUM tile whose first dimension is the partition "
              "one (an indirect DMA indexes HBM: ap(vector_offset=))")
-    if is_dynamic(t) or is_indirect(t) or t.is_indirect():
+    if t.is_indirect():
         fail(".indirect() takes a view not already addressed at run time")
     if not isinstance(index, NkiTensor) or index.buffer != "sbuf" or index.ndim != 2 or \
-            index.di.isa not in INDEX_TYPES or is_dynamic(index) or is_indirect(index):
+            index.di.isa not in INDEX_TYPES or index.is_indirect():
         fail(".indirect(index): index is a 2-D SBUF tensor of 8-, 16- or 32-bit integers, "
              "got %r" % (index,))
-    if index.pdim != 0 or index.dims[0][0] != 1 or _one_run(free_dims(index)) is None or \
-            _one_run(free_dims(index))[0] != 1:
+    if index.pdim != 0 or index.dims[0][0] != 1 or (_one_run(free_dims(index)) or [0])[0] != 1:
         fail(".indirect(index): index's offsets are a contiguous run in each partition")
     n = index.size if num_elem is None else int(num_elem)
     if n < 1:

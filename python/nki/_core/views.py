@@ -9,6 +9,7 @@ starting at element p * row. An access pattern [[stride, count], ...]
 (partition first on chip) walks those elements from an offset."""
 from .. import _dtypes
 from . import dynamic
+from .access import elems
 from .context import NUM_PARTITIONS, fail
 
 
@@ -96,9 +97,7 @@ def _partition_step(t, di, ps, pn, row):
         return 1
     if ps > 0 and ps % row == 0:
         return ps // row
-    view_row = 1
-    for s, c in t.dims[1:] if t.pdim == 0 else []:
-        view_row *= c
+    view_row = elems(t) if t.pdim == 0 else 1
     if ps == view_row * _dtypes.info(t.dtype).size // di.size:
         return 1
     fail("the partition stride %d of the access pattern is not a whole number of partitions "

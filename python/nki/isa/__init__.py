@@ -11,6 +11,7 @@ import copy
 import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
+from ..language._memory import _same_view
 from .._core import NkiTensor, fail, current
 from .._core.tracer import region_touched, region_written
 from . import constants, _transpose
@@ -693,14 +694,6 @@ def _dma_stage(src, oob):
     tile = nl.ndarray(src.shape, src.dtype, nl.sbuf)
     dma_copy(dst=tile, src=src, oob_mode=oob)
     return tile
-
-
-def _same_view(a, b):
-    """Whether two views name the same elements the same way (the same
-    indexed view given as dst and as a source)."""
-    return a is b or (a.storage is b.storage and a.dims == b.dims and a.off == b.off and
-                      a.part == b.part and getattr(a, "_indirect", None) is
-                      getattr(b, "_indirect", None) and a.dtype == b.dtype)
 
 
 def _dma_compute_one(dst, srcs, scales, op):

@@ -221,9 +221,11 @@ def _assign(view, value):
 
 
 def _same_view(a, b):
-    """Do views a and b name the same elements in the same order?"""
+    """Do views a and b name the same elements in the same order? (Views
+    indexed at run time only when they share their index.)"""
     return (a is b or (a.storage is b.storage and a.dims == b.dims and a.pdim == b.pdim
-                       and a.part == b.part and a.off == b.off and a.dtype == b.dtype))
+                       and a.part == b.part and a.off == b.off and a.dtype == b.dtype
+                       and getattr(a, "_indirect", None) is getattr(b, "_indirect", None)))
 
 
 def _retargetable(insn, view):
