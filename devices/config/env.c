@@ -209,6 +209,9 @@ static const struct env_var env_vars[] = {
       "else ~/.cache/trnemu/nki)"),
     U("TRNEMU_NKI_CACHE_MAX_MB", true, false, 0, 1048576,
       "NKI front end: the disk kernel cache's size limit, MiB (default 2048; 0: no limit)"),
+    U("TRNEMU_NKI_LOADED_MAX_MB", true, false, 0, 1048576,
+      "NKI front end: memory the kernels kept loaded in a process may hold, MiB (default 1024; "
+      "0: no limit but 64 kernels)"),
 };
 
 static struct rt_env env_cur;

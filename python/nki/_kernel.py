@@ -21,7 +21,7 @@ import weakref
 
 import numpy as np
 
-from . import _core, _diskcache, _dtypes, _runtime
+from . import _core, _diskcache, _dtypes, _env, _runtime
 from ._core import loops
 from ._core import NKIError, NkiTensor
 
@@ -100,8 +100,25 @@ _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 _newest = [None]                      # the Compiled last in _cache (most recently used)
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
+# host memory a loaded kernel holds per instruction: its encoded and decoded
+# program in the runtime and its trace's lines here (1.6 KiB measured on
+# kernels of 5,000 instructions: bench/bench_loaded.py)
+HOST_BYTES_PER_INSN = 1600
+_held = [0]                           # bytes the kernels in _cache hold (Compiled.held)
 BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
 _sigs = {}
+
+
+def _memory_held(comp):
+    """Bytes a loaded kernel holds: the device memory its load and tensors
+    took, and its program on the host."""
+    insns = sum(len(ct.lines) for ct in comp.tracer.cores)
+    return comp.model.device_bytes + HOST_BYTES_PER_INSN * insns
+
+
+def _loaded_limit():
+    """TRNEMU_NKI_LOADED_MAX_MB in bytes (0: no limit but CACHE_MODELS)."""
+    return _env.read_uint("TRNEMU_NKI_LOADED_MAX_MB", 0, 1 << 20, 1024) << 20
 
 
 def _flat_args(func, args, kwargs):
@@ -137,6 +154,7 @@ class Compiled:
         self.prints = []                # (prefix, name, shape, dtype info) per nl.device_print
         self.key = None                 # its kernel cache key
         self.evicted = False            # dropped from the kernel cache (then unloaded)
+        self.held = 0                   # memory it holds while loaded (_memory_held)
 
 
 _code_memo = {}   # code object -> (names it reads, its constants' key): never change
@@ -1057,13 +1075,17 @@ class Kernel:
         comp = _cache.get(key)
         evicted = []
         if comp is None:
+            limit = _loaded_limit()
             comp = self._load_or_trace(args, kwargs)
             self._save_artifacts(comp)
             comp.key = key
+            comp.held = _memory_held(comp)
             _cache[key] = comp
-            while len(_cache) > CACHE_MODELS:
-                old = _cache.popitem(last=False)[1]
+            _held[0] += comp.held
+            while len(_cache) > CACHE_MODELS or (limit and _held[0] > limit and len(_cache) > 1):
+                old = _cache.popitem(last=False)[1]    # least recently used; never comp
                 old.evicted = True
+                _held[0] -= old.held
                 evicted.append(old)
         else:
             _cache.move_to_end(key)

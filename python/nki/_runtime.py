@@ -74,6 +74,18 @@ def lib():
                            % "; ".join(tried))
 
 
+class _VncMemoryStats(ctypes.Structure):
+    """nrt_vnc_memory_stats_t (nrt.h)."""
+    _fields_ = [("bytes_used", ctypes.c_size_t), ("bytes_limit", ctypes.c_size_t)]
+
+
+def device_bytes_used(L):
+    """Bytes of device memory allocated on the VNC kernels load on."""
+    stats, got = _VncMemoryStats(), ctypes.c_size_t()
+    st = L.nrt_get_vnc_memory_stats(vnc(), ctypes.byref(stats), ctypes.sizeof(stats), ctypes.byref(got))
+    return stats.bytes_used if st == NRT_SUCCESS else 0
+
+
 def _declare(L):
     P, S, I, U64, U32 = ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int, ctypes.c_uint64, ctypes.c_uint32
     PP = ctypes.POINTER(ctypes.c_void_p)
@@ -96,6 +108,7 @@ def _declare(L):
         "nrt_destroy_tensor_set": ([PP], None),
         "nrt_add_tensor_to_tensor_set": ([P, ctypes.c_char_p, P], I),
         "nrt_get_status_as_str": ([I], ctypes.c_char_p),
+        "nrt_get_vnc_memory_stats": ([U32, ctypes.POINTER(_VncMemoryStats), S, ctypes.POINTER(S)], I),
         "trnemu_kernel_create": ([ctypes.c_char_p, PP], I),
         "trnemu_log_tap_begin": ([], None),
         "trnemu_log_tap_end": ([ctypes.POINTER(ctypes.c_char_p)], S),
@@ -385,6 +398,7 @@ class Model:
         L = start()
         self.L = L
         self.model = ctypes.c_void_p()
+        before = device_bytes_used(L)
         with _Capture(L) as cap:
             if rank is None:
                 call = "nrt_load"
@@ -413,6 +427,8 @@ class Model:
             self.tensors[name] = (t, nbytes)
             self.kinds[name] = kind
             L.nrt_add_tensor_to_tensor_set(self.sets[kind], name.encode(), t)
+        # what the load and its tensors took (loads take turns: _lock)
+        self.device_bytes = max(0, device_bytes_used(L) - before)
 
     def write(self, name, arr):
         t, n = self.tensors[name]

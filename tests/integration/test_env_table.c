@@ -122,6 +122,7 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_NKI_CACHE", "0", "maybe"),
     SAME("TRNEMU_NKI_CACHE_DIR", "/tmp/nki-cache", NULL),
     SAME("TRNEMU_NKI_CACHE_MAX_MB", "64", "1048577"),
+    SAME("TRNEMU_NKI_LOADED_MAX_MB", "256", "-1"),
 };
 
 #define ENV_NCASES (sizeof env_cases / sizeof env_cases[0])

@@ -264,7 +264,9 @@ def pytest_command(args, copy, mode, collect_only=False):
         return cmd + ["--collect-only"]
     cmd += ["--timeout", str(args.timeout)]
     if args.workers > 1:
-        cmd += ["-n", str(args.workers)]
+        # a worker that dies fails its test and is replaced; xdist's default
+        # (4 per worker) would end the session, leaving the rest unrun
+        cmd += ["-n", str(args.workers), "--max-worker-restart", str(MAX_WORKER_DEATHS)]
     return cmd
 
 
@@ -338,6 +340,44 @@ def session_end(output, lines=4):
     tail = [ln.strip() for ln in output.splitlines() if ln.strip()][-lines:]
     return "no outcome reported; the session ended with: " + " | ".join(tail)[-600:] \
         if tail else "no outcome reported (the session printed nothing)"
+
+
+MAX_WORKER_DEATHS = 1000
+# what a dying worker prints last (Python's fault handler, the C++ runtime,
+# glibc, the kernel's shell message, OpenBLAS)
+DYING_WORDS = re.compile(r"(Fatal Python error: .*|terminate called .*|\s*what\(\): .*|"
+                         r"Segmentation fault.*|Killed.*|malloc\(\): .*|.*std::bad_alloc.*|"
+                         r"OpenBLAS.*(error|terminate|failed).*|.*[Cc]annot allocate memory.*)")
+
+
+def worker_deaths(output):
+    """{'gw0': [why it died, ...]} from the session's log: for each "[gwN]
+    node down" line, the dying words printed since the one before (the
+    workers share the log, so a line is given to the worker that went down
+    next)."""
+    deaths, words = collections.defaultdict(list), []
+    for line in output.splitlines():
+        down = re.search(r"\[(gw\d+)\] node down: (.*)", line)
+        if down:
+            deaths[down.group(1)].append(" / ".join(words[:3]) or down.group(2).strip())
+            words = []
+        else:
+            said = DYING_WORDS.search(line)      # after the progress dots, perhaps
+            if said:
+                words.append(said.group(0).strip()[:200])
+    return deaths
+
+
+def name_worker_deaths(outcomes, output):
+    """Put each dead worker's last words into the cause of the test it died
+    in (in order: a worker replaced keeps its name)."""
+    deaths = {w: list(v) for w, v in worker_deaths(output).items()}
+    for rec in outcomes.values():
+        if rec.get("when") != "crash":
+            continue
+        m = re.search(r"worker '(gw\d+)'", rec["cause"][1])
+        said = deaths.get(m.group(1)) if m else None
+        rec["cause"] = ["worker died", said.pop(0) if said else "no words (killed?)"]
 
 
 def session_blocker(output):
@@ -676,6 +716,7 @@ def main(argv=None):
     results = os.path.join(work, "results.jsonl")
     _, output = run_suite(args, copy, "simulation", results)
     collected, outcomes, collect_errors = load_results(results)
+    name_worker_deaths(outcomes, output)
     blocker = None
     if not outcomes and not collected:
         blocker = session_blocker(output)

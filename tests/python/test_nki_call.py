@@ -168,6 +168,28 @@ def test_an_evicted_kernel_is_compiled_again(monkeypatch):
     assert add_one.last is not first and add_one.last.model.loaded()
 
 
+def test_loaded_kernels_over_the_memory_bound_are_unloaded(monkeypatch):
+    """TRNEMU_NKI_LOADED_MAX_MB bounds what the kept kernels hold: a new
+    kernel unloads the least recently called until they fit; the newest
+    stays even alone over the bound; 0 leaves only the count."""
+    big = np.ones((128, 4096), np.float32)           # 2 MiB in, 2 MiB out
+    monkeypatch.setenv("TRNEMU_NKI_LOADED_MAX_MB", "0")
+    np.testing.assert_array_equal(add_one(big), big + 1)
+    first = add_one.last
+    assert first.held >= first.model.device_bytes >= 2 * big.nbytes
+    np.testing.assert_array_equal(left_half(big)[:, :2048], big[:, :2048])
+    assert not first.evicted                          # no bound: both kept
+    monkeypatch.setenv("TRNEMU_NKI_LOADED_MAX_MB", "3")
+    b = np.ones((128, 4000), np.float32)              # a new kernel, over 3 MiB alone
+    np.testing.assert_array_equal(add_one(b), b + 1)
+    assert first.evicted and not first.model.loaded()
+    assert list(_kernel._cache.values()) == [add_one.last] and add_one.last.model.loaded()
+    assert _kernel._held[0] == add_one.last.held
+    monkeypatch.setenv("TRNEMU_NKI_LOADED_MAX_MB", "1M")
+    with pytest.raises(nki.NKIError, match="TRNEMU_NKI_LOADED_MAX_MB"):
+        add_one(np.ones((128, 3), np.float32))
+
+
 @nki.jit
 def fails_on_the_device(a):
     out = nl.ndarray((a.shape[0], 6), dtype=nl.float32, buffer=nl.shared_hbm)

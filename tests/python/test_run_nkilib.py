@@ -419,3 +419,29 @@ def test_tests_left_without_an_outcome_carry_how_the_session_ended():
     assert kind == "not run" and tests == collected[1:]
     assert "node down: Not properly terminated | maximum crashed workers reached: 4" in detail
     assert run_nkilib.session_end("") == "no outcome reported (the session printed nothing)"
+
+
+def test_a_test_whose_worker_died_fails_with_the_workers_last_words(tmp_path, monkeypatch):
+    """xdist reports the test a worker died in with when '???'; the plugin
+    records it, the runner finds what the worker printed as it died, and
+    a death does not end the session."""
+    results = tmp_path / "r.jsonl"
+    monkeypatch.setenv("NKILIB_RESULTS", str(results))
+    monkeypatch.delenv("PYTEST_XDIST_WORKER", raising=False)
+    import types
+    tid = "test/integration/nkilib/core/mlp/test_a.py::t1"
+    rep = types.SimpleNamespace(nodeid=tid, when="???", failed=True, passed=False, skipped=False,
+                                longrepr="worker 'gw1' crashed while running '%s'" % tid)
+    nkilib_plugin.pytest_runtest_logreport(rep)
+    _, outcomes, _ = run_nkilib.load_results(str(results))
+    assert outcomes[tid]["outcome"] == "failed" and outcomes[tid]["when"] == "crash"
+    output = ("..[gw0] node down: Not properly terminated\n"
+              "..Fatal Python error: Aborted\n\nThread 0x1 (most recent call first):\n"
+              "  File \"x.py\", line 3 in f\n"
+              "[gw1] node down: Not properly terminated\nF\n")
+    assert run_nkilib.worker_deaths(output) == {"gw0": ["Not properly terminated"],
+                                                "gw1": ["Fatal Python error: Aborted"]}
+    run_nkilib.name_worker_deaths(outcomes, output)
+    assert outcomes[tid]["cause"] == ["worker died", "Fatal Python error: Aborted"]
+    cmd = run_nkilib.pytest_command(run_nkilib.parse_args(["/lib", "--workers", "2"]), "/c", "simulation")
+    assert cmd[cmd.index("--max-worker-restart") + 1] == str(run_nkilib.MAX_WORKER_DEATHS)

@@ -275,7 +275,12 @@ def _cause_of(report):
 def pytest_runtest_logreport(report):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         return        # the controller records what the workers report
-    if report.when == "call" or (report.when == "setup" and not report.passed) or (
+    if report.when not in ("setup", "call", "teardown") and report.failed:
+        # pytest-xdist's report for the test a worker died in ("worker 'gw0'
+        # crashed while running ..."); the runner finds the dying words
+        _write({"test": report.nodeid, "when": "crash", "outcome": "failed",
+                "cause": ["worker died", str(report.longrepr)[:300]]})
+    elif report.when == "call" or (report.when == "setup" and not report.passed) or (
             report.when == "teardown" and report.failed):
         rec = {"test": report.nodeid, "when": report.when}
         if _trace_only(report):
