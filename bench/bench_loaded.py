@@ -6,9 +6,12 @@ that calls many different kernels once each.
 
 Per kernel size: the growth of the process's resident memory (VmRSS) over
 six different kernels of that size, kept loaded (no bound), over their
-instructions. Then twelve kernels of 5,000 instructions under a bound of
+instructions, and the growth of the C heap in use (glibc's mallinfo2: the
+runtime's decoded program and CPython's larger objects, not its small-object
+arenas). Then twelve kernels of 5,000 instructions under a bound of
 16 MiB and with none: the resident memory after each. Figures only.
 """
+import ctypes
 import os
 import subprocess
 import sys
@@ -24,6 +27,21 @@ import nki.language as nl  # noqa: E402
 from nki import _kernel  # noqa: E402
 
 ENCODED = 512        # bytes of one encoded instruction (emu/isa/isa.h ISA_INSN_BYTES)
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(n, ctypes.c_size_t) for n in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks",
+                                               "fsmblks", "uordblks", "fordblks", "keepcost")]
+
+
+_libc = ctypes.CDLL("libc.so.6")
+_libc.mallinfo2.restype = _MallInfo2
+
+
+def heap_in_use():
+    """Bytes the C heap (malloc) has handed out and not had back."""
+    m = _libc.mallinfo2()
+    return m.uordblks + m.hblkhd
 
 
 def rss_mib():
@@ -53,12 +71,13 @@ def call(reps, a):
 
 
 def per_insn(insns, a, count=6):
+    """(resident growth, malloc'd bytes in use) per instruction kept."""
     call(insns, a)                       # the first call of a size warms the allocators
-    r0 = rss_mib()
+    r0, h0 = rss_mib(), heap_in_use()
     held = [call(insns + 1 + i, a) for i in range(count)]
-    grown = (rss_mib() - r0) * (1 << 20)
+    grown, heap = (rss_mib() - r0) * (1 << 20), heap_in_use() - h0
     n = sum(sum(len(ct.lines) for ct in c.tracer.cores) for c in held)
-    return grown / n
+    return grown / n, heap / n
 
 
 def bounded(limit_mb, a, count=12):
@@ -77,8 +96,8 @@ def scenario(what, arg):
     a = np.zeros((128, 64), np.float32)
     if what == "per-insn":
         os.environ["TRNEMU_NKI_LOADED_MAX_MB"] = "0"
-        b = per_insn(arg, a)
-        print("%-12d %16.0f %14.2f" % (arg, b, b / ENCODED))
+        b, heap = per_insn(arg, a)
+        print("%-12d %14.0f %14.2f %14.0f" % (arg, b, b / ENCODED, heap))
     else:
         grown = bounded(arg, a)
         print("bound %-4s: after 1..12 kernels, resident growth (MiB) and kernels kept: %s"
@@ -89,7 +108,8 @@ def main():
     if len(sys.argv) == 3:
         scenario(sys.argv[1], int(sys.argv[2]))
         return 0
-    print("%-12s %16s %14s" % ("instructions", "bytes/insn held", "/ encoded insn"), flush=True)
+    print("%-12s %14s %14s %14s" % ("instructions", "resident/insn", "/ encoded insn", "malloc'd/insn"),
+          flush=True)
     runs = [("per-insn", n) for n in (1000, 5000, 20000)] + [("bound", 16), ("bound", 0)]
     for what, arg in runs:
         if what == "bound" and arg == 16:

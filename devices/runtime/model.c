@@ -393,6 +393,8 @@ static NRT_STATUS model_place(struct nrt_model *m)
             model_link_addresses(ms);
             if (m->runnable)
                 st = model_decode(ms);
+            if (st == NRT_SUCCESS && m->runnable)   /* the decoded program is what runs */
+                neff_subgraph_drop_code(m->neff->sgs[s]);
         }
         if (st == NRT_SUCCESS && m->runnable)
             st = model_build_program(m, ms);

@@ -261,6 +261,14 @@ void neff_model_free(struct neff_model *m)
     free(m);
 }
 
+void neff_subgraph_drop_code(struct neff_subgraph *sg)
+{
+    for (int e = 0; e < NEFF_ENG_COUNT; e++) {
+        neff_buf_unref(sg->eng[e].code);
+        sg->eng[e].code = NULL;
+    }
+}
+
 /* ---- growing lists ----------------------------------------------------- */
 
 /* Make room for one more element in *arr (count n, capacity *cap). */

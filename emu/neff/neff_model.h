@@ -257,6 +257,10 @@ emu_status neff_model_load(const struct neff_file *f, struct neff_model **out);
  * JSONs, the instruction streams and constants, in that order. */
 emu_status neff_model_store(const struct neff_model *m, struct neff_file **out);
 void neff_model_free(struct neff_model *m);
+/* Release the subgraph's encoded instruction streams (a runtime that has
+ * decoded them keeps only its decoded program); the sections stay present,
+ * with code NULL. */
+void neff_subgraph_drop_code(struct neff_subgraph *sg);
 
 /* Check the cross references and bounds (see docs/neff.md); resolves the
  * access patterns' var_index. EMU_INVALID with one log line. */
