@@ -73,6 +73,33 @@ static void test_round_trip(void **state)
     neff_model_free(m2);
 }
 
+/* A runtime that decoded the streams releases them: each section stays
+ * present without its bytes, and the model still frees cleanly (the
+ * buffers were shared with the file, freed first here). */
+static void test_drop_code(void **state)
+{
+    (void)state;
+    struct neff_model *m = tu_small_model();
+    uint8_t *b;
+    size_t n;
+    store_bytes(m, &b, &n);
+    struct neff_model *m2 = load_bytes(b, n, NULL);
+    struct neff_subgraph *sg = m2->sgs[0];
+    int had = 0;
+    for (int e = 0; e < NEFF_ENG_COUNT; e++)
+        had += sg->eng[e].code != NULL;
+    assert_true(had > 0);
+    neff_subgraph_drop_code(sg);
+    for (int e = 0; e < NEFF_ENG_COUNT; e++) {
+        assert_null(sg->eng[e].code);
+        assert_int_equal(sg->eng[e].present, m->sgs[0]->eng[e].present);
+    }
+    neff_subgraph_drop_code(sg);      /* a second time: nothing left to drop */
+    free(b);
+    neff_model_free(m);
+    neff_model_free(m2);
+}
+
 static void test_members_and_constants(void **state)
 {
     (void)state;
@@ -609,6 +636,7 @@ int main(void)
     log_env_load();
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_round_trip),   cmocka_unit_test(test_members_and_constants),
+        cmocka_unit_test(test_drop_code),
         cmocka_unit_test(test_vendor_neff),  cmocka_unit_test(test_vendor_layout),
         cmocka_unit_test(test_marker),
         cmocka_unit_test(test_bad_json),     cmocka_unit_test(test_no_subgraph),
