@@ -100,9 +100,9 @@ _NRT_EXEC_OOB = 1006                  # NRT_STATUS of an out-of-bounds access
 _cache = collections.OrderedDict()   # key -> Compiled, least recently used first
 _newest = [None]                      # the Compiled last in _cache (most recently used)
 CACHE_MODELS = 64                     # loaded kernels kept; older ones are unloaded
-# host memory a loaded kernel holds per instruction: its encoded and decoded
-# program in the runtime and its trace's lines here (1.6 KiB measured on
-# kernels of 5,000 instructions: bench/bench_loaded.py)
+# host memory a loaded kernel holds per instruction: the runtime's decoded
+# program, its trace's lines here and what the allocators keep (the
+# resident growth, 1.6 to 1.8 KiB: bench/bench_loaded.py, docs/bench.md)
 HOST_BYTES_PER_INSN = 1600
 _held = [0]                           # bytes the kernels in _cache hold (Compiled.held)
 BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
