@@ -283,3 +283,33 @@ def test_allocator_places_as_the_reference_search(seed):
         assert new.starts == [r[0] for r in new.free["sbuf"]], step
         # the ranges by age stay in step with the free list
         assert new.by_age == sorted((q, o, ln) for o, ln, _, q in new.free["sbuf"]), step
+
+
+def test_an_access_record_finds_the_newest_overlapping_access():
+    """The record's bucket index and its largest-number shortcut give what a
+    scan of every rect gives: the largest number of a rect that overlaps,
+    across buckets, after numbers go down (a device loop retiring), for
+    rects wider than a bucket and rects at the end of the storage."""
+    import random
+    from nki._core.access import _overlap
+    from nki._core.alloc import Accesses
+    rng = random.Random(5)
+    acc = Accesses(4096)
+    key = (("c0", "dve"), True)
+    for n in range(1, 400):
+        p = rng.randrange(0, 128)
+        lo = rng.randrange(0, 4096)
+        r = (p, rng.randrange(p + 1, 129), lo, rng.randrange(lo + 1, min(4096, lo + 600) + 1))
+        acc.note(r, key[0], key[1], n if n % 97 else n // 2)       # now and then a smaller number
+        for _ in range(3):
+            q_lo = rng.randrange(0, 4096)
+            q = (0, 128, q_lo, rng.randrange(q_lo + 1, 4097))
+            got = rng.choice((0, n // 3))
+            want = max([got] + [m for r2, m in acc.groups[key].items() if _overlap(q, r2)])
+            assert acc.latest(key, q, got) == want
+    assert acc.clock() == {key[0]: max(acc.groups[key].values())}
+    whole = (0, 128, 0, 4096)
+    acc[(whole, key[0], key[1])] = 1                               # the largest goes down
+    q = (0, 1, 4095, 4096)
+    assert acc.latest(key, q, 0) == max(m for r2, m in acc.groups[key].items() if _overlap(q, r2))
+    assert acc.clock() == {key[0]: max(acc.groups[key].values())}

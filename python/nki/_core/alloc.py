@@ -10,6 +10,7 @@ go back to the free list when the last live tile naming them dies."""
 import bisect
 import weakref
 
+from .access import _overlap
 from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
 
 
@@ -30,26 +31,73 @@ def _uncovered(lo, hi, ranges):
     return out
 
 
+ACCESS_BUCKETS = 128      # byte ranges an access record's index splits its storage into
+
+
 class Accesses:
     """The last accesses made to a storage's bytes, (rect, engine,
     is_write) -> instruction number, kept in groups by (engine, is_write)
     so that a hazard check looks only at the groups that can conflict with
-    an access (another engine's; a write, or any access for a write)."""
+    an access (another engine's; a write, or any access for a write).
+    Each group indexes its rects by the byte ranges (buckets) they touch,
+    and knows its largest number, so a check reads only the rects in the
+    buckets of its own rect, and none when the group holds nothing newer
+    than what the access already waits for (the record every address=
+    tile shares holds thousands of rects in a large kernel)."""
 
-    __slots__ = ("groups",)
+    __slots__ = ("groups", "index", "top", "width")
 
-    def __init__(self):
+    def __init__(self, nbytes=0):
         self.groups = {}          # (engine, is_write) -> {rect: instruction number}
+        self.index = {}           # (engine, is_write) -> {bucket: [rects touching it]}
+        self.top = {}             # (engine, is_write) -> its largest number (None: count again)
+        self.width = max(1, -(-nbytes // ACCESS_BUCKETS))   # bytes per bucket
 
     def __setitem__(self, key, n):
         self.note(key[0], key[1], key[2], n)
 
+    def _buckets(self, r):
+        return range(r[2] // self.width, max(r[2], r[3] - 1) // self.width + 1)
+
     def note(self, r, eng, w, n):
         """Instruction n of engine eng accessed rect r (a write if w)."""
-        g = self.groups.get((eng, w))
+        key = (eng, w)
+        g = self.groups.get(key)
         if g is None:
-            g = self.groups[(eng, w)] = {}
+            g = self.groups[key] = {}
+            self.index[key] = {}
+            self.top[key] = 0
+        old = g.get(r)
+        if old is None:
+            idx = self.index[key]
+            for b in self._buckets(r):
+                idx.setdefault(b, []).append(r)
         g[r] = n
+        top = self.top[key]
+        if top is not None and n >= top:
+            self.top[key] = n
+        elif old is not None and old == top:
+            self.top[key] = None      # the largest went down (a device loop retired)
+
+    def _top(self, key):
+        top = self.top[key]
+        if top is None:
+            top = self.top[key] = max(self.groups[key].values(), default=0)
+        return top
+
+    def latest(self, key, r, got):
+        """The largest of got and the numbers of group key's rects that
+        overlap rect r."""
+        if self._top(key) <= got:
+            return got
+        g = self.groups[key]
+        idx = self.index[key]
+        for b in self._buckets(r):
+            for r2 in idx.get(b, ()):
+                n = g[r2]
+                if n > got and _overlap(r, r2):
+                    got = n
+        return got
 
     def __getitem__(self, key):
         return self.groups[(key[1], key[2])][key[0]]
@@ -60,10 +108,8 @@ class Accesses:
     def clock(self):
         """engine -> the last instruction number of its accesses."""
         clock = {}
-        for (eng, _), g in self.groups.items():
-            if g:
-                n = max(g.values())
-                clock[eng] = max(clock.get(eng, 0), n)
+        for key in self.groups:      # (a group is never empty)
+            clock[key[0]] = max(clock.get(key[0], 0), self._top(key))
         return clock
 
     def items(self):
@@ -91,7 +137,7 @@ class Storage:
         self.name = name          # HBM variable name
         self.offset = None        # byte offset in each partition, once placed
         self.base = {}            # engine -> instruction count to wait for before any access (reuse)
-        self.acc = Accesses()     # (rect, engine, is_write) -> last instruction number
+        self.acc = Accesses(nbytes)   # (rect, engine, is_write) -> last instruction number
         self.seq = [0]            # trace position of its last access (LRU order of freed bytes)
         self.written = False      # some instruction wrote it
         self.written_boxes = []   # PSUM boxes (within the tile) written so far: accumulate=None
@@ -118,7 +164,7 @@ class Storage:
         """Give the tile's bytes back (it was spilled to HBM): its accesses
         stay with the freed bytes; it starts afresh when reloaded."""
         self._give_back()
-        self.offset, self.base, self.acc = None, {}, Accesses()
+        self.offset, self.base, self.acc = None, {}, Accesses(self.nbytes)
 
     def _give_back(self):
         """Return the bytes take gave, with the accesses made to them."""
@@ -149,7 +195,7 @@ class Allocator:
         self.free = {"sbuf": [(0, sbuf, {}, 0)], "psum": [(0, PSUM_BYTES, {}, 0)]}
         self.high = {"sbuf": 0, "psum": 0}   # high-water marks
         self.manual = {"sbuf": [], "psum": []}       # (lo, hi, tile id) of each live address= tile
-        self.manual_acc = {"sbuf": Accesses(), "psum": Accesses()}  # of all tiles placed by address=
+        self.manual_acc = {k: Accesses(n) for k, n in self.size.items()}  # of all tiles placed by address=
         self.live = {}            # id -> weakref of each tile placed by take (spill candidates)
         self.spill = None         # the tracer's spill(needed, victim): move a live tile to HBM
         # True once a 0-byte placement may have split a free range into two

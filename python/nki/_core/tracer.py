@@ -283,13 +283,15 @@ class Tracer:
             for e, n in st.base.items():
                 if e != me and e[0] == core:
                     waits[e[1]] = max(waits.get(e[1], 0), n)
-            for (e2, w2), group in st.acc.groups.items():
+            acc = st.acc
+            for key in acc.groups:
+                e2, w2 = key
                 if e2 == me or e2[0] != core or not (w or w2):
                     continue
                 got = waits.get(e2[1], 0)
-                for r2, n in group.items():
-                    if n > got and _overlap(r, r2):
-                        got = waits[e2[1]] = n
+                n = acc.latest(key, r, got)
+                if n > got:
+                    waits[e2[1]] = n
         self.touching.pop()
         for t, w in touched:
             if t.storage.kind == "hbm":
