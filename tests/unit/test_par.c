@@ -351,26 +351,37 @@ static void test_rule(void **state)
     par_force_split(false);
     par_configure(16);
     static atomic_uint runs[64];
-    unsigned long long h0 = par_handoffs();
-    for (int r = 0; r < 200; r++) {
-        memset(runs, 0, sizeof runs);
-        par_for(64, tiny_part, runs);
-        for (size_t p = 0; p < 64; p++)
-            assert_int_equal(atomic_load(&runs[p]), 1);
+    unsigned long long split = 0;
+    /* A round of 200 calls: the warm-up, the rule's capped retries of the
+     * slower way (about 1 in 64) and a preempted measurement now and then
+     * split, never most calls. A host busy with other tests can preempt
+     * many measurements of one round, so the rule gets three rounds to
+     * show it. Not asserted under ASan or TSan, whose instrumentation of
+     * the tiny part and of the hand-off distorts the timings the rule
+     * compares (there it picks either way; the bits are checked all the
+     * same). */
+    for (int round = 0; round < 3; round++) {
+        unsigned long long h0 = par_handoffs();
+        for (int r = 0; r < 200; r++) {
+            memset(runs, 0, sizeof runs);
+            par_for(64, tiny_part, runs);
+            for (size_t p = 0; p < 64; p++)
+                assert_int_equal(atomic_load(&runs[p]), 1);
+        }
+        split = par_handoffs() - h0;
+        if (split <= 12)
+            break;
     }
-    /* the warm-up, the rule's capped retries of the slower way (about 1 in
-     * 64) and a preempted measurement now and then: never most calls. Not
-     * under ASan or TSan, whose instrumentation of the tiny part and of
-     * the hand-off distorts the timings the rule compares (there it picks
-     * either way; the bits above are checked all the same). */
 #if !defined(__SANITIZE_ADDRESS__) && !defined(__SANITIZE_THREAD__)
-    assert_true(par_handoffs() - h0 <= 12);
+    assert_true(split <= 12);
+#else
+    (void)split;
 #endif
     par_configure(2);
     static uint64_t one[8], two[8];
     par_for(8, long_part, one); /* warms up */
     par_for(8, long_part, one); /* learnt inline */
-    h0 = par_handoffs();
+    unsigned long long h0 = par_handoffs();
     par_for(8, long_part, two);
     assert_true(par_handoffs() > h0);
     assert_memory_equal(one, two, sizeof one);
