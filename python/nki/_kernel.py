@@ -104,7 +104,6 @@ CACHE_MODELS = 64                     # loaded kernels kept; older ones are unlo
 # program, its trace's lines here and what the allocators keep (the
 # resident growth, 1.6 to 1.8 KiB: bench/bench_loaded.py, docs/bench.md)
 HOST_BYTES_PER_INSN = 1600
-_held = [0]                           # bytes the kernels in _cache hold (Compiled.held)
 BORROW_MAX = 256 * 1024               # largest tensor a call attaches instead of copying (_io_plan)
 _sigs = {}
 
@@ -1081,11 +1080,11 @@ class Kernel:
             comp.key = key
             comp.held = _memory_held(comp)
             _cache[key] = comp
-            _held[0] += comp.held
-            while len(_cache) > CACHE_MODELS or (limit and _held[0] > limit and len(_cache) > 1):
+            held = sum(c.held for c in _cache.values())
+            while len(_cache) > CACHE_MODELS or (limit and held > limit and len(_cache) > 1):
                 old = _cache.popitem(last=False)[1]    # least recently used; never comp
                 old.evicted = True
-                _held[0] -= old.held
+                held -= old.held
                 evicted.append(old)
         else:
             _cache.move_to_end(key)
