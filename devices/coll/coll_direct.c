@@ -91,8 +91,19 @@ static uint64_t coll_direct_out_bytes(const struct coll_args *a, uint32_t n)
     return coll_out_count(a->kind, a->count, n) * num_dtype_size(a->dtype);
 }
 
+/* Has rank r reached the stage word want (or gone past it)? */
+static bool coll_direct_reached(const struct coll_comm *c, uint32_t r, uint64_t want)
+{
+    return atomic_load(&c->posts[r].stage) >= want;
+}
+
 /* Between waits: aborts, a gone rank that has not reached the stage, and a
- * rank that talks over the channels instead (another operation). */
+ * rank that talks over the channels instead (another operation). A rank
+ * seen behind may catch up, finish the operation and start the next one
+ * (sending over the channels) or leave before the channel or its process
+ * is looked at: so either finding counts only when the rank's stage, read
+ * again after it (its stage is published before anything it sends
+ * later), is still behind. */
 static NRT_STATUS coll_direct_check(void *arg)
 {
     struct coll_direct *d = arg;
@@ -102,11 +113,11 @@ static NRT_STATUS coll_direct_check(void *arg)
         return st;
     bool full = ++d->checks % 20 == 0;
     for (uint32_t r = 0; r < c->world; r++) {
-        if (r == c->rank || atomic_load(&c->posts[r].stage) >= d->want)
+        if (r == c->rank || coll_direct_reached(c, r, d->want))
             continue;
-        if (!coll_rank_alive(c, r, full))
+        if (!coll_rank_alive(c, r, full) && !coll_direct_reached(c, r, d->want))
             return coll_missing(c, r);
-        if (chan_fill(&c->rx[r]) > 0) {
+        if (chan_fill(&c->rx[r]) > 0 && !coll_direct_reached(c, r, d->want)) {
             LOG_ERROR("NCCL", "rank %u: %s #%" PRIu64 " of %" PRIu64 " bytes over device "
                       "memory, but rank %u sent a message over the channels: the ranks "
                       "disagree on the collective", c->rank, coll_kind_name(d->a->kind), d->op,
