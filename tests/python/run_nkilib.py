@@ -213,9 +213,10 @@ def limit_memory(gib):
 
 def suite_env(copy, results, libnrt, python_dir, opts=None):
     """The suite's environment; opts: the runner's parsed options (timeout,
-    run_all, mem_gib, racecheck, twice), None for none of them."""
-    timeout, run_all, mem_gib, racecheck, twice = (
-        getattr(opts, name, None) for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice"))
+    run_all, mem_gib, racecheck, twice, done: the resumed tests' id list),
+    None for none of them."""
+    timeout, run_all, mem_gib, racecheck, twice, done = (
+        getattr(opts, name, None) for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice", "done"))
     env = dict(os.environ)
     if timeout:
         # a collectives test's job of ranks gets the runner's per-test
@@ -231,6 +232,8 @@ def suite_env(copy, results, libnrt, python_dir, opts=None):
         env["TRNEMU_RACECHECK"] = "1"     # races between engines and cores fail the run
     if twice:
         env["TRNEMU_NKILIB_TWICE"] = "1"  # each kernel twice, same bits (determinism.py)
+    if done:
+        env["NKILIB_DONE"] = done         # a resumed run's tests that have an outcome
     env["PYTHONPATH"] = os.pathsep.join([STANDINS, python_dir, os.path.join(copy, "src"), copy]
                                         + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["NKILIB_RESULTS"] = results
@@ -294,19 +297,33 @@ def family_of(nodeid):
 
 
 def load_results(path):
-    """Records: collected test ids, per-test outcomes, collection errors."""
-    collected, outcomes, collect_errors = [], {}, []
+    """Records: collected test ids (each once), per-test outcomes,
+    collection errors."""
+    collected, outcomes, collect_errors = {}, {}, []
     if os.path.exists(path):
         for line in open(path, encoding="utf-8"):
             rec = json.loads(line)
             if rec["when"] == "collected":
-                collected.append(rec["test"])
+                collected[rec["test"]] = None
             elif rec["when"] == "collect":
                 if all(r["test"] != rec["test"] for r in collect_errors):   # each worker reports it
                     collect_errors.append(rec)
             elif rec["test"] not in outcomes or rec["outcome"] == "failed":
                 outcomes[rec["test"]] = rec
-    return collected, outcomes, collect_errors
+    return list(collected), outcomes, collect_errors
+
+
+def carry_over(earlier, results, done_list):
+    """Resume a run: copy the outcomes an earlier run's results.jsonl has
+    (and those tests' collected records) into results, and write their ids
+    to done_list, which the plugin deselects (NKILIB_DONE)."""
+    _, outcomes, _ = load_results(earlier)
+    with open(results, "a", encoding="utf-8") as out, open(done_list, "w", encoding="utf-8") as ids:
+        for test, rec in outcomes.items():
+            out.write(json.dumps({"test": test, "when": "collected"}) + "\n")
+            out.write(json.dumps(rec) + "\n")
+            ids.write(test + "\n")
+    return len(outcomes)
 
 
 MISSING_RE = [
@@ -685,6 +702,9 @@ def parse_args(argv):
     ap.add_argument("--run-all", action="store_true",
                     help="run the shapes the suite skips as slow for simulation (its own %s=1)"
                          % RUN_ALL_KNOB)
+    ap.add_argument("--resume", default=None, metavar="RESULTS",
+                    help="an earlier run's results.jsonl (kept with --keep): its tests with an outcome "
+                         "are not run again, and the report counts them with their earlier outcome")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
@@ -714,6 +734,11 @@ def main(argv=None):
     t0 = time.time()
     patched = copy_checkout(args.root, copy)
     results = os.path.join(work, "results.jsonl")
+    if args.resume:
+        done = os.path.join(work, "done.txt")
+        print("run_nkilib: %d tests have an outcome in %s; not run again"
+              % (carry_over(args.resume, results, done), args.resume))
+        args.done = done
     _, output = run_suite(args, copy, "simulation", results)
     collected, outcomes, collect_errors = load_results(results)
     name_worker_deaths(outcomes, output)

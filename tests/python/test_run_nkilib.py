@@ -445,3 +445,39 @@ def test_a_test_whose_worker_died_fails_with_the_workers_last_words(tmp_path, mo
     assert outcomes[tid]["cause"] == ["worker died", "Fatal Python error: Aborted"]
     cmd = run_nkilib.pytest_command(run_nkilib.parse_args(["/lib", "--workers", "2"]), "/c", "simulation")
     assert cmd[cmd.index("--max-worker-restart") + 1] == str(run_nkilib.MAX_WORKER_DEATHS)
+
+
+def test_a_resumed_run_keeps_the_earlier_outcomes_and_runs_only_the_rest(tmp_path, monkeypatch):
+    """--resume: the tests an earlier run gave an outcome are carried into
+    the new results and deselected; those it left without one run again."""
+    import json
+    import types
+    ids = ["test/integration/nkilib/core/mlp/test_a.py::t%d" % i for i in range(4)]
+    earlier = tmp_path / "earlier.jsonl"
+    with open(earlier, "w") as f:
+        for t in ids:
+            f.write(json.dumps({"test": t, "when": "collected"}) + "\n")
+        f.write(json.dumps({"test": ids[0], "when": "call", "outcome": "passed"}) + "\n")
+        f.write(json.dumps({"test": ids[1], "when": "call", "outcome": "failed",
+                            "cause": ["wrong number", "x"]}) + "\n")
+    results, done = tmp_path / "r.jsonl", tmp_path / "done.txt"
+    assert run_nkilib.carry_over(str(earlier), str(results), str(done)) == 2
+    args = run_nkilib.parse_args(["/lib", "--resume", str(earlier)])
+    args.done = str(done)
+    env = run_nkilib.suite_env("/c", str(results), None, "/py", args)
+    monkeypatch.setenv("NKILIB_DONE", env["NKILIB_DONE"])
+    items = [types.SimpleNamespace(nodeid=t) for t in ids]
+    gone = []
+    config = types.SimpleNamespace(hook=types.SimpleNamespace(
+        pytest_deselected=lambda items: gone.extend(i.nodeid for i in items)))
+    nkilib_plugin.pytest_collection_modifyitems(config, items)
+    assert [i.nodeid for i in items] == ids[2:] and gone == ids[:2]
+    with open(results, "a") as f:       # the new session: the other two
+        for t in ids[2:]:
+            f.write(json.dumps({"test": t, "when": "collected"}) + "\n")
+        f.write(json.dumps({"test": ids[2], "when": "call", "outcome": "passed"}) + "\n")
+    collected, outcomes, _ = run_nkilib.load_results(str(results))
+    assert collected == ids[:2] + ids[2:]
+    assert outcomes[ids[1]]["cause"] == ["wrong number", "x"] and ids[3] not in outcomes
+    fam, _ = run_nkilib.summarize(collected, outcomes, [], None, "ended")
+    assert (fam["core/mlp"]["passed"], fam["core/mlp"]["failed"]) == (2, 2)

@@ -26,6 +26,8 @@ into the NKI Library suite. It changes nothing of what a test checks:
   held by a failure's frames or by suite objects that point at each
   other), so the next test in the worker does not meet the data limit
   with the last test's arrays still counted;
+- with NKILIB_DONE (a file of test ids, one a line: the tests a resumed
+  run already has an outcome for), deselects those tests;
 - records every test's outcome with the cause of a failure, found on the
   exception itself (missing name, trace error, execution error, wrong
   number, ...), one JSON line per test in the file NKILIB_RESULTS names.
@@ -294,6 +296,17 @@ def pytest_runtest_logreport(report):
             rec["outcome"] = "failed"
             rec["cause"] = _cause_of(report)
         _write(rec)
+
+
+def pytest_collection_modifyitems(config, items):
+    path = os.environ.get("NKILIB_DONE")
+    if not path:
+        return
+    done = set(open(path, encoding="utf-8").read().split("\n"))
+    keep = [item for item in items if item.nodeid not in done]
+    if len(keep) != len(items):
+        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        items[:] = keep
 
 
 def pytest_collectreport(report):
