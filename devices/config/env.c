@@ -212,6 +212,9 @@ static const struct env_var env_vars[] = {
     U("TRNEMU_NKI_LOADED_MAX_MB", true, false, 0, 1048576,
       "NKI front end: memory the kernels kept loaded in a process may hold, MiB (default 1024; "
       "0: no limit but 64 kernels)"),
+    B("TRNEMU_NKI_RANKS_FORK", true, false,
+      "NKI front end: fork a job's ranks from a process that imported the kernel's module "
+      "once (default on; 0: each rank a fresh interpreter)"),
 };
 
 static struct rt_env env_cur;

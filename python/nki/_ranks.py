@@ -15,7 +15,9 @@ outputs (whatever the kernel returns) at index r.
 Each rank's process imports the kernel by its module and qualified name
 (the kernel must be defined at the top level of a module or class), with
 the caller's sys.path; arguments and results travel as pickles through a
-temporary folder. A rank that fails ends the job at once (the others are
+temporary folder. The ranks are forked from a zygote that imported the
+kernel's module once for the caller (_zygote.py; TRNEMU_NKI_RANKS_FORK=0:
+fresh processes). A rank that fails ends the job at once (the others are
 stopped rather than left waiting for it in a collective) and its error is
 raised here, naming the rank (its stack, as (file, function) pairs, in the
 error's rank_frames; its exception's type name and message in rank_error). The caller's own runtime (its VNC) is not
@@ -222,25 +224,38 @@ def _timeout(given):
 
 
 def _write_job(folder, kernel, per_rank):
-    """The job's description and each rank's arguments, as pickles."""
+    """The job's description and each rank's arguments, as pickles; the
+    description."""
     mod, path, qual = _reference(kernel)
-    _dump(os.path.join(folder, "job.pkl"),
-          {"sys_path": list(sys.path), "module": mod, "file": path, "qualname": qual,
-           "grid": kernel.grid, "shard": kernel.shard, "mode": kernel.mode, "opts": kernel.opts})
+    job = {"sys_path": list(sys.path), "module": mod, "file": path, "qualname": qual,
+           "grid": kernel.grid, "shard": kernel.shard, "mode": kernel.mode, "opts": kernel.opts}
+    _dump(os.path.join(folder, "job.pkl"), job)
     for r, entry in enumerate(per_rank):
         _dump(os.path.join(folder, "in-%d.pkl" % r), entry)
+    return job
 
 
-def _launch(folder, n, timeout):
+def _rank_command(folder, job, env):
+    """What the launcher starts for each rank: a client of a zygote that
+    has imported the kernel's module (_zygote.py), else a fresh process."""
+    from . import _zygote
+    address = _zygote.for_job(job, env)
+    if address is not None:
+        return [sys.executable, _zygote.client_path(), address, folder]
+    return [sys.executable, "-m", "nki._ranks", folder]
+
+
+def _launch(folder, job, n, timeout):
     """Run the job with `trnemu launch`, stopped as soon as a rank reports
     a failure; (launcher's exit status, the lowest failed rank's (rank,
     error) or None). The ranks' output goes to out.txt and err.txt."""
     libnrt = _loaded_library()
-    cmd = [_tool(libnrt), "launch", "-n", str(n), "--timeout", "%g" % timeout, "--",
-           sys.executable, "-m", "nki._ranks", folder]
+    env = _child_env(libnrt)
+    cmd = [_tool(libnrt), "launch", "-n", str(n), "--timeout", "%g" % timeout, "--"]
+    cmd += _rank_command(folder, job, env)
     with open(os.path.join(folder, "out.txt"), "wb") as out, \
             open(os.path.join(folder, "err.txt"), "wb") as err:
-        proc = subprocess.Popen(cmd, env=_child_env(libnrt), stdout=out, stderr=err,
+        proc = subprocess.Popen(cmd, env=env, stdout=out, stderr=err,
                                 stdin=subprocess.DEVNULL)
         failed = None
         try:
@@ -276,8 +291,8 @@ def run(kernel, inputs, timeout=None):
     timeout = _timeout(timeout)
     folder = tempfile.mkdtemp(prefix="nki-ranks-")
     try:
-        _write_job(folder, kernel, per_rank)
-        status, failed = _launch(folder, len(per_rank), timeout)
+        job = _write_job(folder, kernel, per_rank)
+        status, failed = _launch(folder, job, len(per_rank), timeout)
         if failed is not None:
             _raise_rank_error(failed[0], len(per_rank), failed[1])
         outs = _results(folder, kernel, len(per_rank), status, timeout)
@@ -312,6 +327,8 @@ def _import(job):
             if not job["file"]:
                 raise
     name = job["module"] if job["module"] != "__main__" else "__nki_ranks_main__"
+    if name in sys.modules:              # a rank forked from a zygote that loaded it
+        return sys.modules[name]
     spec = importlib.util.spec_from_file_location(name, job["file"])
     module = importlib.util.module_from_spec(spec)
     sys.modules[name] = module

@@ -123,6 +123,7 @@ static const struct env_case env_cases[] = {
     SAME("TRNEMU_NKI_CACHE_DIR", "/tmp/nki-cache", NULL),
     SAME("TRNEMU_NKI_CACHE_MAX_MB", "64", "1048577"),
     SAME("TRNEMU_NKI_LOADED_MAX_MB", "256", "-1"),
+    SAME("TRNEMU_NKI_RANKS_FORK", "0", "sometimes"),
 };
 
 #define ENV_NCASES (sizeof env_cases / sizeof env_cases[0])
