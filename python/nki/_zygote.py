@@ -43,6 +43,8 @@ from . import _env
 
 _READY_TIMEOUT_S = 600.0   # how long the caller waits for an import in the zygote
 _REAP_S = 0.05             # how often the zygote looks for ended children
+_REQUEST_TIMEOUT_S = 10.0  # how long a client may take to send its request
+_REQUEST_MAX = 16 << 20    # bytes of a request at most (an environment)
 # variables that change while a caller runs and no import reads
 _VOLATILE_ENV = ("PYTEST_CURRENT_TEST",)
 
@@ -91,14 +93,16 @@ class Zygote:
         if name in self.imported:
             return self.imported[name][1]
         try:
-            os.write(self._to_z, (json.dumps({"job": job}) + "\n").encode())
+            what = {k: job[k] for k in ("sys_path", "module", "file")}    # what an import needs
+            os.write(self._to_z, (json.dumps({"job": what}) + "\n").encode())
             ready, _, _ = select.select([self._reply], [], [], _READY_TIMEOUT_S)
             line = self._reply.readline() if ready else ""
-        except OSError:
+        except (OSError, TypeError, ValueError):   # no zygote, or a sys.path JSON cannot carry
             line = ""
-        if not line:
-            return False
-        ok = json.loads(line).get("ok", False)
+        try:
+            ok = json.loads(line).get("ok", False) is True
+        except (ValueError, AttributeError):
+            return False              # an empty line: the zygote is gone
         self.imported[name] = (_module_stamp(job["file"]), ok)
         return ok
 
@@ -244,18 +248,30 @@ def _die_with_client(life):
     os.kill(os.getpid(), signal.SIGKILL)
 
 
+def _read_request(conn, fds):
+    """A client's request (its environment, folder and working folder) and
+    its four descriptors into fds; None for anything else."""
+    conn.settimeout(_REQUEST_TIMEOUT_S)  # a client that stalls does not stall the zygote
+    try:
+        size = struct.unpack("<I", _recv_exact(conn, 4, fds, 4))[0]
+        if size > _REQUEST_MAX:
+            return None
+        request = json.loads(_recv_exact(conn, size))
+    except (EOFError, OSError, ValueError):
+        return None
+    conn.settimeout(None)
+    ok = (isinstance(request, dict) and len(fds) == 4 and
+          isinstance(request.get("env"), dict) and isinstance(request.get("cwd"), str) and
+          isinstance(request.get("folder"), str) and
+          all(isinstance(k, str) and isinstance(v, str) for k, v in request["env"].items()))
+    return request if ok else None
+
+
 def _serve_request(listener, ctl, children):
     conn, _ = listener.accept()
     fds = []
-    try:
-        size = struct.unpack("<I", _recv_exact(conn, 4, fds, 4))[0]
-        request = json.loads(_recv_exact(conn, size))
-    except (EOFError, OSError, ValueError):
-        conn.close()
-        for fd in fds:
-            os.close(fd)
-        return
-    if len(fds) != 4:
+    request = _read_request(conn, fds)
+    if request is None:
         conn.close()
         for fd in fds:
             os.close(fd)

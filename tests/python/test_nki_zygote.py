@@ -142,6 +142,29 @@ def test_a_job_past_its_timeout_leaves_no_rank_behind(kernel_module, tmp_path):
     assert gone(pids)
 
 
+def test_a_bad_request_leaves_the_zygote_serving(kernel_module):
+    """Whatever reaches the zygote's socket that is not a client's request
+    (a cut message, a huge length, not JSON, no descriptors, random bytes)
+    is dropped, and the next job's ranks are forked as usual."""
+    import socket
+    import struct
+    mod, _, count = kernel_module
+    mod.scaled_sum.ranks(inputs(), timeout=120)
+    zygote = _zygote._current
+    body = b'{"env": {}, "cwd": "/", "folder": "/"}'
+    rng = np.random.default_rng(7)
+    fuzz = [rng.bytes(int(rng.integers(0, 64))) for _ in range(40)]
+    fuzz += [struct.pack("<I", len(f)) + f for f in fuzz[:20]]
+    for message in [b"\x05", struct.pack("<I", 0xFFFFFFFF) + b"x", struct.pack("<I", 3) + b"abc",
+                    struct.pack("<I", len(body)) + body, b""] + fuzz:
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        s.connect(zygote.address)
+        s.sendall(message)
+        s.close()
+    assert mod.scaled_sum.ranks(inputs(), timeout=120)[1][0, 0] == 6.0
+    assert _zygote._current is zygote and zygote.alive() and imports(count) == 2
+
+
 CALLER = '''
 import os, signal, sys
 import numpy as np
