@@ -213,10 +213,12 @@ def limit_memory(gib):
 
 def suite_env(copy, results, libnrt, python_dir, opts=None):
     """The suite's environment; opts: the runner's parsed options (timeout,
-    run_all, mem_gib, racecheck, twice, done: the resumed tests' id list),
+    run_all, mem_gib, racecheck, twice, done: the resumed tests' id list,
+    only: the list of the only tests to run),
     None for none of them."""
-    timeout, run_all, mem_gib, racecheck, twice, done = (
-        getattr(opts, name, None) for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice", "done"))
+    timeout, run_all, mem_gib, racecheck, twice, done, only = (
+        getattr(opts, name, None)
+        for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice", "done", "only"))
     env = dict(os.environ)
     if timeout:
         # a collectives test's job of ranks gets the runner's per-test
@@ -234,6 +236,8 @@ def suite_env(copy, results, libnrt, python_dir, opts=None):
         env["TRNEMU_NKILIB_TWICE"] = "1"  # each kernel twice, same bits (determinism.py)
     if done:
         env["NKILIB_DONE"] = done         # a resumed run's tests that have an outcome
+    if only:
+        env["NKILIB_ONLY"] = only         # the tests a retry runs
     env["PYTHONPATH"] = os.pathsep.join([STANDINS, python_dir, os.path.join(copy, "src"), copy]
                                         + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
     env["NKILIB_RESULTS"] = results
@@ -273,12 +277,12 @@ def pytest_command(args, copy, mode, collect_only=False):
     return cmd
 
 
-def run_suite(args, copy, mode, results, collect_only=False):
+def run_suite(args, copy, mode, results, collect_only=False, log_name=None):
     """Run pytest in the copy; returns (exit status, its output)."""
     cmd = pytest_command(args, copy, mode, collect_only)
     os.makedirs(os.path.join(copy, "neuron_test_output"), exist_ok=True)   # the suite expects it
     env = suite_env(copy, results, args.libnrt, args.python, args)
-    with open(os.path.join(copy, "pytest-%s.log" % mode), "w") as log:
+    with open(os.path.join(copy, "pytest-%s.log" % (log_name or mode)), "w") as log:
         r = subprocess.run(cmd, cwd=copy, env=env, stdout=log, stderr=subprocess.STDOUT,
                            preexec_fn=limit_memory(args.mem_gib))
     return r.returncode, open(log.name, encoding="utf-8", errors="replace").read()
@@ -580,6 +584,34 @@ RUN_ALL_KNOB = "NKILIB_SIMULATION_RUN_ALL"      # the suite's switch for its slo
 MEMORY_SKIP = "Estimated memory"     # the start of the suite's skip reason for that limit
 
 
+def memory_bound(rec):
+    """Did the test stop at the data limit (its own arrays), or skip itself
+    by its own estimate of them? Such a test may pass with more memory."""
+    if rec["outcome"] == "failed":
+        return rec.get("cause", [""])[0] == "memory limit"
+    return rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", "")
+
+
+def retry_memory_bound(args, copy, work, outcomes):
+    """Run the memory-bound tests again on one worker with args.retry_memory
+    GiB; their new outcomes replace the old. (retried, now passing)."""
+    ids = sorted(t for t, rec in outcomes.items() if memory_bound(rec))
+    if not ids:
+        return 0, 0
+    only = os.path.join(work, "retry.txt")
+    with open(only, "w", encoding="utf-8") as f:
+        f.write("\n".join(ids) + "\n")
+    retry = argparse.Namespace(**vars(args))
+    retry.workers, retry.mem_gib, retry.only, retry.done = 1, args.retry_memory, only, None
+    results = os.path.join(work, "results-retry.jsonl")
+    run_suite(retry, copy, "simulation", results, log_name="retry")
+    _, again, _ = load_results(results)
+    for t in ids:
+        if t in again:
+            outcomes[t] = dict(again[t], retried=True)
+    return len(ids), sum(1 for t in ids if t in again and again[t]["outcome"] == "passed")
+
+
 def summarize(collected, outcomes, collect_errors, blocker, ended=None):
     """Per family: Counter of collected/passed/failed/skipped; and the
     failures as {(kind, detail): [test ids]}; ended: why tests were given
@@ -630,6 +662,10 @@ def format_report(args, fam, causes, blocked, patched, blocker, elapsed):
         "; every kernel twice, same bits" if getattr(args, "twice", False) else "",
         "; slow-for-simulation shapes run (%s=1)" % RUN_ALL_KNOB
         if getattr(args, "run_all", False) else ""))
+    if getattr(args, "retried", None):
+        out.append("memory-bound tests run again on one worker with %g GiB: %d, of which %d pass "
+                   "(their outcomes below are the second run's)"
+                   % ((args.retry_memory,) + tuple(args.retried)))
     if patched:
         out.append("changed in the copy (upstream defects): %s" % ", ".join(patched))
     if blocker:
@@ -705,6 +741,10 @@ def parse_args(argv):
     ap.add_argument("--resume", default=None, metavar="RESULTS",
                     help="an earlier run's results.jsonl (kept with --keep): its tests with an outcome "
                          "are not run again, and the report counts them with their earlier outcome")
+    ap.add_argument("--retry-memory", type=float, default=None, metavar="GIB",
+                    help="afterwards, run the tests that met the data limit (or skipped themselves "
+                         "by their memory estimate) again on one worker with GIB GiB; the report "
+                         "counts their new outcomes")
     ap.add_argument("--report", default="/tmp/nkilib-report.txt", help="where the report is also written")
     ap.add_argument("--show", type=int, default=None, help="test ids listed per cause (default: all)")
     ap.add_argument("--keep", action="store_true", help="keep the temporary copy and its logs")
@@ -742,6 +782,11 @@ def main(argv=None):
     _, output = run_suite(args, copy, "simulation", results)
     collected, outcomes, collect_errors = load_results(results)
     name_worker_deaths(outcomes, output)
+    if args.retry_memory:
+        retried, passing = retry_memory_bound(args, copy, work, outcomes)
+        args.retried = (retried, passing)
+        print("run_nkilib: %d memory-bound tests run again on one worker with %g GiB: %d pass"
+              % (retried, args.retry_memory, passing))
     blocker = None
     if not outcomes and not collected:
         blocker = session_blocker(output)

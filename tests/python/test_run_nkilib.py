@@ -481,3 +481,40 @@ def test_a_resumed_run_keeps_the_earlier_outcomes_and_runs_only_the_rest(tmp_pat
     assert outcomes[ids[1]]["cause"] == ["wrong number", "x"] and ids[3] not in outcomes
     fam, _ = run_nkilib.summarize(collected, outcomes, [], None, "ended")
     assert (fam["core/mlp"]["passed"], fam["core/mlp"]["failed"]) == (2, 2)
+
+
+def test_memory_bound_tests_run_again_on_one_worker_with_more_memory(tmp_path, monkeypatch):
+    """--retry-memory: the tests that met the data limit or skipped
+    themselves by their memory estimate (and only those) run again, on one
+    worker with the larger limit, and their new outcomes count."""
+    import json
+    import types
+    ids = ["test/integration/nkilib/core/moe/test_a.py::t%d" % i for i in range(4)]
+    outcomes = {ids[0]: {"outcome": "passed"},
+                ids[1]: {"outcome": "failed", "cause": ["memory limit", "Unable to allocate"]},
+                ids[2]: {"outcome": "skipped", "reason": "Skipped: Estimated memory 9.5 GiB exceeds"},
+                ids[3]: {"outcome": "failed", "cause": ["wrong number", "x"]}}
+    seen = {}
+
+    def fake_run_suite(args, copy, mode, results, collect_only=False, log_name=None):
+        seen.update(workers=args.workers, mem_gib=args.mem_gib, log=log_name,
+                    only=open(args.only).read().split(),
+                    env=run_nkilib.suite_env(copy, results, None, "/py", args))
+        with open(results, "w") as f:
+            f.write(json.dumps({"test": ids[1], "when": "call", "outcome": "passed"}) + "\n")
+            f.write(json.dumps({"test": ids[2], "when": "call", "outcome": "failed",
+                                "cause": ["memory limit", "y"]}) + "\n")
+        return 0, ""
+    monkeypatch.setattr(run_nkilib, "run_suite", fake_run_suite)
+    args = run_nkilib.parse_args(["/lib", "--workers", "2", "--mem-gib", "7", "--retry-memory", "20"])
+    assert run_nkilib.retry_memory_bound(args, "/c", str(tmp_path), outcomes) == (2, 1)
+    assert seen["workers"] == 1 and seen["mem_gib"] == 20 and seen["only"] == ids[1:3]
+    assert seen["env"]["NKILIB_ONLY"] == str(tmp_path / "retry.txt") and seen["log"] == "retry"
+    assert outcomes[ids[1]]["outcome"] == "passed" and outcomes[ids[1]]["retried"]
+    assert outcomes[ids[3]]["cause"] == ["wrong number", "x"] and args.workers == 2
+    monkeypatch.setenv("NKILIB_ONLY", seen["env"]["NKILIB_ONLY"])
+    monkeypatch.delenv("NKILIB_DONE", raising=False)
+    items = [types.SimpleNamespace(nodeid=t) for t in ids]
+    config = types.SimpleNamespace(hook=types.SimpleNamespace(pytest_deselected=lambda items: None))
+    nkilib_plugin.pytest_collection_modifyitems(config, items)
+    assert [i.nodeid for i in items] == ids[1:3]

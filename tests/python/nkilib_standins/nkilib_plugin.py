@@ -27,7 +27,8 @@ into the NKI Library suite. It changes nothing of what a test checks:
   other), so the next test in the worker does not meet the data limit
   with the last test's arrays still counted;
 - with NKILIB_DONE (a file of test ids, one a line: the tests a resumed
-  run already has an outcome for), deselects those tests;
+  run already has an outcome for), deselects those tests; with NKILIB_ONLY
+  (the same: the tests a retry runs), every other test;
 - records every test's outcome with the cause of a failure, found on the
   exception itself (missing name, trace error, execution error, wrong
   number, ...), one JSON line per test in the file NKILIB_RESULTS names.
@@ -298,14 +299,19 @@ def pytest_runtest_logreport(report):
         _write(rec)
 
 
+def _id_list(var):
+    """The test ids in the file the variable names (one a line), or None."""
+    path = os.environ.get(var)
+    return set(open(path, encoding="utf-8").read().split("\n")) if path else None
+
+
 def pytest_collection_modifyitems(config, items):
-    path = os.environ.get("NKILIB_DONE")
-    if not path:
-        return
-    done = set(open(path, encoding="utf-8").read().split("\n"))
-    keep = [item for item in items if item.nodeid not in done]
+    done, only = _id_list("NKILIB_DONE"), _id_list("NKILIB_ONLY")
+    keep = [item for item in items if (done is None or item.nodeid not in done) and
+            (only is None or item.nodeid in only)]
     if len(keep) != len(items):
-        config.hook.pytest_deselected(items=[item for item in items if item.nodeid in done])
+        kept = {id(item) for item in keep}
+        config.hook.pytest_deselected(items=[item for item in items if id(item) not in kept])
         items[:] = keep
 
 
