@@ -77,11 +77,18 @@ class Zygote:
         self.imported = {}                    # module name -> (file stamp, imported)
         to_z, self._to_z = os.pipe()          # control: caller -> zygote
         self._from_z, from_z = os.pipe()      # control: zygote -> caller
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "nki._zygote", self.address, str(to_z), str(from_z)],
-            env=env, stdin=subprocess.DEVNULL, pass_fds=(to_z, from_z), cwd=os.getcwd())
-        os.close(to_z)
-        os.close(from_z)
+        try:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "nki._zygote", self.address, str(to_z), str(from_z)],
+                env=env, stdin=subprocess.DEVNULL, pass_fds=(to_z, from_z), cwd=os.getcwd())
+        except BaseException:
+            for fd in (self._to_z, self._from_z):
+                os.close(fd)
+            _remove_socket(self.address)
+            raise
+        finally:
+            os.close(to_z)
+            os.close(from_z)
         self._reply = os.fdopen(self._from_z, "r", encoding="utf-8")
 
     def alive(self):
@@ -99,6 +106,9 @@ class Zygote:
             line = self._reply.readline() if ready else ""
         except (OSError, TypeError, ValueError):   # no zygote, or a sys.path JSON cannot carry
             line = ""
+        except BaseException:         # interrupted: its answer would be read as the next one's
+            self.close()
+            raise
         try:
             ok = json.loads(line).get("ok", False) is True
         except (ValueError, AttributeError):
@@ -200,13 +210,17 @@ def _import_job(job):
     _ranks._import(job)
 
 
-def _child(conn, request, fds, listener, ctl):
-    """In the forked child: become the rank and run it; never returns."""
+def _child(conn, request, fds, listener, ctl, siblings):
+    """In the forked child: become the rank and run it; never returns.
+    siblings: the zygote's connections to other ranks' clients (closed
+    here, so that each client sees the zygote's end close with it)."""
     status = 1
     try:
         listener.close()
         for fd in ctl:
             os.close(fd)
+        for other in siblings:
+            other.close()
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         signal.signal(signal.SIGINT, signal.default_int_handler)
         life = fds[3]
@@ -224,6 +238,7 @@ def _child(conn, request, fds, listener, ctl):
         sys.argv = ["nki._ranks", request["folder"]]
         from . import _ranks
         status = _ranks.main(request["folder"])
+        atexit._run_exitfuncs()          # what a rank's interpreter runs as it exits (nrt_close)
     except BaseException:                # reported by the rank's own error file when it can
         import traceback
         traceback.print_exc()
@@ -280,7 +295,7 @@ def _serve_request(listener, ctl, children):
     sys.stderr.flush()
     pid = os.fork()
     if pid == 0:
-        _child(conn, request, fds, listener, ctl)
+        _child(conn, request, fds, listener, ctl, list(children.values()))
     for fd in fds:
         os.close(fd)
     try:
