@@ -19,21 +19,22 @@ import struct
 import sys
 
 
+def _recv_exact(sock, n):
+    """n bytes from sock, or None when it closes first."""
+    got = b""
+    while len(got) < n:
+        part = sock.recv(n - len(got))
+        if not part:
+            return None
+        got += part
+    return got
+
+
 def _recv_msg(sock):
-    head = b""
-    while len(head) < 4:
-        part = sock.recv(4 - len(head))
-        if not part:
-            return None
-        head += part
-    size = struct.unpack("<I", head)[0]
-    body = b""
-    while len(body) < size:
-        part = sock.recv(size - len(body))
-        if not part:
-            return None
-        body += part
-    return json.loads(body)
+    """One length-prefixed JSON message from the zygote, or None."""
+    head = _recv_exact(sock, 4)
+    body = _recv_exact(sock, struct.unpack("<I", head)[0]) if head is not None else None
+    return json.loads(body) if body is not None else None
 
 
 def _fresh(folder):
