@@ -39,7 +39,7 @@ import sys
 import tempfile
 import threading
 
-from . import _env
+from . import _env, _rank_client
 
 _READY_TIMEOUT_S = 600.0   # how long the caller waits for an import in the zygote
 _REAP_S = 0.05             # how often the zygote looks for ended children
@@ -189,18 +189,15 @@ def _send_msg(sock, obj):
     sock.sendall(struct.pack("<I", len(data)) + data)
 
 
-def _recv_exact(sock, n, fds=None, max_fds=0):
-    buf = b""
-    while len(buf) < n:
-        if fds is not None and not buf:
-            part, got, _, _ = socket.recv_fds(sock, n, max_fds)
-            fds.extend(got)
-        else:
-            part = sock.recv(n - len(buf))
-        if not part:
-            raise EOFError
-        buf += part
-    return buf
+def _recv_head(sock, fds):
+    """The 4-byte length of a client's request, and the descriptors sent
+    with its first bytes into fds."""
+    part, got, _, _ = socket.recv_fds(sock, 4, 4)
+    fds.extend(got)
+    rest = _rank_client._recv_exact(sock, 4 - len(part)) if part else None
+    if rest is None:
+        raise EOFError
+    return struct.unpack("<I", part + rest)[0]
 
 
 def _import_job(job):
@@ -268,10 +265,13 @@ def _read_request(conn, fds):
     its four descriptors into fds; None for anything else."""
     conn.settimeout(_REQUEST_TIMEOUT_S)  # a client that stalls does not stall the zygote
     try:
-        size = struct.unpack("<I", _recv_exact(conn, 4, fds, 4))[0]
+        size = _recv_head(conn, fds)
         if size > _REQUEST_MAX:
             return None
-        request = json.loads(_recv_exact(conn, size))
+        body = _rank_client._recv_exact(conn, size)
+        if body is None:
+            return None
+        request = json.loads(body)
     except (EOFError, OSError, ValueError):
         return None
     conn.settimeout(None)
