@@ -72,8 +72,7 @@ class Zygote:
 
     def __init__(self, env, key):
         self.key = key
-        self.dir = tempfile.mkdtemp(prefix="nki-zygote-")
-        self.address = os.path.join(self.dir, "sock")
+        self.address = os.path.join(tempfile.mkdtemp(prefix="nki-zygote-"), "sock")
         self.imported = {}                    # module name -> (file stamp, imported)
         to_z, self._to_z = os.pipe()          # control: caller -> zygote
         self._from_z, from_z = os.pipe()      # control: zygote -> caller
@@ -326,9 +325,10 @@ def _reap(children):
 
 def _control(line, reply):
     """Import a job's kernel module; False when it failed (the job's ranks,
-    fresh processes, will report why) or when the import started the
-    runtime, whose threads and device state a fork cannot take along (the
-    zygote then ends: the next job starts another)."""
+    fresh processes, will report why) or when the import loaded the
+    runtime's library (a kernel run at import: the runtime's threads and
+    device state are not for a fork to take along; the zygote then ends,
+    the next job starts another)."""
     from . import _runtime
     try:
         _import_job(json.loads(line)["job"])
@@ -360,7 +360,7 @@ def main(address, ctl_in, ctl_out):
             if commands in ready:
                 line = commands.readline()
                 if not line or not _control(line, reply):
-                    break                # the caller is gone, or the runtime started here
+                    break                # the caller is gone, or the runtime library loaded here
             if listener in ready:
                 _serve_request(listener, (ctl_in, ctl_out), children)
             _reap(children)

@@ -584,12 +584,17 @@ RUN_ALL_KNOB = "NKILIB_SIMULATION_RUN_ALL"      # the suite's switch for its slo
 MEMORY_SKIP = "Estimated memory"     # the start of the suite's skip reason for that limit
 
 
+def over_memory(rec):
+    """Did the test skip itself by its own estimate of its tensors?"""
+    return rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", "")
+
+
 def memory_bound(rec):
     """Did the test stop at the data limit (its own arrays), or skip itself
     by its own estimate of them? Such a test may pass with more memory."""
     if rec["outcome"] == "failed":
         return rec.get("cause", [""])[0] == "memory limit"
-    return rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", "")
+    return over_memory(rec)
 
 
 def retry_memory_bound(args, copy, work, outcomes):
@@ -628,7 +633,7 @@ def summarize(collected, outcomes, collect_errors, blocker, ended=None):
                    ].append(t)
         elif rec["outcome"] == "passed":
             fam[f]["passed"] += 1
-        elif rec["outcome"] == "skipped" and MEMORY_SKIP in rec.get("reason", ""):
+        elif over_memory(rec):
             fam[f]["over memory"] += 1
         elif rec["outcome"] == "skipped":
             fam[f]["skipped"] += 1
