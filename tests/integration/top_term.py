@@ -15,8 +15,14 @@ only its VNC), a/d step between tabs, x expands the tree (the model and
 the categories appear; the arrows scroll to the model row), F switches
 to FLOPS, q quits.
 
+No step may hang the test: every tmux command, every wait for a process
+and the pty's close have a deadline (then SIGKILL), each size has its own
+tmux server, and a watchdog prints where the test stood before meson's
+timeout would kill it silently.
+
 Usage: top_term.py TRNEMU EXAMPLES_DIR [--pty]   (--pty: skip tmux)
 """
+import faulthandler
 import fcntl
 import os
 import pty
@@ -34,6 +40,24 @@ import time
 TRNEMU, EXAMPLES = sys.argv[1], sys.argv[2]
 first_pid = 0   # the program on VNCs 4-5
 USE_PTY = "--pty" in sys.argv or shutil.which("tmux") is None
+STEP_S = 10       # the longest any one command or process wait may take
+WATCHDOG_S = 75   # under meson's 90 s: the traceback of a stuck test
+
+
+stuck = []        # the processes a signal did not end in STEP_S
+
+
+def reap(pid, what):
+    """Wait for pid up to STEP_S, then SIGKILL it and note it in stuck:
+    nothing waits forever, and a process deaf to SIGTERM fails the test."""
+    deadline = time.monotonic() + STEP_S
+    while time.monotonic() < deadline:
+        if os.waitpid(pid, os.WNOHANG)[0] == pid:
+            return
+        time.sleep(0.05)
+    stuck.append(what)
+    os.kill(pid, signal.SIGKILL)
+    os.waitpid(pid, 0)
 
 
 class Screen:
@@ -145,9 +169,19 @@ class PtyTerm:
         return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
 
     def close(self):
+        """SIGTERM, reading what it still writes (a full pty would block
+        its last frame), then reaped or killed."""
         try:
             os.kill(self.pid, signal.SIGTERM)
-            os.waitpid(self.pid, 0)
+            deadline = time.monotonic() + STEP_S
+            while time.monotonic() < deadline and os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                if select.select([self.fd], [], [], 0.05)[0]:
+                    try:
+                        os.read(self.fd, 65536)
+                    except OSError:
+                        pass
+            if os.waitpid(self.pid, os.WNOHANG) == (0, 0):
+                reap(self.pid, "trnemu top")
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(self.fd)
@@ -157,12 +191,15 @@ class TmuxTerm:
     """trnemu top in a tmux pane of w x h (its own server socket)."""
 
     def __init__(self, w, h):
-        self.sock = "trnemu-top-test-%d" % os.getpid()
+        self.sock = "trnemu-top-test-%d-%dx%d" % (os.getpid(), w, h)
         self.tmux("new-session", "-d", "-s", "top", "-x", str(w), "-y", str(h), TRNEMU + " top")
 
     def tmux(self, *args):
-        return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args),
-                              capture_output=True, text=True)
+        try:
+            return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args),
+                                  capture_output=True, text=True, timeout=STEP_S)
+        except subprocess.TimeoutExpired:
+            raise SystemExit("FAIL: tmux %s did not answer in %d s" % (args[0], STEP_S))
 
     def capture(self):
         return self.tmux("capture-pane", "-p", "-t", "top").stdout
@@ -175,7 +212,10 @@ class TmuxTerm:
         return self.tmux("has-session", "-t", "top").returncode == 0
 
     def close(self):
-        self.tmux("kill-server")
+        try:
+            self.tmux("kill-server")
+        except SystemExit as e:
+            sys.stderr.write("top_term: %s\n" % e)
 
 
 def fits(screen, w, h):
@@ -256,6 +296,15 @@ def flops(s):
     need(s, r"^ND1 .*\[ *0\.0 F\]")
 
 
+def watchdog(sig, frame):
+    """Where the test stands, then a failure that still runs the cleanups
+    (the busy `trnemu run`s must not outlive the test)."""
+    faulthandler.dump_traceback()
+    raise SystemExit("FAIL: %s after %s s (traceback above)"
+                     % ("still running" if sig == signal.SIGALRM else "SIGTERM",
+                        WATCHDOG_S if sig == signal.SIGALRM else "meson's timeout"))
+
+
 def run_size(w, h):
     term = PtyTerm(w, h) if USE_PTY else TmuxTerm(w, h)
     try:
@@ -289,6 +338,9 @@ def run_size(w, h):
 
 
 def main():
+    signal.signal(signal.SIGALRM, watchdog)
+    signal.signal(signal.SIGTERM, watchdog)    # meson's timeout: still clean up
+    signal.alarm(WATCHDOG_S)
     out = tempfile.mkdtemp()
     env = dict(os.environ)
     env["NEURON_RT_VISIBLE_CORES"] = "4-5"
@@ -309,8 +361,11 @@ def main():
     finally:
         for p in work:
             p.terminate()
-            p.wait()
+            reap(p.pid, "trnemu run %d" % p.pid)
+            p.returncode = -signal.SIGTERM   # reaped above: Popen must not wait again
         shutil.rmtree(out, ignore_errors=True)
+    if stuck:
+        raise SystemExit("FAIL: SIGTERM did not end %s in %d s" % (", ".join(stuck), STEP_S))
     print("trnemu top in %s at 80x24 and 160x40: ok" % ("a pty" if USE_PTY else "tmux"))
 
 
