@@ -179,8 +179,14 @@ static void hd_cast_in(const struct hd_type *t, double (*get)(const char *), siz
     float buf[HD_CHUNK];
     for (npy_intp i = 0; i < n; i += HD_CHUNK) {
         npy_intp m = n - i < HD_CHUNK ? n - i : HD_CHUNK;
-        for (npy_intp j = 0; j < m; j++)
-            buf[j] = hd_f64_to_f32_odd(get(src + (size_t)(i + j) * size));
+        if (get == hd_get_double) { /* the common source (NumPy's default float): no call */
+            const npy_double *d = (const npy_double *)(const void *)src + i;
+            for (npy_intp j = 0; j < m; j++)
+                buf[j] = hd_f64_to_f32_odd(d[j]);
+        } else {
+            for (npy_intp j = 0; j < m; j++)
+                buf[j] = hd_f64_to_f32_odd(get(src + (size_t)(i + j) * size));
+        }
         hd_store_f32(t, dst + i * t->itemsize, buf, m);
     }
 }

@@ -79,12 +79,12 @@ uint16_t hd_from_f32(const struct hd_type *t, float x)
 float hd_f64_to_f32_odd(double x)
 {
     float f = (float)x;
-    if (isnan(x) || (double)f == x)
+    if ((double)f == x || isnan(x))
         return f;
-    if (fabs((double)f) > fabs(x))
-        f = nextafterf(f, 0.0f);    /* truncate toward zero (inf -> max) */
     uint32_t u;
     memcpy(&u, &f, sizeof u);
+    if (fabs((double)f) > fabs(x))
+        u -= 1u;                    /* one step toward zero: truncation (inf -> max) */
     u |= 1u;
     memcpy(&f, &u, sizeof f);
     return f;

@@ -5,10 +5,14 @@ Between NumPy's own types NumPy converts, except that a float to integer
 cast rounds to nearest even and saturates to the integer's range (NaN
 gives 0), the rule of trnemu's engines (docs/numerics.md). Every other
 cast goes through float32, as the engines' casts do: the source's values
-as float32, then rounded to nearest even into the destination."""
+as float32, then rounded to nearest even into the destination. A cast
+works through the array in chunks, so that besides its result it needs a
+few MiB whatever the array's size (the suites cast multi-GiB caches)."""
 import numpy as np
 
 from ._types import FORMATS, PACKED, LANES, ScalarType, PackedType, dtype_name, nki_host_type
+
+_CHUNK = 1 << 20     # source elements converted at a time (a multiple of LANES)
 
 
 def _type_of(arr):
@@ -42,21 +46,30 @@ class _Tagged(np.ndarray):
         self.nki_dtype = getattr(obj, "nki_dtype", None)
 
 
-def _bits(arr, container):
-    return np.ascontiguousarray(np.asarray(arr)).view(container)
+def _flat(arr, container=None):
+    """A host array's elements as one C-ordered axis (its bit patterns as
+    container when given); a copy only when it is not contiguous."""
+    a = np.ascontiguousarray(np.asarray(arr))
+    return (a.view(container) if container is not None else a).reshape(-1)
 
 
 def _bf16_encode(f32):
-    u = f32.view(np.uint32).astype(np.uint64)
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    quiet = ((u >> 16) | 0x40).astype(np.uint16)          # a NaN stays NaN, sign and top payload kept
-    return np.where(np.isnan(f32), quiet, r)
+    from nki._dtypes import f32_to_bf16      # the engines' rounding, one home
+    return f32_to_bf16(f32)
+
+
+def _bf16_decode(bits):
+    return (bits.astype(np.uint32) << 16).view(np.float32)
 
 
 def _tf32_round(f32):
-    u = f32.view(np.uint32).astype(np.uint64)
-    r = ((u + 0xFFF + ((u >> 13) & 1)) >> 13 << 13).astype(np.uint32)
-    return np.where(np.isnan(f32), f32, r.view(np.float32))
+    u = f32.view(np.uint32)
+    t = u >> 13
+    t &= 1
+    t += u                  # wraps only for NaNs, which are kept below
+    t += 0xFFF
+    t &= np.uint32(0xFFFFE000)
+    return np.where(np.isnan(f32), f32, t.view(np.float32))
 
 
 def _pack(codes, packed):
@@ -81,31 +94,83 @@ def _unpack(elems, packed):
     return np.stack(lanes, axis=-1).reshape(e.shape[:-1] + (e.shape[-1] * LANES,))
 
 
+def _decoder(name):
+    """How to read a source of a non-NumPy type: (container of its bit
+    patterns, bits -> float32 values, values per element)."""
+    if name in PACKED:
+        packed = nki_host_type(name)
+        return packed.container, lambda e: FORMATS[PACKED[name][0]].decode(_unpack(e, packed)), LANES
+    if name in FORMATS:
+        return np.uint8, FORMATS[name].decode, 1
+    if name == "bfloat16":
+        return np.uint16, _bf16_decode, 1
+    return np.float32, np.array, 1                      # tfloat32: float32 bits
+
+
+def _encoder(name):
+    """How to write a destination of a non-NumPy type: (its type, container
+    of its bit patterns, float32 values -> bits, values per element)."""
+    dst = nki_host_type(name)
+    if name in PACKED:
+        return dst, dst.container, lambda f: _pack(dst.lane.encode(f), dst), LANES
+    if name in FORMATS:
+        return dst, np.uint8, FORMATS[name].encode, 1
+    if name == "bfloat16":
+        return dst, np.uint16, _bf16_encode, 1
+    return dst, np.float32, _tf32_round, 1
+
+
+def _convert(src, out, fn):
+    """out (flat) = fn(src (flat)), about _CHUNK values at a time: the
+    temporaries of a conversion stay a few MiB whatever the array's size.
+    The sizes may differ by a packing factor (LANES divides _CHUNK)."""
+    n, m = src.size, out.size
+    step = _CHUNK if m <= n else max(1, _CHUNK // (m // n))
+    for i in range(0, n, step):
+        j = min(i + step, n)
+        out[i * m // n:j * m // n] = fn(src[i:j])
+    return out
+
+
+def _values_shape(shape, per_element):
+    """The shape of the values of an array of shape holding per_element
+    values an element (packed types: along the last axis)."""
+    if per_element == 1:
+        return shape
+    return shape[:-1] + (shape[-1] * per_element,) if shape else (per_element,)
+
+
 def to_float32(arr):
     """The values of a host array of any type, as float32."""
     arr_t = _type_of(arr) if isinstance(arr, np.ndarray) else None
     if arr_t is None:
         return np.asarray(arr, dtype=np.float32)
     name = dtype_name(arr_t)
-    if name in PACKED:
-        return FORMATS[PACKED[name][0]].decode(_unpack(arr, nki_host_type(name)))
-    if name in FORMATS:
-        return FORMATS[name].decode(_bits(arr, np.uint8))
-    if name == "bfloat16":
-        return (_bits(arr, np.uint16).astype(np.uint32) << 16).view(np.float32)
-    if name == "tfloat32":
-        return _bits(arr, np.float32).copy()
-    return np.asarray(arr).astype(np.float32)
+    if _plain(name):
+        return np.asarray(arr).astype(np.float32)
+    container, decode, per = _decoder(name)
+    src = _flat(arr, container)
+    out = _convert(src, np.empty(src.size * per, np.float32), decode)
+    return out.reshape(_values_shape(np.shape(arr), per))
 
 
 def _numpy_cast(arr, dst):
+    """Between NumPy's types; float to integer rounds to nearest even and
+    saturates (NaN gives 0), through float64 a chunk at a time."""
     src = np.asarray(arr)
-    if dst.kind in "iu" and src.dtype.kind == "f":
-        info = np.iinfo(dst)
-        r = np.rint(src.astype(np.float64))
-        r = np.where(np.isnan(r), 0, np.clip(r, info.min, info.max))
-        return r.astype(dst)
-    return src.astype(dst)
+    if not (dst.kind in "iu" and src.dtype.kind == "f"):
+        return src.astype(dst)
+    info = np.iinfo(dst)
+
+    def rint(c):
+        r = np.rint(c.astype(np.float64))
+        return np.where(np.isnan(r), 0, np.clip(r, info.min, info.max)).astype(dst)
+    return _convert(_flat(src), np.empty(src.size, dst), rint).reshape(src.shape)
+
+
+def _plain(name):
+    """A type NumPy converts itself (not a small float, bfloat16 or tfloat32)."""
+    return not (name in FORMATS or name in PACKED or name in ("bfloat16", "tfloat32"))
 
 
 def static_cast(arr, dtype):
@@ -113,18 +178,26 @@ def static_cast(arr, dtype):
     name = dtype_name(dtype)
     src_t = _type_of(arr) if isinstance(arr, np.ndarray) else np.asarray(arr).dtype
     src_name = dtype_name(src_t)
-    plain = lambda n: not (n in FORMATS or n in PACKED or n in ("bfloat16", "tfloat32"))  # noqa: E731
-    if plain(name) and plain(src_name):
+    if _plain(name) and _plain(src_name):
         return _numpy_cast(arr, np.dtype(name))
-    f32 = np.ascontiguousarray(to_float32(arr) if not plain(src_name)
-                               else np.asarray(arr).astype(np.float32))
-    if plain(name):
-        return _numpy_cast(f32, np.dtype(name))
-    dst = nki_host_type(name)
-    if name in PACKED:
-        return _wrap(_pack(dst.lane.encode(f32), dst), dst)
-    if name in FORMATS:
-        return _wrap(FORMATS[name].encode(f32), dst)
-    if name == "bfloat16":
-        return _wrap(_bf16_encode(f32), dst)
-    return _wrap(_tf32_round(f32), dst)
+    if _plain(src_name):
+        src, per_in = _flat(arr), 1
+        decode = lambda c: c.astype(np.float32)          # noqa: E731
+    else:
+        container, decode, per_in = _decoder(src_name)
+        src = _flat(arr, container)
+    shape = _values_shape(np.shape(arr), per_in)
+    if _plain(name):
+        dst = np.dtype(name)
+        out = _convert(src, np.empty(src.size * per_in, dst),
+                       lambda c: _numpy_cast(decode(c), dst))
+        return out.reshape(shape)
+    dst, container, encode, per_out = _encoder(name)
+    if per_out > 1:
+        if not shape or shape[-1] % per_out:
+            raise ValueError("neuron_dtypes.static_cast: packing into %s needs a last axis "
+                             "divisible by %d, got shape %s" % (name, per_out, shape))
+        shape = shape[:-1] + (shape[-1] // per_out,)
+    out = np.empty(src.size * per_in // per_out, container)
+    out = _convert(src, out, lambda c: encode(decode(c)))
+    return _wrap(out.reshape(shape), dst)

@@ -2,6 +2,8 @@
 and fewer) on NumPy arrays, by their layout: exponent and mantissa widths,
 bias, and which special values the format has. Rounding is to nearest,
 ties to even (docs/numerics.md gives the rules these follow)."""
+import functools
+
 import numpy as np
 
 
@@ -39,7 +41,26 @@ class Minifloat:
 
     def decode(self, codes):
         """Codes (unsigned integers) -> float32 values."""
-        return self.values[np.asarray(codes).astype(np.intp)].astype(np.float32)
+        return np.take(self._values32, np.asarray(codes))
+
+    @functools.cached_property
+    def _values32(self):
+        return self.values.astype(np.float32)
+
+    @functools.cached_property
+    def _by_top16(self):
+        """The codes of float32 values by their top 16 bits: (when the low
+        16 bits are zero, when they are not). Every rounding boundary of a
+        format of at most 4 mantissa bits (a midpoint, the overflow edge)
+        is such a value with zero low bits, so no boundary lies strictly
+        between two of them: the code of any float32 is the one of its
+        top 16 bits, exact or just above (a tie is decided at the exact
+        one). NaNs with a zero top mantissa land in the second table."""
+        top = np.arange(1 << 16, dtype=np.uint32) << 16
+        with np.errstate(invalid="ignore"):        # the signalling NaNs among them
+            exact = self._encode_f64(top.view(np.float32))
+            above = self._encode_f64((top | 0x8000).view(np.float32))
+        return exact, above
 
     def nan_code(self, negative):
         """The code a NaN becomes (the quiet NaN of the format, sign kept)."""
@@ -54,7 +75,18 @@ class Minifloat:
 
     def encode(self, x):
         """Values -> codes (uint8), round to nearest even; overflow gives
-        infinity ('ieee'), NaN ('fn') or the largest value ('none')."""
+        infinity ('ieee'), NaN ('fn') or the largest value ('none').
+        float32 values are looked up by their top 16 bits (_by_top16)."""
+        x = np.asarray(x)
+        if x.dtype != np.float32 or self.mbits > 4:
+            return self._encode_f64(x)
+        exact, above = self._by_top16
+        u = np.ascontiguousarray(x).view(np.uint32)
+        top = u >> 16
+        return np.where((u & 0xFFFF) != 0, above[top], exact[top])
+
+    def _encode_f64(self, x):
+        """encode by comparison with the format's values, in float64."""
         x = np.asarray(x, dtype=np.float64)
         neg = np.signbit(x)
         a = np.abs(x)

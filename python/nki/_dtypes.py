@@ -273,11 +273,21 @@ def promote(a, b):
 
 
 def f32_to_bf16(x):
-    """float32 array -> bfloat16 bit patterns (uint16), round to nearest even."""
-    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
-    nan = np.isnan(np.asarray(x, dtype=np.float32))
-    r = ((u + 0x7FFF + ((u >> 16) & 1)) >> 16).astype(np.uint16)
-    return np.where(nan, np.uint16(0x7FC0), r)
+    """float32 values -> bfloat16 bit patterns (uint16), rounded to nearest
+    even as the engines round (emu/num): a NaN stays a quiet NaN with its
+    sign and top payload bits. 32-bit temporaries only, one pass each."""
+    f = np.ascontiguousarray(x, dtype=np.float32)
+    u = f.view(np.uint32)
+    t = u >> 16
+    t &= 1
+    t += u                  # wraps only past 0xFFFF8000, a NaN: replaced below
+    t += 0x7FFF
+    t >>= 16
+    r = t.astype(np.uint16)
+    nan = np.isnan(f)
+    if nan.any():
+        r[nan] = (u[nan] >> 16).astype(np.uint16) | 0x40
+    return r
 
 
 def bf16_to_f32(b):

@@ -62,6 +62,28 @@ def test_float64_rounds_once():
     assert bits(np.array([1 + 2**-8 + 2**-40], dtype=np.float32).astype(BF16)) == [0x3F80]
 
 
+@trnemu_only
+def test_float64_to_bfloat16_rounds_once_everywhere():
+    """float64 -> bfloat16 against rounding the float64 itself to 8
+    significant bits (NumPy's rint, ties to even): near ties, in the
+    subnormal range (a fixed quantum of 2^-133) and at the overflow edge."""
+    rng = np.random.default_rng(11)
+    e = rng.integers(-140, 129, 200_000)
+    m = rng.integers(1 << 7, 1 << 8, 200_000).astype(np.float64)
+    tie = np.ldexp(m + 0.5, e - 8)                                # exact ties of 8 bits
+    nudge = np.ldexp(rng.choice([-1.0, 0.0, 1.0], 200_000), e - 40)
+    x = (tie + nudge) * rng.choice([-1.0, 1.0], 200_000)
+    x = np.concatenate([x, rng.standard_normal(50_000) * 1e3])
+    mant, ex = np.frexp(x)
+    normal = np.ldexp(np.rint(np.ldexp(mant, 8)), ex - 8)
+    sub = np.ldexp(np.rint(np.ldexp(x, 133)), -133)
+    want = np.where(np.abs(x) < 2.0 ** -126, sub, normal)
+    want = np.where(np.abs(want) >= 2.0 ** 128, np.copysign(np.inf, x), want)
+    got = x.astype(BF16).astype(np.float64)
+    bad = np.flatnonzero(got != want)
+    assert bad.size == 0, "x %r: got %r, want %r" % (x[bad[0]], got[bad[0]], want[bad[0]])
+
+
 def test_fp8_rounding_and_limits():
     x = np.array([240, 248, 1000, -1000, 0.3, np.nan, 2.0**-9], dtype=np.float32)
     # e4m3 (IEEE-style): max 240, 248 is the overflow midpoint -> inf

@@ -9,6 +9,7 @@ import pytest
 import nki
 import nki.language as nl
 import neuron_dtypes as dt
+from neuron_dtypes._types import FORMATS
 
 
 def rand(*shape):
@@ -152,6 +153,79 @@ def test_static_cast_to_integers_rounds_and_saturates():
     assert dt.static_cast(x, np.int8).tolist() == [2, 4, -2, 127, -5, 0]
     assert dt.static_cast(x, np.uint8).tolist() == [2, 4, 0, 255, 0, 0]
     assert dt.static_cast(np.array([70000], np.int32), np.int32).tolist() == [70000]
+
+
+def _grid_f32():
+    """float32 values by their top 16 bits (all 65,536), each with low bits
+    zero, one, just under half, half, just over half and all ones."""
+    lows = np.array([0, 1, 0x7FFF, 0x8000, 0x8001, 0xFFFF], np.uint32)
+    top = np.arange(1 << 16, dtype=np.uint32) << 16
+    return (top[:, None] | lows[None, :]).reshape(-1).view(np.float32)
+
+
+@pytest.mark.parametrize("fmt", sorted(FORMATS))
+def test_fp8_lookup_encoding_equals_comparison(fmt):
+    """The top-16-bit tables give exactly the codes of the comparison with
+    the format's values, on every exponent, both signs, NaNs and infinities."""
+    m = FORMATS[fmt]
+    x = _grid_f32()
+    with np.errstate(invalid="ignore"):
+        assert np.array_equal(m.encode(x), m._encode_f64(x))
+
+
+def test_bf16_rounding_matches_the_engines():
+    """nki's float32 -> bfloat16 (which static_cast uses) gives the bits of
+    trnemu's C numerics (the host-dtype extension), NaN payloads included."""
+    from nki import _dtypes
+    ext = _dtypes._load_extension()
+    if ext is None:
+        pytest.skip("nki._hostdtypes not built")
+    x = _grid_f32()
+    engine = x.astype(np.dtype(ext.bfloat16)).view(np.uint16)
+    assert np.array_equal(_dtypes.f32_to_bf16(x), engine)
+    assert np.array_equal(np.asarray(dt.static_cast(x, dt.bfloat16)).view(np.uint16), engine)
+
+
+_CHUNK_CASES = [(np.float32, dt.bfloat16), (np.float32, dt.float8_e4m3),
+                (np.float64, dt.float8_e5m2), (np.float32, dt.float8_e4m3fn_x4),
+                (np.float32, dt.float4_e2m1fn_x4), (np.float32, dt.tfloat32),
+                (np.float64, np.int16), (dt.bfloat16, dt.float8_e4m3fn),
+                (dt.float8_e4m3, np.uint8), (dt.float8_e5m2_x4, np.float32)]
+
+
+@pytest.mark.parametrize("src,dst", _CHUNK_CASES)
+def test_static_cast_in_chunks_gives_the_same_bits(monkeypatch, src, dst):
+    """A cast done 8 values at a time (chunks that split rows and packed
+    elements' groups of lanes) equals the cast done whole."""
+    from neuron_dtypes import _cast
+    x = np.random.default_rng(3).standard_normal((7, 36)) * 50
+    x[0, :3] = [np.inf, -np.inf, np.nan]
+    a = dt.static_cast(x.astype(np.float32), src) if src not in (np.float32, np.float64) \
+        else x.astype(src)
+    whole = dt.static_cast(a, dst)
+    monkeypatch.setattr(_cast, "_CHUNK", 8)
+    chunked = dt.static_cast(a, dst)
+    assert chunked.shape == whole.shape
+    assert np.asarray(chunked).tobytes() == np.asarray(whole).tobytes()
+    assert np.asarray(dt.to_float32(chunked)).tobytes() == \
+        np.asarray(dt.to_float32(whole)).tobytes()
+
+
+@pytest.mark.parametrize("dst", [dt.bfloat16, dt.float8_e4m3, dt.float8_e4m3fn_x4, np.int8])
+def test_static_cast_needs_little_beyond_its_result(dst):
+    """A cast of 4M values allocates its result and a few MiB of chunk
+    temporaries (NumPy reports its buffers to tracemalloc), not the 8-byte
+    per value float64 and index arrays of a whole-array conversion."""
+    import tracemalloc
+    x = np.random.default_rng(5).standard_normal(1 << 22).astype(np.float32)
+    dt.static_cast(x[:64], dst)               # the format's tables, built once
+    tracemalloc.start()
+    try:
+        out = dt.static_cast(x, dst)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < np.asarray(out).nbytes + (32 << 20), "peak %d MiB" % (peak >> 20)
 
 
 def test_type_facts():
