@@ -289,8 +289,27 @@ def test_a_tests_arrays_in_cycles_are_freed_when_it_ends():
         sys.last_value, sys.last_traceback = e, e.__traceback__
     del h, arr
     assert gone() is not None                  # only a collection frees it
+    nkilib_plugin._ran.add("t")                # as its failed call's report does
     nkilib_plugin.pytest_runtest_logfinish("t", None)
     assert gone() is None and not hasattr(sys, "last_value")
+
+
+def test_only_a_test_that_ran_or_failed_is_followed_by_a_collection(monkeypatch):
+    import types
+    rep = lambda when, outcome: types.SimpleNamespace(  # noqa: E731
+        when=when, failed=outcome == "failed", skipped=outcome == "skipped")
+    assert nkilib_plugin.worth_collecting(rep("call", "passed"))
+    assert nkilib_plugin.worth_collecting(rep("setup", "failed"))
+    assert not nkilib_plugin.worth_collecting(rep("setup", "skipped"))
+    assert not nkilib_plugin.worth_collecting(rep("call", "skipped"))
+    assert not nkilib_plugin.worth_collecting(rep("setup", "passed"))
+    calls = []
+    monkeypatch.setattr(nkilib_plugin.gc, "collect", lambda: calls.append(1))
+    nkilib_plugin.pytest_runtest_logfinish("skipped-one", None)
+    assert calls == []
+    nkilib_plugin._ran.add("ran-one")
+    nkilib_plugin.pytest_runtest_logfinish("ran-one", None)
+    assert calls == [1] and "ran-one" not in nkilib_plugin._ran
 
 
 def test_classify_a_ranks_error_by_that_ranks_stack():
