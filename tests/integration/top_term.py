@@ -16,9 +16,11 @@ the categories appear; the arrows scroll to the model row), F switches
 to FLOPS, q quits.
 
 No step may hang the test: every tmux command, every wait for a process
-and the pty's close have a deadline (then SIGKILL), each size has its own
-tmux server, and a watchdog prints where the test stood before meson's
-timeout would kill it silently.
+and the pty's close have a deadline (then SIGKILL), each size and attempt
+has its own tmux server, and a watchdog prints where the test stood
+before meson's timeout would kill it silently. A tmux command that does
+not answer (the terminal, not trnemu) gets the size one more try with a
+fresh server; a trnemu process that SIGTERM does not end fails the test.
 
 Usage: top_term.py TRNEMU EXAMPLES_DIR [--pty]   (--pty: skip tmux)
 """
@@ -41,10 +43,21 @@ TRNEMU, EXAMPLES = sys.argv[1], sys.argv[2]
 first_pid = 0   # the program on VNCs 4-5
 USE_PTY = "--pty" in sys.argv or shutil.which("tmux") is None
 STEP_S = 10       # the longest any one command or process wait may take
-WATCHDOG_S = 75   # under meson's 90 s: the traceback of a stuck test
+WATCHDOG_S = 165  # under meson's 180 s: the traceback of a stuck test
 
 
 stuck = []        # the processes a signal did not end in STEP_S
+
+
+def kill_by_argv(word):
+    """SIGKILL every process whose command line holds word (read from /proc)."""
+    for pid in filter(str.isdigit, os.listdir("/proc")):
+        try:
+            with open("/proc/%s/cmdline" % pid, "rb") as f:
+                if word.encode() in f.read():
+                    os.kill(int(pid), signal.SIGKILL)
+        except (OSError, ProcessLookupError):
+            pass
 
 
 def reap(pid, what):
@@ -187,11 +200,16 @@ class PtyTerm:
         os.close(self.fd)
 
 
-class TmuxTerm:
-    """trnemu top in a tmux pane of w x h (its own server socket)."""
+class TmuxStuck(Exception):
+    """A tmux command (the terminal, not trnemu) did not answer in STEP_S."""
 
-    def __init__(self, w, h):
-        self.sock = "trnemu-top-test-%d-%dx%d" % (os.getpid(), w, h)
+
+class TmuxTerm:
+    """trnemu top in a tmux pane of w x h (a server socket of its own for
+    each size and attempt)."""
+
+    def __init__(self, w, h, attempt=1):
+        self.sock = "trnemu-top-test-%d-%dx%d-%d" % (os.getpid(), w, h, attempt)
         self.tmux("new-session", "-d", "-s", "top", "-x", str(w), "-y", str(h), TRNEMU + " top")
 
     def tmux(self, *args):
@@ -199,7 +217,7 @@ class TmuxTerm:
             return subprocess.run(["tmux", "-L", self.sock, "-f", "/dev/null"] + list(args),
                                   capture_output=True, text=True, timeout=STEP_S)
         except subprocess.TimeoutExpired:
-            raise SystemExit("FAIL: tmux %s did not answer in %d s" % (args[0], STEP_S))
+            raise TmuxStuck("tmux %s did not answer in %d s" % (args[0], STEP_S)) from None
 
     def capture(self):
         return self.tmux("capture-pane", "-p", "-t", "top").stdout
@@ -214,8 +232,9 @@ class TmuxTerm:
     def close(self):
         try:
             self.tmux("kill-server")
-        except SystemExit as e:
-            sys.stderr.write("top_term: %s\n" % e)
+        except TmuxStuck as e:     # its server (argv names the socket) and trnemu top go
+            sys.stderr.write("top_term: %s; its server killed\n" % e)
+            kill_by_argv(self.sock)
 
 
 def fits(screen, w, h):
@@ -305,8 +324,8 @@ def watchdog(sig, frame):
                         WATCHDOG_S if sig == signal.SIGALRM else "meson's timeout"))
 
 
-def run_size(w, h):
-    term = PtyTerm(w, h) if USE_PTY else TmuxTerm(w, h)
+def run_size(w, h, attempt):
+    term = PtyTerm(w, h) if USE_PTY else TmuxTerm(w, h, attempt)
     try:
         tabs = {}
         wait_for(term, w, h, sections(tabs), "every section")
@@ -345,19 +364,25 @@ def main():
     env = dict(os.environ)
     env["NEURON_RT_VISIBLE_CORES"] = "4-5"
     env.pop("NEURON_PROCESS_TAG", None)
+    quiet = dict(stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     work = [subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "softmax.neff"), "--repeat",
-                              "1000000", "--vnc", "1", "--output-dir", out],
-                             env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)]
+                              "1000000", "--vnc", "1", "--output-dir", out], env=env, **quiet)]
     env2 = dict(env, NEURON_RT_VISIBLE_CORES="9", NEURON_PROCESS_TAG="second")
     work.append(subprocess.Popen([TRNEMU, "run", os.path.join(EXAMPLES, "softmax.neff"), "--repeat",
-                                  "1000000", "--output-dir", out],
-                                 env=env2, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+                                  "1000000", "--output-dir", out], env=env2, **quiet))
     try:
         time.sleep(0.5)
         global first_pid
         first_pid = work[0].pid
-        for size in ((80, 24), (160, 40)):
-            run_size(size[0], size[1])
+        for w, h in ((80, 24), (160, 40)):
+            try:
+                run_size(w, h, 1)
+            except TmuxStuck as e:      # the terminal, not trnemu top: once more, a fresh server
+                sys.stderr.write("top_term: %dx%d: %s; again with a new tmux server\n" % (w, h, e))
+                try:
+                    run_size(w, h, 2)
+                except TmuxStuck as e2:
+                    raise SystemExit("FAIL: %dx%d: %s twice" % (w, h, e2))
     finally:
         for p in work:
             p.terminate()
