@@ -210,7 +210,12 @@ class TmuxTerm:
 
     def __init__(self, w, h, attempt=1):
         self.sock = "trnemu-top-test-%d-%dx%d-%d" % (os.getpid(), w, h, attempt)
-        self.tmux("new-session", "-d", "-s", "top", "-x", str(w), "-y", str(h), TRNEMU + " top")
+        try:
+            self.tmux("new-session", "-d", "-s", "top", "-x", str(w), "-y", str(h),
+                      TRNEMU + " top")
+        except TmuxStuck:
+            kill_by_argv(self.sock)              # no close() follows a failed start
+            raise
 
     def tmux(self, *args):
         try:
