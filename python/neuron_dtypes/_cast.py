@@ -53,13 +53,11 @@ def _flat(arr, container=None):
     return (a.view(container) if container is not None else a).reshape(-1)
 
 
-def _bf16_encode(f32):
-    from nki._dtypes import f32_to_bf16      # the engines' rounding, one home
-    return f32_to_bf16(f32)
-
-
-def _bf16_decode(bits):
-    return (bits.astype(np.uint32) << 16).view(np.float32)
+def _bf16():
+    """nki's bfloat16 conversions (the engines' rounding, kept in one place):
+    (float32 -> bits, bits -> float32)."""
+    from nki._dtypes import f32_to_bf16, bf16_to_f32
+    return f32_to_bf16, bf16_to_f32
 
 
 def _tf32_round(f32):
@@ -103,7 +101,7 @@ def _decoder(name):
     if name in FORMATS:
         return np.uint8, FORMATS[name].decode, 1
     if name == "bfloat16":
-        return np.uint16, _bf16_decode, 1
+        return np.uint16, _bf16()[1], 1
     return np.float32, np.array, 1                      # tfloat32: float32 bits
 
 
@@ -116,7 +114,7 @@ def _encoder(name):
     if name in FORMATS:
         return dst, np.uint8, FORMATS[name].encode, 1
     if name == "bfloat16":
-        return dst, np.uint16, _bf16_encode, 1
+        return dst, np.uint16, _bf16()[0], 1
     return dst, np.float32, _tf32_round, 1
 
 

@@ -60,14 +60,22 @@ def kill_by_argv(word):
             pass
 
 
-def reap(pid, what):
-    """Wait for pid up to STEP_S, then SIGKILL it and note it in stuck:
-    nothing waits forever, and a process deaf to SIGTERM fails the test."""
+def reap(pid, what, drain_fd=None):
+    """Wait for pid up to STEP_S (reading drain_fd meanwhile, if given: a
+    full pty would block its last frame), then SIGKILL it and note it in
+    stuck: nothing waits forever, and a process deaf to SIGTERM fails the
+    test."""
     deadline = time.monotonic() + STEP_S
     while time.monotonic() < deadline:
         if os.waitpid(pid, os.WNOHANG)[0] == pid:
             return
-        time.sleep(0.05)
+        if drain_fd is None:
+            time.sleep(0.05)
+        elif select.select([drain_fd], [], [], 0.05)[0]:
+            try:
+                os.read(drain_fd, 65536)
+            except OSError:           # the pty closed: its process is ending
+                time.sleep(0.05)
     stuck.append(what)
     os.kill(pid, signal.SIGKILL)
     os.waitpid(pid, 0)
@@ -182,19 +190,10 @@ class PtyTerm:
         return os.waitpid(self.pid, os.WNOHANG) == (0, 0)
 
     def close(self):
-        """SIGTERM, reading what it still writes (a full pty would block
-        its last frame), then reaped or killed."""
+        """SIGTERM, then reaped (its output read meanwhile) or killed."""
         try:
             os.kill(self.pid, signal.SIGTERM)
-            deadline = time.monotonic() + STEP_S
-            while time.monotonic() < deadline and os.waitpid(self.pid, os.WNOHANG) == (0, 0):
-                if select.select([self.fd], [], [], 0.05)[0]:
-                    try:
-                        os.read(self.fd, 65536)
-                    except OSError:
-                        pass
-            if os.waitpid(self.pid, os.WNOHANG) == (0, 0):
-                reap(self.pid, "trnemu top")
+            reap(self.pid, "trnemu top", self.fd)
         except (ProcessLookupError, ChildProcessError):
             pass
         os.close(self.fd)
