@@ -133,6 +133,26 @@ static emu_status dma_bind_row(struct isa_exec_ctx *ctx, unsigned slot, struct a
     return s;
 }
 
+/* An index of row r reaching outside var: the failure names the index and,
+ * where it fits in 64 bits, the first element the row starts at in the
+ * variable's flat elements of the operand's type and how many it has (the
+ * front end words that as NumPy's out-of-bounds IndexError). */
+static emu_status dma_index_oob(struct isa_exec_ctx *ctx, const struct isa_ap *ap,
+                                const struct isa_extent *ext, const struct core_var *var,
+                                int64_t i, uint32_t r)
+{
+    const char *name = var->name ? var->name : "?";
+    int64_t esize = (int64_t)isa_dtype_size(ap->dtype), first;
+    if (esize > 0 && !__builtin_mul_overflow(i, (int64_t)ap->part_step, &first) &&
+        !__builtin_add_overflow(first, (int64_t)ext->lo / esize, &first))
+        return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
+                         "outside variable '%s' (%" PRIu64 " bytes): element %" PRId64
+                         " of %" PRIu64, i, r, name, var->size, first,
+                         var->size / (uint64_t)esize);
+    return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
+                     "outside variable '%s' (%" PRIu64 " bytes)", i, r, name, var->size);
+}
+
 /* Byte offset of each indexed row; skip[r] when out of bounds with oob=skip. */
 static emu_status dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn *insn,
                                  unsigned slot, const struct isa_extent *ext, uint32_t rows,
@@ -157,9 +177,7 @@ static emu_status dma_index_rows(struct isa_exec_ctx *ctx, const struct isa_insn
                   (uint64_t)hi <= var->size;
         skip[r] = !in;
         if (!in && ISA_ARG_ENUM(insn, dma_copy, oob) != ISA_OOB_skip)
-            return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
-                             "outside variable '%s' (%" PRIu64 " bytes)", i, r,
-                             var->name ? var->name : "?", var->size);
+            return dma_index_oob(ctx, ap, ext, var, i, r);
     }
     return EMU_OK;
 }

@@ -790,6 +790,21 @@ def _causes(log):
     return out
 
 
+def _numpy_index_error(text):
+    """An indexed DMA past its HBM tensor as the vendor's simulator reports
+    it: NumPy's own IndexError ("index N is out of bounds for axis 0 with
+    size M", N the first flat element the row starts at), the kernel line
+    and the runtime's cause in a note (shown with the traceback); None for
+    other out-of-bounds failures."""
+    m = re.search(r"dma_copy index -?\d+ of row \d+ reaches outside variable .*?: "
+                  r"element (-?\d+) of (\d+)", text)
+    if not m:
+        return None
+    e = IndexError("index %s is out of bounds for axis 0 with size %s" % m.groups())
+    e.add_note(text)
+    return e
+
+
 def _race_cause(comp, cause):
     """A race report's text: its first line and the two accesses it names,
     each followed by the kernel line of its instruction; None when the
@@ -923,7 +938,8 @@ def _run(comp, args, kwargs, quiet=False):
         err = _core.NKIIndexError if st == _NRT_EXEC_OOB else NKIError
         text = _race_cause(comp, cause) or ("; ".join(cause[1:3] or cause[:1]) if cause else
                                             "the execution failed")
-        raise err("%s: %s: %s" % (where, m.status_text(st), text))
+        text = "%s: %s: %s" % (where, m.status_text(st), text)
+        raise (_numpy_index_error(text) if st == _NRT_EXEC_OOB else None) or err(text)
     for k, (name, shape, di, _, _) in enumerate(out_plan):
         arr = outs[k]
         if arr is None:

@@ -179,11 +179,15 @@ def _stop(proc):
 
 def _raise_rank_error(r, n, err):
     """Raise a rank's failure here: an NKIError (NKIIndexError) of the
-    rank's message, with the rank's stack as (file, function) pairs in
+    rank's message (an indexed DMA's IndexError as it is), with the rank's stack as (file, function) pairs in
     its rank_frames attribute."""
-    kind, msg, frames = err
+    kind, msg, frames, notes = err
     if kind in ("NKIError", "NKIIndexError"):
         e = (NKIIndexError if kind == "NKIIndexError" else NKIError)("rank %d of %d: %s" % (r, n, msg))
+    elif kind == "IndexError" and msg.startswith("index "):   # an indexed DMA past its tensor
+        e = IndexError(msg)
+        for note in notes:
+            e.add_note("rank %d of %d: %s" % (r, n, note))
     else:
         where = " (%s:%d)" % frames[-1][:2] if frames else ""
         e = NKIError("rank %d of %d: %s: %s%s" % (r, n, kind, msg, where))
@@ -361,7 +365,8 @@ def main(folder):
     except BaseException as e:     # every failure goes back to the caller
         _dump(os.path.join(folder, "err-%d.pkl" % rank),
               (type(e).__name__, str(e),
-               [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)]))
+               [(f.filename, f.lineno, f.name) for f in traceback.extract_tb(e.__traceback__)],
+               list(getattr(e, "__notes__", ()))))
         return 1
     return 0
 

@@ -137,12 +137,6 @@ INSTANCES = {"activate2": "trn3.48xlarge"}
 KNOWN = {
     "test_activation": "expects a bfloat16 activation to equal the float32 result; "
                        "trnemu rounds the output to bfloat16 as the hardware does",
-    "test_indirect_load_oob_err_negative": "asserts type(exc) is IndexError and NumPy's message; "
-                                           "trnemu raises NKIIndexError (an IndexError) naming the "
-                                           "kernel line",
-    "test_indirect_store_oob_err_negative": "asserts type(exc) is IndexError and NumPy's message; "
-                                            "trnemu raises NKIIndexError (an IndexError) naming the "
-                                            "kernel line",
 }
 
 

@@ -73,6 +73,54 @@ def test_shape_mismatch():
 
 
 @nki.jit
+def indexed_rows(a, idx, scatter):
+    """Rows of a by the indices idx ([P, 1] int32) into a (P, C) result
+    (gather), or a with its first P rows also copied to rows idx
+    (scatter); an index past a's rows stops the run."""
+    p, c = idx.shape[0], a.shape[1]
+    ix = nl.load(idx)
+    if scatter:
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=a)
+        rows = nl.load(a[0:p, :])
+        nisa.dma_copy(dst=out.ap([[c, p], [1, c]], vector_offset=ix, indirect_dim=0), src=rows,  # MARK-scatter
+                      oob_mode=nisa.oob_mode.error)
+        return out
+    out = nl.ndarray((p, c), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, c), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a.ap([[c, p], [1, c]], vector_offset=ix, indirect_dim=0),  # MARK-gather
+                  oob_mode=nisa.oob_mode.error)
+    nl.store(out, t)
+    return out
+
+
+@pytest.mark.parametrize("scatter", [False, True])
+def test_indexed_dma_past_its_tensor_is_numpys_index_error(scatter):
+    # as the vendor's simulator: NumPy's own IndexError, whose index is the
+    # first flat element of the row; the kernel line and the cause in a note
+    a = np.arange(40 * 8, dtype=np.float32).reshape(40, 8)
+    idx = np.array([[3], [41], [7], [50]], np.int32)
+    with pytest.raises(IndexError) as e:
+        indexed_rows(a, idx, scatter)
+    assert type(e.value) is IndexError
+    assert str(e.value) == "index 328 is out of bounds for axis 0 with size 320"
+    with pytest.raises(IndexError) as ref:     # what NumPy itself says of that element
+        a.reshape(-1)[41 * 8]
+    assert str(ref.value) == str(e.value)
+    marker = "MARK-scatter" if scatter else "MARK-gather"
+    note = "\n".join(e.value.__notes__)
+    assert "%s:%d: " % (HERE, line_of(marker)) in note and "index 41 of row 1" in note, note
+    idx[1, 0], idx[3, 0] = 39, 12               # within bounds: the rows themselves
+    got = indexed_rows(a, idx, scatter)
+    want = a.copy()
+    if scatter:
+        want[idx[:, 0]] = a[0:4]
+    else:
+        want = a[idx[:, 0]]
+    np.testing.assert_array_equal(got, want)
+
+
+@nki.jit
 def too_many_partitions(a):
     t = nl.load(a)  # MARK-pmax
     return a

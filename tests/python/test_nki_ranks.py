@@ -84,6 +84,17 @@ def fails_on_rank_1(a):
     return out
 
 
+@nki.jit
+def gather_rows(a, idx):
+    out = nl.ndarray((idx.shape[0], a.shape[1]), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(out.shape, dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a.ap([[a.shape[1], idx.shape[0]], [1, a.shape[1]]],  # MARK-rank-gather
+                                  vector_offset=nl.load(idx), indirect_dim=0),
+                  oob_mode=nisa.oob_mode.error)
+    nl.store(out, t)
+    return out
+
+
 def _inputs(n, shape=(4, 16)):
     return [np.random.default_rng(r).standard_normal(shape).astype(np.float32) for r in range(n)]
 
@@ -215,6 +226,20 @@ def test_a_rank_error_names_the_rank():
     xs = _inputs(2, (2, 8))
     with pytest.raises(nki.NKIError, match=r"rank 1 of 2: .*test_nki_ranks.py:\d+"):
         fails_on_rank_1.ranks([(x,) for x in xs], timeout=60)
+
+
+def test_a_ranks_indexed_dma_past_its_tensor_is_numpys_index_error():
+    # as on one rank: NumPy's IndexError, the rank and the kernel line in a note
+    a = np.zeros((8, 4), np.float32)
+    good, bad = np.array([[1], [2]], np.int32), np.array([[1], [9]], np.int32)
+    with pytest.raises(IndexError) as e:
+        gather_rows.ranks([(a, good), (a, bad)], timeout=60)
+    assert type(e.value) is IndexError
+    assert str(e.value) == "index 36 is out of bounds for axis 0 with size 32"
+    note = "\n".join(e.value.__notes__)
+    with open(__file__) as f:
+        line = next(i for i, s in enumerate(f, 1) if "MARK-rank-gather" in s and "next(" not in s)
+    assert note.startswith("rank 1 of 2: ") and "test_nki_ranks.py:%d: " % line in note, note
 
 
 def test_bad_uses():
