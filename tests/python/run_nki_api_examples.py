@@ -5,7 +5,13 @@ reference (aws-neuron-sdk, a local checkout or its bare mirror) on trnemu.
         [--python python] [--libnrt build/shims/libnrt.so.1] [--skip-tests]
         [--examples-only] [-k TEXT] [--timeout S] [--report FILE]
 
-Two parts, nothing of the SDK copied into this repository:
+Three parts, nothing of the SDK copied into this repository:
+
+(0) The names: every public name the stub modules define (functions,
+    classes, constants, and the methods and enum members of classes)
+    must be in trnemu's nki and have a row in docs/nki.md's "API status"
+    tables (a name in a row's first cell); each one that is absent or has
+    no row is listed, and counts as a failure.
 
 (a) The code-block examples of the docstrings of nki/api/nki/**/__init__.py
     (the reference's stub modules: nki, nki.language, nki.isa,
@@ -38,7 +44,7 @@ Two parts, nothing of the SDK copied into this repository:
     trnemu's nki (PYTHONPATH=python, TRNEMU_LIBNRT=...): passed, failed and
     errors, each failure with its cause.
 
-A bare git directory (the /work/.mirror form) is read with `git archive`
+A bare git directory (a mirror) is read with `git archive`
 into a temporary folder (--git-dir, or found automatically when SDK_DIR
 has no work tree).
 """
@@ -254,6 +260,93 @@ def api_names(sdk):
             if isinstance(node, (ast.FunctionDef, ast.ClassDef)) and not node.name.startswith("_"):
                 names.add(node.name)
     return names
+
+
+def stub_names(source):
+    """(name, members) for every public name a stub module defines at its
+    top level (functions, classes, constants, annotated constants); members:
+    a class's public methods and assigned attributes (enum members)."""
+    out = []
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            names = [node.name]
+        elif isinstance(node, ast.Assign):
+            names = [t.id for t in node.targets if isinstance(t, ast.Name)]
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names = [node.target.id]
+        else:
+            continue
+        members = []
+        for b in node.body if isinstance(node, ast.ClassDef) else ():
+            if isinstance(b, ast.FunctionDef):
+                members.append(b.name)
+            elif isinstance(b, ast.Assign):
+                members += [t.id for t in b.targets if isinstance(t, ast.Name)]
+        out += [(n, [m for m in members if not m.startswith("_")]) for n in names
+                if not n.startswith("_")]
+    return out
+
+
+def stub_module(path):
+    """The module a stub file stands for: nki/api/nki/isa/__init__.py is
+    nki.isa."""
+    rel = os.path.relpath(os.path.dirname(path), os.path.dirname(API_DIR))
+    return rel.replace(os.sep, ".")
+
+
+def api_rows(doc):
+    """Every identifier in the first cell of a table row of docs/nki.md's
+    "API status" section: the names that have a row."""
+    start = doc.find("## API status")
+    end = doc.find("\n## ", start + 1)
+    names = set()
+    for line in doc[start:end if end > 0 else None].splitlines():
+        if line.startswith("| "):
+            for code in re.findall(r"`([^`]*)`", line.split("|")[1]):
+                names.update(re.findall(r"[A-Za-z_]\w*", code))
+    return names
+
+
+def absent_names(want):
+    """In a child with trnemu's nki: the names of want ([module, name,
+    members]) that trnemu lacks, as module.name[.member]."""
+    import importlib
+    missing = []
+    for mod, name, members in want:
+        m = importlib.import_module(mod)
+        if not hasattr(m, name):
+            missing.append("%s.%s" % (mod, name))
+            continue
+        obj = getattr(m, name)
+        missing += ["%s.%s.%s" % (mod, name, a) for a in members if not hasattr(obj, a)]
+    return missing
+
+
+def check_names(sdk, args, out):
+    """Every public name of the reference's stubs: is it in trnemu's nki,
+    and has it a row in docs/nki.md's API tables? The count of those
+    that are not."""
+    want = []
+    for f in api_files(sdk):
+        want += [(stub_module(f), n, mem) for n, mem in
+                 stub_names(open(os.path.join(sdk, f), encoding="utf-8").read())]
+    r = subprocess.run([sys.executable, os.path.abspath(__file__), "--names"],
+                       input=json.dumps(want), env=child_env(args, "names"), capture_output=True,
+                       text=True, timeout=args.timeout)
+    if r.returncode != 0:
+        out("names: the check failed: %s" % last_error(r.stderr + r.stdout, r.returncode))
+        return 1
+    absent = json.loads(r.stdout)
+    with open(os.path.join(ROOT, "docs", "nki.md"), encoding="utf-8") as f:
+        rows = api_rows(f.read())
+    no_row = ["%s.%s" % (mod, n) for mod, n, _ in want if n not in rows]
+    for name in absent:
+        out("absent      %s" % name)
+    for name in no_row:
+        out("no row      %s (docs/nki.md)" % name)
+    out("names: %d of the reference (%d class members), %d absent, %d without a row in docs/nki.md"
+        % (len(want), sum(len(m) for _, _, m in want), len(absent), len(no_row)))
+    return len(absent) + len(no_row)
 
 
 # ------------------------------------------------------------- classification
@@ -616,6 +709,9 @@ def main(argv=None):
     if argv is None and sys.argv[1:2] == ["--one"]:
         run_one(json.loads(sys.stdin.read()))
         return 0
+    if argv is None and sys.argv[1:2] == ["--names"]:
+        print(json.dumps(absent_names(json.loads(sys.stdin.read()))))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("sdk", help="aws-neuron-sdk checkout, or a bare git dir")
     ap.add_argument("--git-dir", action="store_true", help="SDK is a (bare) git directory")
@@ -637,7 +733,7 @@ def main(argv=None):
             rep.write(line + "\n")
     out("aws-neuron-sdk %s" % (rev or "(not a git checkout)"))
     try:
-        bad = 0
+        bad = 0 if args.k else check_names(sdk, args, out)
         if not args.tests_only:
             bad += run_examples(sdk, args, out)["failed"]
         if not args.skip_tests and not args.k:

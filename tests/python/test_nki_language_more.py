@@ -246,3 +246,61 @@ def test_reference_parameter_names_and_defaults():
     np.testing.assert_array_equal(c, np.arange(8, dtype=np.float32).reshape(2, 4))
     np.testing.assert_array_equal(ident, np.eye(4, dtype=np.uint8))
     np.testing.assert_array_equal(into, np.eye(4, dtype=np.float32))
+
+
+def test_memory_region_and_dtype_types():
+    """nl.MemoryRegion members name the buffers (each equal to its string),
+    nl.DType is the type of the dtype names."""
+    assert [m.value for m in nl.MemoryRegion] == ["sbuf", "psum", "hbm", "private_hbm", "shared_hbm"]
+    assert nl.MemoryRegion.psum == nl.psum == "psum"
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.MemoryRegion.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.MemoryRegion.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.MemoryRegion.psum)
+        nisa.tensor_scalar(dst=p, data=t, op0=nl.multiply, operand0=2.0)
+        assert t.buffer == nl.MemoryRegion.sbuf and p.buffer == nl.MemoryRegion.psum
+        assert nl.is_hbm(out) and str(p.buffer) == "psum"
+        nl.store(out, p)
+        return out
+    a = np.arange(12, dtype=np.float32).reshape(3, 4)
+    np.testing.assert_array_equal(k(a), 2 * a)
+    for dt in (nl.float32, nl.bfloat16, nl.float8_e4m3, nl.float8_e4m3fn_x4, nl.int32, np.float16):
+        assert isinstance(dt, nl.DType), dt
+    for not_dt in ("float32", 3, nl.sbuf, None):
+        assert not isinstance(not_dt, nl.DType), not_dt
+
+
+def test_hardware_limits_are_validation_errors():
+    """nki.isa.NkiValidationError (an NKIError naming the line) for what the
+    hardware cannot do; other trace errors stay plain NKIErrors."""
+    assert issubclass(nisa.NkiValidationError, nki.NKIError)
+
+    @nki.jit
+    def wide_moving(a, b):
+        out = nl.ndarray((a.shape[1], b.shape[1]), dtype=nl.float32, buffer=nl.shared_hbm)
+        p = nl.ndarray(out.shape, dtype=nl.float32, buffer=nl.psum)
+        nisa.nc_matmul(p, stationary=nl.load(a), moving=nl.load(b))  # MARK-wide
+        nl.store(out, p)
+        return out
+
+    @nki.jit
+    def too_tall(a):
+        t = nl.ndarray((129, 4), dtype=nl.float32, buffer=nl.sbuf)  # MARK-tall
+        return a
+
+    @nki.jit
+    def not_an_op(a):
+        nisa.tensor_copy(dst=a, src=a)  # MARK-usage: an HBM dst is a usage error
+        return a
+    a = np.ones((128, 128), np.float32)
+    with pytest.raises(nisa.NkiValidationError, match=r"test_nki_language_more.py:\d+: matmul moving "
+                       r"free size 1024 exceeds 512"):
+        wide_moving(a, np.ones((128, 1024), np.float32))
+    with pytest.raises(nisa.NkiValidationError, match="more than 128"):
+        too_tall(a)
+    with pytest.raises(nki.NKIError) as e:
+        not_an_op(a)
+    assert not isinstance(e.value, nisa.NkiValidationError)

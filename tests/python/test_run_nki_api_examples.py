@@ -84,3 +84,37 @@ def test_a_block_runs_in_the_harness_and_its_tile_assert_is_checked(monkeypatch)
     monkeypatch.setitem(rx.DEFAULTS, "WANT", ("value", 5.0))
     with pytest.raises(AssertionError, match=r"fake/__init__.py:11: assertion false on the device"):
         rx.run_statements(ex, np.random.default_rng(0))
+
+
+STUB = '''from enum import Enum
+DType = str
+float32: DType = ...
+class engine(Enum):
+    tensor = 1
+    unknown = 0
+    def _hidden(self): ...
+class NkiTensor:
+    dtype: DType = ...
+    def reshape(self, shape): ...
+def nc_matmul(dst, stationary, moving): ...
+def _private(): ...
+'''
+
+
+def test_stub_names_and_rows():
+    assert rx.stub_names(STUB) == [("DType", []), ("float32", []), ("engine", ["tensor", "unknown"]),
+                                   ("NkiTensor", ["reshape"]), ("nc_matmul", [])]
+    assert rx.stub_module(os.path.join("nki", "api", "nki", "isa", "__init__.py")) == "nki.isa"
+    assert rx.stub_module(os.path.join("nki", "api", "nki", "__init__.py")) == "nki"
+    doc = ("# x\n| `not_here` | yes |\n## API status\n| API | status | notes |\n|---|---|---|\n"
+           "| `nc_matmul`, `engine.tensor` | yes | `DType` in the notes only |\n## Next\n| `later` | yes |\n")
+    rows = rx.api_rows(doc)
+    assert {"nc_matmul", "engine", "tensor"} <= rows
+    assert not {"DType", "not_here", "later", "API"} & rows
+
+
+def test_absent_names_against_trnemus_nki():
+    want = [("nki.language", "MemoryRegion", ["sbuf", "psum", "shared_hbm"]),
+            ("nki.isa", "engine", ["tensor", "no_such_engine"]),
+            ("nki.isa", "no_such_call", []), ("nki.language", "DType", [])]
+    assert rx.absent_names(want) == ["nki.isa.engine.no_such_engine", "nki.isa.no_such_call"]

@@ -118,6 +118,29 @@ def test_classify_execution_errors():
     assert kind == "execution error" and "bn_stats" in detail
 
 
+def test_classify_trnemus_subclasses_and_index_errors():
+    import nki.isa as nisa
+    import numpy as np
+
+    def too_tall(a):
+        t = nl.ndarray((129, 4), dtype=nl.float32, buffer=nl.sbuf)   # NkiValidationError
+        return t
+
+    def gather(a, idx):
+        out = nl.ndarray((2, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        t = nl.ndarray((2, 4), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap([[4, 2], [1, 4]], vector_offset=nl.load(idx), indirect_dim=0))
+        nl.store(out, t)
+        return out
+    a = np.zeros((8, 4), np.float32)
+    kind, detail = nkilib_plugin.classify(raised(lambda: nki.cpu_simulate(too_tall)[1](a)))
+    assert kind == "trace error" and "more than 128" in detail
+    kind, detail = nkilib_plugin.classify(raised(lambda: nki.cpu_simulate(gather)[1](
+        a, np.array([[1], [9]], np.int32))))
+    assert (kind, detail) == ("execution error", "index 36 is out of bounds for axis 0 with size 32")
+    assert nkilib_plugin.classify(raised(lambda: [][1]))[0] == "test error"   # not trnemu's
+
+
 def test_classify_wrong_numbers_and_other_errors():
     def validate():
         try:

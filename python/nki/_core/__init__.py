@@ -15,8 +15,8 @@ package is split by concern:
   hazards between engines into semaphore waits, and assembly rendering.
 """
 from .context import (ENGINES, SBUF_BYTES, PSUM_BYTES, PSUM_BANK, NUM_PARTITIONS, sbuf_bytes,  # noqa: F401
-                      NKIError, NKIIndexError, NKIWarning, _tls, current, user_line, fail, fail_index,
-                      warn)
+                      NKIError, NKIIndexError, NkiValidationError, NKIWarning, _tls, current,
+                      user_line, fail, fail_hw, fail_index, warn)
 from .alloc import Storage, Allocator  # noqa: F401
 from .access import (_merge, free_dims, partitions, ap_text, rect, check_bounds,  # noqa: F401
                      elems, _overlap)

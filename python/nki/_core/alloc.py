@@ -11,7 +11,7 @@ import bisect
 import weakref
 
 from .access import _overlap
-from .context import NKIError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
+from .context import NKIError, NkiValidationError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
 
 
 def _range_offset(r):
@@ -302,9 +302,9 @@ class Allocator:
         if best is None:
             total = self.size[st.kind]
             used = total - sum(ln for _, ln, _, _ in lst)
-            raise NKIError("%s: %s overflow: a tile of %d bytes per partition does not fit "
-                           "(%d of %d bytes per partition in use)"
-                           % (st.line, st.kind.upper(), size, used, total))
+            raise NkiValidationError("%s: %s overflow: a tile of %d bytes per partition does "
+                                     "not fit (%d of %d bytes per partition in use)"
+                                     % (st.line, st.kind.upper(), size, used, total))
         _, i, j, start, clock = best
         rest = []
         for o, ln, c, q in lst[i:j + 1]:

@@ -33,6 +33,13 @@ class NKIError(Exception):
     The message starts with the kernel source line (FILE:LINE)."""
 
 
+class NkiValidationError(NKIError):
+    """A kernel asks for what the hardware cannot do (nki.isa's name): a
+    tile over 128 partitions, a matmul operand over the Tensor Engine's
+    sizes, a tile that does not fit SBUF or PSUM, a NeuronCore-v4 type or
+    instruction on an older core. Also an NKIError naming the line."""
+
+
 class NKIIndexError(NKIError, IndexError):
     """An access outside a tensor: an index found out of bounds while
     tracing, or an out-of-bounds access the execution reported (as the
@@ -98,6 +105,11 @@ def warn(msg):
 
 def fail(msg):
     raise NKIError("%s: %s" % (user_line(), msg))
+
+
+def fail_hw(msg):
+    """A hardware limit the kernel line breaks (NkiValidationError)."""
+    raise NkiValidationError("%s: %s" % (user_line(), msg))
 
 
 def fail_index(msg):

@@ -13,7 +13,7 @@ The view's storage is an IndStorage: it stands for the tile and carries
 the index, the element step between offsets and the largest offset. The
 dependency tracker counts the view by every element an offset may reach
 and the instruction as a reader of its index."""
-from .context import fail
+from .context import fail, fail_hw
 from .dynamic import RunTimeStorage
 
 # ops whose operands may be .indirect() views (the reference's list)
@@ -107,9 +107,9 @@ def check(tr, engine, op, views):
         if not isinstance(st, IndStorage):
             continue
         if getattr(tr, "gen", 4) < 4:
-            fail(".indirect() (tensor indirection) needs NeuronCore-v4 (a Trainium3 instance "
-                 "type, e.g. TRNEMU_INSTANCE=trn3.48xlarge); this kernel is built for "
-                 "NeuronCore-v%d" % tr.gen)
+            fail_hw(".indirect() (tensor indirection) needs NeuronCore-v4 (a Trainium3 instance "
+                    "type, e.g. TRNEMU_INSTANCE=trn3.48xlarge); this kernel is built for "
+                    "NeuronCore-v%d" % tr.gen)
         if op not in INDIRECT_OPS:
             fail("%s takes no .indirect() operand (the reference allows it on %s)"
                  % (op, ", ".join(sorted(INDIRECT_OPS))))

@@ -7,7 +7,7 @@ from .. import _dtypes
 from . import indirect, placement, views
 from .access import free_dims, partitions
 from .alloc import Storage
-from .context import NUM_PARTITIONS, current, fail
+from .context import NUM_PARTITIONS, current, fail, fail_hw
 
 
 # trnemu ISA dtypes that only NeuronCore-v4 has (docs/isa.md, "Data types")
@@ -226,8 +226,8 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
     tr = current()
     di = _dtypes.info(dtype)
     if di.isa in V4_TYPES and getattr(tr, "gen", 4) < 4:
-        fail("%s is a NeuronCore-v4 type: the kernel is built for NeuronCore-v%d (use a Trainium3 "
-             "instance type, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" % (di.name, tr.gen))
+        fail_hw("%s is a NeuronCore-v4 type: the kernel is built for NeuronCore-v%d (use a Trainium3 "
+                "instance type, e.g. TRNEMU_INSTANCE=trn3.48xlarge)" % (di.name, tr.gen))
     pdim = _par_dim(shape)
     shape = tuple(map(int, shape))
     if isinstance(buffer, placement.Placement):
@@ -244,8 +244,8 @@ def new_tensor(shape, dtype, buffer, name=None, address=None):
             if s < 1:
                 fail("tensor shape %s has an empty dimension" % (shape,))
         if shape[pdim] > NUM_PARTITIONS:
-            fail("the partition dimension of a %s tile is %d, more than %d (nl.tile_size.pmax)"
-                 % (buffer, shape[pdim], NUM_PARTITIONS))
+            fail_hw("the partition dimension of a %s tile is %d, more than %d (nl.tile_size.pmax)"
+                    % (buffer, shape[pdim], NUM_PARTITIONS))
         free = [s for i, s in enumerate(shape) if i != pdim]
         per_part = int(math.prod(free)) if free else 1
         st = Storage(tr, buffer, per_part * di.size)

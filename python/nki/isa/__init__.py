@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import _core, _dtypes, _runtime, language as nl
 from ..language._memory import _same_view
-from .._core import NkiTensor, fail, current
+from .._core import NkiTensor, NkiValidationError, fail, current  # noqa: F401
 from .._core.tracer import region_touched, region_written
 from . import constants, _transpose
 from ._helpers import (_MASKED, _dst_first, _alu, _act, _out, _ret, _eng, _cmd,  # noqa: F401

@@ -2,7 +2,7 @@
 docs/isa.md "NeuronCore-v4 additions") and activate2. The loader refuses
 them on an older machine; trace them for a Trainium3 instance."""
 from .. import _core
-from .._core import NkiTensor, current, fail
+from .._core import NkiTensor, current, fail, fail_hw
 from .._core.tracer import region_written
 from ._helpers import _act, _alu, _cmd, _scalar_arg
 
@@ -10,8 +10,8 @@ from ._helpers import _act, _alu, _cmd, _scalar_arg
 def _need_v4(what):
     tr = current()
     if getattr(tr, "gen", 4) < 4:
-        fail("%s needs NeuronCore-v4 (a Trainium3 instance type, e.g. TRNEMU_INSTANCE="
-             "trn3.48xlarge); this kernel is built for NeuronCore-v%d" % (what, tr.gen))
+        fail_hw("%s needs NeuronCore-v4 (a Trainium3 instance type, e.g. TRNEMU_INSTANCE="
+                "trn3.48xlarge); this kernel is built for NeuronCore-v%d" % (what, tr.gen))
 
 def quantize_mx(dst, src, dst_scale, name=None, **kw):
     """src (bf16/f16, partitions a multiple of 32) -> MXFP8 x4 data in dst

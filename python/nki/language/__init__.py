@@ -17,8 +17,8 @@ from here, as `import nki.language as nl` expects:
 from ._types import (  # noqa: F401
     bool_, bool_ as bool, int8, int16, int32, uint8, uint16, uint32, float16, float32, bfloat16, tfloat32,
     float8_e4m3, float8_e5m2, float8_e3m4, float8_e4m3fn, float8_e8m0fnu, float8_e5m2_x4,
-    float8_e4m3fn_x4, float4_e2m1fn_x4, fp32, fp16, finfo, sbuf, psum, hbm, private_hbm,
-    shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
+    float8_e4m3fn_x4, float4_e2m1fn_x4, fp32, fp16, finfo, DType, MemoryRegion, sbuf, psum, hbm,
+    private_hbm, shared_hbm, is_hbm, is_sbuf, is_psum, is_on_chip, NKIObject, tile_size, _ParDim, par_dim)
 from .._core import NkiTensor  # noqa: F401,E402
 from ._loops import (  # noqa: F401
     affine_range, sequential_range, static_range, dynamic_range, fori_loop, while_loop,

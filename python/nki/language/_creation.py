@@ -7,13 +7,13 @@ import numpy as np
 
 from .. import _core, _dtypes
 from .._core import NkiTensor, current, fail
-from ._types import _ParDim, float32, sbuf, uint8
+from ._types import MemoryRegion, _ParDim, float32, sbuf, uint8
 
 
 def _buf(buffer):
     if buffer is None:
         return "sbuf"
-    return buffer
+    return buffer.value if isinstance(buffer, MemoryRegion) else buffer
 
 
 def ndarray(shape, dtype, buffer=None, name="", address=None, **kwargs):

@@ -5,7 +5,7 @@ import copy as _pycopy
 import math
 
 from .. import _core, _dtypes
-from .._core import NkiTensor, current, fail
+from .._core import NkiTensor, current, fail, fail_hw
 from .._core.context import PSUM_BYTES
 from ._creation import _onchip, _operand, ndarray
 from ._elementwise import _binary, _tensor_scalar, negative
@@ -139,11 +139,11 @@ def _matmul(stationary, moving, dst=None, double_row=False):
     if k1 != k2:
         fail("matmul contraction sizes differ: %d (stationary) and %d (moving)" % (k1, k2))
     if k1 > 128 or m > 128:
-        fail("matmul stationary is %s; at most [128, %s128]" % (list(stationary.shape),
-                                                               "2, " if double_row else ""))
+        fail_hw("matmul stationary is %s; at most [128, %s128]" % (list(stationary.shape),
+                                                                  "2, " if double_row else ""))
     n_max = _moving_max(tr.gen, dst)
     if n > n_max:
-        fail("matmul moving free size %d exceeds %d (%s)" % (
+        fail_hw("matmul moving free size %d exceeds %d (%s)" % (
             n, n_max, "nl.tile_size.gemm_moving_fmax" if tr.gen < 4 else
             "NeuronCore-v4: a dst row of the whole PSUM partition"))
     if double_row:

@@ -6,7 +6,7 @@ import sys
 import numpy as np
 
 from .. import _core, _dtypes
-from .._core import Mask, NkiTensor, current, fail
+from .._core import Mask, NkiTensor, current, fail, fail_hw
 from ._creation import _is_scalar, _memset, _onchip, full, ndarray
 from ._types import int32, sbuf
 
@@ -104,8 +104,8 @@ def load(src, mask=None, dtype=None, **kw):
         fail("nl.load needs an HBM tensor, got %r" % (src,))
     shape = src.shape or (1,)
     if shape[0] > _core.NUM_PARTITIONS:
-        fail("nl.load of shape %s: the first (partition) dimension exceeds %d (nl.tile_size.pmax)"
-             % (shape, _core.NUM_PARTITIONS))
+        fail_hw("nl.load of shape %s: the first (partition) dimension exceeds %d "
+                "(nl.tile_size.pmax)" % (shape, _core.NUM_PARTITIONS))
     t = ndarray(shape, dtype or src.dtype, sbuf)
     views = _apply_mask(mask, t, src)
     if views is not None:

@@ -3,6 +3,7 @@ finfo), the buffers a tensor can live on and the predicates on them, the
 tile-size limits, par_dim and NKIObject, the base of kernel parameter
 structs."""
 import dataclasses
+import enum
 
 import numpy as np
 
@@ -92,6 +93,22 @@ def finfo(dtype):
     if not isinstance(di.public, np.dtype) or di.public.kind != "f":
         raise TypeError("finfo needs float32 or float16 or bfloat16, got %r" % (dtype,))
     return np.finfo(di.public)
+
+
+# the type of the dtype names (nl.float32, ...), for annotations and
+# isinstance: NumPy dtypes and trnemu's own (the vendor's reference types
+# them DType)
+DType = _dtypes.AnyDType
+
+
+class MemoryRegion(enum.StrEnum):
+    """Where a tensor lives. Each member is also its name as a string, so
+    buffer=nl.MemoryRegion.psum and buffer=nl.psum (or "psum") are one."""
+    sbuf = "sbuf"
+    psum = "psum"
+    hbm = "hbm"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
 
 
 sbuf = "sbuf"

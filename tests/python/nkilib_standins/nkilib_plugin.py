@@ -172,10 +172,13 @@ def _missing_name(exc):
 
 
 def _trnemu_phase(exc):
-    """'trace' or 'execution' for an error trnemu's nki raised, else None."""
-    if type(exc).__name__ != "NKIError":
-        return None
+    """'trace' or 'execution' for an error trnemu's nki raised (an NKIError
+    or one of its subclasses, or the IndexError of an indexed DMA past its
+    tensor, raised where a kernel runs), else None."""
     names = [n for f, n in _frames(exc) if "/nki/" in f.replace(os.sep, "/")]
+    ours = any(c.__name__ == "NKIError" for c in type(exc).__mro__)
+    if not ours and not (type(exc) is IndexError and names and names[-1] == "_run"):
+        return None
     running = any(n.lstrip("_").startswith(("run", "execute")) for n in names)
     return "execution" if running else "trace"
 
