@@ -829,8 +829,9 @@ def _io_plan(comp):
     COPY, BORROW or LEND, zeroed before the run)). A borrowed or lent
     array is attached to the device tensor (nrt_tensor_attach_buffer), so
     the execution reads the argument or writes the result in place, with
-    no copy. Arguments the kernel writes (in/out) and a tensor returned
-    twice are copied. A borrowed array (BORROW_MAX bytes at most) stays
+    no copy. Arguments the kernel writes (in/out) are lent too, each its
+    own memory where it can be (_lend_written), else a copy copied back
+    after the run; a tensor returned twice is copied. A borrowed array (BORROW_MAX bytes at most) stays
     referenced by the model until the kernel's next call (a result one call
     longer, as a spare: _result_array); a larger one is lent
     (Model.lend): the model keeps only a weak reference to it, so a
@@ -845,12 +846,14 @@ def _io_plan(comp):
     m = comp.model
     whole = comp.whole
     copied = {name for _, name in comp.prefill} | {name for _, name, _, _ in comp.written_args}
+    layout = {name: (shape, di.host) for name, shape, di, _ in comp.out_specs}
+    layout.update({name: (shape, di.host) for _, name, shape, di in comp.written_args})
     borrow_in, lend_in, write_in = [], [], []
     for i, nm in sorted(comp.arg_names.items()):
         if m.kinds.get(nm) == "input":
             (borrow_in if m.tensors[nm][1] <= BORROW_MAX else lend_in).append((i, nm))
         elif nm in m.tensors:
-            write_in.append((i, nm))
+            write_in.append((i, nm) + layout[nm])
     outs, seen = [], set()
     for name, shape, di, argpos in comp.out_specs:
         how = COPY
@@ -908,6 +911,36 @@ def _result_array(comp, name, shape, host, zero):
     return arr
 
 
+def _lend_written(m, flat, written, held):
+    """Lend the device tensor of argument i, which the kernel writes, the
+    argument's own memory when it can (C-contiguous, writeable, its bytes
+    the tensor's, sharing no memory with another argument): the kernel
+    then updates it in place, as the vendor's simulator does, with no copy
+    in or out. Otherwise a contiguous copy of its bytes is lent, to be
+    copied back after a successful run (the argument is left as it was
+    when the run fails). written: (argument index, tensor name, shape,
+    host dtype). Returns (argument, copy or None)."""
+    i, name, shape, host = written
+    a = flat[i]
+    if _lendable(flat, i, host, m.tensors[name][1]):
+        held.append(m.lend(name, a.view(host) if a.dtype != host else a))
+        return a, None
+    mine = np.empty(shape, dtype=host)
+    mine.reshape(-1).view(np.uint8)[:] = np.ascontiguousarray(a).reshape(-1).view(np.uint8)
+    held.append(m.lend(name, mine))
+    return a, mine
+
+
+def _lendable(flat, i, host, nbytes):
+    """Argument i can be the device tensor's memory itself."""
+    a = flat[i]
+    if not (isinstance(a, np.ndarray) and a.flags.c_contiguous and a.flags.writeable
+            and a.dtype.itemsize == host.itemsize and a.nbytes == nbytes):
+        return False
+    return not any(j != i and isinstance(b, np.ndarray) and np.may_share_memory(a, b)
+                   for j, b in enumerate(flat))
+
+
 def _run(comp, args, kwargs, quiet=False):
     m = comp.model
     flat = _flat_args(comp.func, args, kwargs) if kwargs else args
@@ -916,9 +949,8 @@ def _run(comp, args, kwargs, quiet=False):
     for i, nm in borrow_in:
         if attached.get(nm) is not flat[i]:      # the same array as last time: still attached
             m.attach(nm, flat[i])
-    held = [m.lend(nm, flat[i]) for i, nm in lend_in] if lend_in else None   # until executed
-    for i, nm in write_in:
-        m.write(nm, flat[i])
+    held = [m.lend(nm, flat[i]) for i, nm in lend_in] if lend_in else []   # until executed
+    back = [_lend_written(m, flat, w, held) for w in write_in] if write_in else ()
     outs = []
     for name, shape, di, how, zero in out_plan:
         arr = None
@@ -951,11 +983,9 @@ def _run(comp, args, kwargs, quiet=False):
         outs[k] = arr
     if comp.prints:
         _print_values(comp)
-    for argpos, name, shape, di in comp.written_args:
-        a = flat[argpos]
-        tmp = np.empty(shape, dtype=di.host)
-        m.read(name, tmp)
-        np.copyto(a.view(di.host) if a.dtype != di.host else a, tmp)
+    for a, mine in back:
+        if mine is not None:    # the copy lent in the argument's place
+            np.copyto(a.view(mine.dtype) if a.dtype != mine.dtype else a, mine)
     if comp.ret_shape == "none":
         return None
     if comp.ret_shape == "one":
@@ -1183,10 +1213,7 @@ class Kernel:
             comp = self.compile(args, kwargs)
 
     def _call_compiled(self, comp, args, kwargs):
-        """Write the arguments, run, read the results (comp.lock held)."""
-        flat = _flat_args(self.func, args, kwargs) if comp.prefill else None
-        for argpos, name in comp.prefill:
-            comp.model.write(name, np.ascontiguousarray(flat[argpos]))
+        """Run with the arguments, read the results (comp.lock held)."""
         if self.mode == "benchmark":
             return self._benchmark(comp, args, kwargs)
         return _run(comp, args, kwargs)

@@ -430,14 +430,6 @@ class Model:
         # what the load and its tensors took (loads take turns: _lock)
         self.device_bytes = max(0, device_bytes_used(L) - before)
 
-    def write(self, name, arr):
-        t, n = self.tensors[name]
-        a = np.ascontiguousarray(arr)
-        assert a.nbytes == n
-        st = self.L.nrt_tensor_write(t, a.ctypes.data, 0, n)
-        if st != NRT_SUCCESS:
-            raise RuntimeFailure("nrt_tensor_write", st, _status(self.L, st), "")
-
     def attach(self, name, arr):
         """Let tensor name use the host array arr (copied first when it is
         not contiguous) until the next attach: nrt_tensor_attach_buffer, so

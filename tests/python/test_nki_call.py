@@ -10,7 +10,10 @@ argument or an evicted kernel still go through the kernel cache. The
 runtime's log lines of a call still come out, and a failure still names
 its kernel line. Arrays over BORROW_MAX are lent: never kept alive by
 the kernel, attached again unless the same live array comes back where
-it was, and an execution with a lent array gone is refused."""
+it was, and an execution with a lent array gone is refused. An argument
+the kernel writes is lent too (no copy of it in or out), unless it is not
+contiguous or shares memory with another argument: then a copy is lent
+and copied back."""
 import gc
 import weakref
 
@@ -296,3 +299,60 @@ def test_a_large_argument_whose_layout_changed_in_place_is_attached_again():
     a.strides = (0, 4)                      # the same array object: every row is row 0 now
     assert not a.flags.c_contiguous
     np.testing.assert_array_equal(add_one(a), np.broadcast_to(np.arange(1024) + 1.0, a.shape))
+
+
+@nki.jit
+def bump_in_place(a):
+    """Adds 1 to its argument, in place (an in/out tensor)."""
+    nl.store(a, nl.add(nl.load(a), 1.0))
+
+
+@nki.jit
+def swap_halves(src, dst):
+    """dst's two row halves from src's, the other way round; written one
+    half after the other, so dst in src's memory would read a half it
+    already wrote."""
+    h = src.shape[0] // 2
+    nl.store(dst[0:h, :], nl.load(src[h:2 * h, :]))
+    nl.store(dst[h:2 * h, :], nl.load(src[0:h, :]))
+
+
+def test_an_argument_written_in_place_is_its_own_device_tensor():
+    import tracemalloc
+    a = np.arange(128 * 8192, dtype=np.float32).reshape(128, 8192)   # 4 MiB
+    want = a + 1
+    bump_in_place(a)
+    np.testing.assert_array_equal(a, want)
+    tracemalloc.start()
+    try:
+        bump_in_place(a)                    # cached: no copy of the argument in or out
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    np.testing.assert_array_equal(a, want + 1)
+    assert peak < a.nbytes // 4, peak
+
+
+def test_an_argument_written_in_place_that_cannot_be_lent_is_copied_back():
+    wide = np.arange(128 * 512, dtype=np.float32).reshape(128, 512)
+    view = wide[:, ::2]                     # not contiguous: a copy is lent, then copied back
+    before = wide.copy()
+    bump_in_place(view)
+    np.testing.assert_array_equal(wide[:, ::2], before[:, ::2] + 1)
+    np.testing.assert_array_equal(wide[:, 1::2], before[:, 1::2])
+    frozen = np.ones((4, 8), np.float32)
+    frozen.flags.writeable = False
+    with pytest.raises(ValueError):         # NumPy's own refusal to write it
+        bump_in_place(frozen)
+    np.testing.assert_array_equal(frozen, 1.0)
+
+
+def test_an_argument_written_in_place_that_shares_memory_with_another_is_copied():
+    a = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    want = np.concatenate([a[64:], a[:64]])
+    swap_halves(a, a)                       # dst is src: the kernel still reads src as it was
+    np.testing.assert_array_equal(a, want)
+    b = np.arange(128 * 16, dtype=np.float32).reshape(128, 16)
+    out = np.zeros_like(b)
+    swap_halves(b, out)                     # apart: dst lent as it is
+    np.testing.assert_array_equal(out, np.concatenate([b[64:], b[:64]]))
