@@ -831,10 +831,11 @@ def _io_plan(comp):
     the execution reads the argument or writes the result in place, with
     no copy. Arguments the kernel writes (in/out) are lent too, each its
     own memory where it can be (_lend_written), else a copy copied back
-    after the run; a tensor returned twice is copied. A borrowed array (BORROW_MAX bytes at most) stays
-    referenced by the model until the kernel's next call (a result one call
-    longer, as a spare: _result_array); a larger one is lent
-    (Model.lend): the model keeps only a weak reference to it, so a
+    after the run; a tensor returned twice is copied. A borrowed array
+    (BORROW_MAX bytes at most) stays referenced by the model until the
+    kernel's next call (a result one call longer, as a spare:
+    _result_array); a larger one is lent (Model.lend): the model keeps
+    only a weak reference to it, so a
     dropped argument or result is freed at once, whichever of up to
     CACHE_MODELS kernels it went through; the next call attaches again
     unless it passes the same live array. A lent result is a new array
