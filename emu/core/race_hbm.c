@@ -6,8 +6,9 @@
  * access pattern (the partition dimension and the free dimensions, inner
  * dimensions that tile contiguously merged into one run), sorts and
  * merges them, and walks both lists: two cores that write interleaved
- * rows of one tensor do not conflict. A pattern of more than
- * RACE_HBM_RUNS runs is taken as touching all of its span.
+ * rows of one tensor do not conflict. The lists are built when the spans
+ * meet and dropped after; a pattern of more than RACE_HBM_PATTERN_RUNS
+ * runs is taken as touching all of its span.
  *
  * The side of an indirect dma_copy whose rows an index chooses (NKI's
  * vector_offset, and scalar_offset's one-row shift) touches bytes known
@@ -31,7 +32,10 @@
 #include "emu/grow.h"
 #include "emu/isa/isa_args.h"
 
-#define RACE_HBM_RUNS (1u << 16)  /* runs listed per operand for the exact test */
+#define RACE_HBM_RUNS (1u << 16)  /* runs an indirect operand keeps for the exact test */
+/* runs of an access pattern listed when two spans meet: a 128-partition
+ * operand of 16,384 runs a partition (32 MiB a list, two lists at most) */
+#define RACE_HBM_PATTERN_RUNS (1u << 21)
 #define RACE_SNAP_MAX (64u << 20) /* bytes of a write operand copied before it runs */
 
 /* Is operand `slot` of insn the side of an indirect dma_copy that an
@@ -143,17 +147,17 @@ static void race_hbm_merge(struct race_runs *out)
 
 /* Append the byte runs of pattern ap over a variable at host address
  * base, moved by shift bytes, to out (unsorted); false when out would
- * pass RACE_HBM_RUNS runs (or no memory). */
+ * pass max runs (or no memory). */
 static bool race_hbm_pattern(const struct isa_ap *ap, uint64_t base, int64_t shift,
-                             struct race_runs *out)
+                             uint64_t max, struct race_runs *out)
 {
     int64_t step[ISA_MAX_DIMS + 1];
     uint64_t count[ISA_MAX_DIMS + 1], run, total = 1;
     unsigned nd = race_hbm_dims(ap, step, count, &run);
     for (unsigned d = 0; d < nd; d++)
-        if ((total *= count[d]) > RACE_HBM_RUNS)
+        if ((total *= count[d]) > max)
             return false;
-    if (out->n + total > RACE_HBM_RUNS ||
+    if (out->n + total > max ||
         !grow_array((void **)&out->run, out->n + total, &out->cap, sizeof *out->run, 64))
         return false;
     uint64_t esize = isa_dtype_size(ap->dtype), idx[ISA_MAX_DIMS + 1] = {0};
@@ -188,7 +192,8 @@ static bool race_hbm_list(const struct race_access *a, struct race_runs *out)
     const struct core_program *prog = a->prog;
     const struct isa_ap *ap = &prog->code[a->eng % ISA_ENG_COUNT][a->pc].ap[a->slot];
     const struct core_var *v = core_find_var(prog, ap->var_id);
-    if (a->whole || v == NULL || !race_hbm_pattern(ap, (uint64_t)(uintptr_t)v->va, 0, out))
+    if (a->whole || v == NULL ||
+        !race_hbm_pattern(ap, (uint64_t)(uintptr_t)v->va, 0, RACE_HBM_PATTERN_RUNS, out))
         return false;
     race_hbm_merge(out);
     return true;
@@ -342,7 +347,7 @@ static bool race_hbm_index(struct race_state *r, struct core *c,
             __builtin_add_overflow((int64_t)ext.hi, off, &hi) || lo < 0 ||
             (uint64_t)hi > v->size)
             continue;  /* outside the variable: skipped (oob=skip) or an error */
-        if (!race_hbm_pattern(&row, (uint64_t)(uintptr_t)v->va, off, &r->ind))
+        if (!race_hbm_pattern(&row, (uint64_t)(uintptr_t)v->va, off, RACE_HBM_RUNS, &r->ind))
             return false;
     }
     race_hbm_merge(&r->ind);

@@ -169,7 +169,8 @@ bool race_ww_read(struct race_state *r, uint32_t me, const struct race_access *w
 const struct race_pend *race_ww_unsettled(struct race_state *r);
 void race_ww_free(struct race_state *r);
 /* Do HBM accesses a and b, whose spans overlap, touch a byte in common?
- * Exact for access patterns of up to RACE_HBM_RUNS contiguous runs,
+ * Exact for access patterns of up to RACE_HBM_PATTERN_RUNS contiguous runs
+ * (an indirect operand: RACE_HBM_RUNS, listed when it ran),
  * their spans beyond. */
 bool race_hbm_meet(struct race_state *r, const struct race_access *a,
                    const struct race_access *b);

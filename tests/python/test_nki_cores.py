@@ -446,3 +446,22 @@ def test_device_loop_instruction_with_many_partners():
         np.testing.assert_allclose(k(a, np.array([[n]], np.int32)), n * (x.T + 2 * x), rtol=1e-6)
     lines = k.last.tracer.cores[0].lines
     assert any(ln.startswith("dve.nop wait=L_") for ln in lines), "the split path was not used"
+
+
+@lnc2
+def test_cores_writing_interleaved_runs_by_the_hundred_thousand_do_not_race():
+    # each core reads and writes its own 2 of every 4 elements: 131,072
+    # contiguous runs per access, more than the checker once listed (65,536;
+    # past that it took the whole span and reported the NKI Library's RoPE
+    # with its strided output on LNC=2)
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        me = nl.program_id(0)
+        p, f = a.shape
+        t = nl.ndarray((p, f // 2), dtype=a.dtype, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a.ap([[f, p], [4, f // 4], [1, 2]], offset=2 * me))
+        nisa.dma_copy(dst=out.ap([[f, p], [4, f // 4], [1, 2]], offset=2 * me), src=t)
+        return out
+    a = np.arange(128 * 4096, dtype=np.float32).reshape(128, 4096)
+    np.testing.assert_array_equal(k[nl.spmd_dim(nl.nc(2))](a), a)

@@ -139,6 +139,12 @@ def test_classify_trnemus_subclasses_and_index_errors():
         a, np.array([[1], [9]], np.int32))))
     assert (kind, detail) == ("execution error", "index 36 is out of bounds for axis 0 with size 32")
     assert nkilib_plugin.classify(raised(lambda: [][1]))[0] == "test error"   # not trnemu's
+    for text in ("k.py:53: <kernel>: out of memory",
+                 "k.py:39: <kernel>: sg01: the pool stream of 414032 instructions cannot be "
+                 "encoded (out of host memory)"):
+        def oom():
+            raise nki.NKIError(text)
+        assert nkilib_plugin.classify(raised(oom)) == ("memory limit", text)
 
 
 def test_classify_wrong_numbers_and_other_errors():

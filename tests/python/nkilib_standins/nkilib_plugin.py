@@ -189,6 +189,9 @@ def _trnemu_phase(exc):
 KERNEL_REJECTS = "Kernel validation exception"
 # torch's CPU allocator reports a failed allocation as a RuntimeError.
 TORCH_OUT_OF_MEMORY = "DefaultCPUAllocator: can't allocate memory"
+# trnemu's own errors when the process's data limit stops it (the
+# assembler, the loader, the emulated core): the kernel is not at fault.
+HOST_OUT_OF_MEMORY = re.compile(r"\bout of (host )?memory\b")
 
 
 def classify(exc):
@@ -203,6 +206,8 @@ def classify(exc):
             return "kernel rejects inputs", _first_line(e)
     for e in chain:
         phase = _trnemu_phase(e)
+        if phase and HOST_OUT_OF_MEMORY.search(str(e)):
+            return "memory limit", _first_line(e)
         if phase:
             return phase + " error", _first_line(e)
     for e in chain:
