@@ -134,9 +134,11 @@ static emu_status dma_bind_row(struct isa_exec_ctx *ctx, unsigned slot, struct a
 }
 
 /* An index of row r reaching outside var: the failure names the index and,
- * where it fits in 64 bits, the first element the row starts at in the
- * variable's flat elements of the operand's type and how many it has (the
- * front end words that as NumPy's out-of-bounds IndexError). */
+ * where it fits in 64 bits, the first element of the row outside the
+ * variable, in its flat elements of the operand's type (the row's first
+ * element, or the variable's end for a row that starts inside it), and
+ * how many it has (the front end words that as NumPy's out-of-bounds
+ * IndexError). */
 static emu_status dma_index_oob(struct isa_exec_ctx *ctx, const struct isa_ap *ap,
                                 const struct isa_extent *ext, const struct core_var *var,
                                 int64_t i, uint32_t r)
@@ -144,11 +146,14 @@ static emu_status dma_index_oob(struct isa_exec_ctx *ctx, const struct isa_ap *a
     const char *name = var->name ? var->name : "?";
     int64_t esize = (int64_t)isa_dtype_size(ap->dtype), first;
     if (esize > 0 && !__builtin_mul_overflow(i, (int64_t)ap->part_step, &first) &&
-        !__builtin_add_overflow(first, (int64_t)ext->lo / esize, &first))
+        !__builtin_add_overflow(first, (int64_t)ext->lo / esize, &first)) {
+        uint64_t elems = var->size / (uint64_t)esize;
+        if (first >= 0 && (uint64_t)first < elems)
+            first = (int64_t)elems;  /* the row runs past the end */
         return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
                          "outside variable '%s' (%" PRIu64 " bytes): element %" PRId64
-                         " of %" PRIu64, i, r, name, var->size, first,
-                         var->size / (uint64_t)esize);
+                         " of %" PRIu64, i, r, name, var->size, first, elems);
+    }
     return core_fail(ctx, EMU_EXEC_OOB, "dma_copy index %" PRId64 " of row %u reaches "
                      "outside variable '%s' (%" PRIu64 " bytes)", i, r, name, var->size);
 }

@@ -121,6 +121,26 @@ def test_indexed_dma_past_its_tensor_is_numpys_index_error(scatter):
 
 
 @nki.jit
+def gather_shifted_rows(a, idx):
+    """Rows of 8 elements starting 4 elements into the row idx chooses."""
+    p = idx.shape[0]
+    out = nl.ndarray((p, 8), dtype=a.dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray((p, 8), dtype=a.dtype, buffer=nl.sbuf)
+    nisa.dma_copy(dst=t, src=a.ap([[8, p], [1, 8]], offset=4, vector_offset=nl.load(idx),
+                                  indirect_dim=0), oob_mode=nisa.oob_mode.error)
+    nl.store(out, t)
+    return out
+
+
+def test_a_row_running_past_the_end_names_the_first_element_outside():
+    a = np.arange(40 * 8, dtype=np.float32).reshape(40, 8)
+    with pytest.raises(IndexError, match=r"^index 320 is out of bounds for axis 0 with size 320$"):
+        gather_shifted_rows(a, np.array([[2], [39]], np.int32))   # elements 316..323
+    np.testing.assert_array_equal(gather_shifted_rows(a, np.array([[2], [38]], np.int32)),
+                                  a.reshape(-1)[[list(range(20, 28)), list(range(308, 316))]])
+
+
+@nki.jit
 def too_many_partitions(a):
     t = nl.load(a)  # MARK-pmax
     return a
