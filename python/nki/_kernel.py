@@ -793,7 +793,7 @@ def _causes(log):
 def _numpy_index_error(text):
     """An indexed DMA past its HBM tensor as the vendor's simulator reports
     it: NumPy's own IndexError ("index N is out of bounds for axis 0 with
-    size M", N the first flat element the row starts at), the kernel line
+    size M", N the row's first flat element outside the tensor), the kernel line
     and the runtime's cause in a note (shown with the traceback); None for
     other out-of-bounds failures."""
     m = re.search(r"dma_copy index -?\d+ of row \d+ reaches outside variable .*?: "
