@@ -179,7 +179,8 @@ def _stop(proc):
 
 def _raise_rank_error(r, n, err):
     """Raise a rank's failure here: an NKIError (NKIIndexError) of the
-    rank's message (an indexed DMA's IndexError as it is), with the rank's stack as (file, function) pairs in
+    rank's message (an indexed DMA's IndexError as it is, its notes
+    naming the rank), with the rank's stack as (file, function) pairs in
     its rank_frames attribute."""
     kind, msg, frames, notes = err
     if kind in ("NKIError", "NKIIndexError"):

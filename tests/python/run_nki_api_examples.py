@@ -336,7 +336,7 @@ def check_names(sdk, args, out):
     if r.returncode != 0:
         out("names: the check failed: %s" % last_error(r.stderr + r.stdout, r.returncode))
         return 1
-    absent = json.loads(r.stdout)
+    absent = json.loads(r.stdout.strip().splitlines()[-1])   # the child's last line
     with open(os.path.join(ROOT, "docs", "nki.md"), encoding="utf-8") as f:
         rows = api_rows(f.read())
     no_row = ["%s.%s" % (mod, n) for mod, n, _ in want if n not in rows]
