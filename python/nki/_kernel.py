@@ -968,11 +968,12 @@ def _run(comp, args, kwargs, quiet=False):
     if st not in (0, 1003):
         where = _locate(comp, log) or "%s:%d" % (comp.file, comp.first_line)
         cause = _causes(log)
-        err = _core.NKIIndexError if st == _NRT_EXEC_OOB else NKIError
         text = _race_cause(comp, cause) or ("; ".join(cause[1:3] or cause[:1]) if cause else
                                             "the execution failed")
         text = "%s: %s: %s" % (where, m.status_text(st), text)
-        raise (_numpy_index_error(text) if st == _NRT_EXEC_OOB else None) or err(text)
+        if st == _NRT_EXEC_OOB:
+            raise _numpy_index_error(text) or _core.NKIIndexError(text)
+        raise NKIError(text)
     for k, (name, shape, di, _, _) in enumerate(out_plan):
         arr = outs[k]
         if arr is None:

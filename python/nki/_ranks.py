@@ -179,15 +179,15 @@ def _stop(proc):
 
 def _raise_rank_error(r, n, err):
     """Raise a rank's failure here: an NKIError (NKIIndexError) of the
-    rank's message (an indexed DMA's IndexError as it is, its notes
-    naming the rank), with the rank's stack as (file, function) pairs in
+    rank's message (an IndexError, such as an indexed DMA's, as it is,
+    its notes naming the rank), with the rank's stack as (file, function) pairs in
     its rank_frames attribute."""
     kind, msg, frames, notes = err
     if kind in ("NKIError", "NKIIndexError"):
         e = (NKIIndexError if kind == "NKIIndexError" else NKIError)("rank %d of %d: %s" % (r, n, msg))
-    elif kind == "IndexError" and msg.startswith("index "):   # an indexed DMA past its tensor
+    elif kind == "IndexError":      # NumPy's, as an indexed DMA past its tensor raises it
         e = IndexError(msg)
-        for note in notes:
+        for note in notes or (["%s:%d" % frames[-1][:2]] if frames else []):
             e.add_note("rank %d of %d: %s" % (r, n, note))
     else:
         where = " (%s:%d)" % frames[-1][:2] if frames else ""

@@ -111,11 +111,7 @@ class MemoryRegion(enum.StrEnum):
     shared_hbm = "shared_hbm"
 
 
-sbuf = "sbuf"
-psum = "psum"
-hbm = "hbm"
-private_hbm = "private_hbm"
-shared_hbm = "shared_hbm"
+sbuf, psum, hbm, private_hbm, shared_hbm = (m.value for m in MemoryRegion)
 
 
 def is_hbm(buffer):
