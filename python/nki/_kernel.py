@@ -586,7 +586,7 @@ def _onchip_to_hbm(ret):
     from . import isa as nisa, language as nl
 
     def conv(t):
-        if not isinstance(t, NkiTensor) or t.buffer == "hbm":
+        if not isinstance(t, NkiTensor) or t.storage.kind == "hbm":
             return t
         out = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
         nisa.dma_copy(dst=out, src=t)
@@ -625,6 +625,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
                 t = _core.new_tensor(a.shape, di.public, "input", nm)
                 t.storage.role = "input"
                 t.storage.argpos = i
+                t.storage.shared = shard is not None and shard[1] > 1   # its buffer: shared_hbm
                 tr.inputs.append(t.storage)
                 proxies[nm] = t
                 arg_names[i] = t.storage.name
@@ -660,7 +661,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
     outs, out_views = [], []
     where = "%s:%d" % (func.__code__.co_filename, func.__code__.co_firstlineno)
     for r in rets:
-        if not isinstance(r, NkiTensor) or r.buffer != "hbm":
+        if not isinstance(r, NkiTensor) or r.storage.kind != "hbm":
             raise NKIError("%s: a kernel returns HBM tensors (nl.ndarray(..., buffer=nl.shared_hbm)), "
                            "got %r" % (where, r))
         out_views.append(_returned_view(r, where))
@@ -1042,7 +1043,7 @@ class Kernel:
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
         self.opts = opts          # decorator options (benchmark warmup/iters...)
         self.last = None          # the Compiled of the last call
-        self.recent = None        # (source key, _arg_sig, Compiled) of the last keyed call (_recall)
+        self.recent = None        # last keyed call: (source key, _arg_sig, Compiled, _target_names)
         self.benchmark_result = None
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__doc__ = getattr(func, "__doc__", None)
@@ -1076,11 +1077,13 @@ class Kernel:
 
     def target_generation(self):
         """The NeuronCore generation the kernel is built for: platform_target,
-        else NEURON_PLATFORM_TARGET_OVERRIDE, else the emulated machine's. A
-        target other than the machine's is refused, as a NEFF built for
-        another generation does not load."""
+        else NEURON_PLATFORM_TARGET_OVERRIDE, else NKI_NC_VERSION (the
+        generation the NKI Library's suite sets for the simulator: gen3
+        for trn2), else the emulated machine's. A target other than the
+        machine's is refused, as a NEFF built for another generation does
+        not load."""
         machine = _runtime.machine_generation()
-        target = self.opts.get("platform_target") or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+        target = next((t for t in self._target_names() if t), None)
         if not target:
             return machine
         gen = PLATFORMS.get(target)
@@ -1096,6 +1099,11 @@ class Kernel:
                               target, gen, info.get("instance_type", "?"), machine))
         return gen
 
+    def _target_names(self):
+        """What names the target, in precedence order (target_generation)."""
+        return (self.opts.get("platform_target"), os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE"),
+                os.environ.get("NKI_NC_VERSION"))
+
     def compile(self, args, kwargs):
         src = _source_key(self.func, self.keys)
         key = _call_key(src, args, kwargs, self.grid)
@@ -1108,14 +1116,14 @@ class Kernel:
             comp.cached = False
             self.last = comp
             return comp
-        key += (self.shard, self.mode == "simulate")
+        key += (self.shard, self.mode == "simulate", self.target_generation())
         with _runtime._lock:     # one trace per key, even from several threads
             comp, evicted = self._compile_locked(key, args, kwargs)
         for old in evicted:      # after a call in flight on it, outside the cache lock
             with old.lock:
                 old.model.unload()
         sig = None if kwargs else _arg_sig(args)
-        self.recent = (src, sig, comp) if sig is not None else None
+        self.recent = (src, sig, comp, self._target_names()) if sig is not None else None
         return comp
 
     def _compile_locked(self, key, args, kwargs):
@@ -1143,14 +1151,16 @@ class Kernel:
     def _recall(self, args):
         """The compiled kernel of this kernel's last keyed call when this
         call's arguments are NumPy arrays of the same shapes and dtypes and
-        ints of the same values as then, its source key is unchanged and
-        the kernel is still cached: what compile() would find, without
-        computing the whole key. None otherwise (then compile decides)."""
+        ints of the same values as then, its source key and target are
+        unchanged and the kernel is still cached: what compile() would
+        find, without computing the whole key. None otherwise (then
+        compile decides)."""
         recent = self.recent
         if recent is None:
             return None
-        src, sig, comp = recent
-        if _arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted:
+        src, sig, comp, target = recent
+        if (_arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted
+                or self._target_names() != target):
             return None       # (evicted after this check: __call__ sees it unloaded)
         if _newest[0] is not comp:
             with _runtime._lock:
@@ -1275,7 +1285,7 @@ class BenchmarkResult:
 # the vendor's simulator lets a one-program kernel return on-chip tiles.
 _MODES = {"auto": "jit", "jit": "jit", "trace": "jit", "torchxla": "jit", "jax": "jit",
           "baremetal": "baremetal", "benchmark": "benchmark", "simulation": "simulate"}
-# platform_target / NEURON_PLATFORM_TARGET_OVERRIDE spellings -> NeuronCore generation
+# platform_target / NEURON_PLATFORM_TARGET_OVERRIDE / NKI_NC_VERSION spellings -> NeuronCore generation
 PLATFORMS = {"trn1": 2, "inf2": 2, "gen2": 2, "trn2": 3, "gen3": 3, "trn3": 4, "gen4": 4}
 # the other documented options and the types they take
 _OPTION_TYPES = {"platform_target": (str,), "additional_compile_opt": (str,),

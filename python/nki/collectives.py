@@ -141,7 +141,7 @@ def _pairs(srcs, dsts, what):
     for t in srcs + dsts:
         if not isinstance(t, NkiTensor):
             fail("%s takes tensors, got %r" % (what, t))
-    kinds = set(t.buffer == "hbm" for t in srcs + dsts)
+    kinds = set(t.storage.kind == "hbm" for t in srcs + dsts)
     if len(kinds) > 1:
         fail("%s: the tensors are all in HBM or all in SBUF" % what)
     return list(zip(srcs, dsts))
@@ -269,7 +269,7 @@ def all_gather(srcs, dsts, replica_group, collective_dim=0, priority=None, name=
     list's order along dimension 0 (or 1, for 2-D SBUF tiles)."""
     members = _members(replica_group)
     pairs = _pairs(srcs, dsts, "all_gather")
-    if collective_dim not in (0, 1) or collective_dim == 1 and pairs[0][0].buffer == "hbm":
+    if collective_dim not in (0, 1) or collective_dim == 1 and pairs[0][0].storage.kind == "hbm":
         _dim0(collective_dim, "all_gather")
     if collective_dim == 0 and members == list(range(world()[1])):
         for s, d in pairs:
@@ -470,7 +470,7 @@ def _combine(a, b, op, what):
     if tuple(a.shape) != tuple(b.shape) or a.dtype != b.dtype:
         fail("%s: srcs0 and srcs1 of a channel have the same shape and dtype (%s %s and %s %s)"
              % (what, tuple(a.shape), a.dtype, tuple(b.shape), b.dtype))
-    buf = nl.hbm if a.buffer == "hbm" else nl.sbuf
+    buf = nl.hbm if a.storage.kind == "hbm" else nl.sbuf
     out = nl.ndarray(tuple(a.shape), dtype=a.dtype, buffer=buf)
     dma_copy(dst=out, src=a)
     dma_copy(dst=out, src=b, dst_rmw_op=op)

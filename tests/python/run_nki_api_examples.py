@@ -565,7 +565,7 @@ def _to_hbm(fn):
         r = fn(*args, **kwargs)
         outs = []
         for t in (r if isinstance(r, (tuple, list)) else [r]):
-            if t is not None and t.buffer != "hbm":
+            if t is not None and not nl.is_hbm(t):
                 o = nl.ndarray(t.shape, dtype=t.dtype, buffer=nl.shared_hbm)
                 nisa.dma_copy(dst=o, src=t)
                 t = o

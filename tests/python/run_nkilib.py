@@ -203,6 +203,11 @@ def copy_checkout(root, dest):
     return patched
 
 
+# the suite's --platform-target values -> the instance type trnemu emulates for it
+PLATFORM_INSTANCES = {"trn1": "trn1.32xlarge", "trn2": "trn2.48xlarge", "trn3": "trn3.48xlarge",
+                      "trn3_a0": "trn3.48xlarge"}
+
+
 def limit_memory(gib):
     """A preexec function that caps a process's data size at gib GiB."""
     def apply():
@@ -214,12 +219,18 @@ def limit_memory(gib):
 def suite_env(copy, results, libnrt, python_dir, opts=None):
     """The suite's environment; opts: the runner's parsed options (timeout,
     run_all, mem_gib, racecheck, twice, done: the resumed tests' id list,
-    only: the list of the only tests to run),
+    only: the list of the only tests to run, platform),
     None for none of them."""
-    timeout, run_all, mem_gib, racecheck, twice, done, only = (
+    timeout, run_all, mem_gib, racecheck, twice, done, only, platform = (
         getattr(opts, name, None)
-        for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice", "done", "only"))
+        for name in ("timeout", "run_all", "mem_gib", "racecheck", "twice", "done", "only",
+                     "platform"))
     env = dict(os.environ)
+    if platform in PLATFORM_INSTANCES:
+        # the emulated machine of the suite's platform (its simulator
+        # target, NKI_NC_VERSION, must match it); a TRNEMU_INSTANCE of
+        # the caller's stays
+        env.setdefault("TRNEMU_INSTANCE", PLATFORM_INSTANCES[platform])
     if timeout:
         # a collectives test's job of ranks gets the runner's per-test
         # bound, not the front end's 600 s default (a slow test is a timeout)
@@ -731,7 +742,9 @@ def parse_args(argv):
     ap.add_argument("--workers", type=int, default=2, help="pytest-xdist workers, 1 or 2 (default 2)")
     ap.add_argument("--timeout", type=int, default=600, help="seconds per test (default 600)")
     ap.add_argument("--mem-gib", type=float, default=6.0, help="data-size limit per process (default 6 GiB)")
-    ap.add_argument("--platform", default="trn2", help="--platform-target of the suite (default trn2)")
+    ap.add_argument("--platform", default="trn2", choices=sorted(PLATFORM_INSTANCES),
+                    help="--platform-target of the suite (default trn2); trnemu emulates its machine "
+                         "(TRNEMU_INSTANCE trn1.32xlarge, trn2.48xlarge or trn3.48xlarge unless set)")
     ap.add_argument("--python", default=TRNEMU_PY,
                     help="folder holding the nki, nki_cpu_simulator and neuron_dtypes packages "
                          "(default: this tree's python/)")

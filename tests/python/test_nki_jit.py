@@ -95,6 +95,29 @@ def test_platform_target_matches_machine():
         bad(a)
 
 
+def test_nc_version_variable_names_the_target(monkeypatch):
+    """NKI_NC_VERSION (set by the NKI Library's suite for the simulator)
+    names the generation when nothing else does: the machine's is taken,
+    another is refused; platform_target= and
+    NEURON_PLATFORM_TARGET_OVERRIDE come first."""
+    gen = _runtime.machine_generation()
+    other = 2 if gen != 2 else 3
+    a = np.ones((1, 4), np.float32)
+    monkeypatch.setenv("NKI_NC_VERSION", "gen%d" % gen)
+    np.testing.assert_array_equal(nki.jit(_copy_body)(a), a)
+    monkeypatch.setenv("NKI_NC_VERSION", "gen%d" % other)
+    with pytest.raises(nki.NKIError, match="targets gen%d .*emulated machine" % other):
+        nki.jit(_copy_body)(a)
+    names = {2: "trn1", 3: "trn2", 4: "trn3"}
+    np.testing.assert_array_equal(nki.jit(platform_target=names[gen])(_copy_body)(a), a)
+    monkeypatch.setenv("NEURON_PLATFORM_TARGET_OVERRIDE", names[gen])
+    np.testing.assert_array_equal(nki.jit(_copy_body)(a), a)
+    monkeypatch.setenv("NKI_NC_VERSION", "gen9")
+    monkeypatch.delenv("NEURON_PLATFORM_TARGET_OVERRIDE")
+    with pytest.raises(nki.NKIError, match="platform target 'gen9' is not one of"):
+        nki.jit(_copy_body)(a)
+
+
 def test_save_neff_name(tmp_path):
     path = str(tmp_path / "k.neff")
     k = nki.jit(save_neff_name=path)(_copy_body)

@@ -52,6 +52,39 @@ def test_gelu_apprx_sigmoid_dx():
                                rtol=1e-5, atol=1e-6)
 
 
+def test_rsqrt_runs_on_gpsimd_and_refuses_psum():
+    """nl.rsqrt(x) is GpSimd's tensor_scalar rsqrt (NKI 0.5.0 on): IEEE
+    1/sqrtf of each element, no PSUM input; nisa.activation(op=nl.rsqrt)
+    is still the Scalar Engine's function."""
+    @nki.jit
+    def k(a):
+        out = nl.ndarray((2,) + a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
+        s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=a)
+        nisa.dma_copy(dst=out[0], src=nl.rsqrt(s))
+        t = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.activation(dst=t, op=nl.rsqrt, data=s)
+        nisa.dma_copy(dst=out[1], src=t)
+        return out
+    a = np.linspace(0.5, 300.0, 64, dtype=np.float32).reshape(4, 16)
+    got = k(a)
+    np.testing.assert_array_equal(got[0], np.float32(1) / np.sqrt(a))
+    np.testing.assert_allclose(got[1], 1 / np.sqrt(a.astype(np.float64)), rtol=1e-6)
+    ops = {e: [op for _, op in v] for e, v in k.last.tracer.cores[0].eng_lines.items()}
+    assert "tensor_scalar" in ops["pool"] and "activation" in ops["act"]
+    assert "activation" not in ops["pool"] and "tensor_scalar" not in ops["act"]
+
+    @nki.jit
+    def from_psum(a):
+        s = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+        nisa.dma_copy(dst=s, src=a)
+        p = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.psum)
+        nisa.tensor_copy(dst=p, src=s)
+        return nl.rsqrt(p)
+    with pytest.raises(nki.NKIError, match=r"test_nki_language_more.py:\d+: nl.rsqrt runs on the GpSimd"):
+        from_psum(a)
+
+
 def test_rms_norm():
     x = rng.uniform(-2, 2, (16, 64)).astype(np.float32)
     w = rng.uniform(0.5, 1.5, (16, 64)).astype(np.float32)
@@ -249,10 +282,12 @@ def test_reference_parameter_names_and_defaults():
 
 
 def test_memory_region_and_dtype_types():
-    """nl.MemoryRegion members name the buffers (each equal to its string),
-    nl.DType is the type of the dtype names."""
-    assert [m.value for m in nl.MemoryRegion] == ["sbuf", "psum", "hbm", "private_hbm", "shared_hbm"]
+    """nl.MemoryRegion members name the buffers (each equal to its string;
+    nl.hbm is private_hbm, the reference's alias), nl.DType is the type of
+    the dtype names."""
+    assert [m.value for m in nl.MemoryRegion] == ["sbuf", "psum", "private_hbm", "shared_hbm"]
     assert nl.MemoryRegion.psum == nl.psum == "psum"
+    assert nl.hbm is nl.private_hbm is nl.MemoryRegion.hbm and isinstance(nl.sbuf, nl.MemoryRegion)
 
     @nki.jit
     def k(a):
@@ -262,7 +297,7 @@ def test_memory_region_and_dtype_types():
         p = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.MemoryRegion.psum)
         nisa.tensor_scalar(dst=p, data=t, op0=nl.multiply, operand0=2.0)
         assert t.buffer == nl.MemoryRegion.sbuf and p.buffer == nl.MemoryRegion.psum
-        assert nl.is_hbm(out) and str(p.buffer) == "psum"
+        assert nl.is_hbm(out) and str(p.buffer) == "psum" and out.buffer is nl.shared_hbm
         nl.store(out, p)
         return out
     a = np.arange(12, dtype=np.float32).reshape(3, 4)
@@ -304,3 +339,32 @@ def test_hardware_limits_are_validation_errors():
     with pytest.raises(nki.NKIError) as e:
         not_an_op(a)
     assert not isinstance(e.value, nisa.NkiValidationError)
+
+
+def _buffers_kernel(a):
+    """Reports the buffers of its argument, of nl.hbm / "hbm" / nl.shared_hbm
+    tensors and of views of them, one int32 row a program: 1 private, 2
+    shared."""
+    code = {nl.private_hbm: 1, nl.shared_hbm: 2}
+    priv = nl.ndarray((2, 4), dtype=nl.int32, buffer=nl.hbm)
+    legacy = nl.ndarray((2, 4), dtype=nl.int32, buffer="hbm")
+    out = nl.ndarray((nl.num_programs(0), 5), dtype=nl.int32, buffer=nl.shared_hbm)
+    got = [code[t.buffer] for t in (a, a[0:1], priv, legacy.reshape((8,)), out)]
+    row = nl.ndarray((1, 5), dtype=nl.int32, buffer=nl.sbuf)
+    for i, v in enumerate(got):
+        nisa.memset(dst=row[0:1, i:i + 1], value=v)
+    pid = nl.program_id(0)
+    nisa.dma_copy(dst=out[pid:pid + 1, 0:5], src=row)
+    return out
+
+
+def test_hbm_tensors_say_whether_every_program_shares_them():
+    """An argument is private_hbm (nl.hbm) at LNC=1 and shared_hbm on the
+    two cores of an LNC=2 launch (as the vendor's simulator wraps them);
+    a tensor made on nl.shared_hbm is shared, on nl.hbm or "hbm" private;
+    a view keeps its tensor's region. A kernel choosing its path by
+    `t.buffer == nl.shared_hbm` (the NKI Library's MoE masking) sees it."""
+    a = np.zeros((2, 4), dtype=np.float32)
+    np.testing.assert_array_equal(nki.simulate(nki.jit(_buffers_kernel))(a), [[1, 1, 1, 1, 2]])
+    np.testing.assert_array_equal(nki.cpu_simulate(_buffers_kernel)[1](a), [[1, 1, 1, 1, 2]])
+    np.testing.assert_array_equal(nki.cpu_simulate(_buffers_kernel)[2](a), [[2, 2, 1, 1, 2]] * 2)

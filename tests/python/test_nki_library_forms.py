@@ -271,6 +271,14 @@ def test_dma_transpose_2d_and_bad_axes():
     with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: dma_transpose"):
         nki.simulate(bad)(rand(2, 4, 8))
 
+    def lower_rank(a):        # (8, 4): the (8, 1, 4) of the permuted src without its 1
+        out = nl.ndarray((8, 4), dtype=a.dtype, buffer=nl.shared_hbm)
+        nisa.dma_transpose(dst=out, src=a, axes=(2, 1, 0))
+        return out
+    with pytest.raises(nki.NKIError, match=r"test_nki_library_forms.py:\d+: dma_transpose: dst has "
+                                           r"shape \(8, 4\) where src \(4, 1, 8\) permuted .* has \(8, 1, 4\)"):
+        nki.simulate(lower_rank)(rand(4, 1, 8))
+
 
 @dataclass(frozen=True)
 class Frozen(nl.NKIObject):

@@ -225,6 +225,22 @@ def test_run_all_turns_off_the_suites_slow_shape_skips():
     assert env[run_nkilib.RUN_ALL_KNOB] == "1"
 
 
+def test_the_platform_picks_the_emulated_machine(monkeypatch):
+    """--platform trn3 runs the suite on an emulated trn3.48xlarge (the
+    suite's NKI_NC_VERSION gen4 needs it); the default, trn2, on a
+    trn2.48xlarge; a TRNEMU_INSTANCE of the caller's is kept."""
+    monkeypatch.delenv("TRNEMU_INSTANCE", raising=False)
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib", "--platform", "trn3"]))
+    assert env["TRNEMU_INSTANCE"] == "trn3.48xlarge"
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib"]))
+    assert env["TRNEMU_INSTANCE"] == "trn2.48xlarge"
+    monkeypatch.setenv("TRNEMU_INSTANCE", "trn3pd98.3xlarge")
+    env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib", "--platform", "trn3"]))
+    assert env["TRNEMU_INSTANCE"] == "trn3pd98.3xlarge"
+    with pytest.raises(SystemExit):
+        run_nkilib.parse_args(["/lib", "--platform", "trn9"])
+
+
 def test_a_job_of_ranks_gets_the_per_test_timeout():
     env = run_nkilib.suite_env("/c", "/r", None, "/p", run_nkilib.parse_args(["/lib", "--timeout", "900"]))
     assert env["TRNEMU_NKI_RANKS_TIMEOUT"] == os.environ.get("TRNEMU_NKI_RANKS_TIMEOUT", "900")

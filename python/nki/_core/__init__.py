@@ -17,7 +17,7 @@ package is split by concern:
 from .context import (ENGINES, SBUF_BYTES, PSUM_BYTES, PSUM_BANK, NUM_PARTITIONS, sbuf_bytes,  # noqa: F401
                       NKIError, NKIIndexError, NkiValidationError, NKIWarning, _tls, current,
                       user_line, fail, fail_hw, fail_index, warn)
-from .alloc import Storage, Allocator  # noqa: F401
+from .alloc import MemoryRegion, Storage, Allocator  # noqa: F401
 from .access import (_merge, free_dims, partitions, ap_text, rect, check_bounds,  # noqa: F401
                      elems, _overlap)
 from .tensors import NkiTensor, new_tensor, reshape_tensor  # noqa: F401

@@ -6,12 +6,25 @@ free space and the next iteration's loads run ahead of this one's compute
 (as compiled NKI code rotates a loop's tile buffers). When a tile does not
 fit, or address= names bytes a tile of the front end holds, a live tile
 goes to HBM (the tracer's spill) and comes back at its next use. Bytes address= named
-go back to the free list when the last live tile naming them dies."""
+go back to the free list when the last live tile naming them dies. Also
+the names of the memory regions a tensor can live in."""
 import bisect
+import enum
 import weakref
 
 from .access import _overlap
 from .context import NKIError, NkiValidationError, PSUM_BANK, PSUM_BYTES, SBUF_BYTES, user_line
+
+
+class MemoryRegion(enum.StrEnum):
+    """Where a tensor lives (nl.MemoryRegion). Each member equals its name
+    as a string, so buffer=nl.psum and buffer="psum" are one; hbm is
+    private_hbm under another name, as the NKI reference has it."""
+    sbuf = "sbuf"
+    psum = "psum"
+    private_hbm = "private_hbm"
+    shared_hbm = "shared_hbm"
+    hbm = "private_hbm"
 
 
 def _range_offset(r):
@@ -128,7 +141,8 @@ class Storage:
     zero_view = None      # the view a deferred zero fill covers (a PSUM tile)
     taken = False         # it holds bytes the allocator's take gave (given back when it dies)
     reserved = False      # it holds bytes its address= named (released when it dies)
-    shared = False        # an HBM scratch tensor of nl.shared_hbm: one copy for every core
+    shared = False        # HBM seen as one by every program: nl.shared_hbm scratch (one copy for
+                          # every core) or an argument of an LNC=2 launch
 
     def __init__(self, tracer, kind, nbytes, name=None):
         self.tracer = tracer      # owning tracer

@@ -8,6 +8,7 @@ blocks share bytes, as the modulo allocators do when they wrap to one
 tile); other placements are refused with an NKIError."""
 import itertools
 
+from .alloc import MemoryRegion
 from .context import NUM_PARTITIONS, PSUM_BANK, fail
 
 
@@ -93,7 +94,7 @@ class BlockTensor:
         self.tile_shape = shape[pdim:]
         self.shape = tuple(shape)
         self.dtype = di.public
-        self.buffer = pl.kind
+        self.buffer = MemoryRegion(pl.kind)
         self.ndim = len(shape)
         self._di = di
         self._tr = tr

@@ -6,9 +6,12 @@ import math
 from .. import _dtypes
 from . import indirect, placement, views
 from .access import free_dims, partitions
-from .alloc import Storage
+from .alloc import MemoryRegion, Storage
 from .context import NUM_PARTITIONS, current, fail, fail_hw
 
+
+# the region of an on-chip Storage kind (NkiTensor.buffer is read at every call)
+_ON_CHIP = {"sbuf": MemoryRegion.sbuf, "psum": MemoryRegion.psum}
 
 # trnemu ISA dtypes that only NeuronCore-v4 has (docs/isa.md, "Data types")
 V4_TYPES = ("fp8e4fn", "fp8e8m0", "fp8e5x4", "fp8e4fnx4", "fp4x4")
@@ -55,7 +58,14 @@ class NkiTensor:
 
     @property
     def buffer(self):
-        return self.storage.kind
+        """Its nl.MemoryRegion: sbuf or psum on chip; in HBM shared_hbm for
+        a tensor every program of the launch sees as one (nl.shared_hbm,
+        or a kernel argument of an LNC=2 launch, as the vendor's simulator
+        has it), else private_hbm (nl.hbm)."""
+        st = self.storage
+        if st.kind != "hbm":
+            return _ON_CHIP[st.kind]
+        return MemoryRegion.shared_hbm if st.shared else MemoryRegion.private_hbm
 
     @property
     def name(self):

@@ -376,20 +376,25 @@ def dma_copy(dst, src, priority=None, oob_mode=None, dge_mode=None, engine=None,
 def dma_transpose(src, dst=None, axes=None, **kw):
     """dst = src with its axes permuted by DMA: by axes=, or as the vendor's
     defaults, (1, 0) for 2-D, (2, 1, 0) for 3-D and (3, 1, 2, 0) for 4-D
-    (dst[d, b, c, a] = src[a, b, c, d]). Beyond 2-D, src is in HBM. An
-    indexed src (ap(vector_offset=)) gathers its rows first (_transpose)."""
+    (dst[d, b, c, a] = src[a, b, c, d]); dst's shape is src's permuted,
+    rank included. Beyond 2-D, src is in HBM. An indexed src
+    (ap(vector_offset=)) gathers its rows first (_transpose)."""
     nd = len(src.shape)
     perm = tuple(int(a) for a in axes) if axes is not None else \
         {2: (1, 0), 3: (2, 1, 0), 4: (3, 1, 2, 0)}.get(nd)
     if perm is None or sorted(perm) != list(range(nd)):
         fail("dma_transpose of a %d-D view with axes=%r: not a permutation of its axes"
              % (nd, axes))
-    out = _out(dst, tuple(src.shape[d] for d in perm), src.dtype)
+    want = tuple(src.shape[d] for d in perm)
+    if dst is not None and tuple(dst.shape) != want:
+        fail("dma_transpose: dst has shape %s where src %s permuted by axes %s has %s (NKI 0.4.0 "
+             "on: the same shape and rank exactly)" % (tuple(dst.shape), tuple(src.shape), perm, want))
+    out = _out(dst, want, src.dtype)
     if _transpose.is_indexed(src):
         _transpose.indexed_transpose(out, src, perm, kw.get("oob_mode") is oob_mode.skip)
     elif perm == (1, 0):
         nl._transpose2d(out, src)
-    elif src.buffer == "hbm" and len(src.dims) == nd:
+    elif src.storage.kind == "hbm" and len(src.dims) == nd:
         nl._dma(out, NkiTensor(src.storage, src.dtype, [src.dims[d] for d in perm], None, 0,
                                src.off))
     elif src.pdim == 0 and out.pdim == 0 and len(src.dims) == len(out.dims) == nd:

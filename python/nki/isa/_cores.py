@@ -42,7 +42,7 @@ def core_barrier(data, cores=(0, 1), engine=None, name=None, **kw):
     # the barrier orders this core's accesses to data before and after it;
     # the instruction names an HBM operand, so an on-chip data tile is
     # ordered the same way while the operand is a word of HBM
-    operand = data if data.buffer == "hbm" else _barrier_word(tr)
+    operand = data if data.storage.kind == "hbm" else _barrier_word(tr)
     tr.emit(eng, "core_barrier", {"data": data}, {}, [("data", operand), ("cores", mask)])
 
 

@@ -49,7 +49,6 @@ mish = _act_fn("mish", "mish")
 erf = _act_fn("erf", "erf")
 erf_dx = _act_fn("erf_dx", "erf_dx")
 sqrt = _act_fn("sqrt", "sqrt")
-rsqrt = _act_fn("rsqrt", "rsqrt")
 sin = _act_fn("sin", "sin")
 cos = _act_fn("cos", "sin", bias=math.pi / 2)
 arctan = _act_fn("arctan", "arctan")
@@ -59,6 +58,24 @@ sign = _act_fn("sign", "sign")
 identity = _act_fn("identity", "copy")
 prelu = _act_fn("prelu", "prelu")      # x > 0 ? x : alpha * x (alpha: nisa.activate2 relu_param)
 copy_act = identity
+
+
+def rsqrt(x, dtype=None, mask=None, **kw):
+    """1/sqrt(x) element-wise on the GpSimd engine, as nl.rsqrt runs from
+    NKI 0.5.0 on (`tensor_scalar` with op0=rsqrt, docs/isa.md: IEEE
+    1/sqrtf); GpSimd reads no PSUM, so a PSUM tile is refused. As an op=
+    of nisa.activation it is the Scalar Engine's function."""
+    if not isinstance(x, NkiTensor) or not _onchip(x):
+        fail("math functions take SBUF/PSUM tiles")
+    if x.buffer == "psum":
+        fail("nl.rsqrt runs on the GpSimd engine, which cannot read PSUM: copy the tile to SBUF "
+             "first, or call nisa.activation(op=nl.rsqrt) on the Scalar Engine")
+    return _tensor_scalar(x, "rsqrt", 0.0, dtype=dtype, mask=mask, engine="pool")
+
+
+rsqrt._act = rsqrt._alu = "rsqrt"
+rsqrt._bias = 0.0
+_ACT["rsqrt"] = rsqrt
 
 
 def reciprocal(x, dtype=None, mask=None, **kw):

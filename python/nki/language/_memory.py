@@ -37,7 +37,7 @@ def _dma(dst, src, skip_oob=False):
         args.append(("op", "cast"))
     # loads queue on the sync engine, stores on GpSimd: a store waiting for
     # its compute does not hold up the next tile's loads
-    eng = "pool" if dst.buffer == "hbm" and _onchip(src) else "sp"
+    eng = "pool" if dst.storage.kind == "hbm" and _onchip(src) else "sp"
     ins = {"src": src}
     args += _indirect_args(dst, src, ins, skip_oob)
     return tr.emit(eng, "dma_copy", {"dst": dst}, ins, args)
@@ -55,7 +55,7 @@ def _indirect_args(dst, src, ins, skip_oob):
     index, dim = view._indirect
     if dim != 0:
         fail("an indirect DMA indexes dimension 0 of its HBM side on trnemu (indirect_dim=%d)" % dim)
-    if view.buffer != "hbm":
+    if view.storage.kind != "hbm":
         fail("the indexed side of an indirect DMA must be in HBM")
     if not isinstance(index, NkiTensor) or not _onchip(index):
         fail("the indices of an indirect DMA must be an SBUF tile")
@@ -139,7 +139,7 @@ def _transpose2d(dst, src):
     """dst[j, i] = src[i, j] by DMA: the transposing DMA, or, when src has
     more rows than a DMA pattern has partitions, a copy that walks src
     column by column (the same elements in the same order)."""
-    if src.buffer == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
+    if src.storage.kind == "hbm" and src.dims[0][1] > _core.NUM_PARTITIONS:
         cols = NkiTensor(src.storage, src.dtype, [src.dims[1], src.dims[0]], None, 0, src.off)
         return _dma(dst, cols)
     return current().emit("sp", "dma_transpose", {"dst": dst}, {"src": src},
@@ -302,7 +302,7 @@ def atomic_rmw(dst, value, op, mask=None, **kw):
     alu = _alu(op)
     if alu not in ("add", "max", "min"):
         fail("atomic_rmw works with add, maximum or minimum, got %r" % (op,))
-    if not isinstance(dst, NkiTensor) or dst.buffer != "hbm":
+    if not isinstance(dst, NkiTensor) or dst.storage.kind != "hbm":
         fail("atomic_rmw's dst is an HBM tensor")
     value = _as_tile(value, dst.shape, dst.dtype)
     views = _apply_mask(mask, dst, value)

@@ -3,7 +3,6 @@ finfo), the buffers a tensor can live on and the predicates on them, the
 tile-size limits, par_dim and NKIObject, the base of kernel parameter
 structs."""
 import dataclasses
-import enum
 
 import numpy as np
 
@@ -101,22 +100,15 @@ def finfo(dtype):
 DType = _dtypes.AnyDType
 
 
-class MemoryRegion(enum.StrEnum):
-    """Where a tensor lives. Each member is also its name as a string, so
-    buffer=nl.MemoryRegion.psum and buffer=nl.psum (or "psum") are one."""
-    sbuf = "sbuf"
-    psum = "psum"
-    hbm = "hbm"
-    private_hbm = "private_hbm"
-    shared_hbm = "shared_hbm"
-
-
-sbuf, psum, hbm, private_hbm, shared_hbm = (m.value for m in MemoryRegion)
+# where a tensor lives; nl.hbm is nl.private_hbm (the reference's alias)
+MemoryRegion = _core.MemoryRegion
+sbuf, psum, hbm, private_hbm, shared_hbm = (MemoryRegion.sbuf, MemoryRegion.psum, MemoryRegion.hbm,
+                                            MemoryRegion.private_hbm, MemoryRegion.shared_hbm)
 
 
 def is_hbm(buffer):
     """The buffer (or a tensor's buffer) is device memory."""
-    return getattr(buffer, "buffer", buffer) in (hbm, private_hbm, shared_hbm, "input", "const")
+    return getattr(buffer, "buffer", buffer) in ("hbm", private_hbm, shared_hbm, "input", "const")
 
 
 def is_sbuf(buffer):
