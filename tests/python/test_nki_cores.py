@@ -2,6 +2,7 @@
 physical cores of an LNC=2 logical core (an nl.nc(2) grid dimension), and
 the virtual registers (register_alloc/move/load/store)."""
 import re
+import warnings
 
 import numpy as np
 import pytest
@@ -10,6 +11,11 @@ import nki
 import nki.isa as nisa
 import nki.language as nl
 from nki import _runtime
+
+# these tests drive device loops through the forms NKI 0.6.0 deprecates
+# (nl.dynamic_range, `while reg:`), which still run; their warning is
+# checked in test_nki_cores.py
+pytestmark = pytest.mark.filterwarnings("ignore:.*loops are deprecated since NKI 0.6.0:nki.NKIWarning")
 
 lnc2 = pytest.mark.skipif(_runtime.machine_lnc() < 2, reason="needs a machine with LNC=2")
 
@@ -319,25 +325,33 @@ def test_device_while_loop_on_a_register():
         bad(np.zeros((1, 1), np.float32))
 
 
+def _count_down_setup(a, n):
+    """In a kernel: an SBUF counter holding n, a 1, a register loaded with
+    n, a zeroed accumulator and a loaded; then _count_down_body adds a to
+    the accumulator and counts down (cnt, one, reg, acc, t)."""
+    cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.dma_copy(dst=cnt, src=n)
+    one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
+    nisa.memset(dst=one, value=1)
+    reg = nisa.register_alloc()
+    nisa.register_load(reg, cnt)
+    acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
+    nisa.memset(dst=acc, value=0.0)
+    return cnt, one, reg, acc, nl.load(a)
+
+
+def _count_down_body(acc, t, cnt, one, reg):
+    nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+    nisa.tensor_tensor(dst=cnt, data1=cnt, data2=one, op=nl.subtract)
+    nisa.register_load(reg, cnt)
+    return reg
+
+
 def test_while_loop_and_fori_loop_with_registers():
     @nki.jit
     def k(a, n):
-        cnt = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-        nisa.dma_copy(dst=cnt, src=n)
-        one = nl.ndarray((1, 1), dtype=nl.int32, buffer=nl.sbuf)
-        nisa.memset(dst=one, value=1)
-        reg = nisa.register_alloc()
-        nisa.register_load(reg, cnt)
-        acc = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.sbuf)
-        nisa.memset(dst=acc, value=0.0)
-        t = nl.load(a)
-
-        def body(r):
-            nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
-            nisa.tensor_tensor(dst=cnt, data1=cnt, data2=one, op=nl.subtract)
-            nisa.register_load(r, cnt)
-            return r
-        nl.while_loop(reg, body)                      # acc = n * a
+        cnt, one, reg, acc, t = _count_down_setup(a, n)
+        nl.while_loop(reg, lambda r: _count_down_body(acc, t, cnt, one, r))   # acc = n * a
         ub = nisa.register_alloc()
         nisa.dma_copy(dst=cnt, src=n)
         nisa.register_load(ub, cnt)
@@ -349,6 +363,46 @@ def test_while_loop_and_fori_loop_with_registers():
     a = np.arange(6, dtype=np.float32).reshape(2, 3)
     for n in (0, 2, 3):
         np.testing.assert_array_equal(k(a, np.array([[n]], np.int32)), n * a * 2 ** n)
+
+
+def _loop_kernel(old_forms):
+    """acc = (2 + n) * a: two iterations of a counted loop, n of a register
+    loop, written in the forms NKI 0.6.0 deprecates or in their
+    replacements."""
+    def k(a, n):
+        cnt, one, reg, acc, t = _count_down_setup(a, n)
+        if old_forms:
+            for _ in nl.dynamic_range(0, 2):
+                nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add)
+            while reg:
+                _count_down_body(acc, t, cnt, one, reg)
+        else:
+            nl.fori_loop(0, 2, lambda i: nisa.tensor_tensor(dst=acc, data1=acc, data2=t, op=nl.add))
+            nl.while_loop(reg, lambda r: _count_down_body(acc, t, cnt, one, r))
+        out = nl.ndarray(a.shape, dtype=nl.float32, buffer=nl.shared_hbm)
+        nisa.dma_copy(dst=out, src=acc)
+        return out
+    return nki.jit(k)
+
+
+def test_deprecated_loop_forms_warn_and_still_run(monkeypatch):
+    """NKI 0.6.0 deprecates `for i in nl.dynamic_range(...)` and `while reg:`
+    loops: each warns (an NKIWarning naming the kernel line, when the
+    kernel is traced) and runs as before; nl.fori_loop and nl.while_loop,
+    which replace them, do not warn."""
+    monkeypatch.setenv("TRNEMU_NKI_CACHE", "0")     # traced in this process: its warnings seen
+    a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    n = np.array([[3]], np.int32)
+    with pytest.warns(nki.NKIWarning) as seen:
+        np.testing.assert_array_equal(_loop_kernel(True)(a, n), 5 * a)
+    texts = [str(w.message) for w in seen]
+    assert any(re.match(r".*test_nki_cores.py:\d+: nl.dynamic_range loops are deprecated since "
+                        r"NKI 0.6.0 .*use nl.fori_loop", t) for t in texts), texts
+    assert any(re.match(r".*test_nki_cores.py:\d+: `while reg:` loops are deprecated", t)
+               for t in texts), texts
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", nki.NKIWarning)
+        np.testing.assert_array_equal(_loop_kernel(False)(a, n), 5 * a)
 
 
 def test_device_loop_with_run_time_offsets():

@@ -20,8 +20,13 @@ engines runs one counted `nop`, which every later access to what the body
 touched waits for.
 """
 from .access import ap_text, rect
-from .context import ENGINES, current, fail, user_line
+from .context import ENGINES, current, fail, user_line, warn
 from .dynamic import real
+
+# the warning of the loop forms NKI 0.6.0 deprecates (nl.fori_loop and
+# nl.while_loop replace them; they still run)
+DEPRECATED_LOOP = ("%s loops are deprecated since NKI 0.6.0 and will be removed: "
+                   "use nl.fori_loop (a counted loop) or nl.while_loop (a condition)")
 
 VBASE = 1 << 40           # body instructions are numbered VBASE + index in the trackers
 REG_COUNTER, REG_BOUND, REG_TEMP = 63, 62, 61
@@ -258,10 +263,11 @@ def device_range(start, stop, step):
         loop.finish()
 
 
-def begin_while(reg):
+def begin_while(reg, deprecated=True):
     """`while reg:` with a register: the first truth test starts a device
     loop over the body (returns True), the next one, after the body has
-    been traced, closes it (returns False)."""
+    been traced, closes it (returns False). A loop written so (deprecated)
+    warns, nl.while_loop's does not."""
     from .. import language as nl
     tr = current()
     loop = tr.loop
@@ -272,6 +278,8 @@ def begin_while(reg):
         return False
     if loop is not None:
         fail("device loops (`while reg:`, nl.dynamic_range over a register) do not nest")
+    if deprecated:
+        warn(DEPRECATED_LOOP % "`while reg:`")
     tr.flush()
     word = nl.ndarray((1, 1), nl.int32, nl.sbuf)
     tr.loop = DeviceLoop(tr, None, None, 1, {"cond": (word, 0)}, kind="while", cond=reg.number)

@@ -3,7 +3,8 @@ tracer), SPMD launch grids and program ids, dynamic slices and the legacy
 index grids (arange, mgrid)."""
 import builtins
 
-from .._core import IndexExpr, current, fail
+from .._core import IndexExpr, current, fail, warn
+from .._core.loops import DEPRECATED_LOOP
 
 
 def affine_range(start, stop=None, step=1, **kwargs):
@@ -125,7 +126,14 @@ def dynamic_range(start, stop=None, step=1):
     """A loop the device runs: with a register bound (nisa.register_alloc /
     register_load) the body is traced once and looped on the device
     (_core/loops.py); with integer bounds it is unrolled like affine_range,
-    which gives the same results."""
+    which gives the same results. Deprecated by NKI 0.6.0 (a warning
+    names the kernel line): nl.fori_loop replaces it."""
+    warn(DEPRECATED_LOOP % "nl.dynamic_range")
+    return _device_or_unrolled(start, stop, step)
+
+
+def _device_or_unrolled(start, stop=None, step=1):
+    """dynamic_range's iterations, without its deprecation warning."""
     if stop is None:
         start, stop = 0, start
     if _is_register(start) or _is_register(stop):
@@ -139,7 +147,7 @@ def dynamic_range(start, stop=None, step=1):
 def fori_loop(lower, upper, body_fun, step=1):
     """body_fun(i) for i in range(lower, upper, step): a device loop when a
     bound is a register, else unrolled (as dynamic_range)."""
-    for i in dynamic_range(lower, upper, step):
+    for i in _device_or_unrolled(lower, upper, step):
         body_fun(i)
 
 
@@ -162,8 +170,9 @@ def while_loop(init, body_fun):
     if not _is_register(init):
         fail("nl.while_loop's init is a register (nisa.register_alloc), got %r" % (init,))
     from ..isa import _registers
+    from .._core.loops import begin_while
     reg = init
-    while reg:
+    while begin_while(reg, deprecated=False):     # `while reg:`, without its warning
         nxt = body_fun(reg)
         if nxt is not reg:
             if not _is_register(nxt):
