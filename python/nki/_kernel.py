@@ -596,8 +596,19 @@ def _onchip_to_hbm(ret):
     return conv(ret)
 
 
+def _warn_imprecise_mode():
+    """NKI_PRECISE_FP=0 asks the vendor's simulator to keep low-precision
+    tensors in float32; trnemu always rounds to their types, as the
+    hardware does: a warning says so (naming the calling line) rather
+    than ignore it."""
+    if os.environ.get("NKI_PRECISE_FP", "").strip() == "0":
+        _core.warn("NKI_PRECISE_FP=0 has no effect on trnemu: bfloat16 and fp8 tensors are "
+                   "stored in their own types, as on the hardware")
+
+
 def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
     t0 = time.perf_counter()
+    _warn_imprecise_mode()
     ncores = 1
     if shard is not None and _runtime.machine_lnc() >= shard[1]:
         ncores = shard[1]

@@ -118,6 +118,26 @@ def test_nc_version_variable_names_the_target(monkeypatch):
         nki.jit(_copy_body)(a)
 
 
+def test_imprecise_simulator_mode_is_said_to_have_no_effect(monkeypatch):
+    """NKI_PRECISE_FP=0 (the vendor simulator's float32 storage of
+    low-precision tensors) does not apply on trnemu: a warning says so at
+    the trace, and the result keeps its bfloat16 rounding."""
+    monkeypatch.setenv("TRNEMU_NKI_CACHE", "0")     # traced here
+    monkeypatch.setenv("NKI_PRECISE_FP", "0")
+
+    @nki.jit
+    def k(a):
+        out = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
+        t = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
+        nisa.dma_copy(dst=t, src=a)
+        nisa.dma_copy(dst=out, src=t)
+        return out
+    a = np.full((1, 4), 1 + 2 ** -10, np.float32)    # not a bfloat16 value
+    with pytest.warns(nki.NKIWarning, match=r"test_nki_jit.py:\d+: NKI_PRECISE_FP=0 has no effect"):
+        got = k(a)
+    np.testing.assert_array_equal(nki.to_float32(got), np.ones((1, 4), np.float32))
+
+
 def test_save_neff_name(tmp_path):
     path = str(tmp_path / "k.neff")
     k = nki.jit(save_neff_name=path)(_copy_body)
