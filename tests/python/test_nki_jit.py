@@ -13,9 +13,11 @@ import nki.language as nl
 from nki import _runtime
 
 
-def _copy_body(a):
-    out = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.shared_hbm)
-    t = nl.ndarray(a.shape, dtype=a.dtype, buffer=nl.sbuf)
+def _copy_body(a, dtype=None):
+    """a copied through SBUF, in dtype (default a's)."""
+    dtype = dtype or a.dtype
+    out = nl.ndarray(a.shape, dtype=dtype, buffer=nl.shared_hbm)
+    t = nl.ndarray(a.shape, dtype=dtype, buffer=nl.sbuf)
     nisa.dma_copy(dst=t, src=a)
     nisa.dma_copy(dst=out, src=t)
     return out
@@ -127,11 +129,7 @@ def test_imprecise_simulator_mode_is_said_to_have_no_effect(monkeypatch):
 
     @nki.jit
     def k(a):
-        out = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.shared_hbm)
-        t = nl.ndarray(a.shape, dtype=nl.bfloat16, buffer=nl.sbuf)
-        nisa.dma_copy(dst=t, src=a)
-        nisa.dma_copy(dst=out, src=t)
-        return out
+        return _copy_body(a, nl.bfloat16)
     a = np.full((1, 4), 1 + 2 ** -10, np.float32)    # not a bfloat16 value
     with pytest.warns(nki.NKIWarning, match=r"test_nki_jit.py:\d+: NKI_PRECISE_FP=0 has no effect"):
         got = k(a)
