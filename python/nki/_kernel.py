@@ -626,6 +626,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
     try:
         proxies = {}
         arg_names = {}
+        lnc2 = shard is not None and shard[1] > 1    # the arguments' buffer is shared_hbm
         for i, nm in enumerate(names):
             a = bound.arguments[nm]
             if isinstance(a, np.ndarray):
@@ -636,7 +637,7 @@ def _trace(func, args, kwargs, grid, shard=None, gen=2, onchip_returns=False):
                 t = _core.new_tensor(a.shape, di.public, "input", nm)
                 t.storage.role = "input"
                 t.storage.argpos = i
-                t.storage.shared = shard is not None and shard[1] > 1   # its buffer: shared_hbm
+                t.storage.shared = lnc2
                 tr.inputs.append(t.storage)
                 proxies[nm] = t
                 arg_names[i] = t.storage.name
@@ -1054,7 +1055,7 @@ class Kernel:
         self.mode = mode          # 'jit', 'baremetal', 'simulate', 'benchmark'
         self.opts = opts          # decorator options (benchmark warmup/iters...)
         self.last = None          # the Compiled of the last call
-        self.recent = None        # last keyed call: (source key, _arg_sig, Compiled, _target_names)
+        self.recent = None        # (source key, _arg_sig, Compiled) of the last keyed call (_recall)
         self.benchmark_result = None
         self.__name__ = getattr(func, "__name__", "kernel")
         self.__doc__ = getattr(func, "__doc__", None)
@@ -1094,7 +1095,8 @@ class Kernel:
         machine's is refused, as a NEFF built for another generation does
         not load."""
         machine = _runtime.machine_generation()
-        target = next((t for t in self._target_names() if t), None)
+        target = (self.opts.get("platform_target") or os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE")
+                  or os.environ.get("NKI_NC_VERSION"))
         if not target:
             return machine
         gen = PLATFORMS.get(target)
@@ -1110,11 +1112,6 @@ class Kernel:
                               target, gen, info.get("instance_type", "?"), machine))
         return gen
 
-    def _target_names(self):
-        """What names the target, in precedence order (target_generation)."""
-        return (self.opts.get("platform_target"), os.environ.get("NEURON_PLATFORM_TARGET_OVERRIDE"),
-                os.environ.get("NKI_NC_VERSION"))
-
     def compile(self, args, kwargs):
         src = _source_key(self.func, self.keys)
         key = _call_key(src, args, kwargs, self.grid)
@@ -1127,14 +1124,18 @@ class Kernel:
             comp.cached = False
             self.last = comp
             return comp
-        key += (self.shard, self.mode == "simulate", self.target_generation())
+        # a trace is only ever for the machine's generation (another target
+        # is refused), so the key need not hold it; the refusal is made
+        # here, also when the kernel is already cached
+        self.target_generation()
+        key += (self.shard, self.mode == "simulate")
         with _runtime._lock:     # one trace per key, even from several threads
             comp, evicted = self._compile_locked(key, args, kwargs)
         for old in evicted:      # after a call in flight on it, outside the cache lock
             with old.lock:
                 old.model.unload()
         sig = None if kwargs else _arg_sig(args)
-        self.recent = (src, sig, comp, self._target_names()) if sig is not None else None
+        self.recent = (src, sig, comp) if sig is not None else None
         return comp
 
     def _compile_locked(self, key, args, kwargs):
@@ -1162,16 +1163,16 @@ class Kernel:
     def _recall(self, args):
         """The compiled kernel of this kernel's last keyed call when this
         call's arguments are NumPy arrays of the same shapes and dtypes and
-        ints of the same values as then, its source key and target are
-        unchanged and the kernel is still cached: what compile() would
-        find, without computing the whole key. None otherwise (then
-        compile decides)."""
+        ints of the same values as then, its source key is unchanged and
+        the kernel is still cached: what compile() would find, without
+        computing the whole key (nor checking the target again: a target
+        set after the call before is checked at the next call that is not
+        like it). None otherwise (then compile decides)."""
         recent = self.recent
         if recent is None:
             return None
-        src, sig, comp, target = recent
-        if (_arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted
-                or self._target_names() != target):
+        src, sig, comp = recent
+        if _arg_sig(args) != sig or self.keys.get(self.func) != src or comp.evicted:
             return None       # (evicted after this check: __call__ sees it unloaded)
         if _newest[0] is not comp:
             with _runtime._lock:
